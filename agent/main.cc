@@ -1,0 +1,13 @@
+// gleaner-agent: the node daemon and its offline subcommands.
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "agent/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gleaner-agent: harvests idle node capacity for batch work and protects LS pods"};
+  app.require_subcommand(1);
+  gleaner::agent::register_commands(app);
+  CLI11_PARSE(app, argc, argv);
+  return gleaner::agent::exit_code();
+}

@@ -1,0 +1,45 @@
+# gleaner_module(NAME <name> [DIRS <dir>...] [LIBS <target>...])
+# One static library per top-level module, built from every .cc under the module's
+# folder except main.cc files (those belong to the executables). Globbing keeps
+# module CMakeLists free of file lists; CONFIGURE_DEPENDS picks up new files.
+function(gleaner_module)
+  cmake_parse_arguments(M "" "NAME" "LIBS;EXCLUDE" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  list(FILTER srcs EXCLUDE REGEX "/main\\.cc$")
+  foreach(pattern IN LISTS M_EXCLUDE)
+    list(FILTER srcs EXCLUDE REGEX "${pattern}")
+  endforeach()
+  if(NOT srcs)
+    # A module with headers only (or not written yet) still links like the others.
+    add_library(gleaner_${M_NAME} INTERFACE)
+    target_link_libraries(gleaner_${M_NAME} INTERFACE ${M_LIBS})
+    return()
+  endif()
+  add_library(gleaner_${M_NAME} STATIC ${srcs})
+  target_link_libraries(gleaner_${M_NAME} PUBLIC ${M_LIBS})
+endfunction()
+
+# gleaner_test(NAME <name> DIR <dir under test/> LIBS <targets>... [LABELS <labels>...] [SERIAL])
+# One GoogleTest binary per test folder; each TEST becomes its own ctest entry.
+function(gleaner_test)
+  cmake_parse_arguments(T "SERIAL" "NAME;DIR" "LIBS;LABELS" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${T_DIR}/*_test.cc)
+  if(NOT srcs)
+    return()
+  endif()
+  add_executable(${T_NAME} ${srcs})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest_main)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test)
+  target_compile_definitions(${T_NAME} PRIVATE
+    GLEANER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" GLEANER_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  # SERIAL: tests that measure real CPU time must not share the 2 cores with others.
+  set(extra)
+  if(T_SERIAL)
+    set(extra RUN_SERIAL TRUE)
+  endif()
+  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${T_LABELS}" TIMEOUT 300 ${extra})
+endfunction()

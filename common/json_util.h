@@ -1,0 +1,22 @@
+#pragma once
+// JSON helpers shared by config, kube objects, snapshots, reports and scenarios.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "common/quantity.h"
+#include "common/result.h"
+
+namespace gleaner {
+
+using Json = nlohmann::json;
+
+// Parses text; the error names `where` (a file name, an URL) and the byte offset.
+Result<Json> parse_json(std::string_view text, std::string_view where);
+// A quantity given as a JSON string ("500m") or number (4, 0.5).
+Result<Quantity> quantity_from_json(const Json& value, std::string_view where);
+// Follows a "/"-separated path of object keys; nullptr when any step is missing.
+const Json* find_path(const Json& root, std::string_view dotted_path);
+
+}  // namespace gleaner

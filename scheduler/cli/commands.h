@@ -1,0 +1,12 @@
+#pragma once
+// Registration of gleaner-scheduler's subcommands; each lives in its own file here.
+
+#include <CLI/CLI.hpp>
+
+namespace gleaner::scheduler {
+
+void register_commands(CLI::App& app);
+int exit_code();
+void set_exit_code(int code);
+
+}  // namespace gleaner::scheduler

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every build, test and demo dependency of Gleaner from Debian packages.
+# Idempotent: packages already present are left alone, and apt is only asked when
+# something is missing.
+set -euo pipefail
+
+packages=(
+  # toolchain and build
+  build-essential cmake pkg-config clang llvm clang-format clang-tidy
+  # eBPF: libbpf CO-RE, skeletons, vmlinux.h
+  libbpf-dev bpftool libelf-dev zlib1g-dev
+  # networking, TLS, JSON, metrics, logging, CLI
+  libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # real peers used by integration tests, the demo and benchmarks
+  prometheus python3 python3-kubernetes python3-yaml wrk procps iproute2
+)
+# kubectl: Debian's kubernetes-client, unless the machine already has a kubectl (some images
+# ship one from another package, which owns the same path).
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
