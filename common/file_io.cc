@@ -1,14 +1,14 @@
 #include "common/file_io.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <utility>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace gleaner {
 namespace {
@@ -95,8 +95,10 @@ std::string join_path(std::string_view a, std::string_view b) {
   if (a.empty()) return std::string(b);
   if (b.empty()) return std::string(a);
   std::string out(a);
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  while (!b.empty() && b.front() == '/') b.remove_prefix(1);
+  while (out.size() > 1 && out.back() == '/')
+    out.pop_back();
+  while (!b.empty() && b.front() == '/')
+    b.remove_prefix(1);
   if (out != "/") out.push_back('/');
   out.append(b);
   return out;

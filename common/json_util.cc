@@ -34,9 +34,9 @@ Result<Quantity> quantity_from_json(const Json& value, std::string_view where) {
     }
     return Quantity::from_milli(static_cast<int64_t>(std::ceil(d * 1000.0)));
   }
-  return make_error(ErrorCode::kParse,
-                    std::string(where) + ": expected a quantity (string or number), got " +
-                        value.type_name());
+  return make_error(
+      ErrorCode::kParse,
+      std::string(where) + ": expected a quantity (string or number), got " + value.type_name());
 }
 
 const Json* find_path(const Json& root, std::string_view dotted_path) {
@@ -48,7 +48,8 @@ const Json* find_path(const Json& root, std::string_view dotted_path) {
     auto it = node->find(key);
     if (it == node->end()) return nullptr;
     node = &*it;
-    dotted_path = slash == std::string_view::npos ? std::string_view{} : dotted_path.substr(slash + 1);
+    dotted_path =
+        slash == std::string_view::npos ? std::string_view{} : dotted_path.substr(slash + 1);
   }
   return node;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // JSON helpers shared by config, kube objects, snapshots, reports and scenarios.
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "common/quantity.h"
 #include "common/result.h"

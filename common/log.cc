@@ -1,9 +1,9 @@
 #include "common/log.h"
 
+#include <string>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <string>
 
 namespace gleaner {
 

@@ -19,9 +19,22 @@ struct Suffix {
 };
 
 constexpr std::array<Suffix, 16> kSuffixes{{
-    {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40}, {"Pi", 0, 50}, {"Ei", 0, 60},
-    {"n", -9, 0},  {"u", -6, 0},  {"m", -3, 0},  {"", 0, 0},    {"k", 3, 0},   {"M", 6, 0},
-    {"G", 9, 0},   {"T", 12, 0},  {"P", 15, 0},  {"E", 18, 0},
+    {"Ki", 0, 10},
+    {"Mi", 0, 20},
+    {"Gi", 0, 30},
+    {"Ti", 0, 40},
+    {"Pi", 0, 50},
+    {"Ei", 0, 60},
+    {"n", -9, 0},
+    {"u", -6, 0},
+    {"m", -3, 0},
+    {"", 0, 0},
+    {"k", 3, 0},
+    {"M", 6, 0},
+    {"G", 9, 0},
+    {"T", 12, 0},
+    {"P", 15, 0},
+    {"E", 18, 0},
 }};
 
 Error bad(std::string_view text, const char* why) {
@@ -29,7 +42,9 @@ Error bad(std::string_view text, const char* why) {
                     "invalid quantity \"" + std::string(text) + "\": " + std::string(why));
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Parses the suffix: a known SI suffix or a decimal exponent "e<int>" / "E<int>".
 bool parse_suffix(std::string_view s, int& exp10, int& exp2) {
@@ -89,7 +104,8 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     if (seen_point) ++fraction_digits;
   }
   bool any_digit = false;
-  for (size_t k = 0; k < i; ++k) any_digit = any_digit || is_digit(s[k]);
+  for (size_t k = 0; k < i; ++k)
+    any_digit = any_digit || is_digit(s[k]);
   if (!any_digit) return bad(text, "no digits");
 
   int exp10 = 0;
@@ -114,7 +130,8 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     }
   } else {
     Wide divisor = 1;
-    for (int k = 0; k < -scale; ++k) divisor *= 10;
+    for (int k = 0; k < -scale; ++k)
+      divisor *= 10;
     value = (value + divisor - 1) / divisor;  // round up, like MilliValue()
   }
   auto milli = static_cast<int64_t>(value);

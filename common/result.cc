@@ -7,24 +7,39 @@ namespace gleaner {
 
 const char* to_string(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kNotFound: return "not-found";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kInvalidArgument: return "invalid-argument";
-    case ErrorCode::kParse: return "parse";
-    case ErrorCode::kIo: return "io";
-    case ErrorCode::kPermission: return "permission";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kRetryLater: return "retry-later";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kInvalidArgument:
+      return "invalid-argument";
+    case ErrorCode::kParse:
+      return "parse";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kPermission:
+      return "permission";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kRetryLater:
+      return "retry-later";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }
 
-std::string Error::describe() const { return std::string(to_string(code)) + ": " + message; }
+std::string Error::describe() const {
+  return std::string(to_string(code)) + ": " + message;
+}
 
-Error make_error(ErrorCode code, std::string message) { return Error{code, std::move(message)}; }
+Error make_error(ErrorCode code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 Error errno_error(int err, const std::string& what) {
   ErrorCode code = ErrorCode::kIo;

@@ -17,9 +17,9 @@ enum class ErrorCode {
   kIo,               // any other I/O failure
   kPermission,       // EACCES / EPERM
   kTimeout,
-  kUnavailable,      // remote peer down or refusing; retry later
-  kConflict,         // optimistic-concurrency conflict (HTTP 409)
-  kRetryLater,       // the peer asked us to retry (HTTP 429)
+  kUnavailable,  // remote peer down or refusing; retry later
+  kConflict,     // optimistic-concurrency conflict (HTTP 409)
+  kRetryLater,   // the peer asked us to retry (HTTP 429)
   kInternal,
 };
 
@@ -41,8 +41,8 @@ Error errno_error(int err, const std::string& what);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}       // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -64,6 +64,8 @@ class [[nodiscard]] Result {
 
 struct Unit {};
 using Status = Result<Unit>;
-inline Status ok_status() { return Unit{}; }
+inline Status ok_status() {
+  return Unit{};
+}
 
 }  // namespace gleaner

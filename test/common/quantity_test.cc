@@ -55,8 +55,8 @@ TEST(Quantity, SignsAndZeros) {
 }
 
 TEST(Quantity, RejectsMalformedText) {
-  for (const char* text : {"", "abc", "1x", "1KiB", "m", "1e", "1e1000", "1..2", "--1", "1 ",
-                           " 1", "1Mi1", "0x10", "99999999999999999999999999999999999"}) {
+  for (const char* text : {"", "abc", "1x", "1KiB", "m", "1e", "1e1000", "1..2", "--1", "1 ", " 1",
+                           "1Mi1", "0x10", "99999999999999999999999999999999999"}) {
     auto q = Quantity::parse(text);
     EXPECT_FALSE(q.ok()) << "accepted \"" << text << "\"";
     if (!q.ok()) {

@@ -1,12 +1,12 @@
 #include "test/support/temp_tree.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace gleaner::testing {
 namespace fs = std::filesystem;

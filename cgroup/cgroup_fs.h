@@ -1,0 +1,70 @@
+#pragma once
+// Reads of the cgroup filesystem under a configurable root, resolved through the
+// resource table for the detected version. Statistic files are kept open and re-read
+// with pread, so a sampling pass costs one syscall per file.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cgroup/parsers.h"
+#include "cgroup/resource.h"
+#include "cgroup/version.h"
+#include "common/file_io.h"
+
+namespace gleaner::cgroup {
+
+struct CpuThrottle {
+  int64_t nr_periods = 0;
+  int64_t nr_throttled = 0;
+  int64_t throttled_ns = 0;
+};
+
+class CgroupFs {
+ public:
+  CgroupFs(std::string root, CgroupVersion version);
+
+  [[nodiscard]] const std::string& root() const { return root_; }
+  [[nodiscard]] CgroupVersion version() const { return version_; }
+
+  // Directory of `cgroup` (relative, e.g. "kubepods/besteffort") in the hierarchy that
+  // holds `resource`: <root>/<controller>/<cgroup> on v1, <root>/<cgroup> on v2, and for
+  // PSI on hybrid <root>/unified/<cgroup>.
+  [[nodiscard]] std::string dir_of(Resource resource, const std::string& cgroup) const;
+  // Absolute file path; kUnsupported when this version has no such file.
+  [[nodiscard]] Result<std::string> path_of(Resource resource, const std::string& cgroup) const;
+  // Whether the file exists for this cgroup (kernels differ: cpu.idle, memory.high on v1).
+  [[nodiscard]] bool has(Resource resource, const std::string& cgroup) const;
+  [[nodiscard]] bool exists(const std::string& cgroup) const;
+
+  // Raw content of the resource's file (through the open-file cache).
+  Result<std::string> read_raw(Resource resource, const std::string& cgroup);
+  // The resource as a logical value (see resource.h), e.g. quota "-1" for unlimited.
+  Result<std::string> read_logical(Resource resource, const std::string& cgroup);
+  // A numeric resource: quota, period, shares, idle, memory usage and limits.
+  Result<int64_t> read_int(Resource resource, const std::string& cgroup);
+
+  Result<int64_t> read_cpu_usage_ns(const std::string& cgroup);
+  Result<CpuThrottle> read_cpu_throttle(const std::string& cgroup);
+  Result<std::vector<int>> read_cpuset(const std::string& cgroup);
+  Result<std::map<std::string, int64_t>> read_memory_stat(const std::string& cgroup);
+  // inactive_anon + active_anon + unevictable (hierarchical on v1).
+  Result<int64_t> read_memory_working_set(const std::string& cgroup);
+  Result<Psi> read_pressure(Resource resource, const std::string& cgroup);
+  Result<std::vector<int>> read_ids(Resource resource, const std::string& cgroup);
+
+  // Closes cached descriptors of cgroups that are gone (call after a pod is deleted).
+  void forget(const std::string& cgroup);
+
+ private:
+  Result<std::string> read_cached(const std::string& path);
+
+  std::string root_;
+  CgroupVersion version_;
+  std::unordered_map<std::string, OpenFile> open_files_;
+};
+
+}  // namespace gleaner::cgroup
