@@ -1,0 +1,407 @@
+#!/usr/bin/python3
+"""A stand-in for kube-apiserver (the resources and verbs Gleaner uses) and for kubelet's
+/pods endpoint, for tests on machines without a cluster. It follows the real wire format:
+paths, JSON shapes, v1 Status errors, resourceVersion semantics, chunked watch streams with
+bookmarks, optimistic concurrency, patch content types, binding and eviction subresources.
+
+Usage: apiserver.py [--port 0] [--token T]; prints "ready port=N" once it listens.
+Test controls live under /_admin/ (see Handler.admin)."""
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from faults import Faults  # noqa: E402
+from store import ApiError, Store, now_rfc3339  # noqa: E402
+import watch  # noqa: E402
+from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
+from kselectors import (SelectorError, fields_match, labels_match,  # noqa: E402
+                       parse_field_selector, parse_label_selector)
+
+# (group, resource) -> (kind, namespaced, has status subresource)
+RESOURCES = {
+    ("", "pods"): ("Pod", True, True),
+    ("", "nodes"): ("Node", False, True),
+    ("", "events"): ("Event", True, False),
+    ("", "bindings"): ("Binding", True, False),
+    ("sparkoperator.k8s.io", "sparkapplications"): ("SparkApplication", True, True),
+}
+VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2"}
+
+
+class Route:
+    def __init__(self, group, resource, ns, name, sub):
+        self.group, self.resource, self.ns, self.name, self.sub = group, resource, ns, name, sub
+        self.kind, self.namespaced, self.has_status = RESOURCES[(group, resource)]
+        self.api_version = (group + "/" if group else "") + VERSIONS[group]
+
+
+def parse_route(path):
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis" and VERSIONS.get(parts[1]) == parts[2]:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    ns = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    if not rest or len(rest) > 3 or (group, rest[0]) not in RESOURCES:
+        return None
+    route = Route(group, rest[0], ns, rest[1] if len(rest) > 1 else None,
+                  rest[2] if len(rest) > 2 else None)
+    if route.namespaced != (ns is not None) and not (route.namespaced and route.name is None):
+        return None  # cluster-wide lists of namespaced resources are fine; the rest is 404
+    return route
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "gleaner-test-apiserver"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("apiserver: " + fmt % args + "\n")
+
+    # --- plumbing --------------------------------------------------------------
+    def send_json(self, code, body, headers=None):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_status(self, code, message="", reason=""):
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Success" if code < 400 else "Failure", "code": code}
+        if message:
+            body["message"] = message
+        if reason:
+            body["reason"] = reason
+        self.send_json(code, body)
+
+    def read_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def json_body(self, raw):
+        try:
+            return json.loads(raw or b"null")
+        except ValueError as e:
+            raise ApiError(400, "BadRequest", "the body of the request was in an unknown format"
+                           " - accepted media types include: application/json: %s" % e)
+
+    def handle_any(self, method):
+        url = urllib.parse.urlsplit(self.path)
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query, keep_blank_values=True)
+                 .items()}
+        raw = self.read_body()
+        faults = self.server.faults
+        if url.path.startswith("/_admin/"):
+            return self.admin(method, url.path[len("/_admin/"):], query)
+        faults.log({"method": method, "path": url.path, "query": query,
+                    "contentType": self.headers.get("Content-Type", "")})
+        try:
+            stall = faults.take_stall(url.path)
+            if stall:
+                stall[1].wait(stall[0])
+            if faults.token is not None and \
+                    self.headers.get("Authorization") != "Bearer " + faults.token:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            if faults.take("throttle"):
+                raise ApiError(429, "TooManyRequests", "Too many requests, please try again "
+                               "later.", {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+            if url.path == "/pods" and method == "GET":
+                return self.kubelet_pods()
+            route = parse_route(url.path)
+            if route is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self.dispatch(method, route, query, raw)
+        except ApiError as e:
+            self.send_json(e.code, e.status(), e.headers)
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def do_PUT(self):
+        self.handle_any("PUT")
+
+    def do_PATCH(self):
+        self.handle_any("PATCH")
+
+    def do_DELETE(self):
+        self.handle_any("DELETE")
+
+    # --- API verbs -------------------------------------------------------------
+    def dispatch(self, method, r, query, raw):
+        store = self.server.store
+        if r.name is None:
+            if method == "GET" and parse_bool(query.get("watch")):
+                return watch.serve(self, r, query)
+            if method == "GET":
+                return self.list(r, query)
+            if method == "POST" and r.resource == "bindings":
+                body = self.json_body(raw)
+                return self.bind(r, (body.get("metadata") or {}).get("name", ""), body)
+            if method == "POST":
+                obj = self.json_body(raw)
+                if not isinstance(obj, dict):
+                    raise ApiError(400, "BadRequest", "expected an object")
+                obj["kind"], obj["apiVersion"] = r.kind, r.api_version
+                meta_ns = (obj.get("metadata") or {}).get("namespace")
+                if r.namespaced and meta_ns and meta_ns != r.ns:
+                    raise ApiError(400, "BadRequest", "the namespace of the provided object does "
+                                   "not match the namespace sent on the request")
+                return self.send_json(201, store.create(r.resource, r.ns, obj, r.group))
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
+        if r.sub == "binding" and method == "POST" and r.resource == "pods":
+            return self.bind(r, r.name, self.json_body(raw))
+        if r.sub == "eviction" and method == "POST" and r.resource == "pods":
+            return self.evict(r, self.json_body(raw))
+        if r.sub not in (None, "status") or (r.sub == "status" and not r.has_status):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if method == "GET":
+            return self.send_json(200, store.get(r.resource, r.ns, r.name, r.group))
+        if method == "DELETE":
+            return self.send_json(200, store.delete(r.resource, r.ns, r.name, r.group))
+        if method == "PUT":
+            body = self.json_body(raw)
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "expected an object")
+            return self.send_json(200, store.update(r.resource, r.ns, r.name,
+                                                    lambda cur: self.write(r, cur, body), r.group))
+        if method == "PATCH":
+            return self.patch(r, raw)
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
+
+    def write(self, r, current, new):
+        """Status-subresource rules: the main resource ignores status, /status only takes it."""
+        new["kind"], new["apiVersion"] = r.kind, r.api_version
+        if not r.has_status:
+            return new
+        if r.sub == "status":
+            result = current
+            result["status"] = new.get("status", {})
+            rv = (new.get("metadata") or {}).get("resourceVersion")
+            result["metadata"]["resourceVersion"] = rv or current["metadata"]["resourceVersion"]
+            return result
+        if "status" in current:
+            new["status"] = current["status"]
+        else:
+            new.pop("status", None)
+        return new
+
+    def patch(self, r, raw):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        body = self.json_body(raw)
+        if ctype == "application/strategic-merge-patch+json" and r.group:
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
+                           "unknown format - accepted media types include: "
+                           "application/json-patch+json, application/merge-patch+json")
+        appliers = {"application/merge-patch+json": merge_patch,
+                    "application/strategic-merge-patch+json": strategic_merge_patch,
+                    "application/json-patch+json": json_patch}
+        if ctype not in appliers:
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown"
+                           " format - accepted media types include: application/json-patch+json,"
+                           " application/merge-patch+json, application/strategic-merge-patch+json")
+        if ctype != "application/json-patch+json" and not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "a merge patch must be a JSON object")
+
+        def mutate(current):
+            try:
+                patched = appliers[ctype](current, body)
+            except PatchError as e:
+                raise ApiError(422, "Invalid", str(e))
+            if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+                raise ApiError(422, "Invalid", "patch produced an object without metadata")
+            return self.write(r, current, patched)
+
+        self.send_json(200, self.server.store.update(r.resource, r.ns, r.name, mutate, r.group))
+
+    def bind(self, r, name, body):
+        if not isinstance(body, dict) or not (body.get("target") or {}).get("name"):
+            raise ApiError(422, "Invalid", "Binding.target.name: Required value")
+        uid = (body.get("metadata") or {}).get("uid") or None
+        node = body["target"]["name"]
+
+        def assign(pod):
+            if pod.get("spec", {}).get("nodeName"):
+                raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "%s"'
+                               ': pod %s is already assigned to node "%s"'
+                               % (name, name, pod["spec"]["nodeName"]),
+                               {"name": name, "kind": "pods/binding"})
+            pod.setdefault("spec", {})["nodeName"] = node
+            conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
+            conditions.append({"type": "PodScheduled", "status": "True",
+                               "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+            return pod
+
+        self.server.store.update("pods", r.ns, name, assign, expected_uid=uid)
+        self.send_status(201)
+
+    def evict(self, r, body):
+        if not isinstance(body, dict) or body.get("kind") not in (None, "Eviction"):
+            raise ApiError(400, "BadRequest", "expected a policy/v1 Eviction")
+        if (body.get("metadata") or {}).get("name") not in (None, r.name):
+            raise ApiError(400, "BadRequest", "name in URL does not match name in Eviction object")
+        self.server.store.get("pods", r.ns, r.name)
+        if self.server.faults.take("eviction_429"):
+            raise ApiError(429, "TooManyRequests", "Cannot evict pod as it would violate the "
+                           "pod's disruption budget.", {"causes": [{
+                               "reason": "DisruptionBudget",
+                               "message": "The disruption budget test-pdb needs 1 healthy pods "
+                                          "and has 1 currently"}]})
+        self.server.store.delete("pods", r.ns, r.name)
+        self.send_status(201)
+
+    def list(self, r, query):
+        predicate = matcher(r, query)
+        store = self.server.store
+        if query.get("continue"):
+            rv, items, start, sid = store.load_snapshot(query["continue"])
+        else:
+            rv, items = store.snapshot(r.resource, r.ns, predicate)
+            start, sid = 0, None
+        limit = int(query.get("limit") or 0)
+        meta = {"resourceVersion": str(rv)}
+        page = items[start:start + limit] if limit > 0 else items[start:]
+        end = start + len(page)
+        if end < len(items):
+            sid = sid or store.save_snapshot(rv, items)
+            meta["continue"] = Store.continue_token(sid, rv, end)
+            meta["remainingItemCount"] = len(items) - end
+        if not r.group:
+            page = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
+        self.send_json(200, {"kind": r.kind + "List", "apiVersion": r.api_version,
+                             "metadata": meta, "items": page})
+
+    def kubelet_pods(self):
+        mode = self.server.faults.kubelet_mode
+        if mode == "fail":
+            raise ApiError(500, "InternalError", "kubelet: internal error")
+        if mode == "garbage":
+            data = b'{"kind":"PodList","items":[{"metadata"'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            return self.wfile.write(data)
+        node = self.server.kubelet_node
+        _, items = self.server.store.snapshot(
+            "pods", None, lambda p: p.get("spec", {}).get("nodeName") == node)
+        if mode == "empty":
+            items = []
+        items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
+        self.send_json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                             "items": items})
+
+    # --- test controls ---------------------------------------------------------
+    def admin(self, method, what, q):
+        f, store = self.server.faults, self.server.store
+        count = int(q.get("count", "1"))
+        if what == "requests" and method == "GET":
+            with f.lock:
+                return self.send_json(200, list(f.requests))
+        if what == "watchers" and method == "GET":
+            return self.send_json(200, {"watchers": f.watchers})
+        if what == "state" and method == "GET":
+            return self.send_json(200, {"resourceVersion": str(store.rv),
+                                        "compactedResourceVersion": str(store.compacted_rv)})
+        with f.lock:
+            if what == "expire-next-watch":
+                f.expire_watches, f.expire_mode = count, q.get("mode", "event")
+            elif what == "eviction-429":
+                f.eviction_429 = count
+            elif what == "throttle":
+                f.throttle = count
+            elif what == "stall":
+                f.stall_count, f.stall_seconds = count, float(q.get("seconds", "30"))
+                f.stall_prefix = q.get("prefix", "/")
+            elif what == "watch-fault":
+                f.watch_fault = q.get("kind", "garbage")
+            elif what == "silence-watches":
+                f.silence = q.get("on", "true") == "true"
+            elif what == "kubelet":
+                f.kubelet_mode = q.get("mode", "ok")
+            elif what == "token":
+                f.token = q.get("value") or None
+            elif what not in ("compact", "drop-watches", "reset"):
+                return self.send_status(404, "unknown admin endpoint " + what, "NotFound")
+        if what == "compact":
+            store.compact()
+        elif what == "drop-watches":
+            store.drop_watches()
+        elif what == "reset":
+            f.reset()
+            store.drop_watches()
+        self.send_status(200)
+
+
+def parse_bool(text):
+    """Go's strconv.ParseBool, which the API server uses for boolean query parameters."""
+    return text in ("1", "t", "T", "true", "TRUE", "True")
+
+
+def matcher(r, query):
+    try:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(r.resource, query.get("fieldSelector"))
+    except SelectorError as e:
+        raise ApiError(400, "BadRequest", str(e))
+    return lambda o: o is not None and (r.ns is None or o["metadata"].get("namespace") == r.ns) \
+        and labels_match(labels, o["metadata"].get("labels")) and fields_match(fields, o)
+
+
+watch.matcher = matcher
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default=None, help="bearer token required on API requests")
+    parser.add_argument("--bookmark-interval", type=float, default=1.0)
+    parser.add_argument("--history-limit", type=int, default=10000)
+    parser.add_argument("--kubelet-node", default="node-1", help="node whose pods /pods lists")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    server = Server((args.host, args.port), Handler)
+    server.store, server.faults = Store(args.history_limit), Faults(args.token)
+    server.bookmark_interval, server.kubelet_node = args.bookmark_interval, args.kubelet_node
+    server.verbose = args.verbose
+
+    def exit_with_parent():
+        # The test that started us holds our stdin; when it goes away, so do we.
+        sys.stdin.read()
+        os._exit(0)
+
+    threading.Thread(target=exit_with_parent, daemon=True).start()
+    print("ready port=%d" % server.server_address[1], flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

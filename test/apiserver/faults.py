@@ -1,0 +1,61 @@
+"""Test controls: faults the next requests or watches should meet, set through /_admin/."""
+
+import threading
+
+
+class Faults:
+    def __init__(self, token=None):
+        self.lock = threading.Lock()
+        self.release = threading.Event()  # set by reset: wakes every stalled request
+        self.token = token
+        self.requests = []
+        self.watchers = 0
+        self.clear()
+
+    def clear(self):
+        self.expire_watches = 0
+        self.expire_mode = "event"
+        self.eviction_429 = 0
+        self.stall_count, self.stall_seconds, self.stall_prefix = 0, 0.0, "/"
+        self.watch_fault = None
+        self.silence = False
+        self.kubelet_mode = "ok"
+        self.throttle = 0
+
+    def reset(self):
+        with self.lock:
+            self.clear()
+            self.requests = []
+            self.release.set()
+            self.release = threading.Event()
+
+    def take(self, name):
+        """Consumes one unit of a counted fault; -1 means 'until reset'."""
+        with self.lock:
+            value = getattr(self, name)
+            if value == 0:
+                return False
+            if value > 0:
+                setattr(self, name, value - 1)
+            return True
+
+    def take_stall(self, path):
+        with self.lock:
+            if self.stall_count == 0 or not path.startswith(self.stall_prefix):
+                return None
+            if self.stall_count > 0:
+                self.stall_count -= 1
+            return self.stall_seconds, self.release
+
+    def take_watch_fault(self):
+        with self.lock:
+            fault, self.watch_fault = self.watch_fault, None
+            return fault
+
+    def log(self, entry):
+        with self.lock:
+            self.requests.append(entry)
+
+    def watch_opened(self, delta):
+        with self.lock:
+            self.watchers += delta

@@ -1,0 +1,191 @@
+#!/usr/bin/python3
+"""Drives the test API server with the official Kubernetes Python client, so the stand-in
+answers what real clients expect and not only our own client's reading of the API."""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOKEN = "official-client-token"
+
+
+def start_server():
+    proc = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "apiserver.py"),
+                             "--port", "0", "--token", TOKEN, "--bookmark-interval", "0.2"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([proc.stdout], [], [], max(0, deadline - time.monotonic()))
+        if not ready:
+            proc.kill()
+            raise RuntimeError("test API server printed no ready line within 10 s")
+        byte = os.read(proc.stdout.fileno(), 1)
+        if not byte:
+            raise RuntimeError("test API server exited before it was ready")
+        line += byte
+    assert line.startswith(b"ready port="), line
+    return proc, int(line.split(b"=")[1])
+
+
+def pod(name, labels=None, scheduler="gleaner"):
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels or {}),
+        spec=client.V1PodSpec(scheduler_name=scheduler, containers=[client.V1Container(
+            name="main", image="busybox", resources=client.V1ResourceRequirements(
+                requests={"cpu": "500m", "memory": "1Gi"}, limits={"cpu": "500m",
+                                                                   "memory": "1Gi"}))]))
+
+
+class OfficialClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc, port = start_server()
+        config = client.Configuration(host="http://127.0.0.1:%d" % port)
+        config.api_key = {"authorization": TOKEN}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        cls.api = client.ApiClient(config)
+        cls.core = client.CoreV1Api(cls.api)
+        cls.custom = client.CustomObjectsApi(cls.api)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.kill()
+        cls.proc.wait()
+
+    def test_create_get_list_with_selectors_and_pages(self):
+        for i in range(5):
+            self.core.create_namespaced_pod("pages", pod("p%d" % i, {"tier": "batch" if i % 2
+                                                                      else "online"}))
+        got = self.core.read_namespaced_pod("p1", "pages")
+        self.assertEqual(got.status.qos_class, "Guaranteed")
+        self.assertEqual(got.status.phase, "Pending")
+        batch = self.core.list_namespaced_pod("pages", label_selector="tier in (batch)")
+        self.assertEqual([p.metadata.name for p in batch.items], ["p1", "p3"])
+        names, cont = [], None
+        while True:
+            page = self.core.list_namespaced_pod("pages", limit=2, _continue=cont)
+            names += [p.metadata.name for p in page.items]
+            cont = page.metadata._continue
+            if not cont:
+                break
+        self.assertEqual(names, ["p0", "p1", "p2", "p3", "p4"])
+        unscheduled = self.core.list_pod_for_all_namespaces(
+            field_selector="spec.schedulerName=gleaner,spec.nodeName=")
+        self.assertGreaterEqual(len(unscheduled.items), 5)
+
+    def test_errors_are_status_objects(self):
+        with self.assertRaises(ApiException) as missing:
+            self.core.read_namespaced_pod("nope", "errors")
+        self.assertEqual(missing.exception.status, 404)
+        self.core.create_namespaced_pod("errors", pod("dup"))
+        with self.assertRaises(ApiException) as dup:
+            self.core.create_namespaced_pod("errors", pod("dup"))
+        self.assertEqual(dup.exception.status, 409)
+        stale = self.core.read_namespaced_pod("dup", "errors")
+        self.core.patch_namespaced_pod("dup", "errors", {"metadata": {"labels": {"x": "1"}}})
+        stale.metadata.labels = {"x": "2"}
+        with self.assertRaises(ApiException) as conflict:
+            self.core.replace_namespaced_pod("dup", "errors", stale)
+        self.assertEqual(conflict.exception.status, 409)
+        with self.assertRaises(ApiException) as bad:
+            self.core.list_namespaced_pod("errors", field_selector="spec.bogus=1")
+        self.assertEqual(bad.exception.status, 400)
+
+    def test_watch_sees_changes_and_bookmarks(self):
+        start = self.core.list_namespaced_pod("watched").metadata.resource_version
+        seen, done = [], threading.Event()
+
+        def produce():
+            self.core.create_namespaced_pod("watched", pod("w1"))
+            self.core.patch_namespaced_pod_status("w1", "watched", {"status": {"phase": "Running"}})
+            self.core.delete_namespaced_pod("w1", "watched")
+
+        w = watch.Watch()
+        threading.Thread(target=produce).start()
+        for event in w.stream(self.core.list_namespaced_pod, "watched", resource_version=start,
+                              allow_watch_bookmarks=True, timeout_seconds=10):
+            seen.append(event["type"])
+            if event["type"] == "DELETED":
+                done.set()
+                w.stop()
+        self.assertTrue(done.is_set(), seen)
+        self.assertEqual([t for t in seen if t != "BOOKMARK"], ["ADDED", "MODIFIED", "DELETED"])
+
+    def test_bind_sets_node_and_rejects_second_bind(self):
+        created = self.core.create_namespaced_pod("bind", pod("b1"))
+        binding = client.V1Binding(
+            metadata=client.V1ObjectMeta(name="b1", uid=created.metadata.uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name="node-7"))
+        # The response is a Status, which the generated client cannot read as a V1Binding.
+        resp = self.core.create_namespaced_pod_binding("b1", "bind", binding,
+                                                       _preload_content=False)
+        self.assertEqual(resp.status, 201)
+        self.assertEqual(json.loads(resp.data)["status"], "Success")
+        bound = self.core.read_namespaced_pod("b1", "bind")
+        self.assertEqual(bound.spec.node_name, "node-7")
+        self.assertIn("PodScheduled", [c.type for c in bound.status.conditions])
+        with self.assertRaises(ApiException) as again:
+            self.core.create_namespaced_pod_binding("b1", "bind", binding, _preload_content=False)
+        self.assertEqual(again.exception.status, 409)
+
+    def test_evict_deletes_pod_and_budget_answers_429(self):
+        self.core.create_namespaced_pod("evict", pod("e1"))
+        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name="e1", namespace="evict"))
+        self.api.call_api("/_admin/eviction-429", "POST", query_params=[("count", "1")])
+        with self.assertRaises(ApiException) as blocked:
+            self.core.create_namespaced_pod_eviction("e1", "evict", eviction)
+        self.assertEqual(blocked.exception.status, 429)
+        self.core.create_namespaced_pod_eviction("e1", "evict", eviction)
+        with self.assertRaises(ApiException) as gone:
+            self.core.read_namespaced_pod("e1", "evict")
+        self.assertEqual(gone.exception.status, 404)
+
+    def test_patch_node_status_and_spark_application(self):
+        self.core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name="n1")))
+        self.core.patch_node_status("n1", {"status": {"allocatable": {
+            "kubernetes.io/batch-cpu": "3500", "kubernetes.io/batch-memory": "8Gi"}}})
+        node = self.core.read_node("n1")
+        self.assertEqual(node.status.allocatable["kubernetes.io/batch-cpu"], "3500")
+        self.core.patch_node("n1", {"status": {"allocatable": {"cpu": "1"}}})
+        self.assertNotIn("cpu", self.core.read_node("n1").status.allocatable,
+                         "the main resource must ignore status changes")
+        app = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "pi"}, "spec": {"type": "Scala", "driver": {"cores": 1},
+                                                    "executor": {"instances": 2}}}
+        self.custom.create_namespaced_custom_object("sparkoperator.k8s.io", "v1beta2", "spark",
+                                                    "sparkapplications", app)
+        self.custom.patch_namespaced_custom_object_status(
+            "sparkoperator.k8s.io", "v1beta2", "spark", "sparkapplications", "pi",
+            {"status": {"applicationState": {"state": "RUNNING"}}})
+        got = self.custom.get_namespaced_custom_object("sparkoperator.k8s.io", "v1beta2", "spark",
+                                                       "sparkapplications", "pi")
+        self.assertEqual(got["status"]["applicationState"]["state"], "RUNNING")
+        self.assertEqual(got["spec"]["executor"]["instances"], 2)
+
+    def test_create_event(self):
+        event = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(name="p.1"), reason="Scheduled", type="Normal",
+            message="placed", involved_object=client.V1ObjectReference(kind="Pod", name="p"))
+        self.core.create_namespaced_event("events", event)
+        listed = self.core.list_namespaced_event("events", field_selector="reason=Scheduled")
+        self.assertEqual([e.metadata.name for e in listed.items], ["p.1"])
+
+    def test_rejects_missing_token(self):
+        config = client.Configuration(host=self.api.configuration.host)
+        with self.assertRaises(ApiException) as denied:
+            client.CoreV1Api(client.ApiClient(config)).list_node()
+        self.assertEqual(denied.exception.status, 401)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[1:], verbosity=2)

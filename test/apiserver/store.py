@@ -1,0 +1,218 @@
+"""Objects, the global resourceVersion, the change history that watches replay, and
+consistent list snapshots for limit/continue."""
+
+import base64
+import copy
+import datetime
+import json
+import threading
+import uuid
+
+
+class ApiError(Exception):
+    """An error answered as a v1 Status object."""
+
+    def __init__(self, code, reason, message, details=None, headers=None):
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+        self.details, self.headers = details, headers or {}
+
+    def status(self):
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+def not_found(resource, name, group=""):
+    return ApiError(404, "NotFound", '%s "%s" not found' % (_qualified(resource, group), name),
+                    {"name": name, "group": group, "kind": resource})
+
+
+def conflict(resource, name, group="", why="the object has been modified; please apply your "
+             "changes to the latest version and try again"):
+    return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": %s'
+                    % (_qualified(resource, group), name, why),
+                    {"name": name, "group": group, "kind": resource})
+
+
+def expired(message):
+    return ApiError(410, "Expired", message)
+
+
+def _qualified(resource, group):
+    return resource + ("." + group if group else "")
+
+
+def now_rfc3339():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pod_qos_class(pod):
+    """The QoS class the API server computes on pod creation (pkg/apis/core/helper/qos)."""
+    containers = pod.get("spec", {}).get("containers", []) + pod.get("spec", {}).get(
+        "initContainers", [])
+    requests, limits, guaranteed = {}, {}, True
+    for c in containers:
+        res = c.get("resources", {})
+        req, lim = res.get("requests", {}), res.get("limits", {})
+        for name in ("cpu", "memory"):
+            if name in req:
+                requests[name] = True
+            if name in lim:
+                limits[name] = True
+            if name not in lim or (name in req and req[name] != lim[name]):
+                guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed and len(limits) == 2:
+        return "Guaranteed"
+    return "Burstable"
+
+
+class Store:
+    def __init__(self, history_limit=10000):
+        self.cond = threading.Condition()
+        self.rv = 1
+        self.objects = {}  # resource -> {(namespace, name): obj}
+        self.history = []  # (rv, resource, type, old, new)
+        self.history_limit = history_limit
+        self.compacted_rv = 0  # watches from at or below this rv answer 410 Expired
+        self.snapshots = {}  # list snapshot id -> (rv, [objects])
+        self.drop_generation = 0  # bumped to break every open watch stream
+
+    # --- reads -----------------------------------------------------------------
+    def get(self, resource, ns, name, group=""):
+        with self.cond:
+            obj = self.objects.get(resource, {}).get((ns, name))
+            if obj is None:
+                raise not_found(resource, name, group)
+            return copy.deepcopy(obj)
+
+    def snapshot(self, resource, ns, predicate):
+        """Every matching object sorted by namespace/name, at the current rv."""
+        with self.cond:
+            items = [copy.deepcopy(o) for k, o in sorted(self.objects.get(resource, {}).items())
+                     if (ns is None or k[0] == ns) and predicate(o)]
+            return self.rv, items
+
+    def save_snapshot(self, rv, items):
+        with self.cond:
+            sid = uuid.uuid4().hex
+            self.snapshots[sid] = (rv, items)
+            if len(self.snapshots) > 64:
+                self.snapshots.pop(next(iter(self.snapshots)))
+            return sid
+
+    def load_snapshot(self, token):
+        try:
+            decoded = json.loads(base64.urlsafe_b64decode(token.encode()))
+            sid, start, rv = decoded["id"], int(decoded["start"]), int(decoded["rv"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise ApiError(400, "BadRequest", "continue key is not valid: %s" % e)
+        with self.cond:
+            if rv <= self.compacted_rv or sid not in self.snapshots:
+                raise expired("The provided continue parameter is too old to display a "
+                              "consistent list result. You can start a new list without the "
+                              "continue parameter.")
+            return self.snapshots[sid][0], self.snapshots[sid][1], start, sid
+
+    @staticmethod
+    def continue_token(sid, rv, start):
+        raw = json.dumps({"id": sid, "rv": rv, "start": start}).encode()
+        return base64.urlsafe_b64encode(raw).decode()
+
+    # --- writes ----------------------------------------------------------------
+    def _record(self, resource, kind, old, new):
+        self.history.append((self.rv, resource, kind, old, new))
+        if len(self.history) > self.history_limit:
+            dropped = self.history.pop(0)
+            self.compacted_rv = max(self.compacted_rv, dropped[0])
+        self.cond.notify_all()
+
+    def create(self, resource, ns, obj, group=""):
+        with self.cond:
+            meta = obj.setdefault("metadata", {})
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+            name = meta.get("name")
+            if not name:
+                raise ApiError(422, "Invalid", "%s is invalid: metadata.name: Required value: "
+                               "name or generateName is required" % _qualified(resource, group),
+                               {"kind": resource, "group": group, "causes": [{
+                                   "reason": "FieldValueRequired",
+                                   "message": "Required value: name or generateName is required",
+                                   "field": "metadata.name"}]})
+            table = self.objects.setdefault(resource, {})
+            if (ns, name) in table:
+                raise ApiError(409, "AlreadyExists", '%s "%s" already exists'
+                               % (_qualified(resource, group), name),
+                               {"name": name, "group": group, "kind": resource})
+            self.rv += 1
+            if ns is not None:
+                meta["namespace"] = ns
+            meta["uid"] = str(uuid.uuid4())
+            meta["resourceVersion"] = str(self.rv)
+            meta["creationTimestamp"] = now_rfc3339()
+            meta.pop("generateName", None) if meta.get("name") else None
+            if resource == "pods":
+                obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
+                status = obj.setdefault("status", {})
+                status.setdefault("phase", "Pending")
+                status["qosClass"] = pod_qos_class(obj)
+            table[(ns, name)] = obj
+            self._record(resource, "ADDED", None, copy.deepcopy(obj))
+            return copy.deepcopy(obj)
+
+    def update(self, resource, ns, name, mutate, group="", expected_uid=None):
+        """mutate(current_copy) returns the new object; rv preconditions are checked here."""
+        with self.cond:
+            table = self.objects.get(resource, {})
+            current = table.get((ns, name))
+            if current is None:
+                raise not_found(resource, name, group)
+            if expected_uid is not None and expected_uid != current["metadata"]["uid"]:
+                raise conflict(resource, name, group, "Precondition failed: UID in precondition: "
+                               "%s, UID in object meta: %s" % (expected_uid,
+                                                               current["metadata"]["uid"]))
+            new = mutate(copy.deepcopy(current))
+            meta = new.setdefault("metadata", {})
+            wanted_rv = meta.get("resourceVersion")
+            if wanted_rv not in (None, "") and wanted_rv != current["metadata"]["resourceVersion"]:
+                raise conflict(resource, name, group)
+            for immutable in ("name", "namespace", "uid", "creationTimestamp"):
+                if immutable in current["metadata"]:
+                    meta[immutable] = current["metadata"][immutable]
+            if new == current:
+                return copy.deepcopy(current)  # a no-op write does not bump the rv
+            self.rv += 1
+            meta["resourceVersion"] = str(self.rv)
+            table[(ns, name)] = new
+            self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(new))
+            return copy.deepcopy(new)
+
+    def delete(self, resource, ns, name, group=""):
+        with self.cond:
+            table = self.objects.get(resource, {})
+            current = table.pop((ns, name), None)
+            if current is None:
+                raise not_found(resource, name, group)
+            self.rv += 1
+            gone = copy.deepcopy(current)
+            gone["metadata"]["resourceVersion"] = str(self.rv)
+            self._record(resource, "DELETED", copy.deepcopy(current), gone)
+            return copy.deepcopy(gone)
+
+    def compact(self):
+        """Forgets the history, as etcd compaction does: older rvs answer 410 from now on."""
+        with self.cond:
+            self.compacted_rv = self.rv
+            self.history.clear()
+            self.snapshots.clear()
+            self.cond.notify_all()
+
+    def drop_watches(self):
+        with self.cond:
+            self.drop_generation += 1
+            self.cond.notify_all()
