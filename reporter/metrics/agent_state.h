@@ -1,0 +1,68 @@
+#pragma once
+// What the agent tells the metrics registry each tick: plain values, no Prometheus
+// types, so the agent never depends on the exposition library (DESIGN: only reporter
+// names prometheus-cpp types). Counters are cumulative totals since the agent started;
+// the registry exports them as they are.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reporter/wire/node_report.h"
+
+namespace gleaner::reporter {
+
+enum class ColocationState { kEnabled, kDisabled, kDegraded };
+const char* to_string(ColocationState state);
+
+// Pressure stall information, avg10 window, as the kernel prints it (percent, 0..100).
+// Unset when the kernel or cgroup version does not offer that line.
+struct PressureAvg10 {
+  std::optional<double> cpu_some;
+  std::optional<double> cpu_full;
+  std::optional<double> memory_some;
+  std::optional<double> memory_full;
+  std::optional<double> io_some;
+  std::optional<double> io_full;
+};
+
+struct PodState {
+  std::string namespace_name;
+  std::string name;
+  // Koordinator QoS class: LSE, LSR, LS, BE, SYSTEM or NONE; anything else exports as NONE.
+  std::string qos;
+  int64_t cpu_usage_millicores = 0;
+  int64_t memory_usage_bytes = 0;  // working set
+  double cpu_throttled_seconds_total = 0;
+  uint64_t cpu_throttled_periods_total = 0;
+  PressureAvg10 pressure;
+  std::optional<int64_t> runqueue_latency_p99_us;  // eBPF; unset without it
+};
+
+struct AgentState {
+  ResourceAmounts node_capacity;
+  ResourceAmounts node_allocatable;
+  ResourceAmounts node_usage;
+  ResourceAmounts system_usage;
+  ResourceAmounts ls_usage;
+  ResourceAmounts be_usage;
+  ColocationState colocation = ColocationState::kDisabled;
+  std::optional<ResourceAmounts> batch_allocatable;  // unset unless colocation is enabled
+  std::vector<PodState> pods;                        // pods absent here lose their series
+  SuppressState suppress;
+  std::map<std::string, uint64_t> evictions_total;              // by reason
+  std::map<std::string, uint64_t> cgroup_writes_total;          // by resource
+  std::map<std::string, uint64_t> cgroup_write_failures_total;  // by resource
+  std::map<std::string, uint64_t> config_load_errors_total;     // by ConfigMap key
+  // Durations of the sampling passes finished since the previous update.
+  std::vector<double> sampling_pass_seconds;
+  uint64_t report_sends_total = 0;
+  uint64_t report_send_failures_total = 0;
+  double agent_cpu_seconds_total = 0;
+  int64_t agent_resident_memory_bytes = 0;
+  double last_sample_unix_seconds = 0;
+};
+
+}  // namespace gleaner::reporter

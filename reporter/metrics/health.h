@@ -1,0 +1,48 @@
+#pragma once
+// Liveness and readiness for the DaemonSet probes. Liveness: every registered loop has
+// ticked recently (a wedged sampler or enforcer makes the kubelet restart the agent).
+// Readiness: the first sample was taken and the config was loaded.
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/clock.h"
+
+namespace gleaner::reporter {
+
+struct HealthVerdict {
+  bool ok = false;
+  std::string detail;  // one line per check, for the probe's response body
+};
+
+// Pure: which loops are late at `now`.
+HealthVerdict evaluate_liveness(const std::map<std::string, SteadyTime>& last_beats, SteadyTime now,
+                                std::chrono::milliseconds max_age);
+HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded);
+
+class HealthMonitor {
+ public:
+  HealthMonitor(const Clock& clock, std::chrono::milliseconds max_loop_age)
+      : clock_(clock), max_age_(max_loop_age) {}
+
+  // A loop counts as having beaten when registered, so start-up gets one full max_age.
+  void register_loop(const std::string& name);
+  void beat(const std::string& name);
+  void mark_first_sample();
+  void mark_config_loaded();
+
+  [[nodiscard]] HealthVerdict liveness() const;
+  [[nodiscard]] HealthVerdict readiness() const;
+
+ private:
+  const Clock& clock_;
+  const std::chrono::milliseconds max_age_;
+  mutable std::mutex mu_;
+  std::map<std::string, SteadyTime> beats_;
+  bool first_sample_ = false;
+  bool config_loaded_ = false;
+};
+
+}  // namespace gleaner::reporter

@@ -1,0 +1,297 @@
+#include "reporter/metrics/metrics_registry.h"
+
+#include <mutex>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace gleaner::reporter {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+constexpr double kMilli = 1000.0;
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+void add(MetricFamily& f, double value, Labels labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f.type == MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f.metric.push_back(std::move(m));
+}
+
+MetricFamily gauge(std::string name, std::string help, double value) {
+  auto f = family(std::move(name), std::move(help), MetricType::Gauge);
+  add(f, value);
+  return f;
+}
+
+MetricFamily counter(std::string name, std::string help, double value) {
+  auto f = family(std::move(name), std::move(help), MetricType::Counter);
+  add(f, value);
+  return f;
+}
+
+// A counter family keyed by one label whose values come from the agent; bounded.
+MetricFamily labelled_counter(std::string name, std::string help, const std::string& label,
+                              const std::map<std::string, uint64_t>& totals) {
+  auto f = family(std::move(name), std::move(help), MetricType::Counter);
+  double other = 0;
+  bool has_other = false;
+  for (const auto& [value, total] : totals) {
+    if (f.metric.size() + 1 >= kMaxLabelValuesPerFamily) {
+      other += static_cast<double>(total);
+      has_other = true;
+      continue;
+    }
+    add(f, static_cast<double>(total), {{label, value}});
+  }
+  if (has_other) add(f, other, {{label, "other"}});
+  return f;
+}
+
+std::string bounded_qos(const std::string& qos) {
+  static const char* const kKnown[] = {"LSE", "LSR", "LS", "BE", "SYSTEM", "NONE"};
+  for (const char* k : kKnown) {
+    if (qos == k) return qos;
+  }
+  return "NONE";
+}
+
+// Per-pod families. Adding one here counts against kMaxSeriesPerPod (one series each).
+struct PodFamily {
+  const char* name;
+  const char* help;
+  MetricType type;
+  std::optional<double> (*value)(const PodState&);
+};
+
+std::optional<double> percent_to_ratio(const std::optional<double>& p) {
+  if (!p) return std::nullopt;
+  return *p / 100.0;
+}
+
+const PodFamily kPodFamilies[] = {
+    {"gleaner_pod_cpu_usage_cores", "CPU used by the pod, in cores.", MetricType::Gauge,
+     [](const PodState& p) -> std::optional<double> {
+       return static_cast<double>(p.cpu_usage_millicores) / kMilli;
+     }},
+    {"gleaner_pod_memory_working_set_bytes", "Memory working set of the pod.", MetricType::Gauge,
+     [](const PodState& p) -> std::optional<double> {
+       return static_cast<double>(p.memory_usage_bytes);
+     }},
+    {"gleaner_pod_cpu_throttled_seconds_total", "Time the pod's CPU quota throttled it.",
+     MetricType::Counter,
+     [](const PodState& p) -> std::optional<double> { return p.cpu_throttled_seconds_total; }},
+    {"gleaner_pod_cpu_throttled_periods_total", "CFS periods in which the pod was throttled.",
+     MetricType::Counter,
+     [](const PodState& p) -> std::optional<double> {
+       return static_cast<double>(p.cpu_throttled_periods_total);
+     }},
+    {"gleaner_pod_cpu_pressure_some_ratio", "CPU PSI some avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.cpu_some); }},
+    {"gleaner_pod_cpu_pressure_full_ratio", "CPU PSI full avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.cpu_full); }},
+    {"gleaner_pod_memory_pressure_some_ratio", "Memory PSI some avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.memory_some); }},
+    {"gleaner_pod_memory_pressure_full_ratio", "Memory PSI full avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.memory_full); }},
+    {"gleaner_pod_io_pressure_some_ratio", "IO PSI some avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.io_some); }},
+    {"gleaner_pod_io_pressure_full_ratio", "IO PSI full avg10 of the pod, as a ratio.",
+     MetricType::Gauge, [](const PodState& p) { return percent_to_ratio(p.pressure.io_full); }},
+    {"gleaner_pod_runqueue_latency_p99_seconds",
+     "99th percentile run-queue latency of the pod's tasks over the last interval.",
+     MetricType::Gauge,
+     [](const PodState& p) -> std::optional<double> {
+       if (!p.runqueue_latency_p99_us) return std::nullopt;
+       return static_cast<double>(*p.runqueue_latency_p99_us) / 1e6;
+     }},
+};
+static_assert(std::size(kPodFamilies) <= kMaxSeriesPerPod);
+
+void append_node_families(const AgentState& s, std::vector<MetricFamily>& out) {
+  auto cores = [](int64_t milli) { return static_cast<double>(milli) / kMilli; };
+  auto bytes = [](int64_t b) { return static_cast<double>(b); };
+  out.push_back(gauge("gleaner_node_cpu_capacity_cores", "CPU capacity of the node.",
+                      cores(s.node_capacity.cpu_millicores)));
+  out.push_back(gauge("gleaner_node_memory_capacity_bytes", "Memory capacity of the node.",
+                      bytes(s.node_capacity.memory_bytes)));
+  out.push_back(gauge("gleaner_node_cpu_allocatable_cores", "CPU allocatable on the node.",
+                      cores(s.node_allocatable.cpu_millicores)));
+  out.push_back(gauge("gleaner_node_memory_allocatable_bytes", "Memory allocatable on the node.",
+                      bytes(s.node_allocatable.memory_bytes)));
+  out.push_back(gauge("gleaner_node_cpu_usage_cores", "CPU used on the node.",
+                      cores(s.node_usage.cpu_millicores)));
+  out.push_back(gauge("gleaner_node_memory_usage_bytes", "Memory used on the node.",
+                      bytes(s.node_usage.memory_bytes)));
+  out.push_back(gauge("gleaner_system_cpu_usage_cores", "CPU used outside pods.",
+                      cores(s.system_usage.cpu_millicores)));
+  out.push_back(gauge("gleaner_system_memory_usage_bytes", "Memory used outside pods.",
+                      bytes(s.system_usage.memory_bytes)));
+
+  auto cls_cpu = family("gleaner_class_cpu_usage_cores", "CPU used by the pods of a class.",
+                        MetricType::Gauge);
+  add(cls_cpu, cores(s.ls_usage.cpu_millicores), {{"class", "ls"}});
+  add(cls_cpu, cores(s.be_usage.cpu_millicores), {{"class", "be"}});
+  out.push_back(std::move(cls_cpu));
+  auto cls_mem = family("gleaner_class_memory_usage_bytes", "Memory used by the pods of a class.",
+                        MetricType::Gauge);
+  add(cls_mem, bytes(s.ls_usage.memory_bytes), {{"class", "ls"}});
+  add(cls_mem, bytes(s.be_usage.memory_bytes), {{"class", "be"}});
+  out.push_back(std::move(cls_mem));
+
+  // Absent (no series) when the node offers no batch capacity: a 0 would read as "full".
+  auto batch_cpu =
+      family("gleaner_batch_cpu_allocatable_cores",
+             "Batch CPU (kubernetes.io/batch-cpu) the node can offer.", MetricType::Gauge);
+  auto batch_mem =
+      family("gleaner_batch_memory_allocatable_bytes",
+             "Batch memory (kubernetes.io/batch-memory) the node can offer.", MetricType::Gauge);
+  if (s.batch_allocatable) {
+    add(batch_cpu, cores(s.batch_allocatable->cpu_millicores));
+    add(batch_mem, bytes(s.batch_allocatable->memory_bytes));
+  }
+  out.push_back(std::move(batch_cpu));
+  out.push_back(std::move(batch_mem));
+
+  auto state =
+      family("gleaner_colocation_state",
+             "1 for the node's current colocation state, 0 for the others.", MetricType::Gauge);
+  for (auto c :
+       {ColocationState::kEnabled, ColocationState::kDisabled, ColocationState::kDegraded}) {
+    add(state, s.colocation == c ? 1 : 0, {{"state", to_string(c)}});
+  }
+  out.push_back(std::move(state));
+
+  out.push_back(gauge("gleaner_be_suppress_active", "1 while BE CPU suppression is in force.",
+                      s.suppress.active ? 1 : 0));
+  auto target = family("gleaner_be_suppress_cpu_cores",
+                       "CPU the BE tier may use under suppression, by policy.", MetricType::Gauge);
+  if (s.suppress.active && s.suppress.policy != "none") {
+    add(target, cores(s.suppress.be_cpu_limit_millicores), {{"policy", s.suppress.policy}});
+  }
+  out.push_back(std::move(target));
+}
+
+void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) {
+  out.push_back(labelled_counter("gleaner_evictions_total", "Pods evicted by the agent.", "reason",
+                                 s.evictions_total));
+  out.push_back(labelled_counter("gleaner_cgroup_writes_total",
+                                 "cgroup and resctrl writes made by the executor.", "resource",
+                                 s.cgroup_writes_total));
+  out.push_back(labelled_counter("gleaner_cgroup_write_failures_total",
+                                 "cgroup and resctrl writes that failed.", "resource",
+                                 s.cgroup_write_failures_total));
+  out.push_back(labelled_counter("gleaner_config_load_errors_total",
+                                 "ack-slo-config keys that failed to parse or validate.", "key",
+                                 s.config_load_errors_total));
+  out.push_back(counter("gleaner_report_sends_total", "Node reports the scheduler accepted.",
+                        static_cast<double>(s.report_sends_total)));
+  out.push_back(counter("gleaner_report_send_failures_total", "Node report sends that failed.",
+                        static_cast<double>(s.report_send_failures_total)));
+  out.push_back(counter("gleaner_agent_cpu_seconds_total", "CPU time used by the agent itself.",
+                        s.agent_cpu_seconds_total));
+  out.push_back(gauge("gleaner_agent_resident_memory_bytes", "Resident memory of the agent.",
+                      static_cast<double>(s.agent_resident_memory_bytes)));
+  out.push_back(gauge("gleaner_last_sample_timestamp_seconds",
+                      "Unix time of the newest sample the exported values come from.",
+                      s.last_sample_unix_seconds));
+}
+
+void append_pod_families(const AgentState& s, std::vector<MetricFamily>& out) {
+  for (const auto& pf : kPodFamilies) {
+    auto f = family(pf.name, pf.help, pf.type);
+    f.metric.reserve(s.pods.size());
+    for (const auto& pod : s.pods) {
+      auto v = pf.value(pod);
+      if (!v) continue;
+      add(f, *v,
+          {{"namespace", pod.namespace_name}, {"pod", pod.name}, {"qos", bounded_qos(pod.qos)}});
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+}  // namespace
+
+const char* to_string(ColocationState state) {
+  switch (state) {
+    case ColocationState::kEnabled:
+      return "enabled";
+    case ColocationState::kDisabled:
+      return "disabled";
+    case ColocationState::kDegraded:
+      return "degraded";
+  }
+  return "unknown";
+}
+
+struct MetricsRegistry::Impl {
+  // The histogram is the one family with state of its own (buckets accumulate across
+  // ticks), so it lives in a prometheus-cpp registry; everything else renders from state.
+  prometheus::Registry registry;
+  prometheus::Histogram* sampling_pass = nullptr;
+  mutable std::mutex mu;
+  std::shared_ptr<const AgentState> state = std::make_shared<AgentState>();
+};
+
+MetricsRegistry::MetricsRegistry() : impl_(std::make_unique<Impl>()) {
+  auto& fam = prometheus::BuildHistogram()
+                  .Name("gleaner_sampling_pass_duration_seconds")
+                  .Help("Duration of one sampling pass over the node and its pods.")
+                  .Register(impl_->registry);
+  impl_->sampling_pass =
+      &fam.Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                           0.1, 0.25, 0.5, 1});
+}
+
+MetricsRegistry::~MetricsRegistry() = default;
+
+void MetricsRegistry::update(AgentState state) {
+  for (double seconds : state.sampling_pass_seconds)
+    impl_->sampling_pass->Observe(seconds);
+  state.sampling_pass_seconds.clear();
+  auto next = std::make_shared<const AgentState>(std::move(state));
+  std::lock_guard lock(impl_->mu);
+  impl_->state = std::move(next);
+}
+
+std::string MetricsRegistry::serialize() const {
+  std::shared_ptr<const AgentState> state;
+  {
+    // Scrapes hold the lock only to take a reference; rendering runs unlocked.
+    std::lock_guard lock(impl_->mu);
+    state = impl_->state;
+  }
+  std::vector<MetricFamily> families;
+  families.reserve(48);
+  append_node_families(*state, families);
+  append_pod_families(*state, families);
+  append_agent_families(*state, families);
+  for (auto& f : impl_->registry.Collect())
+    families.push_back(std::move(f));
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace gleaner::reporter

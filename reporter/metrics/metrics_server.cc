@@ -1,0 +1,151 @@
+#include "reporter/metrics/metrics_server.h"
+
+#include <charconv>
+#include <chrono>
+#include <list>
+#include <mutex>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+namespace gleaner::reporter {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+// A scraper that opens a connection and goes quiet must not hold it forever.
+constexpr auto kIdleTimeout = std::chrono::seconds(30);
+
+Error addr_error(std::string_view text, const std::string& why) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "metrics address '" + std::string(text) + "': " + why);
+}
+
+}  // namespace
+
+Result<ListenAddress> parse_listen_address(std::string_view text) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return addr_error(text, "expected [host]:port");
+  ListenAddress out;
+  std::string_view host = text.substr(0, colon);
+  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
+  out.host = host.empty() ? "0.0.0.0" : std::string(host);
+  std::string_view port = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535) {
+    return addr_error(text, "bad port '" + std::string(port) + "'");
+  }
+  out.port = static_cast<uint16_t>(value);
+  return out;
+}
+
+struct MetricsServer::Impl {
+  Impl(asio::io_context& io, Handler h)
+      : strand(asio::make_strand(io)), acceptor(strand), handler(std::move(h)) {}
+
+  asio::strand<asio::io_context::executor_type> strand;
+  tcp::acceptor acceptor;
+  Handler handler;
+  std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // touched on the strand only
+  uint16_t bound_port = 0;
+
+  static asio::awaitable<void> session(std::shared_ptr<Impl> self,
+                                       std::shared_ptr<beast::tcp_stream> stream) {
+    beast::flat_buffer buffer;
+    error_code ec;
+    for (;;) {
+      http::request<http::empty_body> req;
+      stream->expires_after(kIdleTimeout);
+      co_await http::async_read(*stream, buffer, req,
+                                asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) break;  // closed, timed out or malformed: nothing useful to answer
+      HttpReply reply =
+          self->handler(std::string_view(req.method_string().data(), req.method_string().size()),
+                        std::string_view(req.target().data(), req.target().size()));
+      http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
+      res.set(http::field::server, "gleaner-agent");
+      res.set(http::field::content_type, reply.content_type);
+      res.keep_alive(req.keep_alive());
+      res.body() = std::move(reply.body);
+      res.prepare_payload();
+      if (req.method() == http::verb::head) res.body().clear();
+      co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !res.keep_alive()) break;
+    }
+    stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream->close();
+  }
+
+  static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
+    for (;;) {
+      error_code ec;
+      tcp::socket socket(self->strand);
+      co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+      if (ec) {
+        spdlog::warn("metrics server: accept failed: {}", ec.message());
+        continue;
+      }
+      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+      self->sessions.remove_if([](const auto& w) { return w.expired(); });
+      self->sessions.push_back(stream);
+      asio::co_spawn(self->strand, session(self, stream), asio::detached);
+    }
+  }
+};
+
+Result<std::unique_ptr<MetricsServer>> MetricsServer::create(asio::io_context& io,
+                                                             std::string_view address,
+                                                             Handler handler) {
+  auto addr = parse_listen_address(address);
+  if (!addr) return addr.error();
+  error_code ec;
+  auto ip = asio::ip::make_address(addr->host, ec);
+  if (ec) return addr_error(address, "host must be an IP address: " + ec.message());
+  auto impl = std::make_shared<Impl>(io, std::move(handler));
+  tcp::endpoint endpoint(ip, addr->port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return addr_error(address, "cannot listen: " + ec.message());
+  impl->bound_port = impl->acceptor.local_endpoint().port();
+  asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
+}
+
+MetricsServer::~MetricsServer() {
+  stop();
+}
+
+uint16_t MetricsServer::port() const {
+  return impl_->bound_port;
+}
+
+void MetricsServer::stop() {
+  asio::post(impl_->strand, [impl = impl_] {
+    error_code ignored;
+    impl->acceptor.close(ignored);
+    for (auto& w : impl->sessions) {
+      if (auto s = w.lock()) s->socket().close(ignored);
+    }
+    impl->sessions.clear();
+  });
+}
+
+}  // namespace gleaner::reporter
