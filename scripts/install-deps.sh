@@ -10,7 +10,7 @@ packages=(
   # eBPF: libbpf CO-RE, skeletons, vmlinux.h
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # networking, TLS, JSON, metrics, logging, CLI
-  libboost-dev libssl-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  libboost-dev libssl-dev libyaml-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real peers used by integration tests, the demo and benchmarks

@@ -1,0 +1,218 @@
+#include "kube/config.h"
+
+#include <cstdlib>
+
+#include <sys/stat.h>
+
+#include "common/file_io.h"
+#include "kube/yaml_json.h"
+
+namespace gleaner::kube {
+namespace {
+
+std::string trim_token(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+std::string resolve_path(std::string_view path, std::string_view base_dir) {
+  if (path.empty() || path.front() == '/' || base_dir.empty()) return std::string(path);
+  return std::string(base_dir) + "/" + std::string(path);
+}
+
+// kubeconfig lists entries as [{name: x, cluster|user|context: {...}}].
+const Json* find_named(const Json& root, const char* list, const char* field,
+                       const std::string& name) {
+  auto it = root.find(list);
+  if (it == root.end() || !it->is_array()) return nullptr;
+  for (const auto& entry : *it) {
+    if (entry.is_object() && entry.value("name", "") == name && entry.contains(field) &&
+        entry[field].is_object()) {
+      return &entry[field];
+    }
+  }
+  return nullptr;
+}
+
+std::string string_field(const Json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::optional<std::string> process_env(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+Result<std::string> base64_decode(std::string_view text) {
+  auto sextet = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    const int v = sextet(c);
+    if (v < 0 || padding > 0) {
+      return make_error(ErrorCode::kParse,
+                        "base64: unexpected character '" + std::string(1, c) + "'");
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  if (padding > 2 || bits >= 6) return make_error(ErrorCode::kParse, "base64: truncated input");
+  return out;
+}
+
+Result<KubeConfig> in_cluster_config(const EnvLookup& env, const std::string& sa_dir) {
+  auto host = env("KUBERNETES_SERVICE_HOST");
+  auto port = env("KUBERNETES_SERVICE_PORT");
+  if (!host || !port || host->empty() || port->empty()) {
+    return make_error(ErrorCode::kUnavailable,
+                      "not running in a cluster: KUBERNETES_SERVICE_HOST/PORT are unset "
+                      "(pass --kubeconfig outside a pod)");
+  }
+  const bool v6 = host->find(':') != std::string::npos;
+  auto endpoint = parse_endpoint("https://" + (v6 ? "[" + *host + "]" : *host) + ":" + *port);
+  if (!endpoint) return endpoint.error();
+  KubeConfig config;
+  config.endpoint = *endpoint;
+  config.token_file = sa_dir + "/token";
+  config.tls.ca_file = sa_dir + "/ca.crt";
+  // Fail now, with the path, rather than on the first request.
+  if (auto token = read_file(config.token_file); !token) return token.error();
+  if (auto ca = read_file(config.tls.ca_file); !ca) return ca.error();
+  return config;
+}
+
+Result<KubeConfig> kubeconfig_from_text(std::string_view text, std::string_view where,
+                                        std::string_view context_name, std::string_view base_dir) {
+  auto doc = yaml_to_json(text, where);
+  if (!doc) return doc.error();
+  const std::string w(where);
+  auto fail = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument, w + ": " + why);
+  };
+  if (!doc->is_object()) return fail("not a kubeconfig (expected a mapping)");
+  std::string ctx_name(context_name);
+  if (ctx_name.empty()) ctx_name = string_field(*doc, "current-context");
+  if (ctx_name.empty()) return fail("no context given and no current-context set");
+  const Json* ctx = find_named(*doc, "contexts", "context", ctx_name);
+  if (ctx == nullptr) return fail("context \"" + ctx_name + "\" not found");
+  const std::string cluster_name = string_field(*ctx, "cluster");
+  const Json* cluster = find_named(*doc, "clusters", "cluster", cluster_name);
+  if (cluster == nullptr) return fail("cluster \"" + cluster_name + "\" not found");
+
+  KubeConfig config;
+  const std::string server = string_field(*cluster, "server");
+  if (server.empty()) return fail("cluster \"" + cluster_name + "\" has no server");
+  auto endpoint = parse_endpoint(server);
+  if (!endpoint) return fail(endpoint.error().message);
+  config.endpoint = *endpoint;
+  auto skip = cluster->find("insecure-skip-tls-verify");
+  config.tls.verify = !(skip != cluster->end() && skip->is_boolean() && skip->get<bool>());
+  config.tls.ca_file = resolve_path(string_field(*cluster, "certificate-authority"), base_dir);
+  if (auto data = string_field(*cluster, "certificate-authority-data"); !data.empty()) {
+    auto pem = base64_decode(data);
+    if (!pem) return fail("certificate-authority-data: " + pem.error().message);
+    config.tls.ca_pem = *pem;
+  }
+
+  const std::string user_name = string_field(*ctx, "user");
+  if (user_name.empty()) return config;  // anonymous
+  const Json* user = find_named(*doc, "users", "user", user_name);
+  if (user == nullptr) return fail("user \"" + user_name + "\" not found");
+  if (user->contains("exec") || user->contains("auth-provider")) {
+    return fail("user \"" + user_name +
+                "\" uses exec/auth-provider credentials, which are not "
+                "supported; use a token, tokenFile or client certificate");
+  }
+  config.token = string_field(*user, "token");
+  config.token_file = resolve_path(string_field(*user, "tokenFile"), base_dir);
+  config.tls.client_cert_file = resolve_path(string_field(*user, "client-certificate"), base_dir);
+  config.tls.client_key_file = resolve_path(string_field(*user, "client-key"), base_dir);
+  for (auto [field, target] : {std::pair{"client-certificate-data", &config.tls.client_cert_pem},
+                               std::pair{"client-key-data", &config.tls.client_key_pem}}) {
+    if (auto data = string_field(*user, field); !data.empty()) {
+      auto pem = base64_decode(data);
+      if (!pem) return fail(std::string(field) + ": " + pem.error().message);
+      *target = *pem;
+    }
+  }
+  const bool has_cert = !config.tls.client_cert_file.empty() || !config.tls.client_cert_pem.empty();
+  const bool has_key = !config.tls.client_key_file.empty() || !config.tls.client_key_pem.empty();
+  if (has_cert != has_key)
+    return fail("user \"" + user_name + "\" needs both a client certificate and key");
+  return config;
+}
+
+Result<KubeConfig> load_kubeconfig(const std::string& path, std::string_view context) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  const size_t slash = path.rfind('/');
+  return kubeconfig_from_text(
+      *text, path, context,
+      slash == std::string::npos ? "." : std::string_view(path).substr(0, slash));
+}
+
+Result<KubeConfig> resolve_config(const KubeFlags& flags, const EnvLookup& env) {
+  std::string path = flags.kubeconfig;
+  if (path.empty()) {
+    // $KUBECONFIG may list several files; like kubectl we take the first for the context.
+    auto var = env("KUBECONFIG");
+    if (var && !var->empty()) path = var->substr(0, var->find(':'));
+  }
+  auto config = path.empty() ? in_cluster_config(env) : load_kubeconfig(path, flags.context);
+  if (!config) return config;
+  config->qps = flags.qps;
+  config->burst = flags.burst;
+  config->timeout = std::chrono::milliseconds(flags.timeout_ms);
+  config->max_response_bytes = flags.max_response_bytes;
+  return config;
+}
+
+Result<std::string> TokenSource::get() {
+  std::lock_guard lock(mu_);
+  if (file_.empty()) return token_;
+  struct stat st {};
+  if (::stat(file_.c_str(), &st) != 0) return errno_error(errno, "token file " + file_);
+  // The kubelet swaps projected tokens through a symlink; any change of inode, size or
+  // mtime means a new token.
+  const std::string identity = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                               std::to_string(st.st_mtim.tv_sec) + "." +
+                               std::to_string(st.st_mtim.tv_nsec);
+  if (identity != identity_) {
+    auto text = read_file(file_);
+    if (!text) return text.error();
+    token_ = trim_token(*text);
+    identity_ = identity;
+  }
+  return token_;
+}
+
+void TokenSource::invalidate() {
+  std::lock_guard lock(mu_);
+  identity_.clear();
+}
+
+}  // namespace gleaner::kube

@@ -1,0 +1,392 @@
+#include "kube/http_client.h"
+
+#include <atomic>
+#include <charconv>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+namespace gleaner::kube {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+using Parser = http::response_parser<http::string_body>;
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+}  // namespace
+
+Result<Endpoint> parse_endpoint(std::string_view url) {
+  Endpoint ep;
+  auto bad = [&](const char* why) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "server URL \"" + std::string(url) + "\": " + why);
+  };
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos) return bad("expected scheme://host[:port]");
+  ep.scheme = std::string(url.substr(0, sep));
+  if (ep.scheme != "https" && ep.scheme != "http") return bad("scheme must be https or http");
+  std::string_view rest = url.substr(sep + 3);
+  rest = rest.substr(0, rest.find('/'));
+  std::string_view port;
+  if (!rest.empty() && rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return bad("unterminated IPv6 address");
+    ep.host = std::string(rest.substr(1, close - 1));
+    rest = rest.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return bad("junk after IPv6 address");
+    if (!rest.empty()) port = rest.substr(1);
+  } else {
+    size_t colon = rest.rfind(':');
+    ep.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port = rest.substr(colon + 1);
+  }
+  if (ep.host.empty()) return bad("missing host");
+  ep.port = ep.scheme == "https" ? 443 : 80;
+  if (!port.empty()) {
+    unsigned value = 0;
+    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) {
+      return bad("invalid port");
+    }
+    ep.port = static_cast<uint16_t>(value);
+  }
+  return ep;
+}
+
+struct HttpConnection::Impl {
+  Endpoint ep;
+  TlsOptions tls;
+  asio::io_context ioc{1};
+  std::unique_ptr<ssl::context> ssl_ctx;
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
+  beast::flat_buffer buffer;
+  std::unique_ptr<Parser> stream_parser;  // set while this connection carries a stream
+  std::atomic<bool> interrupted{false};
+
+  Impl(Endpoint e, TlsOptions t) : ep(std::move(e)), tls(std::move(t)) {}
+
+  [[nodiscard]] bool connected() const { return plain || secure; }
+  std::string where(const std::string& target) const {
+    return ep.scheme + "://" + ep.host + ":" + std::to_string(ep.port) + target;
+  }
+  tcp::socket& socket() {
+    return secure ? beast::get_lowest_layer(*secure).socket() : plain->socket();
+  }
+  void close() {
+    boost::system::error_code ignored;
+    if (connected()) socket().close(ignored);
+    plain.reset();
+    secure.reset();
+    buffer.clear();
+  }
+
+  // Drives one asynchronous operation to completion on this connection's own io_context,
+  // giving up (and closing the socket) at `deadline`: synchronous calls with real timeouts.
+  enum class Outcome { kDone, kTimeout, kInterrupted };
+  template <typename Start>
+  Outcome run(Start&& start, Clock::time_point deadline, boost::system::error_code& ec) {
+    bool done = false;
+    ioc.restart();
+    start([&](boost::system::error_code e) {
+      ec = e;
+      done = true;
+    });
+    while (!done && !interrupted && Clock::now() < deadline) {
+      ioc.run_one_until(deadline);
+    }
+    if (done) return Outcome::kDone;
+    close();  // completes the pending operation with operation_aborted
+    ioc.restart();
+    while (!done)
+      ioc.run_one();
+    return interrupted ? Outcome::kInterrupted : Outcome::kTimeout;
+  }
+
+  template <typename F>
+  void with_stream(F&& f) {
+    if (secure) {
+      f(*secure);
+    } else {
+      f(*plain);
+    }
+  }
+
+  Status make_ssl_context() {
+    if (ssl_ctx) return ok_status();
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    boost::system::error_code ec;
+    auto fail = [&](const std::string& what) {
+      return make_error(ErrorCode::kInvalidArgument, "TLS: " + what + ": " + ec.message());
+    };
+    if (tls.verify) {
+      ctx->set_verify_mode(ssl::verify_peer);
+      if (!tls.ca_file.empty()) {
+        if (ctx->load_verify_file(tls.ca_file, ec); ec) return fail("CA file " + tls.ca_file);
+      } else if (!tls.ca_pem.empty()) {
+        if (ctx->add_certificate_authority(asio::buffer(tls.ca_pem), ec); ec) {
+          return fail("inline CA certificate");
+        }
+      } else if (ctx->set_default_verify_paths(ec); ec) {
+        return fail("system CA store");
+      }
+    } else {
+      ctx->set_verify_mode(ssl::verify_none);
+    }
+    if (!tls.client_cert_file.empty()) {
+      if (ctx->use_certificate_chain_file(tls.client_cert_file, ec); ec) {
+        return fail("client certificate " + tls.client_cert_file);
+      }
+    } else if (!tls.client_cert_pem.empty()) {
+      if (ctx->use_certificate_chain(asio::buffer(tls.client_cert_pem), ec); ec) {
+        return fail("inline client certificate");
+      }
+    }
+    if (!tls.client_key_file.empty()) {
+      if (ctx->use_private_key_file(tls.client_key_file, ssl::context::pem, ec); ec) {
+        return fail("client key " + tls.client_key_file);
+      }
+    } else if (!tls.client_key_pem.empty()) {
+      if (ctx->use_private_key(asio::buffer(tls.client_key_pem), ssl::context::pem, ec); ec) {
+        return fail("inline client key");
+      }
+    }
+    ssl_ctx = std::move(ctx);
+    return ok_status();
+  }
+
+  Status transport_error(Outcome outcome, const boost::system::error_code& ec,
+                         const std::string& what, ErrorCode code) {
+    if (outcome == Outcome::kTimeout) return make_error(ErrorCode::kTimeout, what + ": timed out");
+    if (outcome == Outcome::kInterrupted) {
+      return make_error(ErrorCode::kUnavailable, what + ": interrupted");
+    }
+    if (ec == http::error::body_limit) {
+      return make_error(ErrorCode::kIo, what + ": response body exceeds the size cap");
+    }
+    return make_error(code, what + ": " + ec.message());
+  }
+
+  Status connect(Clock::time_point deadline) {
+    if (ep.scheme == "https") {
+      if (auto st = make_ssl_context(); !st) return st;
+    }
+    const std::string what = "connect to " + where("");
+    tcp::resolver resolver(ioc);
+    tcp::resolver::results_type endpoints;
+    boost::system::error_code ec;
+    auto outcome = run(
+        [&](auto done) {
+          resolver.async_resolve(ep.host, std::to_string(ep.port),
+                                 [&, done](boost::system::error_code e, auto results) {
+                                   endpoints = results;
+                                   done(e);
+                                 });
+        },
+        deadline, ec);
+    if (outcome != Outcome::kDone || ec) {
+      return transport_error(outcome, ec, what, ErrorCode::kUnavailable);
+    }
+    if (ep.scheme == "https") {
+      secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc, *ssl_ctx);
+      if (!is_ip_literal(ep.host))
+        SSL_set_tlsext_host_name(secure->native_handle(), ep.host.c_str());
+      if (tls.verify) secure->set_verify_callback(ssl::host_name_verification(ep.host));
+    } else {
+      plain = std::make_unique<beast::tcp_stream>(ioc);
+    }
+    outcome = run(
+        [&](auto done) {
+          beast::tcp_stream& lowest = secure ? beast::get_lowest_layer(*secure) : *plain;
+          lowest.async_connect(endpoints, [done](boost::system::error_code e, auto) { done(e); });
+        },
+        deadline, ec);
+    if (outcome != Outcome::kDone || ec) {
+      close();
+      return transport_error(outcome, ec, what, ErrorCode::kUnavailable);
+    }
+    if (secure) {
+      outcome = run([&](auto done) { secure->async_handshake(ssl::stream_base::client, done); },
+                    deadline, ec);
+      if (outcome != Outcome::kDone || ec) {
+        close();
+        return transport_error(outcome, ec, "TLS handshake with " + where(""),
+                               ErrorCode::kUnavailable);
+      }
+    }
+    return ok_status();
+  }
+
+  Status send(const HttpRequest& req, Clock::time_point deadline) {
+    http::request<http::string_body> msg{http::string_to_verb(req.method), req.target, 11};
+    msg.set(http::field::host, ep.host);
+    msg.set(http::field::user_agent, "gleaner");
+    for (const auto& [name, value] : req.headers)
+      msg.set(name, value);
+    msg.body() = req.body;
+    msg.prepare_payload();
+    boost::system::error_code ec;
+    auto outcome = run(
+        [&](auto done) {
+          with_stream([&](auto& s) {
+            http::async_write(s, msg, [done](boost::system::error_code e, size_t) { done(e); });
+          });
+        },
+        deadline, ec);
+    if (outcome != Outcome::kDone || ec) {
+      close();
+      return transport_error(outcome, ec, req.method + " " + where(req.target), ErrorCode::kIo);
+    }
+    return ok_status();
+  }
+
+  template <typename ReadOp>
+  Status read(Parser& parser, ReadOp op, const std::string& what, Clock::time_point deadline) {
+    boost::system::error_code ec;
+    auto outcome = run(
+        [&](auto done) {
+          with_stream([&](auto& s) {
+            op(s, buffer, parser, [done](boost::system::error_code e, size_t) { done(e); });
+          });
+        },
+        deadline, ec);
+    if (outcome != Outcome::kDone || ec) {
+      close();
+      return transport_error(outcome, ec, what, ErrorCode::kIo);
+    }
+    return ok_status();
+  }
+};
+
+namespace {
+
+HttpResponse to_response(Parser& parser) {
+  auto& msg = parser.get();
+  HttpResponse resp;
+  resp.status = static_cast<int>(msg.result_int());
+  resp.content_type = std::string(msg[http::field::content_type]);
+  resp.retry_after = std::string(msg[http::field::retry_after]);
+  resp.body = std::move(msg.body());
+  return resp;
+}
+
+const auto kReadAll = [](auto& s, auto& buf, auto& p, auto h) { http::async_read(s, buf, p, h); };
+const auto kReadHeader = [](auto& s, auto& buf, auto& p, auto h) {
+  http::async_read_header(s, buf, p, h);
+};
+const auto kReadSome = [](auto& s, auto& buf, auto& p, auto h) {
+  http::async_read_some(s, buf, p, h);
+};
+
+}  // namespace
+
+HttpConnection::HttpConnection(Endpoint endpoint, TlsOptions tls)
+    : impl_(std::make_unique<Impl>(std::move(endpoint), std::move(tls))) {}
+HttpConnection::~HttpConnection() = default;
+
+Result<HttpResponse> HttpConnection::request(const HttpRequest& req, const HttpLimits& limits) {
+  const auto deadline = Clock::now() + limits.timeout;
+  const std::string what = req.method + " " + impl_->where(req.target);
+  for (int attempt = 0;; ++attempt) {
+    // A kept-alive connection may have been closed by the server while idle; one fresh
+    // connection is tried before calling the request failed.
+    const bool reused = impl_->connected();
+    if (!reused) {
+      if (auto st = impl_->connect(deadline); !st) return st.error();
+    }
+    if (auto st = impl_->send(req, deadline); !st) {
+      if (reused && attempt == 0 && st.error().code != ErrorCode::kTimeout) continue;
+      return st.error();
+    }
+    Parser parser;
+    parser.body_limit(limits.max_body_bytes);
+    parser.header_limit(64 * 1024);
+    if (auto st = impl_->read(parser, kReadAll, what, deadline); !st) {
+      if (reused && attempt == 0 && !parser.got_some() && st.error().code != ErrorCode::kTimeout) {
+        continue;
+      }
+      return st.error();
+    }
+    if (!parser.get().keep_alive()) impl_->close();
+    return to_response(parser);
+  }
+}
+
+Result<HttpConnection::StreamOpen> HttpConnection::open_stream(const HttpRequest& req,
+                                                               const HttpLimits& limits) {
+  auto conn = std::make_unique<Impl>(impl_->ep, impl_->tls);
+  const auto deadline = Clock::now() + limits.timeout;
+  const std::string what = req.method + " " + conn->where(req.target);
+  if (auto st = conn->connect(deadline); !st) return st.error();
+  if (auto st = conn->send(req, deadline); !st) return st.error();
+  conn->stream_parser = std::make_unique<Parser>();
+  Parser& parser = *conn->stream_parser;
+  parser.body_limit(boost::none);  // a watch body never ends; events are capped one by one
+  parser.header_limit(64 * 1024);
+  if (auto st = conn->read(parser, kReadHeader, what, deadline); !st) return st.error();
+  const int status = static_cast<int>(parser.get().result_int());
+  StreamOpen open;
+  if (status < 200 || status > 299) {
+    parser.body_limit(limits.max_body_bytes);
+    if (auto st = conn->read(parser, kReadAll, what, deadline); !st) return st.error();
+    open.error = to_response(parser);
+    return open;
+  }
+  open.error.status = status;
+  open.stream = std::make_unique<HttpStream>(std::move(conn));
+  return open;
+}
+
+struct HttpStream::State {
+  std::unique_ptr<HttpConnection::Impl> conn;
+};
+
+HttpStream::HttpStream(std::unique_ptr<HttpConnection::Impl> conn)
+    : state_(std::make_unique<State>()) {
+  state_->conn = std::move(conn);
+}
+HttpStream::~HttpStream() = default;
+
+Result<std::string> HttpStream::read_some(std::chrono::milliseconds idle) {
+  auto& conn = *state_->conn;
+  Parser& parser = *conn.stream_parser;
+  const auto deadline = Clock::now() + idle;
+  const std::string what = "stream from " + conn.where("");
+  while (true) {
+    std::string& body = parser.get().body();
+    if (!body.empty()) return std::exchange(body, std::string());
+    if (parser.is_done()) return std::string();
+    if (conn.interrupted) return make_error(ErrorCode::kUnavailable, what + ": interrupted");
+    if (!conn.connected()) return make_error(ErrorCode::kIo, what + ": connection closed");
+    if (auto st = conn.read(parser, kReadSome, what, deadline); !st) {
+      if (st.error().code == ErrorCode::kIo) {
+        return make_error(ErrorCode::kIo, st.error().message + " (stream broken mid-body)");
+      }
+      return st.error();
+    }
+  }
+}
+
+void HttpStream::interrupt() {
+  auto* conn = state_->conn.get();
+  conn->interrupted = true;
+  asio::post(conn->ioc, [conn] { conn->close(); });
+}
+
+}  // namespace gleaner::kube

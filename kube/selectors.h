@@ -1,0 +1,46 @@
+#pragma once
+// Label selectors (the string form "a=b,c!=d,e in (x,y),!f,g" and metav1.LabelSelector's
+// matchLabels/matchExpressions) and the query-string encoding of list/watch requests.
+
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/json_util.h"
+#include "common/result.h"
+
+namespace gleaner::kube {
+
+using Labels = std::map<std::string, std::string>;
+
+class LabelSelector {
+ public:
+  enum class Op { kIn, kNotIn, kExists, kDoesNotExist };
+  struct Requirement {
+    std::string key;
+    Op op = Op::kExists;
+    std::set<std::string> values;
+  };
+
+  // The empty selector matches everything.
+  static Result<LabelSelector> parse(std::string_view text);
+  // metav1.LabelSelector; `where` names the field in errors.
+  static Result<LabelSelector> from_json(const Json& json, std::string_view where);
+
+  [[nodiscard]] bool matches(const Labels& labels) const;
+  // Canonical string form, accepted by the API server's labelSelector parameter.
+  [[nodiscard]] std::string to_string() const;
+  [[nodiscard]] const std::vector<Requirement>& requirements() const { return reqs_; }
+
+ private:
+  std::vector<Requirement> reqs_;
+};
+
+// Percent-encodes a query parameter value (RFC 3986 unreserved characters stay).
+std::string url_encode(std::string_view text);
+// "?k1=v1&k2=v2" from the non-empty values, or "" when none.
+std::string query_string(const std::vector<std::pair<std::string, std::string>>& params);
+
+}  // namespace gleaner::kube
