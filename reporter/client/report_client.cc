@@ -169,7 +169,13 @@ struct ReportClient::Impl {
         }
       }
       lowest().expires_after(opts.request_timeout);
-      Status s = secure ? co_await exchange(*secure, req) : co_await exchange(*plain, req);
+      // Not a conditional expression: g++ 12 mis-destroys temporaries of co_await in ?:.
+      Status s = ok_status();
+      if (secure) {
+        s = co_await exchange(*secure, req);
+      } else {
+        s = co_await exchange(*plain, req);
+      }
       if (s) {
         if (plain || secure) lowest().expires_never();
         co_return s;
