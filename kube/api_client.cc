@@ -1,0 +1,357 @@
+#include "kube/api_client.h"
+
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "kube/selectors.h"
+
+namespace gleaner::kube {
+namespace {
+
+std::string rfc3339(WallTime t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+ErrorCode code_for_status(int status) {
+  switch (status) {
+    case 400:
+    case 415:
+    case 422:
+      return ErrorCode::kInvalidArgument;
+    case 401:
+    case 403:
+      return ErrorCode::kPermission;
+    case 404:
+      return ErrorCode::kNotFound;
+    case 409:
+      return ErrorCode::kConflict;
+    case 429:
+      return ErrorCode::kRetryLater;
+    case 504:
+      return ErrorCode::kTimeout;
+    default:
+      return status >= 500 || status == 410 ? ErrorCode::kUnavailable : ErrorCode::kInternal;
+  }
+}
+
+bool is_expired(const Error& e) {
+  return e.message.find(": 410 ") != std::string::npos;
+}
+
+}  // namespace
+
+const char* content_type(PatchType type) {
+  switch (type) {
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kJsonPatch:
+      return "application/json-patch+json";
+  }
+  return "application/merge-patch+json";
+}
+
+Error http_error(const std::string& what, const HttpResponse& response) {
+  std::string detail = std::to_string(response.status);
+  Json status = Json::parse(response.body, nullptr, false);
+  if (status.is_object() && status.value("kind", "") == "Status") {
+    detail.append(" ").append(status.value("reason", "")).append(": ");
+    detail.append(status.value("message", ""));
+  } else if (!response.body.empty()) {
+    detail.append(": ").append(response.body.substr(0, 200));
+  }
+  if (!response.retry_after.empty()) {
+    detail.append(" (retry after ").append(response.retry_after).append("s)");
+  }
+  return make_error(code_for_status(response.status), what + ": " + detail);
+}
+
+WatchStream::WatchStream(std::unique_ptr<HttpStream> stream, std::size_t max_event_bytes,
+                         std::chrono::milliseconds idle_timeout, std::string what)
+    : stream_(std::move(stream)),
+      lines_(max_event_bytes),
+      idle_timeout_(idle_timeout),
+      what_(std::move(what)) {}
+
+Result<std::optional<WatchEvent>> WatchStream::next() {
+  while (true) {
+    if (auto line = lines_.next_line()) {
+      auto event = decode_watch_event(*line);
+      if (!event) return make_error(ErrorCode::kParse, what_ + ": " + event.error().message);
+      return std::optional<WatchEvent>(std::move(*event));
+    }
+    if (ended_) {
+      if (lines_.pending() > 0) {
+        return make_error(ErrorCode::kIo, what_ + ": stream ended inside an event (" +
+                                              std::to_string(lines_.pending()) + " bytes)");
+      }
+      return std::optional<WatchEvent>();
+    }
+    auto bytes = stream_->read_some(idle_timeout_);
+    if (!bytes) return make_error(bytes.error().code, what_ + ": " + bytes.error().message);
+    if (bytes->empty()) {
+      ended_ = true;
+      continue;
+    }
+    if (auto st = lines_.append(*bytes); !st)
+      return make_error(st.error().code, what_ + ": " + st.error().message);
+  }
+}
+
+KubeClient::KubeClient(KubeConfig config, const Clock& clock)
+    : config_(std::move(config)),
+      clock_(clock),
+      token_(config_.token, config_.token_file),
+      limiter_(config_.qps, config_.burst, clock) {}
+KubeClient::~KubeClient() = default;
+
+std::unique_ptr<HttpConnection> KubeClient::borrow() {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!pool_.empty()) {
+      auto conn = std::move(pool_.back());
+      pool_.pop_back();
+      return conn;
+    }
+  }
+  return std::make_unique<HttpConnection>(config_.endpoint, config_.tls);
+}
+
+void KubeClient::give_back(std::unique_ptr<HttpConnection> conn) {
+  std::lock_guard lock(pool_mu_);
+  if (pool_.size() < 4) pool_.push_back(std::move(conn));
+}
+
+Result<HttpResponse> KubeClient::send(HttpRequest req) {
+  req.headers.emplace_back("Accept", "application/json");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto token = token_.get();
+    if (!token) return token.error();
+    HttpRequest r = req;
+    if (!token->empty()) r.headers.emplace_back("Authorization", "Bearer " + *token);
+    limiter_.acquire();
+    auto conn = borrow();
+    auto resp = conn->request(r, {config_.timeout, config_.max_response_bytes});
+    if (!resp) return resp.error();
+    give_back(std::move(conn));
+    if (resp->status == 401 && attempt == 0 && !config_.token_file.empty()) {
+      spdlog::warn("kube: {} {} answered 401; re-reading the token file {}", req.method, req.target,
+                   config_.token_file);
+      token_.invalidate();
+      continue;
+    }
+    return resp;
+  }
+  return make_error(ErrorCode::kInternal, "unreachable");
+}
+
+Result<Json> KubeClient::call(const std::string& method, const std::string& path, const Json* body,
+                              const std::string& ctype) {
+  HttpRequest req{method, path, {}, {}};
+  if (body != nullptr) {
+    req.body = body->dump();
+    req.headers.emplace_back("Content-Type", ctype);
+  }
+  auto resp = send(std::move(req));
+  const std::string what = method + " " + path;
+  if (!resp) return resp.error();
+  if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
+  return parse_json(resp->body, what);
+}
+
+Result<Json> KubeClient::get(const std::string& path) {
+  return call("GET", path, nullptr);
+}
+
+Result<ListPage> KubeClient::list(const std::string& path, const ListOptions& o) {
+  const std::string target =
+      path + query_string({{"labelSelector", o.label_selector},
+                           {"fieldSelector", o.field_selector},
+                           {"limit", o.limit > 0 ? std::to_string(o.limit) : ""},
+                           {"continue", o.continue_token},
+                           {"resourceVersion", o.resource_version}});
+  auto json = call("GET", target, nullptr);
+  if (!json) return json.error();
+  auto fail = [&](const std::string& why) {
+    return make_error(ErrorCode::kParse, "GET " + target + ": " + why);
+  };
+  if (!json->is_object()) return fail("a list answer must be an object");
+  ListPage page;
+  const Json* rv = find_path(*json, "metadata/resourceVersion");
+  if (rv == nullptr || !rv->is_string()) return fail("list has no metadata.resourceVersion");
+  page.resource_version = rv->get<std::string>();
+  if (const Json* cont = find_path(*json, "metadata/continue"); cont && cont->is_string()) {
+    page.continue_token = cont->get<std::string>();
+  }
+  auto items = json->find("items");
+  if (items != json->end() && !items->is_null()) {
+    if (!items->is_array()) return fail("items must be a list");
+    for (auto& item : *items) {
+      if (!item.is_object() || !find_path(item, "metadata/name"))
+        return fail("an item has no metadata.name");
+      page.items.push_back(std::move(item));
+    }
+  }
+  return page;
+}
+
+Result<ListPage> KubeClient::list_all(const std::string& path, ListOptions options) {
+  const std::string first_token = options.continue_token;
+  for (int restart = 0;; ++restart) {
+    ListPage all;
+    options.continue_token = first_token;
+    while (true) {
+      auto page = list(path, options);
+      if (!page) {
+        if (restart == 0 && is_expired(page.error())) {
+          // The snapshot behind the continue token was compacted away: start over.
+          spdlog::info("kube: {}: continue token expired; listing again", path);
+          break;
+        }
+        return page.error();
+      }
+      for (auto& item : page->items)
+        all.items.push_back(std::move(item));
+      if (all.resource_version.empty()) all.resource_version = page->resource_version;
+      if (page->continue_token.empty()) return all;
+      options.continue_token = page->continue_token;
+    }
+  }
+}
+
+Result<std::unique_ptr<WatchStream>> KubeClient::watch(const std::string& path,
+                                                       const WatchOptions& o) {
+  const std::string target =
+      path + query_string({{"watch", "true"},
+                           {"labelSelector", o.label_selector},
+                           {"fieldSelector", o.field_selector},
+                           {"resourceVersion", o.resource_version},
+                           {"allowWatchBookmarks", o.bookmarks ? "true" : ""},
+                           {"timeoutSeconds", std::to_string(o.server_timeout.count())}});
+  const std::string what = "watch " + target;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto token = token_.get();
+    if (!token) return token.error();
+    HttpRequest req{"GET", target, {{"Accept", "application/json"}}, {}};
+    if (!token->empty()) req.headers.emplace_back("Authorization", "Bearer " + *token);
+    limiter_.acquire();
+    HttpConnection conn(config_.endpoint, config_.tls);
+    auto open = conn.open_stream(req, {config_.timeout, config_.max_response_bytes});
+    if (!open) return make_error(open.error().code, what + ": " + open.error().message);
+    if (open->stream) {
+      // The server ends the watch after server_timeout and sends bookmarks meanwhile; a
+      // stream silent for longer than that plus the request timeout is stuck.
+      const auto idle =
+          std::chrono::duration_cast<std::chrono::milliseconds>(o.server_timeout) + config_.timeout;
+      return std::make_unique<WatchStream>(std::move(open->stream), config_.max_response_bytes,
+                                           idle, what);
+    }
+    if (open->error.status == 401 && attempt == 0 && !config_.token_file.empty()) {
+      token_.invalidate();
+      continue;
+    }
+    return http_error(what, open->error);
+  }
+  return make_error(ErrorCode::kInternal, "unreachable");
+}
+
+Result<Json> KubeClient::create(const std::string& path, const Json& object) {
+  return call("POST", path, &object);
+}
+
+Result<Json> KubeClient::replace(const std::string& path, const Json& object) {
+  return call("PUT", path, &object);
+}
+
+Result<Json> KubeClient::patch(const std::string& path, const Json& patch, PatchType type) {
+  return call("PATCH", path, &patch, content_type(type));
+}
+
+Status KubeClient::remove(const std::string& path) {
+  auto r = call("DELETE", path, nullptr);
+  if (!r) return r.error();
+  return ok_status();
+}
+
+Status KubeClient::bind_pod(const std::string& ns, const std::string& name, const std::string& uid,
+                            const std::string& node) {
+  Json binding = {{"apiVersion", "v1"},
+                  {"kind", "Binding"},
+                  {"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+                  {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  auto r = call("POST", pod_path(ns, name) + "/binding", &binding);
+  if (!r) return r.error();
+  return ok_status();
+}
+
+Status KubeClient::evict_pod(const std::string& ns, const std::string& name,
+                             std::optional<int64_t> grace_period_seconds) {
+  Json eviction = {{"apiVersion", "policy/v1"},
+                   {"kind", "Eviction"},
+                   {"metadata", {{"name", name}, {"namespace", ns}}}};
+  if (grace_period_seconds) {
+    eviction["deleteOptions"] = {{"gracePeriodSeconds", *grace_period_seconds}};
+  }
+  auto r = call("POST", pod_path(ns, name) + "/eviction", &eviction);
+  if (!r) return r.error();
+  return ok_status();
+}
+
+Status KubeClient::create_event(const EventRecord& e) {
+  const auto now = clock_.wall_now();
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, "%llx", static_cast<unsigned long long>(nanos.count()));
+  const std::string stamp = rfc3339(now);
+  Json event = {{"apiVersion", "v1"},
+                {"kind", "Event"},
+                {"metadata",
+                 {{"name", e.involved_object.value("name", "object") + "." + suffix},
+                  {"namespace", e.namespace_}}},
+                {"involvedObject", e.involved_object},
+                {"type", e.type},
+                {"reason", e.reason},
+                {"message", e.message},
+                {"count", 1},
+                {"firstTimestamp", stamp},
+                {"lastTimestamp", stamp},
+                {"source", {{"component", e.component}, {"host", e.host}}},
+                {"reportingComponent", e.component},
+                {"reportingInstance", e.host}};
+  auto r = create(events_path(e.namespace_), event);
+  if (!r) return r.error();
+  return ok_status();
+}
+
+std::string pods_path(const std::string& ns) {
+  return ns.empty() ? "/api/v1/pods" : "/api/v1/namespaces/" + ns + "/pods";
+}
+std::string pod_path(const std::string& ns, const std::string& name) {
+  return pods_path(ns) + "/" + name;
+}
+std::string nodes_path() {
+  return "/api/v1/nodes";
+}
+std::string node_path(const std::string& name) {
+  return nodes_path() + "/" + name;
+}
+std::string node_status_path(const std::string& name) {
+  return node_path(name) + "/status";
+}
+std::string events_path(const std::string& ns) {
+  return "/api/v1/namespaces/" + ns + "/events";
+}
+std::string spark_applications_path(const std::string& ns) {
+  const std::string base = "/apis/sparkoperator.k8s.io/v1beta2";
+  return ns.empty() ? base + "/sparkapplications"
+                    : base + "/namespaces/" + ns + "/sparkapplications";
+}
+
+}  // namespace gleaner::kube

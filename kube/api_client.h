@@ -1,0 +1,136 @@
+#pragma once
+// The Kubernetes API client: typed verbs over HttpConnection with the bearer token, the
+// client-side rate limit and error mapping. HTTP answers become Result errors:
+//   404 kNotFound, 409 kConflict, 429 kRetryLater, 400/422/415 kInvalidArgument,
+//   401/403 kPermission, 410 kUnavailable (message starts "410 Expired"), 5xx kUnavailable,
+//   timeouts kTimeout, malformed bodies kParse.
+// A 401 re-reads the token file once and retries (rotated ServiceAccount tokens).
+// Thread-safe: each call borrows a connection from a small keep-alive pool.
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/json_util.h"
+#include "common/result.h"
+#include "kube/config.h"
+#include "kube/http_client.h"
+#include "kube/rate_limiter.h"
+#include "kube/watch_event.h"
+
+namespace gleaner::kube {
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;  // page size; 0 = everything in one answer
+  std::string continue_token;
+  std::string resource_version;  // "" = most recent (a quorum read)
+};
+
+struct ListPage {
+  std::vector<Json> items;
+  std::string resource_version;
+  std::string continue_token;
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;  // start after this version ("" = current state, then changes)
+  bool bookmarks = true;
+  std::chrono::seconds server_timeout{300};  // the server ends the watch after this
+};
+
+enum class PatchType { kMerge, kStrategicMerge, kJsonPatch };
+const char* content_type(PatchType type);
+
+// A v1 Event about an object (kubectl describe shows these).
+struct EventRecord {
+  std::string namespace_;
+  Json involved_object;         // {kind, namespace, name, uid, apiVersion}
+  std::string type = "Normal";  // Normal | Warning
+  std::string reason;
+  std::string message;
+  std::string component = "gleaner";
+  std::string host;
+};
+
+class WatchStream {
+ public:
+  WatchStream(std::unique_ptr<HttpStream> stream, std::size_t max_event_bytes,
+              std::chrono::milliseconds idle_timeout, std::string what);
+  // The next event; nullopt when the server ended the watch cleanly. A broken or truncated
+  // stream is kIo, a silent one kTimeout, an undecodable line kParse: all mean "re-watch".
+  Result<std::optional<WatchEvent>> next();
+  // Wakes a blocked next() from another thread (it then returns kUnavailable).
+  void interrupt() { stream_->interrupt(); }
+
+ private:
+  std::unique_ptr<HttpStream> stream_;
+  LineBuffer lines_;
+  std::chrono::milliseconds idle_timeout_;
+  std::string what_;
+  bool ended_ = false;
+};
+
+class KubeClient {
+ public:
+  KubeClient(KubeConfig config, const Clock& clock);
+  ~KubeClient();
+  KubeClient(const KubeClient&) = delete;
+  KubeClient& operator=(const KubeClient&) = delete;
+
+  Result<Json> get(const std::string& path);
+  Result<ListPage> list(const std::string& path, const ListOptions& options);
+  // Follows continue tokens; restarts once from scratch if a token expired (410).
+  Result<ListPage> list_all(const std::string& path, ListOptions options);
+  Result<std::unique_ptr<WatchStream>> watch(const std::string& path, const WatchOptions& options);
+  Result<Json> create(const std::string& path, const Json& object);
+  Result<Json> replace(const std::string& path, const Json& object);  // PUT: rv precondition
+  Result<Json> patch(const std::string& path, const Json& patch, PatchType type);
+  Status remove(const std::string& path);
+
+  // POST pods/{name}/binding with a v1 Binding; `uid` makes the server refuse a pod that was
+  // deleted and re-created under the same name (kConflict).
+  Status bind_pod(const std::string& ns, const std::string& name, const std::string& uid,
+                  const std::string& node);
+  // POST pods/{name}/eviction (policy/v1). kRetryLater: a PodDisruptionBudget refused for now.
+  Status evict_pod(const std::string& ns, const std::string& name,
+                   std::optional<int64_t> grace_period_seconds = std::nullopt);
+  Status create_event(const EventRecord& event);
+
+  [[nodiscard]] const KubeConfig& config() const { return config_; }
+
+ private:
+  Result<HttpResponse> send(HttpRequest req);
+  Result<Json> call(const std::string& method, const std::string& path, const Json* body,
+                    const std::string& content_type = "application/json");
+  std::unique_ptr<HttpConnection> borrow();
+  void give_back(std::unique_ptr<HttpConnection> conn);
+
+  KubeConfig config_;
+  const Clock& clock_;
+  TokenSource token_;
+  RateLimiter limiter_;
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<HttpConnection>> pool_;
+};
+
+// The error for a non-2xx answer, with the Status object's reason and message when present.
+Error http_error(const std::string& what, const HttpResponse& response);
+
+// Object paths.
+std::string pods_path(const std::string& ns);  // ns "" = all namespaces
+std::string pod_path(const std::string& ns, const std::string& name);
+std::string nodes_path();
+std::string node_path(const std::string& name);
+std::string node_status_path(const std::string& name);
+std::string events_path(const std::string& ns);
+std::string spark_applications_path(const std::string& ns);
+
+}  // namespace gleaner::kube

@@ -1,0 +1,59 @@
+#pragma once
+// The fields of a SparkApplication (sparkoperator.k8s.io/v1beta2) the scheduler needs to
+// size its driver and executor pods, with Spark's own memory rules: memory strings are
+// JVM sizes ("512m", "2g": binary units, MiB when unitless), and each pod asks for
+// memory + overhead, overhead = memoryOverhead if given, else
+// max(memory * factor, 384 MiB) with factor 0.1 for JVM jobs and 0.4 for Python/R, unless
+// spark.kubernetes.memoryOverheadFactor (or spec.memoryOverheadFactor) says otherwise.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/json_util.h"
+#include "common/quantity.h"
+#include "common/result.h"
+
+namespace gleaner::kube {
+
+inline constexpr int64_t kMiB = 1024 * 1024;
+inline constexpr int64_t kMinMemoryOverheadMiB = 384;
+
+struct SparkRole {
+  int64_t cpu_request_milli = 1000;        // coreRequest, else cores (default 1)
+  std::optional<int64_t> cpu_limit_milli;  // coreLimit
+  int64_t memory_mib = 1024;               // memory (Spark's default 1g)
+  std::optional<int64_t> memory_overhead_mib;
+  int32_t instances = 1;
+};
+
+struct SparkApplication {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> labels;
+  std::string type;  // Java | Scala | Python | R
+  SparkRole driver;
+  SparkRole executor;
+  std::map<std::string, std::string> spark_conf;
+  std::optional<double> overhead_factor;  // spec.memoryOverheadFactor / sparkConf
+  std::string state;                      // status.applicationState.state ("" = new)
+  Json raw;
+
+  [[nodiscard]] bool jvm() const { return type != "Python" && type != "R"; }
+  [[nodiscard]] double memory_overhead_factor() const;
+  [[nodiscard]] int64_t memory_overhead_mib(const SparkRole& role) const;
+  // What one pod of the role requests: memory + overhead, in bytes.
+  [[nodiscard]] int64_t pod_memory_bytes(const SparkRole& role) const;
+};
+
+// A JVM memory string ("512m", "2g", "1024k", "3t", "1536"): MiB, truncated like Spark's
+// byteStringAsMb. Anything else is a kParse error.
+Result<int64_t> parse_spark_memory_mib(std::string_view text);
+
+Result<SparkApplication> parse_spark_application(const Json& json);
+
+}  // namespace gleaner::kube
