@@ -1,0 +1,159 @@
+#pragma once
+// The scheduler's model of its member clusters: every node's batch allocatable (as its
+// agent last reported it), what is bound and reserved there, and how fresh the report is.
+// Placement of a whole Spark gang lives here because it needs the free-capacity indexes:
+// nodes are kept in two ordered sets per cluster so that "the fullest node that still
+// fits an executor" and "the emptiest node for a driver" are O(log n) lookups, not scans.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/core/resources.h"
+
+namespace gleaner::scheduler {
+
+using NodeId = uint32_t;
+using ClusterId = uint32_t;
+using Labels = std::map<std::string, std::string>;
+
+// What a node report (or a scenario file) tells us about one node.
+struct NodeInfo {
+  std::string name;
+  std::string cluster;  // empty: the default cluster
+  Labels labels;
+  Resources batch;  // kubernetes.io/batch-cpu (millicores), batch-memory (bytes)
+};
+
+enum class NodeHealth {
+  kFresh,     // placements allowed
+  kStale,     // report older than stale_after: no new placements, capacity still counted
+  kDegraded,  // report older than degrade_after: its batch counts as zero
+};
+const char* to_string(NodeHealth health);
+
+struct StalenessPolicy {
+  int64_t stale_after_seconds = 60;
+  int64_t degrade_after_seconds = 15 * 60;  // ack-slo-config's degradeTimeMinutes default
+};
+
+struct Node {
+  std::string name;
+  ClusterId cluster = 0;
+  Labels labels;
+  Resources reported;  // the agent's latest batch allocatable
+  Resources used;      // bound pods plus reservations
+  int64_t reported_at = 0;
+  NodeHealth health = NodeHealth::kFresh;
+  int drivers = 0;
+
+  [[nodiscard]] Resources capacity() const {
+    return health == NodeHealth::kDegraded ? Resources{} : reported;
+  }
+  [[nodiscard]] Resources free() const { return capacity() - used; }
+  [[nodiscard]] bool schedulable() const { return health == NodeHealth::kFresh; }
+};
+
+// One Spark application's pods: a driver and `executors` identical executors.
+struct GangRequest {
+  Resources driver;
+  Resources executor;
+  int executors = 0;
+  const Labels* selector = nullptr;  // every pair must be among the node's labels
+
+  [[nodiscard]] Resources total() const { return driver + executor * executors; }
+};
+
+struct GangPlacement {
+  ClusterId cluster = 0;
+  NodeId driver = 0;
+  std::vector<NodeId> executors;  // one entry per executor, grouped by node
+};
+
+bool selector_matches(const Labels* selector, const Labels& labels);
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+  ClusterState(const ClusterState&) = delete;
+  ClusterState& operator=(const ClusterState&) = delete;
+  ClusterState(ClusterState&&) = default;
+  ClusterState& operator=(ClusterState&&) = default;
+
+  ClusterId add_cluster(const std::string& name);  // idempotent
+  [[nodiscard]] std::optional<ClusterId> find_cluster(const std::string& name) const;
+  [[nodiscard]] size_t cluster_count() const { return clusters_.size(); }
+  [[nodiscard]] const std::string& cluster_name(ClusterId id) const { return clusters_[id].name; }
+
+  // Adds a node or replaces its labels and batch; the report time makes it fresh.
+  // A node never moves between clusters: that is an error naming the node.
+  Result<NodeId> upsert_node(const NodeInfo& info, int64_t now);
+  // A later report for a known node: new batch allocatable, fresh again.
+  Status report(NodeId id, const Resources& batch, int64_t now);
+  [[nodiscard]] std::optional<NodeId> find_node(const std::string& name) const;
+  [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
+  [[nodiscard]] size_t node_count() const { return nodes_.size(); }
+
+  // Re-derives every node's health from its report age; returns the nodes that changed.
+  std::vector<NodeId> refresh_health(int64_t now, const StalenessPolicy& policy);
+
+  // Sum of the non-negative free room of a cluster's schedulable nodes.
+  [[nodiscard]] Resources cluster_free(ClusterId id) const { return clusters_[id].free; }
+  [[nodiscard]] Resources cluster_capacity(ClusterId id) const;
+
+  // Places the gang in one cluster (driver on the emptiest fitting node, executors packed
+  // onto the fullest fitting nodes) and accounts it; on failure nothing changes.
+  std::optional<GangPlacement> place(ClusterId cluster, const GangRequest& request);
+  // Places one more pod of `request` size (an executor whose reservation expired).
+  std::optional<NodeId> place_one(ClusterId cluster, const Resources& request,
+                                  const Labels* selector);
+  // Would the gang fit this cluster if nothing were placed on it?
+  [[nodiscard]] bool fits_when_empty(ClusterId cluster, const GangRequest& request) const;
+
+  // Raw accounting, used to apply and undo placements.
+  void acquire(NodeId id, const Resources& amount, bool driver);
+  void release(NodeId id, const Resources& amount, bool driver);
+
+  // Bumped whenever a node's capacity or health changes: cached "does this job fit an
+  // empty cluster" answers are valid only for one generation.
+  [[nodiscard]] uint64_t capacity_generation() const { return generation_; }
+
+ private:
+  struct Key {
+    int64_t cpu;
+    int64_t memory;
+    const std::string* name;  // tie-break; nullptr sorts first (lookup probes)
+    NodeId id;
+  };
+  struct FullestFirst {  // ascending free room: best fit for executors
+    bool operator()(const Key& a, const Key& b) const;
+  };
+  struct EmptiestFirst {  // descending free room: spreading drivers
+    bool operator()(const Key& a, const Key& b) const;
+  };
+  struct Cluster {
+    std::string name;
+    std::set<Key, FullestFirst> fullest;
+    std::set<Key, EmptiestFirst> emptiest;
+    Resources free;
+  };
+
+  [[nodiscard]] Key key_of(NodeId id) const;
+  void unindex(NodeId id);
+  void index(NodeId id);
+  std::optional<NodeId> find_executor_node(const Cluster& c, const Resources& request,
+                                           const Labels* selector) const;
+
+  std::vector<Cluster> clusters_;
+  std::map<std::string, ClusterId> cluster_ids_;
+  std::deque<Node> nodes_;  // deque: Key::name points into it and must not move
+  std::map<std::string, NodeId> node_ids_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace gleaner::scheduler

@@ -1,0 +1,267 @@
+#include "scheduler/core/scheduler.h"
+
+#include <algorithm>
+
+namespace gleaner::scheduler {
+
+const char* to_string(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::kPending:
+      return "Pending";
+    case JobPhase::kAdmitted:
+      return "Admitted";
+    case JobPhase::kRunning:
+      return "Running";
+    case JobPhase::kCompleted:
+      return "Completed";
+  }
+  return "Unknown";
+}
+
+const char* to_string(DecisionKind kind) {
+  switch (kind) {
+    case DecisionKind::kAdmit:
+      return "admit";
+    case DecisionKind::kPreempt:
+      return "preempt";
+    case DecisionKind::kReschedule:
+      return "reschedule";
+    case DecisionKind::kUnschedulable:
+      return "unschedulable";
+    case DecisionKind::kReservationExpired:
+      return "reservation-expired";
+  }
+  return "unknown";
+}
+
+Scheduler::Scheduler(SchedulerPolicy policy, QuotaTree quotas, ClusterState clusters)
+    : policy_(policy), quotas_(std::move(quotas)), clusters_(std::move(clusters)) {}
+
+bool Scheduler::PendingKey::operator<(const PendingKey& o) const {
+  if (neg_priority != o.neg_priority) return neg_priority < o.neg_priority;
+  if (submit_time != o.submit_time) return submit_time < o.submit_time;
+  if (int c = name->compare(*o.name); c != 0) return c < 0;
+  return id < o.id;
+}
+
+Scheduler::PendingKey Scheduler::pending_key(const Job& j) const {
+  return PendingKey{-j.spec.priority, j.spec.submit_time, &j.spec.name, j.id};
+}
+
+std::optional<JobId> Scheduler::find_job(const std::string& name) const {
+  auto it = job_ids_.find(name);
+  if (it == job_ids_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<JobId> Scheduler::submit(const JobSpec& spec) {
+  const std::string who = "job " + spec.name;
+  if (spec.name.empty()) return make_error(ErrorCode::kInvalidArgument, "job without a name");
+  if (job_ids_.count(spec.name) != 0) {
+    return make_error(ErrorCode::kInvalidArgument, who + ": name used twice");
+  }
+  if (spec.executors < 0) {
+    return make_error(ErrorCode::kInvalidArgument, who + ": negative executor instances");
+  }
+  auto negative = [](const Resources& r) { return r.cpu_milli < 0 || r.memory_bytes < 0; };
+  if (negative(spec.driver) || negative(spec.executor)) {
+    return make_error(ErrorCode::kInvalidArgument, who + ": negative resource request");
+  }
+  if (spec.executors > 0 && spec.executor == Resources{}) {
+    return make_error(ErrorCode::kInvalidArgument, who + ": executor requests nothing");
+  }
+  auto queue = quotas_.resolve(spec.queue);
+  if (!queue) return make_error(ErrorCode::kInvalidArgument, who + ": " + queue.error().message);
+
+  auto id = static_cast<JobId>(jobs_.size());
+  Job j;
+  j.id = id;
+  j.spec = spec;
+  j.queue = *queue;
+  j.total = spec.driver + spec.executor * spec.executors;
+  j.reason = "waiting for a scheduling pass";
+  jobs_.push_back(std::move(j));
+  job_ids_.emplace(spec.name, id);
+  pending_.insert(pending_key(jobs_.back()));
+  return id;
+}
+
+void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
+  j.cluster = p.cluster;
+  j.pods.assign(1 + p.executors.size(), PodState{});
+  j.pods[0] = PodState{p.driver, true, true, false, now};
+  for (size_t i = 0; i < p.executors.size(); ++i) {
+    j.pods[i + 1] = PodState{p.executors[i], true, false, false, 0};
+  }
+  j.phase = JobPhase::kAdmitted;
+  j.reason.clear();
+  j.unschedulable = false;
+  j.admitted_at = now;
+  j.reservation_expires_at = now + policy_.reservation_ttl_seconds;
+  ++j.attempt;
+  quotas_.charge(j.queue, j.total);
+  active_.insert(j.id);
+}
+
+void Scheduler::detach(Job& j) {
+  for (size_t i = 0; i < j.pods.size(); ++i) {
+    const PodState& p = j.pods[i];
+    if (!p.holds_room) continue;
+    clusters_.release(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0);
+  }
+  quotas_.refund(j.queue, j.total);
+  active_.erase(j.id);
+}
+
+void Scheduler::reattach(Job& j) {
+  for (size_t i = 0; i < j.pods.size(); ++i) {
+    const PodState& p = j.pods[i];
+    if (!p.holds_room) continue;
+    clusters_.acquire(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0);
+  }
+  quotas_.charge(j.queue, j.total);
+  active_.insert(j.id);
+}
+
+void Scheduler::requeue(Job& j, const std::string& reason) {
+  j.avoid_cluster = j.cluster;
+  j.cluster.reset();
+  j.pods.clear();
+  j.phase = JobPhase::kPending;
+  j.reason = reason;
+  pending_.insert(pending_key(j));
+}
+
+Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
+  Job& j = jobs_[id];
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
+    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
+  }
+  if (pod_index < 1 || static_cast<size_t>(pod_index) >= j.pods.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "job " + j.spec.name + " has no executor " + std::to_string(pod_index));
+  }
+  PodState& p = j.pods[static_cast<size_t>(pod_index)];
+  if (p.bound) return p.node;
+  if (!p.holds_room) {
+    // The reservation expired: try the cluster's free room like any late pod.
+    auto node = clusters_.place_one(*j.cluster, j.spec.executor, j.request().selector);
+    if (!node) {
+      return make_error(ErrorCode::kUnavailable, "job " + j.spec.name + ": no room for executor " +
+                                                     std::to_string(pod_index) +
+                                                     " after its reservation expired");
+    }
+    p.node = *node;
+    p.holds_room = true;
+  }
+  p.bound = true;
+  p.bound_at = now;
+  return p.node;
+}
+
+bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
+  Job& j = jobs_[id];
+  if (j.phase != JobPhase::kAdmitted || pod_index < 0 ||
+      static_cast<size_t>(pod_index) >= j.pods.size()) {
+    return false;
+  }
+  j.pods[static_cast<size_t>(pod_index)].running = true;
+  bool all = std::all_of(j.pods.begin(), j.pods.end(), [](const PodState& p) { return p.running; });
+  if (!all) return false;
+  j.phase = JobPhase::kRunning;
+  j.started_at = now;
+  return true;
+}
+
+void Scheduler::complete(JobId id, int64_t now) {
+  Job& j = jobs_[id];
+  if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted) return;
+  detach(j);
+  j.phase = JobPhase::kCompleted;
+  j.finished_at = now;
+}
+
+Decision Scheduler::lose_pod(JobId id, int64_t /*now*/, const std::string& reason) {
+  Job& j = jobs_[id];
+  if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {
+    detach(j);
+    ++j.reschedules;
+    requeue(j, reason);
+  }
+  return Decision{DecisionKind::kReschedule, id, reason};
+}
+
+Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resources& batch,
+                                                     int64_t now) {
+  if (Status s = clusters_.report(node, batch, now); !s) return s.error();
+  std::vector<Decision> out;
+  const Node& n = clusters_.node(node);
+  while (!n.used.fits_in(n.capacity())) {
+    // The agent evicts the lowest-priority pods first; among equals the youngest job.
+    const Job* victim = nullptr;
+    for (JobId id : active_) {
+      const Job& j = jobs_[id];
+      bool here = std::any_of(j.pods.begin(), j.pods.end(),
+                              [&](const PodState& p) { return p.holds_room && p.node == node; });
+      if (!here) continue;
+      if (victim == nullptr || j.spec.priority < victim->spec.priority ||
+          (j.spec.priority == victim->spec.priority &&
+           std::tie(j.admitted_at, j.spec.name) >
+               std::tie(victim->admitted_at, victim->spec.name))) {
+        victim = &j;
+      }
+    }
+    if (victim == nullptr) break;
+    out.push_back(
+        lose_pod(victim->id, now, "lost pods: batch capacity of node " + n.name + " shrank"));
+  }
+  return out;
+}
+
+std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
+  std::vector<Decision> out;
+  std::vector<JobId> stalled;
+  for (JobId id : active_) {
+    Job& j = jobs_[id];
+    if (j.phase != JobPhase::kAdmitted) continue;
+    if (!j.pods[0].running && now >= j.admitted_at + policy_.driver_start_timeout_seconds) {
+      stalled.push_back(id);
+      continue;
+    }
+    if (now < j.reservation_expires_at) continue;
+    bool released = false;
+    for (size_t i = 1; i < j.pods.size(); ++i) {
+      PodState& p = j.pods[i];
+      if (p.holds_room && !p.bound) {
+        clusters_.release(p.node, j.spec.executor, false);
+        p.holds_room = false;
+        released = true;
+      }
+    }
+    if (released) out.push_back(Decision{DecisionKind::kReservationExpired, id, ""});
+  }
+  for (JobId id : stalled) {
+    out.push_back(lose_pod(
+        id, now,
+        "driver not running within " + std::to_string(policy_.driver_start_timeout_seconds) + "s"));
+  }
+  return out;
+}
+
+std::optional<int64_t> Scheduler::next_deadline() const {
+  std::optional<int64_t> best;
+  auto consider = [&](int64_t t) {
+    if (!best || t < *best) best = t;
+  };
+  for (JobId id : active_) {
+    const Job& j = jobs_[id];
+    if (j.phase != JobPhase::kAdmitted) continue;
+    if (!j.pods[0].running) consider(j.admitted_at + policy_.driver_start_timeout_seconds);
+    bool unclaimed = std::any_of(j.pods.begin() + 1, j.pods.end(),
+                                 [](const PodState& p) { return p.holds_room && !p.bound; });
+    if (unclaimed) consider(j.reservation_expires_at);
+  }
+  return best;
+}
+
+}  // namespace gleaner::scheduler

@@ -1,0 +1,122 @@
+#pragma once
+// The scheduler's decision core. It owns the cluster model, the quota tree and the jobs,
+// and is driven by plain calls: the live loop feeds it node reports and pod events and
+// calls schedule(now) after each batch of changes; the simulator does the same from a
+// scenario. Nothing here does I/O or reads a clock: `now` is always an argument.
+//
+// Admission is all-or-nothing per Spark application: the driver is admitted only when
+// it and every executor fit at once in one cluster, and the executors' room is reserved
+// at that moment (the driver creates its executors later; a pod-level gang would wait
+// for pods that only the running driver can create, and deadlock).
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/result.h"
+#include "scheduler/core/cluster_state.h"
+#include "scheduler/core/job.h"
+#include "scheduler/core/quota_tree.h"
+
+namespace gleaner::scheduler {
+
+struct SchedulerPolicy {
+  QueueingPolicy queueing = QueueingPolicy::kNonBlocking;
+  // An admitted job whose driver does not run by then is reclaimed and placed again.
+  int64_t driver_start_timeout_seconds = 300;
+  // Executor reservations outlive executor ramp-up; unclaimed room is then released.
+  int64_t reservation_ttl_seconds = 600;
+};
+
+enum class DecisionKind {
+  kAdmit,               // bind the driver to pods[0].node; executors' room is reserved
+  kPreempt,             // delete the job's pods: its queue's borrowed quota was reclaimed
+  kReschedule,          // delete the job's pods: it goes back to its queue (timeout, shrink)
+  kUnschedulable,       // the job cannot fit anywhere as things are; `reason` says why
+  kReservationExpired,  // unclaimed executor room was released
+};
+const char* to_string(DecisionKind kind);
+
+struct Decision {
+  DecisionKind kind = DecisionKind::kAdmit;
+  JobId job = 0;
+  std::string reason;
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerPolicy policy, QuotaTree quotas, ClusterState clusters);
+
+  [[nodiscard]] ClusterState& clusters() { return clusters_; }
+  [[nodiscard]] const ClusterState& clusters() const { return clusters_; }
+  [[nodiscard]] const QuotaTree& quotas() const { return quotas_; }
+  [[nodiscard]] const SchedulerPolicy& policy() const { return policy_; }
+
+  // Queues a job; errors name the job and the field (unknown queue, bad sizes, duplicate).
+  Result<JobId> submit(const JobSpec& spec);
+  [[nodiscard]] const Job& job(JobId id) const { return jobs_[id]; }
+  [[nodiscard]] size_t job_count() const { return jobs_.size(); }
+  [[nodiscard]] std::optional<JobId> find_job(const std::string& name) const;
+
+  // One scheduling pass over the pending jobs in order (priority, then age).
+  std::vector<Decision> schedule(int64_t now);
+
+  // --- what the world reports back ---
+  // An executor pod appeared: it takes its reserved room, or free room in the job's
+  // cluster if the reservation expired. Error: no room (the caller reports a lost pod).
+  Result<NodeId> bind_executor(JobId id, int pod_index, int64_t now);
+  // Returns true when this made every pod of the job run (the job started).
+  bool pod_running(JobId id, int pod_index, int64_t now);
+  void complete(JobId id, int64_t now);
+  // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
+  Decision lose_pod(JobId id, int64_t now, const std::string& reason);
+  // A node report with a new batch size. When it shrank below what is placed there, the
+  // lowest-priority jobs on the node lose their pods (as the agent would evict them) and
+  // are rescheduled, preferring another cluster.
+  Result<std::vector<Decision>> report_node(NodeId node, const Resources& batch, int64_t now);
+  // Driver start timeouts and reservation expiry due at `now`.
+  std::vector<Decision> check_timeouts(int64_t now);
+  // The earliest time check_timeouts has something to do, if any.
+  [[nodiscard]] std::optional<int64_t> next_deadline() const;
+
+ private:
+  struct PendingKey {
+    int32_t neg_priority;
+    int64_t submit_time;
+    const std::string* name;
+    JobId id;
+    bool operator<(const PendingKey& o) const;
+  };
+  enum class Outcome { kAdmitted, kWait, kUnschedulable };
+
+  PendingKey pending_key(const Job& j) const;
+  Outcome try_admit(Job& j, int64_t now, std::vector<Decision>& out);
+  std::optional<GangPlacement> place_anywhere(const Job& j);
+  bool fits_some_empty_cluster(const Job& j);
+  bool reclaim_for(Job& j, int64_t now, std::vector<Decision>& out);
+  void admit(Job& j, const GangPlacement& p, int64_t now);
+  // Frees the job's room and quota; the pods are kept so reattach() can undo.
+  void detach(Job& j);
+  void reattach(Job& j);
+  void requeue(Job& j, const std::string& reason);
+  [[nodiscard]] QueueingPolicy queueing_of(QueueId q) const;
+
+  SchedulerPolicy policy_;
+  QuotaTree quotas_;
+  ClusterState clusters_;
+  std::deque<Job> jobs_;  // deque: PendingKey::name points into it
+  std::map<std::string, JobId> job_ids_;
+  std::set<PendingKey> pending_;
+  std::set<JobId> active_;  // admitted or running
+  // "Does this gang shape fit an empty cluster" per capacity generation.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, Labels>;
+  std::map<ShapeKey, bool> fits_cache_;
+  uint64_t fits_cache_generation_ = 0;
+};
+
+}  // namespace gleaner::scheduler

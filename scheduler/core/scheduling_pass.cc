@@ -1,0 +1,170 @@
+// The scheduling pass: ordering, queueing policy, quota checks, cluster choice, reclaim.
+#include <algorithm>
+
+#include "scheduler/core/scheduler.h"
+
+namespace gleaner::scheduler {
+
+QueueingPolicy Scheduler::queueing_of(QueueId q) const {
+  // The nearest queue (or ancestor) that sets a policy wins.
+  for (QueueId id = q;; id = quotas_.queue(id).parent) {
+    if (quotas_.queue(id).queueing) return *quotas_.queue(id).queueing;
+    if (id == QuotaTree::kRoot) break;
+  }
+  return policy_.queueing;
+}
+
+std::vector<Decision> Scheduler::schedule(int64_t now) {
+  std::vector<Decision> out;
+  std::set<QueueId> blocked;  // blocking queues whose head did not fit, with that head
+  std::map<QueueId, std::string> blocked_by;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Job& j = jobs_[it->id];
+    if (blocked.count(j.queue) != 0) {
+      j.reason = "blocked behind " + blocked_by[j.queue] + " in blocking queue " +
+                 quotas_.queue(j.queue).name;
+      ++it;
+      continue;
+    }
+    bool was_unschedulable = j.unschedulable;
+    Outcome o = try_admit(j, now, out);
+    if (o == Outcome::kAdmitted) {
+      it = pending_.erase(it);
+      continue;
+    }
+    if (o == Outcome::kUnschedulable) {
+      // Reported once per change; such a job never holds back its queue.
+      if (!was_unschedulable) out.push_back(Decision{DecisionKind::kUnschedulable, j.id, j.reason});
+      j.unschedulable = true;
+    } else {
+      j.unschedulable = false;
+      if (queueing_of(j.queue) == QueueingPolicy::kBlocking) {
+        blocked.insert(j.queue);
+        blocked_by[j.queue] = j.spec.name;
+      }
+    }
+    ++it;
+  }
+  return out;
+}
+
+Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<Decision>& out) {
+  const Queue& q = quotas_.queue(j.queue);
+  if (quotas_.exceeds_max_alone(j.queue, j.total)) {
+    j.reason = "requests " + j.total.to_string() + ", above the max of queue " + q.name +
+               " or an ancestor";
+    return Outcome::kUnschedulable;
+  }
+  if (!quotas_.within_max(j.queue, j.total)) {
+    j.reason = "queue " + q.name + " (or an ancestor) would exceed its max";
+    return Outcome::kWait;
+  }
+  if (auto p = place_anywhere(j)) {
+    admit(j, *p, now);
+    out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
+    return Outcome::kAdmitted;
+  }
+  if (!fits_some_empty_cluster(j)) {
+    j.reason = "larger than any cluster: driver and " + std::to_string(j.spec.executors) +
+               " executors do not fit one cluster's batch capacity";
+    return Outcome::kUnschedulable;
+  }
+  if (quotas_.within_min(j.queue, j.total) && reclaim_for(j, now, out)) {
+    return Outcome::kAdmitted;
+  }
+  j.reason = "waiting for batch capacity";
+  return Outcome::kWait;
+}
+
+std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
+  const GangRequest req = j.request();
+  const size_t n = clusters_.cluster_count();
+  if (n == 1) return clusters_.place(0, req);
+  // Best fit across clusters: the one left with the least free room (keeping big holes
+  // elsewhere for big jobs); a job reclaimed from a cluster tries the others first.
+  struct Candidate {
+    bool avoided;
+    int64_t left_cpu;
+    int64_t left_memory;
+    const std::string* name;
+    ClusterId id;
+  };
+  std::vector<Candidate> order;
+  order.reserve(n);
+  for (ClusterId c = 0; c < n; ++c) {
+    Resources left = clusters_.cluster_free(c) - req.total();
+    if (left.cpu_milli < 0 || left.memory_bytes < 0) continue;
+    order.push_back(Candidate{j.avoid_cluster == c, left.cpu_milli, left.memory_bytes,
+                              &clusters_.cluster_name(c), c});
+  }
+  std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.avoided != b.avoided) return !a.avoided;
+    if (a.left_cpu != b.left_cpu) return a.left_cpu < b.left_cpu;
+    if (a.left_memory != b.left_memory) return a.left_memory < b.left_memory;
+    return *a.name < *b.name;
+  });
+  for (const Candidate& c : order) {
+    if (auto p = clusters_.place(c.id, req)) return p;
+  }
+  return std::nullopt;
+}
+
+bool Scheduler::fits_some_empty_cluster(const Job& j) {
+  if (fits_cache_generation_ != clusters_.capacity_generation()) {
+    fits_cache_.clear();
+    fits_cache_generation_ = clusters_.capacity_generation();
+  }
+  ShapeKey key{j.spec.driver.cpu_milli,      j.spec.driver.memory_bytes, j.spec.executor.cpu_milli,
+               j.spec.executor.memory_bytes, j.spec.executors,           j.spec.node_selector};
+  auto it = fits_cache_.find(key);
+  if (it != fits_cache_.end()) return it->second;
+  bool fits = false;
+  const GangRequest req = j.request();
+  for (ClusterId c = 0; c < clusters_.cluster_count() && !fits; ++c) {
+    fits = clusters_.fits_when_empty(c, req);
+  }
+  fits_cache_.emplace(std::move(key), fits);
+  return fits;
+}
+
+bool Scheduler::reclaim_for(Job& j, int64_t now, std::vector<Decision>& out) {
+  // Candidates: jobs of other queues that hold borrowed quota (above their min); the
+  // lowest priority goes first, and among equals the most recently admitted.
+  std::vector<JobId> candidates;
+  for (JobId id : active_) {
+    const Job& v = jobs_[id];
+    if (v.queue != j.queue && quotas_.borrowing(v.queue)) candidates.push_back(id);
+  }
+  std::sort(candidates.begin(), candidates.end(), [&](JobId a, JobId b) {
+    const Job& x = jobs_[a];
+    const Job& y = jobs_[b];
+    if (x.spec.priority != y.spec.priority) return x.spec.priority < y.spec.priority;
+    if (x.admitted_at != y.admitted_at) return x.admitted_at > y.admitted_at;
+    return x.spec.name > y.spec.name;
+  });
+  std::vector<JobId> taken;
+  for (JobId id : candidates) {
+    Job& v = jobs_[id];
+    if (!quotas_.borrowing(v.queue)) continue;  // earlier victims already paid it back
+    detach(v);
+    taken.push_back(id);
+    auto p = place_anywhere(j);
+    if (!p) continue;
+    for (JobId t : taken) {
+      Job& victim = jobs_[t];
+      ++victim.preemptions;
+      requeue(victim, "preempted: queue " + quotas_.queue(j.queue).name +
+                          " reclaimed borrowed quota for " + j.spec.name);
+      out.push_back(Decision{DecisionKind::kPreempt, t, victim.reason});
+    }
+    admit(j, *p, now);
+    out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
+    return true;
+  }
+  // Reclaiming everything it could still did not make room: undo, preempt nobody.
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it)
+    reattach(jobs_[*it]);
+  return false;
+}
+
+}  // namespace gleaner::scheduler

@@ -1,0 +1,86 @@
+// Renders the simulator's outcome as the output document of spec/scenario.md.
+#include <algorithm>
+
+#include "scheduler/sim/simulator.h"
+
+namespace gleaner::scheduler::sim {
+
+nlohmann::ordered_json Simulator::report() const {
+  using OJson = nlohmann::ordered_json;
+  OJson jobs = OJson::array();
+  int64_t completed = 0;
+  int64_t running = 0;
+  int64_t pending = 0;
+  int64_t makespan = 0;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    OJson out;
+    out["name"] = jobs_[i].spec.name;
+    if (!job_ids_[i]) {
+      out["state"] = "Pending";
+      out["submittedAt"] = jobs_[i].spec.submit_time;
+      out["preemptions"] = 0;
+      out["reschedules"] = 0;
+      out["reason"] = "not submitted before policy.untilSeconds";
+      out["pods"] = OJson::array();
+      ++pending;
+      jobs.push_back(std::move(out));
+      continue;
+    }
+    const Job& j = scheduler_.job(*job_ids_[i]);
+    const bool placed = j.phase != JobPhase::kPending;
+    // Admitted but not every pod running yet still counts as Running: it holds room.
+    const char* state = j.phase == JobPhase::kCompleted ? "Completed"
+                        : placed                        ? "Running"
+                                                        : "Pending";
+    out["state"] = state;
+    if (placed && j.cluster) out["cluster"] = scheduler_.clusters().cluster_name(*j.cluster);
+    out["submittedAt"] = j.spec.submit_time;
+    if (j.phase == JobPhase::kRunning || j.phase == JobPhase::kCompleted) {
+      out["startedAt"] = j.started_at;
+    }
+    if (j.phase == JobPhase::kCompleted) out["finishedAt"] = j.finished_at;
+    out["preemptions"] = j.preemptions;
+    out["reschedules"] = j.reschedules;
+    if (!placed) out["reason"] = j.reason;
+    OJson pods = OJson::array();
+    for (size_t p = 0; placed && p < j.pods.size(); ++p) {
+      OJson pod;
+      pod["name"] = j.spec.name + (p == 0 ? std::string("-driver") : "-exec-" + std::to_string(p));
+      pod["node"] = scheduler_.clusters().node(j.pods[p].node).name;
+      if (j.pods[p].bound) {
+        pod["boundAt"] = j.pods[p].bound_at;
+      } else {
+        pod["boundAt"] = nullptr;  // room reserved, pod not created yet
+      }
+      pods.push_back(std::move(pod));
+    }
+    out["pods"] = std::move(pods);
+    if (j.phase == JobPhase::kCompleted) {
+      ++completed;
+      makespan = std::max(makespan, j.finished_at);
+    } else if (placed) {
+      ++running;
+    } else {
+      ++pending;
+    }
+    jobs.push_back(std::move(out));
+  }
+  OJson doc;
+  doc["jobs"] = std::move(jobs);
+  doc["summary"] = OJson{{"completed", completed},
+                         {"running", running},
+                         {"pending", pending},
+                         {"makespanSeconds", makespan}};
+  return doc;
+}
+
+Result<std::string> simulate(std::string_view scenario_text, std::string_view where) {
+  auto scenario = parse_scenario_text(scenario_text, where);
+  if (!scenario) return scenario.error();
+  auto sim = Simulator::create(*scenario);
+  if (!sim) return make_error(sim.error().code, std::string(where) + ": " + sim.error().message);
+  sim->run();
+  return sim->report().dump(2) + "\n";
+}
+
+}  // namespace gleaner::scheduler::sim

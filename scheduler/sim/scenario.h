@@ -1,0 +1,52 @@
+#pragma once
+// The simulator's input, as specified in spec/scenario.md: clusters, nodes with their
+// batch allocatable over time, the quota tree, the policy and the Spark jobs. Parsing
+// checks every field and names it in errors ("jobs[2].executor.instances: ...").
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/json_util.h"
+#include "common/result.h"
+#include "scheduler/core/cluster_state.h"
+#include "scheduler/core/job.h"
+#include "scheduler/core/quota_tree.h"
+#include "scheduler/core/scheduler.h"
+
+namespace gleaner::scheduler::sim {
+
+struct NodeChange {
+  int64_t at = 0;
+  Resources batch;
+};
+
+struct ScenarioNode {
+  NodeInfo info;
+  std::vector<NodeChange> changes;  // sorted by time
+  // Seconds between binding a pod here and the pod running (image pulls, a sick
+  // kubelet). Lets a scenario exercise driverStartTimeoutSeconds. Default 0.
+  int64_t start_delay_seconds = 0;
+};
+
+struct ScenarioJob {
+  JobSpec spec;
+  int64_t duration_seconds = 0;
+};
+
+struct Scenario {
+  std::vector<std::string> clusters;
+  std::vector<ScenarioNode> nodes;
+  std::vector<QueueSpec> queues;
+  SchedulerPolicy policy;
+  std::optional<int64_t> until_seconds;
+  std::vector<ScenarioJob> jobs;
+};
+
+Result<Scenario> parse_scenario(const Json& doc);
+// `where` names the input (a file name) in errors.
+Result<Scenario> parse_scenario_text(std::string_view text, std::string_view where);
+
+}  // namespace gleaner::scheduler::sim

@@ -1,0 +1,159 @@
+#include "scheduler/sim/simulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+namespace gleaner::scheduler::sim {
+
+bool Simulator::Event::operator>(const Event& o) const {
+  if (time != o.time) return time > o.time;
+  if (kind != o.kind) return kind > o.kind;
+  return seq > o.seq;
+}
+
+Simulator::Simulator(const Scenario& scenario, Scheduler scheduler)
+    : nodes_(scenario.nodes),
+      jobs_(scenario.jobs),
+      job_ids_(scenario.jobs.size()),
+      until_(scenario.until_seconds),
+      scheduler_(std::move(scheduler)) {}
+
+Result<Simulator> Simulator::create(const Scenario& scenario) {
+  auto quotas = QuotaTree::build(scenario.queues);
+  if (!quotas) {
+    return make_error(quotas.error().code, "queues: " + quotas.error().message);
+  }
+  ClusterState clusters;
+  for (const std::string& c : scenario.clusters)
+    clusters.add_cluster(c);
+  for (size_t i = 0; i < scenario.nodes.size(); ++i) {
+    auto id = clusters.upsert_node(scenario.nodes[i].info, 0);
+    if (!id) {
+      return make_error(id.error().code, "nodes[" + std::to_string(i) + "]: " + id.error().message);
+    }
+  }
+  // Everything submit() could reject is checked now, so a bad file fails before any
+  // simulated time passes; jobs reach the core at their submitAt.
+  std::set<std::string> names;
+  for (size_t i = 0; i < scenario.jobs.size(); ++i) {
+    const JobSpec& spec = scenario.jobs[i].spec;
+    const std::string p = "jobs[" + std::to_string(i) + "]";
+    if (!names.insert(spec.name).second) {
+      return make_error(ErrorCode::kInvalidArgument, p + ".name: duplicate job " + spec.name);
+    }
+    if (!spec.queue.empty() && spec.queue != "default" && !quotas->find(spec.queue)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        p + ".queue: unknown queue " + spec.queue + " (not in queues)");
+    }
+  }
+  Simulator sim(scenario, Scheduler(scenario.policy, std::move(*quotas), std::move(clusters)));
+  for (size_t i = 0; i < scenario.nodes.size(); ++i) {
+    for (size_t c = 0; c < scenario.nodes[i].changes.size(); ++c) {
+      sim.push(scenario.nodes[i].changes[c].at, Kind::kNodeChange, static_cast<uint32_t>(i),
+               static_cast<uint32_t>(c), 0);
+    }
+  }
+  for (size_t i = 0; i < scenario.jobs.size(); ++i) {
+    sim.push(scenario.jobs[i].spec.submit_time, Kind::kSubmit, static_cast<uint32_t>(i), 0, 0);
+  }
+  return sim;
+}
+
+void Simulator::push(int64_t time, Kind kind, uint32_t a, uint32_t b, uint32_t attempt) {
+  events_.push(Event{time, kind, seq_++, a, b, attempt});
+}
+
+void Simulator::run() {
+  while (!events_.empty()) {
+    const int64_t t = events_.top().time;
+    if (until_ && t > *until_) break;
+    now_ = t;
+    while (!events_.empty() && events_.top().time == t) {
+      Event e = events_.top();
+      events_.pop();
+      handle(e);
+    }
+    apply(scheduler_.check_timeouts(t));
+    auto started = std::chrono::steady_clock::now();
+    std::vector<Decision> decisions = scheduler_.schedule(t);
+    if (observer_) {
+      auto admitted = static_cast<size_t>(
+          std::count_if(decisions.begin(), decisions.end(),
+                        [](const Decision& d) { return d.kind == DecisionKind::kAdmit; }));
+      observer_(t, admitted,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    }
+    apply(decisions);
+    if (auto deadline = scheduler_.next_deadline(); deadline && *deadline > t) {
+      if (!tick_at_ || *tick_at_ <= t || *deadline < *tick_at_) {
+        tick_at_ = *deadline;
+        push(*deadline, Kind::kTick, 0, 0, 0);
+      }
+    }
+  }
+}
+
+void Simulator::handle(const Event& e) {
+  switch (e.kind) {
+    case Kind::kSubmit: {
+      auto id = scheduler_.submit(jobs_[e.a].spec);
+      if (!id) break;  // create() already rejected everything submit() can
+      job_ids_[e.a] = *id;
+      durations_.resize(std::max<size_t>(durations_.size(), *id + 1));
+      durations_[*id] = jobs_[e.a].duration_seconds;
+      break;
+    }
+    case Kind::kNodeChange: {
+      const NodeChange& c = nodes_[e.a].changes[e.b];
+      NodeId node = *scheduler_.clusters().find_node(nodes_[e.a].info.name);
+      auto decisions = scheduler_.report_node(node, c.batch, e.time);
+      if (decisions) apply(*decisions);
+      break;
+    }
+    case Kind::kPodRunning: {
+      const Job& j = scheduler_.job(e.a);
+      if (j.attempt != e.attempt || j.phase != JobPhase::kAdmitted) break;  // stale
+      bool started = scheduler_.pod_running(e.a, static_cast<int>(e.b), e.time);
+      if (e.b == 0) start_executors(e.a);
+      if (started) push(e.time + durations_[e.a], Kind::kFinish, e.a, 0, e.attempt);
+      break;
+    }
+    case Kind::kFinish: {
+      const Job& j = scheduler_.job(e.a);
+      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
+      scheduler_.complete(e.a, e.time);
+      break;
+    }
+    case Kind::kTick:
+      break;  // timeouts are checked after every instant
+  }
+}
+
+int64_t Simulator::delay_of(NodeId node) const {
+  // Core node ids follow scenario order: create() added the nodes in that order.
+  return nodes_[node].start_delay_seconds;
+}
+
+void Simulator::start_executors(JobId id) {
+  // The running driver asks for its executors; each takes its reserved room.
+  const Job& j = scheduler_.job(id);
+  for (size_t i = 1; i < j.pods.size(); ++i) {
+    auto node = scheduler_.bind_executor(id, static_cast<int>(i), now_);
+    if (!node) {
+      apply({scheduler_.lose_pod(id, now_, node.error().message)});
+      return;
+    }
+    push(now_ + delay_of(*node), Kind::kPodRunning, id, static_cast<uint32_t>(i), j.attempt);
+  }
+}
+
+void Simulator::apply(const std::vector<Decision>& decisions) {
+  for (const Decision& d : decisions) {
+    if (d.kind != DecisionKind::kAdmit) continue;  // the rest already changed the core's state
+    const Job& j = scheduler_.job(d.job);
+    push(now_ + delay_of(j.pods[0].node), Kind::kPodRunning, d.job, 0, j.attempt);
+  }
+}
+
+}  // namespace gleaner::scheduler::sim

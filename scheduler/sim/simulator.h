@@ -1,0 +1,75 @@
+#pragma once
+// A deterministic discrete-event simulator around the unchanged scheduler core. Events
+// at one instant are applied in a fixed order (finishes, node changes, pods starting,
+// submissions), then the core's timeouts and one scheduling pass run; ties break by
+// insertion order, so the same scenario always gives the same result.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/sim/scenario.h"
+
+namespace gleaner::scheduler::sim {
+
+class Simulator {
+ public:
+  // Builds the core from the scenario; errors name the offending field.
+  static Result<Simulator> create(const Scenario& scenario);
+
+  // Runs to the end (no events left, or policy.untilSeconds).
+  void run();
+  // Called after each scheduling pass with its wall-clock cost; the benchmark uses it.
+  void set_pass_observer(std::function<void(int64_t now, size_t admitted, double seconds)> f) {
+    observer_ = std::move(f);
+  }
+
+  [[nodiscard]] const Scheduler& scheduler() const { return scheduler_; }
+  [[nodiscard]] int64_t now() const { return now_; }
+  // The output document of spec/scenario.md.
+  [[nodiscard]] nlohmann::ordered_json report() const;
+
+ private:
+  enum class Kind { kFinish = 0, kNodeChange = 1, kPodRunning = 2, kSubmit = 3, kTick = 4 };
+  struct Event {
+    int64_t time;
+    Kind kind;
+    uint64_t seq;
+    uint32_t a;  // job or node index
+    uint32_t b;  // pod index or change index
+    uint32_t attempt;
+    bool operator>(const Event& o) const;
+  };
+
+  Simulator(const Scenario& scenario, Scheduler scheduler);
+  void push(int64_t time, Kind kind, uint32_t a, uint32_t b, uint32_t attempt);
+  void handle(const Event& e);
+  void apply(const std::vector<Decision>& decisions);
+  void start_executors(JobId id);
+
+  [[nodiscard]] int64_t delay_of(NodeId node) const;
+
+  std::vector<ScenarioNode> nodes_;
+  std::vector<ScenarioJob> jobs_;
+  std::vector<std::optional<JobId>> job_ids_;  // scenario order -> core id, once submitted
+  std::vector<int64_t> durations_;             // by core id
+  std::optional<int64_t> until_;
+  Scheduler scheduler_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::optional<int64_t> tick_at_;
+  uint64_t seq_ = 0;
+  int64_t now_ = 0;
+  std::function<void(int64_t, size_t, double)> observer_;
+};
+
+// Parses, runs and renders: the whole of `gleaner-scheduler simulate`.
+Result<std::string> simulate(std::string_view scenario_text, std::string_view where);
+
+}  // namespace gleaner::scheduler::sim
