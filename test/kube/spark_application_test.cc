@@ -1,0 +1,80 @@
+#include "kube/spark_application.h"
+
+#include <gtest/gtest.h>
+
+namespace gleaner::kube {
+namespace {
+
+Json app(const char* spec) {
+  return Json::parse(std::string(R"({"apiVersion":"sparkoperator.k8s.io/v1beta2",
+    "kind":"SparkApplication","metadata":{"name":"pi","namespace":"spark","uid":"u1",
+    "resourceVersion":"9"},"spec":)") +
+                     spec + "}");
+}
+
+TEST(SparkMemory, ParsesJvmSizes) {
+  EXPECT_EQ(parse_spark_memory_mib("512m").value_or(-1), 512);
+  EXPECT_EQ(parse_spark_memory_mib("2g").value_or(-1), 2048);
+  EXPECT_EQ(parse_spark_memory_mib("2G").value_or(-1), 2048);
+  EXPECT_EQ(parse_spark_memory_mib("1536").value_or(-1), 1536);  // unitless is MiB
+  EXPECT_EQ(parse_spark_memory_mib("1048576k").value_or(-1), 1024);
+  EXPECT_EQ(parse_spark_memory_mib("1t").value_or(-1), 1024 * 1024);
+  for (const char* bad : {"", "g", "1.5g", "-1g", "2Gi", "12 m"}) {
+    EXPECT_FALSE(parse_spark_memory_mib(bad).ok()) << bad;
+  }
+}
+
+TEST(SparkApplication, JvmOverheadIsTenPercentWithA384MiBFloor) {
+  auto a = parse_spark_application(app(R"({"type":"Scala","mode":"cluster",
+      "driver":{"cores":1,"coreLimit":"1200m","memory":"512m"},
+      "executor":{"cores":2,"instances":3,"memory":"8g"}})"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->driver.cpu_request_milli, 1000);
+  EXPECT_EQ(a->driver.cpu_limit_milli, 1200);
+  EXPECT_EQ(a->executor.instances, 3);
+  EXPECT_EQ(a->memory_overhead_mib(a->driver), 384);    // 51 MiB < floor
+  EXPECT_EQ(a->memory_overhead_mib(a->executor), 819);  // int(0.1 * 8192)
+  EXPECT_EQ(a->pod_memory_bytes(a->executor), (8192 + 819) * kMiB);
+}
+
+TEST(SparkApplication, NonJvmOverheadIsFortyPercent) {
+  auto a = parse_spark_application(app(R"({"type":"Python","executor":{"memory":"4g"}})"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_FALSE(a->jvm());
+  EXPECT_EQ(a->memory_overhead_mib(a->executor), 1638);  // int(0.4 * 4096)
+  EXPECT_EQ(a->executor.instances, 1);
+  EXPECT_EQ(a->memory_overhead_mib(a->driver), 409);  // default 1g driver: int(0.4 * 1024)
+}
+
+TEST(SparkApplication, ExplicitOverheadAndFactorWin) {
+  auto a = parse_spark_application(app(R"({"type":"Java",
+      "sparkConf":{"spark.kubernetes.memoryOverheadFactor":"0.2"},
+      "driver":{"memory":"4g","memoryOverhead":"1g","coreRequest":"500m"},
+      "executor":{"memory":"10g"}})"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->memory_overhead_mib(a->driver), 1024);
+  EXPECT_EQ(a->memory_overhead_mib(a->executor), 2048);
+  EXPECT_EQ(a->driver.cpu_request_milli, 500);
+}
+
+TEST(SparkApplication, BadFieldsAreNamed) {
+  struct Case {
+    const char* spec;
+    const char* says;
+  } cases[] = {
+      {R"({"executor":{"memory":"lots"}})", "spec.executor"},
+      {R"({"executor":{"memory":8}})", "memory must be a string"},
+      {R"({"executor":{"instances":-1}})", "instances"},
+      {R"({"driver":{"cores":"two"}})", "spec.driver.cores"},
+      {R"({"sparkConf":{"spark.kubernetes.memoryOverheadFactor":"x"}})", "memoryOverheadFactor"},
+  };
+  for (const auto& c : cases) {
+    auto a = parse_spark_application(app(c.spec));
+    ASSERT_FALSE(a.ok()) << c.spec;
+    EXPECT_NE(a.error().message.find(c.says), std::string::npos) << a.error().message;
+  }
+  EXPECT_FALSE(parse_spark_application(Json::parse(R"({"metadata":{}})")).ok());
+}
+
+}  // namespace
+}  // namespace gleaner::kube
