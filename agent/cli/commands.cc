@@ -8,6 +8,9 @@ int g_exit_code = 0;
 int exit_code() { return g_exit_code; }
 void set_exit_code(int code) { g_exit_code = code; }
 
-void register_commands(CLI::App& app) { register_report_command(app); }
+void register_commands(CLI::App& app) {
+  register_report_command(app);
+  register_calc_command(app);
+}
 
 }  // namespace gleaner::agent

@@ -12,5 +12,6 @@ int exit_code();
 void set_exit_code(int code);
 
 void register_report_command(CLI::App& app);
+void register_calc_command(CLI::App& app);
 
 }  // namespace gleaner::agent

@@ -1,0 +1,89 @@
+#include "agent/config/slo_config.h"
+
+#include <array>
+#include <string>
+#include <utility>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/file_io.h"
+
+namespace gleaner::agent::config {
+namespace {
+
+// Loads one key into `slot`: absent file -> defaults, failure -> slot unchanged.
+template <typename T, typename Parse>
+void load_key(const std::string& dir, const char* key, T& slot, Parse parse, LoadResult& out) {
+  const std::string path = join_path(dir, key);
+  auto text = read_file(path);
+  if (!text) {
+    if (text.error().code == ErrorCode::kNotFound) {
+      slot = T{};
+      out.defaulted_keys.emplace_back(key);
+      return;
+    }
+    out.errors.push_back({key, text.error()});
+    return;
+  }
+  auto parsed = parse(*text, path);
+  if (!parsed) {
+    out.errors.push_back({key, parsed.error()});
+    return;
+  }
+  slot = std::move(parsed).value();
+}
+
+}  // namespace
+
+LoadResult load_config_dir(const std::string& dir, const SloConfig& previous) {
+  LoadResult out;
+  out.config = previous;
+  load_key(dir, kColocationKey, out.config.colocation, parse_colocation_config, out);
+  load_key(dir, kThresholdKey, out.config.threshold, parse_threshold_config, out);
+  load_key(dir, kQoSKey, out.config.qos, parse_qos_config, out);
+  load_key(dir, kCpuBurstKey, out.config.cpu_burst, parse_cpu_burst_config, out);
+  load_key(dir, kSystemKey, out.config.system, parse_system_config, out);
+  return out;
+}
+
+ConfigDirStamp stamp_config_dir(const std::string& dir) {
+  ConfigDirStamp stamp;
+  std::array<char, 4096> buf{};
+  const std::string data = join_path(dir, "..data");
+  ssize_t n = ::readlink(data.c_str(), buf.data(), buf.size() - 1);
+  if (n > 0) stamp.data_target.assign(buf.data(), static_cast<size_t>(n));
+  for (const char* key : kConfigKeys) {
+    struct stat st {};
+    const std::string path = join_path(dir, key);
+    if (::stat(path.c_str(), &st) != 0) {
+      stamp.files.emplace_back(-1, -1);
+      continue;
+    }
+    int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    stamp.files.emplace_back(mtime, static_cast<int64_t>(st.st_size));
+  }
+  return stamp;
+}
+
+std::vector<KeyError> ConfigLoader::reload() {
+  // Stamp before reading: a change racing with the read is then seen by the next check.
+  stamp_ = stamp_config_dir(dir_);
+  LoadResult result = load_config_dir(dir_, current_);
+  current_ = std::move(result.config);
+  for (const auto& e : result.errors)
+    ++errors_[e.key];
+  loaded_ = true;
+  return std::move(result.errors);
+}
+
+bool ConfigLoader::has_changed() const {
+  return !loaded_ || stamp_config_dir(dir_) != stamp_;
+}
+
+uint64_t ConfigLoader::error_count(std::string_view key) const {
+  auto it = errors_.find(std::string(key));
+  return it == errors_.end() ? 0 : it->second;
+}
+
+}  // namespace gleaner::agent::config

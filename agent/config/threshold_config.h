@@ -1,0 +1,36 @@
+#pragma once
+// resource-threshold-config: when to suppress and evict BE pods (Koordinator's
+// ResourceThresholdStrategy), as clusterStrategy + nodeStrategies[].
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "agent/config/strategy_set.h"
+#include "common/result.h"
+
+namespace gleaner::agent::config {
+
+enum class CpuSuppressPolicy { kCpuset, kCfsQuota };
+const char* to_string(CpuSuppressPolicy policy);
+
+struct ResourceThresholdStrategy {
+  bool enable = false;
+  int64_t cpu_suppress_threshold_percent = 65;
+  std::optional<int64_t> cpu_suppress_min_percent;
+  CpuSuppressPolicy cpu_suppress_policy = CpuSuppressPolicy::kCpuset;
+  int64_t memory_evict_threshold_percent = 70;
+  // Evict down to this usage; when unset, consumers use threshold - 2 (koordlet's rule).
+  std::optional<int64_t> memory_evict_lower_percent;
+  std::optional<int64_t> cpu_evict_be_satisfaction_lower_percent;
+  std::optional<int64_t> cpu_evict_be_satisfaction_upper_percent;
+  int64_t cpu_evict_be_usage_threshold_percent = 90;
+  std::optional<int64_t> cpu_evict_time_window_seconds;
+};
+
+using ResourceThresholdConfig = StrategySet<ResourceThresholdStrategy>;
+
+Result<ResourceThresholdConfig> parse_threshold_config(std::string_view text,
+                                                       const std::string& file);
+
+}  // namespace gleaner::agent::config

@@ -1,0 +1,59 @@
+#pragma once
+// NodeSnapshot: one immutable view of a node (Node object, its pods with their derived
+// classes, and usage metrics) that every pure decision takes as input. The daemon builds
+// one per tick; `gleaner-agent calc` loads one from the snapshot file format in
+// shared/spec/node-snapshot.md.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/states/pod_classes.h"
+#include "common/json_util.h"
+#include "common/result.h"
+#include "kube/objects.h"
+
+namespace gleaner::agent::snapshot {
+
+// CPU in millicores, memory in bytes.
+struct Usage {
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  friend bool operator==(const Usage&, const Usage&) = default;
+};
+
+struct PodState {
+  kube::Pod pod;
+  states::KubeQoS kube_qos = states::KubeQoS::kBestEffort;
+  states::QoSClass qos = states::QoSClass::kBE;
+  states::PriorityClass priority = states::PriorityClass::kBatch;
+  Usage request;  // cpu/memory requests as the scheduler counts them
+  states::BatchResources batch;
+};
+
+struct NodeMetrics {
+  double age_seconds = 0;  // how old the newest sample is
+  Usage node;
+  std::optional<Usage> system;        // measured system usage, when known
+  std::map<std::string, Usage> pods;  // keyed "namespace/name"
+};
+
+struct NodeSnapshot {
+  kube::Node node;
+  std::vector<PodState> pods;
+  NodeMetrics metrics;
+
+  // metrics.system when given, else max(node - sum of pod usage, 0) per resource.
+  [[nodiscard]] Usage system_usage() const;
+  [[nodiscard]] const Usage* pod_usage(const std::string& key) const;
+};
+
+PodState classify_pod(kube::Pod pod);
+
+// Parses the snapshot JSON; errors name `where` and the offending field.
+Result<NodeSnapshot> parse_snapshot(const Json& json, const std::string& where);
+Result<NodeSnapshot> load_snapshot_file(const std::string& path);
+
+}  // namespace gleaner::agent::snapshot
