@@ -1,0 +1,246 @@
+#include "test/support/scratch_cgroup.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/file_io.h"
+
+namespace gleaner::testing {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
+constexpr const char* kPrefix = "gleaner-test-";
+const std::vector<std::string> kControllers = {"cpu", "cpuacct", "cpuset", "memory"};
+
+// controller -> this process's path in it, from /proc/self/cgroup.
+std::string own_path(const std::string& controller) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto first = line.find(':');
+    auto second = line.find(':', first + 1);
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    std::stringstream list(controllers);
+    std::string c;
+    while (std::getline(list, c, ',')) {
+      if (c == controller) return path;
+    }
+    if (controller.empty() && controllers.empty()) return path;  // v2 "0::/path"
+  }
+  return "/";
+}
+
+void write_or_throw(const std::string& path, const std::string& value) {
+  auto status = write_file(path, value);
+  if (!status) throw std::runtime_error(status.error().describe());
+}
+
+bool pid_alive(pid_t pid) {
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// Removes a cgroup directory tree bottom-up (cgroupfs only allows rmdir of empty dirs).
+void remove_tree(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> dirs;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec)) dirs.push_back(it->path());
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
+    return a.string().size() > b.string().size();
+  });
+  for (const auto& d : dirs)
+    ::rmdir(d.c_str());
+  ::rmdir(dir.c_str());
+}
+
+// Removes hierarchies left by test processes that died without cleaning up.
+void sweep_stale(const std::string& base) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(base, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    pid_t owner = std::atoi(name.c_str() + std::strlen(kPrefix));
+    if (owner > 0 && !pid_alive(owner)) remove_tree(entry.path());
+  }
+}
+
+}  // namespace
+
+std::string real_cgroup_skip_reason() {
+  if (::geteuid() != 0) return "needs root to create cgroups (run the suite as root)";
+  auto version = cgroup::detect_version(kCgroupRoot);
+  if (!version) return "no cgroup filesystem at /sys/fs/cgroup: " + version.error().message;
+  if (*version != cgroup::CgroupVersion::kV2) {
+    for (const auto& c : kControllers) {
+      if (!is_directory(std::string(kCgroupRoot) + "/" + c)) {
+        return "cgroup v1 controller " + c + " is not mounted";
+      }
+    }
+  }
+  return "";
+}
+
+ScratchCgroups::ScratchCgroups() {
+  auto version = cgroup::detect_version(kCgroupRoot);
+  if (!version) throw std::runtime_error(version.error().describe());
+  version_ = *version;
+  static std::atomic<int> counter{0};
+  name_ = kPrefix + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+
+  char tmpl[] = "/tmp/gleaner-cgroot-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  root_ = tmpl;
+
+  if (version_ == cgroup::CgroupVersion::kV2) {
+    std::string parent = join_path(kCgroupRoot, own_path(""));
+    bases_.emplace_back("", join_path(parent, name_));
+  } else {
+    for (const auto& c : kControllers) {
+      std::string parent = join_path(join_path(kCgroupRoot, c), own_path(c));
+      bases_.emplace_back(c, join_path(parent, name_));
+    }
+  }
+  std::vector<std::string> made;
+  for (const auto& [controller, base] : bases_) {
+    // cpu and cpuacct are often one hierarchy reached through two names.
+    std::string canonical = fs::weakly_canonical(base).string();
+    bool same_hierarchy = std::find(made.begin(), made.end(), canonical) != made.end();
+    if (same_hierarchy) {
+      fs::create_symlink(base, root_ + "/" + controller);
+      continue;
+    }
+    made.push_back(canonical);
+    sweep_stale(fs::path(base).parent_path().string());
+    if (::mkdir(base.c_str(), 0755) != 0) {
+      throw std::runtime_error("mkdir " + base + ": " + std::strerror(errno));
+    }
+    if (controller == "cpuset") {
+      std::string parent = fs::path(base).parent_path().string();
+      write_or_throw(base + "/cpuset.cpus", *read_file(parent + "/cpuset.cpus"));
+      write_or_throw(base + "/cpuset.mems", *read_file(parent + "/cpuset.mems"));
+    }
+    if (controller.empty()) {
+      // v2: the scratch root is the cgroup root the code sees; enable controllers below it.
+      write_or_throw(base + "/cgroup.subtree_control", "+cpu +memory +cpuset");
+      fs::create_symlink(base, root_ + "/v2");
+    } else {
+      fs::create_symlink(base, root_ + "/" + controller);
+    }
+  }
+  if (version_ == cgroup::CgroupVersion::kV2) {
+    // Point root_ at the v2 base itself: a v2 root is one directory.
+    root_ = root_ + "/v2";
+  }
+}
+
+ScratchCgroups::~ScratchCgroups() {
+  for (pid_t pid : children_) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  for (const auto& [controller, base] : bases_)
+    remove_tree(base);
+  std::error_code ec;
+  fs::path link_dir =
+      version_ == cgroup::CgroupVersion::kV2 ? fs::path(root_).parent_path() : fs::path(root_);
+  fs::remove_all(link_dir, ec);
+}
+
+void ScratchCgroups::mkdir(const std::string& relative) {
+  for (const auto& [controller, base] : bases_) {
+    fs::path path = base;
+    fs::path rel(relative);
+    for (const auto& part : rel) {
+      fs::path parent = path;
+      path /= part;
+      if (::mkdir(path.c_str(), 0755) != 0) {
+        if (errno == EEXIST) continue;
+        throw std::runtime_error("mkdir " + path.string() + ": " + std::strerror(errno));
+      }
+      if (controller == "cpuset") {
+        write_or_throw(path.string() + "/cpuset.cpus",
+                       *read_file(parent.string() + "/cpuset.cpus"));
+        write_or_throw(path.string() + "/cpuset.mems",
+                       *read_file(parent.string() + "/cpuset.mems"));
+      }
+      if (controller.empty()) {
+        write_or_throw(path.string() + "/cgroup.subtree_control", "+cpu +memory +cpuset");
+      }
+    }
+  }
+  created_.push_back(relative);
+}
+
+void ScratchCgroups::rmdir(const std::string& relative) {
+  for (const auto& [controller, base] : bases_)
+    remove_tree(fs::path(base) / relative);
+}
+
+void ScratchCgroups::move(pid_t pid, const std::string& relative) {
+  for (const auto& [controller, base] : bases_) {
+    write_or_throw((fs::path(base) / relative / "cgroup.procs").string(), std::to_string(pid));
+  }
+}
+
+pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes) {
+  int go[2];
+  int ready[2];
+  if (::pipe(go) != 0 || ::pipe(ready) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char byte = 0;
+    if (::read(go[0], &byte, 1) != 1) ::_exit(1);
+    if (touch_bytes > 0) {
+      void* mem =
+          ::mmap(nullptr, touch_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (mem == MAP_FAILED) ::_exit(2);
+      std::memset(mem, 1, touch_bytes);
+    }
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
+    volatile uint64_t spin = 0;
+    for (;;)
+      spin = spin + 1;
+  }
+  children_.push_back(pid);
+  ::close(go[0]);
+  ::close(ready[1]);
+  move(pid, relative);
+  char byte = 1;
+  if (::write(go[1], &byte, 1) != 1 || ::read(ready[0], &byte, 1) != 1) {
+    throw std::runtime_error("busy child did not start");
+  }
+  ::close(go[1]);
+  ::close(ready[0]);
+  return pid;
+}
+
+void ScratchCgroups::kill_child(pid_t pid) {
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
+}
+
+void measurement_window(std::chrono::milliseconds duration) {
+  std::this_thread::sleep_until(std::chrono::steady_clock::now() + duration);
+}
+
+}  // namespace gleaner::testing

@@ -1,0 +1,60 @@
+#pragma once
+// A scratch cgroup hierarchy on the REAL cgroup filesystem, for integration tests.
+//
+// It is made under this process's own cgroup in every controller (so a sandbox's memory
+// accounting still covers it), and exposed through a directory of symlinks that looks
+// like a cgroup root (<root>/cpu, <root>/memory, ... or a v2 root), so production code
+// uses the same relative paths ("kubepods/besteffort/pod1") as on a node. Everything is
+// removed on destruction; children die with the test (PR_SET_PDEATHSIG) and stale
+// hierarchies of dead test processes are swept at start, so a crash leaves nothing behind.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <sys/types.h>
+
+#include "cgroup/version.h"
+
+namespace gleaner::testing {
+
+// Empty when the test can run; otherwise why it must be skipped.
+std::string real_cgroup_skip_reason();
+
+class ScratchCgroups {
+ public:
+  ScratchCgroups();
+  ~ScratchCgroups();
+  ScratchCgroups(const ScratchCgroups&) = delete;
+  ScratchCgroups& operator=(const ScratchCgroups&) = delete;
+
+  // The symlink root to hand to CgroupFs / the agent.
+  [[nodiscard]] const std::string& root() const { return root_; }
+  [[nodiscard]] cgroup::CgroupVersion version() const { return version_; }
+
+  // Creates `relative` (and parents) in every controller; cpusets inherit the parent's.
+  void mkdir(const std::string& relative);
+  // Removes `relative` from every controller (its tasks must be gone).
+  void rmdir(const std::string& relative);
+  // Starts a child that spins on a CPU inside `relative`, after touching `touch_bytes` of
+  // anonymous memory charged there. Returns once the child is inside and has touched it.
+  pid_t spawn_busy(const std::string& relative, size_t touch_bytes = 0);
+  // Moves an existing process into `relative` in every controller.
+  void move(pid_t pid, const std::string& relative);
+  void kill_child(pid_t pid);
+
+ private:
+  std::vector<std::string> controller_dirs() const;  // real directories of the scratch base
+
+  std::string root_;
+  std::string name_;
+  cgroup::CgroupVersion version_ = cgroup::CgroupVersion::kV1;
+  std::vector<std::pair<std::string, std::string>> bases_;  // controller -> real base dir
+  std::vector<std::string> created_;
+  std::vector<pid_t> children_;
+};
+
+// Waits out a measurement window (rates need time to pass; this is not synchronisation).
+void measurement_window(std::chrono::milliseconds duration);
+
+}  // namespace gleaner::testing
