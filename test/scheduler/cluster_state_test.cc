@@ -1,0 +1,115 @@
+#include "scheduler/core/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+namespace gleaner::scheduler {
+namespace {
+
+constexpr int64_t kGi = 1024LL * 1024 * 1024;
+Resources res(int64_t milli, int64_t gib) {
+  return Resources{milli, gib * kGi};
+}
+
+NodeId add(ClusterState& s, const std::string& name, int64_t milli, int64_t gib,
+           const std::string& cluster = "", Labels labels = {}) {
+  return *s.upsert_node(NodeInfo{name, cluster, std::move(labels), res(milli, gib)}, 0);
+}
+
+TEST(ClusterState, DriverGoesToTheEmptiestNodeAndExecutorsPackTheFullest) {
+  ClusterState s;
+  NodeId a = add(s, "a", 2000, 8);
+  NodeId b = add(s, "b", 4000, 8);
+  NodeId c = add(s, "c", 3000, 8);
+  auto p = s.place(0, GangRequest{res(1000, 1), res(1000, 1), 3, nullptr});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->driver, b);
+  // Fullest first: a (2 free) takes two executors; then b and c both have 3 CPUs free,
+  // but b has less memory left after the driver, so b is the fuller one.
+  EXPECT_EQ(p->executors, (std::vector<NodeId>{a, a, b}));
+  EXPECT_EQ(s.node(c).used, Resources{});
+  EXPECT_EQ(s.node(a).used, res(2000, 2));
+  EXPECT_EQ(s.node(b).drivers, 1);
+  EXPECT_EQ(s.cluster_free(0), res(9000 - 4000, 24 - 4));
+}
+
+TEST(ClusterState, TiesBreakByNodeName) {
+  ClusterState s;
+  NodeId z = add(s, "z", 2000, 4);
+  NodeId m = add(s, "m", 2000, 4);
+  auto p = s.place(0, GangRequest{res(1000, 1), res(1000, 1), 1, nullptr});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->driver, m);
+  EXPECT_EQ(p->executors, std::vector<NodeId>{m});  // m is now the fullest
+  (void)z;
+}
+
+TEST(ClusterState, AllOrNothingLeavesStateUntouchedOnFailure) {
+  ClusterState s;
+  NodeId a = add(s, "a", 2000, 8);
+  NodeId b = add(s, "b", 2000, 8);
+  // The sums fit (3 of 4 CPUs, 14 of 16Gi), but after the 4Gi driver only one node can
+  // hold a 5Gi executor: the first executor lands, the second cannot, both are undone.
+  auto p = s.place(0, GangRequest{res(1000, 4), res(1000, 5), 2, nullptr});
+  EXPECT_FALSE(p);
+  EXPECT_EQ(s.node(a).used, Resources{});
+  EXPECT_EQ(s.node(b).used, Resources{});
+  EXPECT_EQ(s.node(a).drivers + s.node(b).drivers, 0);
+  EXPECT_EQ(s.cluster_free(0), res(4000, 16));
+}
+
+TEST(ClusterState, NodeSelectorFiltersNodes) {
+  ClusterState s;
+  add(s, "big", 8000, 32, "", {{"pool", "online"}});
+  NodeId spark = add(s, "small", 2000, 8, "", {{"pool", "spark"}});
+  Labels selector{{"pool", "spark"}};
+  auto p = s.place(0, GangRequest{res(1000, 1), res(1000, 1), 1, &selector});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->driver, spark);
+  EXPECT_EQ(p->executors, std::vector<NodeId>{spark});
+  EXPECT_FALSE(s.place(0, GangRequest{res(1000, 1), {}, 0, &selector}));
+}
+
+TEST(ClusterState, StaleNodesTakeNoPlacementsAndDegradedNodesCountZero) {
+  ClusterState s;
+  NodeId old = add(s, "old", 4000, 8);
+  StalenessPolicy policy{60, 600};
+  ASSERT_TRUE(s.report(old, res(4000, 8), 100).ok());
+  EXPECT_TRUE(s.refresh_health(150, policy).empty());
+  EXPECT_EQ(s.refresh_health(161, policy), std::vector<NodeId>{old});
+  EXPECT_EQ(s.node(old).health, NodeHealth::kStale);
+  EXPECT_FALSE(s.place(0, GangRequest{res(1000, 1), {}, 0, nullptr}));
+  EXPECT_EQ(s.node(old).capacity(), res(4000, 8));
+  uint64_t gen = s.capacity_generation();
+  EXPECT_EQ(s.refresh_health(701, policy), std::vector<NodeId>{old});
+  EXPECT_EQ(s.node(old).health, NodeHealth::kDegraded);
+  EXPECT_EQ(s.node(old).capacity(), Resources{});
+  EXPECT_GT(s.capacity_generation(), gen);
+  // A new report makes it fresh and schedulable again.
+  ASSERT_TRUE(s.report(old, res(4000, 8), 702).ok());
+  EXPECT_TRUE(s.place(0, GangRequest{res(1000, 1), {}, 0, nullptr}));
+}
+
+TEST(ClusterState, FitsWhenEmptyIgnoresCurrentUse) {
+  ClusterState s;
+  add(s, "a", 2000, 8);
+  add(s, "b", 2000, 8);
+  GangRequest fits{res(1000, 1), res(1000, 1), 3, nullptr};
+  GangRequest too_big{res(1000, 1), res(1000, 1), 4, nullptr};
+  GangRequest fat_driver{res(3000, 1), {}, 0, nullptr};
+  ASSERT_TRUE(s.place(0, fits));
+  EXPECT_FALSE(s.place(0, fits));
+  EXPECT_TRUE(s.fits_when_empty(0, fits));
+  EXPECT_FALSE(s.fits_when_empty(0, too_big));
+  EXPECT_FALSE(s.fits_when_empty(0, fat_driver));
+}
+
+TEST(ClusterState, NodesNeverMoveBetweenClusters) {
+  ClusterState s;
+  add(s, "n", 1000, 1, "c1");
+  auto moved = s.upsert_node(NodeInfo{"n", "c2", {}, res(1000, 1)}, 5);
+  ASSERT_FALSE(moved.ok());
+  EXPECT_NE(moved.error().message.find("node n is in cluster c1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler

@@ -1,0 +1,219 @@
+#include "scheduler/core/scheduler.h"
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+namespace gleaner::scheduler {
+namespace {
+
+constexpr int64_t kGi = 1024LL * 1024 * 1024;
+Resources cores(int64_t n) {
+  return Resources{n * 1000, n * kGi};
+}
+
+struct Fixture {
+  explicit Fixture(std::vector<std::pair<std::string, int64_t>> nodes,
+                   std::vector<QueueSpec> queues = {}, SchedulerPolicy policy = {})
+      : s(policy, *QuotaTree::build(queues), ClusterState()) {
+    for (auto& [name, n] : nodes) {
+      std::string cluster = name.substr(0, name.find('-'));
+      (void)*s.clusters().upsert_node(NodeInfo{name, cluster, {}, cores(n)}, 0);
+    }
+  }
+  JobId submit(const std::string& name, int64_t at, int executors, int32_t priority = 0,
+               const std::string& queue = "") {
+    JobSpec spec{name, queue, priority, at, cores(1), cores(1), executors, {}};
+    return *s.submit(spec);
+  }
+  std::vector<std::string> admitted(const std::vector<Decision>& ds) const {
+    std::vector<std::string> out;
+    for (const Decision& d : ds) {
+      if (d.kind == DecisionKind::kAdmit) out.push_back(s.job(d.job).spec.name);
+    }
+    return out;
+  }
+  Scheduler s;
+};
+
+TEST(Scheduler, OrdersByPriorityThenAge) {
+  Fixture f({{"c-n1", 2}});
+  f.submit("old-low", 0, 1, 10);
+  f.submit("new-high", 5, 1, 20);
+  f.submit("old-high", 1, 1, 20);
+  // Only one 2-core job fits at a time; the pass admits the best-ordered one.
+  EXPECT_EQ(f.admitted(f.s.schedule(10)), std::vector<std::string>{"old-high"});
+  f.s.complete(*f.s.find_job("old-high"), 20);
+  EXPECT_EQ(f.admitted(f.s.schedule(20)), std::vector<std::string>{"new-high"});
+}
+
+TEST(Scheduler, NonBlockingLetsSmallerJobsGoAhead) {
+  Fixture f({{"c-n1", 4}});
+  f.submit("big-1", 0, 2);
+  f.submit("big-2", 1, 2);
+  f.submit("small", 2, 0);
+  EXPECT_EQ(f.admitted(f.s.schedule(2)), (std::vector<std::string>{"big-1", "small"}));
+  EXPECT_EQ(f.s.job(*f.s.find_job("big-2")).reason, "waiting for batch capacity");
+}
+
+TEST(Scheduler, BlockingQueueHoldsBackLaterJobsOnlyOfThatQueue) {
+  std::vector<QueueSpec> queues{
+      QueueSpec{"strict", "root", std::nullopt, std::nullopt, QueueingPolicy::kBlocking},
+      QueueSpec{"loose", "root", std::nullopt, std::nullopt, std::nullopt}};
+  Fixture f({{"c-n1", 5}}, queues);
+  f.submit("big-1", 0, 2, 0, "strict");
+  f.submit("big-2", 1, 2, 0, "strict");
+  f.submit("small-strict", 2, 0, 0, "strict");
+  f.submit("small-loose", 3, 0, 0, "loose");
+  EXPECT_EQ(f.admitted(f.s.schedule(3)), (std::vector<std::string>{"big-1", "small-loose"}));
+  EXPECT_EQ(f.s.job(*f.s.find_job("small-strict")).reason,
+            "blocked behind big-2 in blocking queue strict");
+}
+
+TEST(Scheduler, JobLargerThanAnyClusterIsUnschedulableAndDoesNotBlock) {
+  SchedulerPolicy policy;
+  policy.queueing = QueueingPolicy::kBlocking;
+  Fixture f({{"c1-n1", 4}, {"c2-n1", 4}}, {}, policy);
+  f.submit("huge", 0, 5);  // 6 cores: fits neither 4-core cluster even when empty
+  f.submit("fits", 1, 1);
+  auto ds = f.s.schedule(1);
+  EXPECT_EQ(f.admitted(ds), std::vector<std::string>{"fits"});
+  const Job& huge = f.s.job(*f.s.find_job("huge"));
+  EXPECT_TRUE(huge.unschedulable);
+  EXPECT_NE(huge.reason.find("larger than any cluster"), std::string::npos);
+  ASSERT_EQ(std::count_if(ds.begin(), ds.end(),
+                          [](const Decision& d) { return d.kind == DecisionKind::kUnschedulable; }),
+            1);
+  // Reported once, not on every pass.
+  auto again = f.s.schedule(2);
+  EXPECT_TRUE(again.empty());
+}
+
+TEST(Scheduler, QueueMaxMakesJobsWaitOrUnschedulable) {
+  Fixture f({{"c-n1", 16}}, {QueueSpec{"capped", "root", std::nullopt, cores(4), std::nullopt}});
+  f.submit("first", 0, 2, 0, "capped");
+  f.submit("second", 1, 2, 0, "capped");
+  f.submit("too-big", 2, 4, 0, "capped");
+  EXPECT_EQ(f.admitted(f.s.schedule(2)), std::vector<std::string>{"first"});
+  EXPECT_NE(f.s.job(*f.s.find_job("second")).reason.find("would exceed its max"),
+            std::string::npos);
+  EXPECT_TRUE(f.s.job(*f.s.find_job("too-big")).unschedulable);
+  EXPECT_EQ(f.s.quotas().queue(*f.s.quotas().find("capped")).used, cores(3));
+}
+
+std::vector<QueueSpec> two_tenants() {
+  return {QueueSpec{"a", "root", cores(4), cores(8), std::nullopt},
+          QueueSpec{"b", "root", cores(4), cores(8), std::nullopt}};
+}
+
+TEST(Scheduler, ReclaimPreemptsTheBorrowersLowestPriorityJob) {
+  Fixture f({{"c-n1", 4}, {"c-n2", 4}}, two_tenants());
+  f.submit("a-high", 0, 3, 100, "a");
+  f.submit("a-low", 0, 3, 50, "a");
+  EXPECT_EQ(f.admitted(f.s.schedule(0)).size(), 2u);  // a borrows b's idle min
+  f.submit("b-1", 10, 3, 0, "b");
+  auto ds = f.s.schedule(10);
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].kind, DecisionKind::kPreempt);
+  EXPECT_EQ(f.s.job(ds[0].job).spec.name, "a-low");
+  EXPECT_EQ(ds[1].kind, DecisionKind::kAdmit);
+  EXPECT_EQ(f.s.job(ds[1].job).spec.name, "b-1");
+  const Job& low = f.s.job(*f.s.find_job("a-low"));
+  EXPECT_EQ(low.phase, JobPhase::kPending);
+  EXPECT_EQ(low.preemptions, 1);
+  // a is back at its min, so its pending job is not within min and reclaims nothing.
+  EXPECT_TRUE(f.s.schedule(11).empty());
+}
+
+TEST(Scheduler, ReclaimThatCannotMakeRoomPreemptsNobody) {
+  Fixture f({{"c-n1", 4}, {"c-n2", 4}}, {QueueSpec{"a", "root", cores(4), cores(8), std::nullopt},
+                                         QueueSpec{"b", "root", cores(6), cores(8), std::nullopt}});
+  f.submit("a-1", 0, 3, 0, "a");
+  f.submit("a-2", 0, 3, 0, "a");
+  f.s.schedule(0);
+  // b-wide (5 cores) is within b's min, but only one of a's jobs is borrowed quota:
+  // preempting it frees 4 cores, not enough, so the tentative preemption is undone.
+  f.submit("b-wide", 5, 4, 0, "b");
+  auto ds = f.s.schedule(5);
+  EXPECT_TRUE(ds.empty());
+  EXPECT_EQ(f.s.job(*f.s.find_job("a-1")).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.job(*f.s.find_job("a-2")).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.job(*f.s.find_job("a-2")).preemptions, 0);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), Resources{});
+  EXPECT_EQ(f.s.quotas().queue(*f.s.quotas().find("a")).used, cores(8));
+}
+
+TEST(Scheduler, ExecutorsTakeReservedRoomAndExpiredRoomIsReleased) {
+  SchedulerPolicy policy;
+  policy.reservation_ttl_seconds = 100;
+  policy.driver_start_timeout_seconds = 50;
+  Fixture f({{"c-n1", 4}}, {}, policy);
+  JobId id = f.submit("j", 0, 2);
+  f.s.schedule(0);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(1));  // 1 driver + 2 reserved
+  f.s.pod_running(id, 0, 10);
+  auto first = f.s.bind_executor(id, 1, 10);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(f.s.next_deadline(), 100);
+  auto expired = f.s.check_timeouts(100);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].kind, DecisionKind::kReservationExpired);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(2));
+  // A late executor still binds if the cluster has room.
+  ASSERT_TRUE(f.s.bind_executor(id, 2, 120).ok());
+  f.s.pod_running(id, 1, 120);
+  EXPECT_TRUE(f.s.pod_running(id, 2, 121));
+  EXPECT_EQ(f.s.job(id).phase, JobPhase::kRunning);
+  EXPECT_EQ(f.s.job(id).started_at, 121);
+  f.s.complete(id, 200);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(4));
+}
+
+TEST(Scheduler, StalledDriverIsReclaimedIntoAnotherCluster) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 120;
+  Fixture f({{"c1-n1", 2}, {"c2-n1", 8}}, {}, policy);
+  JobId id = f.submit("j", 0, 1);
+  f.s.schedule(0);
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "c1");  // best fit
+  EXPECT_TRUE(f.s.check_timeouts(119).empty());
+  EXPECT_EQ(f.s.next_deadline(), 120);
+  auto ds = f.s.check_timeouts(120);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].kind, DecisionKind::kReschedule);
+  EXPECT_EQ(f.s.job(id).reschedules, 1);
+  f.s.schedule(120);
+  // c1 has room again, but the job prefers the cluster it was not stuck in.
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "c2");
+}
+
+TEST(Scheduler, BatchShrinkEvictsLowestPriorityJobOnThatNode) {
+  Fixture f({{"c-n1", 4}, {"c-n2", 4}});
+  f.submit("high", 0, 1, 100);
+  f.submit("low", 0, 1, 10);
+  f.s.schedule(0);
+  NodeId n1 = *f.s.clusters().find_node("c-n1");
+  // high: driver and executor on n1; low: driver spread to n2, executor packed onto n1.
+  // n1 holds 3 cores; shrinking it to 2 must evict low's executor and nothing of high.
+  auto ds = f.s.report_node(n1, cores(2), 30);
+  ASSERT_TRUE(ds.ok());
+  ASSERT_EQ(ds->size(), 1u);
+  EXPECT_EQ(f.s.job((*ds)[0].job).spec.name, "low");
+  EXPECT_EQ(f.s.job(*f.s.find_job("low")).reschedules, 1);
+  EXPECT_EQ(f.s.clusters().node(n1).used, cores(2));
+  EXPECT_EQ(f.s.job(*f.s.find_job("high")).phase, JobPhase::kAdmitted);
+}
+
+TEST(Scheduler, SubmitRejectsBadJobsNamingThem) {
+  Fixture f({{"c-n1", 4}});
+  f.submit("dup", 0, 1);
+  auto dup = f.s.submit(JobSpec{"dup", "", 0, 0, cores(1), cores(1), 1, {}});
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.error().message, "job dup: name used twice");
+  auto queue = f.s.submit(JobSpec{"q", "nope", 0, 0, cores(1), cores(1), 1, {}});
+  ASSERT_FALSE(queue.ok());
+  EXPECT_EQ(queue.error().message, "job q: unknown queue nope");
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler

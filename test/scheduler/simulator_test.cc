@@ -1,0 +1,187 @@
+#include "scheduler/sim/simulator.h"
+
+#include <map>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "common/file_io.h"
+#include "scheduler/cli/commands.h"
+
+namespace gleaner::scheduler::sim {
+namespace {
+
+std::string scenario_path(const std::string& name) {
+  return std::string(GLEANER_SOURCE_DIR) + "/scheduler/scenarios/" + name;
+}
+
+Json run(const std::string& name) {
+  auto text = read_file(scenario_path(name));
+  EXPECT_TRUE(text.ok()) << name;
+  auto out = simulate(*text, name);
+  EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+  return Json::parse(*out);
+}
+
+// name -> "state cluster startedAt-finishedAt preemptions/reschedules"
+std::map<std::string, std::string> outcomes(const Json& doc) {
+  std::map<std::string, std::string> out;
+  for (const Json& j : doc["jobs"]) {
+    out[j["name"]] = j["state"].get<std::string>() + " " + j.value("cluster", "-") + " " +
+                     std::to_string(j.value("startedAt", -1)) + "-" +
+                     std::to_string(j.value("finishedAt", -1)) + " " +
+                     std::to_string(j["preemptions"].get<int>()) + "/" +
+                     std::to_string(j["reschedules"].get<int>());
+  }
+  return out;
+}
+
+TEST(Simulator, SparkDeadlockScenarioRunsTwoJobsAtATimeAndAllComplete) {
+  Json doc = run("spark-deadlock.json");
+  std::map<std::string, std::string> want{
+      {"job-1", "Completed default 0-60 0/0"},    {"job-2", "Completed default 0-60 0/0"},
+      {"job-3", "Completed default 60-120 0/0"},  {"job-4", "Completed default 60-120 0/0"},
+      {"job-5", "Completed default 120-180 0/0"}, {"job-6", "Completed default 120-180 0/0"}};
+  EXPECT_EQ(outcomes(doc), want);
+  EXPECT_EQ(doc["summary"]["completed"], 6);
+  EXPECT_EQ(doc["summary"]["makespanSeconds"], 180);
+  // Drivers spread (n1, n3), executors packed around them.
+  const Json& pods = doc["jobs"][0]["pods"];
+  ASSERT_EQ(pods.size(), 3u);
+  EXPECT_EQ(pods[0]["name"], "job-1-driver");
+  EXPECT_EQ(pods[0]["node"], "n1");
+  EXPECT_EQ(pods[1]["node"], "n1");
+  EXPECT_EQ(pods[2]["node"], "n2");
+  EXPECT_EQ(doc["jobs"][1]["pods"][0]["node"], "n3");
+}
+
+TEST(Simulator, QuotaScenarioBorrowsThenReclaimsFromTheLowerPriorityJob) {
+  std::map<std::string, std::string> want{{"a-1", "Completed default 0-100 0/0"},
+                                          {"a-2", "Completed default 70-170 1/0"},
+                                          {"b-1", "Completed default 20-70 0/0"}};
+  EXPECT_EQ(outcomes(run("quota-borrow-reclaim.json")), want);
+}
+
+TEST(Simulator, BlockingHoldsTheSmallJobBackNonBlockingLetsItThrough) {
+  std::map<std::string, std::string> blocking{{"big-1", "Completed default 0-100 0/0"},
+                                              {"big-2", "Completed default 100-200 0/0"},
+                                              {"small-1", "Completed default 100-110 0/0"}};
+  std::map<std::string, std::string> nonblocking{{"big-1", "Completed default 0-100 0/0"},
+                                                 {"big-2", "Completed default 100-200 0/0"},
+                                                 {"small-1", "Completed default 2-12 0/0"}};
+  EXPECT_EQ(outcomes(run("blocking.json")), blocking);
+  EXPECT_EQ(outcomes(run("nonblocking.json")), nonblocking);
+}
+
+TEST(Simulator, LsSurgeReschedulesIntoTheSecondCluster) {
+  Json doc = run("ls-surge-reschedule.json");
+  std::map<std::string, std::string> want{{"etl-1", "Completed c2 30-130 0/1"}};
+  EXPECT_EQ(outcomes(doc), want);
+  for (const Json& pod : doc["jobs"][0]["pods"])
+    EXPECT_EQ(pod["node"], "c2-n1");
+}
+
+TEST(Simulator, StalledDriverIsReclaimedAfterTheTimeout) {
+  std::map<std::string, std::string> want{{"report-1", "Completed c2 120-180 0/1"}};
+  EXPECT_EQ(outcomes(run("driver-start-timeout.json")), want);
+}
+
+TEST(Simulator, SameInputGivesByteIdenticalOutput) {
+  for (const char* name : {"spark-deadlock.json", "quota-borrow-reclaim.json",
+                           "ls-surge-reschedule.json", "driver-start-timeout.json"}) {
+    auto text = read_file(scenario_path(name));
+    ASSERT_TRUE(text.ok());
+    auto first = simulate(*text, name);
+    auto second = simulate(*text, name);
+    ASSERT_TRUE(first.ok() && second.ok());
+    EXPECT_EQ(*first, *second) << name;
+    // The key order of the contract, not alphabetical order.
+    EXPECT_EQ(first->rfind("{\n  \"jobs\": [\n    {\n      \"name\": ", 0), 0u) << name;
+  }
+}
+
+TEST(Simulator, UnschedulableJobIsReportedPendingWithReason) {
+  const char* text = R"({"nodes": [{"name": "n", "batch": {"cpu": "2", "memory": "4Gi"}}],
+    "jobs": [{"name": "huge", "durationSeconds": 10, "driver": {"cpu": "1", "memory": "1Gi"},
+              "executor": {"cpu": "1", "memory": "1Gi", "instances": 4}}]})";
+  auto out = simulate(text, "inline");
+  ASSERT_TRUE(out.ok());
+  Json doc = Json::parse(*out);
+  EXPECT_EQ(doc["jobs"][0]["state"], "Pending");
+  EXPECT_NE(doc["jobs"][0]["reason"].get<std::string>().find("larger than any cluster"),
+            std::string::npos);
+  EXPECT_EQ(doc["summary"]["pending"], 1);
+}
+
+TEST(Simulator, UntilSecondsStopsTheClock) {
+  auto text = read_file(scenario_path("spark-deadlock.json"));
+  ASSERT_TRUE(text.ok());
+  Json doc = Json::parse(*text);
+  doc["policy"] = {{"untilSeconds", 90}};
+  auto out = simulate(doc.dump(), "inline");
+  ASSERT_TRUE(out.ok());
+  Json result = Json::parse(*out);
+  EXPECT_EQ(result["summary"]["completed"], 2);
+  EXPECT_EQ(result["summary"]["running"], 2);
+  EXPECT_EQ(result["summary"]["pending"], 2);
+}
+
+struct BadCase {
+  const char* json;
+  const char* message;
+};
+
+TEST(Simulator, BadScenariosNameTheField) {
+  const BadCase cases[] = {
+      {R"({"nodes": [{"name": "n"}]})", "nodes[0].batch: required"},
+      {R"({"nodes": [{"name": "n", "batch": {"cpu": "lots"}}]})", "nodes[0].batch.cpu"},
+      {R"({"nodes": [{"name": "n", "cluster": "x", "batch": {}}]})",
+       "nodes[0].cluster: unknown cluster x"},
+      {R"({"jobs": [{"name": "j", "driver": {}}]})", "jobs[0].durationSeconds: required"},
+      {R"({"jobs": [{"name": "j", "durationSeconds": -1, "driver": {}}]})",
+       "jobs[0].durationSeconds: out of range"},
+      {R"({"jobs": [{"name": "j", "durationSeconds": 1, "driver": {}, "executor": {"cpu": 1}}]})",
+       "jobs[0].executor.instances: required"},
+      {R"({"jobs": [{"name": "j", "durationSeconds": 1, "driver": {}, "submitat": 3}]})",
+       "jobs[0].submitat: unknown field"},
+      {R"({"jobs": [{"name": "j", "queue": "q", "durationSeconds": 1, "driver": {}}]})",
+       "jobs[0].queue: unknown queue q"},
+      {R"({"policy": {"queueing": "fifo"}})", "policy.queueing: expected blocking or nonblocking"},
+      {R"({"queues": [{"name": "a", "parent": "b"}]})", "queues: queue a: unknown parent b"},
+      {R"({"clusters": []})", "clusters: expected a non-empty array"},
+      {R"([1, 2])", "scenario: expected an object"},
+      {R"({"nodes": [)", "in.json: "},
+  };
+  for (const BadCase& c : cases) {
+    auto out = simulate(c.json, "in.json");
+    ASSERT_FALSE(out.ok()) << c.json;
+    EXPECT_NE(out.error().message.find(c.message), std::string::npos)
+        << c.json << " -> " << out.error().message;
+    EXPECT_EQ(out.error().message.rfind("in.json: ", 0), 0u) << out.error().message;
+  }
+}
+
+TEST(SimulateCommand, ExitsWithTwoOnBadInput) {
+  for (const std::string& path :
+       {std::string("/nonexistent/scenario.json"), scenario_path("../CMakeLists.txt")}) {
+    CLI::App app;
+    register_commands(app);
+    set_exit_code(0);
+    std::vector<std::string> args{"simulate", "--scenario", path};
+    std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+    app.parse(args);
+    EXPECT_EQ(exit_code(), 2) << path;
+  }
+  CLI::App app;
+  register_commands(app);
+  set_exit_code(7);
+  std::vector<std::string> ok{scenario_path("nonblocking.json"), "--scenario", "simulate"};
+  testing::internal::CaptureStdout();
+  app.parse(ok);
+  std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(exit_code(), 0);
+  EXPECT_NE(printed.find("\"makespanSeconds\": 200"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::sim
