@@ -203,10 +203,9 @@ Result<ListPage> KubeClient::list(const std::string& path, const ListOptions& o)
 }
 
 Result<ListPage> KubeClient::list_all(const std::string& path, ListOptions options) {
-  const std::string first_token = options.continue_token;
   for (int restart = 0;; ++restart) {
     ListPage all;
-    options.continue_token = first_token;
+    if (restart > 0) options.continue_token.clear();
     while (true) {
       auto page = list(path, options);
       if (!page) {

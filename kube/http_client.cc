@@ -317,11 +317,27 @@ Result<HttpResponse> HttpConnection::request(const HttpRequest& req, const HttpL
     Parser parser;
     parser.body_limit(limits.max_body_bytes);
     parser.header_limit(64 * 1024);
-    if (auto st = impl_->read(parser, kReadAll, what, deadline); !st) {
+    if (auto st = impl_->read(parser, kReadHeader, what, deadline); !st) {
       if (reused && attempt == 0 && !parser.got_some() && st.error().code != ErrorCode::kTimeout) {
         continue;
       }
       return st.error();
+    }
+    // Checked here as well as by the parser's body limit, which does not reliably reject a
+    // Content-Length that arrives in the same read as the body.
+    if (auto length = parser.content_length(); length && *length > limits.max_body_bytes) {
+      impl_->close();
+      return make_error(ErrorCode::kIo, what + ": response body of " + std::to_string(*length) +
+                                            " bytes exceeds the size cap of " +
+                                            std::to_string(limits.max_body_bytes));
+    }
+    if (!parser.is_done()) {
+      if (auto st = impl_->read(parser, kReadAll, what, deadline); !st) return st.error();
+    }
+    if (parser.get().body().size() > limits.max_body_bytes) {
+      impl_->close();
+      return make_error(ErrorCode::kIo, what + ": response body exceeds the size cap of " +
+                                            std::to_string(limits.max_body_bytes));
     }
     if (!parser.get().keep_alive()) impl_->close();
     return to_response(parser);

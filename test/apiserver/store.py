@@ -112,7 +112,7 @@ class Store:
         except (ValueError, KeyError, TypeError) as e:
             raise ApiError(400, "BadRequest", "continue key is not valid: %s" % e)
         with self.cond:
-            if rv <= self.compacted_rv or sid not in self.snapshots:
+            if rv < self.compacted_rv or sid not in self.snapshots:
                 raise expired("The provided continue parameter is too old to display a "
                               "consistent list result. You can start a new list without the "
                               "continue parameter.")
