@@ -61,7 +61,8 @@ struct Job {
   int64_t reservation_expires_at = 0;
   int preemptions = 0;
   int reschedules = 0;
-  uint32_t attempt = 0;  // bumped on every admission: stale timers compare it
+  uint32_t attempt = 0;             // bumped on every admission: stale timers compare it
+  std::optional<int64_t> timer_at;  // its entry in the scheduler's timer index
 
   [[nodiscard]] GangRequest request() const {
     return GangRequest{spec.driver, spec.executor, spec.executors,

@@ -101,6 +101,21 @@ void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
   ++j.attempt;
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
+  refresh_timer(j);
+}
+
+void Scheduler::refresh_timer(Job& j) {
+  if (j.timer_at) timers_.erase({*j.timer_at, j.id});
+  j.timer_at.reset();
+  if (j.phase != JobPhase::kAdmitted) return;
+  std::optional<int64_t> next;
+  if (!j.pods[0].running) next = j.admitted_at + policy_.driver_start_timeout_seconds;
+  bool unclaimed = std::any_of(j.pods.begin() + 1, j.pods.end(),
+                               [](const PodState& p) { return p.holds_room && !p.bound; });
+  if (unclaimed && (!next || j.reservation_expires_at < *next)) next = j.reservation_expires_at;
+  if (!next) return;
+  j.timer_at = next;
+  timers_.insert({*next, j.id});
 }
 
 void Scheduler::detach(Job& j) {
@@ -111,6 +126,8 @@ void Scheduler::detach(Job& j) {
   }
   quotas_.refund(j.queue, j.total);
   active_.erase(j.id);
+  if (j.timer_at) timers_.erase({*j.timer_at, j.id});
+  j.timer_at.reset();
 }
 
 void Scheduler::reattach(Job& j) {
@@ -121,6 +138,7 @@ void Scheduler::reattach(Job& j) {
   }
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
+  refresh_timer(j);
 }
 
 void Scheduler::requeue(Job& j, const std::string& reason) {
@@ -156,6 +174,7 @@ Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
   }
   p.bound = true;
   p.bound_at = now;
+  refresh_timer(j);
   return p.node;
 }
 
@@ -166,10 +185,12 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
     return false;
   }
   j.pods[static_cast<size_t>(pod_index)].running = true;
+  if (pod_index == 0) refresh_timer(j);
   bool all = std::all_of(j.pods.begin(), j.pods.end(), [](const PodState& p) { return p.running; });
   if (!all) return false;
   j.phase = JobPhase::kRunning;
   j.started_at = now;
+  refresh_timer(j);
   return true;
 }
 
@@ -220,48 +241,37 @@ Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resource
 
 std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
   std::vector<Decision> out;
-  std::vector<JobId> stalled;
-  for (JobId id : active_) {
-    Job& j = jobs_[id];
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    Job& j = jobs_[timers_.begin()->second];
+    timers_.erase(timers_.begin());
+    j.timer_at.reset();
     if (j.phase != JobPhase::kAdmitted) continue;
     if (!j.pods[0].running && now >= j.admitted_at + policy_.driver_start_timeout_seconds) {
-      stalled.push_back(id);
+      out.push_back(lose_pod(j.id, now,
+                             "driver not running within " +
+                                 std::to_string(policy_.driver_start_timeout_seconds) + "s"));
       continue;
     }
-    if (now < j.reservation_expires_at) continue;
-    bool released = false;
-    for (size_t i = 1; i < j.pods.size(); ++i) {
-      PodState& p = j.pods[i];
-      if (p.holds_room && !p.bound) {
-        clusters_.release(p.node, j.spec.executor, false);
-        p.holds_room = false;
-        released = true;
+    if (now >= j.reservation_expires_at) {
+      bool released = false;
+      for (size_t i = 1; i < j.pods.size(); ++i) {
+        PodState& p = j.pods[i];
+        if (p.holds_room && !p.bound) {
+          clusters_.release(p.node, j.spec.executor, false);
+          p.holds_room = false;
+          released = true;
+        }
       }
+      if (released) out.push_back(Decision{DecisionKind::kReservationExpired, j.id, ""});
     }
-    if (released) out.push_back(Decision{DecisionKind::kReservationExpired, id, ""});
-  }
-  for (JobId id : stalled) {
-    out.push_back(lose_pod(
-        id, now,
-        "driver not running within " + std::to_string(policy_.driver_start_timeout_seconds) + "s"));
+    refresh_timer(j);
   }
   return out;
 }
 
 std::optional<int64_t> Scheduler::next_deadline() const {
-  std::optional<int64_t> best;
-  auto consider = [&](int64_t t) {
-    if (!best || t < *best) best = t;
-  };
-  for (JobId id : active_) {
-    const Job& j = jobs_[id];
-    if (j.phase != JobPhase::kAdmitted) continue;
-    if (!j.pods[0].running) consider(j.admitted_at + policy_.driver_start_timeout_seconds);
-    bool unclaimed = std::any_of(j.pods.begin() + 1, j.pods.end(),
-                                 [](const PodState& p) { return p.holds_room && !p.bound; });
-    if (unclaimed) consider(j.reservation_expires_at);
-  }
-  return best;
+  if (timers_.empty()) return std::nullopt;
+  return timers_.begin()->first;
 }
 
 }  // namespace gleaner::scheduler

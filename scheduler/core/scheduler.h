@@ -95,7 +95,11 @@ class Scheduler {
   enum class Outcome { kAdmitted, kWait, kUnschedulable };
 
   PendingKey pending_key(const Job& j) const;
-  Outcome try_admit(Job& j, int64_t now, std::vector<Decision>& out);
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, Labels>;
+  static ShapeKey shape_of(const Job& j);
+  // `failed`: gang shapes that found no room earlier in this pass; room only shrinks
+  // during a pass (unless reclaim frees some), so equal shapes skip the placement.
+  Outcome try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed, std::vector<Decision>& out);
   std::optional<GangPlacement> place_anywhere(const Job& j);
   bool fits_some_empty_cluster(const Job& j);
   bool reclaim_for(Job& j, int64_t now, std::vector<Decision>& out);
@@ -104,6 +108,8 @@ class Scheduler {
   void detach(Job& j);
   void reattach(Job& j);
   void requeue(Job& j, const std::string& reason);
+  // Keeps the job's entry in timers_ equal to its next driver or reservation deadline.
+  void refresh_timer(Job& j);
   [[nodiscard]] QueueingPolicy queueing_of(QueueId q) const;
 
   SchedulerPolicy policy_;
@@ -113,8 +119,10 @@ class Scheduler {
   std::map<std::string, JobId> job_ids_;
   std::set<PendingKey> pending_;
   std::set<JobId> active_;  // admitted or running
+  // (deadline, job): admitted jobs with a driver start timeout or reservation expiry
+  // ahead, so timers cost O(log n) rather than a walk over every running job.
+  std::set<std::pair<int64_t, JobId>> timers_;
   // "Does this gang shape fit an empty cluster" per capacity generation.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, Labels>;
   std::map<ShapeKey, bool> fits_cache_;
   uint64_t fits_cache_generation_ = 0;
 };

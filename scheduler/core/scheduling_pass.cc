@@ -18,6 +18,7 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
   std::vector<Decision> out;
   std::set<QueueId> blocked;  // blocking queues whose head did not fit, with that head
   std::map<QueueId, std::string> blocked_by;
+  std::set<ShapeKey> failed;
   for (auto it = pending_.begin(); it != pending_.end();) {
     Job& j = jobs_[it->id];
     if (blocked.count(j.queue) != 0) {
@@ -27,7 +28,7 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
       continue;
     }
     bool was_unschedulable = j.unschedulable;
-    Outcome o = try_admit(j, now, out);
+    Outcome o = try_admit(j, now, failed, out);
     if (o == Outcome::kAdmitted) {
       it = pending_.erase(it);
       continue;
@@ -48,7 +49,14 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
   return out;
 }
 
-Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<Decision>& out) {
+Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
+  return ShapeKey{j.spec.driver.cpu_milli,   j.spec.driver.memory_bytes,
+                  j.spec.executor.cpu_milli, j.spec.executor.memory_bytes,
+                  j.spec.executors,          j.spec.node_selector};
+}
+
+Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed,
+                                        std::vector<Decision>& out) {
   const Queue& q = quotas_.queue(j.queue);
   if (quotas_.exceeds_max_alone(j.queue, j.total)) {
     j.reason = "requests " + j.total.to_string() + ", above the max of queue " + q.name +
@@ -59,10 +67,14 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<Decisio
     j.reason = "queue " + q.name + " (or an ancestor) would exceed its max";
     return Outcome::kWait;
   }
-  if (auto p = place_anywhere(j)) {
-    admit(j, *p, now);
-    out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
-    return Outcome::kAdmitted;
+  ShapeKey shape = shape_of(j);
+  if (failed.count(shape) == 0) {
+    if (auto p = place_anywhere(j)) {
+      admit(j, *p, now);
+      out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
+      return Outcome::kAdmitted;
+    }
+    failed.insert(shape);
   }
   if (!fits_some_empty_cluster(j)) {
     j.reason = "larger than any cluster: driver and " + std::to_string(j.spec.executors) +
@@ -70,6 +82,7 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<Decisio
     return Outcome::kUnschedulable;
   }
   if (quotas_.within_min(j.queue, j.total) && reclaim_for(j, now, out)) {
+    failed.clear();  // preemption freed room
     return Outcome::kAdmitted;
   }
   j.reason = "waiting for batch capacity";
@@ -114,8 +127,7 @@ bool Scheduler::fits_some_empty_cluster(const Job& j) {
     fits_cache_.clear();
     fits_cache_generation_ = clusters_.capacity_generation();
   }
-  ShapeKey key{j.spec.driver.cpu_milli,      j.spec.driver.memory_bytes, j.spec.executor.cpu_milli,
-               j.spec.executor.memory_bytes, j.spec.executors,           j.spec.node_selector};
+  ShapeKey key = shape_of(j);
   auto it = fits_cache_.find(key);
   if (it != fits_cache_.end()) return it->second;
   bool fits = false;
