@@ -353,18 +353,20 @@ Result<HttpConnection::StreamOpen> HttpConnection::open_stream(const HttpRequest
   if (auto st = conn->send(req, deadline); !st) return st.error();
   conn->stream_parser = std::make_unique<Parser>();
   Parser& parser = *conn->stream_parser;
-  parser.body_limit(boost::none);  // a watch body never ends; events are capped one by one
+  // Beast compares a Content-Length against the limit even when the limit is "none" (and
+  // then rejects it), so the unlimited body is only switched on for a 2xx stream below.
+  parser.body_limit(limits.max_body_bytes);
   parser.header_limit(64 * 1024);
   if (auto st = conn->read(parser, kReadHeader, what, deadline); !st) return st.error();
   const int status = static_cast<int>(parser.get().result_int());
   StreamOpen open;
   if (status < 200 || status > 299) {
-    parser.body_limit(limits.max_body_bytes);
     if (auto st = conn->read(parser, kReadAll, what, deadline); !st) return st.error();
     open.error = to_response(parser);
     return open;
   }
   open.error.status = status;
+  parser.body_limit(boost::none);  // a watch body never ends; events are capped one by one
   open.stream = std::make_unique<HttpStream>(std::move(conn));
   return open;
 }
