@@ -90,10 +90,17 @@ struct ReportClient::Impl {
     return stopped;
   }
 
-  void close_connection() {
+  // Aborts pending operations but keeps the stream objects: the loop may be suspended
+  // inside one of them and must wake up to an error, not to freed memory.
+  void abort_connection() {
     error_code ignored;
     if (plain) plain->socket().close(ignored);
     if (secure) beast::get_lowest_layer(*secure).socket().close(ignored);
+  }
+
+  // Only from the loop itself, never while an operation on the stream is pending.
+  void close_connection() {
+    abort_connection();
     plain.reset();
     secure.reset();
     buffer.clear();
@@ -334,7 +341,7 @@ void ReportClient::stop() {
   asio::post(impl_->strand, [impl = impl_] {
     impl->wake.cancel();
     impl->resolver.cancel();
-    impl->close_connection();
+    impl->abort_connection();
   });
 }
 

@@ -101,7 +101,8 @@ TEST_F(ReportClientTest, HeartbeatResendsTheLatestStateWhenNothingMoves) {
   ASSERT_TRUE(server_.wait_for([](const Requests& r) { return r.size() >= 3; }));
   for (const auto& r : server_.requests())
     EXPECT_EQ(sequence_of(r), 5u);
-  EXPECT_GE(client.stats().heartbeats, 2u);
+  // The server sees a request before the client has read the answer and counted it.
+  EXPECT_TRUE(eventually([&] { return client.stats().heartbeats >= 2; }));
 }
 
 TEST_F(ReportClientTest, SmallMovesAreHeldBackAndBigMovesSentAtOnce) {
