@@ -187,6 +187,22 @@ TEST(Scheduler, StalledDriverIsReclaimedIntoAnotherCluster) {
   EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "c2");
 }
 
+TEST(Scheduler, DriverRunningInTimeCancelsItsTimeout) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 120;
+  policy.reservation_ttl_seconds = 600;
+  Fixture f({{"c-n1", 4}}, {}, policy);
+  JobId id = f.submit("j", 0, 1);
+  f.s.schedule(0);
+  EXPECT_EQ(f.s.next_deadline(), 120);
+  f.s.pod_running(id, 0, 10);
+  EXPECT_EQ(f.s.next_deadline(), 600);  // only the executor's reservation is left
+  EXPECT_TRUE(f.s.check_timeouts(500).empty());
+  ASSERT_TRUE(f.s.bind_executor(id, 1, 20).ok());
+  EXPECT_EQ(f.s.next_deadline(), std::nullopt);
+  EXPECT_EQ(f.s.job(id).reschedules, 0);
+}
+
 TEST(Scheduler, BatchShrinkEvictsLowestPriorityJobOnThatNode) {
   Fixture f({{"c-n1", 4}, {"c-n2", 4}});
   f.submit("high", 0, 1, 100);
