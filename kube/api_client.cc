@@ -163,7 +163,7 @@ Result<Json> KubeClient::call(const std::string& method, const std::string& path
   const std::string what = method + " " + path;
   if (!resp) return resp.error();
   if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
-  return parse_json(resp->body, what);
+  return parse_json_body(resp->body, what);
 }
 
 Result<Json> KubeClient::get(const std::string& path) {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "kube/api_client.h"
+#include "kube/watch_event.h"
 
 namespace gleaner::kube {
 
@@ -32,7 +33,7 @@ Result<std::vector<Json>> KubeletClient::fetch() {
   if (!resp) return resp.error();
   if (resp->status == 401) token_.invalidate();  // rotated token: the next call re-reads it
   if (resp->status != 200) return http_error(what, *resp);
-  auto json = parse_json(resp->body, what);
+  auto json = parse_json_body(resp->body, what);
   if (!json) return json.error();
   auto items = json->is_object() ? json->find("items") : json->end();
   if (!json->is_object() || json->value("kind", "") != "PodList") {

@@ -40,6 +40,8 @@ TEST(WatchEvent, RejectsMalformedEventsWithClearErrors) {
       {R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"3"}}})", "metadata.name"},
       {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":5}}})",
        "resourceVersion"},
+      // A number beyond double range: nlohmann throws out_of_range, not parse_error.
+      {R"({"type":"ADDED","object":{"spec":{"x":35E1111111}}})", "number overflow"},
   };
   for (const auto& c : cases) {
     auto ev = decode_watch_event(c.line);
