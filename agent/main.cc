@@ -1,6 +1,7 @@
 // gleaner-agent: the node daemon and its offline subcommands.
-#include <CLI/CLI.hpp>
 #include <cstdlib>
+
+#include <CLI/CLI.hpp>
 
 #include "agent/cli/commands.h"
 

@@ -5,8 +5,12 @@ namespace {
 int g_exit_code = 0;
 }  // namespace
 
-int exit_code() { return g_exit_code; }
-void set_exit_code(int code) { g_exit_code = code; }
+int exit_code() {
+  return g_exit_code;
+}
+void set_exit_code(int code) {
+  g_exit_code = code;
+}
 
 void register_commands(CLI::App& app) {
   register_report_command(app);

@@ -82,7 +82,8 @@ TEST_F(RealCgroup, MeasuresThrottlesAndRestoresABusyPod) {
 
   auto working_set = fs.read_memory_working_set(pod);
   ASSERT_TRUE(working_set.ok()) << working_set.error().message;
-  EXPECT_GE(*working_set, static_cast<int64_t>(kTouched));
+  // memcg statistics are flushed from per-CPU batches, so allow a few pages of lag.
+  EXPECT_GE(*working_set, static_cast<int64_t>(kTouched) * 95 / 100);
   EXPECT_LT(*working_set, static_cast<int64_t>(kTouched) + (32 << 20));
 
   // 20% of a core through the executor: the task is throttled and slows to ~0.2 cores.
