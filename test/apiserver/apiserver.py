@@ -383,12 +383,19 @@ def main():
     parser.add_argument("--bookmark-interval", type=float, default=1.0)
     parser.add_argument("--history-limit", type=int, default=10000)
     parser.add_argument("--kubelet-node", default="node-1", help="node whose pods /pods lists")
+    parser.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate chain")
+    parser.add_argument("--tls-key", help="private key of --tls-cert")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     server = Server((args.host, args.port), Handler)
     server.store, server.faults = Store(args.history_limit), Faults(args.token)
     server.bookmark_interval, server.kubelet_node = args.bookmark_interval, args.kubelet_node
     server.verbose = args.verbose
+    if args.tls_cert:
+        import ssl
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
 
     def exit_with_parent():
         # The test that started us holds our stdin; when it goes away, so do we.
