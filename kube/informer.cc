@@ -202,6 +202,7 @@ Informer::WatchEnd Informer::watch_once(std::stop_token& stop, bool& got_events)
 void Informer::run(std::stop_token stop) {
   Backoff backoff(options_.backoff);
   bool need_list = true;
+  bool relisted_last_round = false;
   last_resync_ = std::chrono::steady_clock::now();
   while (!stop.stop_requested()) {
     if (need_list) {
@@ -214,6 +215,8 @@ void Informer::run(std::stop_token stop) {
     bool got_events = false;
     switch (watch_once(stop, got_events)) {
       case WatchEnd::kRelist:
+        // A server that answers 410 to every fresh watch must not get a tight relist loop.
+        if (relisted_last_round && !got_events) sleep(stop, backoff.next());
         need_list = true;
         break;
       case WatchEnd::kBackoff:
@@ -222,6 +225,7 @@ void Informer::run(std::stop_token stop) {
       case WatchEnd::kRewatch:
         break;
     }
+    relisted_last_round = need_list;
     if (got_events) backoff.reset();
   }
 }
