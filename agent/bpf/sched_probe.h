@@ -1,0 +1,98 @@
+#pragma once
+// SchedProbe: per-cgroup on-CPU time and run-queue latency from eBPF (tp_btf sched_wakeup,
+// sched_wakeup_new, sched_switch), aggregated in per-CPU maps and read as deltas each
+// sampling interval. This header names no libbpf type; a build without BPF links a stub
+// whose open() reports why the probe is unavailable.
+//
+// Lifetime: open() loads and attaches; the links belong to this process (nothing is
+// pinned), so destroying the probe, exiting or crashing detaches everything.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/bpf/runq_histogram.h"
+#include "common/result.h"
+
+namespace gleaner::agent::bpf {
+
+struct SchedProbeOptions {
+  // Account every cgroup (keyed by the task's own cgroup), not only registered ones.
+  bool track_all = false;
+  // Which cgroup identifies a task: the cpu controller's (v1/hybrid) or the default
+  // hierarchy's (v2). Unset: detected from `cgroup_root`.
+  std::optional<bool> v1_cpu_controller;
+  std::string cgroup_root = "/sys/fs/cgroup";
+  // Turn on kernel BPF run-time statistics for as long as the probe lives (self-cost).
+  bool enable_stats = false;
+};
+
+// One registered cgroup over one interval.
+struct CgroupSchedSample {
+  uint64_t cgroup_id = 0;  // kernfs node id == inode number of the cgroup directory
+  std::string dir;         // as registered; empty for unregistered ids under track_all
+  int64_t cpu_ns = 0;      // on-CPU time of its tasks (and its descendants' tasks)
+  RunqHistogram runq;      // waits from runnable to running that ended in the interval
+  std::optional<double> runq_p50_ns;
+  std::optional<double> runq_p99_ns;
+};
+
+struct SchedInterval {
+  std::chrono::nanoseconds elapsed{0};  // since the previous sample (or open)
+  std::vector<CgroupSchedSample> cgroups;
+  uint64_t dropped_events = 0;  // lost because the per-cgroup map was full (cumulative)
+};
+
+// Kernel statistics of one program (needs enable_stats); rates over the interval since the
+// previous program_costs() call (or open).
+struct ProgramCost {
+  std::string name;
+  uint32_t id = 0;
+  uint64_t run_time_ns = 0;            // cumulative
+  uint64_t run_count = 0;              // cumulative
+  std::optional<double> ns_per_event;  // interval
+  double events_per_sec = 0;           // interval
+};
+
+class SchedProbe {
+ public:
+  // Loads and attaches. Errors (never exceptions): kUnsupported (built without BPF, no
+  // BTF, old kernel), kPermission (no CAP_BPF/CAP_PERFMON), kInvalidArgument (verifier
+  // rejection; the message carries the verifier's last lines), kIo otherwise. The first
+  // failure in a process is logged once at warn level.
+  static Result<std::unique_ptr<SchedProbe>> open(const SchedProbeOptions& options = {});
+  ~SchedProbe();
+  SchedProbe(const SchedProbe&) = delete;
+  SchedProbe& operator=(const SchedProbe&) = delete;
+
+  // Registers a cgroup directory (e.g. a pod's directory under the cpu controller on
+  // v1, or under the unified root on v2); its tasks and its descendants' tasks count
+  // towards it (nearest registered ancestor, up to GLEANER_MAX_CGROUP_DEPTH levels).
+  Result<uint64_t> track(const std::string& cgroup_dir);
+  Status untrack(const std::string& cgroup_dir);
+
+  // Deltas since the previous sample() (the first: since open). Includes time in flight
+  // of tasks running right now, so a task that never leaves its CPU is still measured.
+  Result<SchedInterval> sample();
+
+  // Per-program kernel statistics (run time and count are 0 unless stats are enabled).
+  Result<std::vector<ProgramCost>> program_costs();
+  [[nodiscard]] bool stats_enabled() const;
+  // Kernel ids of the loaded programs (to check that nothing outlives the probe).
+  [[nodiscard]] std::vector<uint32_t> program_ids() const;
+
+  struct Impl;
+
+ private:
+  explicit SchedProbe(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether this binary was built with the BPF programs, and if not why.
+bool sched_probe_built();
+std::string sched_probe_build_reason();
+
+}  // namespace gleaner::agent::bpf

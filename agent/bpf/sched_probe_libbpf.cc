@@ -1,0 +1,328 @@
+// SchedProbe on libbpf: the skeleton generated from sched_probe.bpf.c at build time.
+#if GLEANER_HAVE_BPF
+
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/bpf/sched_probe.h"
+#include "cgroup/version.h"
+#include "sched_probe.skel.h"
+
+namespace gleaner::agent::bpf {
+namespace {
+
+constexpr const char* kBtfPath = "/sys/kernel/btf/vmlinux";
+
+int64_t monotonic_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock bpf_ktime_get_ns() reads
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// libbpf's messages go to the debug log; the last ones are kept so an error can quote
+// the verifier's verdict.
+std::mutex g_log_mutex;
+std::deque<std::string> g_log_tail;
+
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+  char line[1024];
+  std::vsnprintf(line, sizeof(line), format, args);
+  std::string text(line);
+  while (!text.empty() && text.back() == '\n')
+    text.pop_back();
+  if (level != LIBBPF_DEBUG) {
+    std::lock_guard lock(g_log_mutex);
+    g_log_tail.push_back(text);
+    if (g_log_tail.size() > 12) g_log_tail.pop_front();
+  }
+  spdlog::debug("libbpf: {}", text);
+  return 0;
+}
+
+std::string take_log_tail() {
+  std::lock_guard lock(g_log_mutex);
+  std::string out;
+  bool verifier = false;
+  for (const auto& line : g_log_tail) {
+    if (line.find("PROG LOAD LOG") != std::string::npos) verifier = true;
+    out += "\n  " + line;
+  }
+  g_log_tail.clear();
+  return (verifier ? "[verifier]" : "") + out;
+}
+
+// Maps a libbpf failure to a typed error; `stage` is load or attach.
+Error probe_error(const char* stage, int err) {
+  err = err < 0 ? -err : err;
+  std::string tail = take_log_tail();
+  bool verifier = tail.rfind("[verifier]", 0) == 0;
+  std::string message = std::string("sched probe ") + stage + ": " + std::strerror(err);
+  if (verifier) {
+    return make_error(ErrorCode::kInvalidArgument, message + ": verifier rejected" + tail);
+  }
+  if (err == EPERM || err == EACCES) {
+    return make_error(ErrorCode::kPermission,
+                      message + " (needs root or CAP_BPF + CAP_PERFMON)" + tail);
+  }
+  if (err == ENOENT || err == ESRCH || err == EOPNOTSUPP || err == ENOTSUP || err == EINVAL) {
+    return make_error(ErrorCode::kUnsupported, message + " (kernel too old?)" + tail);
+  }
+  return make_error(ErrorCode::kIo, message + tail);
+}
+
+struct Cumulative {
+  int64_t cpu_ns = 0;
+  RunqHistogram runq;
+};
+
+}  // namespace
+
+struct SchedProbe::Impl {
+  gleaner_sched_probe* skel = nullptr;
+  int stats_fd = -1;
+  int ncpus = 0;
+  std::map<uint64_t, std::string> dirs;
+  std::map<uint64_t, Cumulative> previous;
+  int64_t previous_ns = 0;
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> previous_costs;  // id -> time, count
+  int64_t previous_costs_ns = 0;
+
+  ~Impl() {
+    if (skel != nullptr) gleaner_sched_probe__destroy(skel);  // detaches, closes, frees
+    if (stats_fd >= 0) ::close(stats_fd);
+  }
+  [[nodiscard]] std::vector<bpf_program*> programs() const {
+    return {skel->progs.gleaner_wakeup, skel->progs.gleaner_wakeup_new, skel->progs.gleaner_switch};
+  }
+  Result<std::map<uint64_t, Cumulative>> read_cumulative(int64_t now_ns) const;
+  [[nodiscard]] uint64_t read_dropped() const;
+};
+
+namespace {
+
+Result<std::unique_ptr<SchedProbe::Impl>> load(const SchedProbeOptions& options) {
+  struct stat st {};
+  if (::stat(kBtfPath, &st) != 0) {
+    return make_error(ErrorCode::kUnsupported, std::string("sched probe: no kernel BTF at ") +
+                                                   kBtfPath + " (CONFIG_DEBUG_INFO_BTF off?)");
+  }
+  bool v1 = false;
+  if (options.v1_cpu_controller) {
+    v1 = *options.v1_cpu_controller;
+  } else {
+    auto version = cgroup::detect_version(options.cgroup_root);
+    if (!version) return version.error();
+    v1 = *version != cgroup::CgroupVersion::kV2;
+  }
+  libbpf_set_print(libbpf_print);
+  take_log_tail();
+
+  auto impl = std::make_unique<SchedProbe::Impl>();
+  impl->ncpus = libbpf_num_possible_cpus();
+  if (impl->ncpus <= 0) return probe_error("count CPUs", impl->ncpus);
+  impl->skel = gleaner_sched_probe__open();
+  if (impl->skel == nullptr) return probe_error("open", errno);
+  impl->skel->rodata->track_all = options.track_all;
+  impl->skel->rodata->v1_cpu_controller = v1;
+  if (int err = gleaner_sched_probe__load(impl->skel); err != 0) return probe_error("load", err);
+  if (options.enable_stats) {
+    impl->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    if (impl->stats_fd < 0) return probe_error("enable stats", impl->stats_fd);
+  }
+  if (int err = gleaner_sched_probe__attach(impl->skel); err != 0) {
+    return probe_error("attach", err);
+  }
+  impl->previous_ns = monotonic_ns();
+  impl->previous_costs_ns = impl->previous_ns;
+  spdlog::info("sched probe attached ({} cgroups, {})", options.track_all ? "all" : "registered",
+               v1 ? "cpu controller" : "default hierarchy");
+  return impl;
+}
+
+}  // namespace
+
+Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative(int64_t now_ns) const {
+  std::map<uint64_t, Cumulative> out;
+  std::vector<gleaner_cgroup_stats> values(static_cast<size_t>(ncpus));
+  int fd = bpf_map__fd(skel->maps.stats);
+  uint64_t key = 0;
+  uint64_t next = 0;
+  const void* prev_key = nullptr;
+  while (bpf_map_get_next_key(fd, prev_key, &next) == 0) {
+    key = next;
+    prev_key = &key;
+    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;  // deleted meanwhile
+    Cumulative& c = out[key];
+    for (const auto& v : values) {
+      c.cpu_ns += static_cast<int64_t>(v.cpu_ns);
+      c.runq.count += v.runq_count;
+      c.runq.sum_ns += v.runq_sum_ns;
+      for (size_t i = 0; i < c.runq.slots.size(); ++i)
+        c.runq.slots[i] += v.runq_slots[i];
+    }
+  }
+  // Time in flight: read after the totals, so a switch in between undercounts now and is
+  // caught up next time instead of being counted twice.
+  std::vector<gleaner_cpu_slot> slots(static_cast<size_t>(ncpus));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.running), &zero, slots.data()) != 0) {
+    return errno_error(errno, "read running slots");
+  }
+  for (const auto& s : slots) {
+    int64_t since = static_cast<int64_t>(s.since_ns);
+    if (s.cgroup_id != 0 && since != 0 && now_ns > since) out[s.cgroup_id].cpu_ns += now_ns - since;
+  }
+  return out;
+}
+
+uint64_t SchedProbe::Impl::read_dropped() const {
+  std::vector<uint64_t> values(static_cast<size_t>(ncpus));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.dropped), &zero, values.data()) != 0) return 0;
+  uint64_t sum = 0;
+  for (uint64_t v : values)
+    sum += v;
+  return sum;
+}
+
+Result<std::unique_ptr<SchedProbe>> SchedProbe::open(const SchedProbeOptions& options) {
+  auto impl = load(options);
+  if (!impl) {
+    static std::atomic<bool> logged{false};
+    if (!logged.exchange(true)) {
+      spdlog::warn("eBPF sched probe unavailable, running without it: {}", impl.error().describe());
+    }
+    return impl.error();
+  }
+  return std::unique_ptr<SchedProbe>(new SchedProbe(std::move(*impl)));
+}
+
+SchedProbe::SchedProbe(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SchedProbe::~SchedProbe() = default;
+
+Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
+  struct stat st {};
+  if (::stat(cgroup_dir.c_str(), &st) != 0) return errno_error(errno, "track " + cgroup_dir);
+  if (!S_ISDIR(st.st_mode)) {
+    return make_error(ErrorCode::kInvalidArgument, "track " + cgroup_dir + ": not a directory");
+  }
+  // On 64-bit kernels a cgroup directory's inode number is its kernfs node id.
+  uint64_t id = st.st_ino;
+  uint8_t one = 1;
+  if (bpf_map_update_elem(bpf_map__fd(impl_->skel->maps.tracked), &id, &one, BPF_ANY) != 0) {
+    return errno_error(errno, "track " + cgroup_dir);
+  }
+  impl_->dirs[id] = cgroup_dir;
+  return id;
+}
+
+Status SchedProbe::untrack(const std::string& cgroup_dir) {
+  for (auto it = impl_->dirs.begin(); it != impl_->dirs.end(); ++it) {
+    if (it->second != cgroup_dir) continue;
+    uint64_t id = it->first;
+    bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.tracked), &id);
+    bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.stats), &id);
+    impl_->previous.erase(id);
+    impl_->dirs.erase(it);
+    return ok_status();
+  }
+  return make_error(ErrorCode::kNotFound, "untrack " + cgroup_dir + ": not tracked");
+}
+
+Result<SchedInterval> SchedProbe::sample() {
+  int64_t now = monotonic_ns();
+  auto current = impl_->read_cumulative(now);
+  if (!current) return current.error();
+  SchedInterval interval;
+  interval.elapsed = std::chrono::nanoseconds(now - impl_->previous_ns);
+  interval.dropped_events = impl_->read_dropped();
+  for (const auto& [id, dir] : impl_->dirs)
+    (*current)[id];  // registered cgroups appear even when idle
+  for (const auto& [id, c] : *current) {
+    CgroupSchedSample s;
+    s.cgroup_id = id;
+    auto dir = impl_->dirs.find(id);
+    if (dir != impl_->dirs.end()) s.dir = dir->second;
+    auto before = impl_->previous.find(id);
+    if (before == impl_->previous.end()) {
+      s.cpu_ns = c.cpu_ns;
+      s.runq = c.runq;
+    } else {
+      s.cpu_ns = std::max<int64_t>(0, c.cpu_ns - before->second.cpu_ns);
+      s.runq = histogram_delta(c.runq, before->second.runq);
+    }
+    s.runq_p50_ns = histogram_quantile_ns(s.runq, 0.50);
+    s.runq_p99_ns = histogram_quantile_ns(s.runq, 0.99);
+    interval.cgroups.push_back(std::move(s));
+  }
+  impl_->previous = std::move(*current);
+  impl_->previous_ns = now;
+  return interval;
+}
+
+Result<std::vector<ProgramCost>> SchedProbe::program_costs() {
+  int64_t now = monotonic_ns();
+  double seconds = static_cast<double>(now - impl_->previous_costs_ns) / 1e9;
+  std::vector<ProgramCost> out;
+  for (bpf_program* prog : impl_->programs()) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) != 0) {
+      return errno_error(errno, std::string("program info of ") + bpf_program__name(prog));
+    }
+    ProgramCost cost;
+    cost.name = bpf_program__name(prog);
+    cost.id = info.id;
+    cost.run_time_ns = info.run_time_ns;
+    cost.run_count = info.run_cnt;
+    auto [time_before, count_before] = impl_->previous_costs[info.id];
+    uint64_t events = info.run_cnt - count_before;
+    if (events > 0) {
+      cost.ns_per_event =
+          static_cast<double>(info.run_time_ns - time_before) / static_cast<double>(events);
+    }
+    if (seconds > 0) cost.events_per_sec = static_cast<double>(events) / seconds;
+    impl_->previous_costs[info.id] = {info.run_time_ns, info.run_cnt};
+    out.push_back(std::move(cost));
+  }
+  impl_->previous_costs_ns = now;
+  return out;
+}
+
+bool SchedProbe::stats_enabled() const {
+  return impl_->stats_fd >= 0;
+}
+
+std::vector<uint32_t> SchedProbe::program_ids() const {
+  std::vector<uint32_t> ids;
+  for (bpf_program* prog : impl_->programs()) {
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) ids.push_back(info.id);
+  }
+  return ids;
+}
+
+bool sched_probe_built() {
+  return true;
+}
+std::string sched_probe_build_reason() {
+  return "built with eBPF";
+}
+
+}  // namespace gleaner::agent::bpf
+
+#endif

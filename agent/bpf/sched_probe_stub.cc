@@ -1,0 +1,51 @@
+// The probe when the build host could not compile the BPF programs (see
+// cmake/GleanerBpf.cmake): every open() reports why, and the agent runs without it.
+#if !GLEANER_HAVE_BPF
+
+#include "agent/bpf/sched_probe.h"
+
+#ifndef GLEANER_BPF_UNAVAILABLE_REASON
+#define GLEANER_BPF_UNAVAILABLE_REASON "built without eBPF"
+#endif
+
+namespace gleaner::agent::bpf {
+
+struct SchedProbe::Impl {};
+
+Result<std::unique_ptr<SchedProbe>> SchedProbe::open(const SchedProbeOptions&) {
+  return make_error(ErrorCode::kUnsupported,
+                    std::string("unavailable: ") + GLEANER_BPF_UNAVAILABLE_REASON);
+}
+
+SchedProbe::SchedProbe(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SchedProbe::~SchedProbe() = default;
+
+Result<uint64_t> SchedProbe::track(const std::string&) {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+Status SchedProbe::untrack(const std::string&) {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+Result<SchedInterval> SchedProbe::sample() {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+Result<std::vector<ProgramCost>> SchedProbe::program_costs() {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+bool SchedProbe::stats_enabled() const {
+  return false;
+}
+std::vector<uint32_t> SchedProbe::program_ids() const {
+  return {};
+}
+
+bool sched_probe_built() {
+  return false;
+}
+std::string sched_probe_build_reason() {
+  return GLEANER_BPF_UNAVAILABLE_REASON;
+}
+
+}  // namespace gleaner::agent::bpf
+
+#endif
