@@ -1,0 +1,65 @@
+#include "scheduler/server/api_routes.h"
+
+namespace gleaner::scheduler::server {
+
+namespace {
+
+HttpReply json_reply(unsigned status, const Json& doc) {
+  return HttpReply{status, "application/json", doc.dump() + "\n"};
+}
+
+HttpReply error_reply(unsigned status, const std::string& reason, const std::string& message) {
+  return json_reply(status, Json{{"error", reason}, {"message", message}});
+}
+
+}  // namespace
+
+bool ApiRoutes::is_report_path(std::string_view target) {
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  return path == "/api/v1/reports" || path == "/v1/reports";
+}
+
+HttpReply ApiRoutes::rejected(RejectReason reason, std::string message) {
+  metrics_.report_rejected(reason);
+  unsigned status = 400;
+  if (reason == RejectReason::kUnauthorized) status = 401;
+  if (reason == RejectReason::kTooLarge) status = 413;
+  return error_reply(status, to_string(reason), message);
+}
+
+HttpReply ApiRoutes::post_report(std::string_view authorization, std::string_view body) {
+  IngestVerdict v = validator_.check(authorization, body);
+  if (v.rejected) {
+    metrics_.report_rejected(*v.rejected);
+    return error_reply(v.status, to_string(*v.rejected), v.message);
+  }
+  if (v.duplicate) {
+    metrics_.report_duplicate();
+    return json_reply(200, Json{{"accepted", false}, {"duplicate", true}});
+  }
+  if (auto refused = live_.apply_report(*v.report)) {
+    metrics_.report_rejected(*refused);
+    return error_reply(422, to_string(*refused),
+                       "cluster '" + v.report->cluster + "' is not managed by this scheduler");
+  }
+  return json_reply(200, Json{{"accepted", true}});
+}
+
+HttpReply ApiRoutes::get(std::string_view method, std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (method != "GET" && method != "HEAD") {
+    return error_reply(405, "method_not_allowed", "only GET here (reports: POST /api/v1/reports)");
+  }
+  if (path == "/healthz") return HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/metrics") {
+    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                     metrics_.render(live_.gauges())};
+  }
+  if (path == "/api/v1/queues") return json_reply(200, live_.queues_json());
+  if (path == "/api/v1/jobs") return json_reply(200, live_.jobs_json());
+  if (path == "/api/v1/nodes") return json_reply(200, live_.nodes_json());
+  return error_reply(404, "not_found", "no such path: " + std::string(path));
+}
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,49 @@
+#pragma once
+// The scheduler's one HTTP port (Boost.Beast on the composition root's io_context):
+// report ingestion and the read-only API of api_routes.h. Per connection: keep-alive, an
+// idle timeout, a header size cap and the report body limit enforced while reading, so a
+// client can neither hold memory nor a connection indefinitely. A report without the
+// token is refused before its body is read.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "scheduler/server/api_routes.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace gleaner::scheduler::server {
+
+struct ListenAddress {
+  std::string host;  // "0.0.0.0" when the address names none
+  uint16_t port = 0;
+};
+// ":8080", "127.0.0.1:8080", "[::1]:0" (0 = any free port).
+Result<ListenAddress> parse_listen_address(std::string_view text);
+
+class HttpServer {
+ public:
+  // Binds and listens now (a taken port fails at start-up); serves once `io` runs.
+  static Result<std::unique_ptr<HttpServer>> create(boost::asio::io_context& io,
+                                                    std::string_view address, ApiRoutes& routes);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  [[nodiscard]] uint16_t port() const;
+  // Thread-safe: stops accepting and closes open connections (on the io_context).
+  void stop();
+
+  struct Impl;
+
+ private:
+  explicit HttpServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,152 @@
+#include "scheduler/server/live_metrics.h"
+
+#include <fmt/format.h>
+
+namespace gleaner::scheduler::server {
+
+namespace {
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+void single(std::string& out, const char* name, const char* type, const char* help, double value) {
+  header(out, name, type, help);
+  out += fmt::format("{} {}\n", name, value);
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), buckets_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i])
+    ++i;
+  ++buckets_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(const std::string& name, std::string& out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += buckets_[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds_[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, count_);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, sum_, name, count_);
+}
+
+LiveMetrics::LiveMetrics()
+    : admission_latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+                          600, 1800, 3600}),
+      report_lag_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}) {}
+
+void LiveMetrics::report_accepted(double lag_seconds) {
+  std::lock_guard lock(mu_);
+  ++accepted_;
+  report_lag_.observe(lag_seconds < 0 ? 0 : lag_seconds);
+}
+void LiveMetrics::report_duplicate() {
+  std::lock_guard lock(mu_);
+  ++duplicates_;
+}
+void LiveMetrics::report_rejected(RejectReason reason) {
+  std::lock_guard lock(mu_);
+  ++rejected_[static_cast<size_t>(reason)];
+}
+void LiveMetrics::admitted(double latency_seconds) {
+  std::lock_guard lock(mu_);
+  ++placements_;
+  admission_latency_.observe(latency_seconds < 0 ? 0 : latency_seconds);
+}
+void LiveMetrics::preempted() {
+  std::lock_guard lock(mu_);
+  ++preemptions_;
+}
+void LiveMetrics::rescheduled() {
+  std::lock_guard lock(mu_);
+  ++reschedules_;
+}
+void LiveMetrics::bind_result(bool ok) {
+  std::lock_guard lock(mu_);
+  ++(ok ? binds_ok_ : binds_failed_);
+}
+void LiveMetrics::node_status_patch(bool ok) {
+  std::lock_guard lock(mu_);
+  ++(ok ? patches_ok_ : patches_failed_);
+}
+void LiveMetrics::event_emitted() {
+  std::lock_guard lock(mu_);
+  ++events_;
+}
+
+uint64_t LiveMetrics::reports_accepted() const {
+  std::lock_guard lock(mu_);
+  return accepted_;
+}
+uint64_t LiveMetrics::reports_rejected(RejectReason reason) const {
+  std::lock_guard lock(mu_);
+  return rejected_[static_cast<size_t>(reason)];
+}
+uint64_t LiveMetrics::placements() const {
+  std::lock_guard lock(mu_);
+  return placements_;
+}
+
+std::string LiveMetrics::render(const StateGauges& g) const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  header(out, "gleaner_scheduler_jobs", "gauge", "Spark jobs known to the scheduler by phase.");
+  out += fmt::format("gleaner_scheduler_jobs{{phase=\"pending\"}} {}\n", g.pending_jobs);
+  out += fmt::format("gleaner_scheduler_jobs{{phase=\"admitted\"}} {}\n", g.admitted_jobs);
+  out += fmt::format("gleaner_scheduler_jobs{{phase=\"running\"}} {}\n", g.running_jobs);
+  single(out, "gleaner_scheduler_pending_jobs", "gauge", "Jobs waiting in their queues.",
+         static_cast<double>(g.pending_jobs));
+  header(out, "gleaner_scheduler_nodes", "gauge", "Nodes by report health.");
+  for (const char* h : {"fresh", "stale", "degraded"}) {
+    auto it = g.nodes_by_health.find(h);
+    out += fmt::format("gleaner_scheduler_nodes{{health=\"{}\"}} {}\n", h,
+                       it == g.nodes_by_health.end() ? 0 : it->second);
+  }
+  header(out, "gleaner_scheduler_admission_latency_seconds", "histogram",
+         "Time from a job's driver pod being seen to its admission.");
+  admission_latency_.render("gleaner_scheduler_admission_latency_seconds", out);
+  single(out, "gleaner_scheduler_placements_total", "counter", "Jobs admitted (gangs placed).",
+         static_cast<double>(placements_));
+  single(out, "gleaner_scheduler_preemptions_total", "counter",
+         "Jobs preempted to reclaim borrowed quota.", static_cast<double>(preemptions_));
+  single(out, "gleaner_scheduler_reschedules_total", "counter",
+         "Jobs sent back to their queue (driver start timeout, lost pods).",
+         static_cast<double>(reschedules_));
+  header(out, "gleaner_scheduler_report_lag_seconds", "histogram",
+         "Age of a node report's sample when the scheduler accepted it.");
+  report_lag_.render("gleaner_scheduler_report_lag_seconds", out);
+  single(out, "gleaner_scheduler_reports_accepted_total", "counter", "Node reports applied.",
+         static_cast<double>(accepted_));
+  single(out, "gleaner_scheduler_reports_duplicate_total", "counter",
+         "Retried node reports answered without applying them again.",
+         static_cast<double>(duplicates_));
+  header(out, "gleaner_scheduler_reports_rejected_total", "counter",
+         "Node reports refused, by reason.");
+  for (int i = 0; i < kRejectReasonCount; ++i) {
+    out += fmt::format("gleaner_scheduler_reports_rejected_total{{reason=\"{}\"}} {}\n",
+                       to_string(static_cast<RejectReason>(i)), rejected_[static_cast<size_t>(i)]);
+  }
+  header(out, "gleaner_scheduler_bindings_total", "counter", "pods/binding calls by result.");
+  out += fmt::format("gleaner_scheduler_bindings_total{{result=\"ok\"}} {}\n", binds_ok_);
+  out += fmt::format("gleaner_scheduler_bindings_total{{result=\"error\"}} {}\n", binds_failed_);
+  header(out, "gleaner_scheduler_node_status_patches_total", "counter",
+         "Node status patches of the batch resources by result.");
+  out +=
+      fmt::format("gleaner_scheduler_node_status_patches_total{{result=\"ok\"}} {}\n", patches_ok_);
+  out += fmt::format("gleaner_scheduler_node_status_patches_total{{result=\"error\"}} {}\n",
+                     patches_failed_);
+  single(out, "gleaner_scheduler_events_total", "counter", "Events written on pods.",
+         static_cast<double>(events_));
+  return out;
+}
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,77 @@
+#pragma once
+// The live scheduler's Prometheus metrics, rendered in the text exposition format by
+// hand: a dozen families do not need a client library, and only `reporter` names
+// prometheus-cpp types (DESIGN.md). Thread-safe; every family has bounded labels.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "scheduler/server/report_ingest.h"
+
+namespace gleaner::scheduler::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // Appends the _bucket/_sum/_count lines of family `name`.
+  void render(const std::string& name, std::string& out) const;
+  [[nodiscard]] uint64_t count() const { return count_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> buckets_;  // cumulative at render time, per-bucket here
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Gauges computed from the scheduler's state when /metrics is scraped.
+struct StateGauges {
+  int64_t pending_jobs = 0;
+  int64_t admitted_jobs = 0;
+  int64_t running_jobs = 0;
+  std::map<std::string, int64_t> nodes_by_health;  // fresh / stale / degraded
+};
+
+class LiveMetrics {
+ public:
+  LiveMetrics();
+
+  void report_accepted(double lag_seconds);
+  void report_duplicate();
+  void report_rejected(RejectReason reason);
+  void admitted(double latency_seconds);
+  void preempted();
+  void rescheduled();
+  void bind_result(bool ok);
+  void node_status_patch(bool ok);
+  void event_emitted();
+
+  [[nodiscard]] uint64_t reports_accepted() const;
+  [[nodiscard]] uint64_t reports_rejected(RejectReason reason) const;
+  [[nodiscard]] uint64_t placements() const;
+
+  [[nodiscard]] std::string render(const StateGauges& gauges) const;
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t accepted_ = 0;
+  uint64_t duplicates_ = 0;
+  std::array<uint64_t, kRejectReasonCount> rejected_{};
+  uint64_t placements_ = 0;
+  uint64_t preemptions_ = 0;
+  uint64_t reschedules_ = 0;
+  uint64_t binds_ok_ = 0;
+  uint64_t binds_failed_ = 0;
+  uint64_t patches_ok_ = 0;
+  uint64_t patches_failed_ = 0;
+  uint64_t events_ = 0;
+  Histogram admission_latency_;
+  Histogram report_lag_;
+};
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,436 @@
+#include "scheduler/server/live_scheduler.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace gleaner::scheduler::server {
+
+namespace {
+
+// Core node names are "cluster/node": member clusters may reuse node names.
+std::string core_name(const std::string& cluster, const std::string& node) {
+  return cluster + "/" + node;
+}
+
+bool terminal(const std::string& phase) {
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LiveScheduler>> LiveScheduler::create(LiveOptions options,
+                                                             const std::vector<QueueSpec>& queues,
+                                                             const Clock& clock,
+                                                             LiveMetrics& metrics) {
+  auto tree = QuotaTree::build(queues);
+  if (!tree) return tree.error();
+  ClusterState clusters;
+  for (const auto& c : options.clusters)
+    clusters.add_cluster(c);
+  Scheduler core(options.policy, std::move(*tree), std::move(clusters));
+  return std::unique_ptr<LiveScheduler>(
+      new LiveScheduler(std::move(options), std::move(core), clock, metrics));
+}
+
+LiveScheduler::LiveScheduler(LiveOptions options, Scheduler core, const Clock& clock,
+                             LiveMetrics& metrics)
+    : options_(std::move(options)), clock_(clock), metrics_(metrics), core_(std::move(core)) {}
+
+void LiveScheduler::set_sinks(ActionSink actions, NodeSink nodes) {
+  std::lock_guard lock(mu_);
+  actions_ = std::move(actions);
+  nodes_ = std::move(nodes);
+}
+
+int64_t LiveScheduler::now_s() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
+      .count();
+}
+
+double LiveScheduler::steady_s() const {
+  return std::chrono::duration<double>(clock_.now().time_since_epoch()).count();
+}
+
+std::optional<std::string> LiveScheduler::cluster_of(const std::string& reported) const {
+  if (options_.clusters.empty()) return reported.empty() ? kDefaultCluster : reported;
+  // One managed cluster: agents that do not name theirs belong to it.
+  if (reported.empty() && options_.clusters.size() == 1) return options_.clusters.front();
+  for (const auto& c : options_.clusters)
+    if (c == reported) return c;
+  return std::nullopt;
+}
+
+std::optional<NodeId> LiveScheduler::core_node(const std::string& cluster,
+                                               const std::string& node) const {
+  return core_.clusters().find_node(core_name(cluster, node));
+}
+
+std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeReport& report) {
+  std::lock_guard lock(mu_);
+  auto cluster = cluster_of(report.cluster);
+  if (!cluster) return RejectReason::kUnknownCluster;
+  const int64_t now = now_s();
+  Resources batch;
+  if (report.batch_allocatable) {
+    batch =
+        Resources{report.batch_allocatable->cpu_millicores, report.batch_allocatable->memory_bytes};
+  }
+  const std::string name = core_name(*cluster, report.node);
+  if (auto id = core_.clusters().find_node(name)) {
+    auto decisions = core_.report_node(*id, batch, now);
+    if (decisions) handle(*decisions);
+  } else {
+    NodeInfo info{name, *cluster, {{kClusterLabel, *cluster}}, batch};
+    if (auto added = core_.clusters().upsert_node(info, now); !added) {
+      spdlog::warn("report for node {}: {}", report.node, added.error().message);
+      return RejectReason::kUnknownCluster;
+    }
+    // Pods bound there before the node's first report now take their room.
+    for (auto& [uid, t] : pods_)
+      if (t.view.cluster == *cluster && t.view.node == report.node) track_loose(t);
+  }
+  const double lag_ms = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch())
+          .count() -
+      report.timestamp_unix_ms);
+  metrics_.report_accepted(lag_ms / 1000.0);
+  if (nodes_) {
+    std::optional<Resources> publish;
+    if (report.batch_allocatable) publish = batch;
+    nodes_(NodeBatch{*cluster, report.node, publish});
+  }
+  return std::nullopt;
+}
+
+void LiveScheduler::track_loose(Tracked& t) {
+  // Only pods bound outside our jobs: theirs is room nobody else may place into.
+  if (t.loose_node || t.deleting || !t.gang.empty() || t.view.node.empty() ||
+      terminal(t.view.phase)) {
+    return;
+  }
+  if (t.view.ours == false && t.view.request == Resources{}) return;
+  auto id = core_node(t.view.cluster, t.view.node);
+  if (!id) return;
+  core_.clusters().acquire(*id, t.view.request, false);
+  t.loose_node = id;
+  t.loose_amount = t.view.request;
+}
+
+void LiveScheduler::release_loose(Tracked& t) {
+  if (!t.loose_node) return;
+  core_.clusters().release(*t.loose_node, t.loose_amount, false);
+  t.loose_node.reset();
+}
+
+void LiveScheduler::observe_pod(const PodView& pod) {
+  if (terminal(pod.phase)) return forget_pod(pod);
+  std::lock_guard lock(mu_);
+  Tracked& t = pods_[pod.uid];
+  const bool was_bound = !t.view.node.empty();
+  t.view = pod;
+  if (!t.gang.empty()) {
+    auto g = gangs_.find(t.gang);
+    if (g != gangs_.end() && g->second.job && t.index >= 0 && !pod.node.empty() &&
+        pod.phase == "Running") {
+      core_.pod_running(*g->second.job, t.index, now_s());
+    }
+    if (g != gangs_.end() && t.index < 0 && pod.node.empty()) observe_ours_unbound(t);
+    return;
+  }
+  if (!pod.node.empty()) {
+    if (!was_bound || !t.loose_node) track_loose(t);
+    return;
+  }
+  if (pod.ours) observe_ours_unbound(t);
+}
+
+void LiveScheduler::observe_ours_unbound(Tracked& t) {
+  const PodView& v = t.view;
+  const std::string gang_name = v.gang.empty() ? v.name : v.gang;
+  const std::string key = v.cluster + "/" + v.ns + "/" + gang_name;
+  Gang& g = gangs_[key];
+  if (g.key.empty()) {
+    g.key = key;
+    g.cluster = v.cluster;
+    g.ns = v.ns;
+    g.name = gang_name;
+    g.first_seen = steady_s();
+  }
+  t.gang = key;
+  switch (v.role) {
+    case PodRole::kExecutor:
+      g.waiting.insert(v.uid);
+      if (g.job) attach_waiting(g);
+      return;
+    case PodRole::kMember: {
+      g.pod_group = true;
+      g.min_available = std::max(g.min_available, v.min_available);
+      g.waiting.insert(v.uid);
+      if (g.job || static_cast<int>(g.waiting.size()) < std::max(1, g.min_available)) return;
+      // Pod 0 is the first member by name; the others share the largest member's size.
+      std::vector<Tracked*> members;
+      for (const auto& uid : g.waiting)
+        members.push_back(&pods_[uid]);
+      std::sort(members.begin(), members.end(),
+                [](const Tracked* a, const Tracked* b) { return a->view.name < b->view.name; });
+      GangShape shape{members[0]->view.request, {}, static_cast<int>(members.size()) - 1};
+      for (size_t i = 1; i < members.size(); ++i) {
+        shape.executor.cpu_milli =
+            std::max(shape.executor.cpu_milli, members[i]->view.request.cpu_milli);
+        shape.executor.memory_bytes =
+            std::max(shape.executor.memory_bytes, members[i]->view.request.memory_bytes);
+      }
+      for (size_t i = 0; i < members.size(); ++i) {
+        members[i]->index = static_cast<int>(i);
+        g.members[static_cast<int>(i)] = members[i]->view.uid;
+        g.waiting.erase(members[i]->view.uid);
+      }
+      submit(g, shape, v.priority, v.queue);
+      return;
+    }
+    case PodRole::kDriver:
+    case PodRole::kNone: {
+      auto driver = g.members.find(0);
+      if (driver != g.members.end() && driver->second != v.uid) {
+        event(t, "GleanerDuplicateDriver", "application already has driver pod", true);
+        return;
+      }
+      if (g.job && core_.job(*g.job).phase == JobPhase::kPending) {
+        // A re-created driver of a reclaimed application keeps its place in the queue.
+        t.index = 0;
+        g.members[0] = v.uid;
+        return;
+      }
+      if (g.job) return;
+      GangShape shape{v.request, {}, 0};
+      if (v.role == PodRole::kDriver) {
+        if (!v.shape) {
+          event(t, "GleanerWaiting", v.waiting_for, false);
+          t.gang.clear();
+          return;
+        }
+        shape = *v.shape;
+      }
+      t.index = 0;
+      g.members[0] = v.uid;
+      submit(g, shape, v.priority, v.queue);
+      return;
+    }
+  }
+}
+
+void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
+                           const std::string& queue) {
+  JobSpec spec;
+  spec.name = g.key + "#" + std::to_string(++g.generation);
+  spec.queue = queue;
+  spec.priority = priority;
+  spec.submit_time = now_s();
+  spec.driver = shape.driver;
+  spec.executor = shape.executor;
+  spec.executors = shape.executors;
+  spec.node_selector = {{kClusterLabel, g.cluster}};
+  auto id = core_.submit(spec);
+  if (!id) {
+    if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
+    return;
+  }
+  g.job = *id;
+  job_gang_[*id] = g.key;
+}
+
+LiveScheduler::Tracked* LiveScheduler::driver_of(Gang& g) {
+  auto it = g.members.find(0);
+  if (it == g.members.end()) return nullptr;
+  auto p = pods_.find(it->second);
+  return p == pods_.end() ? nullptr : &p->second;
+}
+
+void LiveScheduler::attach_waiting(Gang& g) {
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
+  for (auto it = g.waiting.begin(); it != g.waiting.end();) {
+    int index = -1;
+    for (int i = 1; i <= j.spec.executors; ++i) {
+      if (!g.members.contains(i)) {
+        index = i;
+        break;
+      }
+    }
+    Tracked& t = pods_[*it];
+    if (index < 0) {
+      event(t, "GleanerBeyondGang", "the application's gang has no room left for this pod", true);
+      ++it;
+      continue;
+    }
+    t.index = index;
+    g.members[index] = *it;
+    it = g.waiting.erase(it);
+    bind_member(g, index);
+  }
+}
+
+void LiveScheduler::bind_member(Gang& g, int index) {
+  Tracked& t = pods_[g.members[index]];
+  NodeId node = 0;
+  if (index == 0) {
+    node = core_.job(*g.job).pods[0].node;
+  } else {
+    auto placed = core_.bind_executor(*g.job, index, now_s());
+    if (!placed) {
+      event(t, "GleanerNoRoom", placed.error().message, true);
+      return;
+    }
+    node = *placed;
+  }
+  const std::string& full = core_.clusters().node(node).name;
+  Action a{ActionKind::kBind, g.cluster,  t.view.ns,
+           t.view.name,       t.view.uid, full.substr(full.find('/') + 1)};
+  if (actions_) actions_(std::move(a));
+}
+
+void LiveScheduler::event(Tracked& t, const std::string& reason, const std::string& message,
+                          bool warning) {
+  if (t.last_event == reason + message) return;
+  t.last_event = reason + message;
+  metrics_.event_emitted();
+  if (!actions_) return;
+  Action a{ActionKind::kEvent, t.view.cluster, t.view.ns, t.view.name, t.view.uid};
+  a.reason = reason;
+  a.message = message;
+  a.warning = warning;
+  actions_(std::move(a));
+}
+
+void LiveScheduler::forget_pod(const PodView& pod) {
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(pod.uid);
+  if (it == pods_.end()) return;
+  Tracked t = std::move(it->second);
+  pods_.erase(it);
+  release_loose(t);
+  auto g = gangs_.find(t.gang);
+  if (g == gangs_.end()) return;
+  Gang& gang = g->second;
+  gang.waiting.erase(pod.uid);
+  if (auto m = gang.members.find(t.index); m != gang.members.end() && m->second == pod.uid) {
+    gang.members.erase(m);
+  }
+  if (gang.job && t.index >= 0) {
+    const Job& j = core_.job(*gang.job);
+    const bool active = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
+    if (t.index == 0 && active) {
+      // The driver is gone (finished, failed or deleted): so is the application.
+      core_.complete(*gang.job, now_s());
+    } else if (active && pod.phase != "Succeeded") {
+      handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
+    }
+  }
+  if (gang.members.empty() && gang.waiting.empty() &&
+      (!gang.job || core_.job(*gang.job).phase == JobPhase::kCompleted)) {
+    if (gang.job) job_gang_.erase(*gang.job);
+    gangs_.erase(g);
+  }
+}
+
+void LiveScheduler::bind_done(const std::string& cluster, const std::string& uid,
+                              const Status& result) {
+  metrics_.bind_result(result.ok());
+  if (result.ok()) return;
+  std::lock_guard lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.view.cluster != cluster) return;
+  auto g = gangs_.find(it->second.gang);
+  if (g == gangs_.end() || !g->second.job) return;
+  const Job& j = core_.job(*g->second.job);
+  if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {
+    handle({core_.lose_pod(
+        *g->second.job, now_s(),
+        "binding pod " + it->second.view.name + " failed: " + result.error().message)});
+  }
+}
+
+void LiveScheduler::tick() {
+  std::lock_guard lock(mu_);
+  const int64_t now = now_s();
+  for (NodeId id : core_.clusters().refresh_health(now, options_.staleness)) {
+    const Node& n = core_.clusters().node(id);
+    if (n.health != NodeHealth::kDegraded || !nodes_) continue;
+    const auto slash = n.name.find('/');
+    nodes_(NodeBatch{n.name.substr(0, slash), n.name.substr(slash + 1), std::nullopt});
+  }
+  handle(core_.check_timeouts(now));
+  handle(core_.schedule(now));
+  emit_pending_events();
+}
+
+void LiveScheduler::handle(const std::vector<Decision>& decisions) {
+  for (const Decision& d : decisions) {
+    auto key = job_gang_.find(d.job);
+    if (key == job_gang_.end()) continue;
+    Gang& g = gangs_[key->second];
+    switch (d.kind) {
+      case DecisionKind::kAdmit:
+        if (!g.members.contains(0)) {
+          // Its driver pod is gone (reclaimed, deleted): nothing to bind, free the room.
+          core_.complete(d.job, now_s());
+          break;
+        }
+        metrics_.admitted(steady_s() - g.first_seen);
+        bind_member(g, 0);
+        for (const auto& [index, uid] : g.members)
+          if (index > 0) bind_member(g, index);
+        attach_waiting(g);
+        break;
+      case DecisionKind::kPreempt:
+        metrics_.preempted();
+        reclaim(g, d);
+        break;
+      case DecisionKind::kReschedule:
+        metrics_.rescheduled();
+        reclaim(g, d);
+        break;
+      case DecisionKind::kUnschedulable:
+      case DecisionKind::kReservationExpired:
+        break;  // pending reasons are written by emit_pending_events
+    }
+  }
+}
+
+void LiveScheduler::reclaim(Gang& g, const Decision& d) {
+  // Bound pods cannot move: the job's pods are deleted and its driver, when its owner
+  // re-creates it, takes the job's place in the queue again.
+  if (Tracked* driver = driver_of(g)) {
+    event(*driver, d.kind == DecisionKind::kPreempt ? "GleanerPreempted" : "GleanerRescheduled",
+          d.reason, true);
+  }
+  for (const auto& [index, uid] : g.members) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    p->second.index = -1;
+    p->second.gang.clear();
+    p->second.deleting = true;
+    if (actions_) {
+      actions_(Action{ActionKind::kDelete, g.cluster, p->second.view.ns, p->second.view.name, uid});
+    }
+  }
+  g.members.clear();
+  g.first_seen = steady_s();
+  g.last_event.clear();
+}
+
+void LiveScheduler::emit_pending_events() {
+  for (auto& [key, g] : gangs_) {
+    if (!g.job) continue;
+    const Job& j = core_.job(*g.job);
+    if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) continue;
+    Tracked* d = driver_of(g);
+    if (d == nullptr) continue;
+    g.last_event = j.reason;
+    event(*d, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
+          j.unschedulable);
+  }
+}
+
+}  // namespace gleaner::scheduler::server

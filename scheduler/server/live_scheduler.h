@@ -1,0 +1,172 @@
+#pragma once
+// The live loop's state around the pure core: it turns node reports and pod events into
+// core calls, and the core's decisions into actions (bind a pod, delete pods, write an
+// Event, publish a node's batch resources) handed to sinks the composition root wires to
+// the Kubernetes glue. Thread-safe: the HTTP server, the informers' threads and the
+// scheduling timer all call in; one mutex guards everything, and sinks must only queue
+// (never call back in). Time comes from the injected clock: the core gets whole seconds of
+// wall time, latency metrics use the steady clock.
+//
+// Gangs: a Spark driver (its SparkApplication gives the executor count and sizes), a
+// pod group (pod-group.scheduling.sigs.k8s.io/name + min-available), or a lone pod of
+// ours. Each gang is one core job, pinned to the cluster its pods were created in through
+// the node label gleaner.io/cluster (pods cannot move between clusters).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/json_util.h"
+#include "common/result.h"
+#include "reporter/wire/node_report.h"
+#include "scheduler/core/scheduler.h"
+#include "scheduler/server/live_metrics.h"
+
+namespace gleaner::scheduler::server {
+
+inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
+inline constexpr const char* kDefaultCluster = "default";
+
+enum class PodRole { kNone, kDriver, kExecutor, kMember };
+
+// A gang's size as its owner (a SparkApplication) declares it.
+struct GangShape {
+  Resources driver;
+  Resources executor;
+  int executors = 0;
+};
+
+// What the live loop needs from a pod; scheduler/kube builds it from the Pod object.
+struct PodView {
+  std::string cluster;
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node;   // spec.nodeName, "" while unbound
+  std::string phase;  // status.phase
+  bool ours = false;  // spec.schedulerName is this scheduler
+  PodRole role = PodRole::kNone;
+  std::string gang;  // application or pod-group name within the namespace
+  int min_available = 0;
+  Resources request;  // batch resources, else cpu/memory requests
+  int32_t priority = 0;
+  std::string queue;
+  std::optional<GangShape> shape;  // drivers: from the SparkApplication, when known
+  std::string waiting_for;         // why the shape is unknown yet (an Event says so)
+};
+
+enum class ActionKind { kBind, kDelete, kEvent };
+struct Action {
+  ActionKind kind = ActionKind::kBind;
+  std::string cluster;
+  std::string ns;
+  std::string name;
+  std::string uid;
+  std::string node;  // kBind
+  std::string reason;
+  std::string message;
+  bool warning = false;
+};
+
+// A node's batch resources to publish on its Node status; nullopt removes the keys.
+struct NodeBatch {
+  std::string cluster;
+  std::string node;
+  std::optional<Resources> batch;
+};
+
+struct LiveOptions {
+  SchedulerPolicy policy;
+  StalenessPolicy staleness;
+  // Managed clusters; reports naming another cluster are refused. Empty: any cluster
+  // (reports-only mode), an empty name meaning "default".
+  std::vector<std::string> clusters;
+};
+
+class LiveScheduler {
+ public:
+  using ActionSink = std::function<void(Action)>;
+  using NodeSink = std::function<void(NodeBatch)>;
+
+  static Result<std::unique_ptr<LiveScheduler>> create(LiveOptions options,
+                                                       const std::vector<QueueSpec>& queues,
+                                                       const Clock& clock, LiveMetrics& metrics);
+  void set_sinks(ActionSink actions, NodeSink nodes);
+
+  // An accepted report; kUnknownCluster when it names a cluster not managed here.
+  std::optional<RejectReason> apply_report(const reporter::NodeReport& report);
+  void observe_pod(const PodView& pod);
+  // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
+  void forget_pod(const PodView& pod);
+  void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
+  // Node health, timeouts and one scheduling pass.
+  void tick();
+
+  [[nodiscard]] Json queues_json() const;
+  [[nodiscard]] Json jobs_json() const;
+  [[nodiscard]] Json nodes_json() const;
+  [[nodiscard]] StateGauges gauges() const;
+
+ private:
+  struct Gang {
+    std::string key;  // cluster/namespace/name
+    std::string cluster;
+    std::string ns;
+    std::string name;
+    bool pod_group = false;
+    int min_available = 0;
+    std::optional<JobId> job;
+    int generation = 0;
+    std::map<int, std::string> members;  // core pod index -> pod uid
+    std::set<std::string> waiting;       // executors / members not in the job yet
+    double first_seen = 0;               // steady seconds, for admission latency
+    std::string last_event;
+  };
+  struct Tracked {
+    PodView view;
+    std::string gang;                  // key, "" for pods outside gangs
+    int index = -1;                    // core pod index
+    std::optional<NodeId> loose_node;  // accounted outside any job (bound elsewhere)
+    Resources loose_amount;
+    bool deleting = false;   // we asked for its deletion: its room is already released
+    std::string last_event;  // the last Event written about it, to write each only once
+  };
+
+  LiveScheduler(LiveOptions options, Scheduler core, const Clock& clock, LiveMetrics& metrics);
+  int64_t now_s() const;
+  double steady_s() const;
+  std::optional<std::string> cluster_of(const std::string& reported) const;
+  std::optional<NodeId> core_node(const std::string& cluster, const std::string& node) const;
+
+  void track_loose(Tracked& t);
+  void release_loose(Tracked& t);
+  void observe_ours_unbound(Tracked& t);
+  void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
+  void attach_waiting(Gang& g);
+  void bind_member(Gang& g, int index);
+  void handle(const std::vector<Decision>& decisions);
+  void reclaim(Gang& g, const Decision& d);
+  void event(Tracked& t, const std::string& reason, const std::string& message, bool warning);
+  Tracked* driver_of(Gang& g);
+  void emit_pending_events();
+
+  LiveOptions options_;
+  const Clock& clock_;
+  LiveMetrics& metrics_;
+  ActionSink actions_;
+  NodeSink nodes_;
+  mutable std::mutex mu_;
+  Scheduler core_;
+  std::map<std::string, Tracked> pods_;  // uid
+  std::map<std::string, Gang> gangs_;    // key
+  std::map<JobId, std::string> job_gang_;
+};
+
+}  // namespace gleaner::scheduler::server

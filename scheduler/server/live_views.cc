@@ -1,0 +1,113 @@
+// The read-only HTTP API's documents, built from the core's state under the lock.
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::server {
+
+namespace {
+
+Json amounts(const Resources& r) {
+  return Json{{"cpuMillicores", r.cpu_milli}, {"memoryBytes", r.memory_bytes}};
+}
+
+Json optional_amounts(const std::optional<Resources>& r) {
+  return r ? amounts(*r) : Json(nullptr);
+}
+
+}  // namespace
+
+Json LiveScheduler::queues_json() const {
+  std::lock_guard lock(mu_);
+  Json out = Json::array();
+  const QuotaTree& q = core_.quotas();
+  for (QueueId id = 0; id < q.size(); ++id) {
+    const Queue& queue = q.queue(id);
+    Json item{{"name", queue.name},
+              {"parent", id == QuotaTree::kRoot ? Json(nullptr) : Json(q.queue(queue.parent).name)},
+              {"min", amounts(queue.min)},
+              {"max", optional_amounts(queue.max)},
+              {"used", amounts(queue.used)},
+              {"borrowing", id != QuotaTree::kRoot && q.borrowing(id)}};
+    item["queueing"] = queue.queueing ? Json(to_string(*queue.queueing)) : Json(nullptr);
+    out.push_back(std::move(item));
+  }
+  return Json{{"queues", std::move(out)}};
+}
+
+Json LiveScheduler::jobs_json() const {
+  std::lock_guard lock(mu_);
+  Json out = Json::array();
+  for (JobId id = 0; id < core_.job_count(); ++id) {
+    const Job& j = core_.job(id);
+    Json pods = Json::array();
+    for (const PodState& p : j.pods) {
+      const bool placed = p.holds_room || p.bound;
+      pods.push_back(
+          Json{{"node", placed ? Json(core_.clusters().node(p.node).name) : Json(nullptr)},
+               {"bound", p.bound},
+               {"running", p.running}});
+    }
+    out.push_back(Json{
+        {"name", j.spec.name},
+        {"queue", core_.quotas().queue(j.queue).name},
+        {"priority", j.spec.priority},
+        {"phase", to_string(j.phase)},
+        {"reason", j.reason},
+        {"unschedulable", j.unschedulable},
+        {"cluster", j.cluster ? Json(core_.clusters().cluster_name(*j.cluster)) : Json(nullptr)},
+        {"submittedAt", j.spec.submit_time},
+        {"driver", amounts(j.spec.driver)},
+        {"executor", amounts(j.spec.executor)},
+        {"executors", j.spec.executors},
+        {"preemptions", j.preemptions},
+        {"reschedules", j.reschedules},
+        {"pods", std::move(pods)}});
+  }
+  return Json{{"jobs", std::move(out)}};
+}
+
+Json LiveScheduler::nodes_json() const {
+  std::lock_guard lock(mu_);
+  const int64_t now = now_s();
+  Json out = Json::array();
+  const ClusterState& cs = core_.clusters();
+  for (NodeId id = 0; id < cs.node_count(); ++id) {
+    const Node& n = cs.node(id);
+    const auto slash = n.name.find('/');
+    out.push_back(Json{{"name", n.name.substr(slash + 1)},
+                       {"cluster", n.name.substr(0, slash)},
+                       {"health", to_string(n.health)},
+                       {"schedulable", n.schedulable()},
+                       {"reportAgeSeconds", now - n.reported_at},
+                       {"batch", amounts(n.reported)},
+                       {"capacity", amounts(n.capacity())},
+                       {"used", amounts(n.used)},
+                       {"free", amounts(n.free())}});
+  }
+  return Json{{"nodes", std::move(out)}};
+}
+
+StateGauges LiveScheduler::gauges() const {
+  std::lock_guard lock(mu_);
+  StateGauges g;
+  for (JobId id = 0; id < core_.job_count(); ++id) {
+    switch (core_.job(id).phase) {
+      case JobPhase::kPending:
+        ++g.pending_jobs;
+        break;
+      case JobPhase::kAdmitted:
+        ++g.admitted_jobs;
+        break;
+      case JobPhase::kRunning:
+        ++g.running_jobs;
+        break;
+      case JobPhase::kCompleted:
+        break;
+    }
+  }
+  const ClusterState& cs = core_.clusters();
+  for (NodeId id = 0; id < cs.node_count(); ++id)
+    ++g.nodes_by_health[to_string(cs.node(id).health)];
+  return g;
+}
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,89 @@
+#include "scheduler/server/report_ingest.h"
+
+#include <openssl/crypto.h>
+
+namespace gleaner::scheduler::server {
+
+const char* to_string(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::kUnauthorized:
+      return "unauthorized";
+    case RejectReason::kTooLarge:
+      return "too_large";
+    case RejectReason::kMalformed:
+      return "malformed";
+    case RejectReason::kOutOfOrder:
+      return "out_of_order";
+    case RejectReason::kUnknownCluster:
+      return "unknown_cluster";
+  }
+  return "unknown";
+}
+
+namespace {
+
+IngestVerdict reject(unsigned status, RejectReason reason, std::string message) {
+  IngestVerdict v;
+  v.status = status;
+  v.rejected = reason;
+  v.message = std::move(message);
+  return v;
+}
+
+}  // namespace
+
+ReportValidator::ReportValidator(std::string token_file, std::size_t max_body_bytes)
+    : token_("", token_file),
+      auth_required_(!token_file.empty()),
+      max_body_bytes_(max_body_bytes) {}
+
+bool ReportValidator::authorized(std::string_view authorization) {
+  if (!auth_required_) return true;
+  auto token = token_.get();
+  // An unreadable or empty token file admits nobody rather than everybody.
+  if (!token || token->empty()) return false;
+  const std::string expected = "Bearer " + *token;
+  // Constant time: the comparison must not tell an attacker how much of a guess was right.
+  return authorization.size() == expected.size() &&
+         CRYPTO_memcmp(authorization.data(), expected.data(), expected.size()) == 0;
+}
+
+IngestVerdict ReportValidator::check(std::string_view authorization, std::string_view body) {
+  if (!authorized(authorization)) {
+    return reject(401, RejectReason::kUnauthorized, "missing or invalid bearer token");
+  }
+  if (body.size() > max_body_bytes_) {
+    return reject(413, RejectReason::kTooLarge,
+                  "report of " + std::to_string(body.size()) + " bytes is above the limit of " +
+                      std::to_string(max_body_bytes_));
+  }
+  auto report = reporter::parse_node_report(body);
+  if (!report) return reject(400, RejectReason::kMalformed, report.error().message);
+
+  const std::string key = report->cluster + "/" + report->node;
+  std::lock_guard lock(mu_);
+  auto it = last_.find(key);
+  if (it != last_.end()) {
+    const Last& last = it->second;
+    if (report->sequence == last.sequence && report->timestamp_unix_ms == last.timestamp_ms) {
+      IngestVerdict v;
+      v.duplicate = true;
+      return v;
+    }
+    // Sequences grow within one agent process; a restarted agent starts again from 0, so
+    // a lower sequence with a newer sample time is a new process, not a replay.
+    const bool newer_sequence = report->sequence > last.sequence;
+    const bool restarted = report->timestamp_unix_ms > last.timestamp_ms;
+    if (!newer_sequence && !restarted) {
+      return reject(409, RejectReason::kOutOfOrder,
+                    "node " + report->node + ": sequence " + std::to_string(report->sequence) +
+                        " is not after the last accepted " + std::to_string(last.sequence));
+    }
+  }
+  last_[key] = Last{report->sequence, report->timestamp_unix_ms};
+  IngestVerdict v;
+  v.report = std::move(*report);
+  return v;
+}
+
+}  // namespace gleaner::scheduler::server
