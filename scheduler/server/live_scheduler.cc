@@ -260,8 +260,24 @@ void LiveScheduler::attach_waiting(Gang& g) {
     }
     Tracked& t = pods_[*it];
     if (index < 0) {
-      event(t, "GleanerBeyondGang", "the application's gang has no room left for this pod", true);
-      ++it;
+      // Beyond the declared gang (dynamic allocation, no SparkApplication): free room in
+      // the job's cluster, accounted as a pod of its own.
+      const Labels selector{{kClusterLabel, g.cluster}};
+      auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector);
+      if (!node) {
+        event(t, "GleanerNoRoom", "no batch room left in cluster " + g.cluster, false);
+        ++it;
+        continue;
+      }
+      t.gang.clear();
+      t.loose_node = node;
+      t.loose_amount = t.view.request;
+      const std::string& full = core_.clusters().node(*node).name;
+      if (actions_) {
+        actions_(Action{ActionKind::kBind, g.cluster, t.view.ns, t.view.name, t.view.uid,
+                        full.substr(full.find('/') + 1)});
+      }
+      it = g.waiting.erase(it);
       continue;
     }
     t.index = index;

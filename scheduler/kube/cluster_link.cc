@@ -1,0 +1,215 @@
+#include "scheduler/kube/cluster_link.h"
+
+#include <spdlog/spdlog.h>
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+// How often node values are re-checked against updateTimeThresholdSeconds.
+constexpr auto kPublishSweep = std::chrono::seconds(1);
+
+}  // namespace
+
+ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
+                         server::LiveScheduler& live, server::LiveMetrics& metrics)
+    : options_(std::move(options)),
+      clock_(clock),
+      live_(live),
+      metrics_(metrics),
+      client_(options_.config, clock),
+      decider_(options_.publish) {
+  kube::InformerOptions pods;
+  pods.path = kube::pods_path("");
+  // Terminal pods hold no room; pods leaving this set arrive as deletions.
+  pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  pods.resync = options_.resync;
+  pods_ = std::make_unique<kube::Informer>(
+      client_, pods,
+      kube::InformerHandlers{[this](const Json& o) { on_pod(o, false); },
+                             [this](const Json&, const Json& o) { on_pod(o, false); },
+                             [this](const Json& o) { on_pod(o, true); }});
+  kube::InformerOptions apps;
+  apps.path = kube::spark_applications_path("");
+  apps_ = std::make_unique<kube::Informer>(
+      client_, apps,
+      kube::InformerHandlers{[this](const Json& o) { on_spark_app(o); },
+                             [this](const Json&, const Json& o) { on_spark_app(o); }, nullptr});
+}
+
+ClusterLink::~ClusterLink() {
+  stop();
+}
+
+void ClusterLink::start() {
+  apps_->start();
+  pods_->start();
+  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+}
+
+void ClusterLink::stop() {
+  pods_->stop();
+  apps_->stop();
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    cv_.notify_all();
+    thread_.join();
+  }
+}
+
+bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
+  return pods_->wait_for_sync(timeout);
+}
+
+void ClusterLink::enqueue(server::Action action) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(action));
+  }
+  cv_.notify_one();
+}
+
+void ClusterLink::publish(server::NodeBatch batch) {
+  {
+    std::lock_guard lock(mu_);
+    desired_[batch.node] = batch.batch;  // latest wins
+    changed_.insert(batch.node);
+  }
+  cv_.notify_one();
+}
+
+std::optional<kube::SparkApplication> ClusterLink::spark_app(const std::string& ns,
+                                                             const std::string& name) {
+  auto obj = apps_->get(ns + "/" + name);
+  if (!obj) return std::nullopt;
+  auto app = kube::parse_spark_application(*obj);
+  if (!app) {
+    spdlog::warn("cluster {}: SparkApplication {}/{}: {}", options_.name, ns, name,
+                 app.error().message);
+    return std::nullopt;
+  }
+  return *app;
+}
+
+void ClusterLink::on_pod(const Json& obj, bool gone) {
+  auto pod = kube::parse_pod(obj);
+  if (!pod) {
+    spdlog::warn("cluster {}: unreadable pod: {}", options_.name, pod.error().message);
+    return;
+  }
+  auto view =
+      pod_view(*pod, options_.name, options_.scheduler_name,
+               [this](const std::string& ns, const std::string& n) { return spark_app(ns, n); });
+  if (gone) {
+    live_.forget_pod(view);
+  } else {
+    live_.observe_pod(view);
+  }
+}
+
+void ClusterLink::on_spark_app(const Json& obj) {
+  // A driver seen before its SparkApplication waits; feed it again now.
+  const Json* ns = find_path(obj, "metadata/namespace");
+  const Json* name = find_path(obj, "metadata/name");
+  if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
+  for (const Json& p : pods_->list()) {
+    // Not find_path: the label key itself contains a '/'.
+    const Json& meta = p.value("metadata", Json::object());
+    const Json& labels = meta.value("labels", Json::object());
+    auto app = labels.find(kSparkOperatorAppLabel);
+    auto pns = meta.find("namespace");
+    if (app != labels.end() && pns != meta.end() && *app == *name && *pns == *ns) on_pod(p, false);
+  }
+}
+
+void ClusterLink::run(std::stop_token stop) {
+  auto next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+  while (!stop.stop_requested()) {
+    std::optional<server::Action> action;
+    bool sweep = false;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait_until(lock, stop, next_sweep, [&] { return !queue_.empty() || !changed_.empty(); });
+      if (stop.stop_requested()) return;
+      if (!queue_.empty()) {
+        action = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      sweep = std::chrono::steady_clock::now() >= next_sweep;
+    }
+    // Binds first: a pending pod waits on them; node values may lag a little.
+    if (action) {
+      perform(*action);
+      continue;
+    }
+    if (sweep) next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+    publish_due();
+  }
+}
+
+void ClusterLink::perform(const server::Action& a) {
+  switch (a.kind) {
+    case server::ActionKind::kBind: {
+      Status s = client_.bind_pod(a.ns, a.name, a.uid, a.node);
+      if (!s)
+        spdlog::warn("cluster {}: bind {}/{} to {}: {}", options_.name, a.ns, a.name, a.node,
+                     s.error().message);
+      live_.bind_done(options_.name, a.uid, s);
+      return;
+    }
+    case server::ActionKind::kDelete: {
+      Status s = client_.remove(kube::pod_path(a.ns, a.name));
+      if (!s && s.error().code != ErrorCode::kNotFound) {
+        spdlog::warn("cluster {}: delete {}/{}: {}", options_.name, a.ns, a.name,
+                     s.error().message);
+      }
+      return;
+    }
+    case server::ActionKind::kEvent: {
+      kube::EventRecord e;
+      e.namespace_ = a.ns;
+      e.involved_object = Json{{"apiVersion", "v1"},
+                               {"kind", "Pod"},
+                               {"namespace", a.ns},
+                               {"name", a.name},
+                               {"uid", a.uid}};
+      e.type = a.warning ? "Warning" : "Normal";
+      e.reason = a.reason;
+      e.message = a.message;
+      e.component = options_.scheduler_name;
+      if (Status s = client_.create_event(e); !s) {
+        spdlog::debug("cluster {}: event on {}/{}: {}", options_.name, a.ns, a.name,
+                      s.error().message);
+      }
+      return;
+    }
+  }
+}
+
+void ClusterLink::publish_due() {
+  std::map<std::string, std::optional<Resources>> desired;
+  {
+    std::lock_guard lock(mu_);
+    desired = desired_;
+    changed_.clear();
+  }
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
+          .count();
+  for (const auto& [node, value] : desired) {
+    if (!decider_.should_publish(node, value, now)) continue;
+    auto r = client_.patch(kube::node_status_path(node), batch_status_patch(value),
+                           kube::PatchType::kMerge);
+    metrics_.node_status_patch(r.ok());
+    if (r.ok() || r.error().code == ErrorCode::kNotFound) {
+      // A Node the API does not have (yet) is tried again on the next change or after
+      // updateTimeThresholdSeconds, not on every sweep.
+      decider_.published(node, value, now);
+    }
+    if (!r.ok()) {
+      spdlog::warn("cluster {}: patch node {} status: {}", options_.name, node, r.error().message);
+    }
+  }
+}
+
+}  // namespace gleaner::scheduler::kube_glue

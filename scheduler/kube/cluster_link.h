@@ -1,0 +1,81 @@
+#pragma once
+// One member cluster's connection: the API client (with its rate limit), an informer of
+// every non-terminal pod (ours to schedule, everyone's to account bound room) and one of
+// SparkApplications (gang sizes), and a worker thread that performs the live loop's
+// actions (bind, delete, Event) and node status patches. Actions never run on the
+// caller's thread: the live loop only queues them, so a slow API server delays binds but
+// never report ingestion or scheduling.
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "kube/api_client.h"
+#include "kube/informer.h"
+#include "scheduler/kube/node_status.h"
+#include "scheduler/kube/pod_view.h"
+#include "scheduler/server/live_metrics.h"
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+struct ClusterLinkOptions {
+  std::string name;  // the cluster's name, as its agents report it
+  kube::KubeConfig config;
+  std::string scheduler_name = "gleaner-scheduler";
+  PublishPolicy publish;
+  std::chrono::milliseconds resync{10000};  // re-feed every pod (late SparkApplications)
+};
+
+class ClusterLink {
+ public:
+  ClusterLink(ClusterLinkOptions options, const Clock& clock, server::LiveScheduler& live,
+              server::LiveMetrics& metrics);
+  ~ClusterLink();
+  ClusterLink(const ClusterLink&) = delete;
+  ClusterLink& operator=(const ClusterLink&) = delete;
+
+  [[nodiscard]] const std::string& name() const { return options_.name; }
+  void start();
+  void stop();
+  bool wait_for_sync(std::chrono::milliseconds timeout);
+
+  // Called by the live loop (under its lock): queue only.
+  void enqueue(server::Action action);
+  void publish(server::NodeBatch batch);
+
+ private:
+  void run(std::stop_token stop);
+  void perform(const server::Action& action);
+  void publish_due();
+  void on_pod(const Json& obj, bool gone);
+  std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
+  void on_spark_app(const Json& obj);
+
+  ClusterLinkOptions options_;
+  const Clock& clock_;
+  server::LiveScheduler& live_;
+  server::LiveMetrics& metrics_;
+  kube::KubeClient client_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> apps_;
+
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<server::Action> queue_;
+  std::map<std::string, std::optional<Resources>> desired_;  // node -> batch (nullopt: remove)
+  std::set<std::string> changed_;
+  NodeStatusDecider decider_;  // worker thread only
+  std::jthread thread_;
+};
+
+}  // namespace gleaner::scheduler::kube_glue

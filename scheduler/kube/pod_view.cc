@@ -1,0 +1,84 @@
+#include "scheduler/kube/pod_view.h"
+
+#include <charconv>
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+std::string label(const kube::Pod& pod, const char* key) {
+  auto it = pod.metadata.labels.find(key);
+  return it == pod.metadata.labels.end() ? std::string() : it->second;
+}
+
+}  // namespace
+
+server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
+  server::GangShape shape;
+  shape.driver = Resources{app.driver.cpu_request_milli, app.pod_memory_bytes(app.driver)};
+  shape.executor = Resources{app.executor.cpu_request_milli, app.pod_memory_bytes(app.executor)};
+  shape.executors = app.executor.instances;
+  return shape;
+}
+
+server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                         const std::string& scheduler_name, const SparkLookup& spark) {
+  server::PodView v;
+  v.cluster = cluster;
+  v.ns = pod.metadata.namespace_name;
+  v.name = pod.metadata.name;
+  v.uid = pod.metadata.uid;
+  v.node = pod.node_name;
+  v.phase = pod.phase;
+  v.ours = pod.scheduler_name == scheduler_name;
+  v.priority = pod.priority.value_or(0);
+  v.queue = label(pod, kQueueLabel);
+  if (v.queue.empty()) v.queue = label(pod, kKoordQuotaLabel);
+
+  // Batch resources are integers in base units: batch-cpu counts millicores.
+  const int64_t batch_cpu = kube::pod_request(pod, kube::kResourceBatchCpu).value();
+  const int64_t batch_memory = kube::pod_request(pod, kube::kResourceBatchMemory).value();
+  v.request.cpu_milli =
+      batch_cpu > 0 ? batch_cpu : kube::pod_request(pod, kube::kResourceCpu).milli_value();
+  v.request.memory_bytes =
+      batch_memory > 0 ? batch_memory : kube::pod_request(pod, kube::kResourceMemory).value();
+
+  const std::string role = label(pod, kSparkRoleLabel);
+  const std::string operator_app = label(pod, kSparkOperatorAppLabel);
+  const std::string group = label(pod, kPodGroupNameLabel);
+  if (!operator_app.empty() && (role == "driver" || role == "executor")) {
+    v.role = role == "driver" ? server::PodRole::kDriver : server::PodRole::kExecutor;
+    v.gang = operator_app;
+    if (v.role == server::PodRole::kDriver) {
+      auto app = spark ? spark(v.ns, operator_app) : std::nullopt;
+      if (app) {
+        v.shape = spark_gang_shape(*app);
+      } else {
+        v.waiting_for = "waiting for SparkApplication " + v.ns + "/" + operator_app;
+      }
+    }
+    return v;
+  }
+  if (!group.empty()) {
+    v.role = server::PodRole::kMember;
+    v.gang = "podgroup:" + group;
+    const std::string min = label(pod, kPodGroupMinLabel);
+    int value = 1;
+    auto [ptr, ec] = std::from_chars(min.data(), min.data() + min.size(), value);
+    v.min_available =
+        (ec == std::errc() && ptr == min.data() + min.size() && value > 0) ? value : 1;
+    return v;
+  }
+  if (role == "driver" || role == "executor") {
+    const std::string app = label(pod, kSparkAppSelectorLabel);
+    v.role = role == "driver" ? server::PodRole::kDriver : server::PodRole::kExecutor;
+    v.gang = app.empty() ? v.name : app;
+    // spark-submit without the operator: the driver alone is the gang; executors that
+    // come later take free room in its cluster.
+    if (v.role == server::PodRole::kDriver) v.shape = server::GangShape{v.request, {}, 0};
+    return v;
+  }
+  return v;
+}
+
+}  // namespace gleaner::scheduler::kube_glue

@@ -1,0 +1,41 @@
+#pragma once
+// Reads a Pod (and its SparkApplication) into the live loop's PodView: which gang the pod
+// belongs to and in what role, and what it asks for.
+//   Spark: label spark-role (driver | executor); the application is the value of
+//     sparkoperator.k8s.io/app-name (Spark operator) or else spark-app-selector. With the
+//     operator label the SparkApplication sizes the gang (executor instances, cores,
+//     memory + overhead as Spark computes it); without it the driver is a gang of one
+//     unless a pod group says otherwise.
+//   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.
+//   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
+//     asks for them (colocation), else its cpu and memory requests.
+//   Queue: label gleaner.io/queue, else quota.scheduling.koordinator.sh/name.
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kube/objects.h"
+#include "kube/spark_application.h"
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+inline constexpr const char* kSparkRoleLabel = "spark-role";
+inline constexpr const char* kSparkAppSelectorLabel = "spark-app-selector";
+inline constexpr const char* kSparkOperatorAppLabel = "sparkoperator.k8s.io/app-name";
+inline constexpr const char* kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";
+inline constexpr const char* kPodGroupMinLabel = "pod-group.scheduling.sigs.k8s.io/min-available";
+inline constexpr const char* kQueueLabel = "gleaner.io/queue";
+inline constexpr const char* kKoordQuotaLabel = "quota.scheduling.koordinator.sh/name";
+
+// (namespace, name) -> the SparkApplication when the informer has it.
+using SparkLookup =
+    std::function<std::optional<kube::SparkApplication>(const std::string&, const std::string&)>;
+
+server::GangShape spark_gang_shape(const kube::SparkApplication& app);
+
+server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                         const std::string& scheduler_name, const SparkLookup& spark);
+
+}  // namespace gleaner::scheduler::kube_glue
