@@ -13,5 +13,6 @@ void set_exit_code(int code);
 
 void register_report_command(CLI::App& app);
 void register_calc_command(CLI::App& app);
+void register_plan_command(CLI::App& app);
 
 }  // namespace gleaner::agent

@@ -1,0 +1,212 @@
+#include "agent/qos/cpu_suppress.h"
+
+#include <algorithm>
+#include <set>
+
+#include "agent/batch/batch_calculator.h"
+#include "agent/qos/pod_dirs.h"
+#include "cgroup/parsers.h"
+
+namespace gleaner::agent::qos {
+namespace {
+
+using cgroup::Resource;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+std::vector<int> reserved_cpu_list(const kube::StringMap& annotations) {
+  auto it = annotations.find(batch::kAnnotationReservation);
+  if (it == annotations.end()) return {};
+  auto json = parse_json(it->second, batch::kAnnotationReservation);
+  if (!json || !json->is_object()) return {};
+  auto cpus = json->find("reservedCPUs");
+  if (cpus == json->end() || !cpus->is_string()) return {};
+  auto list = cgroup::parse_cpu_list(cpus->get<std::string>());
+  return list ? *list : std::vector<int>{};
+}
+
+void add_write(Plan& plan, Resource r, const std::string& cg, std::string value) {
+  plan.writes.push_back({r, cg, std::move(value), kReasonCpuSuppress});
+}
+
+// Cpuset writes to the BE QoS dir and every BE pod/container dir that has a CPU list of
+// its own (v2 leaves children empty, meaning "inherit"; those are left alone). The
+// executor orders them parents-first when widening, children-first when narrowing.
+void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
+                   const std::vector<int>& cpus) {
+  const std::string list = cgroup::format_cpu_list(cpus);
+  if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir)) {
+    add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list);
+  }
+  for (const auto& dir : ctx.be_dirs) {
+    auto current = reader.logical(Resource::kCpusetCpus, dir);
+    if (current && !current->empty()) add_write(plan, Resource::kCpusetCpus, dir, list);
+  }
+}
+
+// The CPUs BE may use at all: the topology (or the kubepods CPU list) minus reserved CPUs.
+std::vector<int> be_universe_order(const SuppressContext& ctx, QosReader& reader) {
+  if (ctx.topology) return be_cpu_order(*ctx.topology, ctx.reserved_cpus);
+  auto cpus = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
+  if (!cpus || cpus->empty()) return {};
+  return be_cpu_order(flat_topology(*cpus), ctx.reserved_cpus);
+}
+
+void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
+                    QosReader& reader, bool stale) {
+  auto current = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+  if (!current) {
+    plan.notes.push_back("cpu-suppress: no CPU quota file for " + ctx.be_qos_dir + ", skipped");
+    return;
+  }
+  int64_t period = reader.integer(Resource::kCpuPeriod, ctx.be_qos_dir).value_or(kDefaultPeriodUs);
+  if (period <= 0) period = kDefaultPeriodUs;
+  auto next = next_quota(suppress_milli, ctx.capacity_milli, period, *current, stale);
+  if (next) add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, std::to_string(*next));
+  if (stale) return;  // restoring the full cpuset would grow BE
+  auto order = be_universe_order(ctx, reader);
+  if (order.empty()) return;
+  std::sort(order.begin(), order.end());
+  write_cpusets(plan, ctx, reader, order);
+}
+
+void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli, QosReader& reader,
+                 bool stale) {
+  auto order = be_universe_order(ctx, reader);
+  if (order.empty()) {
+    plan.notes.push_back("cpu-suppress: no CPU list for BE, cpuset policy skipped");
+    return;
+  }
+  const int available = static_cast<int>(order.size());
+  auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
+  // An empty v2 cpuset.cpus inherits the parent's: BE has every CPU.
+  int current_count = current && !current->empty() ? static_cast<int>(current->size()) : available;
+  int count = next_cpu_count(suppress_milli, current_count, available, stale);
+  std::vector<int> chosen(order.begin(), order.begin() + count);
+  std::sort(chosen.begin(), chosen.end());
+  write_cpusets(plan, ctx, reader, chosen);
+  // The cpuset is the only limit while this policy is active.
+  auto quota = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+  if (quota && *quota != cgroup::kUnlimited && !stale) {
+    add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, "-1");
+  }
+}
+
+// Suppression off: give BE back what kubelet gave it (no quota, the kubepods CPU list).
+void plan_recover(Plan& plan, const SuppressContext& ctx, QosReader& reader, bool stale) {
+  if (stale) return;
+  auto quota = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+  if (quota && *quota != cgroup::kUnlimited) {
+    add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, "-1");
+  }
+  auto all = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
+  if (all && !all->empty()) write_cpusets(plan, ctx, reader, *all);
+}
+
+}  // namespace
+
+SuppressContext suppress_context(const snapshot::NodeSnapshot& snap,
+                                 const cgroup::KubeletLayout& layout,
+                                 std::optional<CpuTopology> topology) {
+  SuppressContext ctx;
+  auto cap = snap.node.capacity.find(kube::kResourceCpu);
+  ctx.capacity_milli = cap == snap.node.capacity.end() ? 0 : cap->second.milli_value();
+  auto alloc = snap.node.allocatable.find(kube::kResourceCpu);
+  int64_t kubelet_reserved =
+      alloc == snap.node.allocatable.end()
+          ? 0
+          : std::max<int64_t>(ctx.capacity_milli - alloc->second.milli_value(), 0);
+  int64_t annotated = batch::reservation_from_annotation(snap.node.metadata.annotations).cpu_milli;
+  ctx.node_reserved_milli = std::max(kubelet_reserved, annotated);
+  ctx.system_usage_milli = snap.system_usage().cpu_milli;
+  ctx.reserved_cpus = reserved_cpu_list(snap.node.metadata.annotations);
+  ctx.kubepods_dir = layout.kubepods_dir();
+  ctx.be_qos_dir = layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  for (const auto& pod : snap.pods) {
+    if (!is_be_for_suppress(pod)) continue;
+    ctx.be_dirs.push_back(pod_cgroup(layout, pod));
+    for (const auto& [name, dir] : container_cgroups(layout, pod))
+      ctx.be_dirs.push_back(dir);
+  }
+  ctx.topology = std::move(topology);
+  return ctx;
+}
+
+int64_t non_be_cpu_usage(const snapshot::NodeSnapshot& snap) {
+  int64_t sum = 0;
+  for (const auto& pod : snap.pods) {
+    if (is_be_for_suppress(pod)) continue;
+    if (const auto* u = snap.pod_usage(pod.pod.key())) sum += u->cpu_milli;
+  }
+  return sum;
+}
+
+SuppressTerms suppress_terms(const SuppressContext& ctx,
+                             const config::ResourceThresholdStrategy& strategy,
+                             int64_t non_be_milli, int64_t system_usage_milli) {
+  SuppressTerms t;
+  t.threshold_milli = ctx.capacity_milli * strategy.cpu_suppress_threshold_percent / 100;
+  t.non_be_milli = non_be_milli;
+  t.system_used_milli = std::max(system_usage_milli, ctx.node_reserved_milli);
+  if (strategy.cpu_suppress_min_percent) {
+    t.floor_milli = ctx.capacity_milli * *strategy.cpu_suppress_min_percent / 100;
+  }
+  t.suppress_milli =
+      std::max(t.threshold_milli - t.non_be_milli - t.system_used_milli, t.floor_milli);
+  return t;
+}
+
+std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli, int64_t period_us,
+                                  int64_t current, bool stale) {
+  int64_t target = std::max(suppress_milli * period_us / 1000, kMinSuppressQuotaUs);
+  if (current == cgroup::kUnlimited || current <= 0) return target;  // any quota is a decrease
+  const int64_t capacity_quota = capacity_milli * period_us / 1000;
+  if (target > current) {
+    if (stale) return std::nullopt;
+    target = std::min(target, current + capacity_quota / 10);
+  }
+  if (target == current) return std::nullopt;
+  // Dead band: small changes cost a write and gain nothing, except reaching the floor.
+  if (std::abs(target - current) < capacity_quota / 100 && target != kMinSuppressQuotaUs) {
+    return std::nullopt;
+  }
+  return target;
+}
+
+int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale) {
+  int want = static_cast<int>(
+      std::max<int64_t>(ceil_div(std::max<int64_t>(suppress_milli, 0), 1000), kMinSuppressCpus));
+  want = std::min(want, available);
+  if (want > current_count) {
+    if (stale) return std::min(current_count, available);
+    int step = static_cast<int>(ceil_div(available, 10));  // ceil(10% of CPUs)
+    want = std::min(want, current_count + step);
+  }
+  return std::max(want, std::min(kMinSuppressCpus, available));
+}
+
+Plan plan_cpu_suppress(const SuppressContext& ctx,
+                       const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
+                       int64_t system_usage_milli, QosReader& reader, bool stale) {
+  Plan plan;
+  if (!strategy.enable) {
+    plan_recover(plan, ctx, reader, stale);
+    return plan;
+  }
+  if (ctx.capacity_milli <= 0) {
+    plan.notes.push_back("cpu-suppress: node has no CPU capacity, skipped");
+    return plan;
+  }
+  auto terms = suppress_terms(ctx, strategy, non_be_milli, system_usage_milli);
+  if (stale) plan.notes.push_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
+  if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
+    plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale);
+  } else {
+    plan_cpuset(plan, ctx, terms.suppress_milli, reader, stale);
+  }
+  return plan;
+}
+
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,66 @@
+#pragma once
+// BE CPU suppression (resource-threshold-config): how much CPU best-effort work may use
+// right now, enforced either as a CFS quota on the besteffort QoS cgroup or as a cpuset.
+//
+//   suppress = capacity * threshold% - usage of non-BE pods - max(system usage, nodeReserved)
+//   floored at capacity * minPercent% when set, else at 0 (all in millicores).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/qos/qos_types.h"
+
+namespace gleaner::agent::qos {
+
+inline constexpr int64_t kMinSuppressQuotaUs = 2000;
+inline constexpr int64_t kDefaultPeriodUs = 100000;
+inline constexpr int kMinSuppressCpus = 2;
+
+// The parts of a node that change slowly: kept between full passes so the fast path only
+// needs node and non-BE CPU usage.
+struct SuppressContext {
+  int64_t capacity_milli = 0;
+  int64_t node_reserved_milli = 0;  // max(capacity - allocatable, reservation annotation)
+  int64_t system_usage_milli = 0;   // from the last full snapshot
+  std::vector<int> reserved_cpus;   // reservation annotation reservedCPUs
+  std::string kubepods_dir;
+  std::string be_qos_dir;
+  std::vector<std::string> be_dirs;  // BE pods' pod and container dirs
+  std::optional<CpuTopology> topology;
+};
+
+SuppressContext suppress_context(const snapshot::NodeSnapshot& snap,
+                                 const cgroup::KubeletLayout& layout,
+                                 std::optional<CpuTopology> topology);
+
+// Σ usage of the pods that are not BE (labelled BE or kube BestEffort), millicores.
+int64_t non_be_cpu_usage(const snapshot::NodeSnapshot& snap);
+
+struct SuppressTerms {
+  int64_t threshold_milli = 0;
+  int64_t non_be_milli = 0;
+  int64_t system_used_milli = 0;  // max(system usage, nodeReserved)
+  int64_t floor_milli = 0;
+  int64_t suppress_milli = 0;
+};
+SuppressTerms suppress_terms(const SuppressContext& ctx,
+                             const config::ResourceThresholdStrategy& strategy,
+                             int64_t non_be_milli, int64_t system_usage_milli);
+
+// The writes that enforce `strategy` given current values; only changes are returned
+// (plus values the executor will find equal and drop). `stale`: never grow BE.
+Plan plan_cpu_suppress(const SuppressContext& ctx,
+                       const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
+                       int64_t system_usage_milli, QosReader& reader, bool stale);
+
+// The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
+// `current` (-1: unlimited).
+std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli, int64_t period_us,
+                                  int64_t current, bool stale);
+// The cpuset decision alone: how many CPUs BE gets, from `current_count` and the number
+// of CPUs BE may use at all.
+int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale);
+
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,162 @@
+#include "agent/qos/evict.h"
+
+#include <algorithm>
+#include <set>
+
+#include "agent/qos/pod_dirs.h"
+#include "cgroup/parsers.h"
+
+namespace gleaner::agent::qos {
+namespace {
+
+using cgroup::Resource;
+
+struct Candidate {
+  const snapshot::PodState* pod;
+  int32_t priority;
+  int64_t amount;   // contended usage, for the order
+  int64_t release;  // what evicting it frees
+};
+
+bool leaving(const snapshot::PodState& pod, const QosState& state) {
+  return is_terminating(pod) || state.evicted_at_s.count(pod.pod.key()) != 0;
+}
+
+bool cooling_down(const std::optional<double>& last, double cooldown, double now_s) {
+  return last && now_s - *last < cooldown;
+}
+
+// Picks victims in order until `released` reaches `need`.
+std::vector<Eviction> choose(std::vector<Candidate> candidates, int64_t released, int64_t need,
+                             const char* reason) {
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) {
+                     if (a.priority != b.priority) return a.priority < b.priority;
+                     if (a.amount != b.amount) return a.amount > b.amount;
+                     return a.pod->pod.key() < b.pod->pod.key();
+                   });
+  std::vector<Eviction> out;
+  for (const auto& c : candidates) {
+    if (released >= need) break;
+    out.push_back({c.pod->pod.key(), reason});
+    released += c.release;
+  }
+  return out;
+}
+
+}  // namespace
+
+Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
+                       const config::ResourceThresholdStrategy& strategy, const QosState& state,
+                       double now_s, bool stale) {
+  Plan plan;
+  if (!strategy.enable) return plan;
+  auto cap_it = snap.node.capacity.find(kube::kResourceMemory);
+  if (cap_it == snap.node.capacity.end() || cap_it->second.value() <= 0) return plan;
+  const int64_t capacity = cap_it->second.value();
+  const int64_t usage = snap.metrics.node.memory_bytes;
+  const int64_t threshold = strategy.memory_evict_threshold_percent;
+  const int64_t lower =
+      strategy.memory_evict_lower_percent.value_or(std::max<int64_t>(threshold - 2, 0));
+  // usage% >= threshold%, compared without rounding (bytes * 100 stays far below 2^63).
+  if (usage * 100 < capacity * threshold) return plan;
+  if (stale) {
+    plan.notes.push_back("memory-evict: over threshold but metrics are stale, holding");
+    return plan;
+  }
+  if (cooling_down(state.last_memory_evict_s, kMemoryEvictCooldownS, now_s)) {
+    plan.notes.push_back("memory-evict: cooling down");
+    return plan;
+  }
+  const int64_t need = usage - capacity * lower / 100;
+  int64_t released = 0;
+  std::vector<Candidate> candidates;
+  for (const auto& pod : snap.pods) {
+    if (!is_labelled_be(pod)) continue;
+    const auto* u = snap.pod_usage(pod.pod.key());
+    const int64_t mem = u ? u->memory_bytes : 0;
+    if (leaving(pod, state)) {
+      released += mem;
+      continue;
+    }
+    candidates.push_back({&pod, pod.pod.priority.value_or(0), mem, mem});
+  }
+  plan.evictions = choose(std::move(candidates), released, need, kReasonMemoryEvict);
+  return plan;
+}
+
+int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
+                          QosReader& reader) {
+  int64_t limit = capacity_milli;
+  auto quota = reader.integer(Resource::kCpuQuota, be_qos_dir);
+  auto period = reader.integer(Resource::kCpuPeriod, be_qos_dir);
+  if (quota && *quota > 0 && period && *period > 0) {
+    limit = std::min(limit, *quota * 1000 / *period);
+  }
+  auto cpus = reader.ids(Resource::kCpusetCpus, be_qos_dir);
+  if (cpus && !cpus->empty()) limit = std::min<int64_t>(limit, cpus->size() * 1000);
+  return limit;
+}
+
+Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
+                    const config::ResourceThresholdStrategy& strategy, int64_t be_limit_milli,
+                    const QosState& state, double now_s, bool stale) {
+  Plan plan;
+  if (!strategy.enable || !strategy.cpu_evict_be_satisfaction_lower_percent ||
+      !strategy.cpu_evict_be_satisfaction_upper_percent) {
+    return plan;
+  }
+  int64_t be_usage = 0;
+  int64_t be_request = 0;
+  for (const auto& pod : snap.pods) {
+    if (!is_labelled_be(pod)) continue;
+    if (const auto* u = snap.pod_usage(pod.pod.key())) be_usage += u->cpu_milli;
+    be_request += pod.batch.cpu_request_milli;
+  }
+  if (be_request <= 0 || be_limit_milli <= 0) return plan;
+  // Only when BE actually runs into its limit: otherwise it is not starved, just idle.
+  if (be_usage * 100 < be_limit_milli * strategy.cpu_evict_be_usage_threshold_percent) return plan;
+  const int64_t satisfaction = be_limit_milli * 100 / be_request;
+  if (satisfaction > *strategy.cpu_evict_be_satisfaction_lower_percent) return plan;
+  if (stale) {
+    plan.notes.push_back("cpu-evict: BE starved but metrics are stale, holding");
+    return plan;
+  }
+  if (cooling_down(state.last_cpu_evict_s, kCpuEvictCooldownS, now_s)) {
+    plan.notes.push_back("cpu-evict: cooling down");
+    return plan;
+  }
+  const int64_t need =
+      be_request * (*strategy.cpu_evict_be_satisfaction_upper_percent - satisfaction) / 100;
+  int64_t released = 0;
+  std::vector<Candidate> candidates;
+  for (const auto& pod : snap.pods) {
+    if (!is_labelled_be(pod)) continue;
+    if (leaving(pod, state)) {
+      released += pod.batch.cpu_request_milli;
+      continue;
+    }
+    const auto* u = snap.pod_usage(pod.pod.key());
+    candidates.push_back(
+        {&pod, pod.pod.priority.value_or(0), u ? u->cpu_milli : 0, pod.batch.cpu_request_milli});
+  }
+  plan.evictions = choose(std::move(candidates), released, need, kReasonCpuEvict);
+  return plan;
+}
+
+void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,
+                      QosState& state) {
+  for (const auto& e : plan.evictions) {
+    state.evicted_at_s[e.pod] = now_s;
+    if (e.reason == kReasonMemoryEvict) state.last_memory_evict_s = now_s;
+    if (e.reason == kReasonCpuEvict) state.last_cpu_evict_s = now_s;
+  }
+  std::set<std::string> present;
+  for (const auto& pod : snap.pods)
+    present.insert(pod.pod.key());
+  for (auto it = state.evicted_at_s.begin(); it != state.evicted_at_s.end();) {
+    it = present.count(it->first) != 0 ? std::next(it) : state.evicted_at_s.erase(it);
+  }
+}
+
+}  // namespace gleaner::agent::qos

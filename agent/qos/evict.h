@@ -1,0 +1,35 @@
+#pragma once
+// BE eviction when the node runs short: by memory usage, and by BE CPU satisfaction.
+// Victims are pods labelled BE: lowest spec.priority first, then the largest user of the
+// contended resource. Pods being deleted (deletionTimestamp set, or asked to leave by us
+// and still listed) are not chosen again; what they hold counts as already released.
+
+#include "agent/qos/qos_types.h"
+
+namespace gleaner::agent::qos {
+
+inline constexpr double kMemoryEvictCooldownS = 4;
+inline constexpr double kCpuEvictCooldownS = 20;
+
+// When node memory usage >= threshold%, frees usage - capacity * lower% (lower defaults
+// to threshold - 2).
+Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
+                       const config::ResourceThresholdStrategy& strategy, const QosState& state,
+                       double now_s, bool stale);
+
+// BE's real CPU limit in millicores as the current cgroup values set it: the besteffort
+// quota when limited, else its cpuset size, else the node capacity.
+int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli, QosReader& reader);
+
+// When BE usage >= usageThreshold% of its real limit and limit / Σ batch-cpu requests <=
+// lower%, frees batch-cpu requests worth requests * (upper% - satisfaction%).
+Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
+                    const config::ResourceThresholdStrategy& strategy, int64_t be_limit_milli,
+                    const QosState& state, double now_s, bool stale);
+
+// Records the evictions of `plan` in `state` (cool-downs, pods asked to leave) and drops
+// pods that are gone from the snapshot.
+void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,
+                      QosState& state);
+
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,127 @@
+#include "agent/qos/plan_runner.h"
+
+#include <nlohmann/json.hpp>
+
+#include "agent/config/slo_config.h"
+#include "agent/qos/fs_reader.h"
+#include "agent/qos/qos_engine.h"
+#include "agent/qos/resctrl_qos.h"
+#include "agent/snapshot/node_snapshot.h"
+#include "cgroup/executor.h"
+#include "common/file_io.h"
+
+namespace gleaner::agent::qos {
+namespace {
+
+constexpr const char* kCmd = "gleaner-agent plan: ";
+
+}  // namespace
+
+int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
+  auto snap = snapshot::load_snapshot_file(opts.snapshot);
+  if (!snap) {
+    err << kCmd << "bad snapshot: " << snap.error().message << "\n";
+    return 2;
+  }
+  if (!is_directory(opts.cgroup_root)) {
+    err << kCmd << "--cgroup-root " << opts.cgroup_root << " is not a directory\n";
+    return 2;
+  }
+  std::optional<cgroup::CgroupVersion> forced;
+  if (!opts.cgroup_version.empty()) {
+    auto v = cgroup::parse_version(opts.cgroup_version);
+    if (!v) {
+      err << kCmd << "--cgroup-version: " << v.error().message << "\n";
+      return 2;
+    }
+    forced = *v;
+  }
+  auto version = cgroup::detect_version(opts.cgroup_root, forced);
+  if (!version) {
+    err << kCmd << "--cgroup-root " << opts.cgroup_root << ": " << version.error().message << "\n";
+    return 2;
+  }
+  cgroup::CgroupFs fs(opts.cgroup_root, *version);
+  auto driver = cgroup::detect_driver(fs.dir_of(cgroup::Resource::kCpuShares, ""));
+  if (!driver) {
+    err << kCmd << "--cgroup-root " << opts.cgroup_root << ": " << driver.error().message << "\n";
+    return 2;
+  }
+  if (!is_directory(opts.config_dir)) {
+    err << kCmd << "config dir " << opts.config_dir
+        << " is not a directory; using the defaults for every key\n";
+  }
+  // As in `calc`: a key that fails falls back to its defaults and is reported.
+  config::LoadResult loaded = config::load_config_dir(opts.config_dir, config::SloConfig{});
+  for (const auto& e : loaded.errors) {
+    err << kCmd << "config key " << e.key << " rejected, using its defaults: " << e.error.message
+        << "\n";
+  }
+  std::optional<CpuTopology> topology;
+  if (!opts.sys_root.empty()) {
+    auto topo = read_cpu_topology(opts.sys_root);
+    if (topo) {
+      topology = std::move(*topo);
+    } else {
+      err << kCmd << "no CPU topology (" << topo.error().message
+          << "); the cpuset policy uses the kubepods CPU list\n";
+    }
+  }
+  std::optional<resctrl::ResctrlFs> rfs;
+  if (!opts.resctrl_root.empty()) rfs.emplace(opts.resctrl_root);
+  FsQosReader reader(fs, rfs ? &*rfs : nullptr);
+
+  QosInputs in;
+  in.snapshot = &*snap;
+  in.threshold = loaded.config.threshold.for_node(snap->node.metadata.labels);
+  in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
+  in.layout = cgroup::KubeletLayout(*driver);
+  in.topology = topology;
+  in.reader = &reader;
+  in.stale = is_stale(snap->metrics.age_seconds, opts.metrics_interval_s);
+  QosEngine engine;
+  Plan plan = engine.run(in);
+  for (const auto& note : plan.notes)
+    err << kCmd << note << "\n";
+
+  cgroup::WriteExecutor executor(fs);
+  std::vector<Error> rejected;
+  std::vector<cgroup::FileWrite> writes = executor.plan(plan.writes, &rejected);
+  for (const auto& r : rejected)
+    err << kCmd << "write rejected: " << r.message << "\n";
+
+  nlohmann::ordered_json doc;
+  doc["writes"] = nlohmann::ordered_json::array();
+  for (const auto& w : writes) {
+    doc["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
+  }
+  if (rfs) {
+    for (const auto& a : plan.resctrl) {
+      auto d = describe(*rfs, a);
+      doc["writes"].push_back({{"path", d.path}, {"value", d.value}, {"reason", d.reason}});
+    }
+  }
+  doc["evictions"] = nlohmann::ordered_json::array();
+  for (const auto& e : plan.evictions) {
+    doc["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
+  }
+  out << doc.dump(2) << "\n";
+  if (!opts.apply) return 0;
+
+  int code = 0;
+  auto report = executor.apply(plan.writes);
+  for (const auto& [w, e] : report.failed) {
+    err << kCmd << "write " << w.path << " failed: " << e.message << "\n";
+    code = 1;
+  }
+  if (rfs) {
+    auto rr = ResctrlExecutor(*rfs).apply(plan.resctrl);
+    for (const auto& e : rr.failed) {
+      err << kCmd << "resctrl: " << e.message << "\n";
+      code = 1;
+    }
+  }
+  return code;
+}
+
+}  // namespace gleaner::agent::qos

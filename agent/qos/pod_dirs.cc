@@ -1,0 +1,51 @@
+#include "agent/qos/pod_dirs.h"
+
+namespace gleaner::agent::qos {
+
+cgroup::KubeQos to_cgroup_qos(states::KubeQoS qos) {
+  switch (qos) {
+    case states::KubeQoS::kGuaranteed:
+      return cgroup::KubeQos::kGuaranteed;
+    case states::KubeQoS::kBurstable:
+      return cgroup::KubeQos::kBurstable;
+    case states::KubeQoS::kBestEffort:
+      return cgroup::KubeQos::kBestEffort;
+  }
+  return cgroup::KubeQos::kBestEffort;
+}
+
+std::string pod_cgroup(const cgroup::KubeletLayout& layout, const snapshot::PodState& pod) {
+  return layout.pod_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid);
+}
+
+std::vector<std::pair<std::string, std::string>> container_cgroups(
+    const cgroup::KubeletLayout& layout, const snapshot::PodState& pod) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& status : pod.pod.container_statuses) {
+    if (status.container_id.empty()) continue;  // not started yet
+    auto dir = layout.container_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid,
+                                    status.container_id);
+    if (dir) out.emplace_back(status.name, *dir);
+  }
+  return out;
+}
+
+bool is_be_for_suppress(const snapshot::PodState& pod) {
+  return is_labelled_be(pod) || pod.kube_qos == states::KubeQoS::kBestEffort;
+}
+
+bool is_labelled_be(const snapshot::PodState& pod) {
+  auto it = pod.pod.metadata.labels.find(states::kLabelQoSClass);
+  return it != pod.pod.metadata.labels.end() && it->second == "BE";
+}
+
+bool is_terminating(const snapshot::PodState& pod) {
+  const auto& raw = pod.pod.raw;
+  if (!raw.is_object()) return false;
+  auto meta = raw.find("metadata");
+  if (meta == raw.end() || !meta->is_object()) return false;
+  auto ts = meta->find("deletionTimestamp");
+  return ts != meta->end() && !ts->is_null();
+}
+
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,63 @@
+#include "agent/qos/qos_engine.h"
+
+#include <algorithm>
+
+#include "agent/qos/be_cgroups.h"
+#include "agent/qos/evict.h"
+#include "agent/qos/memory_qos.h"
+#include "agent/qos/resctrl_qos.h"
+
+namespace gleaner::agent::qos {
+namespace {
+
+void append(Plan& into, Plan&& from) {
+  for (auto& w : from.writes)
+    into.writes.push_back(std::move(w));
+  for (auto& e : from.evictions)
+    into.evictions.push_back(std::move(e));
+  for (auto& r : from.resctrl)
+    into.resctrl.push_back(std::move(r));
+  for (auto& n : from.notes)
+    into.notes.push_back(std::move(n));
+}
+
+}  // namespace
+
+Plan QosEngine::run(const QosInputs& in) {
+  Plan plan;
+  const auto& snap = *in.snapshot;
+  QosReader& reader = *in.reader;
+  suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
+  threshold_ = in.threshold;
+
+  append(plan, plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
+                                 suppress_ctx_->system_usage_milli, reader, in.stale));
+  const bool cfs_quota_active = in.threshold.enable && in.threshold.cpu_suppress_policy ==
+                                                           config::CpuSuppressPolicy::kCfsQuota;
+  append(plan, plan_be_cgroups(snap, in.layout, cfs_quota_active, reader));
+  append(plan, plan_cpu_idle(snap, in.layout, in.qos, reader));
+  append(plan, plan_memory_qos(snap, in.layout, in.qos, reader));
+  append(plan, plan_resctrl(snap, in.layout, in.qos, reader));
+
+  // Memory first: a pod it evicts counts as released for the CPU decision.
+  Plan memory = plan_memory_evict(snap, in.threshold, state_, in.now_s, in.stale);
+  record_evictions(memory, snap, in.now_s, state_);
+  const int64_t be_limit =
+      be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, reader);
+  Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
+  record_evictions(cpu, snap, in.now_s, state_);
+  append(plan, std::move(memory));
+  append(plan, std::move(cpu));
+  return plan;
+}
+
+Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
+  if (!suppress_ctx_) return {};
+  // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
+  const int64_t system = std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
+                                             suppress_ctx_->system_usage_milli);
+  return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli, system, reader,
+                           sample.stale);
+}
+
+}  // namespace gleaner::agent::qos

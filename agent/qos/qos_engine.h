@@ -1,0 +1,39 @@
+#pragma once
+// The entry point the daemon calls: every enabled strategy once per full tick (run), and
+// the CPU suppress strategy alone on the fast path (suppress_only). The engine holds the
+// strategies' persistent state (cool-downs, pods asked to leave, the slow-changing parts
+// of the node the fast path needs); the decisions themselves are pure functions. The
+// caller applies the plan: cgroup writes through cgroup::WriteExecutor, resctrl actions
+// through ResctrlExecutor, evictions through the Eviction API.
+
+#include <optional>
+
+#include "agent/qos/cpu_suppress.h"
+#include "agent/qos/qos_types.h"
+
+namespace gleaner::agent::qos {
+
+// The few figures the fast path samples.
+struct SuppressSample {
+  int64_t node_cpu_milli = 0;
+  int64_t non_be_cpu_milli = 0;
+  bool stale = false;
+};
+
+class QosEngine {
+ public:
+  // Reads current values through in.reader; records evictions in the engine's state.
+  Plan run(const QosInputs& in);
+  // Only BE CPU suppression, from a fresh sample and the node facts of the last run().
+  // Empty until run() has been called once.
+  Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
+
+  [[nodiscard]] const QosState& state() const { return state_; }
+
+ private:
+  QosState state_;
+  std::optional<SuppressContext> suppress_ctx_;
+  config::ResourceThresholdStrategy threshold_;
+};
+
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,98 @@
+#pragma once
+// Inputs and outputs shared by the QoS strategies. Every strategy is a pure function of a
+// node snapshot, the node's resolved config, the current cgroup/resctrl values (read
+// through QosReader, never written) and its own small state; it returns writes and
+// evictions. The daemon and `gleaner-agent plan` hand them to the executors.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/config/qos_config.h"
+#include "agent/config/threshold_config.h"
+#include "agent/qos/cpu_topology.h"
+#include "agent/snapshot/node_snapshot.h"
+#include "cgroup/executor.h"
+#include "cgroup/layout.h"
+#include "resctrl/resctrl_fs.h"
+
+namespace gleaner::agent::qos {
+
+inline constexpr const char* kReasonCpuSuppress = "cpu-suppress";
+inline constexpr const char* kReasonBeCgroup = "be-cgroup";
+inline constexpr const char* kReasonMemoryEvict = "memory-evict";
+inline constexpr const char* kReasonCpuEvict = "cpu-evict";
+inline constexpr const char* kReasonMemoryQoS = "memory-qos";
+inline constexpr const char* kReasonCpuIdle = "cpu-idle";
+inline constexpr const char* kReasonResctrl = "resctrl";
+
+struct Eviction {
+  std::string pod;  // namespace/name
+  std::string reason;
+  friend bool operator==(const Eviction&, const Eviction&) = default;
+};
+
+// A change of resctrl state. Group creation, one schemata line, or one task id.
+struct ResctrlAction {
+  enum class Kind { kCreateGroup, kSchemata, kAddTask };
+  Kind kind = Kind::kCreateGroup;
+  std::string group;                  // "LSR", "LS", "BE"
+  std::string resource;               // kSchemata: "L3" or "MB"
+  std::map<int, std::string> values;  // kSchemata: cache/domain id -> value
+  int tid = 0;                        // kAddTask
+  std::string reason = kReasonResctrl;
+};
+
+struct Plan {
+  std::vector<cgroup::CgroupWrite> writes;
+  std::vector<Eviction> evictions;
+  std::vector<ResctrlAction> resctrl;
+  std::vector<std::string> notes;  // decisions worth one log line (skips, holds)
+};
+
+// Read-only access to the current values a strategy needs. Implemented over CgroupFs and
+// ResctrlFs; tests use the same implementation on fake trees.
+class QosReader {
+ public:
+  virtual ~QosReader() = default;
+  [[nodiscard]] virtual cgroup::CgroupVersion version() const = 0;
+  // Logical value (see cgroup/resource.h), nullopt when the file is absent or unreadable.
+  virtual std::optional<std::string> logical(cgroup::Resource resource,
+                                             const std::string& cgroup) = 0;
+  virtual std::optional<int64_t> integer(cgroup::Resource resource, const std::string& cgroup) = 0;
+  virtual std::optional<std::vector<int>> ids(cgroup::Resource resource,
+                                              const std::string& cgroup) = 0;
+  [[nodiscard]] virtual bool has(cgroup::Resource resource, const std::string& cgroup) const = 0;
+  // resctrl: nullopt when absent on this node.
+  virtual std::optional<resctrl::Capability> resctrl_capability() = 0;
+  virtual std::optional<resctrl::Schemata> resctrl_schemata(const std::string& group) = 0;
+  virtual std::optional<std::vector<int>> resctrl_tasks(const std::string& group) = 0;
+};
+
+// The persistent state of the strategies across ticks (cool-downs, evicted pods).
+struct QosState {
+  std::optional<double> last_memory_evict_s;
+  std::optional<double> last_cpu_evict_s;
+  std::map<std::string, double> evicted_at_s;  // pod key -> when we asked for its eviction
+};
+
+// Everything one full reconcile pass needs.
+struct QosInputs {
+  const snapshot::NodeSnapshot* snapshot = nullptr;
+  config::ResourceThresholdStrategy threshold;  // resolved for this node
+  config::ResourceQoSStrategy qos;              // resolved for this node
+  cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
+  std::optional<CpuTopology> topology;  // nullopt: cpuset policy uses the tree's CPU list
+  QosReader* reader = nullptr;
+  double now_s = 0;    // monotonic seconds, for cool-downs
+  bool stale = false;  // metrics older than 3 sampling intervals: hold
+};
+
+// Stale when the newest sample is older than three sampling intervals.
+inline bool is_stale(double age_seconds, double interval_seconds) {
+  return age_seconds > 3 * interval_seconds;
+}
+
+}  // namespace gleaner::agent::qos
