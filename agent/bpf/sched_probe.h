@@ -91,6 +91,11 @@ class SchedProbe {
   std::unique_ptr<Impl> impl_;
 };
 
+// Ids of every BPF program / link loaded in the kernel (any owner), to check that a probe
+// leaves nothing behind.
+Result<std::vector<uint32_t>> kernel_program_ids();
+Result<std::vector<uint32_t>> kernel_link_ids();
+
 // Whether this binary was built with the BPF programs, and if not why.
 bool sched_probe_built();
 std::string sched_probe_build_reason();

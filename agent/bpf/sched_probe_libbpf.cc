@@ -316,6 +316,24 @@ std::vector<uint32_t> SchedProbe::program_ids() const {
   return ids;
 }
 
+namespace {
+Result<std::vector<uint32_t>> iterate_ids(int (*next_id)(uint32_t, uint32_t*), const char* what) {
+  std::vector<uint32_t> ids;
+  uint32_t id = 0;
+  while (next_id(id, &id) == 0)
+    ids.push_back(id);
+  if (errno != ENOENT) return errno_error(errno, std::string("list BPF ") + what);
+  return ids;
+}
+}  // namespace
+
+Result<std::vector<uint32_t>> kernel_program_ids() {
+  return iterate_ids(bpf_prog_get_next_id, "programs");
+}
+Result<std::vector<uint32_t>> kernel_link_ids() {
+  return iterate_ids(bpf_link_get_next_id, "links");
+}
+
 bool sched_probe_built() {
   return true;
 }

@@ -39,6 +39,13 @@ std::vector<uint32_t> SchedProbe::program_ids() const {
   return {};
 }
 
+Result<std::vector<uint32_t>> kernel_program_ids() {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+Result<std::vector<uint32_t>> kernel_link_ids() {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
+
 bool sched_probe_built() {
   return false;
 }

@@ -1,0 +1,231 @@
+// The eBPF sched probe against the real kernel: on-CPU time agrees with the cgroup's own
+// accounting, run-queue latency rises when two pods share one CPU (and the interference
+// rule reacts), and load/attach/detach leaves no program or link behind.
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include "agent/bpf/interference.h"
+#include "agent/bpf/sched_probe.h"
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/layout.h"
+#include "common/file_io.h"
+#include "test/support/scratch_cgroup.h"
+
+namespace gleaner {
+namespace {
+using namespace std::chrono_literals;
+using agent::bpf::CgroupSchedSample;
+using agent::bpf::SchedProbe;
+using cgroup::Resource;
+using testing::ScratchCgroups;
+
+class BpfSchedProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto reason = testing::real_cgroup_skip_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+    if (!agent::bpf::sched_probe_built()) GTEST_SKIP() << agent::bpf::sched_probe_build_reason();
+  }
+
+  // Opens the probe; on this machine (root, BTF) it must load.
+  std::unique_ptr<SchedProbe> open_probe(bool enable_stats = false) {
+    agent::bpf::SchedProbeOptions options;
+    options.enable_stats = enable_stats;
+    auto probe = SchedProbe::open(options);
+    EXPECT_TRUE(probe.ok()) << probe.error().describe();
+    return probe.ok() ? std::move(*probe) : nullptr;
+  }
+
+  static const CgroupSchedSample* find(const agent::bpf::SchedInterval& interval, uint64_t id) {
+    for (const auto& c : interval.cgroups)
+      if (c.cgroup_id == id) return &c;
+    return nullptr;
+  }
+};
+
+void pin(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0) << "pin " << pid;
+}
+
+TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccounting) {
+  ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-busy");
+  scratch.mkdir(pod);
+  scratch.spawn_busy(pod);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  auto probe = open_probe();
+  ASSERT_NE(probe, nullptr);
+  auto id = probe->track(fs.dir_of(Resource::kCpuShares, pod));
+  ASSERT_TRUE(id.ok()) << id.error().describe();
+
+  ASSERT_TRUE(probe->sample().ok());
+  int64_t cg0 = *fs.read_cpu_usage_ns(pod);
+  testing::measurement_window(1000ms);
+  auto interval = probe->sample();
+  int64_t cg1 = *fs.read_cpu_usage_ns(pod);
+  ASSERT_TRUE(interval.ok()) << interval.error().describe();
+  const auto* s = find(*interval, *id);
+  ASSERT_NE(s, nullptr);
+  double kernel = static_cast<double>(cg1 - cg0);
+  EXPECT_GT(kernel, 0.3e9) << "the spinner barely ran";
+  EXPECT_NEAR(static_cast<double>(s->cpu_ns), kernel, 0.05 * kernel)
+      << "bpf " << s->cpu_ns << " ns, cgroup accounting " << kernel << " ns";
+}
+
+// Runs `window`, returns the pod samples by id.
+std::map<uint64_t, CgroupSchedSample> measure(SchedProbe& probe, std::chrono::milliseconds window) {
+  std::map<uint64_t, CgroupSchedSample> out;
+  EXPECT_TRUE(probe.sample().ok());
+  testing::measurement_window(window);
+  auto interval = probe.sample();
+  EXPECT_TRUE(interval.ok());
+  if (interval.ok())
+    for (auto& c : interval->cgroups)
+      out[c.cgroup_id] = c;
+  return out;
+}
+
+// Fraction of the window a pod's tasks spent runnable but waiting for a CPU.
+double wait_fraction(const CgroupSchedSample& s, std::chrono::milliseconds window) {
+  return static_cast<double>(s.runq.sum_ns) / (static_cast<double>(window.count()) * 1e6);
+}
+
+TEST_F(BpfSchedProbe, SharingOneCpuRaisesRunQueueLatencyAndTheRuleTightens) {
+  ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string ls = layout.pod_dir(cgroup::KubeQos::kBurstable, "bpf-ls");
+  const std::string be = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-be");
+  scratch.mkdir(ls);
+  scratch.mkdir(be);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  bool v2 = scratch.version() == cgroup::CgroupVersion::kV2;
+  // Unrelated load on this machine (other builds) must not make the lone pod wait: the
+  // scratch hierarchy outweighs everything else on the CPU.
+  ASSERT_TRUE(write_file(fs.dir_of(Resource::kCpuShares, "") + (v2 ? "/cpu.weight" : "/cpu.shares"),
+                         v2 ? "10000" : "262144")
+                  .ok());
+  auto probe = open_probe();
+  ASSERT_NE(probe, nullptr);
+  uint64_t ls_id = *probe->track(fs.dir_of(Resource::kCpuShares, ls));
+  uint64_t be_id = *probe->track(fs.dir_of(Resource::kCpuShares, be));
+  const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+  constexpr auto kWindow = 1000ms;
+
+  pid_t ls_pid = scratch.spawn_busy(ls);
+  pin(ls_pid, cpu);
+  auto alone = measure(*probe, kWindow);
+  double alone_p99 = alone[ls_id].runq_p99_ns.value_or(0);
+  double alone_wait = wait_fraction(alone[ls_id], kWindow);
+
+  pid_t be_pid = scratch.spawn_busy(be);
+  pin(be_pid, cpu);
+  auto shared = measure(*probe, kWindow);
+  ASSERT_TRUE(shared[ls_id].runq_p99_ns.has_value());
+  ASSERT_TRUE(shared[be_id].runq_p99_ns.has_value());
+  double ls_p99 = *shared[ls_id].runq_p99_ns;
+  double be_p99 = *shared[be_id].runq_p99_ns;
+  std::string figures = "alone: " + std::to_string(alone[ls_id].runq.count) + " waits, p50 " +
+                        std::to_string(alone[ls_id].runq_p50_ns.value_or(0)) + " p99 " +
+                        std::to_string(alone_p99) + " ns, waiting " + std::to_string(alone_wait) +
+                        "; shared: p99 " + std::to_string(ls_p99) + " / " + std::to_string(be_p99) +
+                        " ns, p50 " + std::to_string(shared[ls_id].runq_p50_ns.value_or(0)) + ", " +
+                        std::to_string(shared[ls_id].runq.count) + " waits, waiting " +
+                        std::to_string(wait_fraction(shared[ls_id], kWindow));
+  RecordProperty("figures", figures);
+  // Two spinners on one CPU each wait about a scheduler slice (milliseconds) every time,
+  // about half of the window.
+  EXPECT_GT(ls_p99, 500'000.0) << figures;
+  EXPECT_GT(be_p99, 500'000.0) << figures;
+  EXPECT_GT(wait_fraction(shared[ls_id], kWindow), 0.3) << figures;
+  EXPECT_GT(wait_fraction(shared[ls_id], kWindow), 5 * alone_wait) << figures;
+  EXPECT_GT(wait_fraction(shared[be_id], kWindow), 5 * alone_wait) << figures;
+  // A lone spinner waits only for short preemptions by kernel threads, and rarely: its
+  // typical wait is far below the slice-long waits of two spinners.
+  ASSERT_TRUE(shared[ls_id].runq_p50_ns && shared[be_id].runq_p50_ns) << figures;
+  double alone_p50 = alone[ls_id].runq_p50_ns.value_or(0);
+  EXPECT_GT(*shared[ls_id].runq_p50_ns, 10 * alone_p50) << figures;
+  EXPECT_GT(*shared[be_id].runq_p50_ns, 10 * alone_p50) << figures;
+  // With a handful of waits the lone p99 is just their maximum (one unrelated slice on a
+  // busy machine); compare tails only when the baseline has enough waits to have one.
+  if (alone[ls_id].runq.count >= 100) {
+    EXPECT_GT(ls_p99, 5 * alone_p99) << figures;
+    EXPECT_GT(be_p99, 5 * alone_p99) << figures;
+  }
+
+  // The rule tightens BE at once; with BE capped at a tenth of a CPU the LS pod waits far
+  // less and gets the CPU back.
+  FakeClock clock;
+  agent::bpf::InterferenceRule rule({.runq_p99_bound = 1ms, .hold = 10s}, clock);
+  agent::bpf::InterferenceInput input{{{"ls", ls_p99}}, std::nullopt, true};
+  ASSERT_EQ(rule.evaluate(input).action, agent::bpf::InterferenceAction::kTightenNow);
+  auto quota_path = fs.path_of(Resource::kCpuQuota, be);
+  ASSERT_TRUE(quota_path.ok());
+  ASSERT_TRUE(write_file(*quota_path, v2 ? "10000 100000" : "10000").ok());
+  auto capped = measure(*probe, kWindow);
+  EXPECT_LT(wait_fraction(capped[ls_id], kWindow), 0.5 * wait_fraction(shared[ls_id], kWindow))
+      << figures;
+  EXPECT_GT(capped[ls_id].cpu_ns, shared[ls_id].cpu_ns + 200'000'000) << figures;
+}
+
+TEST_F(BpfSchedProbe, LoadAttachDetachLeavesNothingBehind) {
+  auto progs_before = agent::bpf::kernel_program_ids();
+  auto links_before = agent::bpf::kernel_link_ids();
+  ASSERT_TRUE(progs_before.ok()) << progs_before.error().describe();
+  ASSERT_TRUE(links_before.ok()) << links_before.error().describe();
+  std::vector<uint32_t> ours;
+  {
+    auto probe = open_probe(/*enable_stats=*/true);
+    ASSERT_NE(probe, nullptr);
+    ours = probe->program_ids();
+    ASSERT_EQ(ours.size(), 3u);
+    auto loaded = *agent::bpf::kernel_program_ids();
+    for (uint32_t id : ours)
+      EXPECT_NE(std::find(loaded.begin(), loaded.end(), id), loaded.end()) << id;
+    EXPECT_GE(agent::bpf::kernel_link_ids()->size(), links_before->size() + 3);
+    EXPECT_TRUE(probe->stats_enabled());
+    auto costs = probe->program_costs();
+    ASSERT_TRUE(costs.ok()) << costs.error().describe();
+  }
+  // Programs are freed once their last reference goes; that may finish just after.
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::vector<uint32_t> left;
+  do {
+    left.clear();
+    auto now_loaded = *agent::bpf::kernel_program_ids();
+    for (uint32_t id : ours)
+      if (std::find(now_loaded.begin(), now_loaded.end(), id) != now_loaded.end())
+        left.push_back(id);
+    if (left.empty()) break;
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_TRUE(left.empty()) << left.size() << " programs outlived the probe";
+  EXPECT_EQ(agent::bpf::kernel_link_ids()->size(), links_before->size());
+}
+
+TEST_F(BpfSchedProbe, ProgramCostsCountSwitchEvents) {
+  auto probe = open_probe(/*enable_stats=*/true);
+  ASSERT_NE(probe, nullptr);
+  ASSERT_TRUE(probe->program_costs().ok());
+  testing::measurement_window(200ms);
+  auto costs = probe->program_costs();
+  ASSERT_TRUE(costs.ok()) << costs.error().describe();
+  auto sw = std::find_if(costs->begin(), costs->end(),
+                         [](const auto& c) { return c.name == "gleaner_switch"; });
+  ASSERT_NE(sw, costs->end());
+  EXPECT_GT(sw->run_count, 0u);
+  EXPECT_GT(sw->events_per_sec, 0.0);
+  ASSERT_TRUE(sw->ns_per_event.has_value());
+  EXPECT_GT(*sw->ns_per_event, 0.0);
+}
+
+}  // namespace
+}  // namespace gleaner
