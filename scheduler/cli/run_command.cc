@@ -1,0 +1,243 @@
+// `gleaner-scheduler run`: the live scheduler. The composition root: one io_context runs
+// the HTTP port (report ingestion, read-only API, /metrics) and the scheduling timer;
+// each member cluster has a ClusterLink (informers and an action worker). Without
+// --kubeconfig or --cluster it runs "reports only": ingestion, the core and the API.
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/file_io.h"
+#include "common/log.h"
+#include "kube/config.h"
+#include "scheduler/cli/commands.h"
+#include "scheduler/kube/cluster_link.h"
+#include "scheduler/server/http_server.h"
+#include "scheduler/sim/scenario.h"
+
+namespace gleaner::scheduler {
+namespace {
+
+constexpr int kBadInput = 2;
+
+struct RunOptions {
+  std::string listen = ":8080";
+  std::string token_file;
+  std::size_t max_report_bytes = 1 << 20;
+  std::string kubeconfig;
+  std::string cluster_name = server::kDefaultCluster;
+  std::vector<std::string> clusters;  // NAME=KUBECONFIG
+  std::string scheduler_name = "gleaner-scheduler";
+  double qps = 50;
+  int burst = 100;
+  int64_t stale_after = 60;
+  int64_t degrade_after = 15 * 60;
+  int64_t update_time_threshold = 300;
+  double resource_diff_threshold = 0.1;
+  std::string queues_file;
+  std::string policy = "nonblocking";
+  int64_t driver_start_timeout = 300;
+  int64_t reservation_ttl = 600;
+  int tick_ms = 50;
+  std::string log_level = "info";
+};
+
+// The queues file: the scenario's "queues" array, either alone or in an object with
+// "queues" (and optionally "policy", as in a scenario file).
+Result<sim::Scenario> load_queues(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto doc = parse_json(*text, path);
+  if (!doc) return doc.error();
+  Json wrapped = doc->is_array() ? Json{{"queues", *doc}} : *doc;
+  if (!wrapped.is_object()) {
+    return make_error(ErrorCode::kParse, path + ": expected an array of queues or an object");
+  }
+  for (auto it = wrapped.begin(); it != wrapped.end(); ++it) {
+    if (it.key() != "queues" && it.key() != "policy") {
+      return make_error(ErrorCode::kParse, path + ": " + it.key() + ": unknown field");
+    }
+  }
+  auto s = sim::parse_scenario(wrapped);
+  if (!s) return make_error(s.error().code, path + ": " + s.error().message);
+  return s;
+}
+
+Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o) {
+  auto cfg = kube::load_kubeconfig(path);
+  if (!cfg) return cfg.error();
+  cfg->qps = o.qps;
+  cfg->burst = o.burst;
+  return cfg;
+}
+
+int run(const RunOptions& o) {
+  if (Status s = init_logging(o.log_level); !s) {
+    std::cerr << "gleaner-scheduler run: --log-level: " << s.error().message << "\n";
+    return kBadInput;
+  }
+  SchedulerPolicy policy;
+  std::vector<QueueSpec> queues;
+  if (!o.queues_file.empty()) {
+    auto s = load_queues(o.queues_file);
+    if (!s) {
+      std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
+      return kBadInput;
+    }
+    queues = s->queues;
+    policy = s->policy;
+  }
+  if (o.policy != "blocking" && o.policy != "nonblocking") {
+    std::cerr << "gleaner-scheduler run: --policy: expected blocking or nonblocking\n";
+    return kBadInput;
+  }
+  policy.queueing =
+      o.policy == "blocking" ? QueueingPolicy::kBlocking : QueueingPolicy::kNonBlocking;
+  policy.driver_start_timeout_seconds = o.driver_start_timeout;
+  policy.reservation_ttl_seconds = o.reservation_ttl;
+
+  // Member clusters: NAME=KUBECONFIG pairs, or one --kubeconfig.
+  std::map<std::string, kube::KubeConfig> configs;
+  for (const auto& pair : o.clusters) {
+    const auto eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
+      std::cerr << "gleaner-scheduler run: --cluster " << pair << ": expected NAME=KUBECONFIG\n";
+      return kBadInput;
+    }
+    auto cfg = cluster_config(pair.substr(eq + 1), o);
+    if (!cfg || !configs.emplace(pair.substr(0, eq), *cfg).second) {
+      std::cerr << "gleaner-scheduler run: --cluster " << pair << ": "
+                << (cfg ? "duplicate cluster name" : cfg.error().message) << "\n";
+      return kBadInput;
+    }
+  }
+  if (!o.kubeconfig.empty()) {
+    auto cfg = cluster_config(o.kubeconfig, o);
+    if (!cfg || !configs.emplace(o.cluster_name, *cfg).second) {
+      std::cerr << "gleaner-scheduler run: --kubeconfig: "
+                << (cfg ? "cluster name also given with --cluster" : cfg.error().message) << "\n";
+      return kBadInput;
+    }
+  }
+
+  server::LiveOptions live_options;
+  live_options.policy = policy;
+  live_options.staleness = StalenessPolicy{o.stale_after, o.degrade_after};
+  for (const auto& [name, cfg] : configs)
+    live_options.clusters.push_back(name);
+
+  SystemClock clock;
+  server::LiveMetrics metrics;
+  auto live = server::LiveScheduler::create(live_options, queues, clock, metrics);
+  if (!live) {
+    std::cerr << "gleaner-scheduler run: queues: " << live.error().message << "\n";
+    return kBadInput;
+  }
+  std::map<std::string, std::unique_ptr<kube_glue::ClusterLink>> links;
+  for (const auto& [name, cfg] : configs) {
+    kube_glue::ClusterLinkOptions lo;
+    lo.name = name;
+    lo.config = cfg;
+    lo.scheduler_name = o.scheduler_name;
+    lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
+    links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, **live, metrics));
+  }
+  (*live)->set_sinks(
+      [&links](server::Action a) {
+        if (auto it = links.find(a.cluster); it != links.end()) it->second->enqueue(std::move(a));
+      },
+      [&links](server::NodeBatch b) {
+        if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(std::move(b));
+      });
+
+  boost::asio::io_context io;
+  server::ReportValidator validator(o.token_file, o.max_report_bytes);
+  server::ApiRoutes routes(validator, **live, metrics);
+  auto http = server::HttpServer::create(io, o.listen, routes);
+  if (!http) {
+    std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
+    return 1;
+  }
+  spdlog::info("gleaner-scheduler: listening on port {}, {} cluster(s){}", (*http)->port(),
+               links.size(), links.empty() ? " (reports only)" : "");
+  for (auto& [name, link] : links)
+    link->start();
+
+  boost::asio::steady_timer timer(io);
+  std::function<void()> arm = [&] {
+    timer.expires_after(std::chrono::milliseconds(o.tick_ms));
+    timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      (*live)->tick();
+      arm();
+    });
+  };
+  arm();
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("gleaner-scheduler: signal {}, stopping", sig);
+    timer.cancel();
+    (*http)->stop();
+    io.stop();
+  });
+  io.run();
+  for (auto& [name, link] : links)
+    link->stop();
+  (*live)->set_sinks(nullptr, nullptr);
+  return 0;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app) {
+  auto o = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand(
+      "run", "Run the live scheduler: node report ingestion, HTTP API, Kubernetes binding");
+  cmd->add_option("--listen", o->listen, "HTTP address for reports, API and /metrics")
+      ->capture_default_str();
+  cmd->add_option("--token-file", o->token_file,
+                  "bearer token agents must present (re-read when it changes); empty: none");
+  cmd->add_option("--max-report-bytes", o->max_report_bytes, "largest report body accepted")
+      ->capture_default_str();
+  cmd->add_option("--kubeconfig", o->kubeconfig, "kubeconfig of the (single) cluster");
+  cmd->add_option("--cluster-name", o->cluster_name, "name of the --kubeconfig cluster")
+      ->capture_default_str();
+  cmd->add_option("--cluster", o->clusters, "member cluster NAME=KUBECONFIG (repeatable)");
+  cmd->add_option("--scheduler-name", o->scheduler_name, "spec.schedulerName of pods to place")
+      ->capture_default_str();
+  cmd->add_option("--qps", o->qps, "API requests per second per cluster")->capture_default_str();
+  cmd->add_option("--burst", o->burst, "API request burst per cluster")->capture_default_str();
+  cmd->add_option("--stale-after", o->stale_after, "seconds: no new placements on the node")
+      ->capture_default_str();
+  cmd->add_option("--degrade-after", o->degrade_after,
+                  "seconds: the node's batch counts as zero and is removed from its status")
+      ->capture_default_str();
+  cmd->add_option("--update-time-threshold", o->update_time_threshold,
+                  "seconds: re-publish a node's batch resources at least this often")
+      ->capture_default_str();
+  cmd->add_option("--resource-diff-threshold", o->resource_diff_threshold,
+                  "publish when batch cpu or memory moved by more than this fraction")
+      ->capture_default_str();
+  cmd->add_option("--queues-file", o->queues_file,
+                  "elastic quota tree: the scenario format's queues (and policy)");
+  cmd->add_option("--policy", o->policy, "queueing: blocking | nonblocking")->capture_default_str();
+  cmd->add_option("--driver-start-timeout", o->driver_start_timeout,
+                  "seconds before an admitted job whose driver is not running is reclaimed")
+      ->capture_default_str();
+  cmd->add_option("--reservation-ttl", o->reservation_ttl, "seconds executor room stays reserved")
+      ->capture_default_str();
+  cmd->add_option("--tick-ms", o->tick_ms, "scheduling pass interval")->capture_default_str();
+  cmd->add_option("--log-level", o->log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+  cmd->callback([o] { set_exit_code(run(*o)); });
+}
+
+}  // namespace gleaner::scheduler
