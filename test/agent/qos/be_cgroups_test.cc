@@ -1,0 +1,163 @@
+#include "agent/qos/be_cgroups.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/qos/fs_reader.h"
+#include "agent/qos/memory_qos.h"
+#include "cgroup/executor.h"
+#include "test/agent/qos/qos_test_util.h"
+
+namespace gleaner::agent::qos {
+namespace {
+using cgroup::CgroupDriver;
+using cgroup::CgroupVersion;
+using cgroup::KubeQos;
+using cgroup::Resource;
+using namespace test;
+
+FakePod batch_pod() {
+  FakePod p{.name = "exec", .uid = "be-1", .qos_label = "BE"};
+  p.containers = Json::array(
+      {container("a", {{"kubernetes.io/batch-cpu", "1500"}, {"kubernetes.io/batch-memory", "1Gi"}},
+                 {{"kubernetes.io/batch-cpu", "2000"}, {"kubernetes.io/batch-memory", "2Gi"}}),
+       container("b", {{"kubernetes.io/batch-cpu", "500"}},
+                 {{"kubernetes.io/batch-cpu", "1000"}, {"kubernetes.io/batch-memory", "1Gi"}})});
+  return p;
+}
+
+TEST(BeCgroups, SharesFromBatchCpuClamped) {
+  EXPECT_EQ(shares_from_milli(0), 2);
+  EXPECT_EQ(shares_from_milli(1), 2);
+  EXPECT_EQ(shares_from_milli(1000), 1024);
+  EXPECT_EQ(shares_from_milli(2000000), 262144);
+}
+
+struct Case {
+  CgroupVersion version;
+  CgroupDriver driver;
+};
+class BeTree : public ::testing::TestWithParam<Case> {};
+
+TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
+  TempDir t;
+  cgroup::KubeletLayout layout(GetParam().driver);
+  auto pods = std::vector<FakePod>{batch_pod()};
+  make_node_tree(t, GetParam().version, layout, pods);
+  auto snap = make_snapshot({}, pods);
+  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  FsQosReader reader(fs, nullptr);
+  cgroup::WriteExecutor exec(fs);
+  exec.apply(plan_be_cgroups(snap, layout, false, reader).writes);
+  const std::string pod = layout.pod_dir(KubeQos::kBestEffort, "be-1");
+  const std::string a = *layout.container_dir(KubeQos::kBestEffort, "be-1", container_id("a"));
+  const std::string b = *layout.container_dir(KubeQos::kBestEffort, "be-1", container_id("b"));
+  EXPECT_EQ(*fs.read_int(Resource::kCpuShares, pod),
+            GetParam().version == CgroupVersion::kV2
+                ? cgroup::weight_to_shares(cgroup::shares_to_weight(2048))
+                : 2048);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, pod), 300000);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryLimit, pod), 3LL << 30);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, a), 200000);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryLimit, a), 2LL << 30);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, b), 100000);
+  if (GetParam().version == CgroupVersion::kV2) {
+    EXPECT_EQ(t.read(b + "/cpu.weight"), std::to_string(cgroup::shares_to_weight(512)));
+  }
+  // Restart adoption.
+  EXPECT_TRUE(exec.plan(plan_be_cgroups(snap, layout, false, reader).writes).empty());
+  // cfsQuota suppression active: the pod-level quota is lifted (the QoS level governs).
+  exec.apply(plan_be_cgroups(snap, layout, true, reader).writes);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, pod), cgroup::kUnlimited);
+}
+
+TEST_P(BeTree, UnlabelledBestEffortPodsAreLeftToKubelet) {
+  TempDir t;
+  cgroup::KubeletLayout layout(GetParam().driver);
+  FakePod p = batch_pod();
+  p.qos_label = "";
+  make_node_tree(t, GetParam().version, layout, {p});
+  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  FsQosReader reader(fs, nullptr);
+  EXPECT_TRUE(plan_be_cgroups(make_snapshot({}, {p}), layout, false, reader).writes.empty());
+}
+
+TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
+  TempDir t;
+  cgroup::KubeletLayout layout(GetParam().driver);
+  auto pods = std::vector<FakePod>{batch_pod()};
+  make_node_tree(t, GetParam().version, layout, pods);
+  auto snap = make_snapshot({}, pods);
+  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  FsQosReader reader(fs, nullptr);
+  config::ResourceQoSStrategy qos;
+  qos.be.cpu.enable = true;
+  // No cpu.idle file anywhere (kernel < 5.15): nothing.
+  EXPECT_TRUE(plan_cpu_idle(snap, layout, qos, reader).writes.empty());
+  const std::string pod = layout.pod_dir(KubeQos::kBestEffort, "be-1");
+  const std::string be_qos = layout.qos_dir(KubeQos::kBestEffort);
+  for (const auto& cg : {pod, be_qos}) {
+    t.write((GetParam().version == CgroupVersion::kV2 ? "" : "cpu/") + cg + "/cpu.idle", "0\n");
+  }
+  auto writes = plan_cpu_idle(snap, layout, qos, reader).writes;
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0].cgroup, pod);  // never the kubelet-owned QoS dir
+  EXPECT_EQ(writes[0].value, "1");
+  qos.be.cpu.enable = false;
+  EXPECT_TRUE(plan_cpu_idle(snap, layout, qos, reader).writes.empty());
+}
+
+TEST_P(BeTree, MemoryQosAtContainerPodAndQosLevel) {
+  TempDir t;
+  cgroup::KubeletLayout layout(GetParam().driver);
+  FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable"};
+  ls.containers = Json::array({container("app", {{"memory", "1Gi"}}, {{"memory", "3Gi"}})});
+  make_node_tree(t, GetParam().version, layout, {ls});
+  auto snap = make_snapshot({}, {ls});
+  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  FsQosReader reader(fs, nullptr);
+  config::ResourceQoSStrategy qos;
+  qos.ls.memory.enable = true;
+  qos.ls.memory.min_limit_percent = 50;
+  qos.ls.memory.low_limit_percent = 100;
+  qos.ls.memory.throttling_percent = 50;
+  cgroup::WriteExecutor exec(fs);
+  exec.apply(plan_memory_qos(snap, layout, qos, reader).writes);
+  const std::string pod = layout.pod_dir(KubeQos::kBurstable, "ls-1");
+  const std::string c = *layout.container_dir(KubeQos::kBurstable, "ls-1", container_id("app"));
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryMin, c), 512LL << 20);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryLow, c), 1LL << 30);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryHigh, c), 2LL << 30);  // 1Gi + (3Gi-1Gi)*50%
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryMin, pod), 512LL << 20);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryMin, layout.qos_dir(KubeQos::kBurstable)), 512LL << 20);
+  EXPECT_EQ(*fs.read_int(Resource::kMemoryLow, layout.kubepods_dir()), 1LL << 30);
+  EXPECT_TRUE(exec.plan(plan_memory_qos(snap, layout, qos, reader).writes).empty());
+}
+
+TEST_P(BeTree, MemoryQosSkippedSilentlyWhereFilesAreAbsent) {
+  TempDir t;
+  cgroup::KubeletLayout layout(GetParam().driver);
+  FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable"};
+  ls.containers = Json::array({container("app", {{"memory", "1Gi"}})});
+  make_node_tree(t, GetParam().version, layout, {ls}, "0-7", /*memory_qos_files=*/false);
+  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  FsQosReader reader(fs, nullptr);
+  config::ResourceQoSStrategy qos;
+  qos.ls.memory.enable = true;
+  qos.ls.memory.min_limit_percent = 100;
+  Plan plan = plan_memory_qos(make_snapshot({}, {ls}), layout, qos, reader);
+  EXPECT_TRUE(plan.writes.empty());
+  EXPECT_TRUE(plan.notes.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Trees, BeTree,
+                         ::testing::Values(Case{CgroupVersion::kV1, CgroupDriver::kCgroupfs},
+                                           Case{CgroupVersion::kV1, CgroupDriver::kSystemd},
+                                           Case{CgroupVersion::kV2, CgroupDriver::kCgroupfs},
+                                           Case{CgroupVersion::kV2, CgroupDriver::kSystemd}),
+                         [](const auto& info) {
+                           return std::string(cgroup::to_string(info.param.version)) + "_" +
+                                  cgroup::to_string(info.param.driver);
+                         });
+
+}  // namespace
+}  // namespace gleaner::agent::qos

@@ -1,0 +1,146 @@
+#pragma once
+// Fake node trees and snapshots for the QoS strategy tests.
+
+#include <string>
+#include <vector>
+
+#include "agent/snapshot/node_snapshot.h"
+#include "cgroup/layout.h"
+#include "cgroup/version.h"
+#include "common/json_util.h"
+#include "test/support/temp_tree.h"
+
+namespace gleaner::agent::qos::test {
+
+using gleaner::testing::TempDir;
+
+// A container id the layout accepts, derived from a short name.
+inline std::string container_id(const std::string& name) {
+  std::string hex;
+  for (char c : name)
+    hex += "0123456789abcdef"[static_cast<unsigned char>(c) % 16];
+  return "containerd://" + hex + "00";
+}
+
+struct FakePod {
+  std::string ns = "default";
+  std::string name;
+  std::string uid;
+  std::string qos_label;  // koordinator.sh/qosClass, "" for none
+  std::string kube_qos = "BestEffort";
+  int priority = 0;
+  Json containers = Json::array();  // v1 container objects (name, resources)
+  bool terminating = false;
+  std::string cpu_usage = "0";
+  std::string memory_usage = "0";
+};
+
+inline Json pod_json(const FakePod& p) {
+  Json labels = Json::object();
+  if (!p.qos_label.empty()) labels["koordinator.sh/qosClass"] = p.qos_label;
+  Json statuses = Json::array();
+  for (const auto& c : p.containers) {
+    statuses.push_back({{"name", c["name"]}, {"containerID", container_id(c["name"])}});
+  }
+  Json meta = {{"name", p.name}, {"namespace", p.ns}, {"uid", p.uid}, {"labels", labels}};
+  if (p.terminating) meta["deletionTimestamp"] = "2024-01-01T00:00:00Z";
+  return {{"metadata", meta},
+          {"spec", {{"priority", p.priority}, {"containers", p.containers}}},
+          {"status",
+           {{"phase", "Running"}, {"qosClass", p.kube_qos}, {"containerStatuses", statuses}}}};
+}
+
+inline Json container(const std::string& name, Json requests = Json::object(),
+                      Json limits = Json::object()) {
+  return {{"name", name}, {"resources", {{"requests", requests}, {"limits", limits}}}};
+}
+
+struct FakeNode {
+  std::string cpu = "8";
+  std::string memory = "16Gi";
+  std::string allocatable_cpu = "8";
+  std::string allocatable_memory = "16Gi";
+  std::string node_cpu_usage = "0";
+  std::string node_memory_usage = "0";
+  std::string system_cpu = "0";
+  std::string system_memory = "0";
+  double age_seconds = 0;
+  Json annotations = Json::object();
+};
+
+inline Json snapshot_json(const FakeNode& n, const std::vector<FakePod>& pods) {
+  Json node = {{"metadata",
+                {{"name", "node-1"}, {"labels", Json::object()}, {"annotations", n.annotations}}},
+               {"status",
+                {{"capacity", {{"cpu", n.cpu}, {"memory", n.memory}}},
+                 {"allocatable", {{"cpu", n.allocatable_cpu}, {"memory", n.allocatable_memory}}}}}};
+  Json pod_list = Json::array();
+  Json usage = Json::object();
+  for (const auto& p : pods) {
+    pod_list.push_back(pod_json(p));
+    usage[p.ns + "/" + p.name] = {{"cpu", p.cpu_usage}, {"memory", p.memory_usage}};
+  }
+  return {{"node", node},
+          {"pods", pod_list},
+          {"metrics",
+           {{"ageSeconds", n.age_seconds},
+            {"node", {{"cpu", n.node_cpu_usage}, {"memory", n.node_memory_usage}}},
+            {"system", {{"cpu", n.system_cpu}, {"memory", n.system_memory}}},
+            {"pods", usage}}}};
+}
+
+inline snapshot::NodeSnapshot make_snapshot(const FakeNode& n, const std::vector<FakePod>& pods) {
+  auto snap = snapshot::parse_snapshot(snapshot_json(n, pods), "test");
+  if (!snap) throw std::runtime_error(snap.error().message);
+  return *snap;
+}
+
+// A cgroup directory of a fake tree, with the files kubelet leaves: unlimited quota,
+// period 100 ms, the given cpuset, unlimited memory; v2 also offers memory.min/low/high.
+inline void make_cgroup(const TempDir& t, cgroup::CgroupVersion v, const std::string& cg,
+                        const std::string& cpus = "0-7", bool memory_qos_files = true) {
+  if (v == cgroup::CgroupVersion::kV2) {
+    t.write("cgroup.controllers", "cpuset cpu io memory pids\n");
+    t.write(cg + "/cpu.max", "max 100000\n");
+    t.write(cg + "/cpu.weight", "100\n");
+    t.write(cg + "/cpuset.cpus", cpus + "\n");
+    t.write(cg + "/memory.max", "max\n");
+    t.write(cg + "/cgroup.threads", "");
+    if (memory_qos_files) {
+      t.write(cg + "/memory.min", "0\n");
+      t.write(cg + "/memory.low", "0\n");
+      t.write(cg + "/memory.high", "max\n");
+    }
+  } else {
+    t.write("cpu/" + cg + "/cpu.cfs_quota_us", "-1\n");
+    t.write("cpu/" + cg + "/cpu.cfs_period_us", "100000\n");
+    t.write("cpu/" + cg + "/cpu.shares", "1024\n");
+    t.write("cpu/" + cg + "/tasks", "");
+    t.write("cpuset/" + cg + "/cpuset.cpus", cpus + "\n");
+    t.write("memory/" + cg + "/memory.limit_in_bytes", "9223372036854771712\n");
+    if (memory_qos_files) {
+      t.write("memory/" + cg + "/memory.min", "0\n");
+      t.write("memory/" + cg + "/memory.low", "0\n");
+      t.write("memory/" + cg + "/memory.high", "9223372036854771712\n");
+    }
+  }
+}
+
+// kubepods, its QoS dirs, and the pod and container dirs of `pods`.
+inline void make_node_tree(const TempDir& t, cgroup::CgroupVersion v,
+                           const cgroup::KubeletLayout& layout, const std::vector<FakePod>& pods,
+                           const std::string& cpus = "0-7", bool memory_qos_files = true) {
+  make_cgroup(t, v, layout.kubepods_dir(), cpus, memory_qos_files);
+  make_cgroup(t, v, layout.qos_dir(cgroup::KubeQos::kBurstable), cpus, memory_qos_files);
+  make_cgroup(t, v, layout.qos_dir(cgroup::KubeQos::kBestEffort), cpus, memory_qos_files);
+  for (const auto& p : pods) {
+    auto qos = *cgroup::parse_kube_qos(p.kube_qos);
+    make_cgroup(t, v, layout.pod_dir(qos, p.uid), cpus, memory_qos_files);
+    for (const auto& c : p.containers) {
+      make_cgroup(t, v, *layout.container_dir(qos, p.uid, container_id(c["name"])), cpus,
+                  memory_qos_files);
+    }
+  }
+}
+
+}  // namespace gleaner::agent::qos::test
