@@ -12,7 +12,7 @@ Result<Json> parse_json(std::string_view text, std::string_view where) {
     try {
       Json discarded = Json::parse(text);
       (void)discarded;
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for huge numbers
       return make_error(ErrorCode::kParse, std::string(where) + ": " + e.what());
     }
     return make_error(ErrorCode::kParse, std::string(where) + ": malformed JSON");

@@ -129,10 +129,12 @@ Result<Quantity> Quantity::parse(std::string_view text) {
       if (value > limit) return bad(text, "out of range");
     }
   } else {
+    // Round up, like MilliValue(). Once the divisor exceeds the value the result is 1 (or 0
+    // for zero), so stop before the divisor itself could overflow.
     Wide divisor = 1;
-    for (int k = 0; k < -scale; ++k)
+    for (int k = 0; k < -scale && divisor <= value; ++k)
       divisor *= 10;
-    value = (value + divisor - 1) / divisor;  // round up, like MilliValue()
+    value = divisor > value ? (value > 0 ? 1 : 0) : (value + divisor - 1) / divisor;
   }
   auto milli = static_cast<int64_t>(value);
   return Quantity(negative ? -milli : milli);

@@ -13,6 +13,7 @@ void set_exit_code(int code) {
 }
 
 void register_commands(CLI::App& app) {
+  register_run_command(app);
   register_report_command(app);
   register_calc_command(app);
   register_plan_command(app);

@@ -12,6 +12,7 @@ int exit_code();
 void set_exit_code(int code);
 
 void register_report_command(CLI::App& app);
+void register_run_command(CLI::App& app);
 void register_calc_command(CLI::App& app);
 void register_plan_command(CLI::App& app);
 

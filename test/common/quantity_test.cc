@@ -65,6 +65,11 @@ TEST(Quantity, RejectsMalformedText) {
   }
 }
 
+TEST(Quantity, TinyValuesRoundUpWithoutOverflow) {
+  EXPECT_EQ(milli("9.5e-42"), 1);
+  EXPECT_EQ(milli("1e-40"), 1);
+}
+
 TEST(Quantity, RejectsOverflow) {
   EXPECT_FALSE(Quantity::parse("10E").ok());
   EXPECT_FALSE(Quantity::parse("9Ei").ok());

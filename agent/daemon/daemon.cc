@@ -1,0 +1,382 @@
+#include "agent/daemon/daemon.h"
+
+#include <fstream>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/batch/batch_calculator.h"
+#include "agent/config/slo_config.h"
+#include "agent/daemon/node_view.h"
+#include "agent/daemon/pod_source.h"
+#include "agent/metrics/metric_store.h"
+#include "agent/metrics/node_sampler.h"
+#include "agent/metrics/pod_sampler.h"
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/executor.h"
+#include "cgroup/layout.h"
+#include "common/file_io.h"
+#include "common/json_util.h"
+#include "reporter/client/report_client.h"
+#include "reporter/metrics/health.h"
+#include "reporter/metrics/metrics_registry.h"
+#include "reporter/metrics/metrics_server.h"
+#include "reporter/metrics/routes.h"
+#include "resctrl/resctrl_fs.h"
+
+namespace gleaner::agent {
+namespace {
+
+constexpr std::chrono::minutes kLongestWindow{30};
+
+cgroup::KubeQos to_cgroup_qos(states::KubeQoS qos) {
+  switch (qos) {
+    case states::KubeQoS::kGuaranteed:
+      return cgroup::KubeQos::kGuaranteed;
+    case states::KubeQoS::kBurstable:
+      return cgroup::KubeQos::kBurstable;
+    case states::KubeQoS::kBestEffort:
+      return cgroup::KubeQos::kBestEffort;
+  }
+  return cgroup::KubeQos::kBestEffort;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return ::gethostname(buf, sizeof(buf) - 1) == 0 ? std::string(buf) : "localhost";
+}
+
+// A Node for machines without an API server: capacity = allocatable = the machine.
+Result<kube::Node> machine_node(const std::string& name, int cpus, int64_t memory_bytes) {
+  Json raw = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", name}}},
+      {"status",
+       {{"capacity", {{"cpu", std::to_string(cpus)}, {"memory", std::to_string(memory_bytes)}}},
+        {"allocatable",
+         {{"cpu", std::to_string(cpus)}, {"memory", std::to_string(memory_bytes)}}}}}};
+  return kube::parse_node(raw);
+}
+
+Result<kube::Node> load_node_file(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto json = parse_json(*text, path);
+  if (!json) return json.error();
+  auto node = kube::parse_node(*json);
+  if (!node) return make_error(node.error().code, path + ": " + node.error().message);
+  return node;
+}
+
+// CPU seconds and RSS of this process, for the self-cost metrics.
+std::pair<double, int64_t> self_usage() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  int64_t rss = 0;
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0;
+  int64_t resident = 0;
+  if (statm >> size >> resident) rss = resident * ::sysconf(_SC_PAGESIZE);
+  return {cpu, rss};
+}
+
+}  // namespace
+
+struct Daemon::Impl {
+  boost::asio::io_context& io;
+  DaemonOptions opt;
+  SystemClock clock;
+  cgroup::CgroupVersion version = cgroup::CgroupVersion::kV1;
+  std::optional<cgroup::KubeletLayout> layout;
+  std::unique_ptr<cgroup::CgroupFs> fs;
+  std::unique_ptr<cgroup::WriteExecutor> executor;
+  std::unique_ptr<NodeSampler> node_sampler;
+  std::unique_ptr<PodSampler> pod_sampler;
+  std::unique_ptr<MetricStore> store;
+  std::unique_ptr<PodSource> pod_source;
+  std::unique_ptr<config::ConfigLoader> config;
+  kube::Node node;
+  std::vector<kube::Pod> pods;
+  SteadyTime last_pod_fetch{};
+  bool have_pods = false;
+  reporter::MetricsRegistry registry;
+  std::unique_ptr<reporter::HealthMonitor> health;
+  std::unique_ptr<reporter::MetricsServer> metrics_server;
+  std::unique_ptr<reporter::ReportClient> report_client;
+  boost::asio::steady_timer timer;
+  uint64_t sequence = 0;
+  int ticks = 0;
+  bool stopped = false;
+  std::string last_calc;
+  std::vector<double> pass_seconds;
+  Daemon* owner = nullptr;
+  std::function<void()> on_stop;
+
+  Impl(boost::asio::io_context& io_ctx, DaemonOptions o)
+      : io(io_ctx), opt(std::move(o)), timer(io_ctx) {}
+
+  void refresh_pods(SteadyTime now);
+  void schedule_next();
+};
+
+Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  impl_->owner = this;
+}
+Daemon::~Daemon() = default;
+
+Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, DaemonOptions options) {
+  auto impl = std::make_unique<Impl>(io, std::move(options));
+  auto& d = *impl;
+  if (d.opt.node_name.empty()) d.opt.node_name = host_name();
+
+  std::optional<cgroup::CgroupVersion> forced;
+  if (!d.opt.cgroup_version.empty()) {
+    auto v = cgroup::parse_version(d.opt.cgroup_version);
+    if (!v) return v.error();
+    forced = *v;
+  }
+  auto version = cgroup::detect_version(d.opt.cgroup_root, forced);
+  if (!version) return version.error();
+  d.version = *version;
+  d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
+  d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
+
+  const std::string cpu_root = d.fs->dir_of(cgroup::Resource::kCpuShares, "");
+  if (!d.opt.cgroup_driver.empty()) {
+    auto driver = cgroup::parse_driver(d.opt.cgroup_driver);
+    if (!driver) return driver.error();
+    d.layout.emplace(*driver, d.opt.cgroup_parent);
+  } else if (auto driver = cgroup::detect_driver(cpu_root, d.opt.cgroup_parent)) {
+    d.layout.emplace(*driver, d.opt.cgroup_parent);
+  } else {
+    spdlog::warn("{}; assuming cgroupfs until kubepods appears", driver.error().message);
+    d.layout.emplace(cgroup::CgroupDriver::kCgroupfs, d.opt.cgroup_parent);
+  }
+
+  d.node_sampler = std::make_unique<NodeSampler>(d.opt.proc_root);
+  d.pod_sampler = std::make_unique<PodSampler>(*d.fs);
+  auto slots = static_cast<size_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(kLongestWindow).count() /
+      std::max<int64_t>(d.opt.interval.count(), 1));
+  d.store = std::make_unique<MetricStore>(d.clock.now(), std::max<size_t>(slots, 2));
+
+  if (!d.opt.pods_file.empty()) {
+    d.pod_source = std::make_unique<PodsFileSource>(d.opt.pods_file);
+  } else if (!d.opt.kubelet_host.empty()) {
+    kube::KubeletOptions k;
+    k.host = d.opt.kubelet_host;
+    k.port = static_cast<uint16_t>(d.opt.kubelet_port);
+    k.https = d.opt.kubelet_https;
+    d.pod_source = std::make_unique<KubeletPodSource>(std::move(k));
+  } else {
+    d.pod_source = std::make_unique<CgroupTreePodSource>(cpu_root, *d.layout);
+  }
+
+  if (!d.opt.node_file.empty()) {
+    auto node = load_node_file(d.opt.node_file);
+    if (!node) return node.error();
+    d.node = std::move(*node);
+  } else {
+    auto first = d.node_sampler->sample();
+    if (!first) return first.error();
+    auto node = machine_node(d.opt.node_name, d.node_sampler->cpus(), first->memory_total_bytes);
+    if (!node) return node.error();
+    d.node = std::move(*node);
+  }
+
+  d.config = std::make_unique<config::ConfigLoader>(d.opt.config_dir);
+  d.health = std::make_unique<reporter::HealthMonitor>(d.clock, d.opt.interval * 5);
+  d.health->register_loop("sampling");
+
+  if (!d.opt.metrics_addr.empty()) {
+    auto* impl_ptr = impl.get();
+    auto server = reporter::MetricsServer::create(
+        io, d.opt.metrics_addr, [impl_ptr](std::string_view method, std::string_view target) {
+          return reporter::route_request(method, target, impl_ptr->registry, *impl_ptr->health);
+        });
+    if (!server) return server.error();
+    d.metrics_server = std::move(*server);
+  }
+  if (!d.opt.scheduler_url.empty()) {
+    reporter::ReportClientOptions r;
+    r.scheduler_url = d.opt.scheduler_url;
+    r.token_file = d.opt.token_file;
+    auto client = reporter::ReportClient::create(io, d.clock, std::move(r));
+    if (!client) return client.error();
+    d.report_client = std::move(*client);
+  }
+  return std::unique_ptr<Daemon>(new Daemon(std::move(impl)));
+}
+
+std::string Daemon::describe() const {
+  const auto& d = *impl_;
+  auto rdt = resctrl::ResctrlFs(d.opt.resctrl_root).detect();
+  return fmt::format(
+      "gleaner-agent on node {}: cgroup {} at {}, kubelet driver {}, pods from {}, PSI {}, BTF {}, "
+      "resctrl {}, interval {}ms{}",
+      d.node.metadata.name, cgroup::to_string(d.version), d.opt.cgroup_root,
+      cgroup::to_string(d.layout->driver()), d.pod_source->name(),
+      d.node_sampler->has_psi() ? "yes" : "no",
+      path_exists("/sys/kernel/btf/vmlinux") ? "yes" : "no", rdt.ok() ? "yes" : "no",
+      d.opt.interval.count(), d.opt.dry_run ? ", dry-run" : "");
+}
+
+uint16_t Daemon::metrics_port() const {
+  return impl_->metrics_server ? impl_->metrics_server->port() : 0;
+}
+
+std::string Daemon::last_calc_json() const {
+  return impl_->last_calc;
+}
+
+void Daemon::reload_config() {
+  auto errors = impl_->config->reload();
+  for (const auto& e : errors)
+    spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
+  impl_->health->mark_config_loaded();
+}
+
+void Daemon::start() {
+  reload_config();
+  if (impl_->report_client) impl_->report_client->start();
+  tick();
+  impl_->schedule_next();
+}
+
+void Daemon::Impl::schedule_next() {
+  if (stopped) return;
+  timer.expires_after(opt.interval);
+  timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped) return;
+    if (config->has_changed()) {
+      for (const auto& e : config->reload()) {
+        spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
+      }
+    }
+    owner->tick();
+    if (opt.max_ticks > 0 && ticks >= opt.max_ticks) {
+      owner->stop();
+      return;
+    }
+    schedule_next();
+  });
+}
+
+void Daemon::Impl::refresh_pods(SteadyTime now) {
+  // A pods file is cheap to check (stat) every tick; kubelet is asked every pods_refresh.
+  if (have_pods && opt.pods_file.empty() && now - last_pod_fetch < opt.pods_refresh) return;
+  last_pod_fetch = now;
+  auto fetched = pod_source->fetch();
+  if (!fetched) {
+    spdlog::warn("pod list from {} failed, keeping {} known pods: {}", pod_source->name(),
+                 pods.size(), fetched.error().message);
+    return;
+  }
+  if (fetched->empty() && !pods.empty() && opt.pods_file.empty()) {
+    spdlog::warn("{} returned no pods; keeping {} known pods", pod_source->name(), pods.size());
+    return;
+  }
+  pods.clear();
+  for (auto& pod : *fetched) {
+    if (pod.node_name.empty() || pod.node_name == node.metadata.name)
+      pods.push_back(std::move(pod));
+  }
+  have_pods = true;
+}
+
+void Daemon::tick() {
+  auto& d = *impl_;
+  const SteadyTime now = d.clock.now();
+  const auto started = std::chrono::steady_clock::now();
+  d.refresh_pods(now);
+
+  auto node_usage = d.node_sampler->sample();
+  if (!node_usage) {
+    spdlog::error("node sampling failed: {}", node_usage.error().message);
+    return;
+  }
+  std::vector<PodCgroup> cgroups;
+  for (const auto& pod : d.pods) {
+    auto classified = snapshot::classify_pod(pod);
+    cgroups.push_back(
+        {pod.key(), d.layout->pod_dir(to_cgroup_qos(classified.kube_qos), pod.metadata.uid)});
+  }
+  PodSamplingPass pass = d.pod_sampler->sample(cgroups, now);
+  for (const auto& key : pass.vanished)
+    d.store->drop_prefix("pod/" + key + "/");
+
+  d.store->add("node/cpu", now, static_cast<double>(node_usage->cpu_milli));
+  d.store->add("node/memory", now, static_cast<double>(node_usage->memory_bytes));
+  for (const auto& s : pass.pods) {
+    if (s.cpu_valid) d.store->add("pod/" + s.key + "/cpu", now, static_cast<double>(s.cpu_milli));
+    d.store->add("pod/" + s.key + "/memory", now, static_cast<double>(s.memory_bytes));
+  }
+  d.store->drop_older_than(now, std::chrono::duration_cast<std::chrono::seconds>(kLongestWindow));
+
+  // Usage as the batch formula reads it: the average over the aggregation window.
+  auto resolved = config::resolve_colocation(d.config->current().colocation, d.node);
+  const std::chrono::seconds window(
+      std::max<int64_t>(resolved.strategy.metric_aggregate_duration_seconds, 1));
+  SampledUsage usage;
+  auto avg = [&](const std::string& series) -> int64_t {
+    auto agg = d.store->aggregate(series, now, window);
+    return agg ? static_cast<int64_t>(agg->avg + 0.5) : 0;
+  };
+  usage.node = {avg("node/cpu"), avg("node/memory")};
+  for (const auto& s : pass.pods)
+    usage.pods[s.key] = {avg("pod/" + s.key + "/cpu"), avg("pod/" + s.key + "/memory")};
+  auto snap = build_snapshot(d.node, d.pods, usage);
+  auto batch_result = batch::calculate_batch(snap, resolved);
+  d.last_calc = batch::explain(batch_result, resolved).dump();
+
+  const double unix_now =
+      std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
+  TickOutcome outcome =
+      describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
+  for (const auto& [resource, c] : d.executor->counters()) {
+    outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
+    outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
+  }
+  outcome.state.config_load_errors_total = d.config->error_counts();
+  auto [cpu_seconds, rss] = self_usage();
+  outcome.state.agent_cpu_seconds_total = cpu_seconds;
+  outcome.state.agent_resident_memory_bytes = rss;
+  outcome.state.sampling_pass_seconds = {
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()};
+  if (d.report_client) {
+    auto stats = d.report_client->stats();
+    outcome.state.report_sends_total = stats.sends_ok;
+    outcome.state.report_send_failures_total = stats.sends_failed;
+    d.report_client->submit(outcome.report);
+  }
+  d.registry.update(std::move(outcome.state));
+  d.health->beat("sampling");
+  d.health->mark_first_sample();
+  ++d.ticks;
+}
+
+void Daemon::stop() {
+  auto& d = *impl_;
+  if (d.stopped) return;
+  d.stopped = true;
+  d.timer.cancel();
+  // Safety first: put back every cgroup value this agent changed.
+  auto restored = d.executor->restore_all();
+  spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),
+               restored.failed.size());
+  if (d.report_client) d.report_client->stop();
+  if (d.metrics_server) d.metrics_server->stop();
+  if (d.on_stop) d.on_stop();
+}
+
+void Daemon::set_on_stop(std::function<void()> callback) {
+  impl_->on_stop = std::move(callback);
+}
+
+}  // namespace gleaner::agent

@@ -1,0 +1,74 @@
+#pragma once
+// The agent's composition root: owns the io_context-driven loops, wires the samplers,
+// the config loader, the batch calculation, the metrics server and the report client.
+// Decisions stay in the pure modules; this file only moves values between them.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace gleaner::agent {
+
+struct DaemonOptions {
+  std::string node_name;
+  std::string cluster = "default";
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::string cgroup_version;  // empty: detect
+  std::string cgroup_driver;   // empty: detect
+  std::string cgroup_parent;   // kubelet --cgroup-root
+  std::string proc_root = "/proc";
+  std::string resctrl_root = "/sys/fs/resctrl";
+  std::string config_dir;
+  std::string pods_file;
+  std::string node_file;
+  std::string kubelet_host;  // empty with no pods file: pods from the cgroup tree
+  int kubelet_port = 10250;
+  bool kubelet_https = true;
+  std::string metrics_addr = ":9316";
+  std::string scheduler_url;
+  std::string token_file;
+  std::chrono::milliseconds interval{1000};
+  std::chrono::seconds pods_refresh{10};
+  bool dry_run = false;
+  int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
+};
+
+class Daemon {
+ public:
+  static Result<std::unique_ptr<Daemon>> create(boost::asio::io_context& io, DaemonOptions options);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Starts the timers and servers; returns at once (the caller runs the io_context).
+  void start();
+  // Restores every cgroup value the agent changed, stops servers and timers.
+  void stop();
+  // Called once at the end of stop(), on the io_context's thread.
+  void set_on_stop(std::function<void()> callback);
+  // Re-reads the ack-slo-config (SIGHUP).
+  void reload_config();
+
+  // One sampling pass and its decisions; exposed for tests.
+  void tick();
+  [[nodiscard]] std::string describe() const;  // the start-up line
+  [[nodiscard]] uint16_t metrics_port() const;
+  [[nodiscard]] std::string last_calc_json() const;
+
+ private:
+  struct Impl;
+  explicit Daemon(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gleaner::agent

@@ -1,0 +1,63 @@
+#include "agent/daemon/pod_source.h"
+
+#include <sys/stat.h>
+
+#include "common/file_io.h"
+#include "common/json_util.h"
+
+namespace gleaner::agent {
+
+Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) return errno_error(errno, "stat " + path_);
+  int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  if (mtime == mtime_ns_ && st.st_size == size_) return cached_;
+  auto text = read_file(path_);
+  if (!text) return text.error();
+  auto json = parse_json(*text, path_);
+  if (!json) return json.error();
+  auto pods = kube::parse_pod_list(*json);
+  if (!pods) return make_error(pods.error().code, path_ + ": " + pods.error().message);
+  mtime_ns_ = mtime;
+  size_ = st.st_size;
+  cached_ = std::move(*pods);
+  return cached_;
+}
+
+KubeletPodSource::KubeletPodSource(kube::KubeletOptions options)
+    : host_(options.host),
+      client_(std::make_unique<kube::KubeletClient>(std::move(options), clock_)) {}
+
+Result<std::vector<kube::Pod>> KubeletPodSource::fetch() {
+  auto listed = client_->pods();
+  if (!listed) return listed.error();
+  if (listed->stale) return make_error(ErrorCode::kUnavailable, listed->last_error);
+  std::vector<kube::Pod> pods;
+  for (const auto& raw : listed->pods) {
+    auto pod = kube::parse_pod(raw);
+    if (!pod) return make_error(pod.error().code, "kubelet /pods: " + pod.error().message);
+    pods.push_back(std::move(*pod));
+  }
+  return pods;
+}
+
+Result<std::vector<kube::Pod>> CgroupTreePodSource::fetch() {
+  std::vector<kube::Pod> pods;
+  for (auto qos :
+       {cgroup::KubeQos::kGuaranteed, cgroup::KubeQos::kBurstable, cgroup::KubeQos::kBestEffort}) {
+    auto dirs = list_directories(join_path(root_, layout_.qos_dir(qos)));
+    if (!dirs) continue;
+    for (const auto& dir : *dirs) {
+      auto uid = layout_.pod_uid_from_dir(dir);
+      if (!uid) continue;
+      Json raw = {{"metadata", {{"name", *uid}, {"namespace", "cgroup"}, {"uid", *uid}}},
+                  {"spec", {{"containers", Json::array()}}},
+                  {"status", {{"phase", "Running"}, {"qosClass", cgroup::to_string(qos)}}}};
+      auto pod = kube::parse_pod(raw);
+      if (pod) pods.push_back(std::move(*pod));
+    }
+  }
+  return pods;
+}
+
+}  // namespace gleaner::agent

@@ -1,0 +1,67 @@
+#pragma once
+// Where the agent learns which pods run on its node: kubelet's /pods (default), a PodList
+// file (nodes without kubelet, tests, the demo), or the cgroup tree alone as a last
+// resort. The caller keeps the last good list: a failed or unexpectedly empty fetch never
+// drops known pods.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cgroup/layout.h"
+#include "common/clock.h"
+#include "common/result.h"
+#include "kube/kubelet_client.h"
+#include "kube/objects.h"
+
+namespace gleaner::agent {
+
+class PodSource {
+ public:
+  virtual ~PodSource() = default;
+  virtual Result<std::vector<kube::Pod>> fetch() = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+// A v1 PodList (or pod array) file, re-parsed only when its mtime or size changes.
+class PodsFileSource final : public PodSource {
+ public:
+  explicit PodsFileSource(std::string path) : path_(std::move(path)) {}
+  Result<std::vector<kube::Pod>> fetch() override;
+  [[nodiscard]] std::string name() const override { return "pods-file " + path_; }
+
+ private:
+  std::string path_;
+  int64_t mtime_ns_ = -1;
+  int64_t size_ = -1;
+  std::vector<kube::Pod> cached_;
+};
+
+class KubeletPodSource final : public PodSource {
+ public:
+  explicit KubeletPodSource(kube::KubeletOptions options);
+  Result<std::vector<kube::Pod>> fetch() override;
+  [[nodiscard]] std::string name() const override { return "kubelet " + host_; }
+
+ private:
+  SystemClock clock_;
+  std::string host_;
+  std::unique_ptr<kube::KubeletClient> client_;
+};
+
+// Pods reconstructed from kubelet's pod directories: UID and kube QoS only. Enough to
+// measure them and to keep BE work in check when kubelet cannot be reached.
+class CgroupTreePodSource final : public PodSource {
+ public:
+  CgroupTreePodSource(std::string controller_root, cgroup::KubeletLayout layout)
+      : root_(std::move(controller_root)), layout_(std::move(layout)) {}
+  Result<std::vector<kube::Pod>> fetch() override;
+  [[nodiscard]] std::string name() const override { return "cgroup tree " + root_; }
+
+ private:
+  std::string root_;
+  cgroup::KubeletLayout layout_;
+};
+
+}  // namespace gleaner::agent

@@ -1,0 +1,54 @@
+#include "agent/metrics/metric_store.h"
+
+#include <gtest/gtest.h>
+
+namespace gleaner::agent {
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST(MetricStore, AggregatesOverTrailingWindows) {
+  Clock::time_point t0{};
+  MetricStore store(t0, 1800);
+  for (int i = 1; i <= 100; ++i)
+    store.add("node/cpu", t0 + std::chrono::seconds(i), i);
+  auto all = store.aggregate("node/cpu", t0 + 100s, 30min);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_EQ(all->count, 100u);
+  EXPECT_DOUBLE_EQ(all->avg, 50.5);
+  EXPECT_DOUBLE_EQ(all->p50, 50);
+  EXPECT_DOUBLE_EQ(all->p90, 90);
+  EXPECT_DOUBLE_EQ(all->p99, 99);
+  EXPECT_DOUBLE_EQ(all->last, 100);
+  auto minute = store.aggregate("node/cpu", t0 + 100s, 1min);
+  EXPECT_EQ(minute->count, 60u);  // samples 41..100
+  EXPECT_DOUBLE_EQ(minute->avg, 70.5);
+  EXPECT_FALSE(store.aggregate("node/cpu", t0 + 1000s, 1min).has_value());
+  EXPECT_FALSE(store.aggregate("missing", t0 + 100s, 1min).has_value());
+}
+
+TEST(MetricStore, RingOverwritesOldestSoMemoryIsBounded) {
+  Clock::time_point t0{};
+  MetricStore store(t0, 10);
+  for (int i = 1; i <= 1000; ++i)
+    store.add("s", t0 + std::chrono::seconds(i), i);
+  auto agg = store.aggregate("s", t0 + 1000s, 30min);
+  EXPECT_EQ(agg->count, 10u);
+  EXPECT_DOUBLE_EQ(agg->avg, 995.5);
+}
+
+TEST(MetricStore, DropsDeletedAndSilentSeries) {
+  Clock::time_point t0{};
+  MetricStore store(t0, 60);
+  store.add("pod/web/a/cpu", t0 + 1s, 1);
+  store.add("pod/web/a/memory", t0 + 1s, 1);
+  store.add("pod/web/ab/cpu", t0 + 50s, 1);
+  store.add("node/cpu", t0 + 50s, 1);
+  store.drop_prefix("pod/web/a/");
+  EXPECT_EQ(store.series_count(), 2u);
+  store.drop_older_than(t0 + 200s, 60s);
+  EXPECT_EQ(store.series_count(), 0u);
+}
+
+}  // namespace
+}  // namespace gleaner::agent
