@@ -28,6 +28,8 @@ namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr uint32_t kHeaderLimit = 16 * 1024;
+constexpr auto kDrainTimeout = std::chrono::seconds(2);
+constexpr std::size_t kDrainLimit = 8 << 20;
 
 Error addr_error(std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument,
@@ -71,7 +73,7 @@ struct HttpServer::Impl {
   static asio::awaitable<HttpReply> answer(Impl& self, beast::tcp_stream& stream,
                                            beast::flat_buffer& buffer,
                                            http::request_parser<http::string_body>& parser,
-                                           bool& close) {
+                                           bool too_large, bool& close) {
     auto& req = parser.get();
     const std::string_view target = view(req.target());
     if (!ApiRoutes::is_report_path(target)) {
@@ -92,8 +94,12 @@ struct HttpServer::Impl {
                                      "missing or invalid bearer token");
     }
     error_code ec;
-    co_await http::async_read(stream, buffer, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
+    if (too_large) {
+      ec = http::error::body_limit;
+    } else {
+      co_await http::async_read(stream, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec == http::error::body_limit) {
       close = true;
       co_return self.routes.rejected(RejectReason::kTooLarge,
@@ -107,6 +113,22 @@ struct HttpServer::Impl {
     co_return self.routes.post_report(auth, req.body());
   }
 
+  // Closing a socket with unread input makes the kernel send a reset, which can destroy
+  // the answer before the client reads it. So, having answered, stop sending and discard
+  // what the client still sends, for a bounded time and amount.
+  static asio::awaitable<void> drain(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
+    error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.expires_after(kDrainTimeout);
+    std::size_t total = 0;
+    char scratch[16 * 1024];
+    buffer.clear();
+    while (!ec && total < kDrainLimit) {
+      total += co_await stream.async_read_some(asio::buffer(scratch),
+                                               asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,
                                        std::shared_ptr<beast::tcp_stream> stream) {
     beast::flat_buffer buffer;
@@ -118,9 +140,11 @@ struct HttpServer::Impl {
       stream->expires_after(kIdleTimeout);
       co_await http::async_read_header(*stream, buffer, parser,
                                        asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) break;  // closed, timed out or not HTTP: nothing useful to answer
+      // A Content-Length above the limit fails here, with the header already parsed.
+      const bool too_large = ec == http::error::body_limit;
+      if (ec && !too_large) break;  // closed, timed out or not HTTP: nothing to answer
       bool close = false;
-      HttpReply reply = co_await answer(*self, *stream, buffer, parser, close);
+      HttpReply reply = co_await answer(*self, *stream, buffer, parser, too_large, close);
       const auto& req = parser.get();
       http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
       res.set(http::field::server, "gleaner-scheduler");
@@ -130,7 +154,11 @@ struct HttpServer::Impl {
       res.prepare_payload();
       if (req.method() == http::verb::head) res.body().clear();
       co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec || !res.keep_alive()) break;
+      if (ec) break;
+      if (!res.keep_alive()) {
+        if (close) co_await drain(*stream, buffer);
+        break;
+      }
     }
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
     stream->close();

@@ -1,0 +1,132 @@
+// Report ingestion over loopback HTTP: bearer token, malformed and out-of-order reports,
+// the size limit, and the read-only API reflecting what was accepted.
+#include <gtest/gtest.h>
+
+#include "kube/http_client.h"
+#include "scheduler/server/api_routes.h"
+#include "test/scheduler/live/live_fixture.h"
+#include "test/support/temp_tree.h"
+
+namespace gleaner::scheduler::server {
+namespace {
+
+using live_testing::node_report;
+
+class IngestionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.write("token", "s3cret\n");
+    token_file_ = dir_ / "token";
+    auto live = LiveScheduler::create({}, {}, clock_, metrics_);
+    ASSERT_TRUE(live.ok()) << live.error().message;
+    live_ = std::move(*live);
+    validator_ = std::make_unique<ReportValidator>(token_file_, 4096);
+    routes_ = std::make_unique<ApiRoutes>(*validator_, *live_, metrics_);
+    auto server = HttpServer::create(io_.io(), "127.0.0.1:0", *routes_);
+    ASSERT_TRUE(server.ok()) << server.error().message;
+    server_ = std::move(*server);
+  }
+
+  kube::HttpResponse send(const std::string& method, const std::string& target,
+                          const std::string& body, const std::string& token = "s3cret") {
+    kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+    kube::HttpRequest req{method, target, {{"Content-Type", "application/json"}}, body};
+    if (!token.empty()) req.headers.emplace_back("Authorization", "Bearer " + token);
+    auto resp = conn.request(req, {});
+    EXPECT_TRUE(resp.ok()) << (resp.ok() ? "" : resp.error().message);
+    return resp.ok() ? *resp : kube::HttpResponse{};
+  }
+  kube::HttpResponse post(const reporter::NodeReport& r, const std::string& token = "s3cret") {
+    return send("POST", "/api/v1/reports", reporter::to_json_text(r), token);
+  }
+
+  gleaner::testing::TempDir dir_;
+  std::string token_file_;
+  SystemClock clock_;
+  LiveMetrics metrics_;
+  std::unique_ptr<LiveScheduler> live_;
+  std::unique_ptr<ReportValidator> validator_;
+  std::unique_ptr<ApiRoutes> routes_;
+  live_testing::IoThread io_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(IngestionTest, AcceptsAReportWithTheTokenAndShowsTheNode) {
+  EXPECT_EQ(post(node_report("n1", 1, 4000, 8LL << 30)).status, 200);
+  EXPECT_EQ(metrics_.reports_accepted(), 1u);
+  auto nodes = Json::parse(send("GET", "/api/v1/nodes", "").body);
+  ASSERT_EQ(nodes["nodes"].size(), 1u);
+  EXPECT_EQ(nodes["nodes"][0]["name"], "n1");
+  EXPECT_EQ(nodes["nodes"][0]["cluster"], "default");
+  EXPECT_EQ(nodes["nodes"][0]["health"], "fresh");
+  EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 4000);
+}
+
+TEST_F(IngestionTest, RefusesMissingOrWrongTokens) {
+  EXPECT_EQ(post(node_report("n1", 1, 4000, 1 << 30), "").status, 401);
+  EXPECT_EQ(post(node_report("n1", 1, 4000, 1 << 30), "wrong").status, 401);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kUnauthorized), 2u);
+  EXPECT_EQ(metrics_.reports_accepted(), 0u);
+  // The token file is re-read when it changes.
+  dir_.write("token", "rotated-token-value");
+  EXPECT_EQ(post(node_report("n1", 1, 4000, 1 << 30), "rotated-token-value").status, 200);
+}
+
+TEST_F(IngestionTest, RejectsAndCountsMalformedReportsAndKeepsServing) {
+  for (const char* body : {"{", "[]", "{\"version\":2}", "\x01\x02\xff", ""}) {
+    EXPECT_EQ(send("POST", "/api/v1/reports", body).status, 400) << body;
+  }
+  Json wrong = reporter::to_json(node_report("n1", 1, 4000, 1 << 30));
+  wrong["batchAllocatable"]["cpuMillicores"] = -5;
+  EXPECT_EQ(send("POST", "/api/v1/reports", wrong.dump()).status, 400);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kMalformed), 6u);
+  EXPECT_EQ(post(node_report("n1", 1, 4000, 1 << 30)).status, 200);
+  EXPECT_EQ(send("GET", "/healthz", "").status, 200);
+}
+
+TEST_F(IngestionTest, RejectsOutOfOrderSequencesButAcceptsARestartedAgent) {
+  auto r5 = node_report("n1", 5, 4000, 1 << 30);
+  EXPECT_EQ(post(r5).status, 200);
+  auto r4 = r5;
+  r4.sequence = 4;
+  r4.timestamp_unix_ms -= 1000;
+  EXPECT_EQ(post(r4).status, 409);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kOutOfOrder), 1u);
+  EXPECT_EQ(post(r5).status, 200);  // a retry of the last one: acknowledged, not applied
+  EXPECT_EQ(metrics_.reports_accepted(), 1u);
+  auto restarted = r5;  // new agent process: sequence from 0, newer sample
+  restarted.sequence = 0;
+  restarted.timestamp_unix_ms += 1000;
+  restarted.batch_allocatable->cpu_millicores = 2000;
+  EXPECT_EQ(post(restarted).status, 200);
+  auto nodes = Json::parse(send("GET", "/api/v1/nodes", "").body);
+  EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 2000);
+}
+
+TEST_F(IngestionTest, RefusesBodiesAboveTheLimit) {
+  auto r = node_report("n1", 1, 4000, 1 << 30);
+  for (int i = 0; i < 100; ++i)
+    r.be_pods.push_back({{"ns", "pod-with-a-long-name-" + std::to_string(i), "uid"}, {1, 1}});
+  ASSERT_GT(reporter::to_json_text(r).size(), 4096u);
+  EXPECT_EQ(post(r).status, 413);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kTooLarge), 1u);
+  EXPECT_EQ(metrics_.reports_accepted(), 0u);
+}
+
+TEST_F(IngestionTest, ServesTheReadOnlyApiAndMetrics) {
+  ASSERT_EQ(post(node_report("n1", 1, 4000, 1 << 30)).status, 200);
+  auto queues = Json::parse(send("GET", "/api/v1/queues", "").body);
+  EXPECT_EQ(queues["queues"][0]["name"], "root");
+  auto jobs = Json::parse(send("GET", "/api/v1/jobs", "").body);
+  EXPECT_TRUE(jobs["jobs"].empty());
+  auto metrics = send("GET", "/metrics", "");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("gleaner_scheduler_reports_accepted_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("gleaner_scheduler_nodes{health=\"fresh\"} 1\n"), std::string::npos);
+  EXPECT_EQ(send("GET", "/nope", "").status, 404);
+  EXPECT_EQ(send("DELETE", "/api/v1/nodes", "").status, 405);
+  EXPECT_EQ(send("GET", "/api/v1/reports", "").status, 405);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::server

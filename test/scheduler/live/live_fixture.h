@@ -1,0 +1,73 @@
+#pragma once
+// Shared pieces of the live-mode tests: a thread-safe clock that can jump ahead, node
+// reports, and an HTTP server on loopback run by an io_context on its own thread.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "common/clock.h"
+#include "reporter/wire/node_report.h"
+#include "scheduler/server/http_server.h"
+
+namespace gleaner::scheduler::live_testing {
+
+// The system clock plus an offset the test moves forward (read from several threads).
+class JumpClock final : public Clock {
+ public:
+  [[nodiscard]] SteadyTime now() const override {
+    return std::chrono::steady_clock::now() + std::chrono::nanoseconds(offset_.load());
+  }
+  [[nodiscard]] WallTime wall_now() const override {
+    return std::chrono::system_clock::now() +
+           std::chrono::duration_cast<std::chrono::system_clock::duration>(
+               std::chrono::nanoseconds(offset_.load()));
+  }
+  void advance(std::chrono::seconds by) {
+    offset_ += std::chrono::duration_cast<std::chrono::nanoseconds>(by).count();
+  }
+
+ private:
+  std::atomic<int64_t> offset_{0};
+};
+
+inline reporter::NodeReport node_report(const std::string& node, uint64_t sequence,
+                                        int64_t cpu_milli, int64_t memory_bytes,
+                                        const std::string& cluster = "") {
+  reporter::NodeReport r;
+  r.node = node;
+  r.cluster = cluster;
+  r.sequence = sequence;
+  r.timestamp_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  r.capacity = {32000, int64_t{64} << 30};
+  r.allocatable = r.capacity;
+  r.batch_allocatable = reporter::ResourceAmounts{cpu_milli, memory_bytes};
+  r.suppress.policy = "none";
+  return r;
+}
+
+// Runs `io` on a thread until destroyed.
+class IoThread {
+ public:
+  IoThread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+  ~IoThread() {
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::thread thread_;
+};
+
+}  // namespace gleaner::scheduler::live_testing
