@@ -1,0 +1,181 @@
+// The live loop against the test API server: node status published from reports (and
+// removed on a degraded report), Spark driver and executor pods bound to the nodes the
+// core chose, and a driver that never runs reclaimed after driverStartTimeoutSeconds.
+#include <algorithm>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "scheduler/kube/cluster_link.h"
+#include "test/kube/test_apiserver.h"
+#include "test/scheduler/live/live_fixture.h"
+
+namespace gleaner::scheduler {
+namespace {
+
+using kube::testing::eventually;
+using kube::testing::TestApiServer;
+using live_testing::node_report;
+
+constexpr int64_t kGi = int64_t{1} << 30;
+
+Json spark_pod(const std::string& name, const std::string& role) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "default"},
+                {"labels",
+                 {{"spark-role", role},
+                  {"spark-app-selector", "spark-0001"},
+                  {"sparkoperator.k8s.io/app-name", "pi"}}}}},
+              {"spec",
+               {{"schedulerName", "gleaner-scheduler"},
+                {"containers", {{{"name", "spark"}, {"image", "spark"}}}}}}};
+}
+
+Json spark_application() {
+  return Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+              {"kind", "SparkApplication"},
+              {"metadata", {{"name", "pi"}, {"namespace", "default"}}},
+              {"spec",
+               {{"type", "Scala"},
+                {"driver", {{"cores", 1}, {"memory", "512m"}}},
+                {"executor", {{"cores", 1}, {"instances", 2}, {"memory", "512m"}}}}}};
+}
+
+class KubeLiveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    api_ = TestApiServer::start();
+    if (!api_) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py with /usr/bin/python3";
+    client_ = std::make_unique<kube::KubeClient>(api_->config(), system_clock_);
+    for (const char* n : {"n1", "n2", "n3"}) {
+      ASSERT_TRUE(
+          client_
+              ->create(kube::nodes_path(),
+                       Json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", n}}}})
+              .ok());
+    }
+    server::LiveOptions options;
+    options.clusters = {"c1"};
+    options.staleness = StalenessPolicy{3600, 7200};  // timeouts, not staleness, here
+    auto live = server::LiveScheduler::create(options, {}, clock_, metrics_);
+    ASSERT_TRUE(live.ok()) << live.error().message;
+    live_ = std::move(*live);
+    kube_glue::ClusterLinkOptions lo;
+    lo.name = "c1";
+    lo.config = api_->config();
+    lo.resync = std::chrono::milliseconds(500);
+    link_ = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
+    live_->set_sinks([this](server::Action a) { link_->enqueue(std::move(a)); },
+                     [this](server::NodeBatch b) { link_->publish(std::move(b)); });
+    link_->start();
+    ASSERT_TRUE(link_->wait_for_sync(std::chrono::seconds(10)));
+  }
+  void TearDown() override {
+    if (link_) link_->stop();
+    if (live_) live_->set_sinks(nullptr, nullptr);
+  }
+
+  Json get(const std::string& path) {
+    auto r = client_->get(path);
+    return r.ok() ? *r : Json();
+  }
+  std::string node_of(const std::string& pod) {
+    return get(kube::pod_path("default", pod))["spec"].value("nodeName", "");
+  }
+  // The composition root's timer, driven by the test: one pass per check.
+  bool schedule_until(const std::function<bool()>& done) {
+    return eventually([&] {
+      live_->tick();
+      return done();
+    });
+  }
+
+  SystemClock system_clock_;
+  live_testing::JumpClock clock_;
+  server::LiveMetrics metrics_;
+  std::unique_ptr<TestApiServer> api_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<server::LiveScheduler> live_;
+  std::unique_ptr<kube_glue::ClusterLink> link_;
+};
+
+TEST_F(KubeLiveTest, PublishesBatchResourcesAndRemovesThemWhenDegraded) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 8 * kGi, "c1")));
+  auto status = [&] { return get(kube::node_path("n1"))["status"]; };
+  ASSERT_TRUE(eventually(
+      [&] { return status()["allocatable"].value("kubernetes.io/batch-cpu", "") == "4000"; }));
+  EXPECT_EQ(status()["capacity"]["kubernetes.io/batch-cpu"], "4000");
+  EXPECT_EQ(status()["capacity"]["kubernetes.io/batch-memory"], std::to_string(8 * kGi));
+
+  // A 2.5% change stays below resourceDiffThreshold (10%): no write.
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 2, 4100, 8 * kGi, "c1")));
+  auto degraded = node_report("n1", 3, 0, 0, "c1");
+  degraded.batch_allocatable.reset();
+  degraded.batch_unavailable_reason = reporter::BatchUnavailableReason::kDegraded;
+  ASSERT_FALSE(live_->apply_report(degraded));
+  ASSERT_TRUE(eventually([&] {
+    const Json s = status();
+    return !s["capacity"].contains("kubernetes.io/batch-cpu") &&
+           !s["allocatable"].contains("kubernetes.io/batch-memory");
+  }));
+  EXPECT_EQ(api_->count_requests("PATCH", "/api/v1/nodes/n1/status", false), 2);
+}
+
+TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
+  // n1 has room for three 1-CPU pods, n2 for one, n3 for none: the driver goes to the
+  // emptiest node (n1), the executors fill the fullest nodes that fit (n2, then n1).
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 1000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n3", 1, 500, 16 * kGi, "c1")));
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));
+  EXPECT_EQ(node_of("pi-driver"), "n1");
+
+  for (const char* e : {"pi-exec-1", "pi-exec-2"})
+    ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod(e, "executor")).ok());
+  ASSERT_TRUE(schedule_until(
+      [&] { return !node_of("pi-exec-1").empty() && !node_of("pi-exec-2").empty(); }));
+  std::vector<std::string> nodes{node_of("pi-exec-1"), node_of("pi-exec-2")};
+  std::sort(nodes.begin(), nodes.end());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"n1", "n2"}));
+
+  auto jobs = live_->jobs_json()["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["phase"], "Admitted");
+  EXPECT_EQ(jobs[0]["executors"], 2);
+  // Spark's memory: 512m + max(10%, 384m) overhead per pod.
+  EXPECT_EQ(jobs[0]["executor"]["memoryBytes"], (512 + 384) * kube::kMiB);
+  EXPECT_EQ(metrics_.placements(), 1u);
+}
+
+TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n1"; }));
+
+  // The test server never runs pods: past driverStartTimeoutSeconds (300) the job is
+  // reclaimed, its driver deleted and an Event says why.
+  clock_.advance(std::chrono::seconds(301));
+  ASSERT_TRUE(schedule_until([&] {
+    auto pod = client_->get(kube::pod_path("default", "pi-driver"));
+    return !pod.ok() && pod.error().code == ErrorCode::kNotFound;
+  }));
+  ASSERT_TRUE(eventually([&] {
+    const Json events = get(kube::events_path("default"));
+    if (!events.contains("items")) return false;
+    for (const Json& e : events["items"])
+      if (e["reason"] == "GleanerRescheduled" && e["involvedObject"]["name"] == "pi-driver")
+        return true;
+    return false;
+  }));
+  EXPECT_NE(metrics_.render(live_->gauges()).find("gleaner_scheduler_reschedules_total 1\n"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler
