@@ -46,12 +46,21 @@ void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
   }
 }
 
-// The CPUs BE may use at all: the topology (or the kubepods CPU list) minus reserved CPUs.
+// The CPUs BE may use at all, in the order it receives them: the topology's CPUs that are
+// also in kubepods' CPU list (pods can never use more), minus reserved CPUs. Without a
+// topology, the kubepods CPU list alone.
 std::vector<int> be_universe_order(const SuppressContext& ctx, QosReader& reader) {
-  if (ctx.topology) return be_cpu_order(*ctx.topology, ctx.reserved_cpus);
-  auto cpus = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
-  if (!cpus || cpus->empty()) return {};
-  return be_cpu_order(flat_topology(*cpus), ctx.reserved_cpus);
+  auto pods_cpus = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
+  const bool have_list = pods_cpus && !pods_cpus->empty();
+  if (!ctx.topology) {
+    if (!have_list) return {};
+    return be_cpu_order(flat_topology(*pods_cpus), ctx.reserved_cpus);
+  }
+  auto order = be_cpu_order(*ctx.topology, ctx.reserved_cpus);
+  if (!have_list) return order;
+  const std::set<int> allowed(pods_cpus->begin(), pods_cpus->end());
+  std::erase_if(order, [&](int cpu) { return allowed.count(cpu) == 0; });
+  return order;
 }
 
 void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,

@@ -143,13 +143,7 @@ ResctrlApplyReport ResctrlExecutor::apply(const std::vector<ResctrlAction>& acti
         break;
       case ResctrlAction::Kind::kSchemata: {
         auto written = fs_.apply_schemata(a.group, {{a.resource, a.values}});
-        if (!written && written.error().code == ErrorCode::kNotFound) {
-          // A group directory without a schemata file (a copied tree, not the kernel's).
-          status = append_file(join_path(fs_.group_dir(a.group), "schemata"),
-                               resctrl::format_schemata_line(a.resource, a.values) + "\n");
-        } else if (!written) {
-          status = written.error();
-        }
+        if (!written) status = written.error();
         break;
       }
       case ResctrlAction::Kind::kAddTask:
