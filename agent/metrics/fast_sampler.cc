@@ -1,0 +1,53 @@
+#include "agent/metrics/fast_sampler.h"
+
+#include <utility>
+
+#include "cgroup/parsers.h"
+
+namespace gleaner::agent {
+
+FastSampler::FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout,
+                         std::string proc_root, int cpus)
+    : fs_(fs),
+      kubepods_(layout.kubepods_dir()),
+      besteffort_(layout.qos_dir(cgroup::KubeQos::kBestEffort)),
+      proc_stat_path_(join_path(proc_root, "stat")),
+      cpus_(cpus) {}
+
+std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_point now) {
+  auto current = read(now);
+  if (!current) return std::nullopt;
+  std::optional<FastSample> out;
+  if (last_ && current->at > last_->at && current->total_ticks > last_->total_ticks) {
+    const double elapsed_ns =
+        std::chrono::duration<double, std::nano>(current->at - last_->at).count();
+    FastSample s;
+    const double busy = static_cast<double>(current->busy_ticks - last_->busy_ticks);
+    const double total = static_cast<double>(current->total_ticks - last_->total_ticks);
+    s.node_cpu_milli = static_cast<int64_t>(busy / total * cpus_ * 1000.0 + 0.5);
+    const double non_be_ns = static_cast<double>((current->kubepods_ns - last_->kubepods_ns) -
+                                                 (current->besteffort_ns - last_->besteffort_ns));
+    s.non_be_cpu_milli =
+        non_be_ns > 0 ? static_cast<int64_t>(non_be_ns / elapsed_ns * 1000.0 + 0.5) : 0;
+    out = s;
+  }
+  last_ = current;
+  return out;
+}
+
+std::optional<FastSampler::Counters> FastSampler::read(std::chrono::steady_clock::time_point now) {
+  if (!proc_stat_.is_open()) {
+    auto opened = OpenFile::open(proc_stat_path_);
+    if (!opened) return std::nullopt;
+    proc_stat_ = std::move(*opened);
+  }
+  auto stat = proc_stat_.read();
+  if (!stat) return std::nullopt;
+  auto cpu = cgroup::parse_proc_stat_cpu(*stat);
+  auto kubepods = fs_.read_cpu_usage_ns(kubepods_);
+  auto besteffort = fs_.read_cpu_usage_ns(besteffort_);
+  if (!cpu || !kubepods || !besteffort) return std::nullopt;
+  return Counters{cpu->busy_ticks, cpu->total_ticks, *kubepods, *besteffort, now};
+}
+
+}  // namespace gleaner::agent

@@ -1,0 +1,47 @@
+#include "agent/metrics/fast_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include "test/support/temp_tree.h"
+
+namespace gleaner::agent {
+namespace {
+using gleaner::testing::TempDir;
+using namespace std::chrono_literals;
+
+void write_counters(const TempDir& t, uint64_t busy, uint64_t idle, int64_t kubepods_ns,
+                    int64_t besteffort_ns) {
+  t.write("proc/stat",
+          "cpu  " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + " 0 0 0 0 0 0\n");
+  t.write("cg/cpuacct/kubepods/cpuacct.usage", std::to_string(kubepods_ns) + "\n");
+  t.write("cg/cpuacct/kubepods/besteffort/cpuacct.usage", std::to_string(besteffort_ns) + "\n");
+}
+
+TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
+  TempDir t;
+  write_counters(t, 100, 100, 0, 0);
+  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FastSampler sampler(fs, layout, t / "proc", 4);
+  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  EXPECT_FALSE(sampler.sample(t0).has_value());
+  // 50 ms later: kubepods used 120 ms of CPU, of which besteffort 20 ms -> 2 cores non-BE.
+  write_counters(t, 130, 110, 120'000'000, 20'000'000);
+  auto s = sampler.sample(t0 + 50ms);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->non_be_cpu_milli, 2000);
+  EXPECT_EQ(s->node_cpu_milli, 3000);  // 30 busy of 40 ticks on 4 CPUs
+}
+
+TEST(FastSampler, MissingCgroupGivesNoSample) {
+  TempDir t;
+  t.write("proc/stat", "cpu  1 0 0 1 0 0 0 0 0 0\n");
+  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
+  FastSampler sampler(fs, cgroup::KubeletLayout(cgroup::CgroupDriver::kCgroupfs), t / "proc", 2);
+  auto now = std::chrono::steady_clock::time_point{} + 1h;
+  EXPECT_FALSE(sampler.sample(now).has_value());
+  EXPECT_FALSE(sampler.sample(now + 50ms).has_value());
+}
+
+}  // namespace
+}  // namespace gleaner::agent
