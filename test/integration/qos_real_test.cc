@@ -1,0 +1,119 @@
+// QoS strategies against the real cgroup filesystem: a BE busy loop in a besteffort pod
+// cgroup is throttled to the suppress quota once an LS busy loop runs, with the snapshot
+// built from measured usage; restore_all() then puts every original value back.
+#include <chrono>
+#include <map>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "agent/qos/fs_reader.h"
+#include "agent/qos/qos_engine.h"
+#include "cgroup/executor.h"
+#include "common/file_io.h"
+#include "test/agent/qos/qos_test_util.h"
+#include "test/support/scratch_cgroup.h"
+
+namespace gleaner {
+namespace {
+using namespace std::chrono_literals;
+using namespace agent::qos::test;
+using cgroup::KubeQos;
+using cgroup::Resource;
+
+// CPU used by each cgroup over a measurement window, in millicores.
+std::map<std::string, int64_t> measure(cgroup::CgroupFs& fs, const std::vector<std::string>& cgs,
+                                       std::chrono::milliseconds window) {
+  std::map<std::string, int64_t> start;
+  for (const auto& cg : cgs)
+    start[cg] = *fs.read_cpu_usage_ns(cg);
+  auto t0 = std::chrono::steady_clock::now();
+  testing::measurement_window(window);
+  const double wall_ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  std::map<std::string, int64_t> out;
+  for (const auto& cg : cgs) {
+    out[cg] = static_cast<int64_t>(static_cast<double>(*fs.read_cpu_usage_ns(cg) - start[cg]) *
+                                   1000.0 / wall_ns);
+  }
+  return out;
+}
+
+TEST(QosReal, BeIsThrottledToTheSuppressQuotaWhileLsRunsAndRestoredAfter) {
+  auto reason = testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 2) GTEST_SKIP() << "needs 2 CPUs";
+  testing::ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string be_qos = layout.qos_dir(KubeQos::kBestEffort);
+  const std::string be_pod = layout.pod_dir(KubeQos::kBestEffort, "be1");
+  const std::string ls_pod = layout.pod_dir(KubeQos::kBurstable, "ls1");
+  scratch.mkdir(be_pod);
+  scratch.mkdir(ls_pod);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  std::map<std::string, std::string> before;
+  for (const auto& cg : {be_qos, be_pod}) {
+    before[cg + " quota"] = *fs.read_logical(Resource::kCpuQuota, cg);
+    before[cg + " cpuset"] = *fs.read_logical(Resource::kCpusetCpus, cg);
+  }
+  pid_t be = scratch.spawn_busy(be_pod);
+  pid_t ls = scratch.spawn_busy(ls_pod);
+  auto used = measure(fs, {be_pod, ls_pod}, 500ms);
+
+  FakeNode node;
+  node.cpu = node.allocatable_cpu = std::to_string(cpus);
+  node.node_cpu_usage = std::to_string(used[be_pod] + used[ls_pod]) + "m";
+  FakePod ls_spec{.name = "web",
+                  .uid = "ls1",
+                  .kube_qos = "Burstable",
+                  .cpu_usage = std::to_string(used[ls_pod]) + "m"};
+  FakePod be_spec{.name = "spark",
+                  .uid = "be1",
+                  .qos_label = "BE",
+                  .cpu_usage = std::to_string(used[be_pod]) + "m"};
+  auto snap = make_snapshot(node, {ls_spec, be_spec});
+
+  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::qos::QosInputs in;
+  in.snapshot = &snap;
+  in.threshold.enable = true;
+  in.threshold.cpu_suppress_policy = agent::config::CpuSuppressPolicy::kCfsQuota;
+  in.layout = layout;
+  in.reader = &reader;
+  agent::qos::QosEngine engine;
+  auto plan = engine.run(in);
+  cgroup::WriteExecutor exec(fs);
+  auto report = exec.apply(plan.writes);
+  ASSERT_TRUE(report.failed.empty()) << report.failed[0].second.message;
+
+  // The formula on the measured figures: capacity*65% - LS usage - max(system 0, 0).
+  const int64_t period = *fs.read_int(Resource::kCpuPeriod, be_qos);
+  const int64_t suppress = cpus * 1000 * 65 / 100 - used[ls_pod];
+  const int64_t expected = std::max<int64_t>(suppress * period / 1000, 2000);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be_qos), expected);
+  // BE now runs at about the quota's share of a CPU.
+  auto throttled = measure(fs, {be_pod}, 1000ms);
+  EXPECT_LT(throttled[be_pod], expected * 1000 / period + 100) << "BE used " << throttled[be_pod];
+
+  // LS stops: with the LS usage gone BE may grow (by at most 10% of capacity per step).
+  scratch.kill_child(ls);
+  FakePod idle_ls = ls_spec;
+  idle_ls.cpu_usage = "0";
+  auto calm = make_snapshot(node, {idle_ls, be_spec});
+  in.snapshot = &calm;
+  exec.apply(engine.run(in).writes);
+  EXPECT_GT(*fs.read_int(Resource::kCpuQuota, be_qos), expected);
+
+  // Every value the agent changed goes back to what it found.
+  auto restored = exec.restore_all();
+  EXPECT_TRUE(restored.failed.empty());
+  for (const auto& cg : {be_qos, be_pod}) {
+    EXPECT_EQ(*fs.read_logical(Resource::kCpuQuota, cg), before[cg + " quota"]) << cg;
+    EXPECT_EQ(*fs.read_logical(Resource::kCpusetCpus, cg), before[cg + " cpuset"]) << cg;
+  }
+  scratch.kill_child(be);
+}
+
+}  // namespace
+}  // namespace gleaner
