@@ -1,0 +1,91 @@
+#include "agent/qos/qos_engine.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/qos/fs_reader.h"
+#include "cgroup/executor.h"
+#include "test/agent/qos/qos_test_util.h"
+
+namespace gleaner::agent::qos {
+namespace {
+using cgroup::CgroupDriver;
+using cgroup::CgroupVersion;
+using cgroup::KubeQos;
+using cgroup::Resource;
+using namespace test;
+
+std::vector<FakePod> pods() {
+  FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable", .cpu_usage = "2"};
+  FakePod be{.name = "spark", .uid = "be-1", .qos_label = "BE", .cpu_usage = "1"};
+  return {ls, be};
+}
+
+TEST(QosEngine, SuppressOnlyReactsToAFreshSampleAfterOneFullRun) {
+  TempDir t;
+  cgroup::KubeletLayout layout(CgroupDriver::kCgroupfs);
+  make_node_tree(t, CgroupVersion::kV1, layout, pods());
+  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV1);
+  FsQosReader reader(fs, nullptr);
+  auto snap = make_snapshot({}, pods());
+  QosEngine engine;
+  EXPECT_TRUE(engine.suppress_only({6000, 5000, false}, reader).writes.empty());  // no run yet
+  QosInputs in;
+  in.snapshot = &snap;
+  in.threshold.enable = true;
+  in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+  in.layout = layout;
+  in.reader = &reader;
+  cgroup::WriteExecutor exec(fs);
+  exec.apply(engine.run(in).writes);
+  const std::string be = layout.qos_dir(KubeQos::kBestEffort);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be), 320000);  // 8000*65% - 2000
+  // LS surges to 4.5 cores: the fast path cuts BE at once.
+  exec.apply(engine.suppress_only({6000, 4500, false}, reader).writes);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be), 70000);
+  // A stale fast sample showing LS gone does not let BE grow.
+  EXPECT_TRUE(exec.plan(engine.suppress_only({1000, 0, true}, reader).writes).empty());
+}
+
+TEST(QosEngine, StaleInputsNeverLoosenAnything) {
+  TempDir t;
+  cgroup::KubeletLayout layout(CgroupDriver::kSystemd);
+  make_node_tree(t, CgroupVersion::kV2, layout, pods());
+  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV2);
+  FsQosReader reader(fs, nullptr);
+  cgroup::WriteExecutor exec(fs);
+  const std::string be = layout.qos_dir(KubeQos::kBestEffort);
+  exec.apply({{Resource::kCpuQuota, be, "100000", "t"}, {Resource::kCpusetCpus, be, "0-1", "t"}});
+  FakeNode idle;  // nothing runs: fresh data would widen BE
+  idle.memory = idle.allocatable_memory = "10Gi";
+  idle.node_memory_usage = "9Gi";  // over the eviction threshold too
+  auto snap = make_snapshot(idle, pods());
+  for (auto policy : {config::CpuSuppressPolicy::kCfsQuota, config::CpuSuppressPolicy::kCpuset}) {
+    QosInputs in;
+    in.snapshot = &snap;
+    in.threshold.enable = true;
+    in.threshold.cpu_suppress_policy = policy;
+    in.layout = layout;
+    in.reader = &reader;
+    in.stale = true;
+    QosEngine engine;
+    Plan plan = engine.run(in);
+    // BE cgroup values come from pod specs, not metrics; suppression must hold.
+    // Suppression may tighten or keep children inside their parent, never widen.
+    for (const auto& w : exec.plan(plan.writes)) {
+      auto old_v = *cgroup::logical_from_file(w.resource, CgroupVersion::kV2, w.old_content);
+      auto new_v = *cgroup::logical_from_file(w.resource, CgroupVersion::kV2, w.content);
+      EXPECT_NE(cgroup::direction_of(w.resource, old_v, new_v), cgroup::Direction::kWiden)
+          << config::to_string(policy) << " " << w.path << " " << old_v << " -> " << new_v;
+    }
+    EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be), 100000);
+    EXPECT_TRUE(plan.evictions.empty());
+    in.stale = false;
+    bool widened = false;
+    for (const auto& w : exec.plan(engine.run(in).writes))
+      widened |= w.reason == kReasonCpuSuppress;
+    EXPECT_TRUE(widened) << config::to_string(policy);
+  }
+}
+
+}  // namespace
+}  // namespace gleaner::agent::qos
