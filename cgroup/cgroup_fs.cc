@@ -110,9 +110,9 @@ Result<std::map<std::string, int64_t>> CgroupFs::read_memory_stat(const std::str
 }
 
 Result<int64_t> CgroupFs::read_memory_working_set(const std::string& cgroup) {
-  auto stat = read_memory_stat(cgroup);
-  if (!stat) return stat.error();
-  return memory_working_set(*stat, version_ != CgroupVersion::kV2);
+  auto raw = read_raw(Resource::kMemoryStat, cgroup);
+  if (!raw) return raw.error();
+  return memory_working_set_from_text(*raw, version_ != CgroupVersion::kV2);
 }
 
 Result<Psi> CgroupFs::read_pressure(Resource resource, const std::string& cgroup) {

@@ -238,6 +238,36 @@ Result<int64_t> memory_working_set(const std::map<std::string, int64_t>& stat, b
   return sum;
 }
 
+Result<int64_t> memory_working_set_from_text(std::string_view text, bool v1) {
+  const std::string_view prefix = v1 ? "total_" : "";
+  constexpr std::string_view kKeys[] = {"inactive_anon", "active_anon", "unevictable"};
+  int64_t sum = 0;
+  int found = 0;
+  size_t pos = 0;
+  while (pos < text.size() && found < 3) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.substr(0, prefix.size()) != prefix) continue;
+    size_t space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    std::string_view key = line.substr(prefix.size(), space - prefix.size());
+    for (auto wanted : kKeys) {
+      if (key != wanted) continue;
+      int64_t value = 0;
+      if (!to_int(line.substr(space + 1), value)) return bad("memory.stat: bad value", line);
+      sum += value;
+      ++found;
+    }
+  }
+  if (found < 3) {
+    return make_error(ErrorCode::kParse, "memory.stat lacks " + std::string(prefix) +
+                                             "inactive_anon, active_anon or unevictable");
+  }
+  return sum;
+}
+
 Result<std::vector<int>> parse_id_list(std::string_view text) {
   std::vector<int> ids;
   for (auto field : split(text, "\n ")) {

@@ -72,6 +72,10 @@ Result<MemInfo> parse_meminfo(std::string_view text);
 // charged to its container children and the plain v1 keys count only the cgroup itself.
 Result<int64_t> memory_working_set(const std::map<std::string, int64_t>& stat, bool v1);
 
+// The same sum straight from memory.stat text, without building a map: this runs for every
+// pod on every sampling pass.
+Result<int64_t> memory_working_set_from_text(std::string_view memory_stat, bool v1);
+
 // A list of task ids (tasks, cgroup.procs, cgroup.threads).
 Result<std::vector<int>> parse_id_list(std::string_view text);
 

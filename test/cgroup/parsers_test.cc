@@ -45,6 +45,7 @@ TEST(Parsers, MemoryWorkingSetV1UsesHierarchicalTotals) {
   ASSERT_TRUE(ws.ok());
   EXPECT_EQ(*ws, stat->at("total_inactive_anon") + stat->at("total_active_anon") +
                      stat->at("total_unevictable"));
+  EXPECT_EQ(*memory_working_set_from_text(read_fixture("cgroup/v1/memory.stat"), true), *ws);
 }
 
 TEST(Parsers, MemoryWorkingSetV2ExcludesPageCache) {
@@ -52,6 +53,11 @@ TEST(Parsers, MemoryWorkingSetV2ExcludesPageCache) {
   ASSERT_TRUE(stat.ok());
   EXPECT_EQ(*memory_working_set(*stat, false), 94371840 + 10485760 + 4096);
   EXPECT_FALSE(memory_working_set({{"anon", 1}}, false).ok());
+  EXPECT_EQ(*memory_working_set_from_text(read_fixture("cgroup/v2/memory.stat"), false),
+            94371840 + 10485760 + 4096);
+  EXPECT_FALSE(memory_working_set_from_text("anon 1\ninactive_anon 2\n", false).ok());
+  EXPECT_FALSE(
+      memory_working_set_from_text("inactive_anon x\nactive_anon 1\nunevictable 1\n", false).ok());
 }
 
 TEST(Parsers, CpuMax) {

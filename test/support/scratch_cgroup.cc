@@ -233,6 +233,25 @@ pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes
   return pid;
 }
 
+pid_t ScratchCgroups::spawn_idle(const std::string& relative) {
+  int hold[2];
+  if (::pipe(hold) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(hold[1]);
+    char byte = 0;
+    while (::read(hold[0], &byte, 1) != 0) {
+    }
+    ::_exit(0);
+  }
+  ::close(hold[0]);
+  children_.push_back(pid);
+  move(pid, relative);
+  return pid;  // the write end stays open in this process, so the child blocks until we exit
+}
+
 void ScratchCgroups::kill_child(pid_t pid) {
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
