@@ -38,6 +38,7 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   // Batch resources are integers in base units: batch-cpu counts millicores.
   const int64_t batch_cpu = kube::pod_request(pod, kube::kResourceBatchCpu).value();
   const int64_t batch_memory = kube::pod_request(pod, kube::kResourceBatchMemory).value();
+  v.batch = batch_cpu > 0 || batch_memory > 0;
   v.request.cpu_milli =
       batch_cpu > 0 ? batch_cpu : kube::pod_request(pod, kube::kResourceCpu).milli_value();
   v.request.memory_bytes =

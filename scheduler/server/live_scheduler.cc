@@ -109,7 +109,9 @@ void LiveScheduler::track_loose(Tracked& t) {
       terminal(t.view.phase)) {
     return;
   }
-  if (t.view.ours == false && t.view.request == Resources{}) return;
+  // Other pods' usage is already outside the batch the agent reports, unless they
+  // request batch resources themselves.
+  if (!t.view.ours && !t.view.batch) return;
   auto id = core_node(t.view.cluster, t.view.node);
   if (!id) return;
   core_.clusters().acquire(*id, t.view.request, false);

@@ -55,7 +55,8 @@ struct PodView {
   PodRole role = PodRole::kNone;
   std::string gang;  // application or pod-group name within the namespace
   int min_available = 0;
-  Resources request;  // batch resources, else cpu/memory requests
+  Resources request;   // batch resources, else cpu/memory requests
+  bool batch = false;  // `request` is kubernetes.io/batch-cpu / batch-memory
   int32_t priority = 0;
   std::string queue;
   std::optional<GangShape> shape;  // drivers: from the SparkApplication, when known
