@@ -1,15 +1,29 @@
 // `gleaner-agent run`: the node daemon.
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
 #include "agent/cli/commands.h"
+#include "agent/config/slo_config.h"
 #include "agent/daemon/daemon.h"
+#include "agent/daemon/pod_source.h"
+#include "agent/metrics/node_sampler.h"
+#include "cgroup/layout.h"
+#include "cgroup/version.h"
+#include "common/file_io.h"
+#include "common/json_util.h"
 #include "common/log.h"
+#include "kube/objects.h"
+#include "reporter/client/endpoint.h"
 
 namespace gleaner::agent {
 namespace {
@@ -17,15 +31,91 @@ namespace {
 struct RunFlags {
   DaemonOptions daemon;
   int interval_ms = 1000;
+  int fast_interval_ms = 50;
   std::string log_level = "info";
+  bool check_config = false;
 };
 
+// --check-config: what the daemon would fail on at start-up, checked without starting
+// anything (no servers, no cgroup writes, no kubelet or scheduler calls), so a
+// DaemonSet's args can be validated offline. Returns every problem found, not only the first.
+std::vector<std::string> check_config(const DaemonOptions& o) {
+  std::vector<std::string> errors;
+  std::optional<cgroup::CgroupVersion> forced;
+  if (!o.cgroup_version.empty()) {
+    if (auto v = cgroup::parse_version(o.cgroup_version)) {
+      forced = *v;
+    } else {
+      errors.push_back("--cgroup-version: " + v.error().message);
+    }
+  }
+  if (!std::filesystem::is_directory(o.cgroup_root)) {
+    errors.push_back("--cgroup-root " + o.cgroup_root + ": not a directory");
+  } else if (auto v = cgroup::detect_version(o.cgroup_root, forced); !v) {
+    errors.push_back("--cgroup-root " + o.cgroup_root + ": " + v.error().message);
+  }
+  if (!o.cgroup_driver.empty()) {
+    if (auto d = cgroup::parse_driver(o.cgroup_driver); !d) {
+      errors.push_back("--cgroup-driver: " + d.error().message);
+    }
+  }
+  if (auto usage = NodeSampler(o.proc_root).sample(); !usage) {
+    errors.push_back("--proc-root " + o.proc_root + ": " + usage.error().message);
+  }
+  if (!o.config_dir.empty()) {
+    // A missing directory would load as all defaults; at check time it is a wrong path.
+    if (!std::filesystem::is_directory(o.config_dir)) {
+      errors.push_back("--config-dir " + o.config_dir + ": not a directory");
+    } else {
+      for (const auto& e : config::load_config_dir(o.config_dir, config::SloConfig{}).errors) {
+        errors.push_back("--config-dir: " + e.error.message);
+      }
+    }
+  }
+  if (!o.pods_file.empty()) {
+    if (auto pods = PodsFileSource(o.pods_file).fetch(); !pods) {
+      errors.push_back("--pods-file: " + pods.error().message);
+    }
+  }
+  if (!o.node_file.empty()) {
+    auto text = read_file(o.node_file);
+    auto json = text ? parse_json(*text, o.node_file) : Result<Json>(text.error());
+    auto node = json ? kube::parse_node(*json) : Result<kube::Node>(json.error());
+    if (!node) errors.push_back("--node-file " + o.node_file + ": " + node.error().message);
+  }
+  if (!o.scheduler_url.empty()) {
+    if (auto url = reporter::parse_http_url(o.scheduler_url); !url) {
+      errors.push_back("--scheduler-url: " + url.error().message);
+    }
+  }
+  if (!o.token_file.empty()) {
+    if (auto token = read_file(o.token_file); !token) {
+      errors.push_back("--token-file: " + token.error().message);
+    }
+  }
+  return errors;
+}
+
+int run_check_config(const RunFlags& flags) {
+  auto errors = check_config(flags.daemon);
+  if (auto ok = init_logging(flags.log_level); !ok) {
+    errors.push_back("--log-level: " + ok.error().message);
+  }
+  for (const auto& e : errors)
+    std::fprintf(stderr, "gleaner-agent run --check-config: %s\n", e.c_str());
+  if (!errors.empty()) return 1;
+  std::printf("config OK\n");
+  return 0;
+}
+
 int run(RunFlags& flags) {
+  if (flags.check_config) return run_check_config(flags);
   if (auto ok = init_logging(flags.log_level); !ok) {
     std::fprintf(stderr, "%s\n", ok.error().message.c_str());
     return 2;
   }
   flags.daemon.interval = std::chrono::milliseconds(flags.interval_ms);
+  flags.daemon.fast_interval = std::chrono::milliseconds(flags.fast_interval_ms);
   boost::asio::io_context io;
   auto daemon = Daemon::create(io, flags.daemon);
   if (!daemon) {
@@ -101,9 +191,17 @@ void register_run_command(CLI::App& app) {
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();
   cmd->add_flag("--dry-run", o.dry_run, "log every decision, change nothing");
+  cmd->add_option("--fast-interval", flags->fast_interval_ms,
+                  "fast CPU-suppress loop in milliseconds (0: off)")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
+  cmd->add_option("--sys-root", o.sys_root, "sysfs parent for CPU topology")->capture_default_str();
+  cmd->add_flag("!--no-enforce", o.enforce, "measure and report only; no QoS writes");
   cmd->add_option("--max-ticks", o.max_ticks, "exit after this many sampling passes (0: never)");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  cmd->add_flag("--check-config", flags->check_config,
+                "validate flags, cgroup root, config dir and input files; start nothing");
   cmd->callback([flags] { set_exit_code(run(*flags)); });
 }
 }  // namespace gleaner::agent

@@ -12,9 +12,14 @@
 #include "agent/config/slo_config.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
+#include "agent/metrics/fast_sampler.h"
 #include "agent/metrics/metric_store.h"
 #include "agent/metrics/node_sampler.h"
 #include "agent/metrics/pod_sampler.h"
+#include "agent/qos/cpu_topology.h"
+#include "agent/qos/fs_reader.h"
+#include "agent/qos/qos_engine.h"
+#include "agent/qos/resctrl_qos.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/executor.h"
 #include "cgroup/layout.h"
@@ -96,6 +101,15 @@ struct Daemon::Impl {
   std::optional<cgroup::KubeletLayout> layout;
   std::unique_ptr<cgroup::CgroupFs> fs;
   std::unique_ptr<cgroup::WriteExecutor> executor;
+  std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
+  std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
+  std::unique_ptr<qos::FsQosReader> qos_reader;
+  qos::QosEngine engine;
+  std::optional<qos::CpuTopology> topology;
+  std::unique_ptr<FastSampler> fast_sampler;
+  boost::asio::steady_timer fast_timer;
+  SteadyTime last_full_sample{};
+  std::map<std::string, uint64_t> evictions_total;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;
   std::unique_ptr<MetricStore> store;
@@ -119,10 +133,12 @@ struct Daemon::Impl {
   std::function<void()> on_stop;
 
   Impl(boost::asio::io_context& io_ctx, DaemonOptions o)
-      : io(io_ctx), opt(std::move(o)), timer(io_ctx) {}
+      : io(io_ctx), opt(std::move(o)), fast_timer(io_ctx), timer(io_ctx) {}
 
   void refresh_pods(SteadyTime now);
   void schedule_next();
+  void schedule_fast();
+  void apply(const qos::Plan& plan);
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -159,7 +175,16 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     d.layout.emplace(cgroup::CgroupDriver::kCgroupfs, d.opt.cgroup_parent);
   }
 
+  if (resctrl::ResctrlFs rdt(d.opt.resctrl_root); rdt.detect().ok()) {
+    d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
+    d.resctrl_executor = std::make_unique<qos::ResctrlExecutor>(*d.resctrl_fs, d.opt.dry_run);
+  }
+  d.qos_reader = std::make_unique<qos::FsQosReader>(*d.fs, d.resctrl_fs.get());
+  if (auto topo = qos::read_cpu_topology(d.opt.sys_root)) d.topology = std::move(*topo);
+
   d.node_sampler = std::make_unique<NodeSampler>(d.opt.proc_root);
+  d.fast_sampler =
+      std::make_unique<FastSampler>(*d.fs, *d.layout, d.opt.proc_root, d.node_sampler->cpus());
   d.pod_sampler = std::make_unique<PodSampler>(*d.fs);
   auto slots = static_cast<size_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(kLongestWindow).count() /
@@ -247,6 +272,44 @@ void Daemon::start() {
   if (impl_->report_client) impl_->report_client->start();
   tick();
   impl_->schedule_next();
+  if (impl_->opt.enforce && impl_->opt.fast_interval.count() > 0) impl_->schedule_fast();
+}
+
+void Daemon::Impl::schedule_fast() {
+  if (stopped) return;
+  fast_timer.expires_after(opt.fast_interval);
+  fast_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped) return;
+    owner->fast_tick();
+    schedule_fast();
+  });
+}
+
+void Daemon::fast_tick() {
+  auto& d = *impl_;
+  const SteadyTime now = d.clock.now();
+  auto sample = d.fast_sampler->sample(now);
+  if (!sample) return;
+  // The fast path only ever reacts to the latest counters; staleness is judged by the
+  // full pass, whose node facts the fast path reuses.
+  const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
+  qos::Plan plan = d.engine.suppress_only({sample->node_cpu_milli, sample->non_be_cpu_milli, stale},
+                                          *d.qos_reader);
+  d.apply(plan);
+}
+
+void Daemon::Impl::apply(const qos::Plan& plan) {
+  for (const auto& note : plan.notes)
+    spdlog::debug("qos: {}", note);
+  if (!plan.writes.empty()) executor->apply(plan.writes);
+  if (!plan.resctrl.empty() && resctrl_executor) resctrl_executor->apply(plan.resctrl);
+  for (const auto& eviction : plan.evictions) {
+    // The Eviction API call belongs to the kube client; until the agent is given API
+    // credentials the decision is logged and counted, which is also what --dry-run does.
+    spdlog::warn("{}evict {} ({})", opt.dry_run ? "dry-run: would " : "", eviction.pod,
+                 eviction.reason);
+    ++evictions_total[eviction.reason];
+  }
 }
 
 void Daemon::Impl::schedule_next() {
@@ -334,6 +397,20 @@ void Daemon::tick() {
   auto snap = build_snapshot(d.node, d.pods, usage);
   auto batch_result = batch::calculate_batch(snap, resolved);
   d.last_calc = batch::explain(batch_result, resolved).dump();
+  d.last_full_sample = now;
+
+  if (d.opt.enforce) {
+    qos::QosInputs in;
+    in.snapshot = &snap;
+    in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
+    in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
+    in.layout = *d.layout;
+    in.topology = d.topology;
+    in.reader = d.qos_reader.get();
+    in.now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+    in.stale = false;  // this pass sampled just now
+    d.apply(d.engine.run(in));
+  }
 
   const double unix_now =
       std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
@@ -344,6 +421,7 @@ void Daemon::tick() {
     outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
+  outcome.state.evictions_total = d.evictions_total;
   auto [cpu_seconds, rss] = self_usage();
   outcome.state.agent_cpu_seconds_total = cpu_seconds;
   outcome.state.agent_resident_memory_bytes = rss;
@@ -366,6 +444,7 @@ void Daemon::stop() {
   if (d.stopped) return;
   d.stopped = true;
   d.timer.cancel();
+  d.fast_timer.cancel();
   // Safety first: put back every cgroup value this agent changed.
   auto restored = d.executor->restore_all();
   spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),

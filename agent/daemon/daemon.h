@@ -39,6 +39,10 @@ struct DaemonOptions {
   std::string token_file;
   std::chrono::milliseconds interval{1000};
   std::chrono::seconds pods_refresh{10};
+  // Fast CPU-suppress loop period; 0 disables it (then suppression follows `interval`).
+  std::chrono::milliseconds fast_interval{50};
+  std::string sys_root = "/";  // CPU topology for the cpuset suppress policy
+  bool enforce = true;         // run the QoS strategies (false: measure and report only)
   bool dry_run = false;
   int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
 };
@@ -64,6 +68,8 @@ class Daemon {
   [[nodiscard]] std::string describe() const;  // the start-up line
   [[nodiscard]] uint16_t metrics_port() const;
   [[nodiscard]] std::string last_calc_json() const;
+  // One fast-path suppression step; exposed for tests and the reaction benchmark.
+  void fast_tick();
 
  private:
   struct Impl;
