@@ -176,6 +176,10 @@ void register_run_command(CLI::App& app) {
       "GLEANER_CONFIG_DIR");
   cmd->add_option("--pods-file", o.pods_file, "PodList JSON file instead of kubelet");
   cmd->add_option("--node-file", o.node_file, "Node JSON file instead of the machine's own");
+  env(cmd->add_option("--kubeconfig", o.kubeconfig,
+                      "API server access for the Node object and evictions: a kubeconfig "
+                      "path or \"in-cluster\" (empty: none)"),
+      "GLEANER_KUBECONFIG");
   cmd->add_option("--kubelet-host", o.kubelet_host,
                   "kubelet address for /pods (empty: pods from the cgroup tree)");
   cmd->add_option("--kubelet-port", o.kubelet_port, "kubelet port")->capture_default_str();

@@ -10,6 +10,7 @@
 
 #include "agent/batch/batch_calculator.h"
 #include "agent/config/slo_config.h"
+#include "agent/daemon/api_link.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/fast_sampler.h"
@@ -110,6 +111,7 @@ struct Daemon::Impl {
   boost::asio::steady_timer fast_timer;
   SteadyTime last_full_sample{};
   std::map<std::string, uint64_t> evictions_total;
+  std::unique_ptr<ApiLink> api;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;
   std::unique_ptr<MetricStore> store;
@@ -203,7 +205,18 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     d.pod_source = std::make_unique<CgroupTreePodSource>(cpu_root, *d.layout);
   }
 
-  if (!d.opt.node_file.empty()) {
+  if (!d.opt.kubeconfig.empty()) {
+    kube::KubeFlags flags;
+    if (d.opt.kubeconfig != "in-cluster") flags.kubeconfig = d.opt.kubeconfig;
+    auto config = kube::resolve_config(flags, kube::process_env);
+    if (!config) return config.error();
+    d.api = std::make_unique<ApiLink>(std::move(*config), d.opt.node_name);
+    if (!d.api->wait_for_node(std::chrono::seconds(10))) {
+      return make_error(ErrorCode::kUnavailable,
+                        "Node " + d.opt.node_name + " not found on the API server within 10s");
+    }
+    d.node = *d.api->node();
+  } else if (!d.opt.node_file.empty()) {
     auto node = load_node_file(d.opt.node_file);
     if (!node) return node.error();
     d.node = std::move(*node);
@@ -304,11 +317,14 @@ void Daemon::Impl::apply(const qos::Plan& plan) {
   if (!plan.writes.empty()) executor->apply(plan.writes);
   if (!plan.resctrl.empty() && resctrl_executor) resctrl_executor->apply(plan.resctrl);
   for (const auto& eviction : plan.evictions) {
-    // The Eviction API call belongs to the kube client; until the agent is given API
-    // credentials the decision is logged and counted, which is also what --dry-run does.
-    spdlog::warn("{}evict {} ({})", opt.dry_run ? "dry-run: would " : "", eviction.pod,
-                 eviction.reason);
     ++evictions_total[eviction.reason];
+    if (api) {
+      api->evict(eviction.pod, eviction.reason, opt.dry_run);
+    } else {
+      // Without API access (no --kubeconfig) the decision can only be logged and counted.
+      spdlog::warn("{}evict {} ({}; no API server configured)",
+                   opt.dry_run ? "dry-run: would " : "would ", eviction.pod, eviction.reason);
+    }
   }
 }
 
@@ -358,6 +374,9 @@ void Daemon::tick() {
   const SteadyTime now = d.clock.now();
   const auto started = std::chrono::steady_clock::now();
   d.refresh_pods(now);
+  if (d.api) {
+    if (auto node = d.api->node()) d.node = std::move(*node);  // labels drive per-node config
+  }
 
   auto node_usage = d.node_sampler->sample();
   if (!node_usage) {

@@ -31,6 +31,9 @@ struct DaemonOptions {
   std::string config_dir;
   std::string pods_file;
   std::string node_file;
+  // API server access (own Node, evictions): a kubeconfig path, or "in-cluster".
+  // Empty: no API server; the Node comes from node_file or the machine itself.
+  std::string kubeconfig;
   std::string kubelet_host;  // empty with no pods file: pods from the cgroup tree
   int kubelet_port = 10250;
   bool kubelet_https = true;

@@ -1,0 +1,58 @@
+#pragma once
+// The agent's link to the API server: its own Node object (watched, so label and
+// annotation changes reach per-node config at once) and evictions through the Eviction
+// API with an Event on the pod. Calls run on a worker thread: the sampling loop only
+// hands over requests and reads the cached Node, so a slow API server never delays
+// enforcement.
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "kube/api_client.h"
+#include "kube/informer.h"
+#include "kube/objects.h"
+
+namespace gleaner::agent {
+
+struct EvictionOutcome {
+  uint64_t evicted = 0;
+  uint64_t refused = 0;  // 429: a PodDisruptionBudget said not now
+  uint64_t failed = 0;
+};
+
+class ApiLink {
+ public:
+  ApiLink(kube::KubeConfig config, std::string node_name);
+  ~ApiLink();
+  ApiLink(const ApiLink&) = delete;
+  ApiLink& operator=(const ApiLink&) = delete;
+
+  // The latest Node seen by the watch; nullopt until the first list succeeded.
+  [[nodiscard]] std::optional<kube::Node> node() const;
+  bool wait_for_node(std::chrono::milliseconds timeout);
+  // Queues an eviction ("namespace/name"); duplicates of a queued pod are dropped.
+  void evict(const std::string& pod_key, const std::string& reason, bool dry_run);
+  [[nodiscard]] EvictionOutcome outcome() const;
+
+ private:
+  void worker(std::stop_token stop);
+
+  SystemClock clock_;
+  std::string node_name_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<kube::Informer> informer_;
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<std::pair<std::string, std::string>> queue_;  // pod key, reason
+  EvictionOutcome outcome_;
+  std::jthread worker_;
+};
+
+}  // namespace gleaner::agent

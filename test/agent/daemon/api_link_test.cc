@@ -1,0 +1,79 @@
+// The agent's API link against the test API server: its own Node through a watch, and
+// evictions through the Eviction API with an Event, including a budget's 429.
+#include "agent/daemon/api_link.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "test/kube/test_apiserver.h"
+
+namespace gleaner::agent {
+namespace {
+using kube::testing::TestApiServer;
+using namespace std::chrono_literals;
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::yield();
+  }
+  return condition();
+}
+
+class ApiLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = TestApiServer::start();
+    if (!server_) GTEST_SKIP() << "/usr/bin/python3 is needed for the test API server";
+    post("/api/v1/nodes", R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-a",
+      "labels":{"pool":"online"}},"status":{"capacity":{"cpu":"8","memory":"32Gi"},
+      "allocatable":{"cpu":"8","memory":"32Gi"}}})");
+    post("/api/v1/namespaces/spark/pods", R"({"apiVersion":"v1","kind":"Pod","metadata":{
+      "name":"exec-1","namespace":"spark"},"spec":{"nodeName":"node-a","containers":[
+      {"name":"c","image":"x"}]}})");
+  }
+  void post(const std::string& path, const std::string& body) {
+    auto resp = server_->raw("POST", path, body);
+    ASSERT_EQ(resp.status / 100, 2) << resp.body;
+  }
+  std::unique_ptr<TestApiServer> server_;
+};
+
+TEST_F(ApiLinkTest, WatchesItsNodeAndFollowsLabelChanges) {
+  ApiLink link(server_->config(), "node-a");
+  ASSERT_TRUE(link.wait_for_node(5s));
+  EXPECT_EQ(link.node()->metadata.labels.at("pool"), "online");
+  EXPECT_EQ(link.node()->capacity.at("cpu").milli_value(), 8000);
+  auto resp =
+      server_->raw("PATCH", "/api/v1/nodes/node-a", R"({"metadata":{"labels":{"pool":"batch"}}})",
+                   "application/merge-patch+json");
+  ASSERT_EQ(resp.status, 200) << resp.body;
+  EXPECT_TRUE(eventually([&] { return link.node()->metadata.labels.at("pool") == "batch"; }, 5s));
+}
+
+TEST_F(ApiLinkTest, EvictsThroughTheEvictionApiAndRecordsAnEvent) {
+  ApiLink link(server_->config(), "node-a");
+  server_->admin("eviction-429", "count=1");
+  link.evict("spark/exec-1", "memory-evict", /*dry_run=*/false);
+  EXPECT_TRUE(eventually([&] { return link.outcome().refused == 1; }, 5s));
+  link.evict("spark/exec-1", "memory-evict", false);
+  EXPECT_TRUE(eventually([&] { return link.outcome().evicted == 1; }, 5s));
+  auto pod = server_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1");
+  EXPECT_EQ(pod.status, 404);
+  auto events = Json::parse(server_->raw("GET", "/api/v1/namespaces/spark/events").body);
+  ASSERT_EQ(events["items"].size(), 1u);
+  EXPECT_EQ(events["items"][0]["reason"], "GleanerEvicted");
+  EXPECT_EQ(events["items"][0]["involvedObject"]["name"], "exec-1");
+}
+
+TEST_F(ApiLinkTest, DryRunEvictsNothing) {
+  ApiLink link(server_->config(), "node-a");
+  link.evict("spark/exec-1", "cpu-evict", /*dry_run=*/true);
+  EXPECT_EQ(server_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1").status, 200);
+  EXPECT_EQ(link.outcome().evicted, 0u);
+}
+
+}  // namespace
+}  // namespace gleaner::agent
