@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -11,6 +12,7 @@
 #include "agent/batch/batch_calculator.h"
 #include "agent/config/slo_config.h"
 #include "agent/daemon/api_link.h"
+#include "agent/daemon/cgroup_watch.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/fast_sampler.h"
@@ -112,6 +114,9 @@ struct Daemon::Impl {
   SteadyTime last_full_sample{};
   std::map<std::string, uint64_t> evictions_total;
   std::unique_ptr<ApiLink> api;
+  std::optional<CgroupWatch> cgroup_watch;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
+  bool force_pod_refresh = false;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;
   std::unique_ptr<MetricStore> store;
@@ -140,6 +145,7 @@ struct Daemon::Impl {
   void refresh_pods(SteadyTime now);
   void schedule_next();
   void schedule_fast();
+  void wait_for_cgroup_change();
   void apply(const qos::Plan& plan);
 };
 
@@ -286,6 +292,35 @@ void Daemon::start() {
   tick();
   impl_->schedule_next();
   if (impl_->opt.enforce && impl_->opt.fast_interval.count() > 0) impl_->schedule_fast();
+  auto& d = *impl_;
+  std::vector<std::string> qos_dirs;
+  for (auto qos :
+       {cgroup::KubeQos::kGuaranteed, cgroup::KubeQos::kBurstable, cgroup::KubeQos::kBestEffort}) {
+    qos_dirs.push_back(d.fs->dir_of(cgroup::Resource::kCpuShares, d.layout->qos_dir(qos)));
+  }
+  if (auto watch = CgroupWatch::open(qos_dirs)) {
+    d.cgroup_watch.emplace(std::move(*watch));
+    d.watch_descriptor =
+        std::make_unique<boost::asio::posix::stream_descriptor>(d.io, ::dup(d.cgroup_watch->fd()));
+    d.wait_for_cgroup_change();
+  } else {
+    spdlog::info("no inotify on QoS directories ({}); pods are re-listed every {}s",
+                 watch.error().message, d.opt.pods_refresh.count());
+  }
+}
+
+void Daemon::Impl::wait_for_cgroup_change() {
+  watch_descriptor->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                               [this](const boost::system::error_code& ec) {
+                                 if (ec || stopped) return;
+                                 if (cgroup_watch->drain()) {
+                                   // A pod cgroup appeared or went: re-list pods now, and act on it
+                                   // at once.
+                                   force_pod_refresh = true;
+                                   owner->tick();
+                                 }
+                                 wait_for_cgroup_change();
+                               });
 }
 
 void Daemon::Impl::schedule_fast() {
@@ -349,7 +384,11 @@ void Daemon::Impl::schedule_next() {
 
 void Daemon::Impl::refresh_pods(SteadyTime now) {
   // A pods file is cheap to check (stat) every tick; kubelet is asked every pods_refresh.
-  if (have_pods && opt.pods_file.empty() && now - last_pod_fetch < opt.pods_refresh) return;
+  if (have_pods && !force_pod_refresh && opt.pods_file.empty() &&
+      now - last_pod_fetch < opt.pods_refresh) {
+    return;
+  }
+  force_pod_refresh = false;
   last_pod_fetch = now;
   auto fetched = pod_source->fetch();
   if (!fetched) {
@@ -464,6 +503,7 @@ void Daemon::stop() {
   d.stopped = true;
   d.timer.cancel();
   d.fast_timer.cancel();
+  if (d.watch_descriptor) d.watch_descriptor->close();
   // Safety first: put back every cgroup value this agent changed.
   auto restored = d.executor->restore_all();
   spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),
