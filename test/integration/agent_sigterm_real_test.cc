@@ -1,0 +1,89 @@
+// The gleaner-agent binary on real cgroups: once it has throttled BE, SIGTERM makes it
+// restore every value it changed and exit cleanly within 5 s.
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/layout.h"
+#include "test/support/scratch_cgroup.h"
+#include "test/support/temp_tree.h"
+
+namespace gleaner {
+namespace {
+using namespace std::chrono_literals;
+using cgroup::Resource;
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (std::chrono::steady_clock::now() < end) {
+    if (condition()) return true;
+    std::this_thread::yield();
+  }
+  return condition();
+}
+
+TEST(AgentSigtermReal, RestoresEveryValueAndExitsWithinFiveSeconds) {
+  auto reason = testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  const std::string agent = std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
+  if (::access(agent.c_str(), X_OK) != 0) GTEST_SKIP() << agent << " not built";
+
+  testing::ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
+  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
+  scratch.mkdir(be_pod);
+  scratch.mkdir(ls_pod);
+  scratch.spawn_busy(be_pod);
+  scratch.spawn_busy(ls_pod);
+  testing::TempDir files;
+  files.write("pods.json", R"({"items":[
+    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},"spec":{"containers":[]},
+     "status":{"phase":"Running","qosClass":"Burstable"}},
+    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
+                 "labels":{"koordinator.sh/qosClass":"BE"}},
+     "spec":{"containers":[]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
+  files.write("config/resource-threshold-config",
+              R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota"}})");
+
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  const std::string shares_before = *fs.read_raw(Resource::kCpuShares, be_pod);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string root = scratch.root();
+    const std::string pods = files / "pods.json";
+    const std::string config = files / "config";
+    ::execl(agent.c_str(), agent.c_str(), "run", "--cgroup-root", root.c_str(), "--pods-file",
+            pods.c_str(), "--config-dir", config.c_str(), "--metrics-addr", "", "--interval", "200",
+            "--node-name", "node-a", "--log-level", "warn", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  auto quota = [&] { return fs.read_int(Resource::kCpuQuota, be_qos).value_or(-2); };
+  bool throttled = eventually([&] { return quota() > 0; }, 10s);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  auto start = std::chrono::steady_clock::now();
+  bool exited = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, 5s);
+  auto took = std::chrono::steady_clock::now() - start;
+  if (!exited) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(throttled) << "the agent never wrote a BE quota";
+  ASSERT_TRUE(exited) << "no exit within 5 s of SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_LT(took, 5s);
+  EXPECT_EQ(quota(), cgroup::kUnlimited);
+  EXPECT_EQ(*fs.read_raw(Resource::kCpuShares, be_pod), shares_before);
+}
+
+}  // namespace
+}  // namespace gleaner
