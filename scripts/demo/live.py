@@ -1,0 +1,355 @@
+"""The live part of `make demo`: Gleaner on this machine's real cgroups for about two minutes.
+
+A scratch kubepods tree (scratch.py) holds an LS "web" pod (web_server.py) under wrk load
+that rises and falls, and three BE "Spark executor" pods (be_executor.py) that want every
+CPU. gleaner-scheduler runs in reports-only mode and gleaner-agent reports to it. The run
+has two phases with the same load profile: the agent measuring only (--no-enforce, BE
+unmanaged), then the agent enforcing cfsQuota suppression and CPU-satisfaction eviction.
+The demo plays kubelet for the agent's evictions (it has no API server): the evicted
+executor is killed and taken out of the pods file, and re-placed 20 s later.
+
+usage: live.py --build DIR --run-dir DIR [--seconds N]      (the demo)
+       live.py --cleanup DIR                                  (the shell trap's fallback)
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scratch  # noqa: E402
+import view  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = "/usr/bin/python3"
+NODE = "demo-node"
+WEB = {"name": "web-0", "ns": "web", "uid": "demo-web-0", "dir": "kubepods/burstable/poddemo-web-0"}
+EXECUTORS = [  # name, uid, priority (koord-batch range; the lowest is evicted first)
+    ("exec-1", "demo-exec-1", 5900), ("exec-2", "demo-exec-2", 5500),
+    ("exec-3", "demo-exec-3", 5100)]
+BE_QOS = "kubepods/besteffort"
+PROFILE = [1, 2, 4, 6, 8, 6, 4, 2]  # wrk connections per load step: rises, then falls
+REPLACE_AFTER_S = 20
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=0.4):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read().decode()
+    except (OSError, ValueError):
+        return None
+
+
+def parse_metrics(text):
+    out = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"^([a-z_]+)(\{[^}]*\})?\s+(\S+)$", line)
+        if m:
+            out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def metric_sum(metrics, family):
+    return sum(v for k, v in metrics.items() if k == family or k.startswith(family + "{"))
+
+
+def parse_wrk(text):
+    """requests/s and p99 in ms from `wrk --latency` output (None when absent)."""
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text or "")
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text or "", re.M)
+    if not rps or not p99:
+        return None
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
+    return {"rps": float(rps.group(1)), "p99": float(p99.group(1)) * scale}
+
+
+def pod_json(name, ns, uid, qos_class, requests, labels=None, priority=None):
+    spec = {"nodeName": NODE, "containers": [{"name": "main", "resources": {"requests": requests}}]}
+    if priority is not None:
+        spec["priority"] = priority
+    return {"metadata": {"name": name, "namespace": ns, "uid": uid, "labels": labels or {}},
+            "spec": spec, "status": {"phase": "Running", "qosClass": qos_class}}
+
+
+def write_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, path)  # the agent never sees a half-written file
+
+
+class Demo:
+    def __init__(self, args):
+        self.args = args
+        self.run_dir = args.run_dir
+        self.bin = os.path.join(args.build, "bin")
+        self.cg = scratch.Scratch(self.run_dir)
+        self.procs = {}  # name -> Popen
+        self.running_execs = {}  # name -> (uid, priority)
+        self.evicted = {}  # name -> (uid, priority, when)
+        self.events = []
+        self.evictions = 0
+        self.log_pos = 0
+        self.sched_port, self.agent_port, self.web_port = free_port(), free_port(), free_port()
+
+    # --- set-up -------------------------------------------------------------------------
+    def write_files(self):
+        cfg = os.path.join(self.run_dir, "ack-slo-config")
+        os.makedirs(cfg)
+        write_json(os.path.join(cfg, "colocation-config"), {
+            "enable": True, "metricAggregateDurationSeconds": 10,
+            "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
+            "memoryCalculatePolicy": "usage"})
+        write_json(os.path.join(cfg, "resource-threshold-config"), {"clusterStrategy": {
+            "enable": True, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota",
+            "cpuEvictBESatisfactionLowerPercent": 30, "cpuEvictBESatisfactionUpperPercent": 50,
+            "cpuEvictBEUsageThresholdPercent": 90, "memoryEvictThresholdPercent": 70}})
+        mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo")
+                       if line.startswith("MemTotal:"))
+        cap = {"cpu": str(os.cpu_count()), "memory": "%dKi" % mem_kib, "pods": "110"}
+        write_json(os.path.join(self.run_dir, "node.json"), {
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+            "status": {"capacity": cap, "allocatable": cap}})
+        with open(os.path.join(self.run_dir, "token"), "w") as f:
+            f.write(os.urandom(16).hex())
+        shutil.copy(os.path.join(HERE, "pace.lua"), os.path.join(self.run_dir, "pace.lua"))
+        self.write_pods()
+
+    def write_pods(self):
+        items = [pod_json(WEB["name"], WEB["ns"], WEB["uid"], "Burstable",
+                          {"cpu": "1", "memory": "256Mi"})]
+        for name, (uid, prio) in sorted(self.running_execs.items()):
+            items.append(pod_json(name, "spark", uid, "BestEffort",
+                                  {"kubernetes.io/batch-cpu": "500",
+                                   "kubernetes.io/batch-memory": "512Mi"},
+                                  {"koordinator.sh/qosClass": "BE", "spark-role": "executor"},
+                                  prio))
+        write_json(os.path.join(self.run_dir, "pods.json"), {"kind": "PodList", "items": items})
+
+    def spawn(self, name, argv, log, cgroup_rel=None):
+        out = open(os.path.join(self.run_dir, log), "ab")
+        preexec = self.cg.preexec(cgroup_rel) if cgroup_rel else self.cg.preexec_no_cgroup()
+        p = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             preexec_fn=preexec, start_new_session=True)
+        out.close()
+        self.procs[name] = p
+        self.cg.remember_pid(p.pid)
+        return p
+
+    def start_executor(self, name, uid, prio):
+        rel = "%s/pod%s" % (BE_QOS, uid)
+        self.cg.mkdir(rel)
+        self.spawn(name, [PY, os.path.join(HERE, "be_executor.py"), "--mem-mib", "96",
+                          "--tag", self.run_dir], "executors.log", rel)
+        self.running_execs[name] = (uid, prio)
+        self.write_pods()
+
+    def start_agent(self, enforce):
+        self.stop("agent")
+        argv = [os.path.join(self.bin, "gleaner-agent"), "run", "--node-name", NODE,
+                "--cgroup-root", self.cg.root, "--pods-file", os.path.join(self.run_dir, "pods.json"),
+                "--node-file", os.path.join(self.run_dir, "node.json"),
+                "--config-dir", os.path.join(self.run_dir, "ack-slo-config"),
+                "--scheduler-url", "http://127.0.0.1:%d/api/v1/reports" % self.sched_port,
+                "--token-file", os.path.join(self.run_dir, "token"),
+                "--metrics-addr", "127.0.0.1:%d" % self.agent_port, "--resctrl-root",
+                os.path.join(self.run_dir, "no-resctrl")]
+        if not enforce:
+            argv.append("--no-enforce")
+        self.spawn("agent", argv, "agent.log")
+        self.wait_for(lambda: http_get("http://127.0.0.1:%d/readyz" % self.agent_port) is not None,
+                      "agent", "agent.log")
+
+    def wait_for(self, condition, what, log, deadline_s=15):
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            if condition():
+                return
+            if self.procs[what].poll() is not None:
+                break
+            time.sleep(0.1)
+        tail = open(os.path.join(self.run_dir, log), errors="replace").read()[-1500:]
+        raise RuntimeError("%s did not come up (log %s):\n%s" % (
+            what, os.path.join(self.run_dir, log), tail))
+
+    def stop(self, name, grace_s=5):
+        p = self.procs.pop(name, None)
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()  # the agent restores every cgroup value it changed on SIGTERM
+        try:
+            p.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+    def setup(self):
+        self.cg.create()
+        self.write_files()
+        for rel in ("kubepods/burstable", BE_QOS, WEB["dir"]):
+            self.cg.mkdir(rel)
+        self.spawn("scheduler", [os.path.join(self.bin, "gleaner-scheduler"), "run", "--listen",
+                                 "127.0.0.1:%d" % self.sched_port, "--token-file",
+                                 os.path.join(self.run_dir, "token"), "--stale-after", "10"],
+                   "scheduler.log")
+        self.wait_for(lambda: http_get("http://127.0.0.1:%d/healthz" % self.sched_port),
+                      "scheduler", "scheduler.log")
+        self.spawn("web", [PY, os.path.join(HERE, "web_server.py"), "--port", str(self.web_port),
+                           "--tag", self.run_dir], "web.log", WEB["dir"])
+        self.wait_for(lambda: http_get("http://127.0.0.1:%d/" % self.web_port), "web", "web.log")
+        for name, uid, prio in EXECUTORS:
+            self.start_executor(name, uid, prio)
+
+    # --- evictions: the demo plays kubelet ----------------------------------------------
+    def handle_evictions(self, now, phase_end):
+        try:
+            with open(os.path.join(self.run_dir, "agent.log"), errors="replace") as f:
+                f.seek(self.log_pos)
+                text = f.read()
+                self.log_pos = f.tell()
+        except OSError:
+            text = ""
+        for pod in re.findall(r"would evict (\S+) \(", text):
+            name = pod.split("/")[-1]
+            if name not in self.running_execs:
+                continue
+            uid, prio = self.running_execs.pop(name)
+            self.write_pods()
+            self.stop(name, grace_s=1)
+            self.cg.rmdir("%s/pod%s" % (BE_QOS, uid))
+            self.evicted[name] = (uid, prio, now)
+            self.evictions += 1
+            self.events.append("%5.0fs  agent evicted spark/%s (BE CPU satisfaction too low)"
+                               % (now - self.t0, name))
+        for name, (uid, prio, when) in list(self.evicted.items()):
+            if now - when >= REPLACE_AFTER_S and phase_end - now > 5:
+                del self.evicted[name]
+                self.start_executor(name, uid, prio)
+                self.events.append("%5.0fs  spark/%s re-placed on the node" % (now - self.t0, name))
+
+    # --- the run ------------------------------------------------------------------------
+    def run_phase(self, index, title, seconds, ui):
+        steps = max(1, min(len(PROFILE), int(seconds // 2)))
+        profile = [PROFILE[int(i * len(PROFILE) / steps)] for i in range(steps)]
+        step_s = max(2, int(seconds // steps))
+        results = []
+        be_start = self.cg.cpu_seconds(BE_QOS)
+        ls_start = self.cg.cpu_seconds(WEB["dir"])
+        start = time.monotonic()
+        phase_end = start + steps * step_s
+        sampler = view.Sampler(self.cg, BE_QOS, WEB["dir"])
+        for step, conns in enumerate(profile):
+            out = os.path.join(self.run_dir, "wrk-%d-%d.txt" % (index, step))
+            with open(out, "wb") as f:
+                wrk = subprocess.Popen(
+                    ["wrk", "-t1", "-c%d" % conns, "-d%ds" % step_s, "--latency", "-s",
+                     os.path.join(self.run_dir, "pace.lua"), "http://127.0.0.1:%d/" % self.web_port],
+                    stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                    preexec_fn=self.cg.preexec_no_cgroup(), start_new_session=True)
+            self.procs["wrk"] = wrk
+            self.cg.remember_pid(wrk.pid)
+            next_tick = time.monotonic()
+            while wrk.poll() is None:
+                next_tick += 1.0
+                time.sleep(max(0.0, next_tick - time.monotonic()))
+                now = time.monotonic()
+                self.handle_evictions(now, phase_end)
+                s = sampler.sample()
+                metrics = parse_metrics(http_get("http://127.0.0.1:%d/metrics" % self.agent_port))
+                nodes = json.loads(http_get("http://127.0.0.1:%d/api/v1/nodes" % self.sched_port)
+                                   or '{"nodes":[]}')["nodes"]
+                ui.render(view.Frame(
+                    phase=index, title=title, elapsed=now - self.t0, total=self.total,
+                    conns=conns, step=step + 1, steps=steps, last=results[-1] if results else None,
+                    sample=s, metrics=metrics, node=nodes[0] if nodes else None,
+                    executors=len(self.running_execs), evictions=self.evictions,
+                    events=self.events))
+            self.procs.pop("wrk", None)
+            r = parse_wrk(open(out, errors="replace").read())
+            results.append(dict(r or {"rps": 0.0, "p99": None}, conns=conns))
+        metrics = parse_metrics(http_get("http://127.0.0.1:%d/metrics" % self.agent_port))
+        return {"title": title, "steps": results, "seconds": time.monotonic() - start,
+                "be_cpu_s": self.cg.cpu_seconds(BE_QOS) - be_start,
+                "ls_cpu_s": self.cg.cpu_seconds(WEB["dir"]) - ls_start,
+                "quota_writes": metrics.get('gleaner_cgroup_writes_total{resource="cpu_quota"}', 0),
+                "batch_cpu": metrics.get("gleaner_batch_cpu_allocatable_cores")}
+
+    def run(self):
+        ui = view.Ui(sys.stdout.isatty())
+        self.total = float(self.args.seconds)
+        self.setup()
+        self.t0 = time.monotonic()
+        self.start_agent(enforce=False)
+        phases = [self.run_phase(1, "BE unmanaged (agent measuring only, --no-enforce)",
+                                 self.total / 2, ui)]
+        self.start_agent(enforce=True)
+        phases.append(self.run_phase(2, "with Gleaner (cfsQuota suppress + eviction)",
+                                     self.total / 2, ui))
+        ui.done()
+        view.print_summary(phases, self.evictions, os.cpu_count(), self.run_dir)
+
+    def cleanup(self):
+        for name in ["wrk", "agent"] + [n for n in list(self.procs) if n not in ("wrk", "agent")]:
+            self.stop(name, grace_s=5)
+        for base in self.cg.bases:
+            scratch.kill_tree(base)
+            scratch.remove_tree(base)
+        scratch.cleanup_run_dir(self.run_dir)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--run-dir")
+    parser.add_argument("--seconds", type=int, default=120)
+    parser.add_argument("--cleanup", metavar="RUN_DIR")
+    args = parser.parse_args()
+    if args.cleanup:
+        scratch.cleanup_run_dir(args.cleanup)
+        return 0
+    if args.seconds < 8:
+        parser.error("--seconds must be at least 8")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    demo = Demo(args)
+    if demo.cg.version is None:
+        print("live run skipped: " + demo.cg.error, file=sys.stderr)
+        return 2
+    try:
+        demo.run()
+        return 0
+    except Interrupted as e:
+        print("\ninterrupted (%s): cleaning up" % e, file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        print("\nlive run failed: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # finish cleaning up even on a second ^C
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        demo.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
