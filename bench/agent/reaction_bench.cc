@@ -1,0 +1,292 @@
+// Reaction time on real cgroups: best-effort busy loops run in a besteffort pod; at a random
+// moment a latency-sensitive pod's busy loop starts (the surge). We time from the surge to
+// the moment the agent's write that suppresses BE lands in the cgroup file (the besteffort
+// QoS cgroup's CFS quota, or its cpuset), polled from a separate thread (cgroupfs offers no
+// inotify events for kernel-side values, and the agent writes through ordinary writes we
+// cannot hook without changing it). The agent runs in-process, on its own io_context thread,
+// once as shipped (50 ms fast suppress loop) and once restricted to a 1 s loop.
+//
+// Usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] [--markdown]
+// Needs root (real cgroups); cleans up its cgroups and processes even when interrupted.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/daemon/daemon.h"
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/layout.h"
+#include "common/file_io.h"
+#include "common/log.h"
+#include "test/support/scratch_cgroup.h"
+#include "test/support/temp_tree.h"
+
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using gleaner::cgroup::Resource;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+struct Config {
+  std::string label;
+  std::chrono::milliseconds interval;
+  std::chrono::milliseconds fast_interval;
+};
+
+// A process parked inside the LS pod cgroup that starts spinning when released: the surge
+// begins at a moment we know to the microsecond, not when fork() happens to return.
+class SurgeProcess {
+ public:
+  SurgeProcess(gleaner::testing::ScratchCgroups& scratch, const std::string& cgroup) {
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::close(fds[1]);
+      char byte = 0;
+      if (::read(fds[0], &byte, 1) != 1) ::_exit(1);
+      volatile uint64_t spin = 0;
+      for (;;)
+        spin = spin + 1;
+    }
+    ::close(fds[0]);
+    go_ = fds[1];
+    scratch.move(pid_, cgroup);
+  }
+  ~SurgeProcess() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    ::close(go_);
+  }
+  SurgeProcess(const SurgeProcess&) = delete;
+  SurgeProcess& operator=(const SurgeProcess&) = delete;
+  void release() {
+    char byte = 1;
+    if (::write(go_, &byte, 1) != 1) throw std::runtime_error("surge release failed");
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int go_ = -1;
+};
+
+// Polls `probe` every ~200 us until it reports the suppression landed or the deadline passes.
+std::optional<Clock::time_point> wait_landed(const std::function<bool()>& probe,
+                                             Clock::time_point deadline) {
+  while (Clock::now() < deadline && !g_interrupted) {
+    if (probe()) return Clock::now();
+    std::this_thread::sleep_for(200us);
+  }
+  return std::nullopt;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
+}
+
+int count_cpus(const std::string& list) {
+  int count = 0;
+  size_t pos = 0;
+  while (pos < list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string part =
+        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t dash = part.find('-');
+    if (!part.empty() && part != "\n") {
+      count += dash == std::string::npos
+                   ? 1
+                   : std::atoi(part.c_str() + dash + 1) - std::atoi(part.c_str()) + 1;
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return count;
+}
+
+struct Result {
+  std::vector<double> ms;
+  int missed = 0;
+};
+
+Result run_config(const Config& cfg, const std::string& policy, int trials, std::mt19937& rng) {
+  using namespace gleaner;
+  testing::ScratchCgroups scratch;  // removed at scope end, also after SIGINT
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
+  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
+  scratch.mkdir(ls_pod);
+  scratch.mkdir(be_pod);
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  for (int i = 0; i < cpus; ++i)
+    scratch.spawn_busy(be_pod);
+
+  testing::TempDir files;
+  files.write("pods.json", R"({"items":[
+    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},
+     "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},
+     "status":{"phase":"Running","qosClass":"Burstable"}},
+    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
+                 "labels":{"koordinator.sh/qosClass":"BE"}},
+     "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
+  // 90%: an idle LS leaves BE ~1.8 cores minus system use, a 1-core surge takes ~1 core away.
+  files.write("config/resource-threshold-config",
+              R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":90,)"
+              R"("cpuSuppressPolicy":")" +
+                  policy + R"("}})");
+  agent::DaemonOptions opt;
+  opt.cgroup_root = scratch.root();
+  opt.pods_file = files / "pods.json";
+  opt.config_dir = files / "config";
+  opt.metrics_addr = "";
+  opt.interval = cfg.interval;
+  opt.fast_interval = cfg.fast_interval;
+  opt.node_name = "bench-node";
+
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  const bool quota_policy = policy == "cfsQuota";
+  const std::string file =
+      *fs.path_of(quota_policy ? Resource::kCpuQuota : Resource::kCpusetCpus, be_qos);
+  // The BE allowance as one number: quota in us per 100 ms period, or CPUs in the cpuset
+  // (scaled to the same units so one threshold works for both).
+  auto allowance = [&]() -> int64_t {
+    auto text = read_file(file);
+    if (!text.ok()) return -2;
+    if (quota_policy) {
+      int64_t q = std::atoll(text->c_str());
+      return q < 0 ? int64_t{100000} * cpus : q;
+    }
+    return int64_t{100000} * count_cpus(*text);
+  };
+
+  boost::asio::io_context io;
+  auto daemon = agent::Daemon::create(io, opt);
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "reaction_bench: %s\n", daemon.error().describe().c_str());
+    std::exit(1);
+  }
+  (*daemon)->start();
+  std::thread loop([&] { io.run(); });
+
+  Result result;
+  std::uniform_int_distribution<int> phase_ms(0, 999);
+  for (int t = 0; t < trials && !g_interrupted; ++t) {
+    // Settle: LS idle, BE allowance back near its idle level (stable for 300 ms).
+    int64_t settled = -1;
+    auto settle_deadline = Clock::now() + 8s;
+    while (Clock::now() < settle_deadline && !g_interrupted) {
+      int64_t a = allowance();
+      std::this_thread::sleep_for(300ms);
+      if (a == allowance() && a > 60000) {
+        settled = a;
+        break;
+      }
+    }
+    if (settled < 0) {
+      ++result.missed;
+      continue;
+    }
+    SurgeProcess surge(scratch, ls_pod);
+    std::this_thread::sleep_for(std::chrono::milliseconds(phase_ms(rng)));  // random phase
+    // Landed: the allowance fell by at least half of the surge's core.
+    const int64_t target = settled - 50000;
+    auto start = Clock::now();
+    surge.release();
+    auto landed = wait_landed([&] { return allowance() <= target; }, start + 5s);
+    if (landed) {
+      result.ms.push_back(std::chrono::duration<double, std::milli>(*landed - start).count());
+    } else {
+      ++result.missed;
+    }
+  }  // the surge process is killed here, LS goes idle again
+
+  boost::asio::post(io, [&] { (*daemon)->stop(); });
+  loop.join();
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int trials = 50;
+  std::string policies = "both";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--trials" && i + 1 < argc) {
+      trials = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--policy" && i + 1 < argc) {
+      policies = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both]\n");
+      return 2;
+    }
+  }
+  auto skip = gleaner::testing::real_cgroup_skip_reason();
+  if (!skip.empty()) {
+    std::printf("reaction_bench: skipped: %s\n", skip.c_str());
+    return 0;
+  }
+  (void)gleaner::init_logging("warn");
+  std::signal(SIGINT, [](int) { g_interrupted = 1; });
+  std::signal(SIGTERM, [](int) { g_interrupted = 1; });
+
+  const std::vector<Config> configs = {
+      {"Gleaner as shipped (50 ms fast loop)", 1000ms, 50ms},
+      {"Gleaner restricted to a 1 s loop (koordlet's cadence)", 1000ms, 0ms},
+  };
+  std::vector<std::string> policy_list;
+  if (policies == "both" || policies == "cfsQuota") policy_list.emplace_back("cfsQuota");
+  if (policies == "both" || policies == "cpuset") policy_list.emplace_back("cpuset");
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  std::mt19937 rng(std::random_device{}());
+
+  std::printf(
+      "| policy | configuration | trials landed | p50 (ms) | p99 (ms) | max (ms) | p50 ratio "
+      "to shipped |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const auto& policy : policy_list) {
+    // The cpuset policy never gives BE fewer than 2 CPUs, so it cannot react on <= 2 CPUs.
+    if (policy == "cpuset" && cpus <= 2) {
+      std::printf("| cpuset | (both) | n/a | - | - | - | - |\n");
+      std::printf(
+          "\ncpuset: not measurable on this %d-CPU machine (the policy keeps at least 2 CPUs "
+          "for BE, so a surge cannot shrink the set).\n\n",
+          cpus);
+      continue;
+    }
+    double shipped_p50 = 0;
+    for (const auto& cfg : configs) {
+      Result r = run_config(cfg, policy, trials, rng);
+      if (g_interrupted) return 130;
+      double p50 = percentile(r.ms, 0.5);
+      if (cfg.fast_interval.count() > 0) shipped_p50 = p50;
+      std::printf("| %s | %s | %zu / %d | %.1f | %.1f | %.1f | %.1fx |\n", policy.c_str(),
+                  cfg.label.c_str(), r.ms.size(), static_cast<int>(r.ms.size()) + r.missed, p50,
+                  percentile(r.ms, 0.99),
+                  r.ms.empty() ? 0.0 : *std::max_element(r.ms.begin(), r.ms.end()),
+                  shipped_p50 > 0 ? p50 / shipped_p50 : 0.0);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
