@@ -44,6 +44,10 @@ class Interrupted(Exception):
 
 
 def on_signal(signum, _frame):
+    # One interruption is enough: further signals (a second ^C, the shell trap's SIGTERM)
+    # must not cut the clean-up short.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signal.Signals(signum).name)
 
 
@@ -299,6 +303,8 @@ class Demo:
         ui = view.Ui(sys.stdout.isatty())
         self.total = float(self.args.seconds)
         self.setup()
+        print("scratch kubepods tree (cgroup %s): %s; cgroup root for the agent: %s" % (
+            self.cg.version, " ".join(self.cg.bases), self.cg.root), flush=True)
         self.t0 = time.monotonic()
         self.start_agent(enforce=False)
         phases = [self.run_phase(1, "BE unmanaged (agent measuring only, --no-enforce)",

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ctest `demo_live_smoke`: the live demo for a short run. Passes when it printed the
+# summary and left no scratch cgroup directory, symlink root or process behind.
+# Exit 77 (skipped) without root or without wrk.
+# usage: smoke_test.sh SOURCE_DIR BUILD_DIR [SECONDS]
+set -uo pipefail
+src=$1
+build=$2
+seconds=${3:-15}
+
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: the live demo needs root"; exit 77; fi
+if ! command -v wrk >/dev/null 2>&1; then echo "SKIP: wrk not installed"; exit 77; fi
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+bash "$src/scripts/demo.sh" "$build" --live-only --seconds "$seconds" >"$out" 2>&1
+status=$?
+cat "$out"
+fail=0
+[ "$status" -eq 0 ] || { echo "FAIL: demo.sh exited with $status"; fail=1; }
+for line in "== Summary" "LS p99, worst step" "BE CPU harvested"; do
+  grep -q "$line" "$out" || { echo "FAIL: no '$line' in the output"; fail=1; }
+done
+
+run_dir=$(sed -n 's/^ logs *\(\/tmp\/gleaner-demo-[A-Za-z0-9]*\) .*/\1/p' "$out" | head -1)
+if [ -z "$run_dir" ]; then
+  echo "FAIL: the summary does not name the run directory"
+  exit 1
+fi
+# Processes: every one the demo starts names its run directory on its command line.
+left=$(grep -l -- "$run_dir" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "^/proc/$$/" || true)
+if [ -n "$left" ]; then
+  echo "FAIL: processes left behind:"
+  for f in $left; do tr '\0' ' ' <"$f"; echo; done
+  fail=1
+fi
+# Cgroups: the demo prints the scratch trees it made (gleaner-demo-<pid> under its own
+# cgroup in each hierarchy); none may remain.
+bases=$(sed -n 's/^scratch kubepods tree ([^)]*): \(.*\); cgroup root.*/\1/p' "$out")
+if [ -z "$bases" ]; then echo "FAIL: the demo did not name its scratch cgroups"; fail=1; fi
+for d in $bases; do
+  if [ -e "$d" ]; then echo "FAIL: cgroup directory left behind: $d"; fail=1; fi
+done
+if [ -e "$run_dir/cgroot" ] || [ -e "$run_dir/state.json" ]; then
+  echo "FAIL: symlink root or state file left in $run_dir"
+  fail=1
+fi
+[ "$fail" -eq 0 ] && rm -rf "$run_dir"
+exit "$fail"
