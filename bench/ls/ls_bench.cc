@@ -1,0 +1,367 @@
+// LS protection while harvesting (Heracles-style), on real cgroups. A small HTTP service
+// (plain sockets, a thread per connection, a fixed amount of CPU work per request) runs in
+// an LS pod cgroup under an open-loop fixed request rate; latency counts from each
+// request's scheduled send time, so a stalled server is not hidden by a stalled client.
+// CPU-hungry BE busy loops run in a besteffort pod. Configurations, same load and duration:
+//   a: LS alone
+//   b: LS + BE, plain kubelet-style cgroups (BE cpu.shares 2, nothing else)
+//   c: LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)
+//   d: LS + BE, Gleaner as shipped (1 s full pass + 50 ms fast suppress loop)
+// The load generator and the agent run in this process, outside the kubepods tree.
+//
+// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcd]
+// Needs root; cleans up its cgroups and processes even when interrupted.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/daemon/daemon.h"
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/layout.h"
+#include "common/file_io.h"
+#include "common/log.h"
+#include "test/support/scratch_cgroup.h"
+#include "test/support/temp_tree.h"
+
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using gleaner::cgroup::Resource;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+constexpr int kConnections = 8;
+constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+double thread_cpu_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+// The service: `work_us` of CPU per request over a 1 MiB table (so it also needs cache).
+[[noreturn]] void serve(int listener, int work_us) {
+  std::vector<uint32_t> table(1 << 18, 1);
+  for (;;) {
+    int conn = ::accept(listener, nullptr, nullptr);
+    if (conn < 0) continue;
+    std::thread([conn, work_us, &table] {
+      std::string buf;
+      char chunk[4096];
+      uint32_t acc = 7;
+      for (;;) {
+        ssize_t n = ::read(conn, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buf.append(chunk, static_cast<size_t>(n));
+        size_t end;
+        while ((end = buf.find("\r\n\r\n")) != std::string::npos) {
+          buf.erase(0, end + 4);
+          double until = thread_cpu_us() + work_us;
+          do {
+            for (int i = 0; i < 512; ++i)
+              acc = acc * 2654435761u + table[acc & (table.size() - 1)];
+          } while (thread_cpu_us() < until);
+          table[acc & 63] = acc;
+          if (::write(conn, kResponse, sizeof kResponse - 1) < 0) break;
+        }
+      }
+      ::close(conn);
+    }).detach();
+  }
+}
+
+struct Load {
+  std::vector<double> latencies_ms;
+  int64_t served = 0;
+  int64_t failed = 0;
+};
+
+// Open loop: each connection sends on its own fixed schedule, latency from the schedule.
+Load generate(uint16_t port, double rate, std::chrono::milliseconds duration) {
+  std::vector<Load> per(kConnections);
+  std::vector<std::thread> threads;
+  auto t0 = Clock::now() + 50ms;
+  auto period = std::chrono::duration<double>(kConnections / rate);
+  for (int c = 0; c < kConnections; ++c) {
+    threads.emplace_back([&, c] {
+      Load& out = per[c];
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(port);
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        out.failed = 1;
+        ::close(fd);
+        return;
+      }
+      const std::string req = "GET / HTTP/1.1\r\nHost: ls\r\n\r\n";
+      const size_t want = sizeof kResponse - 1;
+      char buf[256];
+      for (int64_t i = 0;; ++i) {
+        auto at = t0 + std::chrono::duration_cast<Clock::duration>(period *
+                                                                   (i + c / double(kConnections)));
+        if (at >= t0 + duration || g_interrupted) break;
+        std::this_thread::sleep_until(at);
+        if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) break;
+        size_t got = 0;
+        while (got < want) {
+          ssize_t n = ::read(fd, buf, std::min(sizeof buf, want - got));
+          if (n <= 0) break;
+          got += static_cast<size_t>(n);
+        }
+        if (got < want) {
+          ++out.failed;
+          break;
+        }
+        ++out.served;
+        out.latencies_ms.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - at).count());
+      }
+      ::close(fd);
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  Load all;
+  for (auto& l : per) {
+    all.latencies_ms.insert(all.latencies_ms.end(), l.latencies_ms.begin(), l.latencies_ms.end());
+    all.served += l.served;
+    all.failed += l.failed;
+  }
+  return all;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
+}
+
+std::pair<uint64_t, uint64_t> proc_stat_busy_total() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t v[10] = {};
+  in >> cpu;
+  for (auto& x : v)
+    in >> x;
+  uint64_t total = 0;
+  for (int i = 0; i < 8; ++i)
+    total += v[i];
+  return {total - v[3] - v[4], total};
+}
+
+double cpu_seconds(gleaner::cgroup::CgroupFs& fs, bool v2, const std::string& cgroup) {
+  auto path = fs.path_of(Resource::kCpuUsage, cgroup);
+  if (!path.ok()) return 0;
+  auto text = gleaner::read_file(*path);
+  if (!text.ok()) return 0;
+  if (!v2) return static_cast<double>(std::atoll(text->c_str())) / 1e9;
+  auto pos = text->find("usage_usec ");
+  return pos == std::string::npos ? 0 : std::atof(text->c_str() + pos + 11) / 1e6;
+}
+
+struct Run {
+  double p50 = 0, p99 = 0, p999 = 0;
+  int64_t served = 0, failed = 0;
+  double be_cpu_s = 0, ls_cpu_s = 0, node_util = 0, idle_to_be = 0;
+};
+
+Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration) {
+  using namespace gleaner;
+  testing::ScratchCgroups scratch;  // removed at scope end, also after SIGINT
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
+  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
+  scratch.mkdir(ls_pod);
+  scratch.mkdir(be_pod);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  const bool v2 = scratch.version() == cgroup::CgroupVersion::kV2;
+  for (const auto& dir : {be_qos, be_pod}) {  // kubelet: BestEffort gets the minimum shares
+    if (auto p = fs.path_of(Resource::kCpuShares, dir); p.ok() && !v2) (void)write_file(*p, "2");
+  }
+
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener, 64) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("ls_bench: listen");
+    std::exit(1);
+  }
+  pid_t server = ::fork();  // before any thread of ours exists in this run
+  if (server == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    serve(listener, work_us);
+  }
+  ::close(listener);
+  scratch.move(server, ls_pod);
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (config != 'a') {
+    for (int i = 0; i < cpus; ++i)
+      scratch.spawn_busy(be_pod, 8 << 20);
+  }
+
+  testing::TempDir files;
+  files.write("pods.json", R"({"items":[
+    {"metadata":{"name":"web-0","namespace":"web","uid":"ls-uid"},
+     "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},
+     "status":{"phase":"Running","qosClass":"Burstable"}},
+    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
+                 "labels":{"koordinator.sh/qosClass":"BE"}},
+     "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
+  files.write("config/resource-threshold-config", R"({"clusterStrategy":{"enable":true,
+    "cpuSuppressThresholdPercent":65,"cpuSuppressPolicy":"cfsQuota"}})");
+  boost::asio::io_context io;
+  std::unique_ptr<agent::Daemon> daemon;
+  std::thread loop;
+  if (config == 'c' || config == 'd') {
+    agent::DaemonOptions opt;
+    opt.cgroup_root = scratch.root();
+    opt.pods_file = files / "pods.json";
+    opt.config_dir = files / "config";
+    opt.metrics_addr = "";
+    opt.node_name = "bench-node";
+    opt.interval = 1000ms;
+    opt.fast_interval = config == 'd' ? 50ms : 0ms;
+    auto created = agent::Daemon::create(io, opt);
+    if (!created.ok()) {
+      std::fprintf(stderr, "ls_bench: %s\n", created.error().describe().c_str());
+      std::exit(1);
+    }
+    daemon = std::move(*created);
+    daemon->start();
+    loop = std::thread([&] { io.run(); });
+  }
+  (void)generate(ntohs(addr.sin_port), rate, 1500ms);  // warm-up: agent settles, caches fill
+
+  Run run;
+  auto stat0 = proc_stat_busy_total();
+  double be0 = cpu_seconds(fs, v2, be_qos);
+  double ls0 = cpu_seconds(fs, v2, ls_pod);
+  auto wall0 = Clock::now();
+  Load load = generate(ntohs(addr.sin_port), rate, duration);
+  double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+  auto stat1 = proc_stat_busy_total();
+  run.be_cpu_s = cpu_seconds(fs, v2, be_qos) - be0;
+  run.ls_cpu_s = cpu_seconds(fs, v2, ls_pod) - ls0;
+  run.node_util = static_cast<double>(stat1.first - stat0.first) /
+                  static_cast<double>(std::max<uint64_t>(1, stat1.second - stat0.second));
+  run.idle_to_be = run.be_cpu_s / std::max(1e-9, cpus * wall - run.ls_cpu_s);
+  run.p50 = percentile(load.latencies_ms, 0.5);
+  run.p99 = percentile(load.latencies_ms, 0.99);
+  run.p999 = percentile(load.latencies_ms, 0.999);
+  run.served = load.served;
+  run.failed = load.failed;
+
+  if (daemon) {
+    boost::asio::post(io, [&] { daemon->stop(); });
+    loop.join();
+  }
+  ::kill(server, SIGKILL);
+  ::waitpid(server, nullptr, 0);
+  return run;
+}
+
+double median(std::vector<double> v) {
+  return percentile(std::move(v), 0.5);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 10;
+  int repeats = 3;
+  double rate = 800;
+  int work_us = 600;
+  std::string configs = "abcd";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string arg = argv[i];
+    if (arg == "--seconds")
+      seconds = std::atof(argv[i + 1]);
+    else if (arg == "--repeats")
+      repeats = std::max(1, std::atoi(argv[i + 1]));
+    else if (arg == "--rate")
+      rate = std::atof(argv[i + 1]);
+    else if (arg == "--work-us")
+      work_us = std::atoi(argv[i + 1]);
+    else if (arg == "--configs")
+      configs = argv[i + 1];
+    else {
+      std::fprintf(stderr,
+                   "usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] "
+                   "[--configs abcd]\n");
+      return 2;
+    }
+  }
+  auto skip = gleaner::testing::real_cgroup_skip_reason();
+  if (!skip.empty()) {
+    std::printf("ls_bench: skipped: %s\n", skip.c_str());
+    return 0;
+  }
+  (void)gleaner::init_logging("warn");
+  std::signal(SIGINT, [](int) { g_interrupted = 1; });
+  std::signal(SIGTERM, [](int) { g_interrupted = 1; });
+  std::signal(SIGPIPE, SIG_IGN);
+  const char* labels[] = {"(a) LS alone", "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
+                          "(c) LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)",
+                          "(d) LS + BE, Gleaner as shipped"};
+  std::printf(
+      "LS load: %.0f req/s open loop over %d connections, %d us CPU per request, %.0f s "
+      "per run, median of %d runs (p99 spread: min-max)\n\n",
+      rate, kConnections, work_us, seconds, repeats);
+  std::printf(
+      "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p99 / (a) "
+      "| requests served | BE CPU-s | BE share of CPU LS left idle | node CPU util |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  double base_p99 = 0;
+  for (char c : configs) {
+    if (c < 'a' || c > 'd') continue;
+    std::vector<double> p50, p99, p999, served, be, idle, util;
+    for (int r = 0; r < repeats && !g_interrupted; ++r) {
+      Run run =
+          run_once(c, rate, work_us, std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
+      p50.push_back(run.p50);
+      p99.push_back(run.p99);
+      p999.push_back(run.p999);
+      served.push_back(static_cast<double>(run.served));
+      be.push_back(run.be_cpu_s);
+      idle.push_back(run.idle_to_be);
+      util.push_back(run.node_util);
+    }
+    if (g_interrupted) return 130;
+    double m99 = median(p99);
+    if (c == 'a') base_p99 = m99;
+    std::printf("| %s | %.2f | %.2f | %.2f-%.2f | %.2f | %s | %.0f | %.1f | %.0f%% | %.0f%% |\n",
+                labels[c - 'a'], median(p50), m99, *std::min_element(p99.begin(), p99.end()),
+                *std::max_element(p99.begin(), p99.end()), median(p999),
+                base_p99 > 0 ? (std::to_string(m99 / base_p99).substr(0, 4) + "x").c_str() : "-",
+                median(served), median(be), 100 * median(idle), 100 * median(util));
+    std::fflush(stdout);
+  }
+  return 0;
+}
