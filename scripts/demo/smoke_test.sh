@@ -28,10 +28,21 @@ if [ -z "$run_dir" ]; then
   exit 1
 fi
 # Processes: every one the demo starts names its run directory on its command line.
-left=$(grep -l -- "$run_dir" /proc/[0-9]*/cmdline 2>/dev/null | grep -v "^/proc/$$/" || true)
+# (Looked up from Python with the directory in the environment, so the search itself,
+# whose command line would otherwise name it, is not a match.)
+left=$(RUN_DIR="$run_dir" /usr/bin/python3 -c '
+import os
+needle = os.environ["RUN_DIR"].encode()
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open("/proc/%s/cmdline" % pid, "rb").read()
+    except OSError:
+        continue
+    if needle in cmd:
+        print(pid, cmd.replace(b"\0", b" ").decode(errors="replace"))')
 if [ -n "$left" ]; then
   echo "FAIL: processes left behind:"
-  for f in $left; do tr '\0' ' ' <"$f"; echo; done
+  echo "$left"
   fail=1
 fi
 # Cgroups: the demo prints the scratch trees it made (gleaner-demo-<pid> under its own
