@@ -45,7 +45,7 @@ def fmt_step(r):
     if not r:
         return "no step finished yet"
     p99 = "n/a" if r.get("p99") is None else "%.1f ms" % r["p99"]
-    return "%d conns: %.0f req/s, p99 %s" % (r["conns"], r["rps"], p99)
+    return "%.0f req/s, p99 %s (%d conns)" % (r["rps"], p99, r["conns"])
 
 
 def lines(f):
@@ -61,8 +61,9 @@ def lines(f):
     else:
         sched = "scheduler: no report yet"
     allowed = "unlimited" if s["be_allowed"] is None else "%.2f cores" % s["be_allowed"]
-    active = m.get("gleaner_be_suppress_active")
-    suppress = {None: "n/a", 0.0: "inactive", 1.0: "ACTIVE"}.get(active, "n/a")
+    # From the besteffort cgroup itself: the agent's gleaner_be_suppress_active gauge is
+    # not filled in yet (always 0).
+    suppress = "off" if s["be_allowed"] is None else "ACTIVE"
     writes = m.get('gleaner_cgroup_writes_total{resource="cpu_quota"}', 0)
     rest = max(s["node"] - s["be"] - s["ls"], 0)
     out = [
