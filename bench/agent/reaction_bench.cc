@@ -6,7 +6,7 @@
 // cannot hook without changing it). The agent runs in-process, on its own io_context thread,
 // once as shipped (50 ms fast suppress loop) and once restricted to a 1 s loop.
 //
-// Usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] [--markdown]
+// Usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] [--configs shipped|1s|both]
 // Needs root (real cgroups); cleans up its cgroups and processes even when interrupted.
 #include <algorithm>
 #include <atomic>
@@ -193,7 +193,7 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
   for (int t = 0; t < trials && !g_interrupted; ++t) {
     // Settle: LS idle, BE allowance back near its idle level (stable for 300 ms).
     int64_t settled = -1;
-    auto settle_deadline = Clock::now() + 8s;
+    auto settle_deadline = Clock::now() + 15s;
     while (Clock::now() < settle_deadline && !g_interrupted) {
       int64_t a = allowance();
       std::this_thread::sleep_for(300ms);
@@ -212,7 +212,7 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
     const int64_t target = settled - 50000;
     auto start = Clock::now();
     surge.release();
-    auto landed = wait_landed([&] { return allowance() <= target; }, start + 5s);
+    auto landed = wait_landed([&] { return allowance() <= target; }, start + 10s);
     if (landed) {
       result.ms.push_back(std::chrono::duration<double, std::milli>(*landed - start).count());
     } else {
@@ -230,14 +230,19 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
 int main(int argc, char** argv) {
   int trials = 50;
   std::string policies = "both";
+  std::string which = "both";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--trials" && i + 1 < argc) {
       trials = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--policy" && i + 1 < argc) {
       policies = argv[++i];
+    } else if (arg == "--configs" && i + 1 < argc) {
+      which = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both]\n");
+      std::fprintf(stderr,
+                   "usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] "
+                   "[--configs shipped|1s|both]\n");
       return 2;
     }
   }
@@ -276,6 +281,8 @@ int main(int argc, char** argv) {
     }
     double shipped_p50 = 0;
     for (const auto& cfg : configs) {
+      const bool shipped = cfg.fast_interval.count() > 0;
+      if ((which == "shipped" && !shipped) || (which == "1s" && shipped)) continue;
       Result r = run_config(cfg, policy, trials, rng);
       if (g_interrupted) return 130;
       double p50 = percentile(r.ms, 0.5);
