@@ -10,6 +10,9 @@
 // The load generator and the agent run in this process, outside the kubepods tree.
 //
 // Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcd]
+//                 [--profile steady|steps|both]
+// "steps" alternates the rate every 2 s between a quarter and all of it: the load steps in
+// which an agent has to take CPU back from BE quickly.
 // Needs root; cleans up its cgroups and processes even when interrupted.
 #include <algorithm>
 #include <atomic>
@@ -94,11 +97,15 @@ struct Load {
 };
 
 // Open loop: each connection sends on its own fixed schedule, latency from the schedule.
-Load generate(uint16_t port, double rate, std::chrono::milliseconds duration) {
+// `steps`: the rate alternates every 2 s between a quarter of `rate` and `rate` (load steps).
+Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bool steps) {
   std::vector<Load> per(kConnections);
   std::vector<std::thread> threads;
   auto t0 = Clock::now() + 50ms;
-  auto period = std::chrono::duration<double>(kConnections / rate);
+  auto period_at = [rate, steps](double offset_s) {
+    bool low = steps && static_cast<int64_t>(offset_s / 2.0) % 2 == 0;
+    return kConnections / (low ? rate / 4 : rate);
+  };
   for (int c = 0; c < kConnections; ++c) {
     threads.emplace_back([&, c] {
       Load& out = per[c];
@@ -117,9 +124,10 @@ Load generate(uint16_t port, double rate, std::chrono::milliseconds duration) {
       const std::string req = "GET / HTTP/1.1\r\nHost: ls\r\n\r\n";
       const size_t want = sizeof kResponse - 1;
       char buf[256];
-      for (int64_t i = 0;; ++i) {
-        auto at = t0 + std::chrono::duration_cast<Clock::duration>(period *
-                                                                   (i + c / double(kConnections)));
+      double offset_s = period_at(0) * c / kConnections;
+      for (;; offset_s += period_at(offset_s)) {
+        auto at = t0 + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(offset_s));
         if (at >= t0 + duration || g_interrupted) break;
         std::this_thread::sleep_until(at);
         if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) break;
@@ -187,7 +195,8 @@ struct Run {
   double be_cpu_s = 0, ls_cpu_s = 0, node_util = 0, idle_to_be = 0;
 };
 
-Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration) {
+Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration,
+             bool steps) {
   using namespace gleaner;
   testing::ScratchCgroups scratch;  // removed at scope end, also after SIGINT
   cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
@@ -257,14 +266,14 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
     daemon->start();
     loop = std::thread([&] { io.run(); });
   }
-  (void)generate(ntohs(addr.sin_port), rate, 1500ms);  // warm-up: agent settles, caches fill
+  (void)generate(ntohs(addr.sin_port), rate, 1500ms, steps);  // warm-up: agent settles, caches fill
 
   Run run;
   auto stat0 = proc_stat_busy_total();
   double be0 = cpu_seconds(fs, v2, be_qos);
   double ls0 = cpu_seconds(fs, v2, ls_pod);
   auto wall0 = Clock::now();
-  Load load = generate(ntohs(addr.sin_port), rate, duration);
+  Load load = generate(ntohs(addr.sin_port), rate, duration, steps);
   double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
   auto stat1 = proc_stat_busy_total();
   run.be_cpu_s = cpu_seconds(fs, v2, be_qos) - be0;
@@ -291,6 +300,54 @@ double median(std::vector<double> v) {
   return percentile(std::move(v), 0.5);
 }
 
+bool print_table(bool steps, const std::string& configs, double rate, int work_us, double seconds,
+                 int repeats) {
+  const char* const labels[] = {
+      "(a) LS alone", "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
+      "(c) LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)",
+      "(d) LS + BE, Gleaner as shipped"};
+  if (steps) {
+    std::printf("\nLoad steps: %.0f req/s for 2 s, then %.0f req/s for 2 s, repeated", rate / 4,
+                rate);
+  } else {
+    std::printf("\nSteady load: %.0f req/s", rate);
+  }
+  std::printf(
+      " open loop over %d connections, %d us CPU per request, %.0f s per run, median of %d "
+      "runs (p99 spread: min-max)\n\n",
+      kConnections, work_us, seconds, repeats);
+  std::printf(
+      "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p99 / (a) "
+      "| requests served | BE CPU-s | BE share of CPU LS left idle | node CPU util |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  double base_p99 = 0;
+  for (char c : configs) {
+    if (c < 'a' || c > 'd') continue;
+    std::vector<double> p50, p99, p999, served, be, idle, util;
+    for (int r = 0; r < repeats && !g_interrupted; ++r) {
+      Run run = run_once(c, rate, work_us,
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000)), steps);
+      p50.push_back(run.p50);
+      p99.push_back(run.p99);
+      p999.push_back(run.p999);
+      served.push_back(static_cast<double>(run.served));
+      be.push_back(run.be_cpu_s);
+      idle.push_back(run.idle_to_be);
+      util.push_back(run.node_util);
+    }
+    if (g_interrupted) return false;
+    double m99 = median(p99);
+    if (c == 'a') base_p99 = m99;
+    std::printf("| %s | %.2f | %.2f | %.2f-%.2f | %.2f | %s | %.0f | %.1f | %.0f%% | %.0f%% |\n",
+                labels[c - 'a'], median(p50), m99, *std::min_element(p99.begin(), p99.end()),
+                *std::max_element(p99.begin(), p99.end()), median(p999),
+                base_p99 > 0 ? (std::to_string(m99 / base_p99).substr(0, 4) + "x").c_str() : "-",
+                median(served), median(be), 100 * median(idle), 100 * median(util));
+    std::fflush(stdout);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -299,6 +356,7 @@ int main(int argc, char** argv) {
   double rate = 800;
   int work_us = 600;
   std::string configs = "abcd";
+  std::string profiles = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
     if (arg == "--seconds")
@@ -309,12 +367,14 @@ int main(int argc, char** argv) {
       rate = std::atof(argv[i + 1]);
     else if (arg == "--work-us")
       work_us = std::atoi(argv[i + 1]);
+    else if (arg == "--profile")
+      profiles = argv[i + 1];
     else if (arg == "--configs")
       configs = argv[i + 1];
     else {
       std::fprintf(stderr,
                    "usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] "
-                   "[--configs abcd]\n");
+                   "[--configs abcd] [--profile steady|steps|both]\n");
       return 2;
     }
   }
@@ -327,41 +387,9 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
   std::signal(SIGPIPE, SIG_IGN);
-  const char* labels[] = {"(a) LS alone", "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
-                          "(c) LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)",
-                          "(d) LS + BE, Gleaner as shipped"};
-  std::printf(
-      "LS load: %.0f req/s open loop over %d connections, %d us CPU per request, %.0f s "
-      "per run, median of %d runs (p99 spread: min-max)\n\n",
-      rate, kConnections, work_us, seconds, repeats);
-  std::printf(
-      "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p99 / (a) "
-      "| requests served | BE CPU-s | BE share of CPU LS left idle | node CPU util |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
-  double base_p99 = 0;
-  for (char c : configs) {
-    if (c < 'a' || c > 'd') continue;
-    std::vector<double> p50, p99, p999, served, be, idle, util;
-    for (int r = 0; r < repeats && !g_interrupted; ++r) {
-      Run run =
-          run_once(c, rate, work_us, std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
-      p50.push_back(run.p50);
-      p99.push_back(run.p99);
-      p999.push_back(run.p999);
-      served.push_back(static_cast<double>(run.served));
-      be.push_back(run.be_cpu_s);
-      idle.push_back(run.idle_to_be);
-      util.push_back(run.node_util);
-    }
-    if (g_interrupted) return 130;
-    double m99 = median(p99);
-    if (c == 'a') base_p99 = m99;
-    std::printf("| %s | %.2f | %.2f | %.2f-%.2f | %.2f | %s | %.0f | %.1f | %.0f%% | %.0f%% |\n",
-                labels[c - 'a'], median(p50), m99, *std::min_element(p99.begin(), p99.end()),
-                *std::max_element(p99.begin(), p99.end()), median(p999),
-                base_p99 > 0 ? (std::to_string(m99 / base_p99).substr(0, 4) + "x").c_str() : "-",
-                median(served), median(be), 100 * median(idle), 100 * median(util));
-    std::fflush(stdout);
+  for (const std::string profile : {"steady", "steps"}) {
+    if (profiles != "both" && profiles != profile) continue;
+    if (!print_table(profile == "steps", configs, rate, work_us, seconds, repeats)) return 130;
   }
   return 0;
 }
