@@ -32,6 +32,7 @@ enum class JobPhase {
   kAdmitted,  // driver bound, executors' room reserved; not every pod runs yet
   kRunning,   // every pod runs
   kCompleted,
+  kWithdrawn,  // removed by its owner before it completed (Scheduler::withdraw)
 };
 const char* to_string(JobPhase phase);
 

@@ -14,6 +14,8 @@ const char* to_string(JobPhase phase) {
       return "Running";
     case JobPhase::kCompleted:
       return "Completed";
+    case JobPhase::kWithdrawn:
+      return "Withdrawn";
   }
   return "Unknown";
 }
@@ -200,6 +202,33 @@ void Scheduler::complete(JobId id, int64_t now) {
   detach(j);
   j.phase = JobPhase::kCompleted;
   j.finished_at = now;
+}
+
+Status Scheduler::withdraw(JobId id) {
+  if (id >= jobs_.size()) {
+    return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id) + " to withdraw");
+  }
+  Job& j = jobs_[id];
+  switch (j.phase) {
+    case JobPhase::kPending:
+      pending_.erase(pending_key(j));
+      break;
+    case JobPhase::kAdmitted:
+    case JobPhase::kRunning:
+      detach(j);
+      break;
+    case JobPhase::kCompleted:
+    case JobPhase::kWithdrawn:
+      return make_error(
+          ErrorCode::kInvalidArgument,
+          "job " + j.spec.name + " is " + to_string(j.phase) + ": nothing to withdraw");
+  }
+  j.phase = JobPhase::kWithdrawn;
+  j.reason = "withdrawn";
+  j.unschedulable = false;
+  j.cluster.reset();
+  j.pods.clear();
+  return ok_status();
 }
 
 Decision Scheduler::lose_pod(JobId id, int64_t /*now*/, const std::string& reason) {

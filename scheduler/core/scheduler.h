@@ -73,6 +73,11 @@ class Scheduler {
   // Returns true when this made every pod of the job run (the job started).
   bool pod_running(JobId id, int pod_index, int64_t now);
   void complete(JobId id, int64_t now);
+  // The job's owner is gone (the live loop: a reclaimed application whose driver pod was
+  // not re-created): a pending job leaves its queue, an admitted or running one releases
+  // its bound and reserved room and its quota. Error: unknown id, or already completed or
+  // withdrawn. Its name stays taken.
+  Status withdraw(JobId id);
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
   // A node report with a new batch size. When it shrank below what is placed there, the

@@ -225,7 +225,9 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
 void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
                            const std::string& queue) {
   JobSpec spec;
-  spec.name = g.key + "#" + std::to_string(++g.generation);
+  // Unique across gangs' lifetimes: an application re-created under the same name after
+  // its gang was forgotten must not collide with the old job's name in the core.
+  spec.name = g.key + "#" + std::to_string(++submissions_);
   spec.queue = queue;
   spec.priority = priority;
   spec.submit_time = now_s();
@@ -391,8 +393,13 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
     switch (d.kind) {
       case DecisionKind::kAdmit:
         if (!g.members.contains(0)) {
-          // Its driver pod is gone (reclaimed, deleted): nothing to bind, free the room.
-          core_.complete(d.job, now_s());
+          // Its driver pod was reclaimed and its owner did not re-create it while the job
+          // waited: nothing to bind. The job is withdrawn (its room goes back now) and a
+          // driver that appears later starts a new job.
+          if (Status s = core_.withdraw(d.job); !s) spdlog::warn("{}", s.error().message);
+          g.job.reset();
+          if (g.waiting.empty()) gangs_.erase(key->second);
+          job_gang_.erase(key);
           break;
         }
         metrics_.admitted(steady_s() - g.first_seen);

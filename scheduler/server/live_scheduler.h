@@ -124,7 +124,6 @@ class LiveScheduler {
     bool pod_group = false;
     int min_available = 0;
     std::optional<JobId> job;
-    int generation = 0;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
@@ -168,6 +167,7 @@ class LiveScheduler {
   std::map<std::string, Tracked> pods_;  // uid
   std::map<std::string, Gang> gangs_;    // key
   std::map<JobId, std::string> job_gang_;
+  uint64_t submissions_ = 0;  // numbers core job names
 };
 
 }  // namespace gleaner::scheduler::server

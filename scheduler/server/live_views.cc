@@ -101,6 +101,7 @@ StateGauges LiveScheduler::gauges() const {
         ++g.running_jobs;
         break;
       case JobPhase::kCompleted:
+      case JobPhase::kWithdrawn:
         break;
     }
   }

@@ -220,6 +220,52 @@ TEST(Scheduler, BatchShrinkEvictsLowestPriorityJobOnThatNode) {
   EXPECT_EQ(f.s.job(*f.s.find_job("high")).phase, JobPhase::kAdmitted);
 }
 
+TEST(Scheduler, WithdrawnPendingJobLeavesItsQueue) {
+  Fixture f({{"c-n1", 2}});
+  JobId first = f.submit("first", 0, 1);
+  f.submit("second", 1, 1);
+  ASSERT_TRUE(f.s.withdraw(first).ok());
+  // Only one 2-core job fits: without the withdrawal "first" (older) would be admitted.
+  EXPECT_EQ(f.admitted(f.s.schedule(2)), std::vector<std::string>{"second"});
+  EXPECT_EQ(f.s.job(first).phase, JobPhase::kWithdrawn);
+}
+
+TEST(Scheduler, WithdrawnAdmittedJobReleasesBoundAndReservedRoomAndQuota) {
+  Fixture f({{"c-n1", 3}}, {QueueSpec{"a", "root", std::nullopt, cores(3), std::nullopt}});
+  JobId first = f.submit("first", 0, 2, 0, "a");  // driver bound, two executors reserved
+  JobId second = f.submit("second", 1, 2, 0, "a");
+  EXPECT_EQ(f.admitted(f.s.schedule(1)), std::vector<std::string>{"first"});
+  ASSERT_TRUE(f.s.bind_executor(first, 1, 1).ok());  // one executor bound, one still reserved
+  const NodeId n1 = *f.s.clusters().find_node("c-n1");
+  EXPECT_EQ(f.s.clusters().node(n1).used, cores(3));
+  ASSERT_TRUE(f.s.next_deadline().has_value());
+
+  ASSERT_TRUE(f.s.withdraw(first).ok());
+  EXPECT_EQ(f.s.job(first).phase, JobPhase::kWithdrawn);
+  EXPECT_TRUE(f.s.job(first).pods.empty());
+  EXPECT_EQ(f.s.clusters().node(n1).used, Resources{});
+  EXPECT_EQ(f.s.quotas().queue(*f.s.quotas().find("a")).used, Resources{});
+  EXPECT_FALSE(f.s.next_deadline().has_value());  // its driver timeout is gone too
+  // The room and the queue's max are free for the next job at once.
+  EXPECT_EQ(f.admitted(f.s.schedule(2)), std::vector<std::string>{"second"});
+  EXPECT_EQ(f.s.job(second).phase, JobPhase::kAdmitted);
+}
+
+TEST(Scheduler, WithdrawRefusesUnknownFinishedAndWithdrawnJobs) {
+  Fixture f({{"c-n1", 4}});
+  JobId done = f.submit("done", 0, 0);
+  JobId gone = f.submit("gone", 0, 0);
+  EXPECT_EQ(f.admitted(f.s.schedule(0)), (std::vector<std::string>{"done", "gone"}));
+  f.s.complete(done, 5);
+  ASSERT_TRUE(f.s.withdraw(gone).ok());
+  auto finished = f.s.withdraw(done);
+  ASSERT_FALSE(finished.ok());
+  EXPECT_NE(finished.error().message.find("job done is Completed"), std::string::npos);
+  EXPECT_FALSE(f.s.withdraw(gone).ok());
+  EXPECT_EQ(f.s.withdraw(99).error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(f.s.job(done).phase, JobPhase::kCompleted);
+}
+
 TEST(Scheduler, SubmitRejectsBadJobsNamingThem) {
   Fixture f({{"c-n1", 4}});
   f.submit("dup", 0, 1);

@@ -181,6 +181,22 @@ TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
   }));
   EXPECT_NE(metrics_.render(live_->gauges()).find("gleaner_scheduler_reschedules_total 1\n"),
             std::string::npos);
+
+  // Nobody re-creates the driver: when the job's turn comes again it is withdrawn and
+  // holds no room on n1.
+  auto job_phase = [&](size_t i) {
+    auto jobs = live_->jobs_json()["jobs"];
+    return jobs.size() > i ? jobs[i]["phase"].get<std::string>() : std::string();
+  };
+  ASSERT_TRUE(schedule_until([&] { return job_phase(0) == "Withdrawn"; }));
+  auto n1_free = [&] { return live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"]; };
+  EXPECT_EQ(n1_free(), 4000);
+
+  // A driver created afterwards starts a new job, which is placed and bound.
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n1"; }));
+  EXPECT_EQ(job_phase(1), "Admitted");
+  EXPECT_EQ(job_phase(0), "Withdrawn");
 }
 
 }  // namespace
