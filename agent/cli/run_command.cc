@@ -201,6 +201,16 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--sys-root", o.sys_root, "sysfs parent for CPU topology")->capture_default_str();
   cmd->add_flag("!--no-enforce", o.enforce, "measure and report only; no QoS writes");
+  cmd->add_flag("!--no-ebpf", o.ebpf, "do not load the eBPF run-queue latency probe");
+  cmd->add_flag("--bpf-stats", o.bpf_stats, "enable kernel BPF run-time statistics");
+  cmd->add_option("--interference-runq-p99-bound", o.interference_runq_p99_bound,
+                  "LS run-queue latency p99 above which BE is tightened at once (e.g. 5ms)")
+      ->capture_default_str();
+  cmd->add_option("--interference-hold", o.interference_hold,
+                  "how long LS latency must stay below the bound before BE may grow again")
+      ->capture_default_str();
+  cmd->add_option("--interference-psi-bound", o.interference_psi_bound,
+                  "node cpu PSI some avg10 (percent) that also counts as interference");
   cmd->add_option("--max-ticks", o.max_ticks, "exit after this many sampling passes (0: never)");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

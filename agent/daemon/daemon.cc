@@ -1,6 +1,7 @@
 #include "agent/daemon/daemon.h"
 
 #include <fstream>
+#include <set>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -10,9 +11,12 @@
 #include <unistd.h>
 
 #include "agent/batch/batch_calculator.h"
+#include "agent/bpf/interference.h"
+#include "agent/bpf/sched_probe.h"
 #include "agent/config/slo_config.h"
 #include "agent/daemon/api_link.h"
 #include "agent/daemon/cgroup_watch.h"
+#include "agent/daemon/interference_cap.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/fast_sampler.h"
@@ -117,6 +121,13 @@ struct Daemon::Impl {
   std::optional<CgroupWatch> cgroup_watch;
   std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
   bool force_pod_refresh = false;
+  SteadyTime last_fast_sample{};
+  std::unique_ptr<bpf::SchedProbe> probe;
+  std::optional<bpf::InterferenceRule> rule;
+  std::optional<InterferenceCap> cap;
+  std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
+  std::map<std::string, double> runq_p99_ns;   // pod key -> this interval's p99
+  std::string be_qos_dir;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;
   std::unique_ptr<MetricStore> store;
@@ -146,6 +157,8 @@ struct Daemon::Impl {
   void schedule_next();
   void schedule_fast();
   void wait_for_cgroup_change();
+  void describe_suppress(TickOutcome& outcome);
+  void evaluate_interference(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
   void apply(const qos::Plan& plan);
 };
 
@@ -191,6 +204,24 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   if (auto topo = qos::read_cpu_topology(d.opt.sys_root)) d.topology = std::move(*topo);
 
   d.node_sampler = std::make_unique<NodeSampler>(d.opt.proc_root);
+  d.be_qos_dir = d.layout->qos_dir(cgroup::KubeQos::kBestEffort);
+  auto interference = bpf::parse_interference_config(
+      d.opt.interference_runq_p99_bound, d.opt.interference_hold, d.opt.interference_psi_bound);
+  if (!interference) return interference.error();
+  if (d.opt.ebpf) {
+    bpf::SchedProbeOptions probe_options;
+    probe_options.cgroup_root = d.opt.cgroup_root;
+    probe_options.v1_cpu_controller = d.version != cgroup::CgroupVersion::kV2;
+    probe_options.enable_stats = d.opt.bpf_stats;
+    if (auto probe = bpf::SchedProbe::open(probe_options)) {
+      d.probe = std::move(*probe);
+    } else {
+      spdlog::warn("eBPF run-queue sampling off ({}); interference from PSI only",
+                   probe.error().describe());
+    }
+  }
+  d.rule.emplace(*interference, d.clock);
+  d.cap.emplace(d.be_qos_dir, d.node_sampler->cpus());
   d.fast_sampler =
       std::make_unique<FastSampler>(*d.fs, *d.layout, d.opt.proc_root, d.node_sampler->cpus());
   d.pod_sampler = std::make_unique<PodSampler>(*d.fs);
@@ -343,6 +374,8 @@ void Daemon::fast_tick() {
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
   qos::Plan plan = d.engine.suppress_only({sample->node_cpu_milli, sample->non_be_cpu_milli, stale},
                                           *d.qos_reader);
+  d.last_fast_sample = now;
+  d.cap->filter(plan.writes, d.fs->read_int(cgroup::Resource::kCpuQuota, d.be_qos_dir).value_or(0));
   d.apply(plan);
 }
 
@@ -456,6 +489,7 @@ void Daemon::tick() {
   auto batch_result = batch::calculate_batch(snap, resolved);
   d.last_calc = batch::explain(batch_result, resolved).dump();
   d.last_full_sample = now;
+  d.evaluate_interference(snap, *node_usage);
 
   if (d.opt.enforce) {
     qos::QosInputs in;
@@ -467,7 +501,19 @@ void Daemon::tick() {
     in.reader = d.qos_reader.get();
     in.now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
     in.stale = false;  // this pass sampled just now
-    d.apply(d.engine.run(in));
+    qos::Plan plan = d.engine.run(in);
+    // While the fast path is live it owns CPU suppression: the full pass, which sees usage
+    // averaged over the aggregation window, would otherwise undo its 50 ms decisions.
+    if (now - d.last_fast_sample < 3 * d.opt.fast_interval) {
+      std::erase_if(plan.writes, [](const cgroup::CgroupWrite& w) {
+        return w.reason == qos::kReasonCpuSuppress;
+      });
+    }
+    if (in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
+      d.cap->filter(plan.writes,
+                    d.fs->read_int(cgroup::Resource::kCpuQuota, d.be_qos_dir).value_or(0));
+    }
+    d.apply(plan);
   }
 
   const double unix_now =
@@ -480,6 +526,7 @@ void Daemon::tick() {
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.evictions_total = d.evictions_total;
+  d.describe_suppress(outcome);
   auto [cpu_seconds, rss] = self_usage();
   outcome.state.agent_cpu_seconds_total = cpu_seconds;
   outcome.state.agent_resident_memory_bytes = rss;
@@ -495,6 +542,91 @@ void Daemon::tick() {
   d.health->beat("sampling");
   d.health->mark_first_sample();
   ++d.ticks;
+}
+
+void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
+                                         const NodeUsage& node_usage) {
+  runq_p99_ns.clear();
+  std::set<std::string> ls_dirs;
+  bool be_running = false;
+  for (const auto& pod : snap.pods) {
+    const std::string key = pod.pod.key();
+    if (pod.qos == states::QoSClass::kBE) {
+      const auto* usage = snap.pod_usage(key);
+      be_running = be_running || (usage != nullptr && usage->cpu_milli > 50);
+      continue;
+    }
+    if (!probe) continue;
+    const std::string dir =
+        fs->dir_of(cgroup::Resource::kCpuShares,
+                   layout->pod_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid));
+    ls_dirs.insert(dir);
+    if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = key;
+  }
+  bpf::InterferenceInput input;
+  input.be_running = be_running;
+  if (node_usage.cpu_pressure) input.cpu_psi_some_avg10 = node_usage.cpu_pressure->some.avg10;
+  if (probe) {
+    for (auto it = tracked.begin(); it != tracked.end();) {
+      if (ls_dirs.count(it->first)) {
+        ++it;
+        continue;
+      }
+      (void)probe->untrack(it->first);
+      it = tracked.erase(it);
+    }
+    if (auto interval = probe->sample()) {
+      for (const auto& cg : interval->cgroups) {
+        auto it = tracked.find(cg.dir);
+        if (it == tracked.end()) continue;
+        input.ls_pods.push_back({it->second, cg.runq_p99_ns});
+        if (cg.runq_p99_ns) runq_p99_ns[it->second] = *cg.runq_p99_ns;
+      }
+    }
+  }
+  auto decision = rule->evaluate(input);
+  if (decision.action == bpf::InterferenceAction::kTightenNow) {
+    spdlog::info("interference: {}", decision.reason);
+  }
+  cap->update(decision.action, fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(0));
+}
+
+void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
+  for (auto& pod : outcome.state.pods) {
+    auto it = runq_p99_ns.find(pod.namespace_name + "/" + pod.name);
+    if (it != runq_p99_ns.end()) {
+      pod.runqueue_latency_p99_us = static_cast<int64_t>(it->second / 1000);
+    }
+  }
+  for (const auto& [key, p99] : runq_p99_ns) {
+    auto slash = key.find('/');
+    reporter::LsPodInterference entry;
+    entry.pod = {key.substr(0, slash), key.substr(slash + 1), ""};
+    entry.runqueue_latency_p99_us = static_cast<int64_t>(p99 / 1000);
+    outcome.report.interference.push_back(entry);
+  }
+  const auto threshold = config->current().threshold.for_node(node.metadata.labels);
+  reporter::SuppressState s;
+  if (!threshold.enable) {
+    s.policy = "none";
+  } else if (threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
+    s.policy = "cfsQuota";
+    auto quota = fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir);
+    auto period = fs->read_int(cgroup::Resource::kCpuPeriod, be_qos_dir);
+    if (quota && period && *quota > 0 && *period > 0) {
+      s.active = true;
+      s.be_cpu_limit_millicores = *quota * 1000 / *period;
+    }
+  } else {
+    s.policy = "cpuset";
+    auto cpuset = fs->read_cpuset(be_qos_dir);
+    if (cpuset && !cpuset->empty() && static_cast<int>(cpuset->size()) < node_sampler->cpus()) {
+      s.active = true;
+      s.be_cpu_limit_millicores = static_cast<int64_t>(cpuset->size()) * 1000;
+    }
+  }
+  outcome.state.suppress = s;
+  outcome.report.suppress = s;
 }
 
 void Daemon::stop() {

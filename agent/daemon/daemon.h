@@ -46,6 +46,13 @@ struct DaemonOptions {
   std::chrono::milliseconds fast_interval{50};
   std::string sys_root = "/";  // CPU topology for the cpuset suppress policy
   bool enforce = true;         // run the QoS strategies (false: measure and report only)
+  // eBPF run-queue latency of LS pods as an interference signal (falls back silently to
+  // usage and PSI when the kernel or privileges do not allow it).
+  bool ebpf = true;
+  bool bpf_stats = false;
+  std::string interference_runq_p99_bound = "5ms";
+  std::string interference_hold = "30s";
+  std::string interference_psi_bound;  // empty: PSI not used by the rule
   bool dry_run = false;
   int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
 };

@@ -1,5 +1,6 @@
 #include "agent/metrics/fast_sampler.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "cgroup/parsers.h"
@@ -7,30 +8,43 @@
 namespace gleaner::agent {
 
 FastSampler::FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout,
-                         std::string proc_root, int cpus)
+                         std::string proc_root, int cpus, std::chrono::milliseconds window)
     : fs_(fs),
       kubepods_(layout.kubepods_dir()),
       besteffort_(layout.qos_dir(cgroup::KubeQos::kBestEffort)),
       proc_stat_path_(join_path(proc_root, "stat")),
-      cpus_(cpus) {}
+      cpus_(cpus),
+      window_(window) {}
 
 std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_point now) {
   auto current = read(now);
   if (!current) return std::nullopt;
   std::optional<FastSample> out;
-  if (last_ && current->at > last_->at && current->total_ticks > last_->total_ticks) {
+  if (last_ && current->at > last_->at) {
     const double elapsed_ns =
         std::chrono::duration<double, std::nano>(current->at - last_->at).count();
-    FastSample s;
-    const double busy = static_cast<double>(current->busy_ticks - last_->busy_ticks);
-    const double total = static_cast<double>(current->total_ticks - last_->total_ticks);
-    s.node_cpu_milli = static_cast<int64_t>(busy / total * cpus_ * 1000.0 + 0.5);
     const double non_be_ns = static_cast<double>((current->kubepods_ns - last_->kubepods_ns) -
                                                  (current->besteffort_ns - last_->besteffort_ns));
-    s.non_be_cpu_milli =
-        non_be_ns > 0 ? static_cast<int64_t>(non_be_ns / elapsed_ns * 1000.0 + 0.5) : 0;
-    out = s;
+    non_be_.emplace_back(
+        now, non_be_ns > 0 ? static_cast<int64_t>(non_be_ns / elapsed_ns * 1000.0 + 0.5) : 0);
+    while (!non_be_.empty() && now - non_be_.front().first > window_)
+      non_be_.pop_front();
+    while (history_.size() > 1 && now - history_[1].at >= window_)
+      history_.pop_front();
+
+    const Counters& oldest = history_.empty() ? *last_ : history_.front();
+    if (current->total_ticks > oldest.total_ticks) {
+      FastSample s;
+      const double busy = static_cast<double>(current->busy_ticks - oldest.busy_ticks);
+      const double total = static_cast<double>(current->total_ticks - oldest.total_ticks);
+      s.node_cpu_milli = static_cast<int64_t>(busy / total * cpus_ * 1000.0 + 0.5);
+      for (const auto& [at, milli] : non_be_)
+        s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);
+      out = s;
+    }
   }
+  if (history_.empty() && last_) history_.push_back(*last_);
+  history_.push_back(*current);
   last_ = current;
   return out;
 }

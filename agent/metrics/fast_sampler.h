@@ -4,8 +4,14 @@
 // cgroup's usage minus the besteffort cgroup's (two nanosecond counters), which avoids a
 // per-pod walk. Pods labelled BE in a burstable cgroup count as non-BE here; the 1 s full
 // pass, which classifies every pod, corrects for them.
+//
+// Asymmetric on purpose: non-BE usage is the maximum of the 50 ms figures over the last
+// window (default 1 s), so a surge tightens BE at once while a dip relaxes it only after
+// the window; node CPU is measured over the whole window, because /proc/stat counts in
+// USER_HZ ticks (10 ms) and a 50 ms delta on a small node is too coarse to act on.
 
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -23,7 +29,7 @@ struct FastSample {
 class FastSampler {
  public:
   FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout, std::string proc_root,
-              int cpus);
+              int cpus, std::chrono::milliseconds window = std::chrono::seconds(1));
   // nullopt on the first call (no delta yet) or when a counter cannot be read.
   std::optional<FastSample> sample(std::chrono::steady_clock::time_point now);
 
@@ -42,8 +48,12 @@ class FastSampler {
   std::string besteffort_;
   std::string proc_stat_path_;
   int cpus_;
+  std::chrono::milliseconds window_;
   OpenFile proc_stat_;
   std::optional<Counters> last_;
+  // Counters and instantaneous non-BE figures within the window, oldest first.
+  std::deque<Counters> history_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> non_be_;
 };
 
 }  // namespace gleaner::agent

@@ -33,6 +33,28 @@ TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
   EXPECT_EQ(s->node_cpu_milli, 3000);  // 30 busy of 40 ticks on 4 CPUs
 }
 
+TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
+  TempDir t;
+  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FastSampler sampler(fs, layout, t / "proc", 4, 200ms);
+  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  int64_t kubepods = 0;
+  uint64_t ticks = 0;
+  auto step = [&](int ms, int64_t non_be_cores_milli) {
+    kubepods += non_be_cores_milli * 1000 * 50;  // ns of non-BE CPU over 50 ms
+    ticks += 20;
+    write_counters(t, ticks / 2, ticks / 2, kubepods, 0);
+    return sampler.sample(t0 + std::chrono::milliseconds(ms));
+  };
+  step(0, 0);
+  EXPECT_EQ(step(50, 500)->non_be_cpu_milli, 500);
+  EXPECT_EQ(step(100, 3000)->non_be_cpu_milli, 3000);  // surge: at once
+  EXPECT_EQ(step(150, 500)->non_be_cpu_milli, 3000);   // dip: held within the window
+  EXPECT_EQ(step(250, 500)->non_be_cpu_milli, 3000);
+  EXPECT_EQ(step(350, 500)->non_be_cpu_milli, 500);  // the surge left the window
+}
+
 TEST(FastSampler, MissingCgroupGivesNoSample) {
   TempDir t;
   t.write("proc/stat", "cpu  1 0 0 1 0 0 0 0 0 0\n");

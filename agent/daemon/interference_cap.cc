@@ -1,0 +1,50 @@
+#include "agent/daemon/interference_cap.h"
+
+#include <algorithm>
+
+#include "cgroup/parsers.h"
+
+namespace gleaner::agent {
+namespace {
+constexpr int64_t kFloorUs = 2000;  // the suppress policy's own floor
+}  // namespace
+
+void InterferenceCap::update(bpf::InterferenceAction action, int64_t current_quota_us) {
+  switch (action) {
+    case bpf::InterferenceAction::kTightenNow: {
+      const int64_t full = static_cast<int64_t>(cpus_) * period_us_;
+      const int64_t step = std::max<int64_t>(full / 10, 1000);
+      int64_t base =
+          ceiling_.value_or(current_quota_us == cgroup::kUnlimited ? full : current_quota_us);
+      base = std::min(base, current_quota_us == cgroup::kUnlimited ? full : current_quota_us);
+      ceiling_ = std::max(base - step, kFloorUs);
+      break;
+    }
+    case bpf::InterferenceAction::kHold:
+      break;  // keep the ceiling (or none) as it is
+    case bpf::InterferenceAction::kRelaxAllowed:
+      ceiling_.reset();
+      break;
+  }
+}
+
+void InterferenceCap::filter(std::vector<cgroup::CgroupWrite>& writes,
+                             int64_t current_quota_us) const {
+  if (!ceiling_) return;
+  const std::string cap = std::to_string(*ceiling_);
+  bool seen = false;
+  for (auto& w : writes) {
+    if (w.resource != cgroup::Resource::kCpuQuota || w.cgroup != be_qos_dir_) continue;
+    seen = true;
+    auto value = cgroup::parse_int_value(w.value);
+    if (value.ok() && (*value == cgroup::kUnlimited || *value > *ceiling_)) {
+      w.value = cap;
+      w.reason = "interference";
+    }
+  }
+  if (!seen && (current_quota_us == cgroup::kUnlimited || current_quota_us > *ceiling_)) {
+    writes.push_back({cgroup::Resource::kCpuQuota, be_qos_dir_, cap, "interference"});
+  }
+}
+
+}  // namespace gleaner::agent
