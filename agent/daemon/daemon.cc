@@ -1,5 +1,6 @@
 #include "agent/daemon/daemon.h"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -480,7 +481,7 @@ void Daemon::tick() {
   SampledUsage usage;
   auto avg = [&](const std::string& series) -> int64_t {
     auto agg = d.store->aggregate(series, now, window);
-    return agg ? static_cast<int64_t>(agg->avg + 0.5) : 0;
+    return agg ? std::llround(agg->avg) : 0;
   };
   usage.node = {avg("node/cpu"), avg("node/memory")};
   for (const auto& s : pass.pods)

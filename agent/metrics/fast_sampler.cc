@@ -1,6 +1,7 @@
 #include "agent/metrics/fast_sampler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "cgroup/parsers.h"
@@ -25,8 +26,7 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
         std::chrono::duration<double, std::nano>(current->at - last_->at).count();
     const double non_be_ns = static_cast<double>((current->kubepods_ns - last_->kubepods_ns) -
                                                  (current->besteffort_ns - last_->besteffort_ns));
-    non_be_.emplace_back(
-        now, non_be_ns > 0 ? static_cast<int64_t>(non_be_ns / elapsed_ns * 1000.0 + 0.5) : 0);
+    non_be_.emplace_back(now, non_be_ns > 0 ? std::llround(non_be_ns / elapsed_ns * 1000.0) : 0);
     while (!non_be_.empty() && now - non_be_.front().first > window_)
       non_be_.pop_front();
     while (history_.size() > 1 && now - history_[1].at >= window_)
@@ -37,7 +37,7 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
       FastSample s;
       const double busy = static_cast<double>(current->busy_ticks - oldest.busy_ticks);
       const double total = static_cast<double>(current->total_ticks - oldest.total_ticks);
-      s.node_cpu_milli = static_cast<int64_t>(busy / total * cpus_ * 1000.0 + 0.5);
+      s.node_cpu_milli = std::llround(busy / total * cpus_ * 1000.0);
       for (const auto& [at, milli] : non_be_)
         s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);
       out = s;

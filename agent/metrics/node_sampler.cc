@@ -1,5 +1,6 @@
 #include "agent/metrics/node_sampler.h"
 
+#include <cmath>
 #include <utility>
 
 namespace gleaner::agent {
@@ -53,7 +54,7 @@ Result<NodeUsage> NodeSampler::sample() {
     // busy share of all CPUs' time since the last sample, scaled to millicores
     double busy = static_cast<double>(cpu->busy_ticks - last_->busy_ticks);
     double total = static_cast<double>(cpu->total_ticks - last_->total_ticks);
-    out.cpu_milli = static_cast<int64_t>(busy / total * cpus_ * 1000.0 + 0.5);
+    out.cpu_milli = std::llround(busy / total * cpus_ * 1000.0);
   }
   last_ = *cpu;
   if (auto psi_text = read_file(join_path(proc_root_, "pressure/cpu"))) {

@@ -1,5 +1,6 @@
 #include "agent/metrics/pod_sampler.h"
 
+#include <cmath>
 #include <set>
 
 namespace gleaner::agent {
@@ -25,8 +26,8 @@ PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
     auto it = last_.find(pod.key);
     if (it != last_.end() && now > it->second.at && *cpu_ns >= it->second.cpu_ns) {
       double elapsed_ns = std::chrono::duration<double, std::nano>(now - it->second.at).count();
-      s.cpu_milli = static_cast<int64_t>(
-          static_cast<double>(*cpu_ns - it->second.cpu_ns) / elapsed_ns * 1000.0 + 0.5);
+      s.cpu_milli =
+          std::llround(static_cast<double>(*cpu_ns - it->second.cpu_ns) / elapsed_ns * 1000.0);
       s.cpu_valid = true;
     }
     last_[pod.key] = Last{*cpu_ns, now};
