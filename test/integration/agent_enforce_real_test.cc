@@ -12,23 +12,15 @@
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/layout.h"
 #include "common/file_io.h"
+#include "test/support/eventually.h"
 #include "test/support/scratch_cgroup.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent {
 namespace {
+using gleaner::testing::eventually;
 using namespace std::chrono_literals;
 using cgroup::Resource;
-
-// Polls `condition` until it holds or the deadline passes.
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::yield();
-  }
-  return condition();
-}
 
 TEST(AgentEnforceReal, SuppressesBeReassertsDriftAndRestoresOnStop) {
   auto reason = gleaner::testing::real_cgroup_skip_reason();

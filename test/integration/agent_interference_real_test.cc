@@ -13,6 +13,7 @@
 #include "agent/daemon/daemon.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/layout.h"
+#include "test/support/eventually.h"
 #include "test/support/scratch_cgroup.h"
 #include "test/support/temp_tree.h"
 

@@ -7,20 +7,13 @@
 #include <gtest/gtest.h>
 
 #include "test/kube/test_apiserver.h"
+#include "test/support/eventually.h"
 
 namespace gleaner::agent {
 namespace {
+using gleaner::testing::eventually;
 using kube::testing::TestApiServer;
 using namespace std::chrono_literals;
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds deadline) {
-  auto end = std::chrono::steady_clock::now() + deadline;
-  while (std::chrono::steady_clock::now() < end) {
-    if (condition()) return true;
-    std::this_thread::yield();
-  }
-  return condition();
-}
 
 class ApiLinkTest : public ::testing::Test {
  protected:
