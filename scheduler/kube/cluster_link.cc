@@ -196,8 +196,20 @@ void ClusterLink::publish_due() {
   const int64_t now =
       std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
           .count();
-  for (const auto& [node, value] : desired) {
+  for (auto it = desired.begin(); it != desired.end(); ++it) {
+    const auto& [node, value] = *it;
     if (!decider_.should_publish(node, value, now)) continue;
+    {
+      // Binds go first even in the middle of a sweep (a sweep of many nodes would
+      // otherwise hold pending pods back by one API round trip per node): the rest of
+      // the sweep is marked changed and resumes after the queued actions.
+      std::lock_guard lock(mu_);
+      if (!queue_.empty()) {
+        for (auto rest = it; rest != desired.end(); ++rest)
+          changed_.insert(rest->first);
+        return;
+      }
+    }
     auto r = client_.patch(kube::node_status_path(node), batch_status_patch(value),
                            kube::PatchType::kMerge);
     metrics_.node_status_patch(r.ok());
