@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ struct RunOptions {
   int64_t reservation_ttl = 600;
   int tick_ms = 50;
   std::string log_level = "info";
+  bool check_config = false;
 };
 
 // The queues file: the scenario's "queues" array, either alone or in an object with
@@ -78,7 +80,82 @@ Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOption
   return cfg;
 }
 
+// --check-config: every problem `run` would stop at, and a few it would only meet later
+// (an unreadable token file), without binding the port or contacting any cluster.
+std::vector<std::string> config_errors(const RunOptions& o) {
+  std::vector<std::string> errors;
+  auto add = [&](const std::string& flag, const std::string& message) {
+    errors.push_back(flag + ": " + message);
+  };
+  if (auto l = server::parse_listen_address(o.listen); !l) add("--listen", l.error().message);
+  const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (levels.count(o.log_level) == 0) add("--log-level", "unknown level " + o.log_level);
+  if (!o.token_file.empty()) {
+    auto token = read_file(o.token_file);
+    if (!token) {
+      add("--token-file", token.error().message);
+    } else if (token->find_first_not_of(" \t\r\n") == std::string::npos) {
+      add("--token-file", o.token_file + " is empty");
+    }
+  }
+  if (o.max_report_bytes == 0) add("--max-report-bytes", "must be above 0");
+  if (o.qps < 0) add("--qps", "must be 0 (no limit) or above");
+  if (o.burst < 1) add("--burst", "must be at least 1");
+  if (o.stale_after <= 0) add("--stale-after", "must be above 0");
+  if (o.degrade_after < o.stale_after) add("--degrade-after", "must not be below --stale-after");
+  if (o.update_time_threshold <= 0) add("--update-time-threshold", "must be above 0");
+  if (o.resource_diff_threshold < 0 || o.resource_diff_threshold >= 1) {
+    add("--resource-diff-threshold", "must be in [0, 1)");
+  }
+  if (o.policy != "blocking" && o.policy != "nonblocking") {
+    add("--policy", "expected blocking or nonblocking");
+  }
+  if (o.driver_start_timeout <= 0) add("--driver-start-timeout", "must be above 0");
+  if (o.reservation_ttl <= 0) add("--reservation-ttl", "must be above 0");
+  if (o.tick_ms <= 0) add("--tick-ms", "must be above 0");
+  if (o.scheduler_name.empty()) add("--scheduler-name", "must not be empty");
+  if (!o.queues_file.empty()) {
+    auto s = load_queues(o.queues_file);
+    if (!s) {
+      add("--queues-file", s.error().message);
+    } else if (auto tree = QuotaTree::build(s->queues); !tree) {
+      add("--queues-file", o.queues_file + ": " + tree.error().message);
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& pair : o.clusters) {
+    const auto eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
+      add("--cluster " + pair, "expected NAME=KUBECONFIG");
+      continue;
+    }
+    if (!names.insert(pair.substr(0, eq)).second)
+      add("--cluster " + pair, "duplicate cluster name");
+    if (auto cfg = kube::load_kubeconfig(pair.substr(eq + 1)); !cfg) {
+      add("--cluster " + pair, cfg.error().message);
+    }
+  }
+  if (!o.kubeconfig.empty()) {
+    if (!names.insert(o.cluster_name).second) {
+      add("--kubeconfig", "cluster name " + o.cluster_name + " also given with --cluster");
+    }
+    if (auto cfg = kube::load_kubeconfig(o.kubeconfig); !cfg) {
+      add("--kubeconfig", cfg.error().message);
+    }
+  }
+  return errors;
+}
+
+int check_config(const RunOptions& o) {
+  const auto errors = config_errors(o);
+  for (const auto& e : errors)
+    std::cout << "gleaner-scheduler run: " << e << "\n";
+  if (errors.empty()) std::cout << "config OK\n";
+  return errors.empty() ? 0 : 1;
+}
+
 int run(const RunOptions& o) {
+  if (o.check_config) return check_config(o);
   if (Status s = init_logging(o.log_level); !s) {
     std::cerr << "gleaner-scheduler run: --log-level: " << s.error().message << "\n";
     return kBadInput;
@@ -237,6 +314,9 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--tick-ms", o->tick_ms, "scheduling pass interval")->capture_default_str();
   cmd->add_option("--log-level", o->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
+  cmd->add_flag("--check-config", o->check_config,
+                "validate the flags and the files they name, print \"config OK\" or every "
+                "error, and exit 0 or 1 without starting");
   cmd->callback([o] { set_exit_code(run(*o)); });
 }
 
