@@ -65,6 +65,9 @@ def parse_route(path):
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Responses are written in several small pieces (headers, then body); with Nagle's
+    # algorithm on, each keep-alive request then waits ~40 ms for the client's delayed ACK.
+    disable_nagle_algorithm = True
     server_version = "gleaner-test-apiserver"
 
     def log_message(self, fmt, *args):
