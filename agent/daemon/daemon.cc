@@ -487,6 +487,14 @@ void Daemon::tick() {
   for (const auto& s : pass.pods)
     usage.pods[s.key] = {avg("pod/" + s.key + "/cpu"), avg("pod/" + s.key + "/memory")};
   auto snap = build_snapshot(d.node, d.pods, usage);
+  // QoS acts on the latest sample (as `plan` does): the batch formula's averaging window
+  // (minutes) would make suppression and eviction lag far behind the load.
+  SampledUsage latest;
+  latest.node = {node_usage->cpu_milli, node_usage->memory_bytes};
+  for (const auto& s : pass.pods) {
+    latest.pods[s.key] = {s.cpu_valid ? s.cpu_milli : usage.pods[s.key].cpu_milli, s.memory_bytes};
+  }
+  auto latest_snap = build_snapshot(d.node, d.pods, latest);
   auto batch_result = batch::calculate_batch(snap, resolved);
   d.last_calc = batch::explain(batch_result, resolved).dump();
   d.last_full_sample = now;
@@ -494,7 +502,7 @@ void Daemon::tick() {
 
   if (d.opt.enforce) {
     qos::QosInputs in;
-    in.snapshot = &snap;
+    in.snapshot = &latest_snap;
     in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
     in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
     in.layout = *d.layout;

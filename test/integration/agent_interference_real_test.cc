@@ -39,7 +39,10 @@ int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
   scratch.mkdir(ls_pod);
   scratch.mkdir(be_pod);
   pin_to_cpu0(scratch.spawn_busy(be_pod));
-  pin_to_cpu0(scratch.spawn_busy(ls_pod));  // LS and BE fight for CPU 0
+  // The LS pod needs little CPU (2 ms every 10 ms) but needs it at once: sharing CPU 0 with a
+  // BE spinner makes each wake-up wait, which usage alone does not show.
+  pin_to_cpu0(
+      scratch.spawn_periodic(ls_pod, std::chrono::milliseconds(2), std::chrono::milliseconds(10)));
   gleaner::testing::TempDir files;
   files.write("pods.json", R"({"items":[
     {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},"spec":{"containers":[]},
@@ -67,11 +70,14 @@ int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
   int64_t lowest = -1;
   std::thread loop([&] { io.run(); });
   auto end = std::chrono::steady_clock::now() + run_for;
-  while (std::chrono::steady_clock::now() < end) {
-    auto q = fs.read_int(Resource::kCpuQuota, be_qos);
-    if (q.ok() && *q > 0 && (lowest < 0 || *q < lowest)) lowest = *q;
-    std::this_thread::yield();
-  }
+  // Sample the quota until the end (polling lightly: this process counts as system usage).
+  gleaner::testing::eventually(
+      [&] {
+        auto q = fs.read_int(Resource::kCpuQuota, be_qos);
+        if (q.ok() && *q > 0 && (lowest < 0 || *q < lowest)) lowest = *q;
+        return std::chrono::steady_clock::now() >= end;
+      },
+      run_for + std::chrono::seconds(1));
   boost::asio::post(io, [&] { (*daemon)->stop(); });
   loop.join();
   return lowest;
@@ -87,11 +93,12 @@ TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
   }
   const int64_t usage_only = lowest_be_quota(/*ebpf=*/false, 3s);
   const int64_t with_signal = lowest_be_quota(/*ebpf=*/true, 3s);
-  // Usage rules alone leave BE whatever the node's measured load allows (about a core on a
-  // quiet 2-CPU machine). With the signal, every pass takes one more step (20000 us on 2
-  // CPUs) off the ceiling while LS keeps waiting, down towards the 2000 us floor.
+  // Usage rules alone leave BE most of the node (LS uses a fifth of a core). With the
+  // signal, every pass takes one more step (20000 us on 2 CPUs) off the ceiling while LS
+  // keeps waiting, down towards the 2000 us floor.
+  EXPECT_TRUE(usage_only < 0 || usage_only >= 60000) << "usage-only lowest " << usage_only;
   ASSERT_GT(with_signal, 0) << "the agent never limited BE";
-  EXPECT_LE(with_signal, 10000) << "usage-only lowest " << usage_only;
+  EXPECT_LE(with_signal, 20000) << "usage-only lowest " << usage_only;
   if (usage_only > 0) {
     EXPECT_LT(with_signal, usage_only);
   }

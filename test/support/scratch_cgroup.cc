@@ -233,6 +233,35 @@ pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes
   return pid;
 }
 
+pid_t ScratchCgroups::spawn_periodic(const std::string& relative, std::chrono::microseconds work,
+                                     std::chrono::microseconds period) {
+  int go[2];
+  if (::pipe(go) != 0) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char byte = 0;
+    if (::read(go[0], &byte, 1) != 1) ::_exit(1);
+    auto next = std::chrono::steady_clock::now();
+    for (;;) {
+      const auto until = std::chrono::steady_clock::now() + work;
+      volatile uint64_t spin = 0;
+      while (std::chrono::steady_clock::now() < until)
+        spin = spin + 1;
+      next += period;
+      std::this_thread::sleep_until(next);  // the child's own cadence, not test synchronisation
+    }
+  }
+  children_.push_back(pid);
+  ::close(go[0]);
+  move(pid, relative);
+  char byte = 1;
+  if (::write(go[1], &byte, 1) != 1) throw std::runtime_error("periodic child did not start");
+  ::close(go[1]);
+  return pid;
+}
+
 pid_t ScratchCgroups::spawn_idle(const std::string& relative) {
   int hold[2];
   if (::pipe(hold) != 0) throw std::runtime_error("pipe failed");

@@ -39,6 +39,10 @@ class ScratchCgroups {
   // Starts a child that spins on a CPU inside `relative`, after touching `touch_bytes` of
   // anonymous memory charged there. Returns once the child is inside and has touched it.
   pid_t spawn_busy(const std::string& relative, size_t touch_bytes = 0);
+  // Starts a latency-sensitive child inside `relative`: it wakes every `period`, spins for
+  // `work`, and sleeps again (a server handling a steady trickle of requests).
+  pid_t spawn_periodic(const std::string& relative, std::chrono::microseconds work,
+                       std::chrono::microseconds period);
   // Starts a child that sleeps (blocked on a pipe) inside `relative`.
   pid_t spawn_idle(const std::string& relative);
   // Moves an existing process into `relative` in every controller.
