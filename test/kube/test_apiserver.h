@@ -20,6 +20,7 @@
 #include "common/json_util.h"
 #include "kube/config.h"
 #include "kube/http_client.h"
+#include "test/support/eventually.h"
 
 namespace gleaner::kube::testing {
 
@@ -130,15 +131,6 @@ class TestApiServer {
   uint16_t port_ = 0;
 };
 
-// Polls `done` until it holds or the deadline passes: waiting on a condition, not a sleep.
-inline bool eventually(const std::function<bool()>& done,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return done();
-}
+using gleaner::testing::eventually;
 
 }  // namespace gleaner::kube::testing

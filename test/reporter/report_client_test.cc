@@ -8,6 +8,7 @@
 
 #include "test/reporter/loopback_http_server.h"
 #include "test/reporter/report_fixtures.h"
+#include "test/support/eventually.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::reporter {
@@ -18,15 +19,7 @@ using testing::LoopbackHttpServer;
 using testing::sample_report;
 using Requests = std::vector<LoopbackHttpServer::Request>;
 
-// Polls a condition until it holds or the deadline passes (never a fixed sleep).
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
+using gleaner::testing::eventually;
 
 uint64_t sequence_of(const LoopbackHttpServer::Request& r) {
   auto parsed = parse_node_report(r.body);
