@@ -33,13 +33,8 @@ const char* to_string(NodeHealth health) {
   return "unknown";
 }
 
-bool selector_matches(const Labels* selector, const Labels& labels) {
-  if (selector == nullptr) return true;
-  for (const auto& [k, v] : *selector) {
-    auto it = labels.find(k);
-    if (it == labels.end() || it->second != v) return false;
-  }
-  return true;
+bool selector_matches(const NodeSelector* selector, const Labels& labels) {
+  return selector == nullptr || selector->matches(labels);
 }
 
 bool ClusterState::FullestFirst::operator()(const Key& a, const Key& b) const {
@@ -134,6 +129,18 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
   return id;
 }
 
+void ClusterState::set_labels(NodeId id, const Labels& labels) {
+  if (id >= nodes_.size() || nodes_[id].labels == labels) return;
+  nodes_[id].labels = labels;
+  ++generation_;  // "fits an empty cluster" answers depend on which nodes match
+}
+
+bool ClusterState::any_node_matches(const NodeSelector& selector) const {
+  return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) {
+    return n.health != NodeHealth::kDegraded && selector.matches(n.labels);
+  });
+}
+
 Status ClusterState::report(NodeId id, const Resources& batch, int64_t now) {
   if (id >= nodes_.size()) {
     return make_error(ErrorCode::kNotFound, "no node with id " + std::to_string(id));
@@ -193,7 +200,7 @@ void ClusterState::release(NodeId id, const Resources& amount, bool driver) {
 }
 
 std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const Resources& request,
-                                                       const Labels* selector) const {
+                                                       const NodeSelector* selector) const {
   // Best fit: the first node (least free CPU, then memory) with room for one more.
   auto it = c.fullest.lower_bound(Key{request.cpu_milli, INT64_MIN, nullptr, 0});
   for (; it != c.fullest.end(); ++it) {
@@ -205,7 +212,7 @@ std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const R
 }
 
 std::optional<NodeId> ClusterState::place_one(ClusterId cluster, const Resources& request,
-                                              const Labels* selector) {
+                                              const NodeSelector* selector) {
   auto id = find_executor_node(clusters_[cluster], request, selector);
   if (id) acquire(*id, request, false);
   return id;

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "common/result.h"
+#include "scheduler/core/node_selector.h"
 #include "scheduler/core/resources.h"
 
 namespace gleaner::scheduler {
 
 using NodeId = uint32_t;
 using ClusterId = uint32_t;
-using Labels = std::map<std::string, std::string>;
 
 // What a node report (or a scenario file) tells us about one node.
 struct NodeInfo {
@@ -64,7 +64,7 @@ struct GangRequest {
   Resources driver;
   Resources executor;
   int executors = 0;
-  const Labels* selector = nullptr;  // every pair must be among the node's labels
+  const NodeSelector* selector = nullptr;  // nullptr: any node
 
   [[nodiscard]] Resources total() const { return driver + executor * executors; }
 };
@@ -75,7 +75,7 @@ struct GangPlacement {
   std::vector<NodeId> executors;  // one entry per executor, grouped by node
 };
 
-bool selector_matches(const Labels* selector, const Labels& labels);
+bool selector_matches(const NodeSelector* selector, const Labels& labels);
 
 class ClusterState {
  public:
@@ -96,6 +96,10 @@ class ClusterState {
   // A later report for a known node: new batch allocatable, fresh again.
   Status report(NodeId id, const Resources& batch, int64_t now);
   [[nodiscard]] std::optional<NodeId> find_node(const std::string& name) const;
+  // New labels from the Node object (not a report: health and report time stay).
+  void set_labels(NodeId id, const Labels& labels);
+  // Does any non-degraded node of any cluster carry labels the selector accepts?
+  [[nodiscard]] bool any_node_matches(const NodeSelector& selector) const;
   [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
   [[nodiscard]] size_t node_count() const { return nodes_.size(); }
 
@@ -111,7 +115,7 @@ class ClusterState {
   std::optional<GangPlacement> place(ClusterId cluster, const GangRequest& request);
   // Places one more pod of `request` size (an executor whose reservation expired).
   std::optional<NodeId> place_one(ClusterId cluster, const Resources& request,
-                                  const Labels* selector);
+                                  const NodeSelector* selector);
   // Would the gang fit this cluster if nothing were placed on it?
   [[nodiscard]] bool fits_when_empty(ClusterId cluster, const GangRequest& request) const;
 
@@ -147,7 +151,7 @@ class ClusterState {
   void unindex(NodeId id);
   void index(NodeId id);
   std::optional<NodeId> find_executor_node(const Cluster& c, const Resources& request,
-                                           const Labels* selector) const;
+                                           const NodeSelector* selector) const;
 
   std::vector<Cluster> clusters_;
   std::map<std::string, ClusterId> cluster_ids_;

@@ -24,7 +24,10 @@ struct JobSpec {
   Resources driver;
   Resources executor;
   int executors = 0;
-  Labels node_selector;
+  NodeSelector node_selector;
+  // Tried before the other clusters when the whole gang fits there (the live loop: the
+  // member cluster a SparkApplication was created in). Empty: best fit only.
+  std::string preferred_cluster;
 };
 
 enum class JobPhase {

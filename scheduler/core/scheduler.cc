@@ -231,6 +231,15 @@ Status Scheduler::withdraw(JobId id) {
   return ok_status();
 }
 
+Status Scheduler::set_node_selector(JobId id, NodeSelector selector) {
+  if (id >= jobs_.size()) {
+    return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+  }
+  jobs_[id].spec.node_selector = std::move(selector);
+  jobs_[id].unschedulable = false;  // judged again against the new selector
+  return ok_status();
+}
+
 Decision Scheduler::lose_pod(JobId id, int64_t /*now*/, const std::string& reason) {
   Job& j = jobs_[id];
   if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {

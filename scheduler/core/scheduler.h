@@ -78,6 +78,10 @@ class Scheduler {
   // its bound and reserved room and its quota. Error: unknown id, or already completed or
   // withdrawn. Its name stays taken.
   Status withdraw(JobId id);
+  // Replaces the job's node selector for its later placements (the live loop pins a
+  // SparkApplication to the member cluster it was copied into); pods already placed
+  // stay. Error: unknown id.
+  Status set_node_selector(JobId id, NodeSelector selector);
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
   // A node report with a new batch size. When it shrank below what is placed there, the
@@ -100,7 +104,7 @@ class Scheduler {
   enum class Outcome { kAdmitted, kWait, kUnschedulable };
 
   PendingKey pending_key(const Job& j) const;
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, Labels>;
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, NodeSelector, std::string>;
   static ShapeKey shape_of(const Job& j);
   // `failed`: gang shapes that found no room earlier in this pass; room only shrinks
   // during a pass (unless reclaim frees some), so equal shapes skip the placement.

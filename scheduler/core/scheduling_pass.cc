@@ -52,7 +52,8 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
 Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
   return ShapeKey{j.spec.driver.cpu_milli,   j.spec.driver.memory_bytes,
                   j.spec.executor.cpu_milli, j.spec.executor.memory_bytes,
-                  j.spec.executors,          j.spec.node_selector};
+                  j.spec.executors,          j.spec.node_selector,
+                  j.spec.preferred_cluster};
 }
 
 Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed,
@@ -77,6 +78,10 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
     failed.insert(shape);
   }
   if (!fits_some_empty_cluster(j)) {
+    if (!j.spec.node_selector.empty() && !clusters_.any_node_matches(j.spec.node_selector)) {
+      j.reason = "no node matches the node selector (" + j.spec.node_selector.to_string() + ")";
+      return Outcome::kUnschedulable;
+    }
     j.reason = "larger than any cluster: driver and " + std::to_string(j.spec.executors) +
                " executors do not fit one cluster's batch capacity";
     return Outcome::kUnschedulable;
@@ -94,9 +99,11 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
   const size_t n = clusters_.cluster_count();
   if (n == 1) return clusters_.place(0, req);
   // Best fit across clusters: the one left with the least free room (keeping big holes
-  // elsewhere for big jobs); a job reclaimed from a cluster tries the others first.
+  // elsewhere for big jobs); a job reclaimed from a cluster tries the others first, and
+  // otherwise its preferred cluster (where it was created: no copy to another cluster).
   struct Candidate {
     bool avoided;
+    bool preferred;
     int64_t left_cpu;
     int64_t left_memory;
     const std::string* name;
@@ -107,11 +114,14 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
   for (ClusterId c = 0; c < n; ++c) {
     Resources left = clusters_.cluster_free(c) - req.total();
     if (left.cpu_milli < 0 || left.memory_bytes < 0) continue;
-    order.push_back(Candidate{j.avoid_cluster == c, left.cpu_milli, left.memory_bytes,
-                              &clusters_.cluster_name(c), c});
+    order.push_back(Candidate{
+        j.avoid_cluster == c,
+        !j.spec.preferred_cluster.empty() && clusters_.cluster_name(c) == j.spec.preferred_cluster,
+        left.cpu_milli, left.memory_bytes, &clusters_.cluster_name(c), c});
   }
   std::sort(order.begin(), order.end(), [](const Candidate& a, const Candidate& b) {
     if (a.avoided != b.avoided) return !a.avoided;
+    if (a.preferred != b.preferred) return a.preferred;
     if (a.left_cpu != b.left_cpu) return a.left_cpu < b.left_cpu;
     if (a.left_memory != b.left_memory) return a.left_memory < b.left_memory;
     return *a.name < *b.name;

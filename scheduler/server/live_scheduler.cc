@@ -234,7 +234,7 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.driver = shape.driver;
   spec.executor = shape.executor;
   spec.executors = shape.executors;
-  spec.node_selector = {{kClusterLabel, g.cluster}};
+  spec.node_selector.labels = {{kClusterLabel, g.cluster}};
   auto id = core_.submit(spec);
   if (!id) {
     if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
@@ -266,7 +266,7 @@ void LiveScheduler::attach_waiting(Gang& g) {
     if (index < 0) {
       // Beyond the declared gang (dynamic allocation, no SparkApplication): free room in
       // the job's cluster, accounted as a pod of its own.
-      const Labels selector{{kClusterLabel, g.cluster}};
+      const NodeSelector selector{{{kClusterLabel, g.cluster}}, {}};
       auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector);
       if (!node) {
         event(t, "GleanerNoRoom", "no batch room left in cluster " + g.cluster, false);

@@ -202,7 +202,7 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
     job.spec.executors = static_cast<int>(*instances);
   }
   GLEANER_TRY(selector, get_labels(j, p, "nodeSelector"));
-  job.spec.node_selector = selector;
+  job.spec.node_selector.labels = selector;
   return job;
 }
 

@@ -61,12 +61,55 @@ TEST(ClusterState, NodeSelectorFiltersNodes) {
   ClusterState s;
   add(s, "big", 8000, 32, "", {{"pool", "online"}});
   NodeId spark = add(s, "small", 2000, 8, "", {{"pool", "spark"}});
-  Labels selector{{"pool", "spark"}};
+  NodeSelector selector{{{"pool", "spark"}}, {}};
   auto p = s.place(0, GangRequest{res(1000, 1), res(1000, 1), 1, &selector});
   ASSERT_TRUE(p);
   EXPECT_EQ(p->driver, spark);
   EXPECT_EQ(p->executors, std::vector<NodeId>{spark});
   EXPECT_FALSE(s.place(0, GangRequest{res(1000, 1), {}, 0, &selector}));
+}
+
+TEST(ClusterState, NodeAffinityExpressionsFilterNodes) {
+  ClusterState s;
+  NodeId a = add(s, "a", 8000, 32, "", {{"zone", "a"}, {"gpu", "no"}});
+  NodeId b = add(s, "b", 4000, 32, "", {{"zone", "b"}});
+  NodeId c = add(s, "c", 2000, 32, "", {{"zone", "c"}});
+  auto driver_on = [&](const NodeSelector& sel) -> std::optional<NodeId> {
+    auto p = s.place(0, GangRequest{res(1000, 1), {}, 0, &sel});
+    if (!p) return std::nullopt;
+    s.release(p->driver, res(1000, 1), true);
+    return p->driver;
+  };
+  using R = LabelRequirement;
+  // In: only b and c qualify; the driver goes to the emptiest of them.
+  EXPECT_EQ(driver_on({{}, {{R{"zone", LabelOp::kIn, {"b", "c"}}}}}), b);
+  // NotIn a, and a missing gpu label: c (b is excluded by NotIn b).
+  EXPECT_EQ(driver_on({{}, {{R{"zone", LabelOp::kNotIn, {"a", "b"}}}}}), c);
+  EXPECT_EQ(driver_on({{}, {{R{"gpu", LabelOp::kExists, {}}}}}), a);
+  EXPECT_EQ(driver_on({{}, {{R{"gpu", LabelOp::kDoesNotExist, {}}}}}), b);
+  // Terms are ORed, expressions within a term ANDed.
+  EXPECT_EQ(driver_on({{},
+                       {{R{"zone", LabelOp::kIn, {"a"}}, R{"gpu", LabelOp::kDoesNotExist, {}}},
+                        {R{"zone", LabelOp::kIn, {"c"}}}}}),
+            c);
+  EXPECT_EQ(driver_on({{}, {{R{"zone", LabelOp::kIn, {"z"}}}}}), std::nullopt);
+  // nodeSelector and affinity both apply.
+  EXPECT_EQ(driver_on({{{"zone", "a"}}, {{R{"gpu", LabelOp::kDoesNotExist, {}}}}}), std::nullopt);
+  EXPECT_TRUE(s.any_node_matches({{{"zone", "c"}}, {}}));
+  EXPECT_FALSE(s.any_node_matches({{{"zone", "d"}}, {}}));
+}
+
+TEST(ClusterState, SetLabelsChangesWhereJobsFitButNotHealth) {
+  ClusterState s;
+  NodeId n = add(s, "n", 4000, 8);
+  NodeSelector sel{{{"pool", "spark"}}, {}};
+  const uint64_t gen = s.capacity_generation();
+  EXPECT_FALSE(s.fits_when_empty(0, GangRequest{res(1000, 1), {}, 0, &sel}));
+  s.set_labels(n, {{"pool", "spark"}});
+  EXPECT_GT(s.capacity_generation(), gen);
+  EXPECT_TRUE(s.fits_when_empty(0, GangRequest{res(1000, 1), {}, 0, &sel}));
+  EXPECT_EQ(s.node(n).reported_at, 0);
+  EXPECT_EQ(s.node(n).health, NodeHealth::kFresh);
 }
 
 TEST(ClusterState, StaleNodesTakeNoPlacementsAndDegradedNodesCountZero) {

@@ -187,6 +187,47 @@ TEST(Scheduler, StalledDriverIsReclaimedIntoAnotherCluster) {
   EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "c2");
 }
 
+TEST(Scheduler, PreferredClusterGoesBeforeBestFitWhenTheGangFits) {
+  Fixture f({{"c1-n1", 8}, {"c2-n1", 3}});
+  JobSpec spec{"j", "", 0, 0, cores(1), cores(1), 2, {}};
+  spec.preferred_cluster = "c1";
+  JobId id = *f.s.submit(spec);
+  JobSpec other{"k", "", 0, 1, cores(1), cores(1), 2, {}};
+  JobId best = *f.s.submit(other);
+  f.s.schedule(1);
+  ASSERT_TRUE(f.s.job(id).cluster && f.s.job(best).cluster);
+  // Best fit alone would pick c2 (3 CPUs, nothing left over), as it does for k.
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "c1");
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(best).cluster), "c2");
+  // A preferred cluster without room is passed over.
+  JobSpec big{"big", "", 0, 2, cores(1), cores(1), 3, {}};
+  big.preferred_cluster = "c2";
+  JobId moved = *f.s.submit(big);
+  f.s.schedule(2);
+  ASSERT_TRUE(f.s.job(moved).cluster);
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(moved).cluster), "c1");
+}
+
+TEST(Scheduler, SelectorMatchingNoNodeIsUnschedulableWithItsReason) {
+  Fixture f({{"c-n1", 8}});
+  JobSpec spec{"j", "", 0, 0, cores(1), cores(1), 1, {}};
+  spec.node_selector.labels = {{"pool", "gpu"}};
+  JobId id = *f.s.submit(spec);
+  auto ds = f.s.schedule(0);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].kind, DecisionKind::kUnschedulable);
+  EXPECT_EQ(f.s.job(id).reason, "no node matches the node selector (pool=gpu)");
+  // A node labelled later makes it placeable; a new selector is judged again.
+  f.s.clusters().set_labels(*f.s.clusters().find_node("c-n1"), {{"pool", "gpu"}});
+  EXPECT_EQ(f.admitted(f.s.schedule(1)), std::vector<std::string>{"j"});
+  JobSpec k{"k", "", 0, 2, cores(1), {}, 0, {}};
+  JobId kid = *f.s.submit(k);
+  ASSERT_TRUE(f.s.set_node_selector(kid, NodeSelector{{{"pool", "cpu"}}, {}}).ok());
+  f.s.schedule(2);
+  EXPECT_TRUE(f.s.job(kid).unschedulable);
+  EXPECT_FALSE(f.s.set_node_selector(99, {}).ok());
+}
+
 TEST(Scheduler, DriverRunningInTimeCancelsItsTimeout) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 120;

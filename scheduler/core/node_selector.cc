@@ -1,0 +1,80 @@
+#include "scheduler/core/node_selector.h"
+
+#include <algorithm>
+
+namespace gleaner::scheduler {
+
+bool LabelRequirement::matches(const Labels& labels) const {
+  auto it = labels.find(key);
+  const bool present = it != labels.end();
+  const auto listed = [&] {
+    return present && std::find(values.begin(), values.end(), it->second) != values.end();
+  };
+  switch (op) {
+    case LabelOp::kIn:
+      return listed();
+    case LabelOp::kNotIn:
+      return !listed();  // like Kubernetes: a node without the label matches NotIn
+    case LabelOp::kExists:
+      return present;
+    case LabelOp::kDoesNotExist:
+      return !present;
+  }
+  return false;
+}
+
+bool NodeSelector::matches(const Labels& node_labels) const {
+  for (const auto& [k, v] : labels) {
+    auto it = node_labels.find(k);
+    if (it == node_labels.end() || it->second != v) return false;
+  }
+  if (terms.empty()) return true;
+  return std::any_of(terms.begin(), terms.end(), [&](const std::vector<LabelRequirement>& term) {
+    return !term.empty() && std::all_of(term.begin(), term.end(), [&](const LabelRequirement& r) {
+      return r.matches(node_labels);
+    });
+  });
+}
+
+std::string NodeSelector::to_string() const {
+  std::string out;
+  auto sep = [&](const char* s) {
+    if (!out.empty()) out += s;
+  };
+  for (const auto& [k, v] : labels) {
+    sep(", ");
+    out += k + "=" + v;
+  }
+  std::string affinity;
+  for (const auto& term : terms) {
+    if (!affinity.empty()) affinity += " or ";
+    std::string t;
+    for (const auto& r : term) {
+      if (!t.empty()) t += " and ";
+      switch (r.op) {
+        case LabelOp::kIn:
+        case LabelOp::kNotIn: {
+          t += r.key + (r.op == LabelOp::kIn ? " in (" : " notin (");
+          for (size_t i = 0; i < r.values.size(); ++i)
+            t += (i ? "," : "") + r.values[i];
+          t += ")";
+          break;
+        }
+        case LabelOp::kExists:
+          t += r.key;
+          break;
+        case LabelOp::kDoesNotExist:
+          t += "!" + r.key;
+          break;
+      }
+    }
+    affinity += t.empty() ? "(empty term)" : t;
+  }
+  if (!affinity.empty()) {
+    sep(", ");
+    out += "affinity: " + affinity;
+  }
+  return out;
+}
+
+}  // namespace gleaner::scheduler
