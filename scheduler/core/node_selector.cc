@@ -77,4 +77,31 @@ std::string NodeSelector::to_string() const {
   return out;
 }
 
+NodeSelector merge_selectors(NodeSelector a, const NodeSelector& b) {
+  if (a.terms.empty()) {
+    a.terms = b.terms;
+  } else if (!b.terms.empty()) {
+    // (a1 or a2) and (b1 or b2) = every pairing of a term of each, ANDed.
+    std::vector<std::vector<LabelRequirement>> product;
+    for (const auto& x : a.terms) {
+      for (const auto& y : b.terms) {
+        auto both = x;
+        both.insert(both.end(), y.begin(), y.end());
+        product.push_back(std::move(both));
+      }
+    }
+    a.terms = std::move(product);
+  }
+  for (const auto& [k, v] : b.labels) {
+    auto [it, added] = a.labels.emplace(k, v);
+    if (added || it->second == v) continue;
+    // Two values for one label: no node can match; say so with a requirement that keeps
+    // both visible in pending reasons.
+    if (a.terms.empty()) a.terms.emplace_back();
+    for (auto& term : a.terms)
+      term.push_back(LabelRequirement{k, LabelOp::kIn, {v}});
+  }
+  return a;
+}
+
 }  // namespace gleaner::scheduler

@@ -39,4 +39,9 @@ struct NodeSelector {
   auto operator<=>(const NodeSelector&) const = default;
 };
 
+// A selector that holds where both hold (one gang whose pods carry different selectors,
+// or a pod's own selector plus the live loop's cluster pin). Two values for one label
+// match no node.
+NodeSelector merge_selectors(NodeSelector a, const NodeSelector& b);
+
 }  // namespace gleaner::scheduler

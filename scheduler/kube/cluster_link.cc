@@ -35,6 +35,12 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
       client_, apps,
       kube::InformerHandlers{[this](const Json& o) { on_spark_app(o); },
                              [this](const Json&, const Json& o) { on_spark_app(o); }, nullptr});
+  kube::InformerOptions nodes;
+  nodes.path = kube::nodes_path();
+  nodes_ = std::make_unique<kube::Informer>(
+      client_, nodes,
+      kube::InformerHandlers{[this](const Json& o) { on_node(o); },
+                             [this](const Json&, const Json& o) { on_node(o); }, nullptr});
 }
 
 ClusterLink::~ClusterLink() {
@@ -42,6 +48,7 @@ ClusterLink::~ClusterLink() {
 }
 
 void ClusterLink::start() {
+  nodes_->start();
   apps_->start();
   pods_->start();
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
@@ -50,6 +57,7 @@ void ClusterLink::start() {
 void ClusterLink::stop() {
   pods_->stop();
   apps_->stop();
+  nodes_->stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     cv_.notify_all();
@@ -58,7 +66,27 @@ void ClusterLink::stop() {
 }
 
 bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
-  return pods_->wait_for_sync(timeout);
+  // Node labels first: a pod placed before them would ignore its node selector.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
+        deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero()));
+  };
+  return nodes_->wait_for_sync(left()) && apps_->wait_for_sync(left()) &&
+         pods_->wait_for_sync(left());
+}
+
+void ClusterLink::on_node(const Json& obj) {
+  const Json& meta = obj.value("metadata", Json::object());
+  const Json& name = meta.value("name", Json());
+  if (!name.is_string()) return;
+  Labels labels;
+  const Json& l = meta.value("labels", Json::object());
+  if (l.is_object()) {
+    for (const auto& [k, v] : l.items())
+      if (v.is_string()) labels.emplace(k, v.get<std::string>());
+  }
+  live_.observe_node(options_.name, name.get<std::string>(), labels);
 }
 
 void ClusterLink::enqueue(server::Action action) {

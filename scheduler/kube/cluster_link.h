@@ -1,14 +1,15 @@
 #pragma once
 // One member cluster's connection: the API client (with its rate limit), an informer of
-// every non-terminal pod (ours to schedule, everyone's to account bound room) and one of
-// SparkApplications (gang sizes), and a worker thread that performs the live loop's
-// actions (bind, delete, Event) and node status patches. Actions never run on the
-// caller's thread: the live loop only queues them, so a slow API server delays binds but
-// never report ingestion or scheduling.
+// every non-terminal pod (ours to schedule, everyone's to account bound room), one of
+// SparkApplications (gang sizes) and one of Nodes (labels for node selectors), and a worker thread
+// that performs the live loop's actions (bind, delete, Event) and node status patches. Actions
+// never run on the caller's thread: the live loop only queues them, so a slow API server delays
+// binds but never report ingestion or scheduling.
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,10 @@ class ClusterLink {
   void stop();
   bool wait_for_sync(std::chrono::milliseconds timeout);
 
+  // Where this link sends actions meant for another member cluster (a SparkApplication
+  // copied there); the composition root's router. Set before start().
+  void set_forward(std::function<void(server::Action)> forward) { forward_ = std::move(forward); }
+
   // Called by the live loop (under its lock): queue only.
   void enqueue(server::Action action);
   void publish(server::NodeBatch batch);
@@ -60,6 +65,7 @@ class ClusterLink {
   void on_pod(const Json& obj, bool gone);
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
+  void on_node(const Json& obj);
 
   ClusterLinkOptions options_;
   const Clock& clock_;
@@ -68,6 +74,7 @@ class ClusterLink {
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> apps_;
+  std::unique_ptr<kube::Informer> nodes_;  // labels, for node selectors
 
   std::mutex mu_;
   std::condition_variable_any cv_;
@@ -75,6 +82,7 @@ class ClusterLink {
   std::map<std::string, std::optional<Resources>> desired_;  // node -> batch (nullopt: remove)
   std::set<std::string> changed_;
   NodeStatusDecider decider_;  // worker thread only
+  std::function<void(server::Action)> forward_;
   std::jthread thread_;
 };
 

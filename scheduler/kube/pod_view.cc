@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "scheduler/kube/node_affinity.h"
+
 namespace gleaner::scheduler::kube_glue {
 
 namespace {
@@ -34,6 +36,16 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.priority = pod.priority.value_or(0);
   v.queue = label(pod, kQueueLabel);
   if (v.queue.empty()) v.queue = label(pod, kKoordQuotaLabel);
+  static const Json kNoSpec = Json::object();
+  auto spec = pod.raw.is_object() ? pod.raw.find("spec") : kNoSpec.end();
+  if (pod.raw.is_object() && spec != pod.raw.end()) {
+    auto selector = node_selector_of(*spec, "pod " + v.ns + "/" + v.name + " spec");
+    if (selector) {
+      v.selector = std::move(*selector);
+    } else {
+      v.selector_error = selector.error().message;
+    }
+  }
 
   // Batch resources are integers in base units: batch-cpu counts millicores.
   const int64_t batch_cpu = kube::pod_request(pod, kube::kResourceBatchCpu).value();

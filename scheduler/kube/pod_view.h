@@ -10,6 +10,8 @@
 //   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
 //     asks for them (colocation), else its cpu and memory requests.
 //   Queue: label gleaner.io/queue, else quota.scheduling.koordinator.sh/name.
+//   Where it may run: spec.nodeSelector and required node affinity (node_affinity.h); a
+//     selector gleaner cannot honour is kept as `selector_error`.
 
 #include <functional>
 #include <optional>

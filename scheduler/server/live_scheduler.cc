@@ -81,7 +81,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
     auto decisions = core_.report_node(*id, batch, now);
     if (decisions) handle(*decisions);
   } else {
-    NodeInfo info{name, *cluster, {{kClusterLabel, *cluster}}, batch};
+    NodeInfo info{name, *cluster, node_labels(*cluster, report.node), batch};
     if (auto added = core_.clusters().upsert_node(info, now); !added) {
       spdlog::warn("report for node {}: {}", report.node, added.error().message);
       return RejectReason::kUnknownCluster;
@@ -101,6 +101,27 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
     nodes_(NodeBatch{*cluster, report.node, publish});
   }
   return std::nullopt;
+}
+
+Labels LiveScheduler::node_labels(const std::string& cluster, const std::string& node) const {
+  Labels labels;
+  if (auto it = node_labels_.find(core_name(cluster, node)); it != node_labels_.end()) {
+    labels = it->second;
+  }
+  labels[kClusterLabel] = cluster;  // the member cluster, whatever the Node says
+  return labels;
+}
+
+void LiveScheduler::observe_node(const std::string& cluster, const std::string& node,
+                                 const Labels& labels) {
+  std::lock_guard lock(mu_);
+  const std::string name = core_name(cluster, node);
+  auto& known = node_labels_[name];
+  if (known == labels) return;
+  known = labels;
+  if (auto id = core_.clusters().find_node(name)) {
+    core_.clusters().set_labels(*id, node_labels(cluster, node));
+  }
 }
 
 void LiveScheduler::track_loose(Tracked& t) {
@@ -177,6 +198,16 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
       std::sort(members.begin(), members.end(),
                 [](const Tracked* a, const Tracked* b) { return a->view.name < b->view.name; });
       GangShape shape{members[0]->view.request, {}, static_cast<int>(members.size()) - 1};
+      // One selector for the whole gang: every member's must hold.
+      g.selector = {};
+      for (const Tracked* m : members) {
+        if (!m->view.selector_error.empty()) {
+          event(*members[0], "GleanerUnsupportedAffinity",
+                "member " + m->view.name + ": " + m->view.selector_error, true);
+          return;
+        }
+        g.selector = merge_selectors(std::move(g.selector), m->view.selector);
+      }
       for (size_t i = 1; i < members.size(); ++i) {
         shape.executor.cpu_milli =
             std::max(shape.executor.cpu_milli, members[i]->view.request.cpu_milli);
@@ -205,6 +236,11 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
         return;
       }
       if (g.job) return;
+      if (!v.selector_error.empty()) {
+        event(t, "GleanerUnsupportedAffinity", v.selector_error, true);
+        t.gang.clear();
+        return;
+      }
       GangShape shape{v.request, {}, 0};
       if (v.role == PodRole::kDriver) {
         if (!v.shape) {
@@ -216,6 +252,7 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
       }
       t.index = 0;
       g.members[0] = v.uid;
+      g.selector = v.selector;
       submit(g, shape, v.priority, v.queue);
       return;
     }
@@ -234,7 +271,8 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.driver = shape.driver;
   spec.executor = shape.executor;
   spec.executors = shape.executors;
-  spec.node_selector.labels = {{kClusterLabel, g.cluster}};
+  // Pinned to the cluster its pods were created in: a bound pod cannot change cluster.
+  spec.node_selector = merge_selectors(g.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
   auto id = core_.submit(spec);
   if (!id) {
     if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
@@ -266,7 +304,8 @@ void LiveScheduler::attach_waiting(Gang& g) {
     if (index < 0) {
       // Beyond the declared gang (dynamic allocation, no SparkApplication): free room in
       // the job's cluster, accounted as a pod of its own.
-      const NodeSelector selector{{{kClusterLabel, g.cluster}}, {}};
+      const NodeSelector selector =
+          merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
       auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector);
       if (!node) {
         event(t, "GleanerNoRoom", "no batch room left in cluster " + g.cluster, false);

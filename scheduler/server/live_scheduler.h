@@ -61,6 +61,8 @@ struct PodView {
   std::string queue;
   std::optional<GangShape> shape;  // drivers: from the SparkApplication, when known
   std::string waiting_for;         // why the shape is unknown yet (an Event says so)
+  NodeSelector selector;           // spec.nodeSelector + required node affinity
+  std::string selector_error;      // a selector gleaner cannot honour (Gt, matchFields)
 };
 
 enum class ActionKind { kBind, kDelete, kEvent };
@@ -103,6 +105,9 @@ class LiveScheduler {
 
   // An accepted report; kUnknownCluster when it names a cluster not managed here.
   std::optional<RejectReason> apply_report(const reporter::NodeReport& report);
+  // A Node object's labels (from the Node informer): node selectors match them. The
+  // label gleaner.io/cluster is always the node's member cluster.
+  void observe_node(const std::string& cluster, const std::string& node, const Labels& labels);
   void observe_pod(const PodView& pod);
   // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
   void forget_pod(const PodView& pod);
@@ -124,6 +129,7 @@ class LiveScheduler {
     bool pod_group = false;
     int min_available = 0;
     std::optional<JobId> job;
+    NodeSelector selector;               // where its pods may go (the driver's, or every member's)
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
@@ -149,6 +155,7 @@ class LiveScheduler {
   void release_loose(Tracked& t);
   void observe_ours_unbound(Tracked& t);
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
+  Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
   void bind_member(Gang& g, int index);
   void handle(const std::vector<Decision>& decisions);
@@ -167,7 +174,8 @@ class LiveScheduler {
   std::map<std::string, Tracked> pods_;  // uid
   std::map<std::string, Gang> gangs_;    // key
   std::map<JobId, std::string> job_gang_;
-  uint64_t submissions_ = 0;  // numbers core job names
+  std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
+  uint64_t submissions_ = 0;                   // numbers core job names
 };
 
 }  // namespace gleaner::scheduler::server

@@ -1,0 +1,96 @@
+#include "scheduler/kube/node_affinity.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+Error field_error(const std::string& where, const std::string& message) {
+  return make_error(ErrorCode::kInvalidArgument, where + ": " + message);
+}
+
+Result<LabelRequirement> requirement(const Json& e, const std::string& where) {
+  if (!e.is_object()) return field_error(where, "expected an object");
+  auto key = e.find("key");
+  auto op = e.find("operator");
+  if (key == e.end() || !key->is_string() || key->get<std::string>().empty()) {
+    return field_error(where + ".key", "expected a label key");
+  }
+  if (op == e.end() || !op->is_string()) return field_error(where + ".operator", "required");
+  LabelRequirement r;
+  r.key = key->get<std::string>();
+  const std::string o = op->get<std::string>();
+  if (o == "In") {
+    r.op = LabelOp::kIn;
+  } else if (o == "NotIn") {
+    r.op = LabelOp::kNotIn;
+  } else if (o == "Exists") {
+    r.op = LabelOp::kExists;
+  } else if (o == "DoesNotExist") {
+    r.op = LabelOp::kDoesNotExist;
+  } else {
+    return field_error(where + ".operator", "operator " + o + " is not supported by gleaner");
+  }
+  if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
+    if (!v->is_array()) return field_error(where + ".values", "expected an array of strings");
+    for (const Json& s : *v) {
+      if (!s.is_string()) return field_error(where + ".values", "expected an array of strings");
+      r.values.push_back(s.get<std::string>());
+    }
+  }
+  const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;
+  if (wants_values == r.values.empty()) {
+    return field_error(where + ".values",
+                       wants_values ? "required for " + o : "must be empty for " + o);
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where) {
+  NodeSelector out;
+  if (!spec.is_object()) return out;
+  if (auto ns = spec.find("nodeSelector"); ns != spec.end() && !ns->is_null()) {
+    if (!ns->is_object()) return field_error(where + ".nodeSelector", "expected an object");
+    for (const auto& [k, v] : ns->items()) {
+      if (!v.is_string()) return field_error(where + ".nodeSelector." + k, "expected a string");
+      out.labels.emplace(k, v.get<std::string>());
+    }
+  }
+  const std::string rp = where +
+                         ".affinity.nodeAffinity.requiredDuringScheduling"
+                         "IgnoredDuringExecution";
+  const Json* affinity = spec.contains("affinity") ? &spec["affinity"] : nullptr;
+  if (affinity == nullptr || !affinity->is_object() || !affinity->contains("nodeAffinity")) {
+    return out;
+  }
+  const Json& node_affinity = (*affinity)["nodeAffinity"];
+  if (!node_affinity.is_object()) return out;
+  auto required = node_affinity.find("requiredDuringSchedulingIgnoredDuringExecution");
+  if (required == node_affinity.end() || required->is_null()) return out;
+  auto terms = required->find("nodeSelectorTerms");
+  if (!required->is_object() || terms == required->end() || !terms->is_array()) {
+    return field_error(rp + ".nodeSelectorTerms", "expected an array");
+  }
+  for (size_t i = 0; i < terms->size(); ++i) {
+    const Json& term = (*terms)[i];
+    const std::string tp = rp + ".nodeSelectorTerms[" + std::to_string(i) + "]";
+    if (!term.is_object()) return field_error(tp, "expected an object");
+    if (auto f = term.find("matchFields"); f != term.end() && f->is_array() && !f->empty()) {
+      return field_error(tp + ".matchFields", "not supported by gleaner");
+    }
+    std::vector<LabelRequirement> reqs;
+    if (auto m = term.find("matchExpressions"); m != term.end() && !m->is_null()) {
+      if (!m->is_array()) return field_error(tp + ".matchExpressions", "expected an array");
+      for (size_t j = 0; j < m->size(); ++j) {
+        auto r = requirement((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]");
+        if (!r) return r.error();
+        reqs.push_back(std::move(*r));
+      }
+    }
+    out.terms.push_back(std::move(reqs));
+  }
+  return out;
+}
+
+}  // namespace gleaner::scheduler::kube_glue

@@ -1,0 +1,19 @@
+#pragma once
+// Reads where a pod may run from its spec: `nodeSelector` and required node affinity
+// (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+// .nodeSelectorTerms[].matchExpressions`) into the core's NodeSelector. Operators Gt and
+// Lt and `matchFields` are not modelled: such a pod is an error naming the field, so the
+// live loop reports it as pending instead of placing it where Kubernetes would not.
+// Preferred affinity is a score, not a filter, and is ignored.
+
+#include "common/json_util.h"
+#include "common/result.h"
+#include "scheduler/core/node_selector.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+// `spec` is a pod spec (or a SparkApplication's driver/executor section, which has the
+// same `nodeSelector` and `affinity` fields); `where` names it in errors.
+Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where);
+
+}  // namespace gleaner::scheduler::kube_glue

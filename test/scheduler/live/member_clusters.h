@@ -1,0 +1,122 @@
+#pragma once
+// A live scheduler managing one or more member clusters, each its own instance of the
+// Python test API server (test/apiserver/) with a ClusterLink, wired like the composition
+// root: actions and node values are routed to the link of the cluster they name. The
+// test drives the scheduling timer itself (tick()).
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "scheduler/kube/cluster_link.h"
+#include "test/kube/test_apiserver.h"
+#include "test/scheduler/live/live_fixture.h"
+
+namespace gleaner::scheduler::live_testing {
+
+struct Member {
+  std::unique_ptr<kube::testing::TestApiServer> api;
+  std::unique_ptr<kube::KubeClient> client;
+  std::unique_ptr<kube_glue::ClusterLink> link;
+
+  Json get(const std::string& path) const {
+    auto r = client->get(path);
+    return r.ok() ? *r : Json();
+  }
+  bool create(const std::string& path, const Json& obj) const {
+    return client->create(path, obj).ok();
+  }
+  bool add_node(const std::string& name, const Labels& labels = {}) const {
+    Json meta{{"name", name}};
+    if (!labels.empty()) meta["labels"] = labels;
+    return create(kube::nodes_path(),
+                  Json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", meta}});
+  }
+  std::string node_of(const std::string& pod) const {
+    return get(kube::pod_path("default", pod))["spec"].value("nodeName", "");
+  }
+  // The reasons and messages of Events about `object` in namespace default.
+  std::vector<std::pair<std::string, std::string>> events_about(const std::string& object) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    const Json events = get(kube::events_path("default"));
+    if (!events.contains("items")) return out;
+    for (const Json& e : events["items"])
+      if (e["involvedObject"].value("name", "") == object)
+        out.emplace_back(e.value("reason", ""), e.value("message", ""));
+    return out;
+  }
+};
+
+class MemberClusters : public ::testing::Test {
+ protected:
+  // Starts one test API server per name; false (and the test skips) without python3.
+  bool start_servers(const std::vector<std::string>& names) {
+    for (const auto& n : names) {
+      Member m;
+      m.api = kube::testing::TestApiServer::start();
+      if (!m.api) return false;
+      m.client = std::make_unique<kube::KubeClient>(m.api->config(), system_clock_);
+      members_.emplace(n, std::move(m));
+    }
+    return true;
+  }
+  // The live scheduler and a link per member; call after creating the Nodes.
+  void connect() {
+    server::LiveOptions options;
+    for (const auto& [n, m] : members_)
+      options.clusters.push_back(n);
+    options.staleness = StalenessPolicy{3600, 7200};
+    auto live = server::LiveScheduler::create(options, {}, system_clock_, metrics_);
+    ASSERT_TRUE(live.ok()) << live.error().message;
+    live_ = std::move(*live);
+    for (auto& [n, m] : members_) {
+      kube_glue::ClusterLinkOptions lo;
+      lo.name = n;
+      lo.config = m.api->config();
+      lo.resync = std::chrono::milliseconds(500);
+      m.link = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
+    }
+    auto route = [this](server::Action a) {
+      if (auto it = members_.find(a.cluster); it != members_.end())
+        it->second.link->enqueue(std::move(a));
+    };
+    for (auto& [n, m] : members_)
+      m.link->set_forward(route);
+    live_->set_sinks(route, [this](server::NodeBatch b) {
+      if (auto it = members_.find(b.cluster); it != members_.end())
+        it->second.link->publish(std::move(b));
+    });
+    for (auto& [n, m] : members_)
+      m.link->start();
+    for (auto& [n, m] : members_)
+      ASSERT_TRUE(m.link->wait_for_sync(std::chrono::seconds(10)));
+  }
+  void TearDown() override {
+    for (auto& [n, m] : members_)
+      if (m.link) m.link->stop();
+    if (live_) live_->set_sinks(nullptr, nullptr);
+  }
+  Member& member(const std::string& name) { return members_.at(name); }
+  void report(const std::string& cluster, const std::string& node, int64_t milli) {
+    ASSERT_FALSE(
+        live_->apply_report(node_report(node, ++sequence_, milli, int64_t{64} << 30, cluster)));
+  }
+  // One scheduling pass per check, as the composition root's timer would run them.
+  bool schedule_until(const std::function<bool()>& done) {
+    return gleaner::testing::eventually([&] {
+      live_->tick();
+      return done();
+    });
+  }
+
+  SystemClock system_clock_;
+  server::LiveMetrics metrics_;
+  std::map<std::string, Member> members_;
+  std::unique_ptr<server::LiveScheduler> live_;
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace gleaner::scheduler::live_testing
