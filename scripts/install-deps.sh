@@ -14,7 +14,7 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real peers used by integration tests, the demo and benchmarks
-  prometheus python3 python3-kubernetes python3-yaml wrk procps iproute2
+  prometheus prometheus-node-exporter python3 python3-kubernetes python3-yaml wrk procps iproute2
 )
 # kubectl: Debian's kubernetes-client, unless the machine already has a kubectl (some images
 # ship one from another package, which owns the same path).

@@ -1,0 +1,382 @@
+// The whole agent as a process, beside prometheus-node-exporter, on real cgroups.
+//
+// Overhead: for each pod count, N pod cgroups with one sleeping process each under a scratch
+// kubepods tree and a pods file naming them; `gleaner-agent run` as shipped (1 s full pass,
+// 50 ms fast loop, eBPF on) samples them while this process scrapes its /metrics every
+// second. Beside it, prometheus-node-exporter (Debian's package, default collectors) is
+// scraped at the same interval on the same machine. Both are measured the same way: CPU
+// from /proc/<pid>/stat over the window (after a warm-up), RSS from /proc/<pid>/status, and
+// the scrape's latency and body size.
+//
+// Soak: the agent at 1 s sampling for M minutes while pods churn (one pod replaced every
+// 3 s); RSS is sampled every 10 s and its growth after the first minute is reported.
+//
+// Usage: agent_process_bench [--pods 50,100,200] [--seconds S] [--soak-minutes M]
+// Needs root (real cgroups); cleans up its cgroups and processes even when interrupted.
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup/layout.h"
+#include "kube/http_client.h"
+#include "test/support/scratch_cgroup.h"
+#include "test/support/temp_tree.h"
+
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// A child process killed (and reaped) when this object goes, and with this process.
+class Child {
+ public:
+  // `quiet`: the child's stderr goes to /dev/null (node-exporter logs every failed collector).
+  explicit Child(const std::vector<std::string>& argv, bool quiet = false) {
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (int null = ::open("/dev/null", O_WRONLY); quiet && null >= 0) ::dup2(null, 2);
+      std::vector<char*> args;
+      for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      std::perror(args[0]);
+      ::_exit(127);
+    }
+  }
+  ~Child() {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] bool alive() const { return ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+double process_cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(text.substr(close + 2));
+  std::string skip;
+  for (int i = 3; i <= 13; ++i)  // fields 3..13: state .. cmajflt
+    fields >> skip;
+  double utime = 0;
+  double stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+double process_rss_mib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  }
+  return 0;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1)))];
+}
+
+struct Scrapes {
+  std::vector<double> ms;
+  size_t bytes = 0;
+  int failed = 0;
+};
+
+// Scrapes /metrics once a second until `until`; one keep-alive connection, as Prometheus does.
+Scrapes scrape_every_second(uint16_t port, Clock::time_point until) {
+  Scrapes out;
+  gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
+  gleaner::kube::HttpRequest req;
+  req.target = "/metrics";
+  for (auto next = Clock::now(); next < until && !g_interrupted; next += 1s) {
+    std::this_thread::sleep_until(next);
+    auto t0 = Clock::now();
+    auto resp = conn.request(req, {});
+    if (!resp.ok() || resp->status != 200) {
+      ++out.failed;
+      continue;
+    }
+    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    out.bytes = resp->body.size();
+  }
+  return out;
+}
+
+// Waits (bounded) until the endpoint answers: the process is up and serving.
+bool wait_serving(uint16_t port, const Child& child) {
+  gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
+  gleaner::kube::HttpRequest req;
+  req.target = "/metrics";
+  for (auto deadline = Clock::now() + 20s; Clock::now() < deadline && !g_interrupted;) {
+    if (!child.alive()) return false;
+    auto resp = conn.request(req, {std::chrono::milliseconds(500)});
+    if (resp.ok() && resp->status == 200) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+struct Measured {
+  double cpu_percent = 0;
+  double rss_mib = 0;
+  Scrapes scrapes;
+};
+
+Measured measure(const Child& child, uint16_t port, std::chrono::seconds window) {
+  Measured m;
+  gleaner::testing::measurement_window(3s);  // warm-up: first passes, caches, BPF load
+  double cpu0 = process_cpu_seconds(child.pid());
+  auto t0 = Clock::now();
+  m.scrapes = scrape_every_second(port, t0 + window);
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  m.cpu_percent = (process_cpu_seconds(child.pid()) - cpu0) / wall * 100.0;
+  m.rss_mib = process_rss_mib(child.pid());
+  return m;
+}
+
+// The scratch pods and the pods file the agent reads; pods can be replaced one at a time.
+class PodSet {
+ public:
+  PodSet(gleaner::testing::ScratchCgroups& scratch, const gleaner::testing::TempDir& files)
+      : scratch_(scratch), path_(files / "pods.json") {}
+  void add() {
+    const int id = next_id_++;
+    const bool be = id % 3 == 0;
+    const std::string uid = "bench-" + std::to_string(id);
+    const auto qos =
+        be ? gleaner::cgroup::KubeQos::kBestEffort : gleaner::cgroup::KubeQos::kBurstable;
+    const std::string dir = layout_.pod_dir(qos, uid);
+    scratch_.mkdir(dir);
+    pods_.push_back({id, be, dir, scratch_.spawn_idle(dir)});
+  }
+  void replace_oldest() {
+    Pod old = pods_.front();
+    pods_.erase(pods_.begin());
+    scratch_.kill_child(old.pid);
+    scratch_.rmdir(old.dir);
+    add();
+  }
+  void write() const {
+    std::string items;
+    for (const auto& p : pods_) {
+      if (!items.empty()) items += ",";
+      const std::string id = std::to_string(p.id);
+      items += R"({"metadata":{"name":"pod-)" + id + R"(","namespace":"bench","uid":"bench-)" + id +
+               R"(")" + (p.be ? R"(,"labels":{"koordinator.sh/qosClass":"BE"})" : "") +
+               R"(},"spec":{"containers":[{"name":"c")" +
+               (p.be ? "" : R"(,"resources":{"requests":{"cpu":"100m","memory":"64Mi"}})") +
+               R"(}]},"status":{"phase":"Running","qosClass":")" +
+               (p.be ? "BestEffort" : "Burstable") + R"("}})";
+    }
+    std::ofstream(path_ + ".tmp") << R"({"items":[)" << items << "]}";
+    std::rename((path_ + ".tmp").c_str(), path_.c_str());  // the agent never sees half a file
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  struct Pod {
+    int id;
+    bool be;
+    std::string dir;
+    pid_t pid;
+  };
+  gleaner::testing::ScratchCgroups& scratch_;
+  gleaner::cgroup::KubeletLayout layout_{gleaner::cgroup::CgroupDriver::kCgroupfs};
+  std::string path_;
+  std::vector<Pod> pods_;
+  int next_id_ = 0;
+};
+
+std::vector<std::string> agent_argv(const std::string& root, const std::string& pods_file,
+                                    uint16_t port) {
+  return {GLEANER_AGENT_BINARY, "run",        "--cgroup-root",  root,
+          "--pods-file",        pods_file,    "--metrics-addr", "127.0.0.1:" + std::to_string(port),
+          "--node-name",        "bench-node", "--interval",     "1000",
+          "--log-level",        "error"};
+}
+
+void print_row(const char* what, int pods, const Measured& m) {
+  std::printf("| %s | %d | %.2f | %.1f | %.2f | %.2f | %.0f | %d |\n", what, pods, m.cpu_percent,
+              m.rss_mib, percentile(m.scrapes.ms, 0.5), percentile(m.scrapes.ms, 0.99),
+              static_cast<double>(m.scrapes.bytes) / 1024.0, m.scrapes.failed);
+  std::fflush(stdout);
+}
+
+void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
+  std::printf(
+      "| process | pods | CPU (%% of a core) | RSS (MiB) | /metrics p50 (ms) | p99 (ms) | "
+      "body (KiB) | failed scrapes |\n|---|---|---|---|---|---|---|---|\n");
+  if (::access(NODE_EXPORTER_BINARY, X_OK) == 0) {
+    const uint16_t port = free_port();
+    Child exporter({NODE_EXPORTER_BINARY, "--web.listen-address=127.0.0.1:" + std::to_string(port),
+                    "--log.level=error"},
+                   true);
+    if (wait_serving(port, exporter)) {
+      print_row("prometheus-node-exporter (default collectors)", 0,
+                measure(exporter, port, window));
+    } else {
+      std::printf("| prometheus-node-exporter | - | did not start | | | | | |\n");
+    }
+  } else {
+    std::printf("| prometheus-node-exporter | - | not installed (%s) | | | | | |\n",
+                NODE_EXPORTER_BINARY);
+  }
+  for (int n : sizes) {
+    if (g_interrupted) return;
+    gleaner::testing::ScratchCgroups scratch;
+    gleaner::testing::TempDir files;
+    PodSet pods(scratch, files);
+    for (int i = 0; i < n; ++i)
+      pods.add();
+    pods.write();
+    const uint16_t port = free_port();
+    Child agent(agent_argv(scratch.root(), pods.path(), port));
+    if (!wait_serving(port, agent)) {
+      std::printf("| gleaner-agent | %d | did not start | | | | | |\n", n);
+      continue;
+    }
+    print_row("gleaner-agent (as shipped)", n, measure(agent, port, window));
+  }
+}
+
+void soak(double minutes) {
+  constexpr int kPods = 100;
+  gleaner::testing::ScratchCgroups scratch;
+  gleaner::testing::TempDir files;
+  PodSet pods(scratch, files);
+  for (int i = 0; i < kPods; ++i)
+    pods.add();
+  pods.write();
+  const uint16_t port = free_port();
+  Child agent(agent_argv(scratch.root(), pods.path(), port));
+  if (!wait_serving(port, agent)) {
+    std::printf("soak: the agent did not start\n");
+    return;
+  }
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double, std::ratio<60>>(minutes));
+  std::vector<std::pair<double, double>> rss;  // (seconds since start, MiB)
+  int replaced = 0;
+  double cpu0 = process_cpu_seconds(agent.pid());
+  gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
+  gleaner::kube::HttpRequest req;
+  req.target = "/metrics";
+  int second = 0;
+  for (auto next = t0; next < end && !g_interrupted && agent.alive(); next += 1s, ++second) {
+    std::this_thread::sleep_until(next);
+    const double at = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (second % 3 == 2) {
+      pods.replace_oldest();
+      pods.write();
+      ++replaced;
+    }
+    (void)conn.request(req, {});  // scraped every second, as in production
+    if (second % 10 == 0) rss.emplace_back(at, process_rss_mib(agent.pid()));
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  const double cpu = (process_cpu_seconds(agent.pid()) - cpu0) / wall * 100.0;
+  // Growth after the first minute, when the process has reached its working set.
+  double first = 0;
+  double peak = 0;
+  for (const auto& [at, mib] : rss) {
+    if (at >= 60 && first == 0) first = mib;
+    peak = std::max(peak, mib);
+  }
+  const double last = rss.empty() ? 0 : rss.back().second;
+  std::printf(
+      "| minutes | pods | pods replaced | agent CPU (%% of a core) | RSS at 1 min (MiB) | RSS at "
+      "end (MiB) | peak (MiB) | growth after 1 min (MiB) |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %.1f | %d | %d | %.2f | %.1f | %.1f | %.1f | %+.2f |\n", wall / 60.0, kPods,
+              replaced, cpu, first, last, peak, first > 0 ? last - first : 0.0);
+  std::printf("\nRSS samples (s: MiB):");
+  for (const auto& [at, mib] : rss)
+    std::printf(" %.0f:%.1f", at, mib);
+  std::printf("\n");
+}
+
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ','))
+    if (int n = std::atoi(part.c_str()); n > 0) out.push_back(n);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes = {50, 100, 200};
+  int seconds = 30;
+  double soak_minutes = 10;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--pods" && i + 1 < argc) {
+      sizes = parse_sizes(argv[++i]);
+    } else if (arg == "--seconds" && i + 1 < argc) {
+      seconds = std::max(2, std::atoi(argv[++i]));
+    } else if (arg == "--soak-minutes" && i + 1 < argc) {
+      soak_minutes = std::atof(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: agent_process_bench [--pods 50,100,200] [--seconds S] "
+                   "[--soak-minutes M]\n");
+      return 2;
+    }
+  }
+  auto skip = gleaner::testing::real_cgroup_skip_reason();
+  if (!skip.empty()) {
+    std::printf("agent_process_bench: skipped: %s\n", skip.c_str());
+    return 0;
+  }
+  std::signal(SIGINT, [](int) { g_interrupted = 1; });
+  std::signal(SIGTERM, [](int) { g_interrupted = 1; });
+  std::signal(SIGPIPE, SIG_IGN);
+  overhead(sizes, std::chrono::seconds(seconds));
+  if (soak_minutes > 0 && !g_interrupted) {
+    std::printf("\nSoak at 1 s sampling with pods churning:\n\n");
+    soak(soak_minutes);
+  }
+  return g_interrupted ? 130 : 0;
+}
