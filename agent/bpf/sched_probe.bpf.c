@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Per-cgroup on-CPU time and run-queue latency (wake-up, or preemption, to running),
  * aggregated in per-CPU maps; nothing is sent to user space per event. User space sums
- * the CPUs and takes deltas each sampling interval. */
+ * the CPUs and takes deltas each sampling interval.
+ *
+ * One program, on sched_switch. It reads what the scheduler already keeps per task
+ * instead of taking its own timestamps: `se.sum_exec_runtime` (on-CPU time, the same
+ * figure cpuacct charges) and `sched_info` (`last_queued`, `run_delay`: when the task was
+ * queued and its total wait), with the run queue's clock as "now". So there are no
+ * wake-up programs and no clock reads. Pointers are followed by direct BTF loads (field
+ * offsets relocated by CO-RE), and the cgroup -> stats index resolution is cached per CPU,
+ * so a task in a cgroup nobody asked about costs a few loads per switch. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -14,22 +22,38 @@
 const volatile bool track_all = false;         /* every cgroup, not only registered ones */
 const volatile bool v1_cpu_controller = false; /* hybrid/v1: the cpu controller's cgroup */
 
-/* Registered cgroup directories (kernfs node id == the directory's inode number). */
+/* Bumped by user space after each change to `tracked`, which makes every cached
+ * resolution stale. Starts at 1 so that an all-zero cache entry never matches. */
+volatile __u64 tracked_gen = 1;
+/* Where the next search for a free stats index starts (a hint, not a lock). */
+__u32 last_index = 0;
+
+/* Accounted cgroups: kernfs node id (== the directory's inode number) -> stats index. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, GLEANER_MAX_CGROUPS);
   __type(key, __u64);
-  __type(value, __u8);
+  __type(value, __u32);
 } tracked SEC(".maps");
 
+/* Stats index -> cgroup id. Taking an index is inserting it here with BPF_NOEXIST,
+ * which exactly one of several racing claimants (CPUs or user space) wins. */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, GLEANER_MAX_CGROUPS);
-  __type(key, __u64);
+  __type(key, __u32);
+  __type(value, __u64);
+} claimed SEC(".maps");
+
+/* Indexed, not hashed: a per-CPU array lookup is a few instructions (inlined). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, GLEANER_MAX_CGROUPS);
+  __type(key, __u32);
   __type(value, struct gleaner_cgroup_stats);
 } stats SEC(".maps");
 
-/* What runs on each CPU since when (one entry, per CPU). */
+/* What runs on each CPU (one entry, per CPU). */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
@@ -37,7 +61,24 @@ struct {
   __type(value, struct gleaner_cpu_slot);
 } running SEC(".maps");
 
-/* Events lost because `stats` was full. */
+/* cgroup id -> stats index (0: not accounted), valid while `gen` == tracked_gen. */
+struct cache_entry {
+  __u64 cgroup_id;
+  __u64 gen;
+  __u32 index;
+  __u32 unused;
+};
+struct cgroup_cache {
+  struct cache_entry entries[GLEANER_CGROUP_CACHE];
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct cgroup_cache);
+} cgroup_cache SEC(".maps");
+
+/* Switches not accounted because the stats table was full (track_all only). */
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
@@ -45,65 +86,85 @@ struct {
   __type(value, __u64);
 } dropped SEC(".maps");
 
-/* When a task became runnable; freed with the task, so exited tasks leave nothing. */
+/* A task's run_delay and pcount just after its last arrival that this program saw; only
+ * tasks of accounted cgroups get one, and it is freed with the task. */
+struct task_wait {
+  __u64 run_delay;
+  __u64 pcount;
+};
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __type(key, int);
-  __type(value, __u64);
-} runnable_since SEC(".maps");
+  __type(value, struct task_wait);
+} task_waits SEC(".maps");
 
-/* Kernels before 5.14 named the field `state`. */
-struct task_struct___pre514 {
-  long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t) {
-  if (bpf_core_field_exists(t->__state)) return BPF_CORE_READ(t, __state);
-  return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+/* A free stats index for `id`, from a few tries after the hint. */
+static __always_inline __u32 claim_index(__u64 id) {
+  __u32 hint = last_index;
+  for (__u32 i = 1; i <= 8; i++) {
+    __u32 index = (hint + i) % (GLEANER_MAX_CGROUPS - 1) + 1; /* 1 .. MAX - 1 */
+    if (bpf_map_update_elem(&claimed, &index, &id, BPF_NOEXIST) == 0) {
+      last_index = index;
+      return index;
+    }
+  }
+  return GLEANER_INDEX_FULL;
 }
 
 static __always_inline struct cgroup *task_cgroup(struct task_struct *t) {
+  struct css_set *cset = t->cgroups;
+  if (!cset) return NULL;
   if (v1_cpu_controller) {
     /* The cpu controller's index differs between kernel configs: relocated, not assumed. */
     int idx = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
-    struct css_set *cset = BPF_CORE_READ(t, cgroups);
-    struct cgroup_subsys_state *css = NULL;
-    if (!cset || idx < 0 || idx >= 16) return NULL;
-    bpf_core_read(&css, sizeof(css), &cset->subsys[idx]);
-    return css ? BPF_CORE_READ(css, cgroup) : NULL;
+    if (idx < 0 || idx >= bpf_core_enum_value(enum cgroup_subsys_id, CGROUP_SUBSYS_COUNT))
+      return NULL;
+    struct cgroup_subsys_state *css = cset->subsys[idx];
+    return css ? css->cgroup : NULL;
   }
-  return BPF_CORE_READ(t, cgroups, dfl_cgrp);
+  return cset->dfl_cgrp;
 }
 
-/* The registered cgroup a task belongs to: its own or the nearest registered ancestor
- * (tasks live in container cgroups, pods are registered by their pod directory). */
-static __always_inline __u64 tracked_cgroup(struct task_struct *t) {
-  struct cgroup *cg = task_cgroup(t);
-  if (!cg) return 0;
-  if (track_all) return BPF_CORE_READ(cg, kn, id);
+/* The stats index of a cgroup, uncached: with track_all its own (allocated on first
+ * sight); otherwise that of its nearest registered ancestor within
+ * GLEANER_MAX_CGROUP_DEPTH levels (tasks live in container cgroups, pods are registered
+ * by their pod directory), or 0. */
+static __always_inline __u32 resolve_index(__u64 id, struct cgroup *cg) {
+  if (track_all) {
+    __u32 *found = bpf_map_lookup_elem(&tracked, &id);
+    if (found) return *found;
+    __u32 index = claim_index(id);
+    if (index == GLEANER_INDEX_FULL) return index;
+    if (bpf_map_update_elem(&tracked, &id, &index, BPF_NOEXIST) == 0) return index;
+    bpf_map_delete_elem(&claimed, &index); /* another CPU resolved it first */
+    found = bpf_map_lookup_elem(&tracked, &id);
+    return found ? *found : GLEANER_INDEX_FULL;
+  }
   for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
-    __u64 id = BPF_CORE_READ(cg, kn, id);
-    if (bpf_map_lookup_elem(&tracked, &id)) return id;
-    struct cgroup_subsys_state *parent = BPF_CORE_READ(cg, self.parent);
-    cg = parent ? BPF_CORE_READ(parent, cgroup) : NULL;
+    __u64 cid = cg->kn->id;
+    __u32 *found = bpf_map_lookup_elem(&tracked, &cid);
+    if (found) return *found;
+    struct cgroup_subsys_state *parent = cg->self.parent;
+    cg = parent ? parent->cgroup : NULL;
   }
   return 0;
 }
 
-static __always_inline struct gleaner_cgroup_stats *stats_of(__u64 id) {
-  struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &id);
-  if (s) return s;
-  struct gleaner_cgroup_stats zero;
-  __builtin_memset(&zero, 0, sizeof(zero));
-  bpf_map_update_elem(&stats, &id, &zero, BPF_NOEXIST);
-  s = bpf_map_lookup_elem(&stats, &id);
-  if (!s) {
-    __u32 key = 0;
-    __u64 *lost = bpf_map_lookup_elem(&dropped, &key);
-    if (lost) *lost += 1;
-  }
-  return s;
+static __always_inline __u32 cached_index(__u64 id, struct cgroup *cg) {
+  __u32 zero = 0;
+  struct cgroup_cache *cache = bpf_map_lookup_elem(&cgroup_cache, &zero);
+  if (!cache) return resolve_index(id, cg);
+  /* Read before resolving: a change racing with the resolution leaves an entry that the
+   * bumped generation already invalidates. */
+  __u64 gen = tracked_gen;
+  struct cache_entry *e = &cache->entries[(id ^ (id >> 6)) & (GLEANER_CGROUP_CACHE - 1)];
+  if (e->cgroup_id == id && e->gen == gen) return e->index;
+  __u32 index = resolve_index(id, cg);
+  e->cgroup_id = id;
+  e->gen = gen;
+  e->index = index;
+  return index;
 }
 
 static __always_inline __u32 log2_slot(__u64 v) {
@@ -117,55 +178,73 @@ static __always_inline __u32 log2_slot(__u64 v) {
   return r < GLEANER_RUNQ_SLOTS ? r : GLEANER_RUNQ_SLOTS - 1;
 }
 
-static __always_inline void mark_runnable(struct task_struct *p, __u64 now) {
-  __u64 *since = bpf_task_storage_get(&runnable_since, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (since) *since = now;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(gleaner_wakeup, struct task_struct *p) {
-  mark_runnable(p, bpf_ktime_get_ns());
-  return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(gleaner_wakeup_new, struct task_struct *p) {
-  mark_runnable(p, bpf_ktime_get_ns());
-  return 0;
-}
-
-SEC("tp_btf/sched_switch")
-int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  __u64 now = bpf_ktime_get_ns();
-  __u32 key = 0;
-  struct gleaner_cpu_slot *slot = bpf_map_lookup_elem(&running, &key);
-  if (!slot) return 0;
-
-  /* prev leaves the CPU: charge its time to the cgroup resolved when it came on. */
-  if (slot->cgroup_id && slot->since_ns && now > slot->since_ns) {
-    struct gleaner_cgroup_stats *s = stats_of(slot->cgroup_id);
-    if (s) s->cpu_ns += now - slot->since_ns;
+/* `t` is about to run: its wait is what the scheduler will add to its run_delay when it
+ * arrives (now - last_queued), plus any earlier part of the same wait already in
+ * run_delay (the task was queued on another CPU before a migration), known when the
+ * task's previous arrival was seen here. */
+static __always_inline void record_wait(struct task_struct *t, __u32 index) {
+  __u64 queued = t->sched_info.last_queued;
+  if (!queued) return; /* not queued: the scheduler records no wait either */
+  /* This CPU's run queue, through the task's cfs_rq (set for every task on its CPU, any
+   * class; `runqueues` itself is not reachable without CONFIG_KALLSYMS_ALL). Its clock
+   * was updated by __schedule() before it picked `t`. */
+  struct cfs_rq *cfs = t->se.cfs_rq;
+  struct rq *rq = cfs ? cfs->rq : NULL;
+  if (!rq) return;
+  __u64 now = rq->clock;
+  __u64 segment = now > queued ? now - queued : 0;
+  __u64 run_delay = t->sched_info.run_delay;
+  __u64 pcount = t->sched_info.pcount;
+  __u64 waited = segment;
+  struct task_wait *w =
+      bpf_task_storage_get(&task_waits, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (w) {
+    /* Same pcount: no arrival since the one recorded, so all of run_delay's growth since
+     * then is this wait (a fresh entry matches a task that never ran: all its waits are
+     * this one). */
+    if (w->pcount == pcount && run_delay >= w->run_delay) waited = run_delay - w->run_delay + segment;
+    w->run_delay = run_delay + segment;
+    w->pcount = pcount + 1;
   }
-  /* Preempted while runnable: it waits in the run queue from now. */
-  if (prev->pid != 0 && task_state(prev) == 0) mark_runnable(prev, now);
-
-  slot->since_ns = now;
-  slot->cgroup_id = 0;
-  if (next->pid == 0) return 0; /* the idle task */
-  __u64 id = tracked_cgroup(next);
-  slot->cgroup_id = id;
-
-  __u64 *since = bpf_task_storage_get(&runnable_since, next, 0, 0);
-  if (!since || *since == 0) return 0;
-  __u64 waited = now > *since ? now - *since : 0;
-  *since = 0;
-  if (!id) return 0;
-  struct gleaner_cgroup_stats *s = stats_of(id);
-  if (!s) return 0;
+  struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
+  if (!s) return;
   s->runq_count += 1;
   s->runq_sum_ns += waited;
   __u32 slot_index = log2_slot(waited);
   if (slot_index < GLEANER_RUNQ_SLOTS) s->runq_slots[slot_index] += 1;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
+  __u32 zero = 0;
+  struct gleaner_cpu_slot *slot = bpf_map_lookup_elem(&running, &zero);
+  if (!slot) return 0;
+
+  /* prev leaves the CPU: the scheduler has brought its runtime up to date by now. */
+  __u32 prev_index = slot->index;
+  if (prev_index && slot->tid == (__u32)prev->pid) {
+    struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &prev_index);
+    __u64 runtime = prev->se.sum_exec_runtime;
+    if (s && runtime > slot->runtime_at_arrival_ns)
+      s->cpu_ns += runtime - slot->runtime_at_arrival_ns;
+  }
+  slot->index = 0;
+  if (next->pid == 0) return 0; /* the idle task */
+
+  struct cgroup *cg = task_cgroup(next);
+  if (!cg) return 0;
+  __u64 id = cg->kn->id;
+  __u32 index = cached_index(id, cg);
+  if (index == 0) return 0;
+  if (index == GLEANER_INDEX_FULL) {
+    __u64 *lost = bpf_map_lookup_elem(&dropped, &zero);
+    if (lost) *lost += 1;
+    return 0;
+  }
+  slot->tid = next->pid;
+  slot->runtime_at_arrival_ns = next->se.sum_exec_runtime;
+  slot->index = index;
+  record_wait(next, index);
   return 0;
 }
 

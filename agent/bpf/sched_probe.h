@@ -1,8 +1,8 @@
 #pragma once
-// SchedProbe: per-cgroup on-CPU time and run-queue latency from eBPF (tp_btf sched_wakeup,
-// sched_wakeup_new, sched_switch), aggregated in per-CPU maps and read as deltas each
-// sampling interval. This header names no libbpf type; a build without BPF links a stub
-// whose open() reports why the probe is unavailable.
+// SchedProbe: per-cgroup on-CPU time and run-queue latency from eBPF (one tp_btf
+// sched_switch program reading the scheduler's own per-task runtime and wait accounting),
+// aggregated in per-CPU maps and read as deltas each sampling interval. This header names no libbpf
+// type; a build without BPF links a stub whose open() reports why the probe is unavailable.
 //
 // Lifetime: open() loads and attaches; the links belong to this process (nothing is
 // pinned), so destroying the probe, exiting or crashing detaches everything.
@@ -43,7 +43,7 @@ struct CgroupSchedSample {
 struct SchedInterval {
   std::chrono::nanoseconds elapsed{0};  // since the previous sample (or open)
   std::vector<CgroupSchedSample> cgroups;
-  uint64_t dropped_events = 0;  // lost because the per-cgroup map was full (cumulative)
+  uint64_t dropped_events = 0;  // switches not accounted: cgroup table full (track_all; cumulative)
 };
 
 // Kernel statistics of one program (needs enable_stats); rates over the interval since the
@@ -71,6 +71,7 @@ class SchedProbe {
   // Registers a cgroup directory (e.g. a pod's directory under the cpu controller on
   // v1, or under the unified root on v2); its tasks and its descendants' tasks count
   // towards it (nearest registered ancestor, up to GLEANER_MAX_CGROUP_DEPTH levels).
+  // Fails with kUnavailable when all cgroup slots are in use.
   Result<uint64_t> track(const std::string& cgroup_dir);
   Status untrack(const std::string& cgroup_dir);
 

@@ -10,10 +10,15 @@
 /* Run-queue latency histogram: slot k counts waits in [2^k, 2^(k+1)) ns (slot 0 also
  * holds 0 and 1 ns); the last slot also holds everything longer. 2^35 ns is ~34 s. */
 #define GLEANER_RUNQ_SLOTS 36
-/* Pod directories plus a margin; each entry is one value per possible CPU. */
+/* Accounted cgroups: pod directories plus a margin. Stats index 0 means "not accounted",
+ * so at most GLEANER_MAX_CGROUPS - 1 cgroups; each index is one value per possible CPU. */
 #define GLEANER_MAX_CGROUPS 4096
 /* How far above a task's own cgroup a tracked directory may be (container -> pod -> ...). */
 #define GLEANER_MAX_CGROUP_DEPTH 6
+/* Per-CPU cache of cgroup id -> stats index (direct-mapped; a power of two). */
+#define GLEANER_CGROUP_CACHE 64
+/* A cache entry's index when the cgroup should be accounted but the table is full. */
+#define GLEANER_INDEX_FULL 0xffffffffu
 
 /* Cumulative since load, per CPU; user space sums CPUs and takes deltas. */
 struct gleaner_cgroup_stats {
@@ -23,12 +28,14 @@ struct gleaner_cgroup_stats {
   __u64 runq_slots[GLEANER_RUNQ_SLOTS];
 };
 
-/* The task running on a CPU since `since_ns`, attributed to `cgroup_id` (0: untracked).
- * User space adds the time in flight when it reads, so a task that never switches out
- * (a lone spinner) is still measured. */
+/* The task on a CPU now (index 0: not accounted): its thread id and its scheduler runtime
+ * (`se.sum_exec_runtime`) when it came on. User space adds the runtime it gained since
+ * (from /proc/<tid>/schedstat) when it reads, so a task that never switches out (a lone
+ * spinner) is still measured. */
 struct gleaner_cpu_slot {
-  __u64 since_ns;
-  __u64 cgroup_id;
+  __u64 runtime_at_arrival_ns;
+  __u32 index;
+  __u32 tid;
 };
 
 #endif

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -94,7 +95,7 @@ struct SchedProbe::Impl {
   gleaner_sched_probe* skel = nullptr;
   int stats_fd = -1;
   int ncpus = 0;
-  std::map<uint64_t, std::string> dirs;
+  std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory
   std::map<uint64_t, Cumulative> previous;
   int64_t previous_ns = 0;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> previous_costs;  // id -> time, count
@@ -104,11 +105,16 @@ struct SchedProbe::Impl {
     if (skel != nullptr) gleaner_sched_probe__destroy(skel);  // detaches, closes, frees
     if (stats_fd >= 0) ::close(stats_fd);
   }
-  [[nodiscard]] std::vector<bpf_program*> programs() const {
-    return {skel->progs.gleaner_wakeup, skel->progs.gleaner_wakeup_new, skel->progs.gleaner_switch};
-  }
-  Result<std::map<uint64_t, Cumulative>> read_cumulative(int64_t now_ns) const;
+  [[nodiscard]] std::vector<bpf_program*> programs() const { return {skel->progs.gleaner_switch}; }
+  [[nodiscard]] int fd(bpf_map* map) const { return bpf_map__fd(map); }
+  Result<std::map<uint64_t, Cumulative>> read_cumulative() const;
   [[nodiscard]] uint64_t read_dropped() const;
+  Result<uint32_t> claim_index(uint64_t id) const;
+  void release_index(uint32_t index) const;
+  // Cached resolutions in the kernel are stale from now on.
+  void bump_generation() const {
+    __atomic_fetch_add(&skel->data->tracked_gen, 1, __ATOMIC_SEQ_CST);
+  }
 };
 
 namespace {
@@ -154,17 +160,32 @@ Result<std::unique_ptr<SchedProbe::Impl>> load(const SchedProbeOptions& options)
 
 }  // namespace
 
-Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative(int64_t now_ns) const {
+// Runtime of a thread so far (ns, including the slice it is in now), from
+// /proc/<tid>/schedstat; nullopt when it is gone or in another pid namespace.
+std::optional<uint64_t> thread_runtime_ns(uint32_t tid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(tid) + "/schedstat").c_str(), "re");
+  if (f == nullptr) return std::nullopt;
+  unsigned long long runtime = 0;
+  int fields = std::fscanf(f, "%llu", &runtime);
+  std::fclose(f);
+  if (fields != 1) return std::nullopt;
+  return runtime;
+}
+
+Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative() const {
   std::map<uint64_t, Cumulative> out;
+  std::map<uint32_t, uint64_t> id_of;  // stats index -> cgroup id
   std::vector<gleaner_cgroup_stats> values(static_cast<size_t>(ncpus));
-  int fd = bpf_map__fd(skel->maps.stats);
   uint64_t key = 0;
   uint64_t next = 0;
   const void* prev_key = nullptr;
-  while (bpf_map_get_next_key(fd, prev_key, &next) == 0) {
+  while (bpf_map_get_next_key(fd(skel->maps.tracked), prev_key, &next) == 0) {
     key = next;
     prev_key = &key;
-    if (bpf_map_lookup_elem(fd, &key, values.data()) != 0) continue;  // deleted meanwhile
+    uint32_t index = 0;
+    if (bpf_map_lookup_elem(fd(skel->maps.tracked), &key, &index) != 0) continue;  // deleted
+    if (bpf_map_lookup_elem(fd(skel->maps.stats), &index, values.data()) != 0) continue;
+    id_of[index] = key;
     Cumulative& c = out[key];
     for (const auto& v : values) {
       c.cpu_ns += static_cast<int64_t>(v.cpu_ns);
@@ -178,14 +199,42 @@ Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative(int64_t
   // caught up next time instead of being counted twice.
   std::vector<gleaner_cpu_slot> slots(static_cast<size_t>(ncpus));
   uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.running), &zero, slots.data()) != 0) {
+  if (bpf_map_lookup_elem(fd(skel->maps.running), &zero, slots.data()) != 0) {
     return errno_error(errno, "read running slots");
   }
   for (const auto& s : slots) {
-    int64_t since = static_cast<int64_t>(s.since_ns);
-    if (s.cgroup_id != 0 && since != 0 && now_ns > since) out[s.cgroup_id].cpu_ns += now_ns - since;
+    auto id = id_of.find(s.index);
+    if (s.index == 0 || id == id_of.end()) continue;
+    auto runtime = thread_runtime_ns(s.tid);
+    if (runtime && *runtime > s.runtime_at_arrival_ns) {
+      out[id->second].cpu_ns += static_cast<int64_t>(*runtime - s.runtime_at_arrival_ns);
+    }
   }
   return out;
+}
+
+Result<uint32_t> SchedProbe::Impl::claim_index(uint64_t id) const {
+  // The same protocol as the kernel side: an index is taken by inserting it into
+  // `claimed` with BPF_NOEXIST, so user space and CPUs never hand out one index twice.
+  uint32_t hint = skel->bss->last_index;
+  for (uint32_t i = 1; i < GLEANER_MAX_CGROUPS; ++i) {
+    uint32_t index = (hint + i) % (GLEANER_MAX_CGROUPS - 1) + 1;
+    if (bpf_map_update_elem(fd(skel->maps.claimed), &index, &id, BPF_NOEXIST) == 0) {
+      skel->bss->last_index = index;
+      return index;
+    }
+    if (errno != EEXIST) return errno_error(errno, "claim a stats index");
+  }
+  return make_error(
+      ErrorCode::kUnavailable,
+      "sched probe: all " + std::to_string(GLEANER_MAX_CGROUPS - 1) + " cgroup slots are in use");
+}
+
+void SchedProbe::Impl::release_index(uint32_t index) const {
+  // Zeroed before it is free again, so the next owner starts from nothing.
+  std::vector<gleaner_cgroup_stats> zeros(static_cast<size_t>(ncpus));
+  bpf_map_update_elem(fd(skel->maps.stats), &index, zeros.data(), BPF_ANY);
+  bpf_map_delete_elem(fd(skel->maps.claimed), &index);
 }
 
 uint64_t SchedProbe::Impl::read_dropped() const {
@@ -221,9 +270,21 @@ Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
   }
   // On 64-bit kernels a cgroup directory's inode number is its kernfs node id.
   uint64_t id = st.st_ino;
-  uint8_t one = 1;
-  if (bpf_map_update_elem(bpf_map__fd(impl_->skel->maps.tracked), &id, &one, BPF_ANY) != 0) {
-    return errno_error(errno, "track " + cgroup_dir);
+  const int tracked = impl_->fd(impl_->skel->maps.tracked);
+  uint32_t index = 0;
+  if (bpf_map_lookup_elem(tracked, &id, &index) != 0) {  // not yet (track_all may have it)
+    auto claimed = impl_->claim_index(id);
+    if (!claimed) return claimed.error();
+    index = *claimed;
+    if (bpf_map_update_elem(tracked, &id, &index, BPF_NOEXIST) != 0) {
+      int err = errno;
+      impl_->release_index(index);
+      // The kernel side registered it meanwhile (track_all): that index stands.
+      if (err != EEXIST || bpf_map_lookup_elem(tracked, &id, &index) != 0) {
+        return errno_error(err, "track " + cgroup_dir);
+      }
+    }
+    impl_->bump_generation();
   }
   impl_->dirs[id] = cgroup_dir;
   return id;
@@ -233,8 +294,13 @@ Status SchedProbe::untrack(const std::string& cgroup_dir) {
   for (auto it = impl_->dirs.begin(); it != impl_->dirs.end(); ++it) {
     if (it->second != cgroup_dir) continue;
     uint64_t id = it->first;
-    bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.tracked), &id);
-    bpf_map_delete_elem(bpf_map__fd(impl_->skel->maps.stats), &id);
+    const int tracked = impl_->fd(impl_->skel->maps.tracked);
+    uint32_t index = 0;
+    if (bpf_map_lookup_elem(tracked, &id, &index) == 0) {
+      bpf_map_delete_elem(tracked, &id);
+      impl_->bump_generation();  // before the index is free for another cgroup
+      impl_->release_index(index);
+    }
     impl_->previous.erase(id);
     impl_->dirs.erase(it);
     return ok_status();
@@ -244,7 +310,7 @@ Status SchedProbe::untrack(const std::string& cgroup_dir) {
 
 Result<SchedInterval> SchedProbe::sample() {
   int64_t now = monotonic_ns();
-  auto current = impl_->read_cumulative(now);
+  auto current = impl_->read_cumulative();
   if (!current) return current.error();
   SchedInterval interval;
   interval.elapsed = std::chrono::nanoseconds(now - impl_->previous_ns);
