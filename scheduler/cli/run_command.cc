@@ -226,13 +226,15 @@ int run(const RunOptions& o) {
     lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
     links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, **live, metrics));
   }
-  (*live)->set_sinks(
-      [&links](server::Action a) {
-        if (auto it = links.find(a.cluster); it != links.end()) it->second->enqueue(std::move(a));
-      },
-      [&links](server::NodeBatch b) {
-        if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(std::move(b));
-      });
+  auto route = [&links](server::Action a) {
+    if (auto it = links.find(a.cluster); it != links.end()) it->second->enqueue(std::move(a));
+  };
+  // A link forwards the copy of a multi-cluster SparkApplication to the chosen cluster's.
+  for (auto& [name, link] : links)
+    link->set_forward(route);
+  (*live)->set_sinks(route, [&links](server::NodeBatch b) {
+    if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(std::move(b));
+  });
 
   boost::asio::io_context io;
   server::ReportValidator validator(o.token_file, o.max_report_bytes);

@@ -8,6 +8,11 @@ namespace {
 
 // How often node values are re-checked against updateTimeThresholdSeconds.
 constexpr auto kPublishSweep = std::chrono::seconds(1);
+constexpr const char* kSparkApiVersion = "sparkoperator.k8s.io/v1beta2";
+
+std::string app_path(const std::string& ns, const std::string& name) {
+  return kube::spark_applications_path(ns) + "/" + name;
+}
 
 }  // namespace
 
@@ -31,10 +36,12 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
                              [this](const Json& o) { on_pod(o, true); }});
   kube::InformerOptions apps;
   apps.path = kube::spark_applications_path("");
+  apps.resync = options_.resync;  // multi-cluster applications whose placement failed
   apps_ = std::make_unique<kube::Informer>(
       client_, apps,
       kube::InformerHandlers{[this](const Json& o) { on_spark_app(o); },
-                             [this](const Json&, const Json& o) { on_spark_app(o); }, nullptr});
+                             [this](const Json&, const Json& o) { on_spark_app(o); },
+                             [this](const Json& o) { on_spark_app_gone(o); }});
   kube::InformerOptions nodes;
   nodes.path = kube::nodes_path();
   nodes_ = std::make_unique<kube::Informer>(
@@ -135,11 +142,35 @@ void ClusterLink::on_pod(const Json& obj, bool gone) {
   }
 }
 
-void ClusterLink::on_spark_app(const Json& obj) {
-  // A driver seen before its SparkApplication waits; feed it again now.
+void ClusterLink::on_spark_app_gone(const Json& obj) {
   const Json* ns = find_path(obj, "metadata/namespace");
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
+  live_.forget_app(options_.name, ns->get<std::string>(), name->get<std::string>());
+}
+
+void ClusterLink::on_spark_app(const Json& obj) {
+  const Json* ns = find_path(obj, "metadata/namespace");
+  const Json* name = find_path(obj, "metadata/name");
+  if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
+  if (auto app = kube::parse_spark_application(obj); app) {
+    if (auto view = app_view(*app, options_.name)) {
+      if (view->placement.empty()) {
+        live_.observe_app(*view);
+      } else if (view->placement != options_.name && view->suspended) {
+        // An origin whose copy should exist in another cluster (a restart may have come
+        // between recording the decision and creating the copy): make sure it does,
+        // once per process. Creating an existing copy is harmless.
+        bool first = false;
+        {
+          std::lock_guard lock(mu_);
+          first = forwarded_.insert(view->ns + "/" + view->name).second;
+        }
+        if (first) forward_copy(obj, view->placement);
+      }
+    }
+  }
+  // A driver seen before its SparkApplication waits; feed it again now.
   for (const Json& p : pods_->list()) {
     // Not find_path: the label key itself contains a '/'.
     const Json& meta = p.value("metadata", Json::object());
@@ -193,11 +224,17 @@ void ClusterLink::perform(const server::Action& a) {
       }
       return;
     }
+    case server::ActionKind::kPlaceApp:
+      place_app(a);
+      return;
+    case server::ActionKind::kCreateApp:
+      create_app(a);
+      return;
     case server::ActionKind::kEvent: {
       kube::EventRecord e;
       e.namespace_ = a.ns;
-      e.involved_object = Json{{"apiVersion", "v1"},
-                               {"kind", "Pod"},
+      e.involved_object = Json{{"apiVersion", a.object_kind == "Pod" ? "v1" : kSparkApiVersion},
+                               {"kind", a.object_kind},
                                {"namespace", a.ns},
                                {"name", a.name},
                                {"uid", a.uid}};
@@ -212,6 +249,80 @@ void ClusterLink::perform(const server::Action& a) {
       return;
     }
   }
+}
+
+void ClusterLink::place_app(const server::Action& a) {
+  // The decision is written on the origin first: it is the record that this application
+  // is placed (a restart finds it there), and it keeps the origin suspended when the
+  // application goes elsewhere. The copy is created only after it is recorded.
+  {
+    std::lock_guard lock(mu_);
+    forwarded_.insert(a.ns + "/" + a.name);
+  }
+  Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
+  if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
+  auto r = client_.patch(app_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  if (!r) {
+    spdlog::warn("cluster {}: record placement of SparkApplication {}/{}: {}", options_.name, a.ns,
+                 a.name, r.error().message);
+    live_.forget_app(options_.name, a.ns, a.name);
+    std::lock_guard lock(mu_);
+    forwarded_.erase(a.ns + "/" + a.name);
+    return;
+  }
+  server::Action note{server::ActionKind::kEvent, options_.name, a.ns, a.name, a.uid};
+  note.object_kind = "SparkApplication";
+  if (a.target == options_.name) {
+    note.reason = "GleanerPlaced";
+    note.message = a.message + "; released here";
+  } else {
+    note.reason = "GleanerPlacedRemote";
+    note.message = a.message + "; this copy stays suspended";
+    forward_copy(*r, a.target);
+  }
+  perform(note);
+}
+
+void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
+  // The copy: same name, namespace, labels and spec, released (not suspended), and
+  // annotated with its origin and the decision so nobody places it again.
+  const Json& meta = origin.value("metadata", Json::object());
+  Json annotations = meta.value("annotations", Json::object());
+  if (!annotations.is_object()) annotations = Json::object();
+  annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  annotations[server::kPlacementAnnotation] = target;
+  annotations[server::kOriginAnnotation] = options_.name;
+  Json copy{{"apiVersion", kSparkApiVersion},
+            {"kind", "SparkApplication"},
+            {"metadata",
+             {{"name", meta.value("name", "")},
+              {"namespace", meta.value("namespace", "")},
+              {"labels", meta.value("labels", Json::object())},
+              {"annotations", annotations}}},
+            {"spec", origin.value("spec", Json::object())}};
+  copy["spec"]["suspend"] = false;
+  server::Action create{server::ActionKind::kCreateApp, target, meta.value("namespace", ""),
+                        meta.value("name", "")};
+  create.object = std::move(copy);
+  if (forward_) forward_(std::move(create));
+}
+
+void ClusterLink::create_app(const server::Action& a) {
+  auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
+  if (r) return;
+  if (r.error().code == ErrorCode::kConflict) {
+    // Created before (a retry after a restart) when it names the same origin; anything
+    // else is another application of that name, which we leave alone.
+    auto existing = client_.get(app_path(a.ns, a.name));
+    const Json* origin = existing ? find_path(*existing, "metadata/annotations") : nullptr;
+    if (origin != nullptr && origin->is_object() &&
+        origin->value(server::kOriginAnnotation, "") ==
+            a.object["metadata"]["annotations"].value(server::kOriginAnnotation, "")) {
+      return;
+    }
+  }
+  spdlog::warn("cluster {}: create SparkApplication {}/{}: {}", options_.name, a.ns, a.name,
+               r.error().message);
 }
 
 void ClusterLink::publish_due() {

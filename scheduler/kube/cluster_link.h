@@ -66,6 +66,11 @@ class ClusterLink {
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
   void on_node(const Json& obj);
+  void on_spark_app_gone(const Json& obj);
+  // Multi-cluster SparkApplications (docs/scheduler.md, "Multi-cluster placement").
+  void place_app(const server::Action& a);
+  void forward_copy(const Json& origin, const std::string& target);
+  void create_app(const server::Action& a);
 
   ClusterLinkOptions options_;
   const Clock& clock_;
@@ -83,6 +88,7 @@ class ClusterLink {
   std::set<std::string> changed_;
   NodeStatusDecider decider_;  // worker thread only
   std::function<void(server::Action)> forward_;
+  std::set<std::string> forwarded_;  // ns/name of origins whose copy was asked for
   std::jthread thread_;
 };
 

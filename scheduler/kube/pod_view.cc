@@ -23,6 +23,46 @@ server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   return shape;
 }
 
+std::optional<server::AppView> app_view(const kube::SparkApplication& app,
+                                        const std::string& cluster) {
+  auto label = app.labels.find(server::kMultiClusterLabel);
+  if (label == app.labels.end() || label->second != "true") return std::nullopt;
+  server::AppView v;
+  v.cluster = cluster;
+  v.ns = app.namespace_;
+  v.name = app.name;
+  v.uid = app.uid;
+  v.shape = spark_gang_shape(app);
+  if (auto q = app.labels.find(kQueueLabel); q != app.labels.end()) {
+    v.queue = q->second;
+  } else if (auto k = app.labels.find(kKoordQuotaLabel); k != app.labels.end()) {
+    v.queue = k->second;
+  }
+  const Json* suspend = find_path(app.raw, "spec/suspend");
+  v.suspended = suspend != nullptr && suspend->is_boolean() && suspend->get<bool>();
+  // Not find_path: the annotation key contains a '/'.
+  const Json& meta = app.raw.value("metadata", Json::object());
+  const Json& annotations = meta.value("annotations", Json::object());
+  if (annotations.is_object()) {
+    auto p = annotations.find(server::kPlacementAnnotation);
+    if (p != annotations.end() && p->is_string()) v.placement = p->get<std::string>();
+  }
+  // The gang has one selector: the application's, the driver's and the executors' must
+  // all hold.
+  const std::string where = "SparkApplication " + v.ns + "/" + v.name;
+  const Json& spec = app.raw.value("spec", Json::object());
+  for (const char* part : {"", "driver", "executor"}) {
+    const Json& section = *part == '\0' ? spec : spec.value(part, Json::object());
+    auto selector = node_selector_of(section, where + " spec" + (*part ? "." : "") + part);
+    if (!selector) {
+      v.selector_error = selector.error().message;
+      break;
+    }
+    v.selector = merge_selectors(std::move(v.selector), *selector);
+  }
+  return v;
+}
+
 server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
                          const std::string& scheduler_name, const SparkLookup& spark) {
   server::PodView v;

@@ -37,6 +37,10 @@ using SparkLookup =
 
 server::GangShape spark_gang_shape(const kube::SparkApplication& app);
 
+// A SparkApplication labelled gleaner.io/multi-cluster=true; nullopt for any other.
+std::optional<server::AppView> app_view(const kube::SparkApplication& app,
+                                        const std::string& cluster);
+
 server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
                          const std::string& scheduler_name, const SparkLookup& spark);
 

@@ -235,6 +235,16 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
         g.members[0] = v.uid;
         return;
       }
+      if (g.job && !g.origin.empty() && driver == g.members.end() &&
+          core_.job(*g.job).phase == JobPhase::kAdmitted) {
+        // The driver of a multi-cluster application, created by the operator once the
+        // application was released or copied here: it takes the room admitted for it.
+        t.index = 0;
+        g.members[0] = v.uid;
+        bind_member(g, 0);
+        attach_waiting(g);
+        return;
+      }
       if (g.job) return;
       if (!v.selector_error.empty()) {
         event(t, "GleanerUnsupportedAffinity", v.selector_error, true);
@@ -272,10 +282,18 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.executor = shape.executor;
   spec.executors = shape.executors;
   // Pinned to the cluster its pods were created in: a bound pod cannot change cluster.
-  spec.node_selector = merge_selectors(g.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
+  // A multi-cluster application not placed yet may go to any member, its own first.
+  spec.node_selector =
+      g.cluster.empty()
+          ? g.selector
+          : merge_selectors(g.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
+  spec.preferred_cluster = g.origin;
   auto id = core_.submit(spec);
   if (!id) {
     if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
+    if (!g.origin.empty() && g.cluster.empty()) {
+      app_event(g, "GleanerInvalid", id.error().message, true);
+    }
     return;
   }
   g.job = *id;
@@ -431,6 +449,15 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
     Gang& g = gangs_[key->second];
     switch (d.kind) {
       case DecisionKind::kAdmit:
+        if (!g.origin.empty() && !g.members.contains(0)) {
+          // A multi-cluster application: record the cluster the core chose (first time),
+          // or wait for the driver its operator re-creates (after a reclaim).
+          if (g.cluster.empty()) {
+            metrics_.admitted(steady_s() - g.first_seen);
+            place_app(std::string(key->second), d.job);
+          }
+          break;
+        }
         if (!g.members.contains(0)) {
           // Its driver pod was reclaimed and its owner did not re-create it while the job
           // waited: nothing to bind. The job is withdrawn (its room goes back now) and a
@@ -490,6 +517,11 @@ void LiveScheduler::emit_pending_events() {
     const Job& j = core_.job(*g.job);
     if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) continue;
     Tracked* d = driver_of(g);
+    if (d == nullptr && !g.origin.empty() && g.cluster.empty()) {
+      app_event(g, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
+                j.unschedulable);
+      continue;
+    }
     if (d == nullptr) continue;
     g.last_event = j.reason;
     event(*d, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,

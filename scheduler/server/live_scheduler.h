@@ -10,7 +10,9 @@
 // Gangs: a Spark driver (its SparkApplication gives the executor count and sizes), a
 // pod group (pod-group.scheduling.sigs.k8s.io/name + min-available), or a lone pod of
 // ours. Each gang is one core job, pinned to the cluster its pods were created in through
-// the node label gleaner.io/cluster (pods cannot move between clusters).
+// the node label gleaner.io/cluster (pods cannot move between clusters). A multi-cluster
+// SparkApplication is a job before it has pods: the core chooses its cluster, and from
+// then on it is pinned there like the others.
 
 #include <cstdint>
 #include <functional>
@@ -65,7 +67,35 @@ struct PodView {
   std::string selector_error;      // a selector gleaner cannot honour (Gt, matchFields)
 };
 
-enum class ActionKind { kBind, kDelete, kEvent };
+// A SparkApplication that opts into multi-cluster placement (label
+// gleaner.io/multi-cluster=true), as its member cluster's informer sees it.
+struct AppView {
+  std::string cluster;
+  std::string ns;
+  std::string name;
+  std::string uid;
+  bool suspended = false;  // spec.suspend: its own cluster's operator holds it
+  std::string placement;   // annotation gleaner.io/placement: already decided
+  GangShape shape;
+  std::string queue;
+  NodeSelector selector;  // spec, driver and executor nodeSelector / affinity
+  std::string selector_error;
+};
+
+inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
+inline constexpr const char* kPlacementAnnotation = "gleaner.io/placement";
+inline constexpr const char* kOriginAnnotation = "gleaner.io/origin-cluster";
+
+enum class ActionKind {
+  kBind,
+  kDelete,
+  kEvent,
+  // On the origin cluster: record the decision on the SparkApplication (annotation
+  // gleaner.io/placement = target; unsuspend it when target is the origin), then, for
+  // another target, forward a kCreateApp of the copy to the target's link.
+  kPlaceApp,
+  kCreateApp,  // on the target cluster: create `object` (idempotent)
+};
 struct Action {
   ActionKind kind = ActionKind::kBind;
   std::string cluster;
@@ -76,6 +106,9 @@ struct Action {
   std::string reason;
   std::string message;
   bool warning = false;
+  std::string object_kind = "Pod";  // kEvent: Pod or SparkApplication
+  std::string target;               // kPlaceApp: the chosen member cluster
+  Json object;                      // kCreateApp
 };
 
 // A node's batch resources to publish on its Node status; nullopt removes the keys.
@@ -109,6 +142,12 @@ class LiveScheduler {
   // label gleaner.io/cluster is always the node's member cluster.
   void observe_node(const std::string& cluster, const std::string& node, const Labels& labels);
   void observe_pod(const PodView& pod);
+  // Multi-cluster SparkApplications: a suspended one without a placement becomes a core
+  // job placed into whichever member cluster fits its whole gang (its own preferred).
+  void observe_app(const AppView& app);
+  // The SparkApplication was deleted, or recording the decision on it failed: a job
+  // not yet placed is withdrawn (a later informer event submits it again).
+  void forget_app(const std::string& cluster, const std::string& ns, const std::string& name);
   // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
   void forget_pod(const PodView& pod);
   void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
@@ -129,7 +168,13 @@ class LiveScheduler {
     bool pod_group = false;
     int min_available = 0;
     std::optional<JobId> job;
-    NodeSelector selector;               // where its pods may go (the driver's, or every member's)
+    // Where its pods may go (the driver's selector, or every member's).
+    NodeSelector selector;
+    // Submitted from a multi-cluster SparkApplication: `origin` is the cluster it was
+    // created in; `cluster` stays empty until the core chooses one, and its driver pod
+    // arrives only after the application is released or copied there.
+    std::string origin;
+    std::string app_uid;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
@@ -162,6 +207,8 @@ class LiveScheduler {
   void reclaim(Gang& g, const Decision& d);
   void event(Tracked& t, const std::string& reason, const std::string& message, bool warning);
   Tracked* driver_of(Gang& g);
+  void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
+  void place_app(const std::string& key, JobId job);
   void emit_pending_events();
 
   LiveOptions options_;

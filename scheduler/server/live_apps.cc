@@ -1,0 +1,120 @@
+// Multi-cluster SparkApplications in the live loop (see docs/scheduler.md, "Multi-cluster
+// placement"). An application labelled gleaner.io/multi-cluster=true and created with
+// spec.suspend=true is held by its own cluster's operator; here it becomes a core job
+// before it has any pod. When the core admits it, the chosen cluster is recorded on the
+// origin (annotation gleaner.io/placement) and, for another cluster, a copy is created
+// there; the gang is then keyed and pinned like any gang of that cluster, and the driver
+// pod the operator creates takes the room the core reserved.
+#include <spdlog/spdlog.h>
+
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::server {
+
+namespace {
+
+std::string app_key(const std::string& cluster, const std::string& ns, const std::string& name) {
+  return "app:" + cluster + "/" + ns + "/" + name;
+}
+
+}  // namespace
+
+void LiveScheduler::observe_app(const AppView& app) {
+  std::lock_guard lock(mu_);
+  const std::string key = app_key(app.cluster, app.ns, app.name);
+  auto it = gangs_.find(key);
+  if (!app.placement.empty()) {
+    // Decided (by us before a restart, or it is a copy we made): nothing to place.
+    return;
+  }
+  if (it != gangs_.end()) return;  // already queued
+  Gang g;
+  g.key = key;
+  g.ns = app.ns;
+  g.name = app.name;
+  g.origin = app.cluster;
+  g.app_uid = app.uid;
+  g.first_seen = steady_s();
+  // Kept (without a job when it cannot be placed) so that each warning is written once.
+  Gang& added = gangs_[key] = std::move(g);
+  if (!app.suspended) {
+    // Its operator may already be running it here: placing it elsewhere could run it
+    // twice. Its pods are scheduled in this cluster like any application's.
+    app_event(added, "GleanerNotSuspended",
+              "multi-cluster placement needs spec.suspend: true at creation; the application "
+              "runs in its own cluster",
+              true);
+    return;
+  }
+  if (!app.selector_error.empty()) {
+    app_event(added, "GleanerUnsupportedAffinity", app.selector_error, true);
+    return;
+  }
+  added.selector = app.selector;
+  submit(added, app.shape, 0, app.queue);
+}
+
+void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns,
+                               const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = gangs_.find(app_key(cluster, ns, name));
+  if (it == gangs_.end()) return;
+  if (it->second.job) {
+    if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
+    job_gang_.erase(*it->second.job);
+  }
+  gangs_.erase(it);
+}
+
+void LiveScheduler::place_app(const std::string& key, JobId job) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end()) return;
+  const Job& j = core_.job(job);
+  const std::string target = core_.clusters().cluster_name(*j.cluster);
+  Gang g = std::move(it->second);
+  gangs_.erase(it);
+  const std::string placed_key = target + "/" + g.ns + "/" + g.name;
+  if (gangs_.contains(placed_key)) {
+    // Pods of another application of that name already use the key there.
+    spdlog::warn(
+        "application {}/{} from cluster {}: cluster {} already has an application of "
+        "that name; not placed",
+        g.ns, g.name, g.origin, target);
+    if (Status s = core_.withdraw(job); !s) spdlog::warn("{}", s.error().message);
+    job_gang_.erase(job);
+    return;
+  }
+  // From now on the job stays in `target`: a reclaim re-queues it there, since the
+  // application (or its copy) lives in that cluster now.
+  if (Status s = core_.set_node_selector(
+          job, merge_selectors(g.selector, NodeSelector{{{kClusterLabel, target}}, {}}));
+      !s) {
+    spdlog::warn("{}", s.error().message);
+  }
+  Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
+  a.target = target;
+  a.message = "placed into member cluster " + target + " (driver on node " +
+              core_.clusters().node(j.pods[0].node).name + ")";
+  g.cluster = target;
+  g.key = placed_key;
+  g.last_event.clear();
+  job_gang_[job] = placed_key;
+  gangs_.emplace(placed_key, std::move(g));
+  if (actions_) actions_(std::move(a));
+}
+
+void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,
+                              bool warning) {
+  if (g.last_event == message) return;
+  g.last_event = message;
+  metrics_.event_emitted();
+  if (!actions_) return;
+  Action a{ActionKind::kEvent, g.origin, g.ns, g.name, g.app_uid};
+  a.object_kind = "SparkApplication";
+  a.reason = reason;
+  a.message = message;
+  a.warning = warning;
+  actions_(std::move(a));
+}
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,150 @@
+// Multi-cluster placement of SparkApplications against two instances of the test API
+// server as member clusters a and b: an application created (suspended) in a whose gang
+// fits only in b is copied into b, with a's copy annotated and left suspended, and its
+// driver (created in b, as b's operator would) is bound there; one that fits in a stays
+// in a and is released there.
+#include <gtest/gtest.h>
+
+#include "test/scheduler/live/member_clusters.h"
+
+namespace gleaner::scheduler {
+namespace {
+
+using gleaner::testing::eventually;
+
+// One driver and two executors of 1 core each (memory 512m + 384m overhead).
+Json multi_cluster_app(const std::string& name, bool suspend = true) {
+  return Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+              {"kind", "SparkApplication"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "default"},
+                {"labels", {{"gleaner.io/multi-cluster", "true"}, {"team", "ads"}}}}},
+              {"spec",
+               {{"type", "Scala"},
+                {"suspend", suspend},
+                {"mainClass", "Pi"},
+                {"driver", {{"cores", 1}, {"memory", "512m"}}},
+                {"executor", {{"cores", 1}, {"instances", 2}, {"memory", "512m"}}}}}};
+}
+
+// The driver pod an operator creates for application `app`.
+Json operator_driver(const std::string& app) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", app + "-driver"},
+                {"namespace", "default"},
+                {"labels", {{"spark-role", "driver"}, {"sparkoperator.k8s.io/app-name", app}}}}},
+              {"spec",
+               {{"schedulerName", "gleaner-scheduler"},
+                {"containers", {{{"name", "spark"}, {"image", "spark"}}}}}}};
+}
+
+class MultiClusterLiveTest : public live_testing::MemberClusters {
+ protected:
+  void SetUp() override {
+    if (!start_servers({"a", "b"})) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py";
+    ASSERT_TRUE(member("a").add_node("a1"));
+    ASSERT_TRUE(member("b").add_node("b1"));
+    connect();
+  }
+  Json app(const std::string& cluster, const std::string& name) {
+    return member(cluster).get(kube::spark_applications_path("default") + "/" + name);
+  }
+  static std::string annotation(const Json& obj, const std::string& key) {
+    const Json& a = obj["metadata"].value("annotations", Json::object());
+    return a.value(key, "");
+  }
+};
+
+TEST_F(MultiClusterLiveTest, AppThatFitsOnlyInAnotherClusterIsCopiedThere) {
+  report("a", "a1", 2000);  // the gang needs 3 CPUs: a cannot take it
+  report("b", "b1", 8000);
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+
+  const Json copy = app("b", "pi");
+  EXPECT_EQ(annotation(copy, "gleaner.io/origin-cluster"), "a");
+  EXPECT_EQ(annotation(copy, "gleaner.io/placement"), "b");
+  EXPECT_EQ(copy["spec"]["suspend"], false);
+  EXPECT_EQ(copy["spec"]["mainClass"], "Pi");
+  EXPECT_EQ(copy["spec"]["executor"]["instances"], 2);
+  EXPECT_EQ(copy["metadata"]["labels"]["team"], "ads");
+  // The origin records the decision and stays suspended; an Event says where it went.
+  const Json origin = app("a", "pi");
+  EXPECT_EQ(annotation(origin, "gleaner.io/placement"), "b");
+  EXPECT_EQ(origin["spec"]["suspend"], true);
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& [r, m] : member("a").events_about("pi"))
+      if (r == "GleanerPlacedRemote" && m.find("member cluster b") != std::string::npos)
+        return true;
+    return false;
+  }));
+
+  // b's operator creates the driver: it takes the room the core reserved on b1.
+  ASSERT_TRUE(member("b").create(kube::pods_path("default"), operator_driver("pi")));
+  ASSERT_TRUE(schedule_until([&] { return member("b").node_of("pi-driver") == "b1"; }));
+  auto jobs = live_->jobs_json()["jobs"];
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0]["cluster"], "b");
+  EXPECT_EQ(jobs[0]["phase"], "Admitted");
+  // b1 holds the whole gang (driver plus both executors' reservations).
+  EXPECT_EQ(live_->nodes_json()["nodes"][1]["free"]["cpuMillicores"], 5000);
+}
+
+TEST_F(MultiClusterLiveTest, AppThatFitsInItsOwnClusterStaysAndIsReleased) {
+  // Best fit alone would choose b (nothing left over); the origin goes first.
+  report("a", "a1", 8000);
+  report("b", "b1", 3000);
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(
+      schedule_until([&] { return annotation(app("a", "pi"), "gleaner.io/placement") == "a"; }));
+  EXPECT_EQ(app("a", "pi")["spec"]["suspend"], false);
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+
+  ASSERT_TRUE(member("a").create(kube::pods_path("default"), operator_driver("pi")));
+  ASSERT_TRUE(schedule_until([&] { return member("a").node_of("pi-driver") == "a1"; }));
+  EXPECT_EQ(live_->jobs_json()["jobs"][0]["cluster"], "a");
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+}
+
+TEST_F(MultiClusterLiveTest, AppThatFitsNowhereWaitsWithAnEvent) {
+  report("a", "a1", 1000);
+  report("b", "b1", 2000);
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(schedule_until([&] {
+    for (const auto& [r, m] : member("a").events_about("pi"))
+      if (r == "GleanerUnschedulable") return true;
+    return false;
+  }));
+  EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "");
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+  // b grows: the application goes there.
+  report("b", "b1", 4000);
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "b");
+}
+
+TEST_F(MultiClusterLiveTest, AppNotSuspendedIsLeftToItsOwnClusterWithAWarning) {
+  report("a", "a1", 2000);
+  report("b", "b1", 8000);
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"),
+                                 multi_cluster_app("pi", /*suspend=*/false)));
+  ASSERT_TRUE(schedule_until([&] {
+    for (const auto& [r, m] : member("a").events_about("pi"))
+      if (r == "GleanerNotSuspended") return true;
+    return false;
+  }));
+  for (int i = 0; i < 5; ++i)
+    live_->tick();
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+  EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "");
+  EXPECT_TRUE(live_->jobs_json()["jobs"].empty());
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler
