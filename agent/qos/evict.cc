@@ -106,12 +106,27 @@ Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
       !strategy.cpu_evict_be_satisfaction_upper_percent) {
     return plan;
   }
-  int64_t be_usage = 0;
+  int64_t be_usage = be_cpu_usage(snap);
   int64_t be_request = 0;
   for (const auto& pod : snap.pods) {
-    if (!is_labelled_be(pod)) continue;
-    if (const auto* u = snap.pod_usage(pod.pod.key())) be_usage += u->cpu_milli;
-    be_request += pod.batch.cpu_request_milli;
+    if (is_labelled_be(pod)) be_request += pod.batch.cpu_request_milli;
+  }
+  if (const auto& window = strategy.cpu_evict_time_window_seconds) {
+    const double from = now_s - static_cast<double>(*window);
+    double oldest = now_s;
+    int64_t usage_sum = be_usage;
+    int64_t limit_sum = be_limit_milli;
+    int64_t n = 1;
+    for (const auto& s : state.be_cpu_history) {
+      if (s.at_s < from || s.at_s >= now_s) continue;
+      oldest = std::min(oldest, s.at_s);
+      usage_sum += s.usage_milli;
+      limit_sum += s.limit_milli;
+      ++n;
+    }
+    if (now_s - oldest < static_cast<double>(*window) / 2) return plan;  // not a trend yet
+    be_usage = usage_sum / n;
+    be_limit_milli = limit_sum / n;
   }
   if (be_request <= 0 || be_limit_milli <= 0) return plan;
   // Only when BE actually runs into its limit: otherwise it is not starved, just idle.
@@ -142,6 +157,25 @@ Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
   }
   plan.evictions = choose(std::move(candidates), released, need, kReasonCpuEvict);
   return plan;
+}
+
+int64_t be_cpu_usage(const snapshot::NodeSnapshot& snap) {
+  int64_t usage = 0;
+  for (const auto& pod : snap.pods) {
+    if (!is_labelled_be(pod)) continue;
+    if (const auto* u = snap.pod_usage(pod.pod.key())) usage += u->cpu_milli;
+  }
+  return usage;
+}
+
+void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& strategy,
+                   BeCpuSample sample) {
+  auto& history = state.be_cpu_history;
+  const double window = static_cast<double>(strategy.cpu_evict_time_window_seconds.value_or(0));
+  history.push_back(sample);
+  while (!history.empty() && history.front().at_s < sample.at_s - window)
+    history.pop_front();
+  if (window <= 0) history.clear();
 }
 
 void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,

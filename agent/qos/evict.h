@@ -23,9 +23,20 @@ int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
 
 // When BE usage >= usageThreshold% of its real limit and limit / Σ batch-cpu requests <=
 // lower%, frees batch-cpu requests worth requests * (upper% - satisfaction%).
+// With cpuEvictTimeWindowSeconds set, usage and limit are the averages of this pass and the
+// earlier passes in `state.be_cpu_history` within the window, and nothing is evicted until
+// the history covers at least half the window: one starved sample is not a trend.
 Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
                     const config::ResourceThresholdStrategy& strategy, int64_t be_limit_milli,
                     const QosState& state, double now_s, bool stale);
+
+// Σ CPU usage of the pods labelled BE, from the snapshot.
+int64_t be_cpu_usage(const snapshot::NodeSnapshot& snap);
+
+// Appends this pass's BE figures to the history and drops samples older than the window
+// (all of them when no window is configured).
+void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& strategy,
+                   BeCpuSample sample);
 
 // Records the evictions of `plan` in `state` (cool-downs, pods asked to leave) and drops
 // pods that are gone from the snapshot.

@@ -46,6 +46,7 @@ Plan QosEngine::run(const QosInputs& in) {
       be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, reader);
   Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
   record_evictions(cpu, snap, in.now_s, state_);
+  if (!in.stale) record_be_cpu(state_, in.threshold, {in.now_s, be_cpu_usage(snap), be_limit});
   append(plan, std::move(memory));
   append(plan, std::move(cpu));
   return plan;

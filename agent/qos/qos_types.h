@@ -5,6 +5,7 @@
 // evictions. The daemon and `gleaner-agent plan` hand them to the executors.
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,10 +73,18 @@ class QosReader {
 };
 
 // The persistent state of the strategies across ticks (cool-downs, evicted pods).
+// One full pass's BE CPU figures, kept for cpuEvictTimeWindowSeconds.
+struct BeCpuSample {
+  double at_s = 0;
+  int64_t usage_milli = 0;
+  int64_t limit_milli = 0;
+};
+
 struct QosState {
   std::optional<double> last_memory_evict_s;
   std::optional<double> last_cpu_evict_s;
   std::map<std::string, double> evicted_at_s;  // pod key -> when we asked for its eviction
+  std::deque<BeCpuSample> be_cpu_history;      // oldest first, earlier passes only
 };
 
 // Everything one full reconcile pass needs.

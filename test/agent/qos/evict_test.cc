@@ -138,5 +138,45 @@ TEST(CpuEvict, NotWhenSatisfiedOrIdleOrUnconfiguredOrCooling) {
   EXPECT_TRUE(plan_cpu_evict(snap, cpu_evict(), 4000, {}, 0, true).evictions.empty());
 }
 
+config::ResourceThresholdStrategy windowed(int64_t seconds) {
+  auto s = cpu_evict();
+  s.cpu_evict_time_window_seconds = seconds;
+  return s;
+}
+
+TEST(CpuEvict, WindowAveragesUsageAndLimitOverEarlierPasses) {
+  // Now: limited to 4 cores (40%), using 3.8: starved. Over the window the limit averaged
+  // 7 cores (70%, above lower 60%): not starved on average, nothing is evicted.
+  auto snap = make_snapshot({}, {be("a", 1, "0", "3800m", "10000")});
+  QosState state;
+  for (double at : {7.0, 8.0, 9.0})
+    record_be_cpu(state, windowed(5), {at, 7500, 8000});
+  EXPECT_TRUE(plan_cpu_evict(snap, windowed(5), 4000, state, 10, false).evictions.empty());
+  // The same figures starved throughout: the average is starved too.
+  QosState starved;
+  for (double at : {7.0, 8.0, 9.0})
+    record_be_cpu(starved, windowed(5), {at, 3800, 4000});
+  EXPECT_EQ(plan_cpu_evict(snap, windowed(5), 4000, starved, 10, false).evictions.size(), 1u);
+}
+
+TEST(CpuEvict, WindowWaitsUntilHalfOfItIsCovered) {
+  auto snap = make_snapshot({}, {be("a", 1, "0", "3800m", "10000")});
+  QosState state;
+  record_be_cpu(state, windowed(10), {8, 3800, 4000});  // 2 s of a 10 s window
+  EXPECT_TRUE(plan_cpu_evict(snap, windowed(10), 4000, state, 10, false).evictions.empty());
+  state.be_cpu_history = {{4, 3800, 4000}, {8, 3800, 4000}};  // 6 s covered
+  EXPECT_EQ(plan_cpu_evict(snap, windowed(10), 4000, state, 10, false).evictions.size(), 1u);
+}
+
+TEST(CpuEvict, HistoryKeepsOnlyTheWindow) {
+  QosState state;
+  for (double at = 0; at <= 20; at += 1)
+    record_be_cpu(state, windowed(5), {at, 1, 1});
+  ASSERT_FALSE(state.be_cpu_history.empty());
+  EXPECT_GE(state.be_cpu_history.front().at_s, 15);
+  record_be_cpu(state, cpu_evict(), {21, 1, 1});  // window removed from the config
+  EXPECT_TRUE(state.be_cpu_history.empty());
+}
+
 }  // namespace
 }  // namespace gleaner::agent::qos
