@@ -20,6 +20,7 @@
 #include "reporter/metrics/metrics_server.h"
 #include "test/reporter/http_get.h"
 #include "test/reporter/report_fixtures.h"
+#include "test/support/eventually.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::reporter {
@@ -63,15 +64,11 @@ class ChildProcess {
   ~ChildProcess() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGTERM);
-    auto deadline = std::chrono::steady_clock::now() + 10s;
     int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
+    if (!gleaner::testing::eventually([&] { return ::waitpid(pid_, &status, WNOHANG) != 0; }, 10s,
+                                      10ms)) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
     }
   }
   [[nodiscard]] bool running() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
@@ -97,18 +94,20 @@ std::string url_encode(const std::string& s) {
 // Asks Prometheus for `query` until it returns a sample or the deadline passes.
 std::optional<double> query_until_present(uint16_t port, const std::string& query,
                                           std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto res = http_get(port, "/api/v1/query?query=" + url_encode(query));
-    if (res && res->status == 200) {
-      auto json = parse_json(res->body, "prometheus query");
-      if (json && (*json)["status"] == "success" && !(*json)["data"]["result"].empty()) {
-        return std::stod((*json)["data"]["result"][0]["value"][1].get<std::string>());
-      }
-    }
-    std::this_thread::sleep_for(100ms);  // poll interval of a deadline-bounded wait
-  }
-  return std::nullopt;
+  std::optional<double> value;
+  gleaner::testing::eventually(
+      [&] {
+        auto res = http_get(port, "/api/v1/query?query=" + url_encode(query));
+        if (!res || res->status != 200) return false;
+        auto json = parse_json(res->body, "prometheus query");
+        if (!json || (*json)["status"] != "success" || (*json)["data"]["result"].empty()) {
+          return false;
+        }
+        value = std::stod((*json)["data"]["result"][0]["value"][1].get<std::string>());
+        return true;
+      },
+      timeout, 100ms);  // each poll is a query to the real Prometheus
+  return value;
 }
 
 class PrometheusScrape : public ::testing::Test {

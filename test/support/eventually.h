@@ -8,14 +8,15 @@
 
 namespace gleaner::testing {
 
-// Polls `condition` (every millisecond) until it holds or `deadline` passes; returns whether
-// it held.
+// Polls `condition` (every `poll`) until it holds or `deadline` passes; returns whether it
+// held. A condition that costs a request to a real server deserves a longer poll.
 inline bool eventually(const std::function<bool()>& condition,
-                       std::chrono::milliseconds deadline = std::chrono::seconds(10)) {
+                       std::chrono::milliseconds deadline = std::chrono::seconds(10),
+                       std::chrono::milliseconds poll = std::chrono::milliseconds(1)) {
   const auto end = std::chrono::steady_clock::now() + deadline;
   while (std::chrono::steady_clock::now() < end) {
     if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // poll interval, not a wait
+    std::this_thread::sleep_for(poll);  // poll interval, not a wait
   }
   return condition();
 }
