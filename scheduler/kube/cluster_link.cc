@@ -265,11 +265,11 @@ void ClusterLink::place_app(const server::Action& a) {
   if (!r) {
     spdlog::warn("cluster {}: record placement of SparkApplication {}/{}: {}", options_.name, a.ns,
                  a.name, r.error().message);
-    live_.forget_app(options_.name, a.ns, a.name);
-    std::lock_guard lock(mu_);
-    forwarded_.erase(a.ns + "/" + a.name);
+    // Gone: its job gives the room back. Otherwise the live loop sends this again.
+    if (r.error().code == ErrorCode::kNotFound) live_.forget_app(options_.name, a.ns, a.name);
     return;
   }
+  live_.app_recorded(options_.name, a.ns, a.name);
   server::Action note{server::ActionKind::kEvent, options_.name, a.ns, a.name, a.uid};
   note.object_kind = "SparkApplication";
   if (a.target == options_.name) {

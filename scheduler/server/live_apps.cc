@@ -13,6 +13,9 @@ namespace gleaner::scheduler::server {
 
 namespace {
 
+// Until the origin confirms the decision, kPlaceApp is sent again this often.
+constexpr double kPlaceAppRetrySeconds = 5;
+
 std::string app_key(const std::string& cluster, const std::string& ns, const std::string& name) {
   return "app:" + cluster + "/" + ns + "/" + name;
 }
@@ -28,6 +31,7 @@ void LiveScheduler::observe_app(const AppView& app) {
     return;
   }
   if (it != gangs_.end()) return;  // already queued
+  if (placed_apps_.contains(app.cluster + "/" + app.ns + "/" + app.name)) return;
   Gang g;
   g.key = key;
   g.ns = app.ns;
@@ -58,11 +62,25 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
                                const std::string& name) {
   std::lock_guard lock(mu_);
   auto it = gangs_.find(app_key(cluster, ns, name));
-  if (it == gangs_.end()) return;
-  if (it->second.job) {
-    if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
-    job_gang_.erase(*it->second.job);
+  if (auto placed = placed_apps_.find(cluster + "/" + ns + "/" + name);
+      placed != placed_apps_.end()) {
+    // Placed already. Released in its own cluster and still waiting for its driver:
+    // that driver will not come, the room goes back. Copied elsewhere: the copy is an
+    // application of that cluster now and keeps its room.
+    it = gangs_.find(placed->second);
+    const bool remote = it != gangs_.end() && it->second.cluster != cluster;
+    placed_apps_.erase(placed);
+    if (it == gangs_.end() || remote || !it->second.members.empty() ||
+        !it->second.waiting.empty()) {
+      return;
+    }
   }
+  if (it == gangs_.end()) return;
+  if (it->second.job && core_.job(*it->second.job).phase != JobPhase::kCompleted &&
+      core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
+    if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
+  }
+  if (it->second.job) job_gang_.erase(*it->second.job);
   gangs_.erase(it);
 }
 
@@ -91,16 +109,40 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
       !s) {
     spdlog::warn("{}", s.error().message);
   }
-  Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
-  a.target = target;
-  a.message = "placed into member cluster " + target + " (driver on node " +
-              core_.clusters().node(j.pods[0].node).name + ")";
+  g.app_message = "placed into member cluster " + target + " (driver on node " +
+                  core_.clusters().node(j.pods[0].node).name + ")";
   g.cluster = target;
   g.key = placed_key;
   g.last_event.clear();
   job_gang_[job] = placed_key;
-  gangs_.emplace(placed_key, std::move(g));
-  if (actions_) actions_(std::move(a));
+  placed_apps_[g.origin + "/" + g.ns + "/" + g.name] = placed_key;
+  send_place_app(gangs_.emplace(placed_key, std::move(g)).first->second);
+}
+
+void LiveScheduler::send_place_app(Gang& g) {
+  g.app_retry_at = steady_s() + kPlaceAppRetrySeconds;
+  if (!actions_) return;
+  Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
+  a.target = g.cluster;
+  a.message = g.app_message;
+  actions_(std::move(a));
+}
+
+void LiveScheduler::retry_app_placements() {
+  const double now = steady_s();
+  for (auto& [key, g] : gangs_) {
+    if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
+      send_place_app(g);
+    }
+  }
+}
+
+void LiveScheduler::app_recorded(const std::string& cluster, const std::string& ns,
+                                 const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto placed = placed_apps_.find(cluster + "/" + ns + "/" + name);
+  if (placed == placed_apps_.end()) return;
+  if (auto it = gangs_.find(placed->second); it != gangs_.end()) it->second.app_recorded = true;
 }
 
 void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,

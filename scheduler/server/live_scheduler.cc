@@ -440,6 +440,7 @@ void LiveScheduler::tick() {
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
   emit_pending_events();
+  retry_app_placements();
 }
 
 void LiveScheduler::handle(const std::vector<Decision>& decisions) {

@@ -148,6 +148,8 @@ class LiveScheduler {
   // The SparkApplication was deleted, or recording the decision on it failed: a job
   // not yet placed is withdrawn (a later informer event submits it again).
   void forget_app(const std::string& cluster, const std::string& ns, const std::string& name);
+  // The origin recorded the placement (and asked for the copy): stop re-sending it.
+  void app_recorded(const std::string& cluster, const std::string& ns, const std::string& name);
   // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
   void forget_pod(const PodView& pod);
   void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
@@ -175,6 +177,11 @@ class LiveScheduler {
     // arrives only after the application is released or copied there.
     std::string origin;
     std::string app_uid;
+    // Placed: whether the origin confirmed recording the decision; until it does, the
+    // kPlaceApp action is sent again every few seconds (it is idempotent).
+    bool app_recorded = false;
+    double app_retry_at = 0;
+    std::string app_message;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
@@ -209,6 +216,8 @@ class LiveScheduler {
   Tracked* driver_of(Gang& g);
   void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
   void place_app(const std::string& key, JobId job);
+  void send_place_app(Gang& g);
+  void retry_app_placements();
   void emit_pending_events();
 
   LiveOptions options_;
@@ -222,6 +231,9 @@ class LiveScheduler {
   std::map<std::string, Gang> gangs_;    // key
   std::map<JobId, std::string> job_gang_;
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
+  // origin/ns/name of multi-cluster applications placed by this process -> gang key:
+  // one decision per application, even before the origin's informer shows it.
+  std::map<std::string, std::string> placed_apps_;
   uint64_t submissions_ = 0;                   // numbers core job names
 };
 

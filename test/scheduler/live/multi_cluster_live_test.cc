@@ -129,6 +129,40 @@ TEST_F(MultiClusterLiveTest, AppThatFitsNowhereWaitsWithAnEvent) {
   EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "b");
 }
 
+TEST_F(MultiClusterLiveTest, DeletedBeforePlacementGivesUpItsQueuePlace) {
+  report("a", "a1", 1000);
+  report("b", "b1", 1000);
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  auto phase = [&] {
+    auto jobs = live_->jobs_json()["jobs"];
+    return jobs.empty() ? std::string() : jobs[0]["phase"].get<std::string>();
+  };
+  ASSERT_TRUE(schedule_until([&] { return phase() == "Pending"; }));
+  ASSERT_TRUE(member("a").client->remove(kube::spark_applications_path("default") + "/pi").ok());
+  ASSERT_TRUE(schedule_until([&] { return phase() == "Withdrawn"; }));
+  // Room appearing later places nothing.
+  report("b", "b1", 8000);
+  live_->tick();
+  EXPECT_EQ(live_->nodes_json()["nodes"][1]["free"]["cpuMillicores"], 8000);
+}
+
+TEST_F(MultiClusterLiveTest, RecordedPlacementWithoutItsCopyGetsTheCopy) {
+  // A scheduler that stopped between recording the decision on the origin and creating
+  // the copy: the next one finds the origin annotated and creates the copy, placing
+  // nothing anew.
+  report("a", "a1", 8000);
+  report("b", "b1", 8000);
+  Json recorded = multi_cluster_app("pi");
+  recorded["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), recorded));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-cluster"), "a");
+  EXPECT_EQ(app("b", "pi")["spec"]["suspend"], false);
+  EXPECT_EQ(app("a", "pi")["spec"]["suspend"], true);
+  EXPECT_TRUE(live_->jobs_json()["jobs"].empty());
+}
+
 TEST_F(MultiClusterLiveTest, AppNotSuspendedIsLeftToItsOwnClusterWithAWarning) {
   report("a", "a1", 2000);
   report("b", "b1", 8000);
