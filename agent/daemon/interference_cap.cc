@@ -28,6 +28,29 @@ void InterferenceCap::update(bpf::InterferenceAction action, int64_t current_quo
   }
 }
 
+void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be_cpus) {
+  switch (action) {
+    case bpf::InterferenceAction::kTightenNow: {
+      // The same step the cpuset policy grows BE by.
+      const int step = std::max((cpus_ + 9) / 10, 1);
+      const int base = std::min(cpu_ceiling_.value_or(current_be_cpus), current_be_cpus);
+      // At the floor already (always, on a node with 2 CPUs): nothing left to take.
+      cpu_ceiling_ = std::max(base - step, std::min(qos::kMinSuppressCpus, current_be_cpus));
+      break;
+    }
+    case bpf::InterferenceAction::kHold:
+      break;
+    case bpf::InterferenceAction::kRelaxAllowed:
+      cpu_ceiling_.reset();
+      break;
+  }
+}
+
+void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
+                                    qos::QosReader& reader) const {
+  if (cpu_ceiling_) qos::cap_be_cpuset(plan, ctx, reader, *cpu_ceiling_, "interference");
+}
+
 void InterferenceCap::filter(std::vector<cgroup::CgroupWrite>& writes,
                              int64_t current_quota_us) const {
   if (!ceiling_) return;

@@ -1,8 +1,11 @@
 #pragma once
-// Turns the interference rule's verdicts into a ceiling on the besteffort CPU quota (the
-// cfsQuota suppress policy): "tighten now" lowers the ceiling one suppress step (10% of
-// capacity, floor 2000 us), "hold" keeps it, "relax allowed" lifts it so the usage rules
-// decide again. Pure: the daemon feeds verdicts and filters plans through it.
+// Turns the interference rule's verdicts into a ceiling on what best-effort work may use:
+// with the cfsQuota suppress policy a ceiling on the besteffort CPU quota ("tighten now"
+// lowers it one suppress step, 10% of capacity, floor 2000 us), with the cpuset policy a
+// ceiling on the number of BE CPUs ("tighten now" takes one step, ceil(10% of the node's
+// CPUs), off what BE holds, never below qos::kMinSuppressCpus). "hold" keeps a ceiling,
+// "relax allowed" lifts it so the usage rules decide again. Pure: the daemon feeds
+// verdicts and filters plans through it.
 
 #include <cstdint>
 #include <optional>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "agent/bpf/interference.h"
+#include "agent/qos/cpu_suppress.h"
 #include "cgroup/executor.h"
 
 namespace gleaner::agent {
@@ -27,11 +31,19 @@ class InterferenceCap {
   void filter(std::vector<cgroup::CgroupWrite>& writes, int64_t current_quota_us) const;
   [[nodiscard]] std::optional<int64_t> ceiling() const { return ceiling_; }
 
+  // The cpuset policy's counterpart: `current_be_cpus` is how many CPUs BE holds now.
+  void update_cpus(bpf::InterferenceAction action, int current_be_cpus);
+  // Caps a cpuset-policy plan at the CPU ceiling (qos::cap_be_cpuset); no-op without one.
+  void filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
+                     qos::QosReader& reader) const;
+  [[nodiscard]] std::optional<int> cpu_ceiling() const { return cpu_ceiling_; }
+
  private:
   std::string be_qos_dir_;
   int cpus_;
   int64_t period_us_;
   std::optional<int64_t> ceiling_;
+  std::optional<int> cpu_ceiling_;
 };
 
 }  // namespace gleaner::agent

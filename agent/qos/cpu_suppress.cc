@@ -27,22 +27,23 @@ std::vector<int> reserved_cpu_list(const kube::StringMap& annotations) {
   return list ? *list : std::vector<int>{};
 }
 
-void add_write(Plan& plan, Resource r, const std::string& cg, std::string value) {
-  plan.writes.push_back({r, cg, std::move(value), kReasonCpuSuppress});
+void add_write(Plan& plan, Resource r, const std::string& cg, std::string value,
+               const std::string& reason = kReasonCpuSuppress) {
+  plan.writes.push_back({r, cg, std::move(value), reason});
 }
 
 // Cpuset writes to the BE QoS dir and every BE pod/container dir that has a CPU list of
 // its own (v2 leaves children empty, meaning "inherit"; those are left alone). The
 // executor orders them parents-first when widening, children-first when narrowing.
 void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
-                   const std::vector<int>& cpus) {
+                   const std::vector<int>& cpus, const std::string& reason = kReasonCpuSuppress) {
   const std::string list = cgroup::format_cpu_list(cpus);
   if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir)) {
-    add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list);
+    add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list, reason);
   }
   for (const auto& dir : ctx.be_dirs) {
     auto current = reader.logical(Resource::kCpusetCpus, dir);
-    if (current && !current->empty()) add_write(plan, Resource::kCpusetCpus, dir, list);
+    if (current && !current->empty()) add_write(plan, Resource::kCpusetCpus, dir, list, reason);
   }
 }
 
@@ -194,6 +195,39 @@ int next_cpu_count(int64_t suppress_milli, int current_count, int available, boo
     want = std::min(want, current_count + step);
   }
   return std::max(want, std::min(kMinSuppressCpus, available));
+}
+
+int capped_cpu_count(int count, int max_cpus, int available) {
+  count = std::min(count, available);
+  return std::max(std::min(count, max_cpus), std::min(kMinSuppressCpus, count));
+}
+
+void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
+                   const std::string& reason) {
+  auto order = be_universe_order(ctx, reader);
+  if (order.empty()) return;
+  const int available = static_cast<int>(order.size());
+  // What BE gets after this plan: its planned write, else what it holds now (an empty v2
+  // cpuset.cpus inherits the parent's: every CPU).
+  std::optional<int> count;
+  for (const auto& w : plan.writes) {
+    if (w.resource != Resource::kCpusetCpus || w.cgroup != ctx.be_qos_dir) continue;
+    if (auto ids = cgroup::parse_cpu_list(w.value); ids.ok()) count = static_cast<int>(ids->size());
+  }
+  if (!count) {
+    auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
+    count = current && !current->empty() ? static_cast<int>(current->size()) : available;
+  }
+  const int limit = capped_cpu_count(*count, max_cpus, available);
+  if (limit >= *count) return;
+  const std::set<std::string> be_dirs(ctx.be_dirs.begin(), ctx.be_dirs.end());
+  std::erase_if(plan.writes, [&](const cgroup::CgroupWrite& w) {
+    return w.resource == Resource::kCpusetCpus &&
+           (w.cgroup == ctx.be_qos_dir || be_dirs.count(w.cgroup) > 0);
+  });
+  std::vector<int> chosen(order.begin(), order.begin() + limit);
+  std::sort(chosen.begin(), chosen.end());
+  write_cpusets(plan, ctx, reader, chosen, reason);
 }
 
 Plan plan_cpu_suppress(const SuppressContext& ctx,

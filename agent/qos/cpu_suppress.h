@@ -63,4 +63,15 @@ std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli
 // of CPUs BE may use at all.
 int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale);
 
+// An outside ceiling on the BE cpuset (the interference rule's): BE keeps at most
+// `max_cpus` of the `available` CPUs, never fewer than kMinSuppressCpus (or all of them
+// when there are fewer), and never more than `count`, what it would get otherwise.
+int capped_cpu_count(int count, int max_cpus, int available);
+
+// Applies that ceiling to a cpuset-policy plan, in the policy's CPU order: BE cpuset writes
+// above it are replaced, and writes are added when BE holds more CPUs now and the plan did
+// not change them. `reason` labels the writes.
+void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
+                   const std::string& reason);
+
 }  // namespace gleaner::agent::qos
