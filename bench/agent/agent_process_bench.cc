@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -227,13 +228,26 @@ class PodSet {
   int next_id_ = 0;
 };
 
-std::vector<std::string> agent_argv(const std::string& root, const std::string& pods_file,
-                                    uint16_t port) {
-  return {GLEANER_AGENT_BINARY, "run",        "--cgroup-root",  root,
-          "--pods-file",        pods_file,    "--metrics-addr", "127.0.0.1:" + std::to_string(port),
-          "--node-name",        "bench-node", "--interval",     "1000",
-          "--log-level",        "error"};
-}
+// N scratch pods listed in a pods file, and `gleaner-agent run` as shipped over them.
+struct AgentOverPods {
+  gleaner::testing::ScratchCgroups scratch;
+  gleaner::testing::TempDir files;
+  PodSet pods{scratch, files};
+  uint16_t port = free_port();
+  std::unique_ptr<Child> agent;
+
+  explicit AgentOverPods(int n) {
+    for (int i = 0; i < n; ++i)
+      pods.add();
+    pods.write();
+    agent = std::make_unique<Child>(std::vector<std::string>{
+        GLEANER_AGENT_BINARY, "run", "--cgroup-root", scratch.root(), "--pods-file", pods.path(),
+        "--metrics-addr", "127.0.0.1:" + std::to_string(port), "--node-name", "bench-node",
+        "--interval", "1000", "--log-level", "error"});
+  }
+  // The agent is up and serving /metrics.
+  bool serving() { return wait_serving(port, *agent); }
+};
 
 void print_row(const char* what, int pods, const Measured& m) {
   std::printf("| %s | %d | %.2f | %.1f | %.2f | %.2f | %.0f | %d |\n", what, pods, m.cpu_percent,
@@ -263,43 +277,31 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
   }
   for (int n : sizes) {
     if (g_interrupted) return;
-    gleaner::testing::ScratchCgroups scratch;
-    gleaner::testing::TempDir files;
-    PodSet pods(scratch, files);
-    for (int i = 0; i < n; ++i)
-      pods.add();
-    pods.write();
-    const uint16_t port = free_port();
-    Child agent(agent_argv(scratch.root(), pods.path(), port));
-    if (!wait_serving(port, agent)) {
+    AgentOverPods run(n);
+    if (!run.serving()) {
       std::printf("| gleaner-agent | %d | did not start | | | | | |\n", n);
       continue;
     }
-    print_row("gleaner-agent (as shipped)", n, measure(agent, port, window));
+    print_row("gleaner-agent (as shipped)", n, measure(*run.agent, run.port, window));
   }
 }
 
 void soak(double minutes) {
   constexpr int kPods = 100;
-  gleaner::testing::ScratchCgroups scratch;
-  gleaner::testing::TempDir files;
-  PodSet pods(scratch, files);
-  for (int i = 0; i < kPods; ++i)
-    pods.add();
-  pods.write();
-  const uint16_t port = free_port();
-  Child agent(agent_argv(scratch.root(), pods.path(), port));
-  if (!wait_serving(port, agent)) {
+  AgentOverPods run(kPods);
+  if (!run.serving()) {
     std::printf("soak: the agent did not start\n");
     return;
   }
+  const Child& agent = *run.agent;
+  PodSet& pods = run.pods;
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double, std::ratio<60>>(minutes));
   std::vector<std::pair<double, double>> rss;  // (seconds since start, MiB)
   int replaced = 0;
   double cpu0 = process_cpu_seconds(agent.pid());
-  gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
+  gleaner::kube::HttpConnection conn({"http", "127.0.0.1", run.port}, {});
   gleaner::kube::HttpRequest req;
   req.target = "/metrics";
   int second = 0;
@@ -316,11 +318,13 @@ void soak(double minutes) {
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = (process_cpu_seconds(agent.pid()) - cpu0) / wall * 100.0;
-  // Growth after the first minute, when the process has reached its working set.
+  // Growth after the first minute (or half of a shorter run), when the process has reached
+  // its working set.
+  const double settled_s = std::min(60.0, wall / 2);
   double first = 0;
   double peak = 0;
   for (const auto& [at, mib] : rss) {
-    if (at >= 60 && first == 0) first = mib;
+    if (at >= settled_s && first == 0) first = mib;
     peak = std::max(peak, mib);
   }
   const double last = rss.empty() ? 0 : rss.back().second;
