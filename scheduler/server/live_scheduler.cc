@@ -8,11 +8,6 @@ namespace gleaner::scheduler::server {
 
 namespace {
 
-// Core node names are "cluster/node": member clusters may reuse node names.
-std::string core_name(const std::string& cluster, const std::string& node) {
-  return cluster + "/" + node;
-}
-
 bool terminal(const std::string& phase) {
   return phase == "Succeeded" || phase == "Failed";
 }
@@ -64,64 +59,6 @@ std::optional<std::string> LiveScheduler::cluster_of(const std::string& reported
 std::optional<NodeId> LiveScheduler::core_node(const std::string& cluster,
                                                const std::string& node) const {
   return core_.clusters().find_node(core_name(cluster, node));
-}
-
-std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeReport& report) {
-  std::lock_guard lock(mu_);
-  auto cluster = cluster_of(report.cluster);
-  if (!cluster) return RejectReason::kUnknownCluster;
-  const int64_t now = now_s();
-  Resources batch;
-  if (report.batch_allocatable) {
-    batch =
-        Resources{report.batch_allocatable->cpu_millicores, report.batch_allocatable->memory_bytes};
-  }
-  const std::string name = core_name(*cluster, report.node);
-  if (auto id = core_.clusters().find_node(name)) {
-    auto decisions = core_.report_node(*id, batch, now);
-    if (decisions) handle(*decisions);
-  } else {
-    NodeInfo info{name, *cluster, node_labels(*cluster, report.node), batch};
-    if (auto added = core_.clusters().upsert_node(info, now); !added) {
-      spdlog::warn("report for node {}: {}", report.node, added.error().message);
-      return RejectReason::kUnknownCluster;
-    }
-    // Pods bound there before the node's first report now take their room.
-    for (auto& [uid, t] : pods_)
-      if (t.view.cluster == *cluster && t.view.node == report.node) track_loose(t);
-  }
-  const double lag_ms = static_cast<double>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch())
-          .count() -
-      report.timestamp_unix_ms);
-  metrics_.report_accepted(lag_ms / 1000.0);
-  if (nodes_) {
-    std::optional<Resources> publish;
-    if (report.batch_allocatable) publish = batch;
-    nodes_(NodeBatch{*cluster, report.node, publish});
-  }
-  return std::nullopt;
-}
-
-Labels LiveScheduler::node_labels(const std::string& cluster, const std::string& node) const {
-  Labels labels;
-  if (auto it = node_labels_.find(core_name(cluster, node)); it != node_labels_.end()) {
-    labels = it->second;
-  }
-  labels[kClusterLabel] = cluster;  // the member cluster, whatever the Node says
-  return labels;
-}
-
-void LiveScheduler::observe_node(const std::string& cluster, const std::string& node,
-                                 const Labels& labels) {
-  std::lock_guard lock(mu_);
-  const std::string name = core_name(cluster, node);
-  auto& known = node_labels_[name];
-  if (known == labels) return;
-  known = labels;
-  if (auto id = core_.clusters().find_node(name)) {
-    core_.clusters().set_labels(*id, node_labels(cluster, node));
-  }
 }
 
 void LiveScheduler::track_loose(Tracked& t) {
@@ -426,21 +363,6 @@ void LiveScheduler::bind_done(const std::string& cluster, const std::string& uid
         *g->second.job, now_s(),
         "binding pod " + it->second.view.name + " failed: " + result.error().message)});
   }
-}
-
-void LiveScheduler::tick() {
-  std::lock_guard lock(mu_);
-  const int64_t now = now_s();
-  for (NodeId id : core_.clusters().refresh_health(now, options_.staleness)) {
-    const Node& n = core_.clusters().node(id);
-    if (n.health != NodeHealth::kDegraded || !nodes_) continue;
-    const auto slash = n.name.find('/');
-    nodes_(NodeBatch{n.name.substr(0, slash), n.name.substr(slash + 1), std::nullopt});
-  }
-  handle(core_.check_timeouts(now));
-  handle(core_.schedule(now));
-  emit_pending_events();
-  retry_app_placements();
 }
 
 void LiveScheduler::handle(const std::vector<Decision>& decisions) {

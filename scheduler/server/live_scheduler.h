@@ -34,6 +34,11 @@
 namespace gleaner::scheduler::server {
 
 inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
+
+// Core node names are "cluster/node": member clusters may reuse node names.
+inline std::string core_name(const std::string& cluster, const std::string& node) {
+  return cluster + "/" + node;
+}
 inline constexpr const char* kDefaultCluster = "default";
 
 enum class PodRole { kNone, kDriver, kExecutor, kMember };
@@ -234,7 +239,7 @@ class LiveScheduler {
   // origin/ns/name of multi-cluster applications placed by this process -> gang key:
   // one decision per application, even before the origin's informer shows it.
   std::map<std::string, std::string> placed_apps_;
-  uint64_t submissions_ = 0;                   // numbers core job names
+  uint64_t submissions_ = 0;  // numbers core job names
 };
 
 }  // namespace gleaner::scheduler::server
