@@ -86,16 +86,22 @@ struct {
   __type(value, __u64);
 } dropped SEC(".maps");
 
-/* A task's run_delay and pcount just after its last arrival that this program saw; only
- * tasks of accounted cgroups get one, and it is freed with the task. */
+/* A task's run_delay and pcount just after its last arrival that this program saw, in a
+ * direct-mapped table indexed by thread id: an array lookup is a few instructions, a
+ * task-local storage lookup a helper call several times that. Entries are tagged with
+ * the thread id and start time; a task whose entry another task took (thread ids equal
+ * modulo the table size) only loses the part of a wait spent queued on another CPU
+ * before a migration (see record_wait). */
 struct task_wait {
+  __u64 start_time;
   __u64 run_delay;
-  __u64 pcount;
+  __u32 tid;
+  __u32 pcount;
 };
 struct {
-  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, int);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, GLEANER_TASK_SLOTS);
+  __type(key, __u32);
   __type(value, struct task_wait);
 } task_waits SEC(".maps");
 
@@ -196,15 +202,20 @@ static __always_inline void record_wait(struct task_struct *t, __u32 index) {
   __u64 run_delay = t->sched_info.run_delay;
   __u64 pcount = t->sched_info.pcount;
   __u64 waited = segment;
-  struct task_wait *w =
-      bpf_task_storage_get(&task_waits, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  __u32 tid = t->pid;
+  __u32 key = tid & (GLEANER_TASK_SLOTS - 1);
+  struct task_wait *w = bpf_map_lookup_elem(&task_waits, &key);
   if (w) {
-    /* Same pcount: no arrival since the one recorded, so all of run_delay's growth since
-     * then is this wait (a fresh entry matches a task that never ran: all its waits are
-     * this one). */
-    if (w->pcount == pcount && run_delay >= w->run_delay) waited = run_delay - w->run_delay + segment;
+    __u64 start_time = t->start_time;
+    /* Same task and no arrival since the one recorded: all of run_delay's growth since
+     * then belongs to this wait. */
+    if (w->tid == tid && w->start_time == start_time && w->pcount == (__u32)pcount &&
+        run_delay >= w->run_delay)
+      waited = run_delay - w->run_delay + segment;
+    w->tid = tid;
+    w->start_time = start_time;
     w->run_delay = run_delay + segment;
-    w->pcount = pcount + 1;
+    w->pcount = (__u32)(pcount + 1);
   }
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (!s) return;

@@ -17,6 +17,8 @@
 #define GLEANER_MAX_CGROUP_DEPTH 6
 /* Per-CPU cache of cgroup id -> stats index (direct-mapped; a power of two). */
 #define GLEANER_CGROUP_CACHE 64
+/* Per-thread wait bookkeeping, direct-mapped by thread id (a power of two). */
+#define GLEANER_TASK_SLOTS 16384
 /* A cache entry's index when the cgroup should be accounted but the table is full. */
 #define GLEANER_INDEX_FULL 0xffffffffu
 
