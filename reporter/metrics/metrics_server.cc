@@ -30,16 +30,16 @@ namespace {
 // A scraper that opens a connection and goes quiet must not hold it forever.
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
 
-Error addr_error(std::string_view text, const std::string& why) {
+Error addr_error(std::string_view what, std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument,
-                    "metrics address '" + std::string(text) + "': " + why);
+                    std::string(what) + " '" + std::string(text) + "': " + why);
 }
 
 }  // namespace
 
-Result<ListenAddress> parse_listen_address(std::string_view text) {
+Result<ListenAddress> parse_listen_address(std::string_view text, std::string_view what) {
   size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return addr_error(text, "expected [host]:port");
+  if (colon == std::string_view::npos) return addr_error(what, text, "expected [host]:port");
   ListenAddress out;
   std::string_view host = text.substr(0, colon);
   if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
@@ -48,21 +48,86 @@ Result<ListenAddress> parse_listen_address(std::string_view text) {
   unsigned value = 0;
   auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535) {
-    return addr_error(text, "bad port '" + std::string(port) + "'");
+    return addr_error(what, text, "bad port '" + std::string(port) + "'");
   }
   out.port = static_cast<uint16_t>(value);
   return out;
 }
 
-struct MetricsServer::Impl {
-  Impl(asio::io_context& io, Handler h)
-      : strand(asio::make_strand(io)), acceptor(strand), handler(std::move(h)) {}
+struct HttpListener::Impl {
+  Impl(asio::io_context& io, std::string w, OnConnection c)
+      : strand(asio::make_strand(io)),
+        acceptor(strand),
+        what(std::move(w)),
+        on_connection(std::move(c)) {}
 
   asio::strand<asio::io_context::executor_type> strand;
   tcp::acceptor acceptor;
-  Handler handler;
+  std::string what;
+  OnConnection on_connection;
   std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // touched on the strand only
   uint16_t bound_port = 0;
+
+  static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
+    for (;;) {
+      error_code ec;
+      tcp::socket socket(self->strand);
+      co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+      if (ec) {
+        spdlog::warn("{} port {}: accept failed: {}", self->what, self->bound_port, ec.message());
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+      self->sessions.remove_if([](const auto& w) { return w.expired(); });
+      self->sessions.push_back(stream);
+      self->on_connection(std::move(stream));
+    }
+  }
+};
+
+Result<std::shared_ptr<HttpListener>> HttpListener::listen(asio::io_context& io,
+                                                           std::string_view address,
+                                                           std::string_view what,
+                                                           OnConnection on_connection) {
+  auto addr = parse_listen_address(address, what);
+  if (!addr) return addr.error();
+  error_code ec;
+  auto ip = asio::ip::make_address(addr->host, ec);
+  if (ec) return addr_error(what, address, "host must be an IP address: " + ec.message());
+  auto impl = std::make_shared<Impl>(io, std::string(what), std::move(on_connection));
+  tcp::endpoint endpoint(ip, addr->port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return addr_error(what, address, "cannot listen: " + ec.message());
+  impl->bound_port = impl->acceptor.local_endpoint().port();
+  asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
+  return std::shared_ptr<HttpListener>(new HttpListener(std::move(impl)));
+}
+
+uint16_t HttpListener::port() const {
+  return impl_->bound_port;
+}
+
+void HttpListener::stop() {
+  asio::post(impl_->strand, [impl = impl_] {
+    error_code ignored;
+    impl->acceptor.close(ignored);
+    for (auto& w : impl->sessions) {
+      if (auto s = w.lock()) s->socket().close(ignored);
+    }
+    impl->sessions.clear();
+  });
+}
+
+struct MetricsServer::Impl {
+  explicit Impl(Handler h) : handler(std::move(h)) {}
+
+  Handler handler;
+  std::shared_ptr<HttpListener> listener;
 
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,
                                        std::shared_ptr<beast::tcp_stream> stream) {
@@ -90,42 +155,16 @@ struct MetricsServer::Impl {
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
     stream->close();
   }
-
-  static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
-    for (;;) {
-      error_code ec;
-      tcp::socket socket(self->strand);
-      co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
-      if (ec) {
-        spdlog::warn("metrics server: accept failed: {}", ec.message());
-        continue;
-      }
-      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-      self->sessions.remove_if([](const auto& w) { return w.expired(); });
-      self->sessions.push_back(stream);
-      asio::co_spawn(self->strand, session(self, stream), asio::detached);
-    }
-  }
 };
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::create(asio::io_context& io,
                                                              std::string_view address,
                                                              Handler handler) {
-  auto addr = parse_listen_address(address);
-  if (!addr) return addr.error();
-  error_code ec;
-  auto ip = asio::ip::make_address(addr->host, ec);
-  if (ec) return addr_error(address, "host must be an IP address: " + ec.message());
-  auto impl = std::make_shared<Impl>(io, std::move(handler));
-  tcp::endpoint endpoint(ip, addr->port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return addr_error(address, "cannot listen: " + ec.message());
-  impl->bound_port = impl->acceptor.local_endpoint().port();
-  asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
+  auto impl = std::make_shared<Impl>(std::move(handler));
+  auto listener = HttpListener::listen(io, address, "metrics address",
+                                       HttpListener::spawn_sessions(impl, &Impl::session));
+  if (!listener) return listener.error();
+  impl->listener = std::move(*listener);
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 
@@ -134,18 +173,11 @@ MetricsServer::~MetricsServer() {
 }
 
 uint16_t MetricsServer::port() const {
-  return impl_->bound_port;
+  return impl_->listener->port();
 }
 
 void MetricsServer::stop() {
-  asio::post(impl_->strand, [impl = impl_] {
-    error_code ignored;
-    impl->acceptor.close(ignored);
-    for (auto& w : impl->sessions) {
-      if (auto s = w.lock()) s->socket().close(ignored);
-    }
-    impl->sessions.clear();
-  });
+  impl_->listener->stop();
 }
 
 }  // namespace gleaner::reporter

@@ -1,20 +1,14 @@
 #include "scheduler/server/http_server.h"
 
-#include <charconv>
 #include <chrono>
-#include <list>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <spdlog/spdlog.h>
 
 namespace gleaner::scheduler::server {
 
@@ -31,43 +25,17 @@ constexpr uint32_t kHeaderLimit = 16 * 1024;
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr std::size_t kDrainLimit = 8 << 20;
 
-Error addr_error(std::string_view text, const std::string& why) {
-  return make_error(ErrorCode::kInvalidArgument,
-                    "listen address '" + std::string(text) + "': " + why);
-}
-
 std::string_view view(beast::string_view s) {
   return {s.data(), s.size()};
 }
 
 }  // namespace
 
-Result<ListenAddress> parse_listen_address(std::string_view text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return addr_error(text, "expected [host]:port");
-  ListenAddress out;
-  std::string_view host = text.substr(0, colon);
-  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
-  out.host = host.empty() ? "0.0.0.0" : std::string(host);
-  const std::string_view port = text.substr(colon + 1);
-  unsigned value = 0;
-  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535) {
-    return addr_error(text, "bad port '" + std::string(port) + "'");
-  }
-  out.port = static_cast<uint16_t>(value);
-  return out;
-}
-
 struct HttpServer::Impl {
-  Impl(asio::io_context& io, ApiRoutes& r)
-      : strand(asio::make_strand(io)), acceptor(strand), routes(r) {}
+  explicit Impl(ApiRoutes& r) : routes(r) {}
 
-  asio::strand<asio::io_context::executor_type> strand;
-  tcp::acceptor acceptor;
   ApiRoutes& routes;
-  std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // on the strand only
-  uint16_t bound_port = 0;
+  std::shared_ptr<reporter::HttpListener> listener;
 
   // Answers one request; `close` when the rest of the request was left unread.
   static asio::awaitable<HttpReply> answer(Impl& self, beast::tcp_stream& stream,
@@ -163,43 +131,16 @@ struct HttpServer::Impl {
     stream->socket().shutdown(tcp::socket::shutdown_both, ec);
     stream->close();
   }
-
-  static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
-    for (;;) {
-      error_code ec;
-      tcp::socket socket(self->strand);
-      co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
-      if (ec) {
-        spdlog::warn("scheduler http: accept failed: {}", ec.message());
-        continue;
-      }
-      socket.set_option(tcp::no_delay(true), ec);
-      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-      self->sessions.remove_if([](const auto& w) { return w.expired(); });
-      self->sessions.push_back(stream);
-      asio::co_spawn(self->strand, session(self, stream), asio::detached);
-    }
-  }
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
                                                        std::string_view address,
                                                        ApiRoutes& routes) {
-  auto addr = parse_listen_address(address);
-  if (!addr) return addr.error();
-  error_code ec;
-  auto ip = asio::ip::make_address(addr->host, ec);
-  if (ec) return addr_error(address, "host must be an IP address: " + ec.message());
-  auto impl = std::make_shared<Impl>(io, routes);
-  tcp::endpoint endpoint(ip, addr->port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
-  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return addr_error(address, "cannot listen: " + ec.message());
-  impl->bound_port = impl->acceptor.local_endpoint().port();
-  asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
+  auto impl = std::make_shared<Impl>(routes);
+  auto listener = reporter::HttpListener::listen(
+      io, address, "listen address", reporter::HttpListener::spawn_sessions(impl, &Impl::session));
+  if (!listener) return listener.error();
+  impl->listener = std::move(*listener);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
@@ -208,17 +149,11 @@ HttpServer::~HttpServer() {
 }
 
 uint16_t HttpServer::port() const {
-  return impl_->bound_port;
+  return impl_->listener->port();
 }
 
 void HttpServer::stop() {
-  asio::post(impl_->strand, [impl = impl_] {
-    error_code ignored;
-    impl->acceptor.close(ignored);
-    for (auto& w : impl->sessions)
-      if (auto s = w.lock()) s->socket().close(ignored);
-    impl->sessions.clear();
-  });
+  impl_->listener->stop();
 }
 
 }  // namespace gleaner::scheduler::server

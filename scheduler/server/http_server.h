@@ -1,6 +1,7 @@
 #pragma once
-// The scheduler's one HTTP port (Boost.Beast on the composition root's io_context):
-// report ingestion and the read-only API of api_routes.h. Per connection: keep-alive, an
+// The scheduler's one HTTP port (Boost.Beast on the composition root's io_context, with
+// the listener it shares with the agent's metrics server): report ingestion and the
+// read-only API of api_routes.h. Per connection: keep-alive, an
 // idle timeout, a header size cap and the report body limit enforced while reading, so a
 // client can neither hold memory nor a connection indefinitely. A report without the
 // token is refused before its body is read.
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "reporter/metrics/metrics_server.h"
 #include "scheduler/server/api_routes.h"
 
 namespace boost::asio {
@@ -19,12 +21,11 @@ class io_context;
 
 namespace gleaner::scheduler::server {
 
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" when the address names none
-  uint16_t port = 0;
-};
+using reporter::ListenAddress;
 // ":8080", "127.0.0.1:8080", "[::1]:0" (0 = any free port).
-Result<ListenAddress> parse_listen_address(std::string_view text);
+inline Result<ListenAddress> parse_listen_address(std::string_view text) {
+  return reporter::parse_listen_address(text, "listen address");
+}
 
 class HttpServer {
  public:
