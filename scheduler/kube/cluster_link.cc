@@ -36,7 +36,6 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
                              [this](const Json& o) { on_pod(o, true); }});
   kube::InformerOptions apps;
   apps.path = kube::spark_applications_path("");
-  apps.resync = options_.resync;  // multi-cluster applications whose placement failed
   apps_ = std::make_unique<kube::Informer>(
       client_, apps,
       kube::InformerHandlers{[this](const Json& o) { on_spark_app(o); },
