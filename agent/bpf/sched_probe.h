@@ -28,6 +28,9 @@ struct SchedProbeOptions {
   std::string cgroup_root = "/sys/fs/cgroup";
   // Turn on kernel BPF run-time statistics for as long as the probe lives (self-cost).
   bool enable_stats = false;
+  // Also attach an empty program (`gleaner_calibrate`) to sched_switch, whose cost in
+  // program_costs() is the floor the statistics put under every program (benchmarks).
+  bool calibrate = false;
 };
 
 // One registered cgroup over one interval.

@@ -105,7 +105,12 @@ struct SchedProbe::Impl {
     if (skel != nullptr) gleaner_sched_probe__destroy(skel);  // detaches, closes, frees
     if (stats_fd >= 0) ::close(stats_fd);
   }
-  [[nodiscard]] std::vector<bpf_program*> programs() const { return {skel->progs.gleaner_switch}; }
+  [[nodiscard]] std::vector<bpf_program*> programs() const {
+    std::vector<bpf_program*> out{skel->progs.gleaner_switch};
+    if (bpf_program__fd(skel->progs.gleaner_calibrate) >= 0)
+      out.push_back(skel->progs.gleaner_calibrate);
+    return out;
+  }
   [[nodiscard]] int fd(bpf_map* map) const { return bpf_map__fd(map); }
   Result<std::map<uint64_t, Cumulative>> read_cumulative() const;
   [[nodiscard]] uint64_t read_dropped() const;
@@ -143,6 +148,7 @@ Result<std::unique_ptr<SchedProbe::Impl>> load(const SchedProbeOptions& options)
   if (impl->skel == nullptr) return probe_error("open", errno);
   impl->skel->rodata->track_all = options.track_all;
   impl->skel->rodata->v1_cpu_controller = v1;
+  bpf_program__set_autoload(impl->skel->progs.gleaner_calibrate, options.calibrate);
   if (int err = gleaner_sched_probe__load(impl->skel); err != 0) return probe_error("load", err);
   if (options.enable_stats) {
     impl->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
