@@ -253,11 +253,16 @@ void ClusterLink::perform(const server::Action& a) {
 void ClusterLink::place_app(const server::Action& a) {
   // The decision is written on the origin first: it is the record that this application
   // is placed (a restart finds it there), and it keeps the origin suspended when the
-  // application goes elsewhere. The copy is created only after it is recorded.
+  // application goes elsewhere. The copy is created only after it is recorded. The live
+  // loop sends this again until the placement is complete, so every step is idempotent.
   {
     std::lock_guard lock(mu_);
     forwarded_.insert(a.ns + "/" + a.name);
   }
+  const auto before = apps_->get(a.ns + "/" + a.name);
+  const Json* annotations = before ? find_path(*before, "metadata/annotations") : nullptr;
+  const bool recorded_before = annotations != nullptr && annotations->is_object() &&
+                               annotations->value(server::kPlacementAnnotation, "") == a.target;
   Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
   if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
   auto r = client_.patch(app_path(a.ns, a.name), patch, kube::PatchType::kMerge);
@@ -268,17 +273,14 @@ void ClusterLink::place_app(const server::Action& a) {
     if (r.error().code == ErrorCode::kNotFound) live_.forget_app(options_.name, a.ns, a.name);
     return;
   }
-  live_.app_recorded(options_.name, a.ns, a.name);
+  const bool here = a.target == options_.name;
+  if (here) live_.app_recorded(options_.name, a.ns, a.name);
+  if (!here) forward_copy(*r, a.target);
+  if (recorded_before) return;  // the Event was written the first time
   server::Action note{server::ActionKind::kEvent, options_.name, a.ns, a.name, a.uid};
   note.object_kind = "SparkApplication";
-  if (a.target == options_.name) {
-    note.reason = "GleanerPlaced";
-    note.message = a.message + "; released here";
-  } else {
-    note.reason = "GleanerPlacedRemote";
-    note.message = a.message + "; this copy stays suspended";
-    forward_copy(*r, a.target);
-  }
+  note.reason = here ? "GleanerPlaced" : "GleanerPlacedRemote";
+  note.message = a.message + (here ? "; released here" : "; this copy stays suspended");
   perform(note);
 }
 
@@ -307,21 +309,24 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
 }
 
 void ClusterLink::create_app(const server::Action& a) {
+  const std::string origin =
+      a.object["metadata"]["annotations"].value(server::kOriginAnnotation, "");
   auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
-  if (r) return;
-  if (r.error().code == ErrorCode::kConflict) {
-    // Created before (a retry after a restart) when it names the same origin; anything
-    // else is another application of that name, which we leave alone.
+  bool done = r.ok();
+  if (!r && r.error().code == ErrorCode::kConflict) {
+    // Created before (a retry, or after a restart) when it names the same origin;
+    // anything else is another application of that name, which we leave alone.
     auto existing = client_.get(app_path(a.ns, a.name));
-    const Json* origin = existing ? find_path(*existing, "metadata/annotations") : nullptr;
-    if (origin != nullptr && origin->is_object() &&
-        origin->value(server::kOriginAnnotation, "") ==
-            a.object["metadata"]["annotations"].value(server::kOriginAnnotation, "")) {
-      return;
-    }
+    const Json* annotations = existing ? find_path(*existing, "metadata/annotations") : nullptr;
+    done = annotations != nullptr && annotations->is_object() &&
+           annotations->value(server::kOriginAnnotation, "") == origin;
   }
-  spdlog::warn("cluster {}: create SparkApplication {}/{}: {}", options_.name, a.ns, a.name,
-               r.error().message);
+  if (done) {
+    live_.app_recorded(origin, a.ns, a.name);
+    return;
+  }
+  spdlog::warn("cluster {}: create SparkApplication {}/{} (from cluster {}): {}", options_.name,
+               a.ns, a.name, origin, r ? "an application of that name exists" : r.error().message);
 }
 
 void ClusterLink::publish_due() {

@@ -13,9 +13,6 @@ namespace gleaner::scheduler::server {
 
 namespace {
 
-// Until the origin confirms the decision, kPlaceApp is sent again this often.
-constexpr double kPlaceAppRetrySeconds = 5;
-
 std::string app_key(const std::string& cluster, const std::string& ns, const std::string& name) {
   return "app:" + cluster + "/" + ns + "/" + name;
 }
@@ -120,7 +117,7 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
 }
 
 void LiveScheduler::send_place_app(Gang& g) {
-  g.app_retry_at = steady_s() + kPlaceAppRetrySeconds;
+  g.app_retry_at = steady_s() + options_.app_retry_seconds;
   if (!actions_) return;
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
   a.target = g.cluster;
@@ -137,10 +134,10 @@ void LiveScheduler::retry_app_placements() {
   }
 }
 
-void LiveScheduler::app_recorded(const std::string& cluster, const std::string& ns,
+void LiveScheduler::app_recorded(const std::string& origin, const std::string& ns,
                                  const std::string& name) {
   std::lock_guard lock(mu_);
-  auto placed = placed_apps_.find(cluster + "/" + ns + "/" + name);
+  auto placed = placed_apps_.find(origin + "/" + ns + "/" + name);
   if (placed == placed_apps_.end()) return;
   if (auto it = gangs_.find(placed->second); it != gangs_.end()) it->second.app_recorded = true;
 }

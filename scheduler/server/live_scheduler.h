@@ -129,6 +129,9 @@ struct LiveOptions {
   // Managed clusters; reports naming another cluster are refused. Empty: any cluster
   // (reports-only mode), an empty name meaning "default".
   std::vector<std::string> clusters;
+  // Multi-cluster applications: the placement (decision on the origin, copy in the
+  // target) is sent again this often until it is confirmed.
+  double app_retry_seconds = 5;
 };
 
 class LiveScheduler {
@@ -153,8 +156,9 @@ class LiveScheduler {
   // The SparkApplication was deleted, or recording the decision on it failed: a job
   // not yet placed is withdrawn (a later informer event submits it again).
   void forget_app(const std::string& cluster, const std::string& ns, const std::string& name);
-  // The origin recorded the placement (and asked for the copy): stop re-sending it.
-  void app_recorded(const std::string& cluster, const std::string& ns, const std::string& name);
+  // The placement of the application created in `origin` is complete (recorded and
+  // released there, or its copy exists in the target): stop re-sending it.
+  void app_recorded(const std::string& origin, const std::string& ns, const std::string& name);
   // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
   void forget_pod(const PodView& pod);
   void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
@@ -182,8 +186,9 @@ class LiveScheduler {
     // arrives only after the application is released or copied there.
     std::string origin;
     std::string app_uid;
-    // Placed: whether the origin confirmed recording the decision; until it does, the
-    // kPlaceApp action is sent again every few seconds (it is idempotent).
+    // Placed: whether the placement is complete (decision recorded on the origin and,
+    // for another cluster, the copy created); until then kPlaceApp is sent again every
+    // app_retry_seconds (every step of it is idempotent).
     bool app_recorded = false;
     double app_retry_at = 0;
     std::string app_message;

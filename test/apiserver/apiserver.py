@@ -125,6 +125,10 @@ class Handler(BaseHTTPRequestHandler):
             if faults.take("throttle"):
                 raise ApiError(429, "TooManyRequests", "Too many requests, please try again "
                                "later.", {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+            fail = faults.take_fail(method, url.path)
+            if fail:
+                raise ApiError(fail, "InternalError" if fail >= 500 else "Forbidden",
+                               "injected failure")
             if url.path == "/pods" and method == "GET":
                 return self.kubelet_pods()
             route = parse_route(url.path)
@@ -341,6 +345,9 @@ class Handler(BaseHTTPRequestHandler):
                 f.silence = q.get("on", "true") == "true"
             elif what == "kubelet":
                 f.kubelet_mode = q.get("mode", "ok")
+            elif what == "fail":
+                f.fail_count, f.fail_method = count, q.get("method", "POST")
+                f.fail_prefix, f.fail_code = q.get("prefix", "/"), int(q.get("code", "500"))
             elif what == "token":
                 f.token = q.get("value") or None
             elif what not in ("compact", "drop-watches", "reset"):

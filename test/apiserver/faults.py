@@ -21,6 +21,9 @@ class Faults:
         self.silence = False
         self.kubelet_mode = "ok"
         self.throttle = 0
+        # fail: the next `fail_count` requests with this method and path prefix answer
+        # `fail_code` (e.g. a create in a cluster without the CRD).
+        self.fail_count, self.fail_method, self.fail_prefix, self.fail_code = 0, "", "/", 500
 
     def reset(self):
         with self.lock:
@@ -46,6 +49,15 @@ class Faults:
             if self.stall_count > 0:
                 self.stall_count -= 1
             return self.stall_seconds, self.release
+
+    def take_fail(self, method, path):
+        with self.lock:
+            if self.fail_count == 0 or method != self.fail_method or \
+                    not path.startswith(self.fail_prefix):
+                return None
+            if self.fail_count > 0:
+                self.fail_count -= 1
+            return self.fail_code
 
     def take_watch_fault(self):
         with self.lock:

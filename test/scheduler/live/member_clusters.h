@@ -69,6 +69,7 @@ class MemberClusters : public ::testing::Test {
     for (const auto& [n, m] : members_)
       options.clusters.push_back(n);
     options.staleness = StalenessPolicy{3600, 7200};
+    options.app_retry_seconds = 0.2;
     auto live = server::LiveScheduler::create(options, {}, system_clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);

@@ -3,6 +3,8 @@
 // fits only in b is copied into b, with a's copy annotated and left suspended, and its
 // driver (created in b, as b's operator would) is bound there; one that fits in a stays
 // in a and is released there.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "test/scheduler/live/member_clusters.h"
@@ -92,6 +94,26 @@ TEST_F(MultiClusterLiveTest, AppThatFitsOnlyInAnotherClusterIsCopiedThere) {
   EXPECT_EQ(jobs[0]["phase"], "Admitted");
   // b1 holds the whole gang (driver plus both executors' reservations).
   EXPECT_EQ(live_->nodes_json()["nodes"][1]["free"]["cpuMillicores"], 5000);
+}
+
+TEST_F(MultiClusterLiveTest, CopyThatFailsToBeCreatedIsCreatedOnARetry) {
+  report("a", "a1", 2000);
+  report("b", "b1", 8000);
+  // b refuses the first SparkApplication create (as without RBAC or the CRD, for a while).
+  member("b").api->admin("fail", "method=POST&prefix=/apis/sparkoperator.k8s.io&code=403&count=1");
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_GE(
+      member("b").api->count_requests(
+          "POST", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications", false),
+      2);
+  EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "b");
+  // One Event on the origin however many attempts.
+  const auto events = member("a").events_about("pi");
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const auto& e) { return e.first == "GleanerPlacedRemote"; }),
+            1);
 }
 
 TEST_F(MultiClusterLiveTest, AppThatFitsInItsOwnClusterStaysAndIsReleased) {
