@@ -7,10 +7,13 @@
 //   b: LS + BE, plain kubelet-style cgroups (BE cpu.shares 2, nothing else)
 //   c: LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)
 //   d: LS + BE, Gleaner as shipped (1 s full pass + 50 ms fast suppress loop)
+//   e: LS + BE, no agent, a fixed BE quota of 0.6 core: what the kernel's CFS bandwidth
+//      throttling of BE costs LS by itself, apart from any agent's decisions
 // The load generator and the agent run in this process, outside the kubepods tree.
 //
-// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcd]
-//                 [--profile steady|steps|both]
+// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcde]
+//                 [--profile steady|steps|both] [--threshold PERCENT]
+// --threshold sets cpuSuppressThresholdPercent for (c) and (d) (default 65, koordlet's).
 // "steps" alternates the rate every 2 s between a quarter and all of it: the load steps in
 // which an agent has to take CPU back from BE quickly.
 // Needs root; cleans up its cgroups and processes even when interrupted.
@@ -51,6 +54,7 @@ using gleaner::cgroup::Resource;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 constexpr int kConnections = 8;
+int g_threshold = 65;  // cpuSuppressThresholdPercent for (c) and (d)
 constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 double thread_cpu_us() {
@@ -244,10 +248,14 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
                  "labels":{"koordinator.sh/qosClass":"BE"}},
      "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
   files.write("config/resource-threshold-config", R"({"clusterStrategy":{"enable":true,
-    "cpuSuppressThresholdPercent":65,"cpuSuppressPolicy":"cfsQuota"}})");
+    "cpuSuppressThresholdPercent":)" + std::to_string(g_threshold) +
+                                                      R"(,"cpuSuppressPolicy":"cfsQuota"}})");
   boost::asio::io_context io;
   std::unique_ptr<agent::Daemon> daemon;
   std::thread loop;
+  if (config == 'e') {
+    if (auto p = fs.path_of(Resource::kCpuQuota, be_qos); p.ok()) (void)write_file(*p, "60000");
+  }
   if (config == 'c' || config == 'd') {
     agent::DaemonOptions opt;
     opt.cgroup_root = scratch.root();
@@ -305,7 +313,8 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
   const char* const labels[] = {
       "(a) LS alone", "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
       "(c) LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)",
-      "(d) LS + BE, Gleaner as shipped"};
+      "(d) LS + BE, Gleaner as shipped",
+      "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)"};
   if (steps) {
     std::printf("\nLoad steps: %.0f req/s for 2 s, then %.0f req/s for 2 s, repeated", rate / 4,
                 rate);
@@ -314,15 +323,15 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
   }
   std::printf(
       " open loop over %d connections, %d us CPU per request, %.0f s per run, median of %d "
-      "runs (p99 spread: min-max)\n\n",
-      kConnections, work_us, seconds, repeats);
+      "runs (p99 spread: min-max); the agent's cpuSuppressThresholdPercent is %d\n\n",
+      kConnections, work_us, seconds, repeats, g_threshold);
   std::printf(
       "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p99 / (a) "
       "| requests served | BE CPU-s | BE share of CPU LS left idle | node CPU util |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   double base_p99 = 0;
   for (char c : configs) {
-    if (c < 'a' || c > 'd') continue;
+    if (c < 'a' || c > 'e') continue;
     std::vector<double> p50, p99, p999, served, be, idle, util;
     for (int r = 0; r < repeats && !g_interrupted; ++r) {
       Run run = run_once(c, rate, work_us,
@@ -355,7 +364,7 @@ int main(int argc, char** argv) {
   int repeats = 3;
   double rate = 800;
   int work_us = 600;
-  std::string configs = "abcd";
+  std::string configs = "abcde";
   std::string profiles = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
@@ -369,12 +378,14 @@ int main(int argc, char** argv) {
       work_us = std::atoi(argv[i + 1]);
     else if (arg == "--profile")
       profiles = argv[i + 1];
+    else if (arg == "--threshold")
+      g_threshold = std::atoi(argv[i + 1]);
     else if (arg == "--configs")
       configs = argv[i + 1];
     else {
       std::fprintf(stderr,
                    "usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] "
-                   "[--configs abcd] [--profile steady|steps|both]\n");
+                   "[--configs abcde] [--profile steady|steps|both] [--threshold PERCENT]\n");
       return 2;
     }
   }
