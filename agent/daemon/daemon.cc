@@ -160,6 +160,8 @@ struct Daemon::Impl {
   void wait_for_cgroup_change();
   void describe_suppress(TickOutcome& outcome);
   void evaluate_interference(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
+  // Applies the interference ceiling to a suppress plan, in the active policy's terms.
+  void cap_plan(qos::Plan& plan);
   void apply(const qos::Plan& plan);
 };
 
@@ -376,8 +378,20 @@ void Daemon::fast_tick() {
   qos::Plan plan = d.engine.suppress_only({sample->node_cpu_milli, sample->non_be_cpu_milli, stale},
                                           *d.qos_reader);
   d.last_fast_sample = now;
-  d.cap->filter(plan.writes, d.fs->read_int(cgroup::Resource::kCpuQuota, d.be_qos_dir).value_or(0));
+  d.cap_plan(plan);
   d.apply(plan);
+}
+
+void Daemon::Impl::cap_plan(qos::Plan& plan) {
+  // The interference ceiling speaks the active policy's language: a quota ceiling under
+  // cfsQuota, a CPU-count ceiling under cpuset (a quota there would fight the policy).
+  const auto& ctx = engine.last_suppress_context();
+  if (!ctx || !engine.threshold().enable) return;
+  if (engine.threshold().cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
+    cap->filter(plan.writes, fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(0));
+  } else {
+    cap->filter_cpuset(plan, *ctx, *qos_reader);
+  }
 }
 
 void Daemon::Impl::apply(const qos::Plan& plan) {
@@ -518,10 +532,7 @@ void Daemon::tick() {
         return w.reason == qos::kReasonCpuSuppress;
       });
     }
-    if (in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-      d.cap->filter(plan.writes,
-                    d.fs->read_int(cgroup::Resource::kCpuQuota, d.be_qos_dir).value_or(0));
-    }
+    d.cap_plan(plan);
     d.apply(plan);
   }
 
@@ -598,6 +609,11 @@ void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
     spdlog::info("interference: {}", decision.reason);
   }
   cap->update(decision.action, fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(0));
+  // The cpuset policy's ceiling counts CPUs; an empty list inherits the parent's: all of them.
+  auto be_cpus = fs->read_cpuset(be_qos_dir);
+  const int held =
+      be_cpus.ok() && !be_cpus->empty() ? static_cast<int>(be_cpus->size()) : node_sampler->cpus();
+  cap->update_cpus(decision.action, held);
 }
 
 void Daemon::Impl::describe_suppress(TickOutcome& outcome) {

@@ -29,6 +29,11 @@ class QosEngine {
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
 
   [[nodiscard]] const QosState& state() const { return state_; }
+  // The node facts of the last run() (nullopt before it), for filters applied after it.
+  [[nodiscard]] const std::optional<SuppressContext>& last_suppress_context() const {
+    return suppress_ctx_;
+  }
+  [[nodiscard]] const config::ResourceThresholdStrategy& threshold() const { return threshold_; }
 
  private:
   QosState state_;
