@@ -547,6 +547,15 @@ void Daemon::tick() {
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.evictions_total = d.evictions_total;
   d.describe_suppress(outcome);
+  outcome.state.ebpf_probe_loaded = d.probe != nullptr;
+  if (d.probe && d.probe->stats_enabled()) {
+    if (auto costs = d.probe->program_costs()) {
+      for (const auto& c : *costs) {
+        outcome.state.bpf_program_costs[c.name] = {static_cast<double>(c.run_time_ns) / 1e9,
+                                                   c.run_count, c.ns_per_event};
+      }
+    }
+  }
   auto [cpu_seconds, rss] = self_usage();
   outcome.state.agent_cpu_seconds_total = cpu_seconds;
   outcome.state.agent_resident_memory_bytes = rss;

@@ -41,6 +41,13 @@ struct PodState {
   std::optional<int64_t> runqueue_latency_p99_us;  // eBPF; unset without it
 };
 
+// One BPF program's kernel statistics (with --bpf-stats), cumulative.
+struct BpfProgramCost {
+  double run_seconds_total = 0;
+  uint64_t runs_total = 0;
+  std::optional<double> ns_per_event;  // over the last interval; unset without events
+};
+
 struct AgentState {
   ResourceAmounts node_capacity;
   ResourceAmounts node_allocatable;
@@ -63,6 +70,10 @@ struct AgentState {
   double agent_cpu_seconds_total = 0;
   int64_t agent_resident_memory_bytes = 0;
   double last_sample_unix_seconds = 0;
+  // The eBPF run-queue probe: loaded (1) or running on cgroup and PSI sampling only (0), and
+  // its programs' own cost by program name when kernel BPF statistics are on.
+  bool ebpf_probe_loaded = false;
+  std::map<std::string, BpfProgramCost> bpf_program_costs;
 };
 
 }  // namespace gleaner::reporter

@@ -215,6 +215,27 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(gauge("gleaner_last_sample_timestamp_seconds",
                       "Unix time of the newest sample the exported values come from.",
                       s.last_sample_unix_seconds));
+  out.push_back(gauge("gleaner_ebpf_probe_loaded",
+                      "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "
+                      "cgroup and PSI sampling only.",
+                      s.ebpf_probe_loaded ? 1 : 0));
+  // Program names are the probe's own (a handful), so the label is bounded.
+  auto run_seconds =
+      family("gleaner_bpf_program_run_seconds_total",
+             "Time the kernel spent running each BPF program (--bpf-stats).", MetricType::Counter);
+  auto runs = family("gleaner_bpf_program_runs_total", "Times each BPF program ran (--bpf-stats).",
+                     MetricType::Counter);
+  auto per_event =
+      family("gleaner_bpf_program_seconds_per_run",
+             "Average run time of each BPF program over the last interval.", MetricType::Gauge);
+  for (const auto& [program, cost] : s.bpf_program_costs) {
+    add(run_seconds, cost.run_seconds_total, {{"program", program}});
+    add(runs, static_cast<double>(cost.runs_total), {{"program", program}});
+    if (cost.ns_per_event) add(per_event, *cost.ns_per_event / 1e9, {{"program", program}});
+  }
+  out.push_back(std::move(run_seconds));
+  out.push_back(std::move(runs));
+  out.push_back(std::move(per_event));
 }
 
 void append_pod_families(const AgentState& s, std::vector<MetricFamily>& out) {

@@ -95,6 +95,26 @@ TEST(MetricsRegistry, ConvertsToBaseUnits) {
   EXPECT_DOUBLE_EQ(value_of(text, "gleaner_sampling_pass_duration_seconds_count"), 2);
 }
 
+TEST(MetricsRegistry, ExportsProbeStateAndBpfProgramCosts) {
+  MetricsRegistry reg;
+  AgentState s = sample_state(1);
+  reg.update(s);
+  std::string text = reg.serialize();
+  EXPECT_DOUBLE_EQ(value_of(text, "gleaner_ebpf_probe_loaded"), 0);
+  EXPECT_EQ(count_containing(text, "gleaner_bpf_program_runs_total"), 0);  // stats off
+
+  s.ebpf_probe_loaded = true;
+  s.bpf_program_costs["sched_switch"] = {2.5, 1000000, 108.0};
+  reg.update(s);
+  text = reg.serialize();
+  EXPECT_DOUBLE_EQ(value_of(text, "gleaner_ebpf_probe_loaded"), 1);
+  EXPECT_DOUBLE_EQ(
+      value_of(text, "gleaner_bpf_program_run_seconds_total{program=\"sched_switch\"}"), 2.5);
+  EXPECT_DOUBLE_EQ(value_of(text, "gleaner_bpf_program_runs_total{program=\"sched_switch\"}"), 1e6);
+  EXPECT_DOUBLE_EQ(value_of(text, "gleaner_bpf_program_seconds_per_run{program=\"sched_switch\"}"),
+                   108e-9);
+}
+
 TEST(MetricsRegistry, AtMostTwentySeriesPerPodWithBoundedLabels) {
   MetricsRegistry reg;
   AgentState s = sample_state(3);
