@@ -26,19 +26,16 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/daemon/daemon.h"
 #include "cgroup/cgroup_fs.h"
-#include "cgroup/layout.h"
 #include "common/file_io.h"
 #include "common/log.h"
-#include "test/support/scratch_cgroup.h"
-#include "test/support/temp_tree.h"
+#include "test/support/colocated_node.h"
+#include "test/support/in_process_agent.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -156,38 +153,20 @@ std::optional<int64_t> wait_stable(const std::function<int64_t()>& allowance, in
 
 Result run_config(const Config& cfg, const std::string& policy, int trials, std::mt19937& rng) {
   using namespace gleaner;
-  testing::ScratchCgroups scratch;  // removed at scope end, also after SIGINT
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
-  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
-  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
-  scratch.mkdir(ls_pod);
-  scratch.mkdir(be_pod);
+  // 90%: an idle LS leaves BE ~1.8 cores minus system use, a 1-core surge takes ~1 core away.
+  testing::ColocatedNode node(
+      {.threshold_config = R"({"clusterStrategy":{"enable":true,)"
+                           R"("cpuSuppressThresholdPercent":90,"cpuSuppressPolicy":")" +
+                           policy + R"("}})"});  // removed at scope end, also after SIGINT
+  testing::ScratchCgroups& scratch = node.scratch();
+  const std::string& ls_pod = node.ls_pod();
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   for (int i = 0; i < cpus; ++i)
-    scratch.spawn_busy(be_pod);
+    scratch.spawn_busy(node.be_pod());
 
-  testing::TempDir files;
-  files.write("pods.json", R"({"items":[
-    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},
-     "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},
-     "status":{"phase":"Running","qosClass":"Burstable"}},
-    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
-                 "labels":{"koordinator.sh/qosClass":"BE"}},
-     "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
-  // 90%: an idle LS leaves BE ~1.8 cores minus system use, a 1-core surge takes ~1 core away.
-  files.write("config/resource-threshold-config",
-              R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":90,)"
-              R"("cpuSuppressPolicy":")" +
-                  policy + R"("}})");
-  agent::DaemonOptions opt;
-  opt.cgroup_root = scratch.root();
-  opt.pods_file = files / "pods.json";
-  opt.config_dir = files / "config";
-  opt.metrics_addr = "";
+  agent::DaemonOptions opt = testing::agent_options(node);
   opt.interval = cfg.interval;
   opt.fast_interval = cfg.fast_interval;
-  opt.node_name = "bench-node";
   opt.ebpf = cfg.ebpf;
   // The interference rule holds BE down for its hold time after LS run-queue latency trips
   // (every surge trips it); a short hold keeps the trials minutes, not hours, apart.
@@ -196,7 +175,7 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
   cgroup::CgroupFs fs(scratch.root(), scratch.version());
   const bool quota_policy = policy == "cfsQuota";
   const std::string file =
-      *fs.path_of(quota_policy ? Resource::kCpuQuota : Resource::kCpusetCpus, be_qos);
+      *fs.path_of(quota_policy ? Resource::kCpuQuota : Resource::kCpusetCpus, node.be_qos());
   // The BE allowance as one number: quota in us per 100 ms period, or CPUs in the cpuset
   // (scaled to the same units so one threshold works for both).
   auto allowance = [&]() -> int64_t {
@@ -209,14 +188,13 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
     return int64_t{100000} * count_cpus(*text);
   };
 
-  boost::asio::io_context io;
-  auto daemon = agent::Daemon::create(io, opt);
-  if (!daemon.ok()) {
-    std::fprintf(stderr, "reaction_bench: %s\n", daemon.error().describe().c_str());
+  std::unique_ptr<testing::InProcessAgent> agent;
+  try {
+    agent = std::make_unique<testing::InProcessAgent>(opt);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "reaction_bench: %s\n", e.what());
     std::exit(1);
   }
-  (*daemon)->start();
-  std::thread loop([&] { io.run(); });
 
   Result result;
   // The idle level: what BE is allowed while LS idles. Each trial starts from it, so every
@@ -255,8 +233,7 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
     }
   }  // the surge process is killed here, LS goes idle again
 
-  boost::asio::post(io, [&] { (*daemon)->stop(); });
-  loop.join();
+  agent->stop();
   return result;
 }
 

@@ -10,10 +10,8 @@
 #include <unistd.h>
 
 #include "cgroup/cgroup_fs.h"
-#include "cgroup/layout.h"
+#include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
-#include "test/support/scratch_cgroup.h"
-#include "test/support/temp_tree.h"
 
 namespace gleaner {
 namespace {
@@ -27,33 +25,20 @@ TEST(AgentSigtermReal, RestoresEveryValueAndExitsWithinFiveSeconds) {
   const std::string agent = std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
   if (::access(agent.c_str(), X_OK) != 0) GTEST_SKIP() << agent << " not built";
 
-  testing::ScratchCgroups scratch;
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
-  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
-  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
-  scratch.mkdir(be_pod);
-  scratch.mkdir(ls_pod);
-  scratch.spawn_busy(be_pod);
-  scratch.spawn_busy(ls_pod);
-  testing::TempDir files;
-  files.write("pods.json", R"({"items":[
-    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},"spec":{"containers":[]},
-     "status":{"phase":"Running","qosClass":"Burstable"}},
-    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
-                 "labels":{"koordinator.sh/qosClass":"BE"}},
-     "spec":{"containers":[]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
-  files.write("config/resource-threshold-config",
-              R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota"}})");
+  testing::ColocatedNode node({.ls_containers = "[]", .be_containers = "[]"});
+  node.scratch().spawn_busy(node.be_pod());
+  node.scratch().spawn_busy(node.ls_pod());
+  const std::string& be_qos = node.be_qos();
+  const std::string& be_pod = node.be_pod();
 
-  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  cgroup::CgroupFs fs(node.root(), node.scratch().version());
   const std::string shares_before = *fs.read_raw(Resource::kCpuShares, be_pod);
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const std::string root = scratch.root();
-    const std::string pods = files / "pods.json";
-    const std::string config = files / "config";
+    const std::string root = node.root();
+    const std::string pods = node.pods_file();
+    const std::string config = node.config_dir();
     ::execl(agent.c_str(), agent.c_str(), "run", "--cgroup-root", root.c_str(), "--pods-file",
             pods.c_str(), "--config-dir", config.c_str(), "--metrics-addr", "", "--interval", "200",
             "--node-name", "node-a", "--log-level", "warn", static_cast<char*>(nullptr));

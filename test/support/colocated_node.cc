@@ -1,0 +1,25 @@
+#include "test/support/colocated_node.h"
+
+#include "cgroup/layout.h"
+
+namespace gleaner::testing {
+
+ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
+  const cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  ls_pod_ = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
+  be_pod_ = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
+  be_qos_ = layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  scratch_.mkdir(ls_pod_);
+  scratch_.mkdir(be_pod_);
+  files_.write("pods.json", R"({"items":[
+    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},
+     "spec":{"containers":)" + spec.ls_containers +
+                                R"(},"status":{"phase":"Running","qosClass":"Burstable"}},
+    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
+                 "labels":{"koordinator.sh/qosClass":"BE"}},
+     "spec":{"containers":)" + spec.be_containers +
+                                R"(},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
+  files_.write("config/resource-threshold-config", spec.threshold_config);
+}
+
+}  // namespace gleaner::testing

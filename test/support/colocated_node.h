@@ -1,0 +1,44 @@
+#pragma once
+// A colocated node on real cgroups, as the integration tests and benchmarks need it: one LS
+// pod (Burstable) and one BE pod (BestEffort, labelled koordinator.sh/qosClass=BE) under a
+// scratch kubepods tree, a pods file naming both, and an ack-slo-config directory holding
+// the given resource-threshold-config. Everything is removed with the object.
+
+#include <string>
+
+#include "test/support/scratch_cgroup.h"
+#include "test/support/temp_tree.h"
+
+namespace gleaner::testing {
+
+struct ColocatedNodeSpec {
+  // The pods' spec.containers as JSON arrays.
+  std::string ls_containers = R"([{"name":"c","resources":{"requests":{"cpu":"1"}}}])";
+  std::string be_containers = R"([{"name":"c"}])";
+  // The resource-threshold-config value (JSON).
+  std::string threshold_config =
+      R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota"}})";
+};
+
+class ColocatedNode {
+ public:
+  explicit ColocatedNode(const ColocatedNodeSpec& spec = {});
+
+  [[nodiscard]] ScratchCgroups& scratch() { return scratch_; }
+  [[nodiscard]] const std::string& root() const { return scratch_.root(); }
+  // Cgroup directories relative to the root, as the agent names them.
+  [[nodiscard]] const std::string& ls_pod() const { return ls_pod_; }
+  [[nodiscard]] const std::string& be_pod() const { return be_pod_; }
+  [[nodiscard]] const std::string& be_qos() const { return be_qos_; }
+  [[nodiscard]] std::string pods_file() const { return files_ / "pods.json"; }
+  [[nodiscard]] std::string config_dir() const { return files_ / "config"; }
+
+ private:
+  ScratchCgroups scratch_;
+  TempDir files_;
+  std::string ls_pod_;
+  std::string be_pod_;
+  std::string be_qos_;
+};
+
+}  // namespace gleaner::testing

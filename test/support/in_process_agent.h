@@ -1,0 +1,56 @@
+#pragma once
+// The agent's daemon running in this process on its own io_context thread, over a
+// ColocatedNode; stopped (restoring what it changed) and joined when the object goes.
+// Header-only: only targets that link gleaner_agent include it.
+
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "agent/daemon/daemon.h"
+#include "test/support/colocated_node.h"
+
+namespace gleaner::testing {
+
+// Options for an agent over `node`: its cgroup root, pods file and config; no metrics port.
+inline agent::DaemonOptions agent_options(const ColocatedNode& node) {
+  agent::DaemonOptions opt;
+  opt.cgroup_root = node.root();
+  opt.pods_file = node.pods_file();
+  opt.config_dir = node.config_dir();
+  opt.metrics_addr = "";
+  opt.node_name = "node-a";
+  return opt;
+}
+
+class InProcessAgent {
+ public:
+  // Throws std::runtime_error with the agent's own message when it cannot start.
+  explicit InProcessAgent(agent::DaemonOptions options) {
+    auto created = agent::Daemon::create(io_, std::move(options));
+    if (!created.ok()) throw std::runtime_error(created.error().describe());
+    daemon_ = std::move(*created);
+    daemon_->start();
+    loop_ = std::thread([this] { io_.run(); });
+  }
+  ~InProcessAgent() { stop(); }
+  InProcessAgent(const InProcessAgent&) = delete;
+  InProcessAgent& operator=(const InProcessAgent&) = delete;
+
+  // Stops the daemon on its own thread (it restores every value it changed) and joins.
+  void stop() {
+    if (!loop_.joinable()) return;
+    boost::asio::post(io_, [this] { daemon_->stop(); });
+    loop_.join();
+  }
+
+ private:
+  boost::asio::io_context io_;
+  std::unique_ptr<agent::Daemon> daemon_;
+  std::thread loop_;
+};
+
+}  // namespace gleaner::testing
