@@ -383,15 +383,9 @@ void Daemon::fast_tick() {
 }
 
 void Daemon::Impl::cap_plan(qos::Plan& plan) {
-  // The interference ceiling speaks the active policy's language: a quota ceiling under
-  // cfsQuota, a CPU-count ceiling under cpuset (a quota there would fight the policy).
   const auto& ctx = engine.last_suppress_context();
   if (!ctx || !engine.threshold().enable) return;
-  if (engine.threshold().cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    cap->filter(plan.writes, fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(0));
-  } else {
-    cap->filter_cpuset(plan, *ctx, *qos_reader);
-  }
+  cap->cap(plan, engine.threshold().cpu_suppress_policy, *ctx, *qos_reader);
 }
 
 void Daemon::Impl::apply(const qos::Plan& plan) {
@@ -617,12 +611,9 @@ void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
   if (decision.action == bpf::InterferenceAction::kTightenNow) {
     spdlog::info("interference: {}", decision.reason);
   }
-  cap->update(decision.action, fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(0));
-  // The cpuset policy's ceiling counts CPUs; an empty list inherits the parent's: all of them.
-  auto be_cpus = fs->read_cpuset(be_qos_dir);
-  const int held =
-      be_cpus.ok() && !be_cpus->empty() ? static_cast<int>(be_cpus->size()) : node_sampler->cpus();
-  cap->update_cpus(decision.action, held);
+  cap->follow(decision.action,
+              config->current().threshold.for_node(node.metadata.labels).cpu_suppress_policy,
+              *qos_reader);
 }
 
 void Daemon::Impl::describe_suppress(TickOutcome& outcome) {

@@ -51,6 +51,28 @@ void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::SuppressContext&
   if (cpu_ceiling_) qos::cap_be_cpuset(plan, ctx, reader, *cpu_ceiling_, "interference");
 }
 
+void InterferenceCap::follow(bpf::InterferenceAction action, config::CpuSuppressPolicy policy,
+                             qos::QosReader& reader) {
+  if (policy == config::CpuSuppressPolicy::kCfsQuota) {
+    cpu_ceiling_.reset();
+    update(action, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
+    return;
+  }
+  ceiling_.reset();
+  // An empty CPU list inherits the parent's: BE holds every CPU.
+  auto held = reader.ids(cgroup::Resource::kCpusetCpus, be_qos_dir_);
+  update_cpus(action, held && !held->empty() ? static_cast<int>(held->size()) : cpus_);
+}
+
+void InterferenceCap::cap(qos::Plan& plan, config::CpuSuppressPolicy policy,
+                          const qos::SuppressContext& ctx, qos::QosReader& reader) const {
+  if (policy == config::CpuSuppressPolicy::kCfsQuota) {
+    filter(plan.writes, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
+  } else {
+    filter_cpuset(plan, ctx, reader);
+  }
+}
+
 void InterferenceCap::filter(std::vector<cgroup::CgroupWrite>& writes,
                              int64_t current_quota_us) const {
   if (!ceiling_) return;

@@ -38,6 +38,15 @@ class InterferenceCap {
                      qos::QosReader& reader) const;
   [[nodiscard]] std::optional<int> cpu_ceiling() const { return cpu_ceiling_; }
 
+  // The daemon's entry points. `follow` applies a verdict to the active policy's ceiling,
+  // reading what BE holds now (its quota, or its CPU count) through `reader`, and drops
+  // the other policy's ceiling; `cap` caps a suppress plan in that policy's terms, so a
+  // cpuset node never gets a quota and a cfsQuota node never loses CPUs.
+  void follow(bpf::InterferenceAction action, config::CpuSuppressPolicy policy,
+              qos::QosReader& reader);
+  void cap(qos::Plan& plan, config::CpuSuppressPolicy policy, const qos::SuppressContext& ctx,
+           qos::QosReader& reader) const;
+
  private:
   std::string be_qos_dir_;
   int cpus_;

@@ -1,5 +1,7 @@
 // The interference signal with the cpuset suppress policy: "tighten now" takes one step of
 // CPUs off best-effort work (never below the policy's 2 CPUs), in the policy's CPU order.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "agent/daemon/interference_cap.h"
@@ -45,19 +47,6 @@ TEST(InterferenceCapCpus, TwoCpuNodeCannotShrink) {
   InterferenceCap cap("kubepods/besteffort", 2);
   cap.update_cpus(InterferenceAction::kTightenNow, 2);
   EXPECT_EQ(cap.cpu_ceiling(), 2);
-}
-
-// 16 CPUs: 2 NUMA nodes, 4 cores each, 2 threads per core; cpu N and N+8 are siblings.
-void make_sysfs16(const TempDir& t) {
-  for (int cpu = 0; cpu < 16; ++cpu) {
-    const std::string base = "sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    const int core = cpu % 8;
-    t.write(base + "core_id", std::to_string(core % 4) + "\n");
-    t.write(base + "physical_package_id", std::to_string(core / 4) + "\n");
-    t.write(base + "thread_siblings_list", std::to_string(core) + "," + std::to_string(core + 8));
-  }
-  t.write("sys/devices/system/node/node0/cpulist", "0-3,8-11\n");
-  t.write("sys/devices/system/node/node1/cpulist", "4-7,12-15\n");
 }
 
 class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion> {
@@ -145,6 +134,36 @@ TEST_P(InterferenceCpuset, TightenTakesTheNextStepOffBeInThePolicysOrder) {
   cap.filter_cpuset(relaxed, ctx_, reader);
   exec.apply(relaxed.writes);
   EXPECT_EQ(fs.read_cpuset(be_dir())->size(), 4u);
+}
+
+TEST_P(InterferenceCpuset, VerdictsAndCapsFollowTheActivePolicyOnly) {
+  cgroup::CgroupFs fs(tree_.path(), GetParam());
+  qos::FsQosReader reader(fs, nullptr);
+  InterferenceCap cap(be_dir(), 16);
+  auto has_write = [](const qos::Plan& plan, Resource r) {
+    return std::any_of(plan.writes.begin(), plan.writes.end(), [r](const cgroup::CgroupWrite& w) {
+      return w.resource == r && w.reason == "interference";
+    });
+  };
+  // cpuset: the verdict lowers the CPU count (BE holds all 16 now), and no quota appears.
+  cap.follow(InterferenceAction::kTightenNow, config::CpuSuppressPolicy::kCpuset, reader);
+  EXPECT_EQ(cap.cpu_ceiling(), 14);
+  EXPECT_FALSE(cap.ceiling().has_value());
+  qos::Plan plan = qos::plan_cpu_suppress(ctx_, strategy_, 0, 0, reader, false);
+  cap.cap(plan, config::CpuSuppressPolicy::kCpuset, ctx_, reader);
+  EXPECT_TRUE(has_write(plan, Resource::kCpusetCpus));
+  EXPECT_FALSE(has_write(plan, Resource::kCpuQuota));
+
+  // The operator switches to cfsQuota: the CPU ceiling goes, a quota ceiling one step under
+  // the whole node (BE's quota is unlimited) takes its place, and no CPUs are taken.
+  cap.follow(InterferenceAction::kTightenNow, config::CpuSuppressPolicy::kCfsQuota, reader);
+  EXPECT_FALSE(cap.cpu_ceiling().has_value());
+  EXPECT_EQ(cap.ceiling(), 16 * 100000 - 160000);
+  strategy_.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+  qos::Plan quota = qos::plan_cpu_suppress(ctx_, strategy_, 0, 0, reader, false);
+  cap.cap(quota, config::CpuSuppressPolicy::kCfsQuota, ctx_, reader);
+  EXPECT_TRUE(has_write(quota, Resource::kCpuQuota));
+  EXPECT_FALSE(has_write(quota, Resource::kCpusetCpus));
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, InterferenceCpuset,

@@ -95,23 +95,9 @@ TEST(NextCpuCount, AtLeastTwoAndGrowthCapped) {
   EXPECT_EQ(next_cpu_count(99000, 16, 16, false), 16);
 }
 
-// A fake sysfs: 2 NUMA nodes (one socket each), 4 cores per node, 2 threads per core.
-// cpu N and N+8 are siblings; node 0 holds cpus 0-3,8-11.
-void make_sysfs(const TempDir& t) {
-  for (int cpu = 0; cpu < 16; ++cpu) {
-    const std::string base = "sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
-    const int core = cpu % 8;
-    t.write(base + "core_id", std::to_string(core % 4) + "\n");
-    t.write(base + "physical_package_id", std::to_string(core / 4) + "\n");
-    t.write(base + "thread_siblings_list", std::to_string(core) + "," + std::to_string(core + 8));
-  }
-  t.write("sys/devices/system/node/node0/cpulist", "0-3,8-11\n");
-  t.write("sys/devices/system/node/node1/cpulist", "4-7,12-15\n");
-}
-
 TEST(CpuTopology, OrderTakesWholeCoresAlternatingNumaNodes) {
   TempDir t;
-  make_sysfs(t);
+  make_sysfs16(t);
   auto topo = read_cpu_topology(t.path());
   ASSERT_TRUE(topo.ok()) << topo.error().message;
   ASSERT_EQ(topo->cpus.size(), 16u);
@@ -201,7 +187,7 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
 TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQuota) {
   TempDir t;
   TempDir sys;
-  make_sysfs(sys);
+  make_sysfs16(sys);
   auto pods = pods_ls_and_be();
   make_node_tree(t, GetParam().version, layout(), pods, "0-15");
   FakeNode n = node8();
@@ -239,7 +225,7 @@ TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQu
 TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
   TempDir t;
   TempDir sys;
-  make_sysfs(sys);
+  make_sysfs16(sys);
   auto pods = pods_ls_and_be();
   make_node_tree(t, GetParam().version, layout(), pods, "0-15");
   FakeNode n = node8();
