@@ -30,8 +30,6 @@
 #include <vector>
 
 #include <arpa/inet.h>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/prctl.h>
@@ -39,13 +37,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/daemon/daemon.h"
 #include "cgroup/cgroup_fs.h"
-#include "cgroup/layout.h"
 #include "common/file_io.h"
 #include "common/log.h"
-#include "test/support/scratch_cgroup.h"
-#include "test/support/temp_tree.h"
+#include "test/support/colocated_node.h"
+#include "test/support/in_process_agent.h"
 
 namespace {
 using namespace std::chrono_literals;
@@ -202,13 +198,13 @@ struct Run {
 Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration,
              bool steps) {
   using namespace gleaner;
-  testing::ScratchCgroups scratch;  // removed at scope end, also after SIGINT
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
-  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
-  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
-  scratch.mkdir(ls_pod);
-  scratch.mkdir(be_pod);
+  testing::ColocatedNode node(
+      {.threshold_config = R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
+                           std::to_string(g_threshold) + R"(,"cpuSuppressPolicy":"cfsQuota"}})"});
+  testing::ScratchCgroups& scratch = node.scratch();  // removed with `node`, also after SIGINT
+  const std::string& be_qos = node.be_qos();
+  const std::string& ls_pod = node.ls_pod();
+  const std::string& be_pod = node.be_pod();
   cgroup::CgroupFs fs(scratch.root(), scratch.version());
   const bool v2 = scratch.version() == cgroup::CgroupVersion::kV2;
   for (const auto& dir : {be_qos, be_pod}) {  // kubelet: BestEffort gets the minimum shares
@@ -239,40 +235,20 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
       scratch.spawn_busy(be_pod, 8 << 20);
   }
 
-  testing::TempDir files;
-  files.write("pods.json", R"({"items":[
-    {"metadata":{"name":"web-0","namespace":"web","uid":"ls-uid"},
-     "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},
-     "status":{"phase":"Running","qosClass":"Burstable"}},
-    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
-                 "labels":{"koordinator.sh/qosClass":"BE"}},
-     "spec":{"containers":[{"name":"c"}]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
-  files.write("config/resource-threshold-config", R"({"clusterStrategy":{"enable":true,
-    "cpuSuppressThresholdPercent":)" + std::to_string(g_threshold) +
-                                                      R"(,"cpuSuppressPolicy":"cfsQuota"}})");
-  boost::asio::io_context io;
-  std::unique_ptr<agent::Daemon> daemon;
-  std::thread loop;
+  std::unique_ptr<testing::InProcessAgent> agent;
   if (config == 'e') {
     if (auto p = fs.path_of(Resource::kCpuQuota, be_qos); p.ok()) (void)write_file(*p, "60000");
   }
   if (config == 'c' || config == 'd') {
-    agent::DaemonOptions opt;
-    opt.cgroup_root = scratch.root();
-    opt.pods_file = files / "pods.json";
-    opt.config_dir = files / "config";
-    opt.metrics_addr = "";
-    opt.node_name = "bench-node";
+    agent::DaemonOptions opt = testing::agent_options(node);
     opt.interval = 1000ms;
     opt.fast_interval = config == 'd' ? 50ms : 0ms;
-    auto created = agent::Daemon::create(io, opt);
-    if (!created.ok()) {
-      std::fprintf(stderr, "ls_bench: %s\n", created.error().describe().c_str());
+    try {
+      agent = std::make_unique<testing::InProcessAgent>(opt);
+    } catch (const std::runtime_error& e) {
+      std::fprintf(stderr, "ls_bench: %s\n", e.what());
       std::exit(1);
     }
-    daemon = std::move(*created);
-    daemon->start();
-    loop = std::thread([&] { io.run(); });
   }
   (void)generate(ntohs(addr.sin_port), rate, 1500ms, steps);  // warm-up: agent settles, caches fill
 
@@ -295,10 +271,7 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   run.served = load.served;
   run.failed = load.failed;
 
-  if (daemon) {
-    boost::asio::post(io, [&] { daemon->stop(); });
-    loop.join();
-  }
+  if (agent) agent->stop();
   ::kill(server, SIGKILL);
   ::waitpid(server, nullptr, 0);
   return run;

@@ -4,18 +4,14 @@
 #include <functional>
 #include <thread>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 #include <sched.h>
 
 #include "agent/bpf/sched_probe.h"
-#include "agent/daemon/daemon.h"
 #include "cgroup/cgroup_fs.h"
-#include "cgroup/layout.h"
+#include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
-#include "test/support/scratch_cgroup.h"
-#include "test/support/temp_tree.h"
+#include "test/support/in_process_agent.h"
 
 namespace gleaner::agent {
 namespace {
@@ -31,44 +27,24 @@ void pin_to_cpu0(pid_t pid) {
 
 // Runs the agent for `run_for` and returns the lowest BE quota it set (-1: never limited).
 int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
-  gleaner::testing::ScratchCgroups scratch;
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  const std::string be_qos = layout.qos_dir(cgroup::KubeQos::kBestEffort);
-  const std::string ls_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
-  const std::string be_pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
-  scratch.mkdir(ls_pod);
-  scratch.mkdir(be_pod);
-  pin_to_cpu0(scratch.spawn_busy(be_pod));
+  // Threshold 100%: usage-based suppression leaves BE about a core on this 2-CPU node.
+  gleaner::testing::ColocatedNode node({.ls_containers = "[]",
+                                        .be_containers = "[]",
+                                        .threshold_config = R"({"clusterStrategy":{"enable":true,
+    "cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"}})"});
+  pin_to_cpu0(node.scratch().spawn_busy(node.be_pod()));
   // The LS pod needs little CPU (2 ms every 10 ms) but needs it at once: sharing CPU 0 with a
   // BE spinner makes each wake-up wait, which usage alone does not show.
-  pin_to_cpu0(
-      scratch.spawn_periodic(ls_pod, std::chrono::milliseconds(2), std::chrono::milliseconds(10)));
-  gleaner::testing::TempDir files;
-  files.write("pods.json", R"({"items":[
-    {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},"spec":{"containers":[]},
-     "status":{"phase":"Running","qosClass":"Burstable"}},
-    {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
-                 "labels":{"koordinator.sh/qosClass":"BE"}},
-     "spec":{"containers":[]},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
-  // Threshold 100%: usage-based suppression leaves BE about a core on this 2-CPU node.
-  files.write("config/resource-threshold-config", R"({"clusterStrategy":{"enable":true,
-    "cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"}})");
-  DaemonOptions opt;
-  opt.cgroup_root = scratch.root();
-  opt.pods_file = files / "pods.json";
-  opt.config_dir = files / "config";
-  opt.metrics_addr = "";
+  pin_to_cpu0(node.scratch().spawn_periodic(node.ls_pod(), std::chrono::milliseconds(2),
+                                            std::chrono::milliseconds(10)));
+  const std::string& be_qos = node.be_qos();
+  DaemonOptions opt = gleaner::testing::agent_options(node);
   opt.interval = 200ms;
   opt.ebpf = ebpf;
   opt.interference_runq_p99_bound = "2ms";
-  boost::asio::io_context io;
-  auto daemon = Daemon::create(io, opt);
-  EXPECT_TRUE(daemon.ok()) << daemon.error().describe();
-  if (!daemon.ok()) return -2;
-  cgroup::CgroupFs fs(scratch.root(), scratch.version());
-  (*daemon)->start();
+  cgroup::CgroupFs fs(node.root(), node.scratch().version());
+  auto agent = std::make_unique<gleaner::testing::InProcessAgent>(opt);
   int64_t lowest = -1;
-  std::thread loop([&] { io.run(); });
   auto end = std::chrono::steady_clock::now() + run_for;
   // Sample the quota until the end (polling lightly: this process counts as system usage).
   gleaner::testing::eventually(
@@ -77,9 +53,8 @@ int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
         if (q.ok() && *q > 0 && (lowest < 0 || *q < lowest)) lowest = *q;
         return std::chrono::steady_clock::now() >= end;
       },
-      run_for + std::chrono::seconds(1));
-  boost::asio::post(io, [&] { (*daemon)->stop(); });
-  loop.join();
+      run_for + std::chrono::seconds(1), std::chrono::milliseconds(20));
+  agent->stop();
   return lowest;
 }
 
