@@ -199,7 +199,8 @@ void ScratchCgroups::move(pid_t pid, const std::string& relative) {
   }
 }
 
-pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes) {
+pid_t ScratchCgroups::spawn(const std::string& relative, const std::function<void()>& setup,
+                            const std::function<void()>& run) {
   int go[2];
   int ready[2];
   if (::pipe(go) != 0 || ::pipe(ready) != 0) throw std::runtime_error("pipe failed");
@@ -207,78 +208,71 @@ pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::close(go[1]);
+    ::close(ready[0]);
     char byte = 0;
-    if (::read(go[0], &byte, 1) != 1) ::_exit(1);
-    if (touch_bytes > 0) {
-      void* mem =
-          ::mmap(nullptr, touch_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (mem == MAP_FAILED) ::_exit(2);
-      std::memset(mem, 1, touch_bytes);
-    }
+    if (::read(go[0], &byte, 1) != 1) ::_exit(1);  // inside the cgroup from here on
+    setup();
     if (::write(ready[1], &byte, 1) != 1) ::_exit(3);
-    volatile uint64_t spin = 0;
-    for (;;)
-      spin = spin + 1;
+    ::close(go[0]);
+    ::close(ready[1]);
+    run();
+    ::_exit(0);
   }
   children_.push_back(pid);
   ::close(go[0]);
   ::close(ready[1]);
   move(pid, relative);
   char byte = 1;
-  if (::write(go[1], &byte, 1) != 1 || ::read(ready[0], &byte, 1) != 1) {
-    throw std::runtime_error("busy child did not start");
-  }
+  const bool started = ::write(go[1], &byte, 1) == 1 && ::read(ready[0], &byte, 1) == 1;
   ::close(go[1]);
   ::close(ready[0]);
+  if (!started) throw std::runtime_error("child in " + relative + " did not start");
   return pid;
+}
+
+pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes) {
+  return spawn(
+      relative,
+      [touch_bytes] {
+        if (touch_bytes == 0) return;
+        void* mem = ::mmap(nullptr, touch_bytes, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) ::_exit(2);
+        std::memset(mem, 1, touch_bytes);  // charged to the cgroup before the parent goes on
+      },
+      [] {
+        volatile uint64_t spin = 0;
+        for (;;)
+          spin = spin + 1;
+      });
 }
 
 pid_t ScratchCgroups::spawn_periodic(const std::string& relative, std::chrono::microseconds work,
                                      std::chrono::microseconds period) {
-  int go[2];
-  if (::pipe(go) != 0) throw std::runtime_error("pipe failed");
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    char byte = 0;
-    if (::read(go[0], &byte, 1) != 1) ::_exit(1);
-    auto next = std::chrono::steady_clock::now();
-    for (;;) {
-      const auto until = std::chrono::steady_clock::now() + work;
-      volatile uint64_t spin = 0;
-      while (std::chrono::steady_clock::now() < until)
-        spin = spin + 1;
-      next += period;
-      std::this_thread::sleep_until(next);  // the child's own cadence, not test synchronisation
-    }
-  }
-  children_.push_back(pid);
-  ::close(go[0]);
-  move(pid, relative);
-  char byte = 1;
-  if (::write(go[1], &byte, 1) != 1) throw std::runtime_error("periodic child did not start");
-  ::close(go[1]);
-  return pid;
+  return spawn(
+      relative, [] {},
+      [work, period] {
+        auto next = std::chrono::steady_clock::now();
+        for (;;) {
+          const auto until = std::chrono::steady_clock::now() + work;
+          volatile uint64_t spin = 0;
+          while (std::chrono::steady_clock::now() < until)
+            spin = spin + 1;
+          next += period;
+          std::this_thread::sleep_until(next);  // the child's own cadence, not test synchronisation
+        }
+      });
 }
 
 pid_t ScratchCgroups::spawn_idle(const std::string& relative) {
-  int hold[2];
-  if (::pipe(hold) != 0) throw std::runtime_error("pipe failed");
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::close(hold[1]);
-    char byte = 0;
-    while (::read(hold[0], &byte, 1) != 0) {
-    }
-    ::_exit(0);
-  }
-  ::close(hold[0]);
-  children_.push_back(pid);
-  move(pid, relative);
-  return pid;  // the write end stays open in this process, so the child blocks until we exit
+  // Sleeps until killed (by kill_child, the destructor, or this process's death).
+  return spawn(
+      relative, [] {},
+      [] {
+        for (;;)
+          ::pause();
+      });
 }
 
 void ScratchCgroups::kill_child(pid_t pid) {

@@ -9,6 +9,7 @@
 // hierarchies of dead test processes are swept at start, so a crash leaves nothing behind.
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,11 @@ class ScratchCgroups {
 
  private:
   std::vector<std::string> controller_dirs() const;  // real directories of the scratch base
+  // Forks a child that dies with this process, moves it into `relative`, and only then lets
+  // it run `setup` (inside the cgroup from its first instruction) and, once the parent has
+  // seen `setup` finish, `run`, which never returns.
+  pid_t spawn(const std::string& relative, const std::function<void()>& setup,
+              const std::function<void()>& run);
 
   std::string root_;
   std::string name_;
