@@ -131,6 +131,7 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
     // Remember the value found before the first change, for restore_all().
     originals_.try_emplace(
         w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
+    if (w.resource == Resource::kCpuIdle) remember_weight_under_idle(w.cgroup);
     auto status = write_file(w.path, w.content);
     if (!status) {
       if (status.error().code == ErrorCode::kNotFound) {
@@ -151,6 +152,15 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
   return report;
 }
 
+void WriteExecutor::remember_weight_under_idle(const std::string& cgroup) {
+  auto path = fs_.path_of(Resource::kCpuShares, cgroup);
+  if (!path) return;
+  auto current = read_file(*path);
+  if (!current) return;
+  originals_.try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
+                                          std::string(trim(*current)), "restore"});
+}
+
 ApplyReport WriteExecutor::restore_all() {
   std::vector<FileWrite> back;
   for (const auto& [path, original] : originals_) {
@@ -161,6 +171,10 @@ ApplyReport WriteExecutor::restore_all() {
     back.push_back(
         FileWrite{original.resource, original.cgroup, path, now, original.content, "restore"});
   }
+  // cpu.idle first: an idle group refuses weight writes, and leaving idle resets the
+  // group's weight to the kernel default, so the weight is put back only after it.
+  std::stable_partition(back.begin(), back.end(),
+                        [](const FileWrite& w) { return w.resource == Resource::kCpuIdle; });
   ApplyReport report = perform(order_writes(back, fs_.version()));
   originals_.clear();
   return report;

@@ -14,6 +14,9 @@ void read_fields(FieldReader& r, const Json& obj, const std::string& path,
   if (auto p = r.read_enum(obj, path, "cpuSuppressPolicy", {"cpuset", "cfsQuota"})) {
     out.cpu_suppress_policy = static_cast<CpuSuppressPolicy>(*p);
   }
+  if (auto m = r.read_enum(obj, path, "cpuSuppressMode", {"always", "onInterference"})) {
+    out.cpu_suppress_mode = static_cast<CpuSuppressMode>(*m);
+  }
   r.read_percent(obj, path, "memoryEvictThresholdPercent", out.memory_evict_threshold_percent);
   r.read_percent(obj, path, "memoryEvictLowerPercent", out.memory_evict_lower_percent);
   r.read_percent(obj, path, "cpuEvictBESatisfactionLowerPercent",
@@ -59,6 +62,10 @@ void check(FieldReader& r, const std::string& path, const ResourceThresholdStrat
 
 const char* to_string(CpuSuppressPolicy policy) {
   return policy == CpuSuppressPolicy::kCpuset ? "cpuset" : "cfsQuota";
+}
+
+const char* to_string(CpuSuppressMode mode) {
+  return mode == CpuSuppressMode::kAlways ? "always" : "onInterference";
 }
 
 Result<ResourceThresholdConfig> parse_threshold_config(std::string_view text,

@@ -14,11 +14,19 @@ namespace gleaner::agent::config {
 enum class CpuSuppressPolicy { kCpuset, kCfsQuota };
 const char* to_string(CpuSuppressPolicy policy);
 
+// When the suppress ceiling applies (a Gleaner extension; koordlet always applies it).
+// kOnInterference leaves BE unbounded, below LS in the kernel's CPU priority, until the
+// interference rule sees an LS pod waiting for CPU, and then applies the ceiling until the
+// rule's hold time has passed without a breach.
+enum class CpuSuppressMode { kAlways, kOnInterference };
+const char* to_string(CpuSuppressMode mode);
+
 struct ResourceThresholdStrategy {
   bool enable = false;
   int64_t cpu_suppress_threshold_percent = 65;
   std::optional<int64_t> cpu_suppress_min_percent;
   CpuSuppressPolicy cpu_suppress_policy = CpuSuppressPolicy::kCpuset;
+  CpuSuppressMode cpu_suppress_mode = CpuSuppressMode::kAlways;
   int64_t memory_evict_threshold_percent = 70;
   // Evict down to this usage; when unset, consumers use threshold - 2 (koordlet's rule).
   std::optional<int64_t> memory_evict_lower_percent;

@@ -126,6 +126,9 @@ struct Daemon::Impl {
   std::unique_ptr<bpf::SchedProbe> probe;
   std::optional<bpf::InterferenceRule> rule;
   std::optional<InterferenceCap> cap;
+  // cpuSuppressMode onInterference: the suppress ceiling is in force (see evaluate_interference).
+  bool suppress_armed = true;
+  bool warned_no_signal = false;
   std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
   std::map<std::string, double> runq_p99_ns;   // pod key -> this interval's p99
   std::string be_qos_dir;
@@ -160,6 +163,9 @@ struct Daemon::Impl {
   void wait_for_cgroup_change();
   void describe_suppress(TickOutcome& outcome);
   void evaluate_interference(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
+  // Sets suppress_armed from the interference rule's decision (cpuSuppressMode).
+  void arm_suppression(const bpf::InterferenceDecision& decision,
+                       const config::ResourceThresholdStrategy& threshold);
   // Applies the interference ceiling to a suppress plan, in the active policy's terms.
   void cap_plan(qos::Plan& plan);
   void apply(const qos::Plan& plan);
@@ -375,8 +381,8 @@ void Daemon::fast_tick() {
   // The fast path only ever reacts to the latest counters; staleness is judged by the
   // full pass, whose node facts the fast path reuses.
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
-  qos::Plan plan = d.engine.suppress_only({sample->node_cpu_milli, sample->non_be_cpu_milli, stale},
-                                          *d.qos_reader);
+  qos::Plan plan = d.engine.suppress_only(
+      {sample->node_cpu_milli, sample->non_be_cpu_milli, stale, d.suppress_armed}, *d.qos_reader);
   d.last_fast_sample = now;
   d.cap_plan(plan);
   d.apply(plan);
@@ -518,6 +524,7 @@ void Daemon::tick() {
     in.reader = d.qos_reader.get();
     in.now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
     in.stale = false;  // this pass sampled just now
+    in.suppress_armed = d.suppress_armed;
     qos::Plan plan = d.engine.run(in);
     // While the fast path is live it owns CPU suppression: the full pass, which sees usage
     // averaged over the aggregation window, would otherwise undo its 50 ms decisions.
@@ -611,9 +618,31 @@ void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
   if (decision.action == bpf::InterferenceAction::kTightenNow) {
     spdlog::info("interference: {}", decision.reason);
   }
-  cap->follow(decision.action,
-              config->current().threshold.for_node(node.metadata.labels).cpu_suppress_policy,
-              *qos_reader);
+  const auto threshold = config->current().threshold.for_node(node.metadata.labels);
+  cap->follow(decision.action, threshold.cpu_suppress_policy, *qos_reader);
+  arm_suppression(decision, threshold);
+}
+
+void Daemon::Impl::arm_suppression(const bpf::InterferenceDecision& decision,
+                                   const config::ResourceThresholdStrategy& threshold) {
+  // Without a signal that could ever trip, the ceiling stays in force: onInterference
+  // must not leave LS unprotected on a node where interference cannot be seen.
+  const bool has_signal = probe != nullptr || rule->config().cpu_psi_some_avg10_bound.has_value();
+  const bool on_interference =
+      threshold.enable && threshold.cpu_suppress_mode == config::CpuSuppressMode::kOnInterference;
+  if (on_interference && !has_signal && !warned_no_signal) {
+    spdlog::warn(
+        "cpuSuppressMode onInterference needs an interference signal (eBPF run-queue "
+        "sampling or --interference-psi-bound); none is available, so the suppress ceiling "
+        "stays in force as in mode always");
+    warned_no_signal = true;
+  }
+  const bool armed = !has_signal || decision.action != bpf::InterferenceAction::kRelaxAllowed;
+  if (on_interference && armed != suppress_armed) {
+    spdlog::info("cpu suppress ceiling {} ({})", armed ? "armed" : "lifted",
+                 armed ? decision.reason : "no LS interference within the hold time");
+  }
+  suppress_armed = armed;
 }
 
 void Daemon::Impl::describe_suppress(TickOutcome& outcome) {

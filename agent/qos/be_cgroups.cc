@@ -51,15 +51,17 @@ int64_t shares_from_milli(int64_t milli) {
 }
 
 Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                     bool cfs_quota_suppress_active, QosReader& reader) {
+                     bool cfs_quota_suppress_active, bool pods_sched_idle, QosReader& reader) {
   Plan plan;
   for (const auto& pod : snap.pods) {
     if (!is_labelled_be(pod)) continue;
     const std::string pod_dir = pod_cgroup(layout, pod);
     if (!reader.has(Resource::kCpuShares, pod_dir)) continue;  // not created yet, or gone
     int64_t period = reader.integer(Resource::kCpuPeriod, pod_dir).value_or(kDefaultPeriodUs);
-    add(plan, reader, Resource::kCpuShares, pod_dir,
-        std::to_string(shares_from_milli(pod.batch.cpu_request_milli)), kReasonBeCgroup);
+    if (!pods_sched_idle) {
+      add(plan, reader, Resource::kCpuShares, pod_dir,
+          std::to_string(shares_from_milli(pod.batch.cpu_request_milli)), kReasonBeCgroup);
+    }
     add(plan, reader, Resource::kCpuQuota, pod_dir,
         cfs_quota_suppress_active ? "-1" : quota_value(pod.batch.cpu_limit_milli, period),
         kReasonBeCgroup);
@@ -83,11 +85,14 @@ Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
   return plan;
 }
 
+bool be_pods_sched_idle(const config::ResourceQoSStrategy& qos) {
+  return qos.be.cpu.enable && qos.be.cpu.sched_idle.value_or(1) == 1;
+}
+
 Plan plan_cpu_idle(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
                    const config::ResourceQoSStrategy& qos, QosReader& reader) {
   Plan plan;
-  if (!qos.be.cpu.enable) return plan;
-  const std::string value = std::to_string(qos.be.cpu.sched_idle.value_or(1));
+  const std::string value = be_pods_sched_idle(qos) ? "1" : "0";
   for (const auto& pod : snap.pods) {
     if (pod.qos != states::QoSClass::kBE) continue;
     const std::string dir = pod_cgroup(layout, pod);

@@ -230,11 +230,21 @@ void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, in
   write_cpusets(plan, ctx, reader, chosen, reason);
 }
 
+bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy, bool armed) {
+  return strategy.enable &&
+         (strategy.cpu_suppress_mode == config::CpuSuppressMode::kAlways || armed);
+}
+
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale) {
+                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed) {
   Plan plan;
-  if (!strategy.enable) {
+  if (!suppress_ceiling_applies(strategy, armed)) {
+    if (strategy.enable) {
+      plan.notes.push_back(
+          "cpu-suppress: no LS interference within the hold time, BE unbounded "
+          "(cpuSuppressMode onInterference)");
+    }
     plan_recover(plan, ctx, reader, stale);
     return plan;
   }

@@ -49,11 +49,17 @@ SuppressTerms suppress_terms(const SuppressContext& ctx,
                              const config::ResourceThresholdStrategy& strategy,
                              int64_t non_be_milli, int64_t system_usage_milli);
 
+// Whether the suppress ceiling is in force: the strategy is enabled, and either its mode
+// is `always` or the interference rule holds it armed.
+bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy, bool armed);
+
 // The writes that enforce `strategy` given current values; only changes are returned
-// (plus values the executor will find equal and drop). `stale`: never grow BE.
+// (plus values the executor will find equal and drop). `stale`: never grow BE. `armed`:
+// see suppress_ceiling_applies; a disarmed ceiling gives BE back what kubelet gave it.
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale);
+                       int64_t system_usage_milli, QosReader& reader, bool stale,
+                       bool armed = true);
 
 // The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
 // `current` (-1: unlimited).

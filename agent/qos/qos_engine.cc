@@ -30,12 +30,17 @@ Plan QosEngine::run(const QosInputs& in) {
   suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
   threshold_ = in.threshold;
 
-  append(plan, plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
-                                 suppress_ctx_->system_usage_milli, reader, in.stale));
-  const bool cfs_quota_active = in.threshold.enable && in.threshold.cpu_suppress_policy ==
-                                                           config::CpuSuppressPolicy::kCfsQuota;
-  append(plan, plan_be_cgroups(snap, in.layout, cfs_quota_active, reader));
+  append(plan,
+         plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
+                           suppress_ctx_->system_usage_milli, reader, in.stale, in.suppress_armed));
+  const bool cfs_quota_active =
+      suppress_ceiling_applies(in.threshold, in.suppress_armed) &&
+      in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
+  // cpu.idle before the weights: leaving idle resets a pod's weight, which the BE cgroup
+  // plan then sets in the same pass.
   append(plan, plan_cpu_idle(snap, in.layout, in.qos, reader));
+  append(plan,
+         plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), reader));
   append(plan, plan_memory_qos(snap, in.layout, in.qos, reader));
   append(plan, plan_resctrl(snap, in.layout, in.qos, reader));
 
@@ -58,7 +63,7 @@ Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) c
   const int64_t system = std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
                                              suppress_ctx_->system_usage_milli);
   return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli, system, reader,
-                           sample.stale);
+                           sample.stale, sample.suppress_armed);
 }
 
 }  // namespace gleaner::agent::qos

@@ -18,6 +18,7 @@ struct SuppressSample {
   int64_t node_cpu_milli = 0;
   int64_t non_be_cpu_milli = 0;
   bool stale = false;
+  bool suppress_armed = true;  // as QosInputs::suppress_armed
 };
 
 class QosEngine {

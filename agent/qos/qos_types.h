@@ -97,6 +97,9 @@ struct QosInputs {
   QosReader* reader = nullptr;
   double now_s = 0;    // monotonic seconds, for cool-downs
   bool stale = false;  // metrics older than 3 sampling intervals: hold
+  // cpuSuppressMode onInterference: whether the interference rule holds the ceiling armed
+  // (an LS pod waited for CPU within the hold time, or no interference signal exists).
+  bool suppress_armed = true;
 };
 
 // Stale when the newest sample is older than three sampling intervals.

@@ -5,15 +5,21 @@
 // CPU-hungry BE busy loops run in a besteffort pod. Configurations, same load and duration:
 //   a: LS alone
 //   b: LS + BE, plain kubelet-style cgroups (BE cpu.shares 2, nothing else)
-//   c: LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)
-//   d: LS + BE, Gleaner as shipped (1 s full pass + 50 ms fast suppress loop)
+//   c: LS + BE, Gleaner restricted to koordlet's cadence and mode: a 1 s loop, and the
+//      suppress ceiling always applied (cpuSuppressMode always)
+//   d: LS + BE, Gleaner as shipped: 1 s full pass + 50 ms fast suppress loop, eBPF on, BE
+//      pods idle (beClass.cpuQOS, cpu.idle 1), the ceiling applied only on LS interference
+//      (cpuSuppressMode onInterference)
 //   e: LS + BE, no agent, a fixed BE quota of 0.6 core: what the kernel's CFS bandwidth
 //      throttling of BE costs LS by itself, apart from any agent's decisions
+//   f: LS + BE, Gleaner with the 50 ms fast loop but the ceiling always applied: separates
+//      what the fast loop buys from what the mode buys
 // The load generator and the agent run in this process, outside the kubepods tree.
 //
-// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcde]
+// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcdef]
 //                 [--profile steady|steps|both] [--threshold PERCENT]
-// --threshold sets cpuSuppressThresholdPercent for (c) and (d) (default 65, koordlet's).
+// --threshold sets cpuSuppressThresholdPercent for (c), (d) and (f) (default 65, koordlet's);
+// the policy is cfsQuota, as the cpuset policy cannot act on a node with 2 CPUs.
 // "steps" alternates the rate every 2 s between a quarter and all of it: the load steps in
 // which an agent has to take CPU back from BE quickly.
 // Needs root; cleans up its cgroups and processes even when interrupted.
@@ -50,7 +56,7 @@ using gleaner::cgroup::Resource;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 constexpr int kConnections = 8;
-int g_threshold = 65;  // cpuSuppressThresholdPercent for (c) and (d)
+int g_threshold = 65;  // cpuSuppressThresholdPercent for (c), (d) and (f)
 constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 double thread_cpu_us() {
@@ -198,9 +204,15 @@ struct Run {
 Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration,
              bool steps) {
   using namespace gleaner;
+  const bool shipped = config == 'd';
   testing::ColocatedNode node(
       {.threshold_config = R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
-                           std::to_string(g_threshold) + R"(,"cpuSuppressPolicy":"cfsQuota"}})"});
+                           std::to_string(g_threshold) +
+                           R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
+                           (shipped ? "onInterference" : "always") + R"("}})",
+       // The shipped ConfigMap's BE CPU QoS: BE pods run as idle groups (cpu.idle 1).
+       .qos_config =
+           shipped ? R"({"clusterStrategy":{"beClass":{"cpuQOS":{"enable":true}}}})" : ""});
   testing::ScratchCgroups& scratch = node.scratch();  // removed with `node`, also after SIGINT
   const std::string& be_qos = node.be_qos();
   const std::string& ls_pod = node.ls_pod();
@@ -239,10 +251,10 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   if (config == 'e') {
     if (auto p = fs.path_of(Resource::kCpuQuota, be_qos); p.ok()) (void)write_file(*p, "60000");
   }
-  if (config == 'c' || config == 'd') {
+  if (config == 'c' || config == 'd' || config == 'f') {
     agent::DaemonOptions opt = testing::agent_options(node);
     opt.interval = 1000ms;
-    opt.fast_interval = config == 'd' ? 50ms : 0ms;
+    opt.fast_interval = config == 'c' ? 0ms : 50ms;
     try {
       agent = std::make_unique<testing::InProcessAgent>(opt);
     } catch (const std::runtime_error& e) {
@@ -284,10 +296,12 @@ double median(std::vector<double> v) {
 bool print_table(bool steps, const std::string& configs, double rate, int work_us, double seconds,
                  int repeats) {
   const char* const labels[] = {
-      "(a) LS alone", "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
-      "(c) LS + BE, Gleaner restricted to a 1 s loop (koordlet's cadence)",
-      "(d) LS + BE, Gleaner as shipped",
-      "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)"};
+      "(a) LS alone",
+      "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
+      "(c) LS + BE, Gleaner restricted to koordlet's cadence and mode (1 s loop, ceiling always)",
+      "(d) LS + BE, Gleaner as shipped (50 ms loop, BE cpu.idle, ceiling on interference)",
+      "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)",
+      "(f) LS + BE, Gleaner with the 50 ms loop and the ceiling always applied"};
   if (steps) {
     std::printf("\nLoad steps: %.0f req/s for 2 s, then %.0f req/s for 2 s, repeated", rate / 4,
                 rate);
@@ -304,7 +318,7 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   double base_p99 = 0;
   for (char c : configs) {
-    if (c < 'a' || c > 'e') continue;
+    if (c < 'a' || c > 'f') continue;
     std::vector<double> p50, p99, p999, served, be, idle, util;
     for (int r = 0; r < repeats && !g_interrupted; ++r) {
       Run run = run_once(c, rate, work_us,
@@ -337,7 +351,7 @@ int main(int argc, char** argv) {
   int repeats = 3;
   double rate = 800;
   int work_us = 600;
-  std::string configs = "abcde";
+  std::string configs = "abcdef";
   std::string profiles = "both";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string arg = argv[i];
@@ -358,7 +372,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] "
-                   "[--configs abcde] [--profile steady|steps|both] [--threshold PERCENT]\n");
+                   "[--configs abcdef] [--profile steady|steps|both] [--threshold PERCENT]\n");
       return 2;
     }
   }

@@ -179,6 +179,23 @@ TEST(ThresholdConfig, RejectsSwappedPairsEvenWhenOnlyTheNodeSideIsSet) {
       parse_threshold_config(R"({"clusterStrategy": {"cpuSuppressPolicy": "x"}})", "t").ok());
 }
 
+TEST(ThresholdConfig, SuppressModeDefaultsToAlwaysAndNodesMayOverrideIt) {
+  auto cfg = parse_threshold_config(R"({
+    "clusterStrategy": {"enable": true, "cpuSuppressMode": "onInterference"},
+    "nodeStrategies": [{"nodeSelector": {"matchLabels": {"pool": "strict"}},
+                        "cpuSuppressMode": "always"}]})",
+                                    "resource-threshold-config");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->for_node({}).cpu_suppress_mode, CpuSuppressMode::kOnInterference);
+  EXPECT_EQ(cfg->for_node({{"pool", "strict"}}).cpu_suppress_mode, CpuSuppressMode::kAlways);
+  EXPECT_EQ(ResourceThresholdStrategy{}.cpu_suppress_mode, CpuSuppressMode::kAlways);
+  auto bad = parse_threshold_config(R"({"clusterStrategy": {"cpuSuppressMode": "sometimes"}})",
+                                    "resource-threshold-config");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("clusterStrategy.cpuSuppressMode"), std::string::npos)
+      << bad.error().message;
+}
+
 TEST(QoSConfig, PerClassDefaultsAndMerge) {
   auto cfg = parse_qos_config(R"({
     "clusterStrategy": {"beClass": {"resctrlQOS": {"enable": true, "catRangeEndPercent": 50},

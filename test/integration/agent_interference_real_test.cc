@@ -1,6 +1,7 @@
 // The interference rule end to end: an LS pod that has to wait for a CPU held by BE work
 // shows a high run-queue latency p99 in the eBPF probe, and the running agent tightens the
-// BE quota below what usage-based suppression alone would allow.
+// BE quota below what usage-based suppression alone would allow; with cpuSuppressMode
+// onInterference the ceiling is not applied at all until that happens.
 #include <functional>
 #include <thread>
 
@@ -25,8 +26,9 @@ void pin_to_cpu0(pid_t pid) {
   ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0);
 }
 
-// Runs the agent for `run_for` and returns the lowest BE quota it set (-1: never limited).
-int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
+// Runs the agent for `run_for`, or until the BE quota reaches `enough` or below, and
+// returns the lowest BE quota it set (-1: never limited).
+int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for, int64_t enough = 0) {
   // Threshold 100%: usage-based suppression leaves BE about a core on this 2-CPU node.
   gleaner::testing::ColocatedNode node({.ls_containers = "[]",
                                         .be_containers = "[]",
@@ -51,23 +53,29 @@ int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for) {
       [&] {
         auto q = fs.read_int(Resource::kCpuQuota, be_qos);
         if (q.ok() && *q > 0 && (lowest < 0 || *q < lowest)) lowest = *q;
-        return std::chrono::steady_clock::now() >= end;
+        return (lowest > 0 && lowest <= enough) || std::chrono::steady_clock::now() >= end;
       },
       run_for + std::chrono::seconds(1), std::chrono::milliseconds(20));
   agent->stop();
   return lowest;
 }
 
-TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
+// Why the eBPF tests cannot run here; empty when they can.
+std::string ebpf_skip_reason() {
   auto reason = gleaner::testing::real_cgroup_skip_reason();
-  if (!reason.empty()) GTEST_SKIP() << reason;
-  if (!bpf::sched_probe_built())
-    GTEST_SKIP() << "built without eBPF: " << bpf::sched_probe_build_reason();
+  if (!reason.empty()) return reason;
+  if (!bpf::sched_probe_built()) return "built without eBPF: " + bpf::sched_probe_build_reason();
   if (auto probe = bpf::SchedProbe::open(); !probe) {
-    GTEST_SKIP() << "eBPF probe unavailable: " << probe.error().message;
+    return "eBPF probe unavailable: " + probe.error().message;
   }
+  return "";
+}
+
+TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
+  auto reason = ebpf_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
   const int64_t usage_only = lowest_be_quota(/*ebpf=*/false, 3s);
-  const int64_t with_signal = lowest_be_quota(/*ebpf=*/true, 3s);
+  const int64_t with_signal = lowest_be_quota(/*ebpf=*/true, 6s, /*enough=*/20000);
   // Usage rules alone leave BE most of the node (LS uses a fifth of a core). With the
   // signal, every pass takes one more step (20000 us on 2 CPUs) off the ceiling while LS
   // keeps waiting, down towards the 2000 us floor.
@@ -77,6 +85,70 @@ TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
   if (usage_only > 0) {
     EXPECT_LT(with_signal, usage_only);
   }
+}
+
+// A node at threshold 50% whose BE spinner on CPU 0 uses a whole core, so usage-based
+// suppression limits BE at once. The LS pod has no process yet, so nothing of LS can wait
+// (a calm LS process elsewhere would share its CPU with whatever else runs on this machine,
+// and its waits would be real interference). The agent runs in cpuSuppressMode `mode`.
+struct CalmNode {
+  explicit CalmNode(const std::string& mode)
+      : node({.ls_containers = "[]",
+              .be_containers = "[]",
+              .threshold_config = R"({"clusterStrategy":{"enable":true,
+                 "cpuSuppressThresholdPercent":50,"cpuSuppressPolicy":"cfsQuota",
+                 "cpuSuppressMode":")" +
+                                  mode + R"("}})"}),
+        fs(node.root(), node.scratch().version()) {
+    pin_to_cpu0(node.scratch().spawn_busy(node.be_pod()));
+  }
+  std::unique_ptr<gleaner::testing::InProcessAgent> start(bool ebpf) {
+    DaemonOptions opt = gleaner::testing::agent_options(node);
+    opt.interval = 200ms;
+    opt.ebpf = ebpf;
+    opt.interference_runq_p99_bound = "2ms";
+    return std::make_unique<gleaner::testing::InProcessAgent>(opt);
+  }
+  // Whether BE gets a quota within `deadline`.
+  bool be_limited_within(std::chrono::milliseconds deadline) {
+    return gleaner::testing::eventually(
+        [&] {
+          auto q = fs.read_int(Resource::kCpuQuota, node.be_qos());
+          return q.ok() && *q > 0;
+        },
+        deadline, std::chrono::milliseconds(20));
+  }
+  gleaner::testing::ColocatedNode node;
+  cgroup::CgroupFs fs;
+};
+
+TEST(AgentInterferenceReal, OnInterferenceModeLimitsBeOnlyOnceAnLsPodWaits) {
+  auto reason = ebpf_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  {
+    // Control: in mode `always` the same node has BE limited within a pass or two.
+    CalmNode calm("always");
+    auto agent = calm.start(/*ebpf=*/true);
+    EXPECT_TRUE(calm.be_limited_within(2s)) << "mode always never limited BE";
+  }
+  CalmNode calm("onInterference");
+  auto agent = calm.start(/*ebpf=*/true);
+  // No LS wait: BE stays unbounded over ten passes although it is over the threshold line.
+  EXPECT_FALSE(calm.be_limited_within(2s)) << "BE limited without interference";
+  // An LS process starts on CPU 0 beside the spinner: it waits, and the ceiling is armed.
+  pin_to_cpu0(calm.node.scratch().spawn_periodic(calm.node.ls_pod(), std::chrono::milliseconds(2),
+                                                 std::chrono::milliseconds(10)));
+  EXPECT_TRUE(calm.be_limited_within(3s)) << "the ceiling was not armed by LS waiting";
+}
+
+TEST(AgentInterferenceReal, OnInterferenceModeWithoutASignalKeepsTheCeiling) {
+  auto reason = gleaner::testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  // eBPF off and no PSI bound: interference could never be seen, so the mode falls back to
+  // applying the ceiling as `always` does.
+  CalmNode calm("onInterference");
+  auto agent = calm.start(/*ebpf=*/false);
+  EXPECT_TRUE(calm.be_limited_within(2s)) << "BE left unbounded with no interference signal";
 }
 
 }  // namespace

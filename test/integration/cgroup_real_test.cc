@@ -135,5 +135,29 @@ TEST_F(RealCgroup, CpusetNarrowAndWidenKeepsChildrenInsideParents) {
   EXPECT_EQ(fs.read_cpuset("kubepods/besteffort/podx")->size(), 2u);
 }
 
+TEST_F(RealCgroup, RestoringCpuIdlePutsBackTheWeightKubeletSet) {
+  ScratchCgroups scratch;
+  const std::string pod = "kubepods/besteffort/pod-idle";
+  scratch.mkdir(pod);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  if (!fs.path_of(Resource::kCpuIdle, pod).ok()) GTEST_SKIP() << "kernel has no cpu.idle";
+  // kubelet's BestEffort pod weight (cpu.shares 2; on v2 the converted cpu.weight 1).
+  cgroup::WriteExecutor kubelet(fs);
+  ASSERT_TRUE(kubelet.apply({{Resource::kCpuShares, pod, "2", "kubelet"}}).failed.empty());
+  const std::string kubelet_weight = *read_file(*fs.path_of(Resource::kCpuShares, pod));
+
+  cgroup::WriteExecutor exec(fs);
+  auto idle = exec.apply({{Resource::kCpuIdle, pod, "1", "test"}});
+  ASSERT_TRUE(idle.failed.empty()) << idle.failed[0].second.message;
+  // The kernel now refuses weight writes to the group.
+  EXPECT_FALSE(write_file(*fs.path_of(Resource::kCpuShares, pod), "2").ok());
+
+  auto restored = exec.restore_all();
+  EXPECT_TRUE(restored.failed.empty()) << restored.failed[0].second.message;
+  EXPECT_EQ(*fs.read_int(Resource::kCpuIdle, pod), 0);
+  // Leaving idle alone would reset the weight to the kernel's default.
+  EXPECT_EQ(*read_file(*fs.path_of(Resource::kCpuShares, pod)), kubelet_weight);
+}
+
 }  // namespace
 }  // namespace gleaner

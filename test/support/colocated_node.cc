@@ -20,6 +20,7 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
      "spec":{"containers":)" + spec.be_containers +
                                 R"(},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
   files_.write("config/resource-threshold-config", spec.threshold_config);
+  if (!spec.qos_config.empty()) files_.write("config/resource-qos-config", spec.qos_config);
 }
 
 }  // namespace gleaner::testing

@@ -18,6 +18,8 @@ struct ColocatedNodeSpec {
   // The resource-threshold-config value (JSON).
   std::string threshold_config =
       R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota"}})";
+  // The resource-qos-config value (JSON); empty: none (every QoS class off).
+  std::string qos_config;
 };
 
 class ColocatedNode {

@@ -1,5 +1,7 @@
 #include "agent/qos/be_cgroups.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "agent/qos/fs_reader.h"
@@ -47,7 +49,7 @@ TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
   cgroup::CgroupFs fs(t.path(), GetParam().version);
   FsQosReader reader(fs, nullptr);
   cgroup::WriteExecutor exec(fs);
-  exec.apply(plan_be_cgroups(snap, layout, false, reader).writes);
+  exec.apply(plan_be_cgroups(snap, layout, false, false, reader).writes);
   const std::string pod = layout.pod_dir(KubeQos::kBestEffort, "be-1");
   const std::string a = *layout.container_dir(KubeQos::kBestEffort, "be-1", container_id("a"));
   const std::string b = *layout.container_dir(KubeQos::kBestEffort, "be-1", container_id("b"));
@@ -64,10 +66,19 @@ TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
     EXPECT_EQ(t.read(b + "/cpu.weight"), std::to_string(cgroup::shares_to_weight(512)));
   }
   // Restart adoption.
-  EXPECT_TRUE(exec.plan(plan_be_cgroups(snap, layout, false, reader).writes).empty());
+  EXPECT_TRUE(exec.plan(plan_be_cgroups(snap, layout, false, false, reader).writes).empty());
   // cfsQuota suppression active: the pod-level quota is lifted (the QoS level governs).
-  exec.apply(plan_be_cgroups(snap, layout, true, reader).writes);
+  exec.apply(plan_be_cgroups(snap, layout, true, false, reader).writes);
   EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, pod), cgroup::kUnlimited);
+  // An idle pod (cpu.idle 1) gets no pod-level weight, which the kernel would refuse;
+  // its containers still do.
+  for (const auto& w : plan_be_cgroups(snap, layout, false, true, reader).writes) {
+    EXPECT_FALSE(w.resource == Resource::kCpuShares && w.cgroup == pod) << w.value;
+  }
+  auto idle_plan = plan_be_cgroups(snap, layout, false, true, reader).writes;
+  EXPECT_TRUE(std::any_of(idle_plan.begin(), idle_plan.end(), [&](const cgroup::CgroupWrite& w) {
+    return w.resource == Resource::kCpuShares && w.cgroup == a;
+  }));
 }
 
 TEST_P(BeTree, UnlabelledBestEffortPodsAreLeftToKubelet) {
@@ -78,7 +89,7 @@ TEST_P(BeTree, UnlabelledBestEffortPodsAreLeftToKubelet) {
   make_node_tree(t, GetParam().version, layout, {p});
   cgroup::CgroupFs fs(t.path(), GetParam().version);
   FsQosReader reader(fs, nullptr);
-  EXPECT_TRUE(plan_be_cgroups(make_snapshot({}, {p}), layout, false, reader).writes.empty());
+  EXPECT_TRUE(plan_be_cgroups(make_snapshot({}, {p}), layout, false, false, reader).writes.empty());
 }
 
 TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
@@ -102,8 +113,13 @@ TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
   ASSERT_EQ(writes.size(), 1u);
   EXPECT_EQ(writes[0].cgroup, pod);  // never the kubelet-owned QoS dir
   EXPECT_EQ(writes[0].value, "1");
+  cgroup::WriteExecutor exec(fs);
+  exec.apply(writes);
+  // Switched off: the pod leaves idle (kubelet never sets it, so 0 is kubelet's value).
   qos.be.cpu.enable = false;
-  EXPECT_TRUE(plan_cpu_idle(snap, layout, qos, reader).writes.empty());
+  auto off = exec.plan(plan_cpu_idle(snap, layout, qos, reader).writes);
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0].content, "0");
 }
 
 TEST_P(BeTree, MemoryQosAtContainerPodAndQosLevel) {

@@ -242,14 +242,26 @@ TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
   EXPECT_EQ(plan.writes[0].value, "1,9");
 }
 
-TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
+// The 8-CPU node of pods_ls_and_be() as a cgroup tree, read through a FsQosReader.
+struct Node8Tree {
+  explicit Node8Tree(const Case& c)
+      : pods(pods_ls_and_be()),
+        fs(t.path(), c.version),
+        snap(make_snapshot(node8(), pods)),
+        ctx(suppress_context(snap, cgroup::KubeletLayout(c.driver), std::nullopt)) {
+    make_node_tree(t, c.version, cgroup::KubeletLayout(c.driver), pods);
+  }
   TempDir t;
-  auto pods = pods_ls_and_be();
-  make_node_tree(t, GetParam().version, layout(), pods);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
-  auto snap = make_snapshot(node8(), pods);
-  auto ctx = suppress_context(snap, layout(), std::nullopt);
+  std::vector<FakePod> pods;
+  cgroup::CgroupFs fs;
+  FsQosReader reader{fs, nullptr};
+  snapshot::NodeSnapshot snap;
+  SuppressContext ctx;
+};
+
+TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
+  Node8Tree tree(GetParam());
+  auto& [t, pods, fs, reader, snap, ctx] = tree;
   config::ResourceThresholdStrategy off;
   cgroup::WriteExecutor exec(fs);
   EXPECT_TRUE(exec.plan(plan_cpu_suppress(ctx, off, 0, 0, reader, false).writes).empty());
@@ -257,6 +269,34 @@ TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
   auto writes = exec.plan(plan_cpu_suppress(ctx, off, 0, 0, reader, false).writes);
   ASSERT_EQ(writes.size(), 1u);
   EXPECT_EQ(writes[0].resource, Resource::kCpuQuota);
+}
+
+TEST_P(SuppressTree, OnInterferenceModeAppliesTheCeilingOnlyWhileArmed) {
+  Node8Tree tree(GetParam());
+  auto& [t, pods, fs, reader, snap, ctx] = tree;
+  auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
+  s.cpu_suppress_mode = config::CpuSuppressMode::kOnInterference;
+  const int64_t non_be = non_be_cpu_usage(snap);
+  cgroup::WriteExecutor exec(fs);
+  // Disarmed: BE keeps kubelet's unlimited quota although usage is over the threshold line.
+  Plan calm = plan_cpu_suppress(ctx, s, non_be, ctx.system_usage_milli, reader, false, false);
+  EXPECT_TRUE(exec.plan(calm.writes).empty());
+  EXPECT_FALSE(suppress_ceiling_applies(s, false));
+  // Armed: the same figures as the `always` mode.
+  exec.apply(plan_cpu_suppress(ctx, s, non_be, ctx.system_usage_milli, reader, false, true).writes);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be_dir()), 270000);
+  // Disarmed on stale data: hold, never lift.
+  EXPECT_TRUE(exec.plan(plan_cpu_suppress(ctx, s, non_be, 0, reader, true, false).writes).empty());
+  // Disarmed again on fresh data: the ceiling is lifted.
+  exec.apply(
+      plan_cpu_suppress(ctx, s, non_be, ctx.system_usage_milli, reader, false, false).writes);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be_dir()), cgroup::kUnlimited);
+  // The `always` mode ignores the arming.
+  s.cpu_suppress_mode = config::CpuSuppressMode::kAlways;
+  EXPECT_TRUE(suppress_ceiling_applies(s, false));
+  exec.apply(
+      plan_cpu_suppress(ctx, s, non_be, ctx.system_usage_milli, reader, false, false).writes);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be_dir()), 270000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Trees, SuppressTree,
