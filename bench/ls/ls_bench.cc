@@ -256,7 +256,8 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
     opt.interval = 1000ms;
     opt.fast_interval = config == 'c' ? 0ms : 50ms;
     try {
-      agent = std::make_unique<testing::InProcessAgent>(opt);
+      // In its own pod, as the DaemonSet runs it: it competes with LS at its pod weight.
+      agent = std::make_unique<testing::InProcessAgent>(opt, node.agent_tasks_file());
     } catch (const std::runtime_error& e) {
       std::fprintf(stderr, "ls_bench: %s\n", e.what());
       std::exit(1);

@@ -1,5 +1,9 @@
 #include "test/support/colocated_node.h"
 
+#include <filesystem>
+
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/executor.h"
 #include "cgroup/layout.h"
 
 namespace gleaner::testing {
@@ -11,6 +15,17 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
   be_qos_ = layout.qos_dir(cgroup::KubeQos::kBestEffort);
   scratch_.mkdir(ls_pod_);
   scratch_.mkdir(be_pod_);
+  agent_pod_ = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
+  scratch_.mkdir(agent_pod_);
+  if (scratch_.version() == cgroup::CgroupVersion::kV1) {
+    cgroup::CgroupFs fs(scratch_.root(), scratch_.version());
+    cgroup::WriteExecutor kubelet(fs);
+    kubelet.apply({{cgroup::Resource::kCpuShares, agent_pod_, "51", "kubelet"},
+                   {cgroup::Resource::kCpuQuota, agent_pod_, "50000", "kubelet"}});
+    if (auto shares = fs.path_of(cgroup::Resource::kCpuShares, agent_pod_); shares.ok()) {
+      agent_tasks_file_ = std::filesystem::path(*shares).parent_path() / "tasks";
+    }
+  }
   files_.write("pods.json", R"({"items":[
     {"metadata":{"name":"api-0","namespace":"web","uid":"ls-uid"},
      "spec":{"containers":)" + spec.ls_containers +

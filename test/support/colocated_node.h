@@ -33,6 +33,12 @@ class ColocatedNode {
   [[nodiscard]] const std::string& be_pod() const { return be_pod_; }
   [[nodiscard]] const std::string& be_qos() const { return be_qos_; }
   [[nodiscard]] std::string pods_file() const { return files_ / "pods.json"; }
+  // The agent's own pod, as the DaemonSet makes it (Burstable, cpu request 50m, limit
+  // 500m), not in the pods file: what it uses counts as system usage. `agent_tasks_file`
+  // is its CPU controller's `tasks` file, to which a single thread can be moved (cgroup
+  // v1); empty on cgroup v2, where threads of one process cannot be split across pods.
+  [[nodiscard]] const std::string& agent_pod() const { return agent_pod_; }
+  [[nodiscard]] const std::string& agent_tasks_file() const { return agent_tasks_file_; }
   [[nodiscard]] std::string config_dir() const { return files_ / "config"; }
 
  private:
@@ -41,6 +47,8 @@ class ColocatedNode {
   std::string ls_pod_;
   std::string be_pod_;
   std::string be_qos_;
+  std::string agent_pod_;
+  std::string agent_tasks_file_;
 };
 
 }  // namespace gleaner::testing

@@ -9,8 +9,10 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <unistd.h>
 
 #include "agent/daemon/daemon.h"
+#include "common/file_io.h"
 #include "test/support/colocated_node.h"
 
 namespace gleaner::testing {
@@ -29,12 +31,17 @@ inline agent::DaemonOptions agent_options(const ColocatedNode& node) {
 class InProcessAgent {
  public:
   // Throws std::runtime_error with the agent's own message when it cannot start.
-  explicit InProcessAgent(agent::DaemonOptions options) {
+  // `tasks_file`: a cgroup v1 `tasks` file the agent's thread moves itself to before it
+  // runs (ColocatedNode::agent_tasks_file, the agent's own pod); empty: stays where it is.
+  explicit InProcessAgent(agent::DaemonOptions options, std::string tasks_file = "") {
     auto created = agent::Daemon::create(io_, std::move(options));
     if (!created.ok()) throw std::runtime_error(created.error().describe());
     daemon_ = std::move(*created);
     daemon_->start();
-    loop_ = std::thread([this] { io_.run(); });
+    loop_ = std::thread([this, tasks_file] {
+      if (!tasks_file.empty()) (void)write_file(tasks_file, std::to_string(::gettid()));
+      io_.run();
+    });
   }
   ~InProcessAgent() { stop(); }
   InProcessAgent(const InProcessAgent&) = delete;
