@@ -375,6 +375,12 @@ void Daemon::Impl::schedule_fast() {
 
 void Daemon::fast_tick() {
   auto& d = *impl_;
+  // A disarmed onInterference ceiling leaves LS to the kernel's CPU priority: there is
+  // nothing for the fast path to follow until the full pass arms it again.
+  if (!d.suppress_armed &&
+      d.engine.threshold().cpu_suppress_mode == config::CpuSuppressMode::kOnInterference) {
+    return;
+  }
   const SteadyTime now = d.clock.now();
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;
