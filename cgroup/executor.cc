@@ -1,6 +1,7 @@
 #include "cgroup/executor.h"
 
 #include <algorithm>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -131,7 +132,11 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
     // Remember the value found before the first change, for restore_all().
     originals_.try_emplace(
         w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
-    if (w.resource == Resource::kCpuIdle) remember_weight_under_idle(w.cgroup);
+    // Entering idle: the weight read from now on is the kernel's fixed one, so keep the
+    // real one for restore_all(). (Leaving idle needs nothing: the weight reads true again.)
+    if (w.resource == Resource::kCpuIdle && w.old_content == "0") {
+      remember_weight_under_idle(w.cgroup);
+    }
     auto status = write_file(w.path, w.content);
     if (!status) {
       if (status.error().code == ErrorCode::kNotFound) {
@@ -171,8 +176,16 @@ ApplyReport WriteExecutor::restore_all() {
     back.push_back(
         FileWrite{original.resource, original.cgroup, path, now, original.content, "restore"});
   }
-  // cpu.idle first: an idle group refuses weight writes, and leaving idle resets the
-  // group's weight to the kernel default, so the weight is put back only after it.
+  // cpu.idle first: leaving idle resets the group's weight to the kernel default, so the
+  // weight is put back only after it; and a group going back to idle refuses weight writes
+  // (it has a fixed weight), so none is attempted there.
+  std::set<std::string> back_to_idle;
+  for (const auto& w : back) {
+    if (w.resource == Resource::kCpuIdle && w.content != "0") back_to_idle.insert(w.cgroup);
+  }
+  std::erase_if(back, [&](const FileWrite& w) {
+    return w.resource == Resource::kCpuShares && back_to_idle.count(w.cgroup) > 0;
+  });
   std::stable_partition(back.begin(), back.end(),
                         [](const FileWrite& w) { return w.resource == Resource::kCpuIdle; });
   ApplyReport report = perform(order_writes(back, fs_.version()));

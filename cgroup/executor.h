@@ -69,8 +69,8 @@ class WriteExecutor {
   CgroupFs& fs_;
   bool dry_run_;
   std::map<std::string, FileWrite> originals_;
-  // Setting cpu.idle changes the group's weight as the kernel sees it (an idle group reads
-  // a fixed weight and leaving idle resets it to the default), so the weight found before
+  // Entering cpu.idle changes the group's weight as the kernel sees it (an idle group reads
+  // a fixed weight, and leaving idle resets it to the default), so the weight found before
   // is remembered too and restore_all() puts it back after cpu.idle.
   void remember_weight_under_idle(const std::string& cgroup);
   std::map<std::string, WriteCounters> counters_;  // by resource name

@@ -375,12 +375,9 @@ void Daemon::Impl::schedule_fast() {
 
 void Daemon::fast_tick() {
   auto& d = *impl_;
-  // A disarmed onInterference ceiling leaves LS to the kernel's CPU priority: there is
-  // nothing for the fast path to follow until the full pass arms it again.
-  if (!d.suppress_armed &&
-      d.engine.threshold().cpu_suppress_mode == config::CpuSuppressMode::kOnInterference) {
-    return;
-  }
+  // Without a ceiling in force (suppression off, or an onInterference ceiling disarmed)
+  // there is nothing to follow at 50 ms: the full pass arms, lifts and recovers.
+  if (!qos::suppress_ceiling_applies(d.engine.threshold(), d.suppress_armed)) return;
   const SteadyTime now = d.clock.now();
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;

@@ -326,7 +326,10 @@ void ClusterLink::create_app(const server::Action& a) {
     return;
   }
   spdlog::warn("cluster {}: create SparkApplication {}/{} (from cluster {}): {}", options_.name,
-               a.ns, a.name, origin, r ? "an application of that name exists" : r.error().message);
+               a.ns, a.name, origin,
+               r.error().code == ErrorCode::kConflict
+                   ? "an application of that name from elsewhere exists; left alone"
+                   : r.error().message);
 }
 
 void ClusterLink::publish_due() {

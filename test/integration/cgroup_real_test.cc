@@ -159,5 +159,26 @@ TEST_F(RealCgroup, RestoringCpuIdlePutsBackTheWeightKubeletSet) {
   EXPECT_EQ(*read_file(*fs.path_of(Resource::kCpuShares, pod)), kubelet_weight);
 }
 
+TEST_F(RealCgroup, RestoringAGroupToIdleWritesNoWeight) {
+  ScratchCgroups scratch;
+  const std::string pod = "kubepods/besteffort/pod-was-idle";
+  scratch.mkdir(pod);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  if (!fs.path_of(Resource::kCpuIdle, pod).ok()) GTEST_SKIP() << "kernel has no cpu.idle";
+  // Found idle (left so by an earlier agent); this one turns it off and sets a weight.
+  ASSERT_TRUE(write_file(*fs.path_of(Resource::kCpuIdle, pod), "1").ok());
+  cgroup::WriteExecutor exec(fs);
+  auto off = exec.apply({{Resource::kCpuIdle, pod, "0", "test"}});
+  ASSERT_TRUE(off.failed.empty()) << off.failed[0].second.message;
+  auto weight = exec.apply({{Resource::kCpuShares, pod, "2", "test"}});
+  ASSERT_TRUE(weight.failed.empty()) << weight.failed[0].second.message;
+
+  // Back to idle, where the kernel fixes the weight: no weight write is attempted.
+  auto restored = exec.restore_all();
+  EXPECT_TRUE(restored.failed.empty()) << restored.failed[0].second.message;
+  EXPECT_EQ(restored.written.size(), 1u);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuIdle, pod), 1);
+}
+
 }  // namespace
 }  // namespace gleaner

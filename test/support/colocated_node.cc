@@ -15,14 +15,14 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
   be_qos_ = layout.qos_dir(cgroup::KubeQos::kBestEffort);
   scratch_.mkdir(ls_pod_);
   scratch_.mkdir(be_pod_);
-  agent_pod_ = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
-  scratch_.mkdir(agent_pod_);
   if (scratch_.version() == cgroup::CgroupVersion::kV1) {
+    const std::string agent_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
+    scratch_.mkdir(agent_pod);
     cgroup::CgroupFs fs(scratch_.root(), scratch_.version());
     cgroup::WriteExecutor kubelet(fs);
-    kubelet.apply({{cgroup::Resource::kCpuShares, agent_pod_, "51", "kubelet"},
-                   {cgroup::Resource::kCpuQuota, agent_pod_, "50000", "kubelet"}});
-    if (auto shares = fs.path_of(cgroup::Resource::kCpuShares, agent_pod_); shares.ok()) {
+    kubelet.apply({{cgroup::Resource::kCpuShares, agent_pod, "51", "kubelet"},
+                   {cgroup::Resource::kCpuQuota, agent_pod, "50000", "kubelet"}});
+    if (auto shares = fs.path_of(cgroup::Resource::kCpuShares, agent_pod); shares.ok()) {
       agent_tasks_file_ = std::filesystem::path(*shares).parent_path() / "tasks";
     }
   }

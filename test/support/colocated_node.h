@@ -1,8 +1,9 @@
 #pragma once
 // A colocated node on real cgroups, as the integration tests and benchmarks need it: one LS
 // pod (Burstable) and one BE pod (BestEffort, labelled koordinator.sh/qosClass=BE) under a
-// scratch kubepods tree, a pods file naming both, and an ack-slo-config directory holding
-// the given resource-threshold-config. Everything is removed with the object.
+// scratch kubepods tree, a pods file naming both, an ack-slo-config directory holding the
+// given resource-threshold-config (and resource-qos-config), and on cgroup v1 a pod for the
+// agent itself. Everything is removed with the object.
 
 #include <string>
 
@@ -33,11 +34,10 @@ class ColocatedNode {
   [[nodiscard]] const std::string& be_pod() const { return be_pod_; }
   [[nodiscard]] const std::string& be_qos() const { return be_qos_; }
   [[nodiscard]] std::string pods_file() const { return files_ / "pods.json"; }
-  // The agent's own pod, as the DaemonSet makes it (Burstable, cpu request 50m, limit
-  // 500m), not in the pods file: what it uses counts as system usage. `agent_tasks_file`
-  // is its CPU controller's `tasks` file, to which a single thread can be moved (cgroup
-  // v1); empty on cgroup v2, where threads of one process cannot be split across pods.
-  [[nodiscard]] const std::string& agent_pod() const { return agent_pod_; }
+  // The `tasks` file of the agent's own pod, as the DaemonSet makes it (Burstable, cpu
+  // request 50m, limit 500m; not in the pods file, so what it uses counts as system usage),
+  // to which a single thread can be moved. Empty on cgroup v2, where threads of one process
+  // cannot be split across pods.
   [[nodiscard]] const std::string& agent_tasks_file() const { return agent_tasks_file_; }
   [[nodiscard]] std::string config_dir() const { return files_ / "config"; }
 
@@ -47,7 +47,6 @@ class ColocatedNode {
   std::string ls_pod_;
   std::string be_pod_;
   std::string be_qos_;
-  std::string agent_pod_;
   std::string agent_tasks_file_;
 };
 

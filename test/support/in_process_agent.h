@@ -3,6 +3,7 @@
 // ColocatedNode; stopped (restoring what it changed) and joined when the object goes.
 // Header-only: only targets that link gleaner_agent include it.
 
+#include <future>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -30,18 +31,29 @@ inline agent::DaemonOptions agent_options(const ColocatedNode& node) {
 
 class InProcessAgent {
  public:
-  // Throws std::runtime_error with the agent's own message when it cannot start.
-  // `tasks_file`: a cgroup v1 `tasks` file the agent's thread moves itself to before it
-  // runs (ColocatedNode::agent_tasks_file, the agent's own pod); empty: stays where it is.
-  explicit InProcessAgent(agent::DaemonOptions options, std::string tasks_file = "") {
+  // Throws std::runtime_error with the agent's own message when it cannot start, or when
+  // its thread cannot be moved to `tasks_file`: a cgroup v1 `tasks` file the agent's thread
+  // moves itself to before it runs (ColocatedNode::agent_tasks_file, the agent's own pod);
+  // empty: it stays where it is.
+  explicit InProcessAgent(agent::DaemonOptions options, const std::string& tasks_file = "") {
     auto created = agent::Daemon::create(io_, std::move(options));
     if (!created.ok()) throw std::runtime_error(created.error().describe());
     daemon_ = std::move(*created);
-    daemon_->start();
-    loop_ = std::thread([this, tasks_file] {
-      if (!tasks_file.empty()) (void)write_file(tasks_file, std::to_string(::gettid()));
-      io_.run();
+    // The first pass, too, runs on the agent's thread, after it has moved.
+    boost::asio::post(io_, [this] { daemon_->start(); });
+    std::promise<Status> placed;
+    auto placed_result = placed.get_future();
+    loop_ = std::thread([this, tasks_file, &placed] {
+      Status moved =
+          tasks_file.empty() ? ok_status() : write_file(tasks_file, std::to_string(::gettid()));
+      const bool run = moved.ok();
+      placed.set_value(std::move(moved));
+      if (run) io_.run();
     });
+    if (Status moved = placed_result.get(); !moved.ok()) {
+      loop_.join();
+      throw std::runtime_error("agent thread to " + tasks_file + ": " + moved.error().describe());
+    }
   }
   ~InProcessAgent() { stop(); }
   InProcessAgent(const InProcessAgent&) = delete;

@@ -95,8 +95,6 @@ inline snapshot::NodeSnapshot make_snapshot(const FakeNode& n, const std::vector
   return *snap;
 }
 
-// A cgroup directory of a fake tree, with the files kubelet leaves: unlimited quota,
-// period 100 ms, the given cpuset, unlimited memory; v2 also offers memory.min/low/high.
 // A fake sysfs: 2 NUMA nodes (one socket each), 4 cores per node, 2 threads per core;
 // cpu N and N+8 are siblings, node 0 holds cpus 0-3,8-11.
 inline void make_sysfs16(const TempDir& t) {
@@ -111,6 +109,8 @@ inline void make_sysfs16(const TempDir& t) {
   t.write("sys/devices/system/node/node1/cpulist", "4-7,12-15\n");
 }
 
+// A cgroup directory of a fake tree, with the files kubelet leaves: unlimited quota,
+// period 100 ms, the given cpuset, unlimited memory; v2 also offers memory.min/low/high.
 inline void make_cgroup(const TempDir& t, cgroup::CgroupVersion v, const std::string& cg,
                         const std::string& cpus = "0-7", bool memory_qos_files = true) {
   if (v == cgroup::CgroupVersion::kV2) {
