@@ -273,8 +273,10 @@ Result<Json> KubeClient::patch(const std::string& path, const Json& patch, Patch
   return call("PATCH", path, &patch, content_type(type));
 }
 
-Status KubeClient::remove(const std::string& path) {
-  auto r = call("DELETE", path, nullptr);
+Status KubeClient::remove(const std::string& path, const std::string& uid) {
+  const Json options = {
+      {"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", {{"uid", uid}}}};
+  auto r = call("DELETE", path, uid.empty() ? nullptr : &options);
   if (!r) return r.error();
   return ok_status();
 }
@@ -348,9 +350,12 @@ std::string events_path(const std::string& ns) {
   return "/api/v1/namespaces/" + ns + "/events";
 }
 std::string spark_applications_path(const std::string& ns) {
-  const std::string base = "/apis/sparkoperator.k8s.io/v1beta2";
+  const std::string base = std::string("/apis/") + kSparkApiVersion;
   return ns.empty() ? base + "/sparkapplications"
                     : base + "/namespaces/" + ns + "/sparkapplications";
+}
+std::string spark_application_path(const std::string& ns, const std::string& name) {
+  return spark_applications_path(ns) + "/" + name;
 }
 
 }  // namespace gleaner::kube

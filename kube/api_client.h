@@ -93,7 +93,9 @@ class KubeClient {
   Result<Json> create(const std::string& path, const Json& object);
   Result<Json> replace(const std::string& path, const Json& object);  // PUT: rv precondition
   Result<Json> patch(const std::string& path, const Json& patch, PatchType type);
-  Status remove(const std::string& path);
+  // DELETE; with `uid`, a DeleteOptions precondition makes the server refuse (kConflict)
+  // an object re-created under the same name since the caller looked at it.
+  Status remove(const std::string& path, const std::string& uid = "");
 
   // POST pods/{name}/binding with a v1 Binding; `uid` makes the server refuse a pod that was
   // deleted and re-created under the same name (kConflict).
@@ -131,6 +133,8 @@ std::string nodes_path();
 std::string node_path(const std::string& name);
 std::string node_status_path(const std::string& name);
 std::string events_path(const std::string& ns);
+inline constexpr const char* kSparkApiVersion = "sparkoperator.k8s.io/v1beta2";
 std::string spark_applications_path(const std::string& ns);
+std::string spark_application_path(const std::string& ns, const std::string& name);
 
 }  // namespace gleaner::kube

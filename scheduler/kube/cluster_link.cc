@@ -8,13 +8,12 @@ namespace {
 
 // How often node values are re-checked against updateTimeThresholdSeconds.
 constexpr auto kPublishSweep = std::chrono::seconds(1);
-constexpr const char* kSparkApiVersion = "sparkoperator.k8s.io/v1beta2";
-
-std::string app_path(const std::string& ns, const std::string& name) {
-  return kube::spark_applications_path(ns) + "/" + name;
-}
 
 }  // namespace
+
+std::string deferral_key(const server::Action& a) {
+  return std::to_string(static_cast<int>(a.kind)) + "/" + a.ns + "/" + a.name;
+}
 
 ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
                          server::LiveScheduler& live, server::LiveMetrics& metrics)
@@ -98,6 +97,7 @@ void ClusterLink::on_node(const Json& obj) {
 void ClusterLink::enqueue(server::Action action) {
   {
     std::lock_guard lock(mu_);
+    deferred_.erase(deferral_key(action));  // a newer one replaces a deferred one
     queue_.push_back(std::move(action));
   }
   cv_.notify_one();
@@ -146,6 +146,7 @@ void ClusterLink::on_spark_app_gone(const Json& obj) {
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
   live_.forget_app(options_.name, ns->get<std::string>(), name->get<std::string>());
+  observe_origin_gone(obj);
 }
 
 void ClusterLink::on_spark_app(const Json& obj) {
@@ -156,6 +157,8 @@ void ClusterLink::on_spark_app(const Json& obj) {
     if (auto view = app_view(*app, options_.name)) {
       if (view->placement.empty()) {
         live_.observe_app(*view);
+      } else if (!view->origin.empty() && view->origin != options_.name) {
+        observe_copy(*view, obj);
       } else if (view->placement != options_.name && view->suspended) {
         // An origin whose copy should exist in another cluster (a restart may have come
         // between recording the decision and creating the copy): make sure it does,
@@ -200,7 +203,10 @@ void ClusterLink::run(std::stop_token stop) {
       perform(*action);
       continue;
     }
-    if (sweep) next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+    if (sweep) {
+      next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+      requeue_due();
+    }
     publish_due();
   }
 }
@@ -216,8 +222,9 @@ void ClusterLink::perform(const server::Action& a) {
       return;
     }
     case server::ActionKind::kDelete: {
-      Status s = client_.remove(kube::pod_path(a.ns, a.name));
-      if (!s && s.error().code != ErrorCode::kNotFound) {
+      // The uid precondition spares a pod re-created under the same name (kConflict).
+      Status s = client_.remove(kube::pod_path(a.ns, a.name), a.uid);
+      if (!s && s.error().code != ErrorCode::kNotFound && s.error().code != ErrorCode::kConflict) {
         spdlog::warn("cluster {}: delete {}/{}: {}", options_.name, a.ns, a.name,
                      s.error().message);
       }
@@ -229,14 +236,21 @@ void ClusterLink::perform(const server::Action& a) {
     case server::ActionKind::kCreateApp:
       create_app(a);
       return;
+    case server::ActionKind::kMirrorAppState:
+      mirror_app_state(a);
+      return;
+    case server::ActionKind::kDeleteCopy:
+      delete_copy(a);
+      return;
     case server::ActionKind::kEvent: {
       kube::EventRecord e;
       e.namespace_ = a.ns;
-      e.involved_object = Json{{"apiVersion", a.object_kind == "Pod" ? "v1" : kSparkApiVersion},
-                               {"kind", a.object_kind},
-                               {"namespace", a.ns},
-                               {"name", a.name},
-                               {"uid", a.uid}};
+      e.involved_object =
+          Json{{"apiVersion", a.object_kind == "Pod" ? "v1" : kube::kSparkApiVersion},
+               {"kind", a.object_kind},
+               {"namespace", a.ns},
+               {"name", a.name},
+               {"uid", a.uid}};
       e.type = a.warning ? "Warning" : "Normal";
       e.reason = a.reason;
       e.message = a.message;
@@ -248,88 +262,6 @@ void ClusterLink::perform(const server::Action& a) {
       return;
     }
   }
-}
-
-void ClusterLink::place_app(const server::Action& a) {
-  // The decision is written on the origin first: it is the record that this application
-  // is placed (a restart finds it there), and it keeps the origin suspended when the
-  // application goes elsewhere. The copy is created only after it is recorded. The live
-  // loop sends this again until the placement is complete, so every step is idempotent.
-  {
-    std::lock_guard lock(mu_);
-    forwarded_.insert(a.ns + "/" + a.name);
-  }
-  const auto before = apps_->get(a.ns + "/" + a.name);
-  const Json* annotations = before ? find_path(*before, "metadata/annotations") : nullptr;
-  const bool recorded_before = annotations != nullptr && annotations->is_object() &&
-                               annotations->value(server::kPlacementAnnotation, "") == a.target;
-  Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
-  if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
-  auto r = client_.patch(app_path(a.ns, a.name), patch, kube::PatchType::kMerge);
-  if (!r) {
-    spdlog::warn("cluster {}: record placement of SparkApplication {}/{}: {}", options_.name, a.ns,
-                 a.name, r.error().message);
-    // Gone: its job gives the room back. Otherwise the live loop sends this again.
-    if (r.error().code == ErrorCode::kNotFound) live_.forget_app(options_.name, a.ns, a.name);
-    return;
-  }
-  const bool here = a.target == options_.name;
-  if (here) live_.app_recorded(options_.name, a.ns, a.name);
-  if (!here) forward_copy(*r, a.target);
-  if (recorded_before) return;  // the Event was written the first time
-  server::Action note{server::ActionKind::kEvent, options_.name, a.ns, a.name, a.uid};
-  note.object_kind = "SparkApplication";
-  note.reason = here ? "GleanerPlaced" : "GleanerPlacedRemote";
-  note.message = a.message + (here ? "; released here" : "; this copy stays suspended");
-  perform(note);
-}
-
-void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
-  // The copy: same name, namespace, labels and spec, released (not suspended), and
-  // annotated with its origin and the decision so nobody places it again.
-  const Json& meta = origin.value("metadata", Json::object());
-  Json annotations = meta.value("annotations", Json::object());
-  if (!annotations.is_object()) annotations = Json::object();
-  annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
-  annotations[server::kPlacementAnnotation] = target;
-  annotations[server::kOriginAnnotation] = options_.name;
-  Json copy{{"apiVersion", kSparkApiVersion},
-            {"kind", "SparkApplication"},
-            {"metadata",
-             {{"name", meta.value("name", "")},
-              {"namespace", meta.value("namespace", "")},
-              {"labels", meta.value("labels", Json::object())},
-              {"annotations", annotations}}},
-            {"spec", origin.value("spec", Json::object())}};
-  copy["spec"]["suspend"] = false;
-  server::Action create{server::ActionKind::kCreateApp, target, meta.value("namespace", ""),
-                        meta.value("name", "")};
-  create.object = std::move(copy);
-  if (forward_) forward_(std::move(create));
-}
-
-void ClusterLink::create_app(const server::Action& a) {
-  const std::string origin =
-      a.object["metadata"]["annotations"].value(server::kOriginAnnotation, "");
-  auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
-  bool done = r.ok();
-  if (!r && r.error().code == ErrorCode::kConflict) {
-    // Created before (a retry, or after a restart) when it names the same origin;
-    // anything else is another application of that name, which we leave alone.
-    auto existing = client_.get(app_path(a.ns, a.name));
-    const Json* annotations = existing ? find_path(*existing, "metadata/annotations") : nullptr;
-    done = annotations != nullptr && annotations->is_object() &&
-           annotations->value(server::kOriginAnnotation, "") == origin;
-  }
-  if (done) {
-    live_.app_recorded(origin, a.ns, a.name);
-    return;
-  }
-  spdlog::warn("cluster {}: create SparkApplication {}/{} (from cluster {}): {}", options_.name,
-               a.ns, a.name, origin,
-               r.error().code == ErrorCode::kConflict
-                   ? "an application of that name from elsewhere exists; left alone"
-                   : r.error().message);
 }
 
 void ClusterLink::publish_due() {

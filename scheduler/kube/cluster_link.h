@@ -37,6 +37,9 @@ struct ClusterLinkOptions {
   std::chrono::milliseconds resync{10000};  // re-feed every pod (late SparkApplications)
 };
 
+// Actions that are tried again later are known by kind and application.
+std::string deferral_key(const server::Action& a);
+
 class ClusterLink {
  public:
   ClusterLink(ClusterLinkOptions options, const Clock& clock, server::LiveScheduler& live,
@@ -67,10 +70,23 @@ class ClusterLink {
   void on_spark_app(const Json& obj);
   void on_node(const Json& obj);
   void on_spark_app_gone(const Json& obj);
-  // Multi-cluster SparkApplications (docs/scheduler.md, "Multi-cluster placement").
+  // Multi-cluster SparkApplications (app_copies.cc; docs/scheduler.md, "Multi-cluster
+  // placement").
   void place_app(const server::Action& a);
+  void app_event(const std::string& ns, const std::string& name, const std::string& uid,
+                 const std::string& reason, const std::string& message);
   void forward_copy(const Json& origin, const std::string& target);
+  static bool is_copy_of(const Json& app, const std::string& origin_cluster,
+                         const std::string& origin_uid);
   void create_app(const server::Action& a);
+  void observe_copy(const server::AppView& copy, const Json& obj);
+  void observe_origin_gone(const Json& obj);
+  void mirror_app_state(const server::Action& a);
+  void delete_copy(const server::Action& a);
+  // A mirror or delete the API refused is queued again after a while; a newer action for
+  // the same application replaces it, so an old state never overwrites a newer one.
+  void defer(const server::Action& a);
+  void requeue_due();
 
   ClusterLinkOptions options_;
   const Clock& clock_;
@@ -89,6 +105,8 @@ class ClusterLink {
   NodeStatusDecider decider_;  // worker thread only
   std::function<void(server::Action)> forward_;
   std::set<std::string> forwarded_;  // ns/name of origins whose copy was asked for
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, server::Action>>
+      deferred_;  // deferral_key -> (when to try again, the action)
   std::jthread thread_;
 };
 

@@ -46,7 +46,10 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
   if (annotations.is_object()) {
     auto p = annotations.find(server::kPlacementAnnotation);
     if (p != annotations.end() && p->is_string()) v.placement = p->get<std::string>();
+    auto o = annotations.find(server::kOriginAnnotation);
+    if (o != annotations.end() && o->is_string()) v.origin = o->get<std::string>();
   }
+  v.state = app.state;
   // The gang has one selector: the application's, the driver's and the executors' must
   // all hold.
   const std::string where = "SparkApplication " + v.ns + "/" + v.name;

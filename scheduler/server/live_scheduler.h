@@ -81,6 +81,8 @@ struct AppView {
   std::string uid;
   bool suspended = false;  // spec.suspend: its own cluster's operator holds it
   std::string placement;   // annotation gleaner.io/placement: already decided
+  std::string origin;      // annotation gleaner.io/origin-cluster: a copy made from there
+  std::string state;       // status.applicationState.state ("" = not yet submitted)
   GangShape shape;
   std::string queue;
   NodeSelector selector;  // spec, driver and executor nodeSelector / affinity
@@ -90,6 +92,9 @@ struct AppView {
 inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
 inline constexpr const char* kPlacementAnnotation = "gleaner.io/placement";
 inline constexpr const char* kOriginAnnotation = "gleaner.io/origin-cluster";
+inline constexpr const char* kOriginUidAnnotation = "gleaner.io/origin-uid";
+// On an origin placed elsewhere: the state of its copy, as that cluster's operator reports it.
+inline constexpr const char* kRemoteStateAnnotation = "gleaner.io/remote-state";
 
 enum class ActionKind {
   kBind,
@@ -100,6 +105,12 @@ enum class ActionKind {
   // another target, forward a kCreateApp of the copy to the target's link.
   kPlaceApp,
   kCreateApp,  // on the target cluster: create `object` (idempotent)
+  // On the origin cluster: the copy in cluster `peer` is in state `message`; recorded on
+  // the origin (annotation and Event), or, when the origin is gone, answered with a
+  // kDeleteCopy to `peer`.
+  kMirrorAppState,
+  // On the target cluster: delete the copy whose origin (cluster `peer`) was deleted.
+  kDeleteCopy,
 };
 struct Action {
   ActionKind kind = ActionKind::kBind;
@@ -113,6 +124,7 @@ struct Action {
   bool warning = false;
   std::string object_kind = "Pod";  // kEvent: Pod or SparkApplication
   std::string target;               // kPlaceApp: the chosen member cluster
+  std::string peer;                 // kMirrorAppState, kDeleteCopy: the other cluster
   Json object;                      // kCreateApp
 };
 

@@ -184,7 +184,11 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET":
             return self.send_json(200, store.get(r.resource, r.ns, r.name, r.group))
         if method == "DELETE":
-            return self.send_json(200, store.delete(r.resource, r.ns, r.name, r.group))
+            options = self.json_body(raw) if raw else {}
+            preconditions = (options or {}).get("preconditions") or {} \
+                if isinstance(options, dict) else {}
+            return self.send_json(200, store.delete(r.resource, r.ns, r.name, r.group,
+                                                    preconditions))
         if method == "PUT":
             body = self.json_body(raw)
             if not isinstance(body, dict):

@@ -172,6 +172,23 @@ class OfficialClientTest(unittest.TestCase):
         self.assertEqual(got["status"]["applicationState"]["state"], "RUNNING")
         self.assertEqual(got["spec"]["executor"]["instances"], 2)
 
+    def test_delete_with_uid_precondition(self):
+        app = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "pre"}, "spec": {"type": "Scala"}}
+        args = ("sparkoperator.k8s.io", "v1beta2", "spark", "sparkapplications")
+        uid = self.custom.create_namespaced_custom_object(*args, app)["metadata"]["uid"]
+        stale = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="not-" + uid))
+        with self.assertRaises(ApiException) as refused:
+            self.custom.delete_namespaced_custom_object(*args, "pre", body=stale)
+        self.assertEqual(refused.exception.status, 409)
+        self.assertIn("Precondition failed: UID in precondition", refused.exception.body)
+        self.custom.get_namespaced_custom_object(*args, "pre")  # still there
+        same = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+        self.custom.delete_namespaced_custom_object(*args, "pre", body=same)
+        with self.assertRaises(ApiException) as gone:
+            self.custom.get_namespaced_custom_object(*args, "pre")
+        self.assertEqual(gone.exception.status, 404)
+
     def test_create_event(self):
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name="p.1"), reason="Scheduled", type="Normal",

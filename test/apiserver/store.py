@@ -192,12 +192,22 @@ class Store:
             self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(new))
             return copy.deepcopy(new)
 
-    def delete(self, resource, ns, name, group=""):
+    def delete(self, resource, ns, name, group="", preconditions=None):
+        """DeleteOptions.preconditions (uid, resourceVersion) are checked as the API server
+        does: a mismatch is a 409 and the object stays."""
         with self.cond:
             table = self.objects.get(resource, {})
-            current = table.pop((ns, name), None)
+            current = table.get((ns, name))
             if current is None:
                 raise not_found(resource, name, group)
+            meta = current["metadata"]
+            for field, key in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                want = (preconditions or {}).get(field)
+                if want is not None and want != meta.get(field):
+                    raise conflict(resource, name, group, "Precondition failed: %s in "
+                                   "precondition: %s, %s in object meta: %s"
+                                   % (key, want, key, meta.get(field)))
+            del table[(ns, name)]
             self.rv += 1
             gone = copy.deepcopy(current)
             gone["metadata"]["resourceVersion"] = str(self.rv)

@@ -2,7 +2,8 @@
 // server as member clusters a and b: an application created (suspended) in a whose gang
 // fits only in b is copied into b, with a's copy annotated and left suspended, and its
 // driver (created in b, as b's operator would) is bound there; one that fits in a stays
-// in a and is released there.
+// in a and is released there. The copy's state is recorded on the origin, and the copy is
+// deleted with its origin.
 #include <algorithm>
 
 #include <gtest/gtest.h>
@@ -200,6 +201,132 @@ TEST_F(MultiClusterLiveTest, AppNotSuspendedIsLeftToItsOwnClusterWithAWarning) {
   EXPECT_FALSE(app("b", "pi").contains("spec"));
   EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "");
   EXPECT_TRUE(live_->jobs_json()["jobs"].empty());
+}
+
+// The copy's lifecycle: its state is mirrored onto the origin, and it goes when the origin
+// goes (also when the origin went while no scheduler ran).
+class CopyLifecycleTest : public MultiClusterLiveTest {
+ protected:
+  // Each check reads from an API server: poll at a pace it can serve. Deferred retries
+  // come after 5 s.
+  static bool until(const std::function<bool()>& done) {
+    return eventually(done, std::chrono::seconds(15), std::chrono::milliseconds(20));
+  }
+  // Places "pi" from a into b and returns the copy's uid.
+  std::string place_into_b() {
+    report("a", "a1", 2000);
+    report("b", "b1", 8000);
+    EXPECT_TRUE(
+        member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+    EXPECT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+    return app("b", "pi")["metadata"].value("uid", "");
+  }
+  void set_state(const std::string& cluster, const std::string& name, const std::string& state) {
+    ASSERT_TRUE(member(cluster)
+                    .client
+                    ->patch(kube::spark_application_path("default", name) + "/status",
+                            Json{{"status", {{"applicationState", {{"state", state}}}}}},
+                            kube::PatchType::kMerge)
+                    .ok());
+  }
+  // A copy in b of an origin in a with uid `origin_uid`, as a scheduler would have made it.
+  void create_copy_in_b(const std::string& name, const std::string& origin_uid) {
+    Json copy = multi_cluster_app(name, /*suspend=*/false);
+    copy["metadata"]["annotations"] = {{"gleaner.io/placement", "b"},
+                                       {"gleaner.io/origin-cluster", "a"},
+                                       {"gleaner.io/origin-uid", origin_uid}};
+    ASSERT_TRUE(member("b").create(kube::spark_applications_path("default"), copy));
+  }
+};
+
+TEST_F(CopyLifecycleTest, CopyStateIsRecordedOnTheOrigin) {
+  place_into_b();
+  EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-uid"),
+            app("a", "pi")["metadata"].value("uid", ""));
+  for (const std::string state : {"RUNNING", "COMPLETED"}) {
+    set_state("b", "pi", state);
+    ASSERT_TRUE(until([&] {
+      return annotation(app("a", "pi"), "gleaner.io/remote-state") == state;
+    })) << state;
+    ASSERT_TRUE(until([&] {
+      for (const auto& [r, m] : member("a").events_about("pi"))
+        if (r == "GleanerRemoteState" && m == "its copy in member cluster b is " + state)
+          return true;
+      return false;
+    })) << state;
+  }
+  // The origin stays suspended: only the copy's operator runs the application.
+  EXPECT_EQ(app("a", "pi")["spec"]["suspend"], true);
+}
+
+TEST_F(CopyLifecycleTest, DeletingTheOriginDeletesItsCopy) {
+  place_into_b();
+  // Another application of another name in b, not a copy, is no business of ours.
+  ASSERT_TRUE(member("b").create(kube::spark_applications_path("default"),
+                                 multi_cluster_app("unrelated", /*suspend=*/false)));
+  ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
+  ASSERT_TRUE(until([&] { return !app("b", "pi").contains("spec"); }));
+  EXPECT_TRUE(app("b", "unrelated").contains("spec"));
+}
+
+TEST_F(CopyLifecycleTest, SameNamedApplicationThatIsNotTheCopyOutlivesTheOrigin) {
+  // b already runs its own "pi" when a's "pi" is decided for b: no copy is made, and
+  // deleting a's "pi" leaves b's alone.
+  ASSERT_TRUE(member("b").create(kube::spark_applications_path("default"),
+                                 multi_cluster_app("pi", /*suspend=*/false)));
+  Json recorded = multi_cluster_app("pi");
+  recorded["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), recorded));
+  ASSERT_TRUE(until([&] {
+    return member("b").api->count_requests(
+               "POST", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications",
+               false) >= 2;  // b's own, then the refused copy
+  }));
+  ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
+  ASSERT_TRUE(until([&] {
+    return member("b").api->count_requests(
+               "GET", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications/pi",
+               false) >= 2;  // the create's conflict check, then the delete's
+  }));
+  EXPECT_TRUE(app("b", "pi").contains("spec"));
+  EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-cluster"), "");
+}
+
+TEST_F(CopyLifecycleTest, CopyWhoseOriginWentWhileNoSchedulerRanIsDeleted) {
+  // Copies the informer lists: one whose origin is gone, one whose origin's name now
+  // belongs to another application (another uid), and one whose origin is still there.
+  create_copy_in_b("gone", "uid-of-a-deleted-origin");
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"),
+                                 Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+                                      {"kind", "SparkApplication"},
+                                      {"metadata", {{"name", "renamed"}, {"namespace", "default"}}},
+                                      {"spec", {{"type", "Scala"}}}}));
+  create_copy_in_b("renamed", "uid-of-the-first-renamed");
+  Json live_origin = multi_cluster_app("alive");
+  live_origin["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), live_origin));
+  ASSERT_TRUE(until([&] { return app("b", "alive").contains("spec"); }));  // its copy
+
+  ASSERT_TRUE(until([&] { return !app("b", "gone").contains("spec"); }));
+  ASSERT_TRUE(until([&] { return !app("b", "renamed").contains("spec"); }));
+  EXPECT_TRUE(app("a", "renamed").contains("spec"));
+  set_state("b", "alive", "RUNNING");  // the copy is seen again, and kept
+  ASSERT_TRUE(
+      until([&] { return annotation(app("a", "alive"), "gleaner.io/remote-state") == "RUNNING"; }));
+  EXPECT_TRUE(app("b", "alive").contains("spec"));
+}
+
+TEST_F(CopyLifecycleTest, RefusedDeleteIsTriedAgain) {
+  place_into_b();
+  member("b").api->admin("fail",
+                         "method=DELETE&prefix=/apis/sparkoperator.k8s.io&code=500&count=1");
+  ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
+  ASSERT_TRUE(until([&] { return !app("b", "pi").contains("spec"); }));
+  EXPECT_GE(
+      member("b").api->count_requests(
+          "DELETE", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications/pi",
+          false),
+      2);
 }
 
 }  // namespace

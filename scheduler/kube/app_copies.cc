@@ -1,0 +1,232 @@
+// A cluster link's part in multi-cluster SparkApplications (docs/scheduler.md,
+// "Multi-cluster placement"): recording the decision on the origin, creating the copy in
+// the chosen cluster, mirroring the copy's state back onto the origin, and deleting the
+// copy when its origin is deleted. A copy is known by the origin's cluster and uid
+// (annotations gleaner.io/origin-cluster and gleaner.io/origin-uid), so an unrelated
+// application of the same name, or one re-created under it, is never touched.
+#include <spdlog/spdlog.h>
+
+#include "scheduler/kube/cluster_link.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+// A failed mirror or delete is tried again this much later (a newer one replaces it).
+constexpr auto kAppRetry = std::chrono::seconds(5);
+
+// Not find_path: annotation keys contain a '/'.
+std::string annotation(const Json& obj, const char* key) {
+  const Json& meta = obj.value("metadata", Json::object());
+  const Json& annotations = meta.value("annotations", Json::object());
+  if (!annotations.is_object()) return "";
+  auto it = annotations.find(key);
+  return it != annotations.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string uid_of(const Json& obj) {
+  const Json* uid = find_path(obj, "metadata/uid");
+  return uid != nullptr && uid->is_string() ? uid->get<std::string>() : "";
+}
+
+}  // namespace
+
+void ClusterLink::place_app(const server::Action& a) {
+  // The decision is written on the origin first: it is the record that this application
+  // is placed (a restart finds it there), and it keeps the origin suspended when the
+  // application goes elsewhere. The copy is created only after it is recorded. The live
+  // loop sends this again until the placement is complete, so every step is idempotent.
+  {
+    std::lock_guard lock(mu_);
+    forwarded_.insert(a.ns + "/" + a.name);
+  }
+  const auto before = apps_->get(a.ns + "/" + a.name);
+  const bool recorded_before =
+      before && annotation(*before, server::kPlacementAnnotation) == a.target;
+  Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
+  if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
+  auto r =
+      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  if (!r) {
+    spdlog::warn("cluster {}: record placement of SparkApplication {}/{}: {}", options_.name, a.ns,
+                 a.name, r.error().message);
+    // Gone: its job gives the room back. Otherwise the live loop sends this again.
+    if (r.error().code == ErrorCode::kNotFound) live_.forget_app(options_.name, a.ns, a.name);
+    return;
+  }
+  const bool here = a.target == options_.name;
+  if (here) live_.app_recorded(options_.name, a.ns, a.name);
+  if (!here) forward_copy(*r, a.target);
+  if (recorded_before) return;  // the Event was written the first time
+  app_event(a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
+            a.message + (here ? "; released here" : "; this copy stays suspended"));
+}
+
+void ClusterLink::app_event(const std::string& ns, const std::string& name, const std::string& uid,
+                            const std::string& reason, const std::string& message) {
+  server::Action note{server::ActionKind::kEvent, options_.name, ns, name, uid};
+  note.object_kind = "SparkApplication";
+  note.reason = reason;
+  note.message = message;
+  perform(note);
+}
+
+void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
+  // The copy: same name, namespace, labels and spec, released (not suspended), and
+  // annotated with its origin and the decision so nobody places it again.
+  const Json& meta = origin.value("metadata", Json::object());
+  Json annotations = meta.value("annotations", Json::object());
+  if (!annotations.is_object()) annotations = Json::object();
+  annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
+  annotations.erase(server::kRemoteStateAnnotation);
+  annotations[server::kPlacementAnnotation] = target;
+  annotations[server::kOriginAnnotation] = options_.name;
+  annotations[server::kOriginUidAnnotation] = uid_of(origin);
+  Json copy{{"apiVersion", kube::kSparkApiVersion},
+            {"kind", "SparkApplication"},
+            {"metadata",
+             {{"name", meta.value("name", "")},
+              {"namespace", meta.value("namespace", "")},
+              {"labels", meta.value("labels", Json::object())},
+              {"annotations", annotations}}},
+            {"spec", origin.value("spec", Json::object())}};
+  copy["spec"]["suspend"] = false;
+  server::Action create{server::ActionKind::kCreateApp, target, meta.value("namespace", ""),
+                        meta.value("name", "")};
+  create.object = std::move(copy);
+  if (forward_) forward_(std::move(create));
+}
+
+bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
+                             const std::string& origin_uid) {
+  const std::string uid = annotation(app, server::kOriginUidAnnotation);
+  // Copies made before the uid was recorded are known by the origin's cluster alone.
+  return annotation(app, server::kOriginAnnotation) == origin_cluster &&
+         (uid.empty() || origin_uid.empty() || uid == origin_uid);
+}
+
+void ClusterLink::create_app(const server::Action& a) {
+  const std::string origin = annotation(a.object, server::kOriginAnnotation);
+  const std::string origin_uid = annotation(a.object, server::kOriginUidAnnotation);
+  auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
+  bool done = r.ok();
+  if (!r && r.error().code == ErrorCode::kConflict) {
+    // Created before (a retry, or after a restart) when it names the same origin;
+    // anything else is another application of that name, which we leave alone.
+    auto existing = client_.get(kube::spark_application_path(a.ns, a.name));
+    done = existing && is_copy_of(*existing, origin, origin_uid);
+  }
+  if (done) {
+    live_.app_recorded(origin, a.ns, a.name);
+    return;
+  }
+  spdlog::warn("cluster {}: create SparkApplication {}/{} (from cluster {}): {}", options_.name,
+               a.ns, a.name, origin,
+               r.error().code == ErrorCode::kConflict
+                   ? "an application of that name from elsewhere exists; left alone"
+                   : r.error().message);
+}
+
+void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
+  // Every change of a copy goes to its origin's link, which records the state there and
+  // answers with a delete when the origin is gone (also one deleted while no scheduler
+  // was running: the informer's first list shows every copy).
+  server::Action mirror{server::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
+                        annotation(obj, server::kOriginUidAnnotation)};
+  mirror.peer = options_.name;
+  mirror.message = copy.state;
+  if (forward_) forward_(std::move(mirror));
+}
+
+void ClusterLink::observe_origin_gone(const Json& obj) {
+  const std::string placement = annotation(obj, server::kPlacementAnnotation);
+  if (placement.empty() || placement == options_.name ||
+      !annotation(obj, server::kOriginAnnotation).empty()) {
+    return;  // not an origin placed elsewhere
+  }
+  const Json& meta = obj.value("metadata", Json::object());
+  server::Action del{server::ActionKind::kDeleteCopy, placement, meta.value("namespace", ""),
+                     meta.value("name", ""), uid_of(obj)};
+  del.peer = options_.name;
+  if (forward_) forward_(std::move(del));
+}
+
+void ClusterLink::mirror_app_state(const server::Action& a) {
+  const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
+  std::optional<Json> origin = apps_->get(a.ns + "/" + a.name);
+  if (!origin || !same_origin(*origin) ||
+      (!a.message.empty() && annotation(*origin, server::kPlacementAnnotation) != a.peer)) {
+    // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
+    // ask the API server, which is authoritative, before a copy is deleted on its word.
+    auto r = client_.get(kube::spark_application_path(a.ns, a.name));
+    if (!r && r.error().code != ErrorCode::kNotFound) {
+      defer(a);
+      return;
+    }
+    if (!r || !same_origin(*r)) {
+      server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+      del.peer = options_.name;
+      if (forward_) forward_(std::move(del));
+      return;
+    }
+    origin = *r;
+  }
+  if (annotation(*origin, server::kPlacementAnnotation) != a.peer || a.message.empty() ||
+      annotation(*origin, server::kRemoteStateAnnotation) == a.message) {
+    return;  // not placed there, nothing reported yet, or already recorded
+  }
+  Json patch{{"metadata", {{"annotations", {{server::kRemoteStateAnnotation, a.message}}}}}};
+  auto r =
+      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  if (!r) {
+    if (r.error().code == ErrorCode::kNotFound) return;  // deleted meanwhile: its event follows
+    spdlog::warn("cluster {}: record the state of SparkApplication {}/{} in cluster {}: {}",
+                 options_.name, a.ns, a.name, a.peer, r.error().message);
+    defer(a);
+    return;
+  }
+  app_event(a.ns, a.name, uid_of(*origin), "GleanerRemoteState",
+            "its copy in member cluster " + a.peer + " is " + a.message);
+}
+
+void ClusterLink::delete_copy(const server::Action& a) {
+  const std::string path = kube::spark_application_path(a.ns, a.name);
+  auto copy = client_.get(path);
+  if (!copy) {
+    if (copy.error().code != ErrorCode::kNotFound) defer(a);
+    return;
+  }
+  if (!is_copy_of(*copy, a.peer, a.uid)) return;  // not the deleted origin's copy
+  // The uid precondition: a copy re-created under this name since the get stays.
+  Status s = client_.remove(path, uid_of(*copy));
+  if (!s && s.error().code != ErrorCode::kNotFound && s.error().code != ErrorCode::kConflict) {
+    spdlog::warn("cluster {}: delete SparkApplication {}/{} (its origin in cluster {} is gone): {}",
+                 options_.name, a.ns, a.name, a.peer, s.error().message);
+    defer(a);
+    return;
+  }
+  if (s) {
+    spdlog::info("cluster {}: deleted SparkApplication {}/{}: its origin in cluster {} is gone",
+                 options_.name, a.ns, a.name, a.peer);
+  }
+}
+
+void ClusterLink::defer(const server::Action& a) {
+  std::lock_guard lock(mu_);
+  deferred_[deferral_key(a)] = {std::chrono::steady_clock::now() + kAppRetry, a};
+}
+
+void ClusterLink::requeue_due() {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    if (it->second.first > now) {
+      ++it;
+      continue;
+    }
+    queue_.push_back(std::move(it->second.second));
+    it = deferred_.erase(it);
+  }
+}
+
+}  // namespace gleaner::scheduler::kube_glue
