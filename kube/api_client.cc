@@ -170,6 +170,22 @@ Result<Json> KubeClient::get(const std::string& path) {
   return call("GET", path, nullptr);
 }
 
+Result<std::optional<Json>> KubeClient::find(const std::string& path) {
+  auto resp = send(HttpRequest{"GET", path, {}, {}});
+  const std::string what = "GET " + path;
+  if (!resp) return resp.error();
+  if (resp->status == 404) {
+    const Json status = Json::parse(resp->body, nullptr, false);
+    const Json* named = status.is_object() ? find_path(status, "details/name") : nullptr;
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if (named != nullptr && named->is_string() && *named == name) return std::optional<Json>();
+  }
+  if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
+  auto json = parse_json_body(resp->body, what);
+  if (!json) return json.error();
+  return std::optional<Json>(std::move(*json));
+}
+
 Result<ListPage> KubeClient::list(const std::string& path, const ListOptions& o) {
   const std::string target =
       path + query_string({{"labelSelector", o.label_selector},

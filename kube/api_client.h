@@ -86,6 +86,11 @@ class KubeClient {
   KubeClient& operator=(const KubeClient&) = delete;
 
   Result<Json> get(const std::string& path);
+  // GET of one object: nullopt when the server says that very object does not exist (a
+  // NotFound Status naming it). A 404 naming no object (the resource is not served: a CRD
+  // not installed, a wrong API version) stays a kNotFound error, so a caller never takes a
+  // missing route for a deleted object.
+  Result<std::optional<Json>> find(const std::string& path);
   Result<ListPage> list(const std::string& path, const ListOptions& options);
   // Follows continue tokens; restarts once from scratch if a token expired (410).
   Result<ListPage> list_all(const std::string& path, ListOptions options);

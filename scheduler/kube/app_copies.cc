@@ -3,7 +3,10 @@
 // the chosen cluster, mirroring the copy's state back onto the origin, and deleting the
 // copy when its origin is deleted. A copy is known by the origin's cluster and uid
 // (annotations gleaner.io/origin-cluster and gleaner.io/origin-uid), so an unrelated
-// application of the same name, or one re-created under it, is never touched.
+// application of the same name, or one re-created under it, is not touched (copies made
+// before the uid was recorded are known by the cluster alone).
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "scheduler/kube/cluster_link.h"
@@ -109,22 +112,42 @@ void ClusterLink::create_app(const server::Action& a) {
   const std::string origin = annotation(a.object, server::kOriginAnnotation);
   const std::string origin_uid = annotation(a.object, server::kOriginUidAnnotation);
   auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
-  bool done = r.ok();
-  if (!r && r.error().code == ErrorCode::kConflict) {
-    // Created before (a retry, or after a restart) when it names the same origin;
-    // anything else is another application of that name, which we leave alone.
-    auto existing = client_.get(kube::spark_application_path(a.ns, a.name));
-    done = existing && is_copy_of(*existing, origin, origin_uid);
-  }
-  if (done) {
+  if (r) {
+    retry_done(a);
     live_.app_recorded(origin, a.ns, a.name);
     return;
   }
-  spdlog::warn("cluster {}: create SparkApplication {}/{} (from cluster {}): {}", options_.name,
-               a.ns, a.name, origin,
-               r.error().code == ErrorCode::kConflict
-                   ? "an application of that name from elsewhere exists; left alone"
-                   : r.error().message);
+  if (r.error().code != ErrorCode::kConflict) {
+    // Sent again by the live loop until the placement is complete; after a restart
+    // (the origin found recorded and suspended) only this retry creates it.
+    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
+                 "): " + r.error().message);
+    return;
+  }
+  // Created before (a retry, or after a restart) when it names the same origin.
+  auto existing = client_.get(kube::spark_application_path(a.ns, a.name));
+  if (!existing) {
+    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
+                 "): it exists and cannot be read: " + existing.error().message);
+    return;
+  }
+  if (is_copy_of(*existing, origin, origin_uid)) {
+    retry_done(a);
+    live_.app_recorded(origin, a.ns, a.name);
+    return;
+  }
+  if (annotation(*existing, server::kOriginAnnotation) == origin) {
+    // The copy of an earlier origin of this name, deleted since: that copy is deleted as
+    // soon as its origin is found gone, and this one is created after it.
+    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
+                 "): the copy of an earlier application of that name is still there; "
+                 "created once it is gone");
+    return;
+  }
+  spdlog::warn(
+      "cluster {}: create SparkApplication {}/{} (from cluster {}): an application of that name "
+      "from elsewhere exists; left alone",
+      options_.name, a.ns, a.name, origin);
 }
 
 void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
@@ -152,57 +175,75 @@ void ClusterLink::observe_origin_gone(const Json& obj) {
 }
 
 void ClusterLink::mirror_app_state(const server::Action& a) {
+  const std::string path = kube::spark_application_path(a.ns, a.name);
   const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
   std::optional<Json> origin = apps_->get(a.ns + "/" + a.name);
   if (!origin || !same_origin(*origin) ||
       (!a.message.empty() && annotation(*origin, server::kPlacementAnnotation) != a.peer)) {
     // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
     // ask the API server, which is authoritative, before a copy is deleted on its word.
-    auto r = client_.get(kube::spark_application_path(a.ns, a.name));
-    if (!r && r.error().code != ErrorCode::kNotFound) {
-      defer(a);
+    auto found = client_.find(path);
+    if (!found) {
+      defer(a, "look up SparkApplication " + a.ns + "/" + a.name + " for its copy in cluster " +
+                   a.peer + ": " + found.error().message);
       return;
     }
-    if (!r || !same_origin(*r)) {
+    retry_done(a);
+    if (!*found || !same_origin(**found)) {
       server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
       del.peer = options_.name;
       if (forward_) forward_(std::move(del));
       return;
     }
-    origin = *r;
+    origin = std::move(*found);
+  }
+  const std::string uid = uid_of(*origin);
+  bool recorded = annotation(*origin, server::kRemoteStateAnnotation) == a.message;
+  {
+    std::lock_guard lock(mu_);
+    auto it = recorded_states_.find(uid);
+    if (it != recorded_states_.end()) recorded = it->second == a.message;
   }
   if (annotation(*origin, server::kPlacementAnnotation) != a.peer || a.message.empty() ||
-      annotation(*origin, server::kRemoteStateAnnotation) == a.message) {
+      recorded) {
     return;  // not placed there, nothing reported yet, or already recorded
   }
-  Json patch{{"metadata", {{"annotations", {{server::kRemoteStateAnnotation, a.message}}}}}};
-  auto r =
-      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  // The uid makes the write conditional: an origin re-created under this name since it
+  // was read is another application (the server answers 409).
+  Json patch{
+      {"metadata", {{"uid", uid}, {"annotations", {{server::kRemoteStateAnnotation, a.message}}}}}};
+  auto r = client_.patch(path, patch, kube::PatchType::kMerge);
   if (!r) {
-    if (r.error().code == ErrorCode::kNotFound) return;  // deleted meanwhile: its event follows
-    spdlog::warn("cluster {}: record the state of SparkApplication {}/{} in cluster {}: {}",
-                 options_.name, a.ns, a.name, a.peer, r.error().message);
-    defer(a);
+    // Deleted or replaced meanwhile: its informer event follows and settles the copy.
+    if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) return;
+    defer(a, "record the state of SparkApplication " + a.ns + "/" + a.name + " in cluster " +
+                 a.peer + ": " + r.error().message);
     return;
   }
-  app_event(a.ns, a.name, uid_of(*origin), "GleanerRemoteState",
+  retry_done(a);
+  {
+    std::lock_guard lock(mu_);
+    recorded_states_[uid] = a.message;
+  }
+  app_event(a.ns, a.name, uid, "GleanerRemoteState",
             "its copy in member cluster " + a.peer + " is " + a.message);
 }
 
 void ClusterLink::delete_copy(const server::Action& a) {
   const std::string path = kube::spark_application_path(a.ns, a.name);
-  auto copy = client_.get(path);
+  const std::string what = "delete SparkApplication " + a.ns + "/" + a.name +
+                           " (its origin in cluster " + a.peer + " is gone): ";
+  auto copy = client_.find(path);
   if (!copy) {
-    if (copy.error().code != ErrorCode::kNotFound) defer(a);
+    defer(a, what + copy.error().message);
     return;
   }
-  if (!is_copy_of(*copy, a.peer, a.uid)) return;  // not the deleted origin's copy
+  retry_done(a);
+  if (!*copy || !is_copy_of(**copy, a.peer, a.uid)) return;  // gone, or not that origin's copy
   // The uid precondition: a copy re-created under this name since the get stays.
-  Status s = client_.remove(path, uid_of(*copy));
+  Status s = client_.remove(path, uid_of(**copy));
   if (!s && s.error().code != ErrorCode::kNotFound && s.error().code != ErrorCode::kConflict) {
-    spdlog::warn("cluster {}: delete SparkApplication {}/{} (its origin in cluster {} is gone): {}",
-                 options_.name, a.ns, a.name, a.peer, s.error().message);
-    defer(a);
+    defer(a, what + s.error().message);
     return;
   }
   if (s) {
@@ -211,9 +252,30 @@ void ClusterLink::delete_copy(const server::Action& a) {
   }
 }
 
-void ClusterLink::defer(const server::Action& a) {
+void ClusterLink::defer(const server::Action& a, const std::string& why) {
+  const std::string key = deferral_key(a);
+  const bool first = retry_warned_.insert(key).second;  // worker thread only
+  if (first) {
+    spdlog::warn("cluster {}: {}; trying again every {} s", options_.name, why,
+                 std::chrono::seconds(kAppRetry).count());
+  } else {
+    spdlog::debug("cluster {}: {}", options_.name, why);
+  }
   std::lock_guard lock(mu_);
-  deferred_[deferral_key(a)] = {std::chrono::steady_clock::now() + kAppRetry, a};
+  // A newer action for this application, queued while this one was tried, replaces it.
+  const bool superseded = std::any_of(queue_.begin(), queue_.end(), [&](const server::Action& q) {
+    return deferral_key(q) == key;
+  });
+  if (!superseded) deferred_[key] = {std::chrono::steady_clock::now() + kAppRetry, a};
+}
+
+void ClusterLink::retry_done(const server::Action& a) {
+  retry_warned_.erase(deferral_key(a));
+}
+
+std::size_t ClusterLink::retries_waiting() {
+  std::lock_guard lock(mu_);
+  return deferred_.size();
 }
 
 void ClusterLink::requeue_due() {

@@ -37,9 +37,10 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
   apps.path = kube::spark_applications_path("");
   apps_ = std::make_unique<kube::Informer>(
       client_, apps,
-      kube::InformerHandlers{[this](const Json& o) { on_spark_app(o); },
-                             [this](const Json&, const Json& o) { on_spark_app(o); },
-                             [this](const Json& o) { on_spark_app_gone(o); }});
+      kube::InformerHandlers{
+          [this](const Json& o) { on_spark_app(o); },
+          [this](const Json& old, const Json& o) { on_spark_app_update(old, o); },
+          [this](const Json& o) { on_spark_app_gone(o); }});
   kube::InformerOptions nodes;
   nodes.path = kube::nodes_path();
   nodes_ = std::make_unique<kube::Informer>(
@@ -103,7 +104,7 @@ void ClusterLink::enqueue(server::Action action) {
   cv_.notify_one();
 }
 
-void ClusterLink::publish(server::NodeBatch batch) {
+void ClusterLink::publish(const server::NodeBatch& batch) {
   {
     std::lock_guard lock(mu_);
     desired_[batch.node] = batch.batch;  // latest wins
@@ -146,7 +147,21 @@ void ClusterLink::on_spark_app_gone(const Json& obj) {
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
   live_.forget_app(options_.name, ns->get<std::string>(), name->get<std::string>());
+  {
+    // A later application of this name is another origin: its copy is asked for afresh.
+    std::lock_guard lock(mu_);
+    forwarded_.erase(ns->get<std::string>() + "/" + name->get<std::string>());
+    if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string())
+      recorded_states_.erase(uid->get<std::string>());
+  }
   observe_origin_gone(obj);
+}
+
+void ClusterLink::on_spark_app_update(const Json& old_obj, const Json& obj) {
+  const Json* old_uid = find_path(old_obj, "metadata/uid");
+  const Json* uid = find_path(obj, "metadata/uid");
+  if (old_uid != nullptr && uid != nullptr && *old_uid != *uid) on_spark_app_gone(old_obj);
+  on_spark_app(obj);
 }
 
 void ClusterLink::on_spark_app(const Json& obj) {
@@ -158,7 +173,7 @@ void ClusterLink::on_spark_app(const Json& obj) {
       if (view->placement.empty()) {
         live_.observe_app(*view);
       } else if (!view->origin.empty() && view->origin != options_.name) {
-        observe_copy(*view, obj);
+        if (find_path(obj, "metadata/deletionTimestamp") == nullptr) observe_copy(*view, obj);
       } else if (view->placement != options_.name && view->suspended) {
         // An origin whose copy should exist in another cluster (a restart may have come
         // between recording the decision and creating the copy): make sure it does,
@@ -183,8 +198,9 @@ void ClusterLink::on_spark_app(const Json& obj) {
   }
 }
 
-void ClusterLink::run(std::stop_token stop) {
+void ClusterLink::run(const std::stop_token& stop) {
   auto next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+  auto next_retry = next_sweep;  // deferred actions are looked at once a second, busy or not
   while (!stop.stop_requested()) {
     std::optional<server::Action> action;
     bool sweep = false;
@@ -198,15 +214,16 @@ void ClusterLink::run(std::stop_token stop) {
       }
       sweep = std::chrono::steady_clock::now() >= next_sweep;
     }
+    if (std::chrono::steady_clock::now() >= next_retry) {
+      next_retry = std::chrono::steady_clock::now() + kPublishSweep;
+      requeue_due();
+    }
     // Binds first: a pending pod waits on them; node values may lag a little.
     if (action) {
       perform(*action);
       continue;
     }
-    if (sweep) {
-      next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
-      requeue_due();
-    }
+    if (sweep) next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
     publish_due();
   }
 }
@@ -215,9 +232,10 @@ void ClusterLink::perform(const server::Action& a) {
   switch (a.kind) {
     case server::ActionKind::kBind: {
       Status s = client_.bind_pod(a.ns, a.name, a.uid, a.node);
-      if (!s)
+      if (!s) {
         spdlog::warn("cluster {}: bind {}/{} to {}: {}", options_.name, a.ns, a.name, a.node,
                      s.error().message);
+      }
       live_.bind_done(options_.name, a.uid, s);
       return;
     }

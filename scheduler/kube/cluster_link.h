@@ -59,10 +59,14 @@ class ClusterLink {
 
   // Called by the live loop (under its lock): queue only.
   void enqueue(server::Action action);
-  void publish(server::NodeBatch batch);
+  void publish(const server::NodeBatch& batch);
+
+  // Refused multi-cluster actions (copy create, state record, copy delete) waiting for
+  // their retry.
+  [[nodiscard]] std::size_t retries_waiting();
 
  private:
-  void run(std::stop_token stop);
+  void run(const std::stop_token& stop);
   void perform(const server::Action& action);
   void publish_due();
   void on_pod(const Json& obj, bool gone);
@@ -70,6 +74,8 @@ class ClusterLink {
   void on_spark_app(const Json& obj);
   void on_node(const Json& obj);
   void on_spark_app_gone(const Json& obj);
+  // An informer relist can show a deleted and re-created application as an update.
+  void on_spark_app_update(const Json& old_obj, const Json& obj);
   // Multi-cluster SparkApplications (app_copies.cc; docs/scheduler.md, "Multi-cluster
   // placement").
   void place_app(const server::Action& a);
@@ -83,9 +89,13 @@ class ClusterLink {
   void observe_origin_gone(const Json& obj);
   void mirror_app_state(const server::Action& a);
   void delete_copy(const server::Action& a);
-  // A mirror or delete the API refused is queued again after a while; a newer action for
-  // the same application replaces it, so an old state never overwrites a newer one.
-  void defer(const server::Action& a);
+  // A create, mirror or delete the API refused is queued again after a while, with a
+  // warning the first time (`why`) and at debug level after. A newer action for the same
+  // application, queued meanwhile or later, replaces it, so an old state never overwrites
+  // a newer one.
+  void defer(const server::Action& a, const std::string& why);
+  // The action went through: the next refusal of its kind and application warns again.
+  void retry_done(const server::Action& a);
   void requeue_due();
 
   ClusterLinkOptions options_;
@@ -105,6 +115,10 @@ class ClusterLink {
   NodeStatusDecider decider_;  // worker thread only
   std::function<void(server::Action)> forward_;
   std::set<std::string> forwarded_;  // ns/name of origins whose copy was asked for
+  // origin uid -> the copy's state last recorded on it by this process (the informer's
+  // copy of the origin may lag behind our own patch).
+  std::map<std::string, std::string> recorded_states_;
+  std::set<std::string> retry_warned_;  // deferral keys refused since their last success
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, server::Action>>
       deferred_;  // deferral_key -> (when to try again, the action)
   std::jthread thread_;

@@ -52,6 +52,8 @@ void LiveScheduler::observe_app(const AppView& app) {
     return;
   }
   added.selector = app.selector;
+  added.app_shape = app.shape;
+  added.app_queue = app.queue;
   submit(added, app.shape, 0, app.queue);
 }
 
@@ -72,7 +74,15 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
       return;
     }
   }
-  if (it == gangs_.end()) return;
+  if (it == gangs_.end()) {
+    // A copy made here for another cluster's application, deleted before its driver
+    // came: its room goes back (once pods exist, they leave with their own deletion).
+    it = gangs_.find(cluster + "/" + ns + "/" + name);
+    if (it == gangs_.end() || it->second.origin.empty() || it->second.origin == cluster ||
+        !it->second.members.empty() || !it->second.waiting.empty()) {
+      return;
+    }
+  }
   if (it->second.job && core_.job(*it->second.job).phase != JobPhase::kCompleted &&
       core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
     if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
@@ -90,13 +100,18 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
   gangs_.erase(it);
   const std::string placed_key = target + "/" + g.ns + "/" + g.name;
   if (gangs_.contains(placed_key)) {
-    // Pods of another application of that name already use the key there.
-    spdlog::warn(
-        "application {}/{} from cluster {}: cluster {} already has an application of "
-        "that name; not placed",
-        g.ns, g.name, g.origin, target);
+    // Another application of that name holds the key there (often the copy of an earlier
+    // origin of this name, about to be deleted with it): the room goes back and the
+    // application is submitted again after app_retry_seconds.
     if (Status s = core_.withdraw(job); !s) spdlog::warn("{}", s.error().message);
     job_gang_.erase(job);
+    g.job.reset();
+    g.resubmit_at = steady_s() + options_.app_retry_seconds;
+    Gang& back = gangs_[key] = std::move(g);
+    app_event(back, "GleanerPending",
+              "chosen member cluster " + target +
+                  " still has another application of this name; placement tried again",
+              false);
     return;
   }
   // From now on the job stays in `target`: a reclaim re-queues it there, since the
@@ -130,6 +145,10 @@ void LiveScheduler::retry_app_placements() {
   for (auto& [key, g] : gangs_) {
     if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
       send_place_app(g);
+    }
+    if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
+      g.resubmit_at = 0;
+      submit(g, g.app_shape, 0, g.app_queue);
     }
   }
 }

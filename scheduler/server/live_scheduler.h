@@ -204,6 +204,11 @@ class LiveScheduler {
     bool app_recorded = false;
     double app_retry_at = 0;
     std::string app_message;
+    // What it was submitted with, to submit it again when the chosen cluster still held
+    // another application of its name (resubmit_at > 0: when).
+    GangShape app_shape;
+    std::string app_queue;
+    double resubmit_at = 0;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency

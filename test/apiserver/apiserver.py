@@ -116,7 +116,7 @@ class Handler(BaseHTTPRequestHandler):
         faults.log({"method": method, "path": url.path, "query": query,
                     "contentType": self.headers.get("Content-Type", "")})
         try:
-            stall = faults.take_stall(url.path)
+            stall = faults.take_stall(method, url.path)
             if stall:
                 stall[1].wait(stall[0])
             if faults.token is not None and \
@@ -342,7 +342,7 @@ class Handler(BaseHTTPRequestHandler):
                 f.throttle = count
             elif what == "stall":
                 f.stall_count, f.stall_seconds = count, float(q.get("seconds", "30"))
-                f.stall_prefix = q.get("prefix", "/")
+                f.stall_prefix, f.stall_method = q.get("prefix", "/"), q.get("method", "")
             elif what == "watch-fault":
                 f.watch_fault = q.get("kind", "garbage")
             elif what == "silence-watches":
@@ -354,12 +354,14 @@ class Handler(BaseHTTPRequestHandler):
                 f.fail_prefix, f.fail_code = q.get("prefix", "/"), int(q.get("code", "500"))
             elif what == "token":
                 f.token = q.get("value") or None
-            elif what not in ("compact", "drop-watches", "reset"):
+            elif what not in ("compact", "drop-watches", "reset", "release"):
                 return self.send_status(404, "unknown admin endpoint " + what, "NotFound")
         if what == "compact":
             store.compact()
         elif what == "drop-watches":
             store.drop_watches()
+        elif what == "release":
+            f.release_stalled()
         elif what == "reset":
             f.reset()
             store.drop_watches()

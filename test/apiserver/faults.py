@@ -17,6 +17,7 @@ class Faults:
         self.expire_mode = "event"
         self.eviction_429 = 0
         self.stall_count, self.stall_seconds, self.stall_prefix = 0, 0.0, "/"
+        self.stall_method = ""  # "" stalls any method
         self.watch_fault = None
         self.silence = False
         self.kubelet_mode = "ok"
@@ -24,6 +25,12 @@ class Faults:
         # fail: the next `fail_count` requests with this method and path prefix answer
         # `fail_code` (e.g. a create in a cluster without the CRD).
         self.fail_count, self.fail_method, self.fail_prefix, self.fail_code = 0, "", "/", 500
+
+    def release_stalled(self):
+        """Wakes every stalled request, leaving the other faults armed."""
+        with self.lock:
+            self.release.set()
+            self.release = threading.Event()
 
     def reset(self):
         with self.lock:
@@ -42,9 +49,10 @@ class Faults:
                 setattr(self, name, value - 1)
             return True
 
-    def take_stall(self, path):
+    def take_stall(self, method, path):
         with self.lock:
-            if self.stall_count == 0 or not path.startswith(self.stall_prefix):
+            if self.stall_count == 0 or not path.startswith(self.stall_prefix) or \
+                    self.stall_method not in ("", method):
                 return None
             if self.stall_count > 0:
                 self.stall_count -= 1

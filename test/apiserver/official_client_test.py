@@ -189,6 +189,22 @@ class OfficialClientTest(unittest.TestCase):
             self.custom.get_namespaced_custom_object(*args, "pre")
         self.assertEqual(gone.exception.status, 404)
 
+    def test_patch_naming_a_uid_is_a_precondition(self):
+        app = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "pat"}, "spec": {"type": "Scala"}}
+        args = ("sparkoperator.k8s.io", "v1beta2", "spark", "sparkapplications")
+        uid = self.custom.create_namespaced_custom_object(*args, app)["metadata"]["uid"]
+        stale = {"metadata": {"uid": "not-" + uid, "annotations": {"k": "stale"}}}
+        with self.assertRaises(ApiException) as refused:
+            self.custom.patch_namespaced_custom_object(*args, "pat", stale)
+        self.assertEqual(refused.exception.status, 409)
+        self.assertIn("Precondition failed: UID in precondition", refused.exception.body)
+        got = self.custom.get_namespaced_custom_object(*args, "pat")
+        self.assertNotIn("annotations", got["metadata"])  # nothing of it applied
+        same = {"metadata": {"uid": uid, "annotations": {"k": "v"}}}
+        patched = self.custom.patch_namespaced_custom_object(*args, "pat", same)
+        self.assertEqual(patched["metadata"]["annotations"], {"k": "v"})
+
     def test_create_event(self):
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name="p.1"), reason="Scheduled", type="Normal",

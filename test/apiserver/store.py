@@ -178,6 +178,12 @@ class Store:
                                                                current["metadata"]["uid"]))
             new = mutate(copy.deepcopy(current))
             meta = new.setdefault("metadata", {})
+            # A uid in the written object (a PUT, or a patch that names one) is a
+            # precondition, as the API server's storage checks it.
+            if meta.get("uid") not in (None, "") and meta["uid"] != current["metadata"]["uid"]:
+                raise conflict(resource, name, group, "Precondition failed: UID in "
+                               "precondition: %s, UID in object meta: %s"
+                               % (meta["uid"], current["metadata"]["uid"]))
             wanted_rv = meta.get("resourceVersion")
             if wanted_rv not in (None, "") and wanted_rv != current["metadata"]["resourceVersion"]:
                 raise conflict(resource, name, group)

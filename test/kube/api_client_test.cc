@@ -58,6 +58,24 @@ TEST_F(ApiClientTest, GetAndNotFound) {
   EXPECT_NE(missing.error().message.find("pods \"zz\" not found"), std::string::npos);
 }
 
+TEST_F(ApiClientTest, FindTellsADeletedObjectFromAResourceNotServed) {
+  create_pod(pod("a1"));
+  auto found = client_->find(pod_path("default", "a1"));
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((**found)["metadata"]["name"], "a1");
+  auto gone = client_->find(pod_path("default", "zz"));
+  ASSERT_TRUE(gone.ok()) << gone.error().message;
+  EXPECT_FALSE(gone->has_value());
+  // A group the server does not serve (a CRD not installed) answers 404 too, naming no
+  // object: that is an error, not "deleted".
+  auto unserved = client_->find("/apis/example.com/v1/namespaces/default/widgets/zz");
+  ASSERT_FALSE(unserved.ok());
+  EXPECT_EQ(unserved.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(unserved.error().message.find("could not find the requested resource"),
+            std::string::npos);
+}
+
 TEST_F(ApiClientTest, ListsWithSelectorsAndPages) {
   for (int i = 0; i < 7; ++i)
     create_pod(pod(numbered("p", i), i < 3 ? "node-1" : ""));

@@ -4,8 +4,11 @@
 // root: actions and node values are routed to the link of the cluster they name. The
 // test drives the scheduling timer itself (tick()).
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,14 @@ struct Member {
   }
   std::string node_of(const std::string& pod) const {
     return get(kube::pod_path("default", pod))["spec"].value("nodeName", "");
+  }
+  // Whether an Event about `object` in namespace default has `reason` ("" = any) and a
+  // message containing `text`.
+  bool has_event(const std::string& object, const std::string& reason,
+                 const std::string& text = "") const {
+    for (const auto& [r, m] : events_about(object))
+      if ((reason.empty() || r == reason) && m.find(text) != std::string::npos) return true;
+    return false;
   }
   // The reasons and messages of Events about `object` in namespace default.
   std::vector<std::pair<std::string, std::string>> events_about(const std::string& object) const {
@@ -81,8 +92,12 @@ class MemberClusters : public ::testing::Test {
       m.link = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
     }
     auto route = [this](server::Action a) {
-      if (auto it = members_.find(a.cluster); it != members_.end())
-        it->second.link->enqueue(std::move(a));
+      auto it = members_.find(a.cluster);
+      if (it == members_.end()) return;
+      server::Action seen = a;
+      it->second.link->enqueue(std::move(a));
+      std::lock_guard lock(routed_mu_);
+      routed_.push_back(std::move(seen));
     };
     for (auto& [n, m] : members_)
       m.link->set_forward(route);
@@ -101,6 +116,11 @@ class MemberClusters : public ::testing::Test {
     if (live_) live_->set_sinks(nullptr, nullptr);
   }
   Member& member(const std::string& name) { return members_.at(name); }
+  // Whether an action matching `match` has been queued on its cluster's link.
+  bool routed(const std::function<bool(const server::Action&)>& match) {
+    std::lock_guard lock(routed_mu_);
+    return std::any_of(routed_.begin(), routed_.end(), match);
+  }
   void report(const std::string& cluster, const std::string& node, int64_t milli) {
     ASSERT_FALSE(
         live_->apply_report(node_report(node, ++sequence_, milli, int64_t{64} << 30, cluster)));
@@ -118,6 +138,8 @@ class MemberClusters : public ::testing::Test {
   std::map<std::string, Member> members_;
   std::unique_ptr<server::LiveScheduler> live_;
   uint64_t sequence_ = 0;
+  std::mutex routed_mu_;
+  std::vector<server::Action> routed_;  // every action the router queued, in order
 };
 
 }  // namespace gleaner::scheduler::live_testing

@@ -55,7 +55,9 @@ class MultiClusterLiveTest : public live_testing::MemberClusters {
   Json app(const std::string& cluster, const std::string& name) {
     return member(cluster).get(kube::spark_applications_path("default") + "/" + name);
   }
+  // "" when the object or the annotation is missing.
   static std::string annotation(const Json& obj, const std::string& key) {
+    if (!obj.is_object() || !obj.contains("metadata")) return "";
     const Json& a = obj["metadata"].value("annotations", Json::object());
     return a.value(key, "");
   }
@@ -79,12 +81,8 @@ TEST_F(MultiClusterLiveTest, AppThatFitsOnlyInAnotherClusterIsCopiedThere) {
   const Json origin = app("a", "pi");
   EXPECT_EQ(annotation(origin, "gleaner.io/placement"), "b");
   EXPECT_EQ(origin["spec"]["suspend"], true);
-  ASSERT_TRUE(eventually([&] {
-    for (const auto& [r, m] : member("a").events_about("pi"))
-      if (r == "GleanerPlacedRemote" && m.find("member cluster b") != std::string::npos)
-        return true;
-    return false;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] { return member("a").has_event("pi", "GleanerPlacedRemote", "member cluster b"); }));
 
   // b's operator creates the driver: it takes the room the core reserved on b1.
   ASSERT_TRUE(member("b").create(kube::pods_path("default"), operator_driver("pi")));
@@ -139,11 +137,7 @@ TEST_F(MultiClusterLiveTest, AppThatFitsNowhereWaitsWithAnEvent) {
   report("b", "b1", 2000);
   ASSERT_TRUE(
       member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
-  ASSERT_TRUE(schedule_until([&] {
-    for (const auto& [r, m] : member("a").events_about("pi"))
-      if (r == "GleanerUnschedulable") return true;
-    return false;
-  }));
+  ASSERT_TRUE(schedule_until([&] { return member("a").has_event("pi", "GleanerUnschedulable"); }));
   EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/placement"), "");
   EXPECT_FALSE(app("b", "pi").contains("spec"));
   // b grows: the application goes there.
@@ -186,16 +180,46 @@ TEST_F(MultiClusterLiveTest, RecordedPlacementWithoutItsCopyGetsTheCopy) {
   EXPECT_TRUE(live_->jobs_json()["jobs"].empty());
 }
 
+TEST_F(MultiClusterLiveTest, CopyDeletedBeforeItsDriverCameGivesItsRoomBack) {
+  report("a", "a1", 2000);
+  report("b", "b1", 4000);  // room for one gang of 3 cores
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi2")));
+  ASSERT_TRUE(schedule_until([&] { return member("a").has_event("pi2", "GleanerPending"); }));
+  EXPECT_FALSE(app("b", "pi2").contains("spec"));
+  // The copy is deleted in b (by hand, say) before b's operator made its driver.
+  ASSERT_TRUE(member("b").client->remove(kube::spark_application_path("default", "pi")).ok());
+  EXPECT_TRUE(schedule_until([&] { return app("b", "pi2").contains("spec"); }));
+}
+
+TEST_F(MultiClusterLiveTest, TargetStillHoldingAnotherAppOfTheNameIsTriedAgain) {
+  report("a", "a1", 2000);
+  report("b", "b1", 8000);
+  // An executor of another "pi" waits in b: that name's gang key there is taken.
+  Json executor = operator_driver("pi");
+  executor["metadata"]["name"] = "pi-exec-1";
+  executor["metadata"]["labels"]["spark-role"] = "executor";
+  ASSERT_TRUE(member("b").create(kube::pods_path("default"), executor));
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  ASSERT_TRUE(schedule_until([&] {
+    return member("a").has_event("pi", "GleanerPending",
+                                 "still has another application of this name");
+  }));
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+  ASSERT_TRUE(member("b").client->remove(kube::pod_path("default", "pi-exec-1")).ok());
+  EXPECT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+}
+
 TEST_F(MultiClusterLiveTest, AppNotSuspendedIsLeftToItsOwnClusterWithAWarning) {
   report("a", "a1", 2000);
   report("b", "b1", 8000);
   ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"),
                                  multi_cluster_app("pi", /*suspend=*/false)));
-  ASSERT_TRUE(schedule_until([&] {
-    for (const auto& [r, m] : member("a").events_about("pi"))
-      if (r == "GleanerNotSuspended") return true;
-    return false;
-  }));
+  ASSERT_TRUE(schedule_until([&] { return member("a").has_event("pi", "GleanerNotSuspended"); }));
   for (int i = 0; i < 5; ++i)
     live_->tick();
   EXPECT_FALSE(app("b", "pi").contains("spec"));
@@ -261,12 +285,75 @@ TEST_F(CopyLifecycleTest, CopyStateIsRecordedOnTheOrigin) {
 
 TEST_F(CopyLifecycleTest, DeletingTheOriginDeletesItsCopy) {
   place_into_b();
-  // Another application of another name in b, not a copy, is no business of ours.
-  ASSERT_TRUE(member("b").create(kube::spark_applications_path("default"),
-                                 multi_cluster_app("unrelated", /*suspend=*/false)));
   ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
   ASSERT_TRUE(until([&] { return !app("b", "pi").contains("spec"); }));
-  EXPECT_TRUE(app("b", "unrelated").contains("spec"));
+}
+
+TEST_F(CopyLifecycleTest, OriginCreatedAgainWithItsPlacementGetsANewCopy) {
+  place_into_b();
+  ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
+  ASSERT_TRUE(until([&] { return !app("b", "pi").contains("spec"); }));
+  // The same name again, already decided for b (restored from a backup, say).
+  Json recorded = multi_cluster_app("pi");
+  recorded["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), recorded));
+  const std::string uid = app("a", "pi")["metadata"].value("uid", "");
+  ASSERT_TRUE(until([&] { return annotation(app("b", "pi"), "gleaner.io/origin-uid") == uid; }));
+}
+
+TEST_F(CopyLifecycleTest, OriginReplacedWhileItsWatchWasAwayLosesItsCopy) {
+  place_into_b();
+  const std::string old_origin = app("a", "pi")["metadata"].value("uid", "");
+  // a's SparkApplication watch is dropped and its return held while pi is deleted and
+  // created again; the history is compacted, so the informer relists and sees the change
+  // as one update of pi with another uid.
+  const std::string watch_path = "/apis/sparkoperator.k8s.io/v1beta2/sparkapplications";
+  auto& api = *member("a").api;
+  const auto watch_gets = [&] {
+    return api.count_requests("GET", watch_path, true) +
+           api.count_requests("GET", watch_path, false);
+  };
+  const int before = watch_gets();
+  api.admin("stall", "method=GET&count=1&seconds=30&prefix=" + watch_path);
+  api.admin("drop-watches");
+  ASSERT_TRUE(until([&] { return watch_gets() > before; }));
+  ASSERT_TRUE(member("a").client->remove(kube::spark_application_path("default", "pi")).ok());
+  ASSERT_TRUE(
+      member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
+  const std::string new_origin = app("a", "pi")["metadata"].value("uid", "");
+  api.admin("compact");
+  api.admin("release");
+  // The old copy goes with its origin, and the new origin is placed (into b again).
+  ASSERT_TRUE(until([&] {
+    live_->tick();
+    return annotation(app("b", "pi"), "gleaner.io/origin-uid") == new_origin;
+  }));
+  EXPECT_NE(new_origin, old_origin);
+}
+
+TEST_F(CopyLifecycleTest, OlderStateRefusedWhileANewerOneWaitsIsNotTriedAgain) {
+  place_into_b();
+  const std::string path =
+      "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications/pi";
+  auto& api = *member("a").api;
+  // The record of RUNNING is held at a's API server, COMPLETED is queued behind it, and
+  // then RUNNING is refused.
+  api.admin("stall", "method=PATCH&count=1&seconds=30&prefix=" + path);
+  api.admin("fail", "method=PATCH&count=1&code=500&prefix=" + path);
+  const int patches = api.count_requests("PATCH", path, false);
+  set_state("b", "pi", "RUNNING");
+  ASSERT_TRUE(until([&] { return api.count_requests("PATCH", path, false) > patches; }));
+  set_state("b", "pi", "COMPLETED");
+  ASSERT_TRUE(until([&] {
+    return routed([](const server::Action& x) {
+      return x.kind == server::ActionKind::kMirrorAppState && x.message == "COMPLETED";
+    });
+  }));
+  api.admin("release");
+  ASSERT_TRUE(
+      until([&] { return annotation(app("a", "pi"), "gleaner.io/remote-state") == "COMPLETED"; }));
+  // RUNNING is not kept for a retry that would write it over COMPLETED.
+  EXPECT_EQ(member("a").link->retries_waiting(), 0U);
 }
 
 TEST_F(CopyLifecycleTest, SameNamedApplicationThatIsNotTheCopyOutlivesTheOrigin) {
@@ -290,30 +377,53 @@ TEST_F(CopyLifecycleTest, SameNamedApplicationThatIsNotTheCopyOutlivesTheOrigin)
   }));
   EXPECT_TRUE(app("b", "pi").contains("spec"));
   EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-cluster"), "");
+  EXPECT_EQ(
+      member("b").api->count_requests(
+          "DELETE", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications/pi",
+          false),
+      0);
 }
 
-TEST_F(CopyLifecycleTest, CopyWhoseOriginWentWhileNoSchedulerRanIsDeleted) {
-  // Copies the informer lists: one whose origin is gone, one whose origin's name now
-  // belongs to another application (another uid), and one whose origin is still there.
+// The scheduler starts after the clusters changed: what it finds is in its first lists.
+class CopyFoundAtStartTest : public CopyLifecycleTest {
+ protected:
+  void SetUp() override {
+    if (!start_servers({"a", "b"})) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py";
+    ASSERT_TRUE(member("a").add_node("a1"));
+    ASSERT_TRUE(member("b").add_node("b1"));
+  }
+  std::string create_origin_placed_in_b(const std::string& name) {
+    Json origin = multi_cluster_app(name);
+    origin["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
+    EXPECT_TRUE(member("a").create(kube::spark_applications_path("default"), origin));
+    return app("a", name)["metadata"].value("uid", "");
+  }
+};
+
+TEST_F(CopyFoundAtStartTest, CopyWhoseOriginWentWhileNoSchedulerRanIsDeleted) {
+  // A copy whose origin is gone, one whose origin's name now belongs to another
+  // application (another uid), and one whose origin is still there.
   create_copy_in_b("gone", "uid-of-a-deleted-origin");
-  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"),
-                                 Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
-                                      {"kind", "SparkApplication"},
-                                      {"metadata", {{"name", "renamed"}, {"namespace", "default"}}},
-                                      {"spec", {{"type", "Scala"}}}}));
+  create_origin_placed_in_b("renamed");
   create_copy_in_b("renamed", "uid-of-the-first-renamed");
-  Json live_origin = multi_cluster_app("alive");
-  live_origin["metadata"]["annotations"] = {{"gleaner.io/placement", "b"}};
-  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), live_origin));
-  ASSERT_TRUE(until([&] { return app("b", "alive").contains("spec"); }));  // its copy
+  create_copy_in_b("alive", create_origin_placed_in_b("alive"));
+  connect();
 
   ASSERT_TRUE(until([&] { return !app("b", "gone").contains("spec"); }));
-  ASSERT_TRUE(until([&] { return !app("b", "renamed").contains("spec"); }));
+  ASSERT_TRUE(until([&] {
+    return annotation(app("b", "renamed"), "gleaner.io/origin-uid") !=
+           "uid-of-the-first-renamed";  // deleted, and a copy of the new origin made
+  }));
   EXPECT_TRUE(app("a", "renamed").contains("spec"));
   set_state("b", "alive", "RUNNING");  // the copy is seen again, and kept
   ASSERT_TRUE(
       until([&] { return annotation(app("a", "alive"), "gleaner.io/remote-state") == "RUNNING"; }));
   EXPECT_TRUE(app("b", "alive").contains("spec"));
+  EXPECT_EQ(
+      member("b").api->count_requests(
+          "DELETE", "/apis/sparkoperator.k8s.io/v1beta2/namespaces/default/sparkapplications/alive",
+          false),
+      0);
 }
 
 TEST_F(CopyLifecycleTest, RefusedDeleteIsTriedAgain) {
