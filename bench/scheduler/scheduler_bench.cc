@@ -1,4 +1,4 @@
-// Placement throughput of the scheduler core inside the simulator, at 1,000 and 5,000
+// Placement throughput of the scheduler core inside the simulator, at 1,000, 5,000 and 10,000
 // nodes, with Spark jobs of one driver and ten executors (100,000 pods by default).
 // Jobs arrive one per simulated second and run long enough to keep the clusters busy,
 // so passes also walk a queue of waiting jobs, as in production.
@@ -116,7 +116,7 @@ Row run(int nodes, int64_t pods) {
 
 int main(int argc, char** argv) {
   int64_t pods = 100000;
-  std::vector<int> sizes{1000, 5000};
+  std::vector<int> sizes{1000, 5000, 10000};
   if (argc > 1) pods = std::atoll(argv[1]);
   if (argc > 2) sizes = {std::atoi(argv[2])};
   if (pods <= 0 || sizes[0] <= 0) {
