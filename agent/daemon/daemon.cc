@@ -267,7 +267,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     if (!node) return node.error();
     d.node = std::move(*node);
   } else {
-    auto first = d.node_sampler->sample();
+    // A sampler of its own: priming the agent's would make the first pass's node CPU
+    // cover a few milliseconds while its pods' figures do not exist yet.
+    auto first = NodeSampler(d.opt.proc_root).sample();
     if (!first) return first.error();
     auto node = machine_node(d.opt.node_name, d.node_sampler->cpus(), first->memory_total_bytes);
     if (!node) return node.error();
@@ -483,7 +485,8 @@ void Daemon::tick() {
   for (const auto& key : pass.vanished)
     d.store->drop_prefix("pod/" + key + "/");
 
-  d.store->add("node/cpu", now, static_cast<double>(node_usage->cpu_milli));
+  if (node_usage->cpu_valid)
+    d.store->add("node/cpu", now, static_cast<double>(node_usage->cpu_milli));
   d.store->add("node/memory", now, static_cast<double>(node_usage->memory_bytes));
   for (const auto& s : pass.pods) {
     if (s.cpu_valid) d.store->add("pod/" + s.key + "/cpu", now, static_cast<double>(s.cpu_milli));
@@ -527,6 +530,8 @@ void Daemon::tick() {
     in.reader = d.qos_reader.get();
     in.now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
     in.stale = false;  // this pass sampled just now
+    // The first pass only primes the CPU counters (node and pods alike): nothing to act on.
+    in.cpu_measured = node_usage->cpu_valid;
     in.suppress_armed = d.suppress_armed;
     qos::Plan plan = d.engine.run(in);
     // While the fast path is live it owns CPU suppression: the full pass, which sees usage

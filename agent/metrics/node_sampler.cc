@@ -55,6 +55,7 @@ Result<NodeUsage> NodeSampler::sample() {
     double busy = static_cast<double>(cpu->busy_ticks - last_->busy_ticks);
     double total = static_cast<double>(cpu->total_ticks - last_->total_ticks);
     out.cpu_milli = std::llround(busy / total * cpus_ * 1000.0);
+    out.cpu_valid = true;
   }
   last_ = *cpu;
   if (auto psi_text = read_file(join_path(proc_root_, "pressure/cpu"))) {

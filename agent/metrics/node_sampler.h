@@ -14,7 +14,8 @@
 namespace gleaner::agent {
 
 struct NodeUsage {
-  int64_t cpu_milli = 0;  // average over the interval since the previous sample
+  int64_t cpu_milli = 0;   // average over the interval since the previous sample
+  bool cpu_valid = false;  // false on the first sample (no delta yet): cpu_milli means nothing
   int64_t memory_bytes = 0;
   int64_t memory_total_bytes = 0;
   std::optional<cgroup::Psi> cpu_pressure;
@@ -24,7 +25,7 @@ class NodeSampler {
  public:
   explicit NodeSampler(std::string proc_root = "/proc", int cpus = 0);
 
-  // The first call primes the CPU counters and reports cpu_milli = 0.
+  // The first call primes the CPU counters and reports cpu_valid = false.
   Result<NodeUsage> sample();
   [[nodiscard]] int cpus() const { return cpus_; }
   [[nodiscard]] bool has_psi() const;

@@ -29,10 +29,15 @@ Plan QosEngine::run(const QosInputs& in) {
   QosReader& reader = *in.reader;
   suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
   threshold_ = in.threshold;
+  cpu_measured_ = in.cpu_measured;
 
-  append(plan,
-         plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
-                           suppress_ctx_->system_usage_milli, reader, in.stale, in.suppress_armed));
+  if (in.cpu_measured) {
+    append(plan, plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
+                                   suppress_ctx_->system_usage_milli, reader, in.stale,
+                                   in.suppress_armed));
+  } else {
+    plan.notes.push_back("cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
+  }
   const bool cfs_quota_active =
       suppress_ceiling_applies(in.threshold, in.suppress_armed) &&
       in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
@@ -47,18 +52,19 @@ Plan QosEngine::run(const QosInputs& in) {
   // Memory first: a pod it evicts counts as released for the CPU decision.
   Plan memory = plan_memory_evict(snap, in.threshold, state_, in.now_s, in.stale);
   record_evictions(memory, snap, in.now_s, state_);
+  append(plan, std::move(memory));
+  if (!in.cpu_measured) return plan;
   const int64_t be_limit =
       be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, reader);
   Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
   record_evictions(cpu, snap, in.now_s, state_);
   if (!in.stale) record_be_cpu(state_, in.threshold, {in.now_s, be_cpu_usage(snap), be_limit});
-  append(plan, std::move(memory));
   append(plan, std::move(cpu));
   return plan;
 }
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
-  if (!suppress_ctx_) return {};
+  if (!suppress_ctx_ || !cpu_measured_) return {};
   // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
   const int64_t system = std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
                                              suppress_ctx_->system_usage_milli);

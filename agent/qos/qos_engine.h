@@ -26,7 +26,7 @@ class QosEngine {
   // Reads current values through in.reader; records evictions in the engine's state.
   Plan run(const QosInputs& in);
   // Only BE CPU suppression, from a fresh sample and the node facts of the last run().
-  // Empty until run() has been called once.
+  // Empty until run() has been called with CPU measured.
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
 
   [[nodiscard]] const QosState& state() const { return state_; }
@@ -39,6 +39,7 @@ class QosEngine {
  private:
   QosState state_;
   std::optional<SuppressContext> suppress_ctx_;
+  bool cpu_measured_ = false;  // whether the last run() had CPU figures
   config::ResourceThresholdStrategy threshold_;
 };
 

@@ -97,6 +97,9 @@ struct QosInputs {
   QosReader* reader = nullptr;
   double now_s = 0;    // monotonic seconds, for cool-downs
   bool stale = false;  // metrics older than 3 sampling intervals: hold
+  // False on the agent's first pass, before any CPU delta exists: the snapshot's CPU
+  // figures are placeholders, so the CPU strategies (suppress, evict) leave BE as it is.
+  bool cpu_measured = true;
   // cpuSuppressMode onInterference: whether the interference rule holds the ceiling armed
   // (an LS pod waited for CPU within the hold time, or no interference signal exists).
   bool suppress_armed = true;

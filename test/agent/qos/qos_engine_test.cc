@@ -46,6 +46,47 @@ TEST(QosEngine, SuppressOnlyReactsToAFreshSampleAfterOneFullRun) {
   EXPECT_TRUE(exec.plan(engine.suppress_only({1000, 0, true}, reader).writes).empty());
 }
 
+// The agent's first pass: /proc/stat has no delta yet and no pod has a CPU figure, so a
+// snapshot would show every core busy outside the pods (all "system") and BE at 0. Acting
+// on it would cut BE to the floor; the engine leaves BE's CPU alone until figures exist.
+TEST(QosEngine, FirstPassWithoutCpuFiguresLeavesBeCpuAsItIs) {
+  TempDir t;
+  cgroup::KubeletLayout layout(CgroupDriver::kCgroupfs);
+  std::vector<FakePod> unmeasured = pods();
+  for (auto& p : unmeasured)
+    p.cpu_usage = "0";
+  make_node_tree(t, CgroupVersion::kV1, layout, unmeasured);
+  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV1);
+  FsQosReader reader(fs, nullptr);
+  FakeNode placeholder;
+  placeholder.node_cpu_usage = "8";
+  auto snap = make_snapshot(placeholder, unmeasured);
+  QosInputs in;
+  in.snapshot = &snap;
+  in.threshold.enable = true;
+  in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+  in.threshold.cpu_evict_be_satisfaction_lower_percent = 60;
+  in.threshold.cpu_evict_time_window_seconds = 60;
+  in.layout = layout;
+  in.reader = &reader;
+  in.cpu_measured = false;
+  QosEngine engine;
+  Plan first = engine.run(in);
+  for (const auto& w : first.writes)
+    EXPECT_NE(w.reason, kReasonCpuSuppress) << w.cgroup << " " << w.value;
+  EXPECT_TRUE(first.evictions.empty());
+  EXPECT_TRUE(engine.state().be_cpu_history.empty());
+  // Nor does the fast path act on the node facts of that pass.
+  EXPECT_TRUE(engine.suppress_only({6000, 5000, false}, reader).writes.empty());
+  // The same figures, measured, do cut BE: the hold is what the flag decides.
+  in.cpu_measured = true;
+  bool suppressed = false;
+  for (const auto& w : engine.run(in).writes)
+    suppressed |= w.reason == kReasonCpuSuppress;
+  EXPECT_TRUE(suppressed);
+  EXPECT_FALSE(engine.suppress_only({6000, 5000, false}, reader).writes.empty());
+}
+
 TEST(QosEngine, StaleInputsNeverLoosenAnything) {
   TempDir t;
   cgroup::KubeletLayout layout(CgroupDriver::kSystemd);
