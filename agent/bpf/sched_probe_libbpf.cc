@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/bpf/running_slots.h"
 #include "agent/bpf/sched_probe.h"
 #include "cgroup/version.h"
 #include "sched_probe.skel.h"
@@ -113,6 +115,10 @@ struct SchedProbe::Impl {
   }
   [[nodiscard]] int fd(bpf_map* map) const { return bpf_map__fd(map); }
   Result<std::map<uint64_t, Cumulative>> read_cumulative() const;
+  // The per-CPU running slots, one per possible CPU.
+  Result<std::vector<gleaner_cpu_slot>> read_running() const;
+  // Every tracked cgroup's counters summed over CPUs; fills stats index -> cgroup id.
+  std::map<uint64_t, Cumulative> read_counters(std::map<uint32_t, uint64_t>& id_of) const;
   [[nodiscard]] uint64_t read_dropped() const;
   Result<uint32_t> claim_index(uint64_t id) const;
   void release_index(uint32_t index) const;
@@ -178,9 +184,18 @@ std::optional<uint64_t> thread_runtime_ns(uint32_t tid) {
   return runtime;
 }
 
-Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative() const {
+Result<std::vector<gleaner_cpu_slot>> SchedProbe::Impl::read_running() const {
+  std::vector<gleaner_cpu_slot> slots(static_cast<size_t>(ncpus));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(fd(skel->maps.running), &zero, slots.data()) != 0) {
+    return errno_error(errno, "read running slots");
+  }
+  return slots;
+}
+
+std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters(
+    std::map<uint32_t, uint64_t>& id_of) const {
   std::map<uint64_t, Cumulative> out;
-  std::map<uint32_t, uint64_t> id_of;  // stats index -> cgroup id
   std::vector<gleaner_cgroup_stats> values(static_cast<size_t>(ncpus));
   uint64_t key = 0;
   uint64_t next = 0;
@@ -201,12 +216,25 @@ Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative() const
         c.runq.slots[i] += v.runq_slots[i];
     }
   }
-  // Time in flight: read after the totals, so a switch in between undercounts now and is
-  // caught up next time instead of being counted twice.
-  std::vector<gleaner_cpu_slot> slots(static_cast<size_t>(ncpus));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(fd(skel->maps.running), &zero, slots.data()) != 0) {
-    return errno_error(errno, "read running slots");
+  return out;
+}
+
+Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative() const {
+  // Counters bracketed by two reads of the running slots (see running_slots.h). After a
+  // few tries the last reading stands: a task switching that often has short slices.
+  constexpr int kTries = 4;
+  std::map<uint64_t, Cumulative> out;
+  std::map<uint32_t, uint64_t> id_of;  // stats index -> cgroup id
+  std::vector<gleaner_cpu_slot> slots;
+  for (int attempt = 1; attempt <= kTries; ++attempt) {
+    auto before = read_running();
+    if (!before) return before.error();
+    id_of.clear();
+    out = read_counters(id_of);
+    auto after = read_running();
+    if (!after) return after.error();
+    slots = std::move(*after);
+    if (accounted_tasks_unchanged(*before, slots)) break;
   }
   for (const auto& s : slots) {
     auto id = id_of.find(s.index);

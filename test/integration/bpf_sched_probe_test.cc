@@ -68,18 +68,26 @@ TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccounting) {
   // Started after attach: a task already on a CPU at attach time is only attributed from
   // its next switch (docs/ebpf.md).
   scratch.spawn_busy(pod);
+  // A busy loop outside any tracked cgroup keeps both CPUs contended, the conditions in
+  // which the program misses a slice now and then (about one a second, 16-68 ms each) and
+  // has to charge it when the task next arrives.
+  const std::string other = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-other");
+  scratch.mkdir(other);
+  scratch.spawn_busy(other);
 
   ASSERT_TRUE(probe->sample().ok());
   int64_t cg0 = *fs.read_cpu_usage_ns(pod);
-  testing::measurement_window(1000ms);
+  testing::measurement_window(2000ms);
   auto interval = probe->sample();
   int64_t cg1 = *fs.read_cpu_usage_ns(pod);
   ASSERT_TRUE(interval.ok()) << interval.error().describe();
   const auto* s = find(*interval, *id);
   ASSERT_NE(s, nullptr);
   double kernel = static_cast<double>(cg1 - cg0);
-  EXPECT_GT(kernel, 0.3e9) << "the spinner barely ran";
-  EXPECT_NEAR(static_cast<double>(s->cpu_ns), kernel, 0.05 * kernel)
+  EXPECT_GT(kernel, 0.6e9) << "the spinner barely ran";
+  // What remains is the tick at which both sides see a running task's runtime (4 ms at
+  // HZ=250, at each end): well under 2%, where one missed slice is not.
+  EXPECT_NEAR(static_cast<double>(s->cpu_ns), kernel, 0.02 * kernel)
       << "bpf " << s->cpu_ns << " ns, cgroup accounting " << kernel << " ns";
 }
 
