@@ -2,6 +2,7 @@
 // shows a high run-queue latency p99 in the eBPF probe, and the running agent tightens the
 // BE quota below what usage-based suppression alone would allow; with cpuSuppressMode
 // onInterference the ceiling is not applied at all until that happens.
+#include <algorithm>
 #include <functional>
 #include <thread>
 
@@ -11,6 +12,7 @@
 
 #include "agent/bpf/sched_probe.h"
 #include "agent/daemon/daemon.h"
+#include "agent/qos/cpu_suppress.h"
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
 #include "test/support/colocated_node.h"
@@ -78,13 +80,16 @@ TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
   auto reason = ebpf_skip_reason();
   if (!reason.empty()) GTEST_SKIP() << reason;
   const int64_t usage_only = lowest_be_quota(/*ebpf=*/false, 3s);
-  // Usage rules alone leave BE most of the node (LS uses a fifth of a core).
-  EXPECT_TRUE(usage_only < 0 || usage_only >= 60000) << "usage-only lowest " << usage_only;
+  // Usage rules alone leave BE most of an idle node (LS uses a fifth of a core); other
+  // load on the machine counts as system usage and lowers that ceiling.
+  const int64_t usage_level = usage_only > 0 ? usage_only : 200000;
+  ASSERT_GT(usage_level, qos::kMinSuppressQuotaUs)
+      << "usage rules alone held BE at the floor: the machine is too busy for the comparison, "
+         "or the first pass acted on unmeasured CPU (docs/qos.md)";
   // With the signal, every breach takes one more step (20000 us on 2 CPUs) off the ceiling.
   // The LS waits shrink as BE is held back, so breaches thin out on the way down: two steps
-  // below what usage allowed show the signal acting beyond the usage rules.
-  const int64_t usage_level = usage_only > 0 ? usage_only : 200000;
-  const int64_t two_steps_below = usage_level - 2 * 20000;
+  // below what usage allowed (or the floor) show the signal acting beyond the usage rules.
+  const int64_t two_steps_below = std::max(usage_level - 2 * 20000, qos::kMinSuppressQuotaUs);
   const int64_t with_signal = lowest_be_quota(/*ebpf=*/true, 6s, two_steps_below);
   ASSERT_GT(with_signal, 0) << "the agent never limited BE";
   EXPECT_LE(with_signal, two_steps_below) << "usage-only lowest " << usage_only;
