@@ -14,7 +14,7 @@ ApiLink::ApiLink(kube::KubeConfig config, std::string node_name)
   options.field_selector = "metadata.name=" + node_name_;
   informer_ = std::make_unique<kube::Informer>(*client_, options, kube::InformerHandlers{});
   informer_->start();
-  worker_ = std::jthread([this](std::stop_token stop) { worker(stop); });
+  worker_ = std::jthread([this](const std::stop_token& stop) { worker(stop); });
 }
 
 ApiLink::~ApiLink() {
@@ -55,7 +55,7 @@ EvictionOutcome ApiLink::outcome() const {
   return outcome_;
 }
 
-void ApiLink::worker(std::stop_token stop) {
+void ApiLink::worker(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     std::pair<std::string, std::string> item;
     {

@@ -42,7 +42,7 @@ class ApiLink {
   [[nodiscard]] EvictionOutcome outcome() const;
 
  private:
-  void worker(std::stop_token stop);
+  void worker(const std::stop_token& stop);
 
   SystemClock clock_;
   std::string node_name_;

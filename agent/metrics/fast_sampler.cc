@@ -9,7 +9,7 @@
 namespace gleaner::agent {
 
 FastSampler::FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout,
-                         std::string proc_root, int cpus, std::chrono::milliseconds window)
+                         const std::string& proc_root, int cpus, std::chrono::milliseconds window)
     : fs_(fs),
       kubepods_(layout.kubepods_dir()),
       besteffort_(layout.qos_dir(cgroup::KubeQos::kBestEffort)),

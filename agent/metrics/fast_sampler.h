@@ -28,8 +28,9 @@ struct FastSample {
 
 class FastSampler {
  public:
-  FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout, std::string proc_root,
-              int cpus, std::chrono::milliseconds window = std::chrono::seconds(1));
+  FastSampler(cgroup::CgroupFs& fs, const cgroup::KubeletLayout& layout,
+              const std::string& proc_root, int cpus,
+              std::chrono::milliseconds window = std::chrono::seconds(1));
   // nullopt on the first call (no delta yet) or when a counter cannot be read.
   std::optional<FastSample> sample(std::chrono::steady_clock::time_point now);
 

@@ -68,7 +68,7 @@ void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_mil
                     QosReader& reader, bool stale) {
   auto current = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (!current) {
-    plan.notes.push_back("cpu-suppress: no CPU quota file for " + ctx.be_qos_dir + ", skipped");
+    plan.notes.emplace_back("cpu-suppress: no CPU quota file for " + ctx.be_qos_dir + ", skipped");
     return;
   }
   int64_t period = reader.integer(Resource::kCpuPeriod, ctx.be_qos_dir).value_or(kDefaultPeriodUs);
@@ -86,7 +86,7 @@ void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
                  bool stale) {
   auto order = be_universe_order(ctx, reader);
   if (order.empty()) {
-    plan.notes.push_back("cpu-suppress: no CPU list for BE, cpuset policy skipped");
+    plan.notes.emplace_back("cpu-suppress: no CPU list for BE, cpuset policy skipped");
     return;
   }
   const int available = static_cast<int>(order.size());
@@ -171,7 +171,7 @@ SuppressTerms suppress_terms(const SuppressContext& ctx,
 std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli, int64_t period_us,
                                   int64_t current, bool stale) {
   int64_t target = std::max(suppress_milli * period_us / 1000, kMinSuppressQuotaUs);
-  if (current == cgroup::kUnlimited || current <= 0) return target;  // any quota is a decrease
+  if (current <= 0) return target;  // unlimited (-1): any quota is a decrease
   const int64_t capacity_quota = capacity_milli * period_us / 1000;
   if (target > current) {
     if (stale) return std::nullopt;
@@ -241,7 +241,7 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
   Plan plan;
   if (!suppress_ceiling_applies(strategy, armed)) {
     if (strategy.enable) {
-      plan.notes.push_back(
+      plan.notes.emplace_back(
           "cpu-suppress: no LS interference within the hold time, BE unbounded "
           "(cpuSuppressMode onInterference)");
     }
@@ -249,11 +249,11 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
     return plan;
   }
   if (ctx.capacity_milli <= 0) {
-    plan.notes.push_back("cpu-suppress: node has no CPU capacity, skipped");
+    plan.notes.emplace_back("cpu-suppress: node has no CPU capacity, skipped");
     return plan;
   }
   auto terms = suppress_terms(ctx, strategy, non_be_milli, system_usage_milli);
-  if (stale) plan.notes.push_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
+  if (stale) plan.notes.emplace_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale);
   } else {

@@ -61,11 +61,11 @@ Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
   // usage% >= threshold%, compared without rounding (bytes * 100 stays far below 2^63).
   if (usage * 100 < capacity * threshold) return plan;
   if (stale) {
-    plan.notes.push_back("memory-evict: over threshold but metrics are stale, holding");
+    plan.notes.emplace_back("memory-evict: over threshold but metrics are stale, holding");
     return plan;
   }
   if (cooling_down(state.last_memory_evict_s, kMemoryEvictCooldownS, now_s)) {
-    plan.notes.push_back("memory-evict: cooling down");
+    plan.notes.emplace_back("memory-evict: cooling down");
     return plan;
   }
   const int64_t need = usage - capacity * lower / 100;
@@ -94,7 +94,8 @@ int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
     limit = std::min(limit, *quota * 1000 / *period);
   }
   auto cpus = reader.ids(Resource::kCpusetCpus, be_qos_dir);
-  if (cpus && !cpus->empty()) limit = std::min<int64_t>(limit, cpus->size() * 1000);
+  if (cpus && !cpus->empty())
+    limit = std::min<int64_t>(limit, static_cast<int64_t>(cpus->size()) * 1000);
   return limit;
 }
 
@@ -134,11 +135,11 @@ Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
   const int64_t satisfaction = be_limit_milli * 100 / be_request;
   if (satisfaction > *strategy.cpu_evict_be_satisfaction_lower_percent) return plan;
   if (stale) {
-    plan.notes.push_back("cpu-evict: BE starved but metrics are stale, holding");
+    plan.notes.emplace_back("cpu-evict: BE starved but metrics are stale, holding");
     return plan;
   }
   if (cooling_down(state.last_cpu_evict_s, kCpuEvictCooldownS, now_s)) {
-    plan.notes.push_back("cpu-evict: cooling down");
+    plan.notes.emplace_back("cpu-evict: cooling down");
     return plan;
   }
   const int64_t need =

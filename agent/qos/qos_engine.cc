@@ -18,7 +18,7 @@ void append(Plan& into, Plan&& from) {
   for (auto& r : from.resctrl)
     into.resctrl.push_back(std::move(r));
   for (auto& n : from.notes)
-    into.notes.push_back(std::move(n));
+    into.notes.emplace_back(std::move(n));
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ Plan QosEngine::run(const QosInputs& in) {
                                    suppress_ctx_->system_usage_milli, reader, in.stale,
                                    in.suppress_armed));
   } else {
-    plan.notes.push_back("cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
+    plan.notes.emplace_back("cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
   }
   const bool cfs_quota_active =
       suppress_ceiling_applies(in.threshold, in.suppress_armed) &&

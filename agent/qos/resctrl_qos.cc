@@ -66,7 +66,7 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
   if (!any) return plan;
   auto cap = reader.resctrl_capability();
   if (!cap || !cap->any()) {
-    plan.notes.push_back("resctrl: not available on this node, resctrlQOS skipped");
+    plan.notes.emplace_back("resctrl: not available on this node, resctrlQOS skipped");
     return plan;
   }
   std::set<std::string> enabled;
@@ -74,8 +74,8 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
     if (!c.cfg->enable) continue;
     auto desired = desired_schemata(*cap, *c.cfg);
     if (!desired) {
-      plan.notes.push_back(std::string("resctrl: class ") + c.group + ": " +
-                           desired.error().message);
+      plan.notes.emplace_back(std::string("resctrl: class ") + c.group + ": " +
+                              desired.error().message);
       continue;
     }
     enabled.insert(c.group);

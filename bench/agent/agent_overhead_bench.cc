@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/metrics/metric_store.h"
 #include "agent/metrics/pod_sampler.h"
+#include "bench/bench_cli.h"
 #include "cgroup/layout.h"
 #include "test/support/scratch_cgroup.h"
 
@@ -41,7 +43,9 @@ volatile std::sig_atomic_t g_interrupted = 0;
 int main(int argc, char** argv) {
   using namespace gleaner;
   std::vector<int> sizes = {50, 100, 200};
-  if (argc > 1) sizes = {std::atoi(argv[1])};
+  CLI::App app{"agent_overhead_bench: the agent's sampling pass and store at N pod cgroups"};
+  gleaner::bench::positive_option(app, "pods", sizes, "pod counts to measure");
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   auto skip = testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("agent_overhead_bench: skipped: %s\n", skip.c_str());

@@ -22,23 +22,30 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench_cli.h"
+#include "bench/bench_stats.h"
 #include "cgroup/layout.h"
 #include "kube/http_client.h"
 #include "test/support/scratch_cgroup.h"
 #include "test/support/temp_tree.h"
 
 namespace {
+using gleaner::bench::percentile;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -50,9 +57,11 @@ uint16_t free_port() {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int err = errno;
   ::close(fd);
+  if (!bound) throw std::system_error(err, std::generic_category(), "find a free loopback port");
   return ntohs(addr.sin_port);
 }
 
@@ -67,6 +76,7 @@ class Child {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (int null = ::open("/dev/null", O_WRONLY); quiet && null >= 0) ::dup2(null, 2);
       std::vector<char*> args;
+      args.reserve(argv.size() + 1);
       for (const auto& a : argv)
         args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
@@ -107,15 +117,12 @@ double process_rss_mib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    std::istringstream fields(line.substr(6));
+    double kib = 0;
+    return fields >> kib ? kib / 1024.0 : 0;
   }
   return 0;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1)))];
 }
 
 struct Scrapes {
@@ -199,18 +206,22 @@ class PodSet {
     add();
   }
   void write() const {
-    std::string items;
+    nlohmann::json items = nlohmann::json::array();
     for (const auto& p : pods_) {
-      if (!items.empty()) items += ",";
       const std::string id = std::to_string(p.id);
-      items += R"({"metadata":{"name":"pod-)" + id + R"(","namespace":"bench","uid":"bench-)" + id +
-               R"(")" + (p.be ? R"(,"labels":{"koordinator.sh/qosClass":"BE"})" : "") +
-               R"(},"spec":{"containers":[{"name":"c")" +
-               (p.be ? "" : R"(,"resources":{"requests":{"cpu":"100m","memory":"64Mi"}})") +
-               R"(}]},"status":{"phase":"Running","qosClass":")" +
-               (p.be ? "BestEffort" : "Burstable") + R"("}})";
+      nlohmann::json pod = {
+          {"metadata", {{"name", "pod-" + id}, {"namespace", "bench"}, {"uid", "bench-" + id}}},
+          {"spec", {{"containers", {{{"name", "c"}}}}}},
+          {"status", {{"phase", "Running"}, {"qosClass", p.be ? "BestEffort" : "Burstable"}}}};
+      if (p.be) {
+        pod["metadata"]["labels"] = {{"koordinator.sh/qosClass", "BE"}};
+      } else {
+        pod["spec"]["containers"][0]["resources"] = {
+            {"requests", {{"cpu", "100m"}, {"memory", "64Mi"}}}};
+      }
+      items.push_back(std::move(pod));
     }
-    std::ofstream(path_ + ".tmp") << R"({"items":[)" << items << "]}";
+    std::ofstream(path_ + ".tmp") << nlohmann::json{{"items", std::move(items)}}.dump();
     std::rename((path_ + ".tmp").c_str(), path_.c_str());  // the agent never sees half a file
   }
   [[nodiscard]] const std::string& path() const { return path_; }
@@ -342,36 +353,22 @@ void soak(double minutes) {
   std::printf("\n");
 }
 
-std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ','))
-    if (int n = std::atoi(part.c_str()); n > 0) out.push_back(n);
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> sizes = {50, 100, 200};
   int seconds = 30;
   double soak_minutes = 10;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--pods" && i + 1 < argc) {
-      sizes = parse_sizes(argv[++i]);
-    } else if (arg == "--seconds" && i + 1 < argc) {
-      seconds = std::max(2, std::atoi(argv[++i]));
-    } else if (arg == "--soak-minutes" && i + 1 < argc) {
-      soak_minutes = std::atof(argv[++i]);
-    } else {
-      std::fprintf(stderr,
-                   "usage: agent_process_bench [--pods 50,100,200] [--seconds S] "
-                   "[--soak-minutes M]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"agent_process_bench: gleaner-agent beside prometheus-node-exporter, and a soak"};
+  gleaner::bench::positive_option(app, "--pods", sizes, "pod counts, comma-separated")
+      ->delimiter(',');
+  app.add_option("--seconds", seconds, "measurement window per pod count")
+      ->check(CLI::Range(2, 86400))
+      ->capture_default_str();
+  app.add_option("--soak-minutes", soak_minutes, "soak length; 0 skips it")
+      ->check(gleaner::bench::kNonNegative)
+      ->capture_default_str();
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("agent_process_bench: skipped: %s\n", skip.c_str());
@@ -380,10 +377,15 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
   std::signal(SIGPIPE, SIG_IGN);
-  overhead(sizes, std::chrono::seconds(seconds));
-  if (soak_minutes > 0 && !g_interrupted) {
-    std::printf("\nSoak at 1 s sampling with pods churning:\n\n");
-    soak(soak_minutes);
+  try {
+    overhead(sizes, std::chrono::seconds(seconds));
+    if (soak_minutes > 0 && !g_interrupted) {
+      std::printf("\nSoak at 1 s sampling with pods churning:\n\n");
+      soak(soak_minutes);
+    }
+  } catch (const std::exception& e) {  // pods, cgroups and children are gone by now
+    std::fprintf(stderr, "agent_process_bench: %s\n", e.what());
+    return 1;
   }
   return g_interrupted ? 130 : 0;
 }

@@ -28,11 +28,14 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent/daemon/daemon.h"
+#include "bench/bench_cli.h"
+#include "bench/bench_stats.h"
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
 #include "common/log.h"
@@ -40,6 +43,7 @@
 #include "test/support/in_process_agent.h"
 
 namespace {
+using gleaner::bench::percentile;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using gleaner::cgroup::Resource;
@@ -102,32 +106,6 @@ std::optional<Clock::time_point> wait_landed(const std::function<bool()>& probe,
   return std::nullopt;
 }
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
-}
-
-int count_cpus(const std::string& list) {
-  int count = 0;
-  size_t pos = 0;
-  while (pos < list.size()) {
-    size_t comma = list.find(',', pos);
-    std::string part =
-        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    size_t dash = part.find('-');
-    if (!part.empty() && part != "\n") {
-      count += dash == std::string::npos
-                   ? 1
-                   : std::atoi(part.c_str() + dash + 1) - std::atoi(part.c_str()) + 1;
-    }
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  return count;
-}
-
 struct Result {
   std::vector<double> ms;
   int not_settled = 0;  // BE's allowance never came back to its idle level before the trial
@@ -176,27 +154,21 @@ Result run_config(const Config& cfg, const std::string& policy, int trials, std:
 
   cgroup::CgroupFs fs(scratch.root(), scratch.version());
   const bool quota_policy = policy == "cfsQuota";
-  const std::string file =
-      *fs.path_of(quota_policy ? Resource::kCpuQuota : Resource::kCpusetCpus, node.be_qos());
   // The BE allowance as one number: quota in us per 100 ms period, or CPUs in the cpuset
   // (scaled to the same units so one threshold works for both).
   auto allowance = [&]() -> int64_t {
-    auto text = read_file(file);
-    if (!text.ok()) return -2;
     if (quota_policy) {
-      int64_t q = std::atoll(text->c_str());
-      return q < 0 ? int64_t{100000} * cpus : q;
+      auto quota = fs.read_int(Resource::kCpuQuota, node.be_qos());
+      if (!quota.ok()) return -2;
+      return *quota < 0 ? int64_t{100000} * cpus : *quota;
     }
-    return int64_t{100000} * count_cpus(*text);
+    auto cpuset = fs.read_cpuset(node.be_qos());
+    if (!cpuset.ok()) return -2;
+    return int64_t{100000} * static_cast<int64_t>(cpuset->size());
   };
 
-  std::unique_ptr<testing::InProcessAgent> agent;
-  try {
-    agent = std::make_unique<testing::InProcessAgent>(opt);
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr, "reaction_bench: %s\n", e.what());
-    std::exit(1);
-  }
+  // A start failure throws; the scratch cgroups and children are removed on the way out.
+  auto agent = std::make_unique<testing::InProcessAgent>(opt);
 
   Result result;
   // The idle level: what BE is allowed while LS idles. Each trial starts from it, so every
@@ -245,21 +217,15 @@ int main(int argc, char** argv) {
   int trials = 50;
   std::string policies = "both";
   std::string which = "both";
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--trials" && i + 1 < argc) {
-      trials = std::max(1, std::atoi(argv[++i]));
-    } else if (arg == "--policy" && i + 1 < argc) {
-      policies = argv[++i];
-    } else if (arg == "--configs" && i + 1 < argc) {
-      which = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] "
-                   "[--configs shipped|1s|both]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"reaction_bench: LS surge -> BE throttle landed, per policy and configuration"};
+  gleaner::bench::positive_option(app, "--trials", trials, "surges per configuration");
+  app.add_option("--policy", policies, "CPU suppress policy")
+      ->check(CLI::IsMember({"cfsQuota", "cpuset", "both"}))
+      ->capture_default_str();
+  app.add_option("--configs", which, "the shipped loops, the 1 s loop, or both")
+      ->check(CLI::IsMember({"shipped", "1s", "both"}))
+      ->capture_default_str();
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("reaction_bench: skipped: %s\n", skip.c_str());
@@ -298,7 +264,13 @@ int main(int argc, char** argv) {
     for (const auto& cfg : configs) {
       const bool shipped = cfg.fast_interval.count() > 0;
       if ((which == "shipped" && !shipped) || (which == "1s" && shipped)) continue;
-      Result r = run_config(cfg, policy, trials, rng);
+      Result r;
+      try {
+        r = run_config(cfg, policy, trials, rng);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "reaction_bench: %s\n", e.what());
+        return 1;
+      }
       if (g_interrupted) return 130;
       const double p99 = percentile(r.ms, 0.99);
       if (shipped_p99 == 0) shipped_p99 = p99;

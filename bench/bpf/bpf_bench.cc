@@ -11,9 +11,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -21,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/bpf/sched_probe.h"
+#include "bench/bench_cli.h"
 
 namespace {
 using gleaner::agent::bpf::SchedProbe;
@@ -58,7 +62,13 @@ std::string own_cgroup_dir() {
 double ping_pong(double seconds) {
   int to_child[2];
   int to_parent[2];
-  if (::pipe(to_child) != 0 || ::pipe(to_parent) != 0) std::exit(1);
+  if (::pipe(to_child) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  if (::pipe(to_parent) != 0) {
+    const int err = errno;
+    ::close(to_child[0]);
+    ::close(to_child[1]);
+    throw std::system_error(err, std::generic_category(), "pipe");
+  }
   pid_t child = ::fork();
   if (child == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -75,20 +85,25 @@ double ping_pong(double seconds) {
   pin_self(0);
   char c = 'x';
   long trips = 0;
+  bool broken = false;
   auto start = std::chrono::steady_clock::now();
   auto end = start + std::chrono::duration<double>(seconds);
-  while (true) {
-    for (int i = 0; i < 1000; ++i, ++trips) {
-      if (::write(to_child[1], &c, 1) != 1 || ::read(to_parent[0], &c, 1) != 1) std::exit(1);
-    }
-    if (std::chrono::steady_clock::now() >= end) break;
+  while (!broken && std::chrono::steady_clock::now() < end) {
+    for (int i = 0; i < 1000 && !broken; ++i, ++trips)
+      broken = ::write(to_child[1], &c, 1) != 1 || ::read(to_parent[0], &c, 1) != 1;
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::close(to_child[1]);
   ::waitpid(child, nullptr, 0);
   ::close(to_parent[0]);
+  if (broken) throw std::runtime_error("ping-pong partner stopped answering");
   return static_cast<double>(trips) / elapsed;
 }
+
+// The probe cannot run here (no BPF, no permission): the benchmark says why and skips.
+struct ProbeUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct Row {
   std::string name;
@@ -105,18 +120,14 @@ Row run(const std::string& name, std::optional<SchedProbeOptions> options, doubl
   std::unique_ptr<SchedProbe> probe;
   if (options) {
     auto opened = SchedProbe::open(*options);
-    if (!opened) {
-      std::printf("%s: %s\n", name.c_str(), opened.error().describe().c_str());
-      std::exit(0);
-    }
+    if (!opened) throw ProbeUnavailable(name + ": " + opened.error().describe());
     probe = std::move(*opened);
     // Pod directories as the agent registers them (the load itself is not in one).
     for (const char* dir : {"/sys/fs/cgroup/cpu/kubepods", "/sys/fs/cgroup/kubepods"})
       (void)probe->track(dir);
     if (!extra_dir.empty()) {
       if (auto tracked = probe->track(extra_dir); !tracked) {
-        std::printf("%s: %s\n", name.c_str(), tracked.error().describe().c_str());
-        std::exit(0);
+        throw ProbeUnavailable(name + ": " + tracked.error().describe());
       }
     }
     (void)probe->program_costs();
@@ -148,14 +159,8 @@ std::string fmt_opt(const std::optional<double>& v) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
-  if (!gleaner::agent::bpf::sched_probe_built()) {
-    std::printf("bpf_bench: %s\n", gleaner::agent::bpf::sched_probe_build_reason().c_str());
-    return 0;
-  }
+// The table: every configuration, one after another, on the same load.
+int measure(double seconds) {
   SchedProbeOptions registered;
   registered.enable_stats = true;
   SchedProbeOptions all = registered;
@@ -197,4 +202,26 @@ int main(int argc, char** argv) {
       "empty sched_switch program costs %s ns here\n",
       fmt_opt(floor_ns).c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3.0;
+  CLI::App app{"bpf_bench: the eBPF sched probe's cost under a context-switch-heavy load"};
+  gleaner::bench::positive_option(app, "seconds", seconds, "length of each run");
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
+  if (!gleaner::agent::bpf::sched_probe_built()) {
+    std::printf("bpf_bench: %s\n", gleaner::agent::bpf::sched_probe_build_reason().c_str());
+    return 0;
+  }
+  try {
+    return measure(seconds);
+  } catch (const ProbeUnavailable& e) {
+    std::printf("%s\n", e.what());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bpf_bench: %s\n", e.what());
+    return 1;
+  }
 }

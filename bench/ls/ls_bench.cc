@@ -33,13 +33,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -49,6 +51,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench_cli.h"
+#include "bench/bench_stats.h"
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
 #include "common/log.h"
@@ -56,6 +60,8 @@
 #include "test/support/in_process_agent.h"
 
 namespace {
+using gleaner::bench::median;
+using gleaner::bench::percentile;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using gleaner::cgroup::Resource;
@@ -103,6 +109,21 @@ double thread_cpu_us() {
   }
 }
 
+// A forked child killed and reaped when the run ends, also when it ends by an exception.
+struct ChildProcess {
+  pid_t pid;
+  explicit ChildProcess(pid_t child) : pid(child) {
+    if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  ~ChildProcess() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
 struct Load {
   std::vector<double> latencies_ms;
   int64_t served = 0;
@@ -111,9 +132,12 @@ struct Load {
 
 // Open loop: each connection sends on its own fixed schedule, latency from the schedule.
 // `steps`: the rate alternates every 2 s between a quarter of `rate` and `rate` (load steps).
+// Throws std::runtime_error when the load generator cannot run as asked.
 Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bool steps) {
   std::vector<Load> per(kConnections);
   std::vector<std::thread> threads;
+  threads.reserve(kConnections);
+  std::atomic<bool> no_fifo{false};
   auto t0 = Clock::now() + 50ms;
   auto period_at = [rate, steps](double offset_s) {
     bool low = steps && static_cast<int64_t>(offset_s / 2.0) % 2 == 0;
@@ -125,8 +149,8 @@ Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bo
       sched_param fifo{};
       fifo.sched_priority = 1;
       if (g_client_fifo && ::sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
-        std::perror("ls_bench: SCHED_FIFO for the load generator (use --client normal)");
-        std::exit(1);
+        no_fifo = true;
+        return;
       }
       int fd = ::socket(AF_INET, SOCK_STREAM, 0);
       int one = 1;
@@ -169,6 +193,11 @@ Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bo
   }
   for (auto& t : threads)
     t.join();
+  if (no_fifo) {
+    throw std::runtime_error(
+        "SCHED_FIFO for the load generator refused (needs root or CAP_SYS_NICE; or use "
+        "--client normal)");
+  }
   Load all;
   for (auto& l : per) {
     all.latencies_ms.insert(all.latencies_ms.end(), l.latencies_ms.begin(), l.latencies_ms.end());
@@ -176,13 +205,6 @@ Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bo
     all.failed += l.failed;
   }
   return all;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  auto idx = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(idx, v.size() - 1)];
 }
 
 struct CpuTimes {
@@ -203,25 +225,15 @@ CpuTimes proc_stat_cpu() {
   return {total - v[3] - v[4], total, v[7]};
 }
 
-double cpu_seconds(gleaner::cgroup::CgroupFs& fs, bool v2, const std::string& cgroup) {
-  auto path = fs.path_of(Resource::kCpuUsage, cgroup);
-  if (!path.ok()) return 0;
-  auto text = gleaner::read_file(*path);
-  if (!text.ok()) return 0;
-  if (!v2) return static_cast<double>(std::atoll(text->c_str())) / 1e9;
-  auto pos = text->find("usage_usec ");
-  return pos == std::string::npos ? 0 : std::atof(text->c_str() + pos + 11) / 1e6;
+double cpu_seconds(gleaner::cgroup::CgroupFs& fs, const std::string& cgroup) {
+  auto ns = fs.read_cpu_usage_ns(cgroup);
+  return ns.ok() ? static_cast<double>(*ns) / 1e9 : 0;
 }
 
-// nr_throttled of the group's cpu.stat (same key on v1 and v2): how many CFS periods the
-// group spent throttled.
+// How many CFS periods the group spent throttled.
 double throttled_periods(gleaner::cgroup::CgroupFs& fs, const std::string& cgroup) {
-  auto path = fs.path_of(Resource::kCpuStat, cgroup);
-  if (!path.ok()) return 0;
-  auto text = gleaner::read_file(*path);
-  if (!text.ok()) return 0;
-  auto pos = text->find("nr_throttled ");
-  return pos == std::string::npos ? 0 : std::atof(text->c_str() + pos + 13);
+  auto throttle = fs.read_cpu_throttle(cgroup);
+  return throttle.ok() ? static_cast<double>(throttle->nr_throttled) : 0;
 }
 
 struct Run {
@@ -259,16 +271,17 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listener, 64) != 0 ||
       ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    std::perror("ls_bench: listen");
-    std::exit(1);
+    const int err = errno;
+    ::close(listener);
+    throw std::system_error(err, std::generic_category(), "LS service listen on loopback");
   }
-  pid_t server = ::fork();  // before any thread of ours exists in this run
-  if (server == 0) {
+  ChildProcess server(::fork());  // before any thread of ours exists in this run
+  if (server.pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     serve(listener, work_us);
   }
   ::close(listener);
-  scratch.move(server, ls_pod);
+  scratch.move(server.pid, ls_pod);
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (config != 'a') {
     for (int i = 0; i < cpus; ++i)
@@ -283,27 +296,23 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
     agent::DaemonOptions opt = testing::agent_options(node);
     opt.interval = 1000ms;
     opt.fast_interval = config == 'c' ? 0ms : 50ms;
-    try {
-      // In its own pod, as the DaemonSet runs it: it competes with LS at its pod weight.
-      agent = std::make_unique<testing::InProcessAgent>(opt, node.agent_tasks_file());
-    } catch (const std::runtime_error& e) {
-      std::fprintf(stderr, "ls_bench: %s\n", e.what());
-      std::exit(1);
-    }
+    // In its own pod, as the DaemonSet runs it: it competes with LS at its pod weight. A
+    // start failure throws; the server, the busy loops and the cgroups go on the way out.
+    agent = std::make_unique<testing::InProcessAgent>(opt, node.agent_tasks_file());
   }
   (void)generate(ntohs(addr.sin_port), rate, 1500ms, steps);  // warm-up: agent settles, caches fill
 
   Run run;
   const CpuTimes stat0 = proc_stat_cpu();
-  double be0 = cpu_seconds(fs, v2, be_qos);
-  double ls0 = cpu_seconds(fs, v2, ls_pod);
+  double be0 = cpu_seconds(fs, be_qos);
+  double ls0 = cpu_seconds(fs, ls_pod);
   const double throttled0 = throttled_periods(fs, be_qos);
   auto wall0 = Clock::now();
   Load load = generate(ntohs(addr.sin_port), rate, duration, steps);
   double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
   const CpuTimes stat1 = proc_stat_cpu();
-  run.be_cpu_s = cpu_seconds(fs, v2, be_qos) - be0;
-  run.ls_cpu_s = cpu_seconds(fs, v2, ls_pod) - ls0;
+  run.be_cpu_s = cpu_seconds(fs, be_qos) - be0;
+  run.ls_cpu_s = cpu_seconds(fs, ls_pod) - ls0;
   run.be_throttled = throttled_periods(fs, be_qos) - throttled0;
   const auto ticks = static_cast<double>(std::max<uint64_t>(1, stat1.total - stat0.total));
   run.node_util = static_cast<double>(stat1.busy - stat0.busy) / ticks;
@@ -317,13 +326,7 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
     std::fprintf(stderr, "ls_bench: %lld requests failed\n", static_cast<long long>(load.failed));
 
   if (agent) agent->stop();
-  ::kill(server, SIGKILL);
-  ::waitpid(server, nullptr, 0);
   return run;
-}
-
-double median(std::vector<double> v) {
-  return percentile(std::move(v), 0.5);
 }
 
 bool print_table(bool steps, const std::string& configs, double rate, int work_us, double seconds,
@@ -418,33 +421,32 @@ int main(int argc, char** argv) {
   int work_us = 600;
   std::string configs = "abcdef";
   std::string profiles = "both";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string arg = argv[i];
-    if (arg == "--seconds")
-      seconds = std::atof(argv[i + 1]);
-    else if (arg == "--repeats")
-      repeats = std::max(1, std::atoi(argv[i + 1]));
-    else if (arg == "--rate")
-      rate = std::atof(argv[i + 1]);
-    else if (arg == "--work-us")
-      work_us = std::atoi(argv[i + 1]);
-    else if (arg == "--profile")
-      profiles = argv[i + 1];
-    else if (arg == "--threshold")
-      g_threshold = std::atoi(argv[i + 1]);
-    else if (arg == "--configs")
-      configs = argv[i + 1];
-    else if (arg == "--client" &&
-             (std::strcmp(argv[i + 1], "fifo") == 0 || std::strcmp(argv[i + 1], "normal") == 0))
-      g_client_fifo = std::strcmp(argv[i + 1], "fifo") == 0;
-    else {
-      std::fprintf(stderr,
-                   "usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] "
-                   "[--configs abcdef] [--profile steady|steps|both] [--threshold PERCENT] "
-                   "[--client fifo|normal]\n");
-      return 2;
-    }
-  }
+  std::string client = "fifo";
+  CLI::App app{"ls_bench: LS protection while harvesting, configurations (a)-(f) side by side"};
+  gleaner::bench::positive_option(app, "--seconds", seconds, "duration of each run");
+  app.add_option("--repeats", repeats, "runs per configuration (interleaved; medians)")
+      ->check(gleaner::bench::kPositive)
+      ->capture_default_str();
+  gleaner::bench::positive_option(app, "--rate", rate, "requests per second at full load");
+  gleaner::bench::positive_option(app, "--work-us", work_us, "CPU work per request (us)");
+  app.add_option("--configs", configs, "which configurations to run, e.g. ad")
+      ->check([](const std::string& value) {
+        return !value.empty() && value.find_first_not_of("abcdef") == std::string::npos
+                   ? std::string()
+                   : std::string("letters a-f only");
+      })
+      ->capture_default_str();
+  app.add_option("--profile", profiles, "load profile")
+      ->check(CLI::IsMember({"steady", "steps", "both"}))
+      ->capture_default_str();
+  app.add_option("--threshold", g_threshold, "cpuSuppressThresholdPercent of (c), (d), (f)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--client", client, "load generator priority: fifo (off-node) or normal")
+      ->check(CLI::IsMember({"fifo", "normal"}))
+      ->capture_default_str();
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
+  g_client_fifo = client == "fifo";
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("ls_bench: skipped: %s\n", skip.c_str());
@@ -454,9 +456,14 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
   std::signal(SIGPIPE, SIG_IGN);
-  for (const std::string profile : {"steady", "steps"}) {
-    if (profiles != "both" && profiles != profile) continue;
-    if (!print_table(profile == "steps", configs, rate, work_us, seconds, repeats)) return 130;
+  try {
+    for (const std::string profile : {"steady", "steps"}) {
+      if (profiles != "both" && profiles != profile) continue;
+      if (!print_table(profile == "steps", configs, rate, work_us, seconds, repeats)) return 130;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ls_bench: %s\n", e.what());
+    return 1;
   }
   return 0;
 }

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {
@@ -257,12 +258,12 @@ int main(int argc, char** argv) {
   using gleaner::scheduler::sim::Scenario;
   int64_t horizon = 3600;
   std::vector<std::pair<std::string, Scenario>> scenarios;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--horizon" && i + 1 < argc) {
-      horizon = std::strtoll(argv[++i], nullptr, 10);
-      continue;
-    }
+  std::vector<std::string> files;
+  CLI::App app{"deadlock_bench: job outcomes of gang admission beside pod-by-pod placement"};
+  gleaner::bench::positive_option(app, "--horizon", horizon, "simulated seconds");
+  app.add_option("scenarios", files, "scenario files (JSON)")->check(CLI::ExistingFile);
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
+  for (const std::string& arg : files) {
     std::ifstream in(arg);
     std::stringstream text;
     text << in.rdbuf();
@@ -276,10 +277,6 @@ int main(int argc, char** argv) {
       return 2;
     }
     scenarios.emplace_back(arg.substr(arg.rfind('/') + 1), std::move(*s));
-  }
-  if (horizon <= 0) {
-    std::fprintf(stderr, "usage: deadlock_bench [--horizon SECONDS] [SCENARIO.json ...]\n");
-    return 2;
   }
   scenarios.emplace_back("burst: 100 x (1 driver + 4 executors) on 160 cores", burst_scenario());
 

@@ -29,10 +29,13 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <unistd.h>
 
+#include "bench/bench_cli.h"
+#include "bench/bench_stats.h"
 #include "kube/http_client.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/kube/cluster_link.h"
@@ -41,6 +44,7 @@
 #include "test/kube/test_apiserver.h"
 
 namespace {
+using gleaner::bench::percentile;
 
 using namespace gleaner;
 using namespace gleaner::scheduler;
@@ -60,13 +64,6 @@ struct Args {
 
 double ms_between(Steady::time_point a, Steady::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 std::string numbered(const char* prefix, int n) {
@@ -132,7 +129,7 @@ int ingestion(const Args& a) {
     for (int r = 0; r < a.rounds; ++r) {
       // Batch moves a little every report, so each one changes the node in the core.
       bodies[static_cast<size_t>(i)].push_back(reporter::to_json_text(report_of(
-          numbered("node-", i), static_cast<uint64_t>(r + 1), 20000 + (r % 5) * 100, "")));
+          numbered("node-", i), static_cast<uint64_t>(r) + 1, 20000 + (r % 5) * 100, "")));
     }
   }
   std::atomic<int> failures{0};
@@ -246,7 +243,7 @@ int pending_to_bound(const Args& a) {
         }
         link.enqueue(std::move(x));
       },
-      [&](server::NodeBatch b) { link.publish(std::move(b)); });
+      [&](const server::NodeBatch& b) { link.publish(b); });
   link.start();
   if (!link.wait_for_sync(std::chrono::seconds(10))) {
     return std::fprintf(stderr, "cluster link did not sync\n"), 1;
@@ -353,44 +350,19 @@ int pending_to_bound(const Args& a) {
   return static_cast<int>(all.size()) == pods ? 0 : 1;
 }
 
-bool parse_args(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--skip-kube") {
-      a.skip_kube = true;
-      continue;
-    }
-    if (i + 1 >= argc) return false;
-    const int v = std::atoi(argv[++i]);
-    if (v <= 0 && arg != "--executors") return false;
-    if (arg == "--agents")
-      a.agents = v;
-    else if (arg == "--rounds")
-      a.rounds = v;
-    else if (arg == "--clients")
-      a.clients = v;
-    else if (arg == "--apps")
-      a.apps = v;
-    else if (arg == "--executors")
-      a.executors = std::max(0, v);
-    else if (arg == "--nodes")
-      a.nodes = v;
-    else
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
-  if (!parse_args(argc, argv, a)) {
-    std::fprintf(stderr,
-                 "usage: live_bench [--agents N] [--rounds R] [--clients T] [--apps G] "
-                 "[--executors E] [--nodes K] [--skip-kube]\n");
-    return 2;
-  }
+  CLI::App app{"live_bench: report ingestion over HTTP and pending -> bound latency"};
+  gleaner::bench::positive_option(app, "--agents", a.agents, "agents reporting");
+  gleaner::bench::positive_option(app, "--rounds", a.rounds, "reports per agent");
+  gleaner::bench::positive_option(app, "--clients", a.clients, "client threads");
+  gleaner::bench::positive_option(app, "--apps", a.apps, "Spark applications");
+  gleaner::bench::non_negative_option(app, "--executors", a.executors, "executors per application");
+  gleaner::bench::positive_option(app, "--nodes", a.nodes, "nodes in the test API server");
+  app.add_flag("--skip-kube", a.skip_kube, "only the ingestion part");
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   int rc = ingestion(a);
   if (!a.skip_kube) rc |= pending_to_bound(a);
   return rc;

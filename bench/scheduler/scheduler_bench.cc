@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_cli.h"
 #include "scheduler/sim/simulator.h"
 
 namespace {
@@ -81,12 +82,12 @@ Scenario make_scenario(int nodes, int64_t pods) {
   return s;
 }
 
-Row run(int nodes, int64_t pods) {
+std::optional<Row> run(int nodes, int64_t pods) {
   Scenario scenario = make_scenario(nodes, pods);
   auto sim = Simulator::create(scenario);
   if (!sim) {
-    std::fprintf(stderr, "scenario: %s\n", sim.error().message.c_str());
-    std::exit(1);
+    std::fprintf(stderr, "scheduler_bench: scenario: %s\n", sim.error().message.c_str());
+    return std::nullopt;
   }
   Row row;
   row.nodes = nodes;
@@ -117,18 +118,21 @@ Row run(int nodes, int64_t pods) {
 int main(int argc, char** argv) {
   int64_t pods = 100000;
   std::vector<int> sizes{1000, 5000, 10000};
-  if (argc > 1) pods = std::atoll(argv[1]);
-  if (argc > 2) sizes = {std::atoi(argv[2])};
-  if (pods <= 0 || sizes[0] <= 0) {
-    std::fprintf(stderr, "usage: scheduler_bench [PODS [NODES]]\n");
-    return 2;
-  }
+  int nodes_only = 0;
+  CLI::App app{"scheduler_bench: simulator placement throughput and decision latency"};
+  gleaner::bench::positive_option(app, "pods", pods, "pods to place");
+  app.add_option("nodes", nodes_only, "one cluster size (default: 1000, 5000 and 10000)")
+      ->check(gleaner::bench::kPositive);
+  if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
+  if (nodes_only > 0) sizes = {nodes_only};
   std::printf("Spark gangs of 1 driver + %d executors, %lld pods, one job per simulated second\n\n",
               kExecutors, static_cast<long long>(pods));
   std::printf("%6s %8s %6s %10s %12s %11s %14s %22s %7s\n", "nodes", "placed", "jobs", "completed",
               "core pods/s", "sim pods/s", "p99 decision", "kube-scheduler pods/s", "ratio");
   for (int nodes : sizes) {
-    Row r = run(nodes, pods);
+    auto row = run(nodes, pods);
+    if (!row) return 1;
+    const Row& r = *row;
     double core_rate = static_cast<double>(r.pods) / r.core_seconds;
     double sim_rate = static_cast<double>(r.pods) / r.sim_seconds;
     std::printf("%6d %8lld %6lld %10lld %12.0f %11.0f %11.1f us %22s %6.1fx\n", r.nodes,
