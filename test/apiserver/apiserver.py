@@ -75,6 +75,11 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.write("apiserver: " + fmt % args + "\n")
 
     # --- plumbing --------------------------------------------------------------
+    def send_response(self, code, message=None):
+        if getattr(self, "logged", None) is not None:
+            self.server.faults.answered(self.logged, code)  # the log shows the status code
+        super().send_response(code, message)
+
     def send_json(self, code, body, headers=None):
         data = json.dumps(body).encode()
         self.send_response(code)
@@ -111,10 +116,12 @@ class Handler(BaseHTTPRequestHandler):
                  .items()}
         raw = self.read_body()
         faults = self.server.faults
+        self.logged = None  # a kept-alive connection reuses the handler
         if url.path.startswith("/_admin/"):
             return self.admin(method, url.path[len("/_admin/"):], query)
-        faults.log({"method": method, "path": url.path, "query": query,
-                    "contentType": self.headers.get("Content-Type", "")})
+        self.logged = {"method": method, "path": url.path, "query": query,
+                       "contentType": self.headers.get("Content-Type", "")}
+        faults.log(self.logged)
         try:
             stall = faults.take_stall(method, url.path)
             if stall:

@@ -76,6 +76,10 @@ class Faults:
         with self.lock:
             self.requests.append(entry)
 
+    def answered(self, entry, code):
+        with self.lock:
+            entry["code"] = code
+
     def watch_opened(self, delta):
         with self.lock:
             self.watchers += delta

@@ -205,6 +205,46 @@ class OfficialClientTest(unittest.TestCase):
         patched = self.custom.patch_namespaced_custom_object(*args, "pat", same)
         self.assertEqual(patched["metadata"]["annotations"], {"k": "v"})
 
+    def test_delete_with_a_finalizer_marks_until_the_finalizer_goes(self):
+        app = {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+               "metadata": {"name": "fin", "finalizers": ["example.com/hold"],
+                            "deletionTimestamp": "2020-01-01T00:00:00Z"},
+               "spec": {"type": "Scala"}}
+        args = ("sparkoperator.k8s.io", "v1beta2", "spark", "sparkapplications")
+        created = self.custom.create_namespaced_custom_object(*args, app)
+        self.assertNotIn("deletionTimestamp", created["metadata"])  # not the writer's to set
+        stream = watch.Watch()
+        events = []
+
+        def collect():
+            for e in stream.stream(self.custom.list_namespaced_custom_object, *args,
+                                   resource_version=created["metadata"]["resourceVersion"],
+                                   timeout_seconds=10):
+                events.append((e["type"], e["object"]["metadata"]))
+                if e["type"] == "DELETED":
+                    stream.stop()
+
+        reader = threading.Thread(target=collect)
+        reader.start()
+        self.custom.delete_namespaced_custom_object(*args, "fin")
+        marked = self.custom.get_namespaced_custom_object(*args, "fin")
+        self.assertIn("deletionTimestamp", marked["metadata"])
+        again = self.custom.delete_namespaced_custom_object(*args, "fin")
+        self.assertEqual(again["metadata"]["resourceVersion"],
+                         marked["metadata"]["resourceVersion"])  # a second delete is a no-op
+        with self.assertRaises(ApiException) as refused:
+            self.custom.patch_namespaced_custom_object(
+                *args, "fin", {"metadata": {"finalizers": ["example.com/hold", "more"]}})
+        self.assertEqual(refused.exception.status, 422)
+        self.custom.patch_namespaced_custom_object(*args, "fin",
+                                                   {"metadata": {"finalizers": None}})
+        with self.assertRaises(ApiException) as gone:
+            self.custom.get_namespaced_custom_object(*args, "fin")
+        self.assertEqual(gone.exception.status, 404)
+        reader.join(15)
+        self.assertEqual([t for t, _ in events], ["MODIFIED", "DELETED"])
+        self.assertIn("deletionTimestamp", events[0][1])
+
     def test_create_event(self):
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name="p.1"), reason="Scheduled", type="Normal",

@@ -156,6 +156,8 @@ class Store:
             meta["resourceVersion"] = str(self.rv)
             meta["creationTimestamp"] = now_rfc3339()
             meta.pop("generateName", None) if meta.get("name") else None
+            for system_set in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                meta.pop(system_set, None)  # only a delete sets them
             if resource == "pods":
                 obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
                 status = obj.setdefault("status", {})
@@ -190,17 +192,38 @@ class Store:
             for immutable in ("name", "namespace", "uid", "creationTimestamp"):
                 if immutable in current["metadata"]:
                     meta[immutable] = current["metadata"][immutable]
+            for system_set in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                if system_set in current["metadata"]:
+                    meta[system_set] = current["metadata"][system_set]
+                else:
+                    meta.pop(system_set, None)  # writers cannot set them
+            terminating = "deletionTimestamp" in meta
+            if terminating:
+                added = [f for f in meta.get("finalizers") or []
+                         if f not in (current["metadata"].get("finalizers") or [])]
+                if added:
+                    raise ApiError(422, "Invalid", '%s "%s" is invalid: metadata.finalizers: '
+                                   "Forbidden: no new finalizers can be added if the object "
+                                   "is being deleted, found new finalizers %s"
+                                   % (_qualified(resource, group), name, added),
+                                   {"name": name, "group": group, "kind": resource})
             if new == current:
                 return copy.deepcopy(current)  # a no-op write does not bump the rv
             self.rv += 1
             meta["resourceVersion"] = str(self.rv)
+            if terminating and not meta.get("finalizers"):
+                # The write that removes the last finalizer of a deleted object removes it.
+                del table[(ns, name)]
+                self._record(resource, "DELETED", copy.deepcopy(current), copy.deepcopy(new))
+                return copy.deepcopy(new)
             table[(ns, name)] = new
             self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(new))
             return copy.deepcopy(new)
 
     def delete(self, resource, ns, name, group="", preconditions=None):
         """DeleteOptions.preconditions (uid, resourceVersion) are checked as the API server
-        does: a mismatch is a 409 and the object stays."""
+        does: a mismatch is a 409 and the object stays. An object with finalizers is only
+        marked (metadata.deletionTimestamp) and goes with its last finalizer."""
         with self.cond:
             table = self.objects.get(resource, {})
             current = table.get((ns, name))
@@ -213,6 +236,19 @@ class Store:
                     raise conflict(resource, name, group, "Precondition failed: %s in "
                                    "precondition: %s, %s in object meta: %s"
                                    % (key, want, key, meta.get(field)))
+            if meta.get("finalizers"):
+                # Graceful deletion: the object stays, marked, until its finalizers are gone;
+                # deleting it again changes nothing.
+                if "deletionTimestamp" in meta:
+                    return copy.deepcopy(current)
+                marked = copy.deepcopy(current)
+                self.rv += 1
+                marked["metadata"].update({"deletionTimestamp": now_rfc3339(),
+                                           "deletionGracePeriodSeconds": 0,
+                                           "resourceVersion": str(self.rv)})
+                table[(ns, name)] = marked
+                self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(marked))
+                return copy.deepcopy(marked)
             del table[(ns, name)]
             self.rv += 1
             gone = copy.deepcopy(current)

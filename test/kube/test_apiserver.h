@@ -94,6 +94,13 @@ class TestApiServer {
     }
     return n;
   }
+  // Requests of a method and path (not watches) the server has answered with `code`.
+  int count_answers(const std::string& method, const std::string& path, int code) {
+    int n = 0;
+    for (const auto& r : admin_get("requests"))
+      if (r["method"] == method && r["path"] == path && r.value("code", 0) == code) ++n;
+    return n;
+  }
   HttpResponse raw(const std::string& method, const std::string& target,
                    const std::string& body = "",
                    const std::string& content_type = "application/json") {

@@ -121,6 +121,11 @@ class MemberClusters : public ::testing::Test {
     std::lock_guard lock(routed_mu_);
     return std::any_of(routed_.begin(), routed_.end(), match);
   }
+  // How many actions matching `match` have been queued on their cluster's link.
+  size_t routed_count(const std::function<bool(const server::Action&)>& match) {
+    std::lock_guard lock(routed_mu_);
+    return static_cast<size_t>(std::count_if(routed_.begin(), routed_.end(), match));
+  }
   void report(const std::string& cluster, const std::string& node, int64_t milli) {
     ASSERT_FALSE(
         live_->apply_report(node_report(node, ++sequence_, milli, int64_t{64} << 30, cluster)));
