@@ -14,7 +14,8 @@ namespace gleaner {
 namespace {
 
 constexpr size_t kChunk = 4096;
-constexpr size_t kMaxFileSize = 16 * 1024 * 1024;  // cgroup files are tiny; cap runaway reads
+constexpr size_t kMaxFileSize =
+    size_t{16} * 1024 * 1024;  // cgroup files are tiny; cap runaway reads
 
 Result<std::string> read_fd(int fd, const std::string& path) {
   std::string out;

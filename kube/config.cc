@@ -44,7 +44,8 @@ std::string string_field(const Json& obj, const char* key) {
 }  // namespace
 
 std::optional<std::string> process_env(const std::string& name) {
-  const char* value = std::getenv(name.c_str());
+  // The programs never call setenv, so reading the environment from any thread is safe.
+  const char* value = std::getenv(name.c_str());  // NOLINT(concurrency-mt-unsafe)
   if (value == nullptr) return std::nullopt;
   return std::string(value);
 }

@@ -75,7 +75,8 @@ struct HttpConnection::Impl {
     if (done) return Outcome::kDone;
     close();  // completes the pending operation with operation_aborted
     ioc.restart();
-    while (!done)
+    // The handler run_one() runs sets `done`.
+    while (!done)  // NOLINT(bugprone-infinite-loop)
       ioc.run_one();
     return interrupted ? Outcome::kInterrupted : Outcome::kTimeout;
   }
@@ -247,11 +248,13 @@ HttpResponse to_response(Parser& parser) {
   return resp;
 }
 
-const auto kReadAll = [](auto& s, auto& buf, auto& p, auto h) { http::async_read(s, buf, p, h); };
-const auto kReadHeader = [](auto& s, auto& buf, auto& p, auto h) {
+constexpr auto kReadAll = [](auto& s, auto& buf, auto& p, auto h) {
+  http::async_read(s, buf, p, h);
+};
+constexpr auto kReadHeader = [](auto& s, auto& buf, auto& p, auto h) {
   http::async_read_header(s, buf, p, h);
 };
-const auto kReadSome = [](auto& s, auto& buf, auto& p, auto h) {
+constexpr auto kReadSome = [](auto& s, auto& buf, auto& p, auto h) {
   http::async_read_some(s, buf, p, h);
 };
 

@@ -21,7 +21,7 @@ std::string Informer::key_of(const Json& obj) {
 }
 
 void Informer::start() {
-  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  thread_ = std::jthread([this](const std::stop_token& st) { run(st); });
 }
 
 void Informer::stop() {

@@ -63,7 +63,8 @@ class Reader {
     const Json* v = object(parent, key, path);
     if (v == nullptr) return;
     for (const auto& [k, value] : v->items()) {
-      if (!value.is_string()) return fail(path + "." + k, "a string", value);
+      if (!value.is_string())
+        return fail(std::string(path).append(".").append(k), "a string", value);
       out[k] = value.get<std::string>();
     }
   }
@@ -72,7 +73,8 @@ class Reader {
     const Json* v = object(parent, key, path);
     if (v == nullptr) return;
     for (const auto& [name, value] : v->items()) {
-      auto q = quantity_from_json(value, object_ + ": field " + path + "." + name);
+      auto q = quantity_from_json(
+          value, std::string(object_).append(": field ").append(path).append(".").append(name));
       if (!q) return record(q.error().message);
       out[name] = *q;
     }

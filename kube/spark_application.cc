@@ -97,7 +97,7 @@ Result<int64_t> parse_spark_memory_mib(std::string_view text) {
   std::from_chars(t.data(), t.data() + digits, n);
   const std::string unit = t.substr(digits);
   // Spark's JavaUtils.byteStringAs: binary units, an optional trailing "b".
-  static const std::pair<const char*, int> kUnits[] = {
+  static constexpr std::pair<const char*, int> kUnits[] = {
       {"b", -20}, {"k", -10}, {"kb", -10}, {"", 0},    {"m", 0},  {"mb", 0},
       {"g", 10},  {"gb", 10}, {"t", 20},   {"tb", 20}, {"p", 30}, {"pb", 30}};
   for (const auto& [suffix, shift] : kUnits) {

@@ -17,6 +17,7 @@ void read_fields(FieldReader& r, const Json& obj, const std::string& path,
   if (auto m = r.read_enum(obj, path, "cpuSuppressMode", {"always", "onInterference"})) {
     out.cpu_suppress_mode = static_cast<CpuSuppressMode>(*m);
   }
+  r.read_int(obj, path, "cpuSuppressMinCPUs", out.cpu_suppress_min_cpus, 1, 4096);
   r.read_percent(obj, path, "memoryEvictThresholdPercent", out.memory_evict_threshold_percent);
   r.read_percent(obj, path, "memoryEvictLowerPercent", out.memory_evict_lower_percent);
   r.read_percent(obj, path, "cpuEvictBESatisfactionLowerPercent",

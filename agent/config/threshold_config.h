@@ -27,6 +27,9 @@ struct ResourceThresholdStrategy {
   std::optional<int64_t> cpu_suppress_min_percent;
   CpuSuppressPolicy cpu_suppress_policy = CpuSuppressPolicy::kCpuset;
   CpuSuppressMode cpu_suppress_mode = CpuSuppressMode::kAlways;
+  // With the cpuset policy, the fewest CPUs BE keeps (a Gleaner extension; koordlet keeps
+  // 2). 1 lets a 2-CPU node take a CPU from BE.
+  int64_t cpu_suppress_min_cpus = 2;
   int64_t memory_evict_threshold_percent = 70;
   // Evict down to this usage; when unset, consumers use threshold - 2 (koordlet's rule).
   std::optional<int64_t> memory_evict_lower_percent;

@@ -396,7 +396,7 @@ void Daemon::fast_tick() {
 void Daemon::Impl::cap_plan(qos::Plan& plan) {
   const auto& ctx = engine.last_suppress_context();
   if (!ctx || !engine.threshold().enable) return;
-  cap->cap(plan, engine.threshold().cpu_suppress_policy, *ctx, *qos_reader);
+  cap->cap(plan, engine.threshold(), *ctx, *qos_reader);
 }
 
 void Daemon::Impl::apply(const qos::Plan& plan) {
@@ -627,7 +627,7 @@ void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
     spdlog::info("interference: {}", decision.reason);
   }
   const auto threshold = config->current().threshold.for_node(node.metadata.labels);
-  cap->follow(decision.action, threshold.cpu_suppress_policy, *qos_reader);
+  cap->follow(decision.action, threshold, *qos_reader);
   arm_suppression(decision, threshold);
 }
 

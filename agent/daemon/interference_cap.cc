@@ -28,14 +28,15 @@ void InterferenceCap::update(bpf::InterferenceAction action, int64_t current_quo
   }
 }
 
-void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be_cpus) {
+void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be_cpus,
+                                  int min_cpus) {
   switch (action) {
     case bpf::InterferenceAction::kTightenNow: {
       // The same step the cpuset policy grows BE by.
       const int step = std::max((cpus_ + 9) / 10, 1);
       const int base = std::min(cpu_ceiling_.value_or(current_be_cpus), current_be_cpus);
-      // At the floor already (always, on a node with 2 CPUs): nothing left to take.
-      cpu_ceiling_ = std::max(base - step, std::min(qos::kMinSuppressCpus, current_be_cpus));
+      // At the floor already: nothing left to take.
+      cpu_ceiling_ = std::max(base - step, std::min(min_cpus, current_be_cpus));
       break;
     }
     case bpf::InterferenceAction::kHold:
@@ -47,13 +48,16 @@ void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be
 }
 
 void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
-                                    qos::QosReader& reader) const {
-  if (cpu_ceiling_) qos::cap_be_cpuset(plan, ctx, reader, *cpu_ceiling_, "interference");
+                                    qos::QosReader& reader, int min_cpus) const {
+  if (cpu_ceiling_) {
+    qos::cap_be_cpuset(plan, ctx, reader, *cpu_ceiling_, "interference", min_cpus);
+  }
 }
 
-void InterferenceCap::follow(bpf::InterferenceAction action, config::CpuSuppressPolicy policy,
+void InterferenceCap::follow(bpf::InterferenceAction action,
+                             const config::ResourceThresholdStrategy& strategy,
                              qos::QosReader& reader) {
-  if (policy == config::CpuSuppressPolicy::kCfsQuota) {
+  if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     cpu_ceiling_.reset();
     update(action, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
     return;
@@ -61,15 +65,16 @@ void InterferenceCap::follow(bpf::InterferenceAction action, config::CpuSuppress
   ceiling_.reset();
   // An empty CPU list inherits the parent's: BE holds every CPU.
   auto held = reader.ids(cgroup::Resource::kCpusetCpus, be_qos_dir_);
-  update_cpus(action, held && !held->empty() ? static_cast<int>(held->size()) : cpus_);
+  update_cpus(action, held && !held->empty() ? static_cast<int>(held->size()) : cpus_,
+              static_cast<int>(strategy.cpu_suppress_min_cpus));
 }
 
-void InterferenceCap::cap(qos::Plan& plan, config::CpuSuppressPolicy policy,
+void InterferenceCap::cap(qos::Plan& plan, const config::ResourceThresholdStrategy& strategy,
                           const qos::SuppressContext& ctx, qos::QosReader& reader) const {
-  if (policy == config::CpuSuppressPolicy::kCfsQuota) {
+  if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     filter(plan.writes, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
   } else {
-    filter_cpuset(plan, ctx, reader);
+    filter_cpuset(plan, ctx, reader, static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
 }
 

@@ -3,7 +3,7 @@
 // with the cfsQuota suppress policy a ceiling on the besteffort CPU quota ("tighten now"
 // lowers it one suppress step, 10% of capacity, floor 2000 us), with the cpuset policy a
 // ceiling on the number of BE CPUs ("tighten now" takes one step, ceil(10% of the node's
-// CPUs), off what BE holds, never below qos::kMinSuppressCpus). "hold" keeps a ceiling,
+// CPUs), off what BE holds, never below cpuSuppressMinCPUs). "hold" keeps a ceiling,
 // "relax allowed" lifts it so the usage rules decide again. Pure: the daemon feeds
 // verdicts and filters plans through it.
 
@@ -31,21 +31,24 @@ class InterferenceCap {
   void filter(std::vector<cgroup::CgroupWrite>& writes, int64_t current_quota_us) const;
   [[nodiscard]] std::optional<int64_t> ceiling() const { return ceiling_; }
 
-  // The cpuset policy's counterpart: `current_be_cpus` is how many CPUs BE holds now.
-  void update_cpus(bpf::InterferenceAction action, int current_be_cpus);
+  // The cpuset policy's counterpart: `current_be_cpus` is how many CPUs BE holds now;
+  // the ceiling never goes below `min_cpus` (cpuSuppressMinCPUs).
+  void update_cpus(bpf::InterferenceAction action, int current_be_cpus,
+                   int min_cpus = qos::kMinSuppressCpus);
   // Caps a cpuset-policy plan at the CPU ceiling (qos::cap_be_cpuset); no-op without one.
-  void filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
-                     qos::QosReader& reader) const;
+  void filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx, qos::QosReader& reader,
+                     int min_cpus = qos::kMinSuppressCpus) const;
   [[nodiscard]] std::optional<int> cpu_ceiling() const { return cpu_ceiling_; }
 
-  // The daemon's entry points. `follow` applies a verdict to the active policy's ceiling,
+  // The daemon's entry points, with the node's resource-threshold strategy (its suppress
+  // policy and cpuSuppressMinCPUs). `follow` applies a verdict to the active policy's ceiling,
   // reading what BE holds now (its quota, or its CPU count) through `reader`, and drops
   // the other policy's ceiling; `cap` caps a suppress plan in that policy's terms, so a
   // cpuset node never gets a quota and a cfsQuota node never loses CPUs.
-  void follow(bpf::InterferenceAction action, config::CpuSuppressPolicy policy,
+  void follow(bpf::InterferenceAction action, const config::ResourceThresholdStrategy& strategy,
               qos::QosReader& reader);
-  void cap(qos::Plan& plan, config::CpuSuppressPolicy policy, const qos::SuppressContext& ctx,
-           qos::QosReader& reader) const;
+  void cap(qos::Plan& plan, const config::ResourceThresholdStrategy& strategy,
+           const qos::SuppressContext& ctx, qos::QosReader& reader) const;
 
  private:
   std::string be_qos_dir_;

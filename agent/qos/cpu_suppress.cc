@@ -83,7 +83,7 @@ void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_mil
 }
 
 void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli, QosReader& reader,
-                 bool stale) {
+                 bool stale, int min_cpus) {
   auto order = be_universe_order(ctx, reader);
   if (order.empty()) {
     plan.notes.emplace_back("cpu-suppress: no CPU list for BE, cpuset policy skipped");
@@ -93,7 +93,7 @@ void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
   auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
   // An empty v2 cpuset.cpus inherits the parent's: BE has every CPU.
   int current_count = current && !current->empty() ? static_cast<int>(current->size()) : available;
-  int count = next_cpu_count(suppress_milli, current_count, available, stale);
+  int count = next_cpu_count(suppress_milli, current_count, available, stale, min_cpus);
   std::vector<int> chosen(order.begin(), order.begin() + count);
   std::sort(chosen.begin(), chosen.end());
   write_cpusets(plan, ctx, reader, chosen);
@@ -185,25 +185,26 @@ std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli
   return target;
 }
 
-int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale) {
+int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale,
+                   int min_cpus) {
   int want = static_cast<int>(
-      std::max<int64_t>(ceil_div(std::max<int64_t>(suppress_milli, 0), 1000), kMinSuppressCpus));
+      std::max<int64_t>(ceil_div(std::max<int64_t>(suppress_milli, 0), 1000), min_cpus));
   want = std::min(want, available);
   if (want > current_count) {
     if (stale) return std::min(current_count, available);
     int step = static_cast<int>(ceil_div(available, 10));  // ceil(10% of CPUs)
     want = std::min(want, current_count + step);
   }
-  return std::max(want, std::min(kMinSuppressCpus, available));
+  return std::max(want, std::min(min_cpus, available));
 }
 
-int capped_cpu_count(int count, int max_cpus, int available) {
+int capped_cpu_count(int count, int max_cpus, int available, int min_cpus) {
   count = std::min(count, available);
-  return std::max(std::min(count, max_cpus), std::min(kMinSuppressCpus, count));
+  return std::max(std::min(count, max_cpus), std::min(min_cpus, count));
 }
 
 void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
-                   const std::string& reason) {
+                   const std::string& reason, int min_cpus) {
   auto order = be_universe_order(ctx, reader);
   if (order.empty()) return;
   const int available = static_cast<int>(order.size());
@@ -218,7 +219,7 @@ void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, in
     auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
     count = current && !current->empty() ? static_cast<int>(current->size()) : available;
   }
-  const int limit = capped_cpu_count(*count, max_cpus, available);
+  const int limit = capped_cpu_count(*count, max_cpus, available, min_cpus);
   if (limit >= *count) return;
   const std::set<std::string> be_dirs(ctx.be_dirs.begin(), ctx.be_dirs.end());
   std::erase_if(plan.writes, [&](const cgroup::CgroupWrite& w) {
@@ -257,7 +258,8 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale);
   } else {
-    plan_cpuset(plan, ctx, terms.suppress_milli, reader, stale);
+    plan_cpuset(plan, ctx, terms.suppress_milli, reader, stale,
+                static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
   return plan;
 }

@@ -16,7 +16,7 @@ namespace gleaner::agent::qos {
 
 inline constexpr int64_t kMinSuppressQuotaUs = 2000;
 inline constexpr int64_t kDefaultPeriodUs = 100000;
-inline constexpr int kMinSuppressCpus = 2;
+inline constexpr int kMinSuppressCpus = 2;  // cpuSuppressMinCPUs' default (koordlet's)
 
 // The parts of a node that change slowly: kept between full passes so the fast path only
 // needs node and non-BE CPU usage.
@@ -66,18 +66,19 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
 std::optional<int64_t> next_quota(int64_t suppress_milli, int64_t capacity_milli, int64_t period_us,
                                   int64_t current, bool stale);
 // The cpuset decision alone: how many CPUs BE gets, from `current_count` and the number
-// of CPUs BE may use at all.
-int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale);
+// of CPUs BE may use at all, keeping at least `min_cpus` (or all of them when fewer).
+int next_cpu_count(int64_t suppress_milli, int current_count, int available, bool stale,
+                   int min_cpus = kMinSuppressCpus);
 
 // An outside ceiling on the BE cpuset (the interference rule's): BE keeps at most
-// `max_cpus` of the `available` CPUs, never fewer than kMinSuppressCpus (or all of them
-// when there are fewer), and never more than `count`, what it would get otherwise.
-int capped_cpu_count(int count, int max_cpus, int available);
+// `max_cpus` of the `available` CPUs, never fewer than `min_cpus` (or all of them when
+// there are fewer), and never more than `count`, what it would get otherwise.
+int capped_cpu_count(int count, int max_cpus, int available, int min_cpus = kMinSuppressCpus);
 
 // Applies that ceiling to a cpuset-policy plan, in the policy's CPU order: BE cpuset writes
 // above it are replaced, and writes are added when BE holds more CPUs now and the plan did
 // not change them. `reason` labels the writes.
 void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
-                   const std::string& reason);
+                   const std::string& reason, int min_cpus = kMinSuppressCpus);
 
 }  // namespace gleaner::agent::qos

@@ -69,7 +69,7 @@ MetricFamily labelled_counter(std::string name, std::string help, const std::str
 }
 
 std::string bounded_qos(const std::string& qos) {
-  static const char* const kKnown[] = {"LSE", "LSR", "LS", "BE", "SYSTEM", "NONE"};
+  static constexpr const char* kKnown[] = {"LSE", "LSR", "LS", "BE", "SYSTEM", "NONE"};
   for (const char* k : kKnown) {
     if (qos == k) return qos;
   }
@@ -89,7 +89,7 @@ std::optional<double> percent_to_ratio(const std::optional<double>& p) {
   return *p / 100.0;
 }
 
-const PodFamily kPodFamilies[] = {
+constexpr PodFamily kPodFamilies[] = {
     {"gleaner_pod_cpu_usage_cores", "CPU used by the pod, in cores.", MetricType::Gauge,
      [](const PodState& p) -> std::optional<double> {
        return static_cast<double>(p.cpu_usage_millicores) / kMilli;

@@ -98,7 +98,7 @@ class ObjectReader {
   do {                                   \
     auto r_ = (expr);                    \
     if (!r_) return r_.error();          \
-    target = std::move(r_.value());      \
+    (target) = std::move(r_.value());    \
   } while (0)
 
 #define GLEANER_TRY_STATUS(expr) \

@@ -39,7 +39,7 @@ struct RunOptions {
   double qps = 50;
   int burst = 100;
   int64_t stale_after = 60;
-  int64_t degrade_after = 15 * 60;
+  int64_t degrade_after = int64_t{15} * 60;
   int64_t update_time_threshold = 300;
   double resource_diff_threshold = 0.1;
   std::string queues_file;
@@ -232,8 +232,8 @@ int run(const RunOptions& o) {
   // A link forwards the copy of a multi-cluster SparkApplication to the chosen cluster's.
   for (auto& [name, link] : links)
     link->set_forward(route);
-  (*live)->set_sinks(route, [&links](server::NodeBatch b) {
-    if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(std::move(b));
+  (*live)->set_sinks(route, [&links](const server::NodeBatch& b) {
+    if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(b);
   });
 
   boost::asio::io_context io;

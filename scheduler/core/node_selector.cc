@@ -43,7 +43,7 @@ std::string NodeSelector::to_string() const {
   };
   for (const auto& [k, v] : labels) {
     sep(", ");
-    out += k + "=" + v;
+    out.append(k).append("=").append(v);
   }
   std::string affinity;
   for (const auto& term : terms) {

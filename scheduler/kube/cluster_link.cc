@@ -57,7 +57,7 @@ void ClusterLink::start() {
   nodes_->start();
   apps_->start();
   pods_->start();
-  thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  thread_ = std::jthread([this](const std::stop_token& st) { run(st); });
 }
 
 void ClusterLink::stop() {

@@ -53,7 +53,10 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
   if (auto ns = spec.find("nodeSelector"); ns != spec.end() && !ns->is_null()) {
     if (!ns->is_object()) return field_error(where + ".nodeSelector", "expected an object");
     for (const auto& [k, v] : ns->items()) {
-      if (!v.is_string()) return field_error(where + ".nodeSelector." + k, "expected a string");
+      if (!v.is_string()) {
+        return field_error(std::string(where).append(".nodeSelector.").append(k),
+                           "expected a string");
+      }
       out.labels.emplace(k, v.get<std::string>());
     }
   }

@@ -79,8 +79,8 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.priority = pod.priority.value_or(0);
   v.queue = label(pod, kQueueLabel);
   if (v.queue.empty()) v.queue = label(pod, kKoordQuotaLabel);
-  static const Json kNoSpec = Json::object();
-  auto spec = pod.raw.is_object() ? pod.raw.find("spec") : kNoSpec.end();
+  static const Json no_spec = Json::object();
+  auto spec = pod.raw.is_object() ? pod.raw.find("spec") : no_spec.end();
   if (pod.raw.is_object() && spec != pod.raw.end()) {
     auto selector = node_selector_of(*spec, "pod " + v.ns + "/" + v.name + " spec");
     if (selector) {

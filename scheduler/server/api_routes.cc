@@ -20,7 +20,7 @@ bool ApiRoutes::is_report_path(std::string_view target) {
   return path == "/api/v1/reports" || path == "/v1/reports";
 }
 
-HttpReply ApiRoutes::rejected(RejectReason reason, std::string message) {
+HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
   metrics_.report_rejected(reason);
   unsigned status = 400;
   if (reason == RejectReason::kUnauthorized) status = 401;

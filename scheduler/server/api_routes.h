@@ -31,7 +31,7 @@ class ApiRoutes {
   bool authorized(std::string_view authorization) { return validator_.authorized(authorization); }
   HttpReply post_report(std::string_view authorization, std::string_view body);
   // The server refused the request before it reached post_report.
-  HttpReply rejected(RejectReason reason, std::string message);
+  HttpReply rejected(RejectReason reason, const std::string& message);
   HttpReply get(std::string_view method, std::string_view target);
 
  private:

@@ -32,7 +32,7 @@ IngestVerdict reject(unsigned status, RejectReason reason, std::string message) 
 
 }  // namespace
 
-ReportValidator::ReportValidator(std::string token_file, std::size_t max_body_bytes)
+ReportValidator::ReportValidator(const std::string& token_file, std::size_t max_body_bytes)
     : token_("", token_file),
       auth_required_(!token_file.empty()),
       max_body_bytes_(max_body_bytes) {}

@@ -39,7 +39,7 @@ struct IngestVerdict {
 class ReportValidator {
  public:
   // token_file empty: no authentication (loopback demos, tests).
-  ReportValidator(std::string token_file, std::size_t max_body_bytes);
+  ReportValidator(const std::string& token_file, std::size_t max_body_bytes);
 
   [[nodiscard]] std::size_t max_body_bytes() const { return max_body_bytes_; }
   // `authorization` is the Authorization header value ("" when absent).

@@ -20,7 +20,7 @@ Status only_known(const Json& obj, const std::string& path,
   for (const auto& [key, value] : obj.items()) {
     (void)value;
     bool ok = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
-    if (!ok) return field_error(path + "." + key, "unknown field");
+    if (!ok) return field_error(std::string(path).append(".").append(key), "unknown field");
   }
   return ok_status();
 }
@@ -67,7 +67,7 @@ Result<Resources> get_resources(const Json& obj, const std::string& path,
     (void)value;
     if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
         known.end()) {
-      return field_error(path + "." + key, "unknown field");
+      return field_error(std::string(path).append(".").append(key), "unknown field");
     }
   }
   Resources r;
@@ -92,7 +92,10 @@ Result<Labels> get_labels(const Json& obj, const std::string& path, const char* 
   if (it == obj.end()) return labels;
   if (!it->is_object()) return field_error(path + "." + key, "expected an object of strings");
   for (const auto& [k, v] : it->items()) {
-    if (!v.is_string()) return field_error(path + "." + key + "." + k, "expected a string");
+    if (!v.is_string()) {
+      return field_error(std::string(path).append(".").append(key).append(".").append(k),
+                         "expected a string");
+    }
     labels.emplace(k, v.get<std::string>());
   }
   return labels;
@@ -101,7 +104,7 @@ Result<Labels> get_labels(const Json& obj, const std::string& path, const char* 
 #define GLEANER_TRY(var, expr)          \
   auto var##_r = (expr);                \
   if (!var##_r) return var##_r.error(); \
-  auto var = std::move(var##_r).value()
+  auto var = std::move(var##_r).value() /* NOLINT(bugprone-macro-parentheses): a name */
 
 #define GLEANER_CHECK(expr) \
   if (Status s_ = (expr); !s_) return s_.error()
@@ -245,7 +248,7 @@ Result<Scenario> parse_scenario(const Json& doc) {
       if (!clusters.insert(cs[i].get<std::string>()).second) {
         return field_error(p, "duplicate cluster " + cs[i].get<std::string>());
       }
-      out.clusters.push_back(cs[i].get<std::string>());
+      out.clusters.emplace_back(cs[i].get<std::string>());
     }
   } else {
     out.clusters.push_back("default");

@@ -196,6 +196,21 @@ TEST(ThresholdConfig, SuppressModeDefaultsToAlwaysAndNodesMayOverrideIt) {
       << bad.error().message;
 }
 
+TEST(ThresholdConfig, SuppressMinCpusDefaultsToTwoAndMustBeAtLeastOne) {
+  EXPECT_EQ(ResourceThresholdStrategy{}.cpu_suppress_min_cpus, 2);
+  auto cfg = parse_threshold_config(R"({"clusterStrategy": {"cpuSuppressMinCPUs": 1}})",
+                                    "resource-threshold-config");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->for_node({}).cpu_suppress_min_cpus, 1);
+  for (const char* bad : {R"({"clusterStrategy": {"cpuSuppressMinCPUs": 0}})",
+                          R"({"clusterStrategy": {"cpuSuppressMinCPUs": "one"}})"}) {
+    auto refused = parse_threshold_config(bad, "resource-threshold-config");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("clusterStrategy.cpuSuppressMinCPUs"), std::string::npos)
+        << refused.error().message;
+  }
+}
+
 TEST(QoSConfig, PerClassDefaultsAndMerge) {
   auto cfg = parse_qos_config(R"({
     "clusterStrategy": {"beClass": {"resctrlQOS": {"enable": true, "catRangeEndPercent": 50},

@@ -22,6 +22,7 @@ TEST(CappedCpuCount, CapsButNeverGrowsAndKeepsTwoCpus) {
   EXPECT_EQ(qos::capped_cpu_count(16, 1, 16), 2);    // the policy keeps 2 CPUs
   EXPECT_EQ(qos::capped_cpu_count(2, 1, 2), 2);      // so a 2-CPU node cannot shrink
   EXPECT_EQ(qos::capped_cpu_count(20, 30, 16), 16);  // never more than BE may use
+  EXPECT_EQ(qos::capped_cpu_count(2, 1, 2, 1), 1);   // unless cpuSuppressMinCPUs is 1
 }
 
 TEST(InterferenceCapCpus, TightensOneStepPerVerdictHoldsAndRelaxes) {
@@ -43,10 +44,14 @@ TEST(InterferenceCapCpus, TightensOneStepPerVerdictHoldsAndRelaxes) {
   EXPECT_FALSE(cap.cpu_ceiling().has_value());
 }
 
-TEST(InterferenceCapCpus, TwoCpuNodeCannotShrink) {
+TEST(InterferenceCapCpus, TwoCpuNodeShrinksOnlyBelowTheDefaultMinimum) {
   InterferenceCap cap("kubepods/besteffort", 2);
   cap.update_cpus(InterferenceAction::kTightenNow, 2);
   EXPECT_EQ(cap.cpu_ceiling(), 2);
+  cap.update_cpus(InterferenceAction::kTightenNow, 2, /*min_cpus=*/1);
+  EXPECT_EQ(cap.cpu_ceiling(), 1);
+  cap.update_cpus(InterferenceAction::kTightenNow, 1, /*min_cpus=*/1);
+  EXPECT_EQ(cap.cpu_ceiling(), 1);
 }
 
 class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion> {
@@ -146,22 +151,23 @@ TEST_P(InterferenceCpuset, VerdictsAndCapsFollowTheActivePolicyOnly) {
     });
   };
   // cpuset: the verdict lowers the CPU count (BE holds all 16 now), and no quota appears.
-  cap.follow(InterferenceAction::kTightenNow, config::CpuSuppressPolicy::kCpuset, reader);
+  ASSERT_EQ(strategy_.cpu_suppress_policy, config::CpuSuppressPolicy::kCpuset);
+  cap.follow(InterferenceAction::kTightenNow, strategy_, reader);
   EXPECT_EQ(cap.cpu_ceiling(), 14);
   EXPECT_FALSE(cap.ceiling().has_value());
   qos::Plan plan = qos::plan_cpu_suppress(ctx_, strategy_, 0, 0, reader, false);
-  cap.cap(plan, config::CpuSuppressPolicy::kCpuset, ctx_, reader);
+  cap.cap(plan, strategy_, ctx_, reader);
   EXPECT_TRUE(has_write(plan, Resource::kCpusetCpus));
   EXPECT_FALSE(has_write(plan, Resource::kCpuQuota));
 
   // The operator switches to cfsQuota: the CPU ceiling goes, a quota ceiling one step under
   // the whole node (BE's quota is unlimited) takes its place, and no CPUs are taken.
-  cap.follow(InterferenceAction::kTightenNow, config::CpuSuppressPolicy::kCfsQuota, reader);
+  strategy_.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+  cap.follow(InterferenceAction::kTightenNow, strategy_, reader);
   EXPECT_FALSE(cap.cpu_ceiling().has_value());
   EXPECT_EQ(cap.ceiling(), 16 * 100000 - 160000);
-  strategy_.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
   qos::Plan quota = qos::plan_cpu_suppress(ctx_, strategy_, 0, 0, reader, false);
-  cap.cap(quota, config::CpuSuppressPolicy::kCfsQuota, ctx_, reader);
+  cap.cap(quota, strategy_, ctx_, reader);
   EXPECT_TRUE(has_write(quota, Resource::kCpuQuota));
   EXPECT_FALSE(has_write(quota, Resource::kCpusetCpus));
 }

@@ -95,6 +95,13 @@ TEST(NextCpuCount, AtLeastTwoAndGrowthCapped) {
   EXPECT_EQ(next_cpu_count(99000, 16, 16, false), 16);
 }
 
+TEST(NextCpuCount, KeepsCpuSuppressMinCpus) {
+  EXPECT_EQ(next_cpu_count(300, 2, 2, false, 1), 1);  // a 2-CPU node can take one from BE
+  EXPECT_EQ(next_cpu_count(300, 2, 2, false), 2);     // not at the default minimum
+  EXPECT_EQ(next_cpu_count(300, 8, 16, false, 4), 4);
+  EXPECT_EQ(next_cpu_count(300, 8, 3, false, 4), 3);  // never more than BE may use
+}
+
 TEST(CpuTopology, OrderTakesWholeCoresAlternatingNumaNodes) {
   TempDir t;
   make_sysfs16(t);
@@ -184,20 +191,40 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
     EXPECT_NE(w.resource, Resource::kCpusetCpus);
 }
 
-TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQuota) {
+// pods_ls_and_be() as a cgroup tree, read through a FsQosReader, on the 8-CPU node of node8()
+// (no sysfs topology) or on a 16-CPU, 2-NUMA-node machine described by make_sysfs16().
+struct NodeTree {
+  enum class Cpus { k8NoTopology, k16TwoNumaNodes };
+  explicit NodeTree(const Case& c, Cpus cpus = Cpus::k8NoTopology,
+                    Json annotations = Json::object())
+      : pods(pods_ls_and_be()), fs(t.path(), c.version) {
+    const bool sixteen = cpus == Cpus::k16TwoNumaNodes;
+    make_node_tree(t, c.version, cgroup::KubeletLayout(c.driver), pods, sixteen ? "0-15" : "0-7");
+    FakeNode n = node8();
+    std::optional<CpuTopology> topology;
+    if (sixteen) {
+      make_sysfs16(sys);
+      n.cpu = n.allocatable_cpu = "16";
+      topology = *read_cpu_topology(sys.path());
+    }
+    n.annotations = std::move(annotations);
+    snap = make_snapshot(n, pods);
+    ctx = suppress_context(snap, cgroup::KubeletLayout(c.driver), topology);
+  }
   TempDir t;
   TempDir sys;
-  make_sysfs16(sys);
-  auto pods = pods_ls_and_be();
-  make_node_tree(t, GetParam().version, layout(), pods, "0-15");
-  FakeNode n = node8();
-  n.cpu = n.allocatable_cpu = "16";
-  auto snap = make_snapshot(n, pods);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
+  std::vector<FakePod> pods;
+  cgroup::CgroupFs fs;
+  FsQosReader reader{fs, nullptr};
+  snapshot::NodeSnapshot snap;
+  SuppressContext ctx;
+};
+
+TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQuota) {
+  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes);
+  auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   cgroup::WriteExecutor setup(fs);
   setup.apply({{Resource::kCpuQuota, be_dir(), "200000", "t"}});
-  FsQosReader reader(fs, nullptr);
-  auto ctx = suppress_context(snap, layout(), *read_cpu_topology(sys.path()));
   auto s = strategy(config::CpuSuppressPolicy::kCpuset);
   // 16000*65% - 2000 - 500 = 7900 -> 8 CPUs: cores 0,4,1,5 (both threads each).
   Plan plan =
@@ -222,19 +249,23 @@ TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQu
   EXPECT_TRUE(exec.plan(stale.writes).empty());
 }
 
+TEST_P(SuppressTree, CpusetPolicyKeepsCpuSuppressMinCpusForBe) {
+  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes);
+  auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
+  cgroup::WriteExecutor exec(fs);
+  auto s = strategy(config::CpuSuppressPolicy::kCpuset);
+  // LS uses the whole node: BE keeps the minimum, 2 CPUs by default, 1 when so configured.
+  exec.apply(plan_cpu_suppress(ctx, s, 16000, 0, reader, false).writes);
+  EXPECT_EQ(fs.read_cpuset(be_dir())->size(), 2u);
+  s.cpu_suppress_min_cpus = 1;
+  exec.apply(plan_cpu_suppress(ctx, s, 16000, 0, reader, false).writes);
+  EXPECT_EQ(fs.read_cpuset(be_dir())->size(), 1u);
+}
+
 TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
-  TempDir t;
-  TempDir sys;
-  make_sysfs16(sys);
-  auto pods = pods_ls_and_be();
-  make_node_tree(t, GetParam().version, layout(), pods, "0-15");
-  FakeNode n = node8();
-  n.cpu = n.allocatable_cpu = "16";
-  n.annotations = {{"node.koordinator.sh/reservation", R"({"reservedCPUs":"0,8"})"}};
-  auto snap = make_snapshot(n, pods);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
-  auto ctx = suppress_context(snap, layout(), *read_cpu_topology(sys.path()));
+  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes,
+                {{"node.koordinator.sh/reservation", R"({"reservedCPUs":"0,8"})"}});
+  auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   Plan plan = plan_cpu_suppress(ctx, strategy(config::CpuSuppressPolicy::kCpuset), 20000, 0, reader,
                                 false);  // suppress floors -> 2 CPUs
   ASSERT_FALSE(plan.writes.empty());
@@ -242,26 +273,9 @@ TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
   EXPECT_EQ(plan.writes[0].value, "1,9");
 }
 
-// The 8-CPU node of pods_ls_and_be() as a cgroup tree, read through a FsQosReader.
-struct Node8Tree {
-  explicit Node8Tree(const Case& c)
-      : pods(pods_ls_and_be()),
-        fs(t.path(), c.version),
-        snap(make_snapshot(node8(), pods)),
-        ctx(suppress_context(snap, cgroup::KubeletLayout(c.driver), std::nullopt)) {
-    make_node_tree(t, c.version, cgroup::KubeletLayout(c.driver), pods);
-  }
-  TempDir t;
-  std::vector<FakePod> pods;
-  cgroup::CgroupFs fs;
-  FsQosReader reader{fs, nullptr};
-  snapshot::NodeSnapshot snap;
-  SuppressContext ctx;
-};
-
 TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
-  Node8Tree tree(GetParam());
-  auto& [t, pods, fs, reader, snap, ctx] = tree;
+  NodeTree tree(GetParam());
+  auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   config::ResourceThresholdStrategy off;
   cgroup::WriteExecutor exec(fs);
   EXPECT_TRUE(exec.plan(plan_cpu_suppress(ctx, off, 0, 0, reader, false).writes).empty());
@@ -272,8 +286,8 @@ TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
 }
 
 TEST_P(SuppressTree, OnInterferenceModeAppliesTheCeilingOnlyWhileArmed) {
-  Node8Tree tree(GetParam());
-  auto& [t, pods, fs, reader, snap, ctx] = tree;
+  NodeTree tree(GetParam());
+  auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
   s.cpu_suppress_mode = config::CpuSuppressMode::kOnInterference;
   const int64_t non_be = non_be_cpu_usage(snap);
