@@ -3,13 +3,17 @@
  * aggregated in per-CPU maps; nothing is sent to user space per event. User space sums
  * the CPUs and takes deltas each sampling interval.
  *
- * One program, on sched_switch. It reads what the scheduler already keeps per task
- * instead of taking its own timestamps: `se.sum_exec_runtime` (on-CPU time, the same
- * figure cpuacct charges) and `sched_info` (`last_queued`, `run_delay`: when the task was
- * queued and its total wait), with the run queue's clock as "now". So there are no
- * wake-up programs and no clock reads. Pointers are followed by direct BTF loads (field
- * offsets relocated by CO-RE), and the cgroup -> stats index resolution is cached per CPU,
- * so a task in a cgroup nobody asked about costs a few loads per switch. */
+ * Two programs, reading what the scheduler already keeps instead of taking timestamps:
+ * - on sched_stat_runtime, each increment of a task's runtime as update_curr() charges it,
+ *   the same delta cgroup CPU accounting (cpuacct, cpu.stat) takes. A switch the program
+ *   does not see (kernel 6.18 drops one now and then; see docs/ebpf.md) costs nothing,
+ *   and a task that never switches out is counted as it runs, at every tick.
+ * - on sched_switch, the arriving task's wait from `sched_info` (`last_queued`,
+ *   `run_delay`: when the task was queued and its total wait), with the run queue's clock
+ *   as "now".
+ * Pointers are followed by direct BTF loads (field offsets relocated by CO-RE), and the
+ * cgroup -> stats index resolution is cached per CPU, so a task in a cgroup nobody asked
+ * about costs a few loads per event. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -53,14 +57,6 @@ struct {
   __type(value, struct gleaner_cgroup_stats);
 } stats SEC(".maps");
 
-/* What runs on each CPU (one entry, per CPU). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct gleaner_cpu_slot);
-} running SEC(".maps");
-
 /* cgroup id -> stats index (0: not accounted), valid while `gen` == tracked_gen. */
 struct cache_entry {
   __u64 cgroup_id;
@@ -86,21 +82,17 @@ struct {
   __type(value, __u64);
 } dropped SEC(".maps");
 
-/* A task's run_delay and pcount just after its last arrival that this program saw, and
- * its runtime and stats index when it last left a CPU as an accounted task, in a
+/* A task's run_delay and pcount just after its last arrival that this program saw, in a
  * direct-mapped table indexed by thread id: an array lookup is a few instructions, a
- * task-local storage lookup a helper call several times that. Entries are tagged with
- * the thread id and start time; a task whose entry another task took (thread ids equal
- * modulo the table size) only loses the part of a wait spent queued on another CPU
- * before a migration (see record_wait) and the catch-up of charge_unseen. */
+ * task-local storage lookup a helper call several times that. Entries are tagged with the
+ * thread id and start time; a task whose entry another task took (thread ids equal modulo
+ * the table size) only loses the part of a wait spent queued on another CPU before a
+ * migration (see record_wait). */
 struct task_wait {
   __u64 start_time;
   __u64 run_delay;
   __u32 tid;
   __u32 pcount;
-  __u64 runtime_at_departure; /* 0: not seen leaving as an accounted task */
-  __u32 index_at_departure;
-  __u32 unused;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -194,10 +186,6 @@ static __always_inline struct task_wait *task_slot(struct task_struct *t) {
   return bpf_map_lookup_elem(&task_waits, &key);
 }
 
-static __always_inline bool holds(struct task_wait *w, struct task_struct *t) {
-  return w && w->tid == (__u32)t->pid && w->start_time == t->start_time;
-}
-
 /* `t` is about to run: its wait is what the scheduler will add to its run_delay when it
  * arrives (now - last_queued), plus any earlier part of the same wait already in
  * run_delay (the task was queued on another CPU before a migration), known when the
@@ -225,10 +213,6 @@ static __always_inline void record_wait(struct task_struct *t, struct task_wait 
     if (w->tid == tid && w->start_time == start_time && w->pcount == (__u32)pcount &&
         run_delay >= w->run_delay)
       waited = run_delay - w->run_delay + segment;
-    if (w->tid != tid || w->start_time != start_time) {
-      w->runtime_at_departure = 0; /* the entry changes hands */
-      w->index_at_departure = 0;
-    }
     w->tid = tid;
     w->start_time = start_time;
     w->run_delay = run_delay + segment;
@@ -240,58 +224,42 @@ static __always_inline void record_wait(struct task_struct *t, struct task_wait 
   if (slot_index < GLEANER_RUNQ_SLOTS) s->runq_slots[slot_index] += 1;
 }
 
-/* `t` arrives as an accounted task of `index` with `arrival` runtime: whatever runtime it
- * gained since it was last seen leaving a CPU under the same index ran in a slice whose
- * switches this program did not see. On kernel 6.18 that happens about once a second to
- * a busy task on a busy machine, with no recursion misses counted, and takes a whole
- * slice (16-68 ms measured) from the counters; it is charged here. */
-static __always_inline void charge_unseen(struct task_struct *t, struct task_wait *w, __u32 index,
-                                          __u64 arrival, struct gleaner_cgroup_stats *s) {
-  if (!holds(w, t) || w->index_at_departure != index || w->runtime_at_departure == 0) return;
-  if (arrival > w->runtime_at_departure) s->cpu_ns += arrival - w->runtime_at_departure;
+/* The stats index `t`'s time and waits go to (0: none; GLEANER_INDEX_FULL: table full). */
+static __always_inline __u32 task_index(struct task_struct *t) {
+  struct cgroup *cg = task_cgroup(t);
+  if (!cg) return 0;
+  return cached_index(cg->kn->id, cg);
 }
 
+/* update_curr() charged `runtime` ns to `p`, the task running on some CPU (not always
+ * this one: reading a running task's runtime brings it up to date from the reader's CPU).
+ * The counters are per CPU and each CPU only writes its own, with interrupts off, so the
+ * add needs no atomics. */
+SEC("tp_btf/sched_stat_runtime")
+int BPF_PROG(gleaner_runtime, struct task_struct *p, __u64 runtime) {
+  if (p->pid == 0) return 0; /* an idle task */
+  __u32 index = task_index(p);
+  if (index == 0 || index == GLEANER_INDEX_FULL) return 0; /* the switch counts drops */
+  struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
+  if (s) s->cpu_ns += runtime;
+  return 0;
+}
+
+/* `next` is about to run: record its wait. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task_struct *next) {
-  __u32 zero = 0;
-  struct gleaner_cpu_slot *slot = bpf_map_lookup_elem(&running, &zero);
-  if (!slot) return 0;
-
-  /* prev leaves the CPU: the scheduler has brought its runtime up to date by now. */
-  __u32 prev_index = slot->index;
-  if (prev_index && slot->tid == (__u32)prev->pid) {
-    struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &prev_index);
-    __u64 runtime = prev->se.sum_exec_runtime;
-    if (s && runtime > slot->runtime_at_arrival_ns)
-      s->cpu_ns += runtime - slot->runtime_at_arrival_ns;
-    struct task_wait *w = task_slot(prev);
-    if (holds(w, prev)) {
-      w->runtime_at_departure = runtime;
-      w->index_at_departure = prev_index;
-    }
-  }
-  slot->index = 0;
   if (next->pid == 0) return 0; /* the idle task */
-
-  struct cgroup *cg = task_cgroup(next);
-  if (!cg) return 0;
-  __u64 id = cg->kn->id;
-  __u32 index = cached_index(id, cg);
+  __u32 index = task_index(next);
   if (index == 0) return 0;
   if (index == GLEANER_INDEX_FULL) {
+    __u32 zero = 0;
     __u64 *lost = bpf_map_lookup_elem(&dropped, &zero);
     if (lost) *lost += 1;
     return 0;
   }
-  __u64 arrival = next->se.sum_exec_runtime;
-  slot->tid = next->pid;
-  slot->runtime_at_arrival_ns = arrival;
-  slot->index = index;
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (!s) return 0;
-  struct task_wait *w = task_slot(next);
-  charge_unseen(next, w, index, arrival, s);
-  record_wait(next, w, s);
+  record_wait(next, task_slot(next), s);
   return 0;
 }
 

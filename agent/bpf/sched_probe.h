@@ -78,8 +78,9 @@ class SchedProbe {
   Result<uint64_t> track(const std::string& cgroup_dir);
   Status untrack(const std::string& cgroup_dir);
 
-  // Deltas since the previous sample() (the first: since open). Includes time in flight
-  // of tasks running right now, so a task that never leaves its CPU is still measured.
+  // Deltas since the previous sample() (the first: since open). On-CPU time is added as the
+  // scheduler charges it (every tick, switch and wake-up), so a task that never leaves its
+  // CPU is still measured.
   Result<SchedInterval> sample();
 
   // Per-program kernel statistics (run time and count are 0 unless stats are enabled).

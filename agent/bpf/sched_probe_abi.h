@@ -24,20 +24,10 @@
 
 /* Cumulative since load, per CPU; user space sums CPUs and takes deltas. */
 struct gleaner_cgroup_stats {
-  __u64 cpu_ns;      /* on-CPU time of tasks that switched out */
+  __u64 cpu_ns;      /* on-CPU time, as update_curr() charges it */
   __u64 runq_count;  /* waits recorded */
   __u64 runq_sum_ns; /* their total */
   __u64 runq_slots[GLEANER_RUNQ_SLOTS];
-};
-
-/* The task on a CPU now (index 0: not accounted): its thread id and its scheduler runtime
- * (`se.sum_exec_runtime`) when it came on. User space adds the runtime it gained since
- * (from /proc/<tid>/schedstat) when it reads, so a task that never switches out (a lone
- * spinner) is still measured. */
-struct gleaner_cpu_slot {
-  __u64 runtime_at_arrival_ns;
-  __u32 index;
-  __u32 tid;
 };
 
 #endif

@@ -41,19 +41,15 @@ struct SchedProbe::Impl {
     if (stats_fd >= 0) ::close(stats_fd);
   }
   [[nodiscard]] std::vector<bpf_program*> programs() const {
-    std::vector<bpf_program*> out{skel->progs.gleaner_switch};
+    std::vector<bpf_program*> out{skel->progs.gleaner_runtime, skel->progs.gleaner_switch};
     if (bpf_program__fd(skel->progs.gleaner_calibrate) >= 0)
       out.push_back(skel->progs.gleaner_calibrate);
     return out;
   }
   [[nodiscard]] static int fd(const bpf_map* map) { return bpf_map__fd(map); }
 
-  // Every tracked cgroup's counters plus the time in flight of its running tasks.
-  [[nodiscard]] Result<std::map<uint64_t, Cumulative>> read_cumulative() const;
-  // The per-CPU running slots, one per possible CPU.
-  [[nodiscard]] Result<std::vector<gleaner_cpu_slot>> read_running() const;
-  // Every tracked cgroup's counters summed over CPUs; fills stats index -> cgroup id.
-  std::map<uint64_t, Cumulative> read_counters(std::map<uint32_t, uint64_t>& id_of) const;
+  // Every tracked cgroup's counters summed over CPUs.
+  [[nodiscard]] std::map<uint64_t, Cumulative> read_counters() const;
   // Switches not accounted because the cgroup table was full (cumulative).
   [[nodiscard]] uint64_t read_dropped() const;
   // A free stats index for cgroup `id`, taken the way the kernel side takes one.

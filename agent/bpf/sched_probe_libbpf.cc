@@ -129,14 +129,13 @@ Status SchedProbe::untrack(const std::string& cgroup_dir) {
 
 Result<SchedInterval> SchedProbe::sample() {
   int64_t now = monotonic_ns();
-  auto current = impl_->read_cumulative();
-  if (!current) return current.error();
+  auto current = impl_->read_counters();
   SchedInterval interval;
   interval.elapsed = std::chrono::nanoseconds(now - impl_->previous_ns);
   interval.dropped_events = impl_->read_dropped();
   for (const auto& [id, dir] : impl_->dirs)
-    (*current)[id];  // registered cgroups appear even when idle
-  for (const auto& [id, c] : *current) {
+    current[id];  // registered cgroups appear even when idle
+  for (const auto& [id, c] : current) {
     CgroupSchedSample s;
     s.cgroup_id = id;
     auto dir = impl_->dirs.find(id);
@@ -153,7 +152,7 @@ Result<SchedInterval> SchedProbe::sample() {
     s.runq_p99_ns = histogram_quantile_ns(s.runq, 0.99);
     interval.cgroups.push_back(std::move(s));
   }
-  impl_->previous = std::move(*current);
+  impl_->previous = std::move(current);
   impl_->previous_ns = now;
   return interval;
 }

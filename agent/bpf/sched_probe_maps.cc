@@ -1,44 +1,16 @@
-// SchedProbe's map reader: the counters, the running slots and the stats-index protocol.
+// SchedProbe's map reader: the counters and the stats-index protocol.
 #if GLEANER_HAVE_BPF
 
 #include <cerrno>
-#include <charconv>
-#include <optional>
 #include <string>
 
 #include <bpf/bpf.h>
 
-#include "agent/bpf/running_slots.h"
 #include "agent/bpf/sched_probe_impl.h"
-#include "common/file_io.h"
 
 namespace gleaner::agent::bpf {
-namespace {
 
-// Runtime of a thread so far (ns, including the slice it is in now), from
-// /proc/<tid>/schedstat; nullopt when it is gone or in another pid namespace.
-std::optional<uint64_t> thread_runtime_ns(uint32_t tid) {
-  auto text = read_file("/proc/" + std::to_string(tid) + "/schedstat");
-  if (!text) return std::nullopt;
-  uint64_t runtime = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), runtime);
-  if (ec != std::errc()) return std::nullopt;
-  return runtime;
-}
-
-}  // namespace
-
-Result<std::vector<gleaner_cpu_slot>> SchedProbe::Impl::read_running() const {
-  std::vector<gleaner_cpu_slot> slots(static_cast<size_t>(ncpus));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(fd(skel->maps.running), &zero, slots.data()) != 0) {
-    return errno_error(errno, "read running slots");
-  }
-  return slots;
-}
-
-std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters(
-    std::map<uint32_t, uint64_t>& id_of) const {
+std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters() const {
   std::map<uint64_t, Cumulative> out;
   std::vector<gleaner_cgroup_stats> values(static_cast<size_t>(ncpus));
   uint64_t key = 0;
@@ -50,7 +22,6 @@ std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters(
     uint32_t index = 0;
     if (bpf_map_lookup_elem(fd(skel->maps.tracked), &key, &index) != 0) continue;  // deleted
     if (bpf_map_lookup_elem(fd(skel->maps.stats), &index, values.data()) != 0) continue;
-    id_of[index] = key;
     Cumulative& c = out[key];
     for (const auto& v : values) {
       c.cpu_ns += static_cast<int64_t>(v.cpu_ns);
@@ -58,34 +29,6 @@ std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters(
       c.runq.sum_ns += v.runq_sum_ns;
       for (size_t i = 0; i < c.runq.slots.size(); ++i)
         c.runq.slots[i] += v.runq_slots[i];
-    }
-  }
-  return out;
-}
-
-Result<std::map<uint64_t, Cumulative>> SchedProbe::Impl::read_cumulative() const {
-  // Counters bracketed by two reads of the running slots (see running_slots.h). After a
-  // few tries the last reading stands: a task switching that often has short slices.
-  constexpr int kTries = 4;
-  std::map<uint64_t, Cumulative> out;
-  std::map<uint32_t, uint64_t> id_of;  // stats index -> cgroup id
-  std::vector<gleaner_cpu_slot> slots;
-  for (int attempt = 1; attempt <= kTries; ++attempt) {
-    auto before = read_running();
-    if (!before) return before.error();
-    id_of.clear();
-    out = read_counters(id_of);
-    auto after = read_running();
-    if (!after) return after.error();
-    slots = std::move(*after);
-    if (accounted_tasks_unchanged(*before, slots)) break;
-  }
-  for (const auto& s : slots) {
-    auto id = id_of.find(s.index);
-    if (s.index == 0 || id == id_of.end()) continue;
-    auto runtime = thread_runtime_ns(s.tid);
-    if (runtime && *runtime > s.runtime_at_arrival_ns) {
-      out[id->second].cpu_ns += static_cast<int64_t>(*runtime - s.runtime_at_arrival_ns);
     }
   }
   return out;

@@ -55,7 +55,7 @@ void pin(pid_t pid, int cpu) {
   ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0) << "pin " << pid;
 }
 
-TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccounting) {
+TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccountingInEveryInterval) {
   ScratchCgroups scratch;
   cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
   const std::string pod = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-busy");
@@ -65,30 +65,40 @@ TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccounting) {
   ASSERT_NE(probe, nullptr);
   auto id = probe->track(fs.dir_of(Resource::kCpuShares, pod));
   ASSERT_TRUE(id.ok()) << id.error().describe();
-  // Started after attach: a task already on a CPU at attach time is only attributed from
-  // its next switch (docs/ebpf.md).
   scratch.spawn_busy(pod);
-  // A busy loop outside any tracked cgroup keeps both CPUs contended, the conditions in
-  // which the program misses a slice now and then (about one a second, 16-68 ms each) and
-  // has to charge it when the task next arrives.
+  // A busy loop outside any tracked cgroup keeps both CPUs contended. Under these
+  // conditions kernel 6.18 now and then runs a switch without the sched_switch program (about
+  // two a second here); a probe that measured slices from switches lost the slice in
+  // flight, often most of an interval, until the task switched again.
   const std::string other = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-other");
   scratch.mkdir(other);
   scratch.spawn_busy(other);
 
+  // Ten short intervals, as the agent samples: each must agree on its own, so time that
+  // only shows up in a later interval fails the one it belongs to.
   ASSERT_TRUE(probe->sample().ok());
-  int64_t cg0 = *fs.read_cpu_usage_ns(pod);
-  testing::measurement_window(2000ms);
-  auto interval = probe->sample();
-  int64_t cg1 = *fs.read_cpu_usage_ns(pod);
-  ASSERT_TRUE(interval.ok()) << interval.error().describe();
-  const auto* s = find(*interval, *id);
-  ASSERT_NE(s, nullptr);
-  double kernel = static_cast<double>(cg1 - cg0);
-  EXPECT_GT(kernel, 0.6e9) << "the spinner barely ran";
-  // What remains is the tick at which both sides see a running task's runtime (4 ms at
-  // HZ=250, at each end): well under 2%, where one missed slice is not.
-  EXPECT_NEAR(static_cast<double>(s->cpu_ns), kernel, 0.02 * kernel)
-      << "bpf " << s->cpu_ns << " ns, cgroup accounting " << kernel << " ns";
+  int64_t cg_before = *fs.read_cpu_usage_ns(pod);
+  double bpf_total = 0;
+  double kernel_total = 0;
+  for (int i = 0; i < 10; ++i) {
+    testing::measurement_window(200ms);
+    auto interval = probe->sample();
+    int64_t cg_now = *fs.read_cpu_usage_ns(pod);
+    ASSERT_TRUE(interval.ok()) << interval.error().describe();
+    const auto* s = find(*interval, *id);
+    ASSERT_NE(s, nullptr);
+    const double kernel = static_cast<double>(cg_now - cg_before);
+    cg_before = cg_now;
+    bpf_total += static_cast<double>(s->cpu_ns);
+    kernel_total += kernel;
+    // Both sides add the same runtime increments (update_curr); what remains is the time the
+    // spinner runs between the two reads, and the increment of a tick landing between them.
+    EXPECT_NEAR(static_cast<double>(s->cpu_ns), kernel, 0.02 * kernel + 5e6)
+        << "interval " << i << ": bpf " << s->cpu_ns << " ns, cgroup accounting " << kernel
+        << " ns";
+  }
+  EXPECT_GT(kernel_total, 0.6e9) << "the spinner barely ran";
+  EXPECT_NEAR(bpf_total, kernel_total, 0.01 * kernel_total);
 }
 
 // Runs `window`, returns the pod samples by id.
@@ -98,9 +108,10 @@ std::map<uint64_t, CgroupSchedSample> measure(SchedProbe& probe, std::chrono::mi
   testing::measurement_window(window);
   auto interval = probe.sample();
   EXPECT_TRUE(interval.ok());
-  if (interval.ok())
+  if (interval.ok()) {
     for (auto& c : interval->cgroups)
       out[c.cgroup_id] = c;
+  }
   return out;
 }
 
@@ -196,7 +207,7 @@ TEST_F(BpfSchedProbe, LoadAttachDetachLeavesNothingBehind) {
     auto probe = open_probe(/*enable_stats=*/true);
     ASSERT_NE(probe, nullptr);
     ours = probe->program_ids();
-    ASSERT_EQ(ours.size(), 1u);  // one sched_switch program
+    ASSERT_EQ(ours.size(), 2u);  // on sched_stat_runtime and on sched_switch
     auto loaded = *agent::bpf::kernel_program_ids();
     for (uint32_t id : ours)
       EXPECT_NE(std::find(loaded.begin(), loaded.end(), id), loaded.end()) << id;
@@ -211,9 +222,10 @@ TEST_F(BpfSchedProbe, LoadAttachDetachLeavesNothingBehind) {
   do {
     left.clear();
     auto now_loaded = *agent::bpf::kernel_program_ids();
-    for (uint32_t id : ours)
+    for (uint32_t id : ours) {
       if (std::find(now_loaded.begin(), now_loaded.end(), id) != now_loaded.end())
         left.push_back(id);
+    }
     if (left.empty()) break;
     std::this_thread::yield();
   } while (std::chrono::steady_clock::now() < deadline);
@@ -221,20 +233,22 @@ TEST_F(BpfSchedProbe, LoadAttachDetachLeavesNothingBehind) {
   EXPECT_EQ(agent::bpf::kernel_link_ids()->size(), links_before->size());
 }
 
-TEST_F(BpfSchedProbe, ProgramCostsCountSwitchEvents) {
+TEST_F(BpfSchedProbe, ProgramCostsCountRuntimeAndSwitchEvents) {
   auto probe = open_probe(/*enable_stats=*/true);
   ASSERT_NE(probe, nullptr);
   ASSERT_TRUE(probe->program_costs().ok());
   testing::measurement_window(200ms);
   auto costs = probe->program_costs();
   ASSERT_TRUE(costs.ok()) << costs.error().describe();
-  auto sw = std::find_if(costs->begin(), costs->end(),
-                         [](const auto& c) { return c.name == "gleaner_switch"; });
-  ASSERT_NE(sw, costs->end());
-  EXPECT_GT(sw->run_count, 0u);
-  EXPECT_GT(sw->events_per_sec, 0.0);
-  ASSERT_TRUE(sw->ns_per_event.has_value());
-  EXPECT_GT(*sw->ns_per_event, 0.0);
+  for (const char* name : {"gleaner_runtime", "gleaner_switch"}) {
+    auto prog =
+        std::find_if(costs->begin(), costs->end(), [&](const auto& c) { return c.name == name; });
+    ASSERT_NE(prog, costs->end()) << name;
+    EXPECT_GT(prog->run_count, 0u) << name;
+    EXPECT_GT(prog->events_per_sec, 0.0) << name;
+    ASSERT_TRUE(prog->ns_per_event.has_value()) << name;
+    EXPECT_GT(*prog->ns_per_event, 0.0) << name;
+  }
 }
 
 }  // namespace
