@@ -12,8 +12,8 @@
  *   `run_delay`: when the task was queued and its total wait), with the run queue's clock
  *   as "now".
  * Pointers are followed by direct BTF loads (field offsets relocated by CO-RE), and the
- * cgroup -> stats index resolution is cached per CPU, so a task in a cgroup nobody asked
- * about costs a few loads per event. */
+ * cgroup -> stats index resolution is cached per CPU under the css's serial number, so a
+ * task in a cgroup nobody asked about costs a few loads per event. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -57,9 +57,9 @@ struct {
   __type(value, struct gleaner_cgroup_stats);
 } stats SEC(".maps");
 
-/* cgroup id -> stats index (0: not accounted), valid while `gen` == tracked_gen. */
+/* css serial number -> stats index (0: not accounted), valid while `gen` == tracked_gen. */
 struct cache_entry {
-  __u64 cgroup_id;
+  __u64 css_serial;
   __u64 gen;
   __u32 index;
   __u32 unused;
@@ -114,7 +114,9 @@ static __always_inline __u32 claim_index(__u64 id) {
   return GLEANER_INDEX_FULL;
 }
 
-static __always_inline struct cgroup *task_cgroup(struct task_struct *t) {
+/* The css through which `t`'s cgroup is found: the cpu controller's (v1) or the default
+ * hierarchy cgroup's own (v2). */
+static __always_inline struct cgroup_subsys_state *task_css(struct task_struct *t) {
   struct css_set *cset = t->cgroups;
   if (!cset) return NULL;
   if (v1_cpu_controller) {
@@ -122,18 +124,20 @@ static __always_inline struct cgroup *task_cgroup(struct task_struct *t) {
     int idx = bpf_core_enum_value(enum cgroup_subsys_id, cpu_cgrp_id);
     if (idx < 0 || idx >= bpf_core_enum_value(enum cgroup_subsys_id, CGROUP_SUBSYS_COUNT))
       return NULL;
-    struct cgroup_subsys_state *css = cset->subsys[idx];
-    return css ? css->cgroup : NULL;
+    return cset->subsys[idx];
   }
-  return cset->dfl_cgrp;
+  struct cgroup *cg = cset->dfl_cgrp;
+  return cg ? &cg->self : NULL;
 }
 
 /* The stats index of a cgroup, uncached: with track_all its own (allocated on first
  * sight); otherwise that of its nearest registered ancestor within
  * GLEANER_MAX_CGROUP_DEPTH levels (tasks live in container cgroups, pods are registered
  * by their pod directory), or 0. */
-static __always_inline __u32 resolve_index(__u64 id, struct cgroup *cg) {
+static __always_inline __u32 resolve_index(struct cgroup *cg) {
+  if (!cg) return 0;
   if (track_all) {
+    __u64 id = cg->kn->id;
     __u32 *found = bpf_map_lookup_elem(&tracked, &id);
     if (found) return *found;
     __u32 index = claim_index(id);
@@ -153,17 +157,20 @@ static __always_inline __u32 resolve_index(__u64 id, struct cgroup *cg) {
   return 0;
 }
 
-static __always_inline __u32 cached_index(__u64 id, struct cgroup *cg) {
+/* Keyed by the css's serial number, which the kernel never reuses (unlike addresses) and
+ * which sits in the css itself: a hit reads no cgroup or kernfs node. */
+static __always_inline __u32 cached_index(struct cgroup_subsys_state *css) {
+  __u64 serial = css->serial_nr;
   __u32 zero = 0;
   struct cgroup_cache *cache = bpf_map_lookup_elem(&cgroup_cache, &zero);
-  if (!cache) return resolve_index(id, cg);
+  if (!cache) return resolve_index(css->cgroup);
   /* Read before resolving: a change racing with the resolution leaves an entry that the
    * bumped generation already invalidates. */
   __u64 gen = tracked_gen;
-  struct cache_entry *e = &cache->entries[(id ^ (id >> 6)) & (GLEANER_CGROUP_CACHE - 1)];
-  if (e->cgroup_id == id && e->gen == gen) return e->index;
-  __u32 index = resolve_index(id, cg);
-  e->cgroup_id = id;
+  struct cache_entry *e = &cache->entries[(serial ^ (serial >> 6)) & (GLEANER_CGROUP_CACHE - 1)];
+  if (e->css_serial == serial && e->gen == gen) return e->index;
+  __u32 index = resolve_index(css->cgroup);
+  e->css_serial = serial;
   e->gen = gen;
   e->index = index;
   return index;
@@ -226,9 +233,8 @@ static __always_inline void record_wait(struct task_struct *t, struct task_wait 
 
 /* The stats index `t`'s time and waits go to (0: none; GLEANER_INDEX_FULL: table full). */
 static __always_inline __u32 task_index(struct task_struct *t) {
-  struct cgroup *cg = task_cgroup(t);
-  if (!cg) return 0;
-  return cached_index(cg->kn->id, cg);
+  struct cgroup_subsys_state *css = task_css(t);
+  return css ? cached_index(css) : 0;
 }
 
 /* update_curr() charged `runtime` ns to `p`, the task running on some CPU (not always

@@ -3,8 +3,11 @@
 // rule reacts), and load/attach/detach leaves no program or link behind.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -195,6 +198,77 @@ TEST_F(BpfSchedProbe, SharingOneCpuRaisesRunQueueLatencyAndTheRuleTightens) {
   EXPECT_LT(wait_fraction(capped[ls_id], kWindow), 0.5 * wait_fraction(shared[ls_id], kWindow))
       << figures;
   EXPECT_GT(capped[ls_id].cpu_ns, shared[ls_id].cpu_ns + 200'000'000) << figures;
+}
+
+// Time goes to the pod a task is in now: through a container cgroup below a registered pod
+// directory, after the task moves to another pod, and to a pod registered after the probe
+// had already seen (and cached) its cgroup as unregistered.
+TEST_F(BpfSchedProbe, TimeGoesToThePodTheTaskIsInNow) {
+  ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  const std::string a = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-a");
+  const std::string b = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-b");
+  const std::string b_container = b + "/container";
+  const std::string late = layout.pod_dir(cgroup::KubeQos::kBestEffort, "bpf-late");
+  for (const auto& dir : {a, b, b_container, late})
+    scratch.mkdir(dir);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  auto probe = open_probe();
+  ASSERT_NE(probe, nullptr);
+  const uint64_t a_id = *probe->track(fs.dir_of(Resource::kCpuShares, a));
+  const uint64_t b_id = *probe->track(fs.dir_of(Resource::kCpuShares, b));
+  const pid_t spinner = scratch.spawn_busy(a);
+
+  // One window: the probe's time per registered pod beside each pod's cpuacct usage.
+  struct Window {
+    std::map<uint64_t, CgroupSchedSample> bpf;
+    std::map<std::string, double> kernel;
+  };
+  auto window = [&](const std::vector<std::string>& pods) {
+    Window w;
+    std::map<std::string, int64_t> before;
+    EXPECT_TRUE(probe->sample().ok());
+    for (const auto& pod : pods)
+      before[pod] = *fs.read_cpu_usage_ns(pod);
+    testing::measurement_window(300ms);
+    auto interval = probe->sample();
+    for (const auto& pod : pods)
+      w.kernel[pod] = static_cast<double>(*fs.read_cpu_usage_ns(pod) - before[pod]);
+    EXPECT_TRUE(interval.ok());
+    if (interval.ok()) {
+      for (auto& c : interval->cgroups)
+        w.bpf[c.cgroup_id] = c;
+    }
+    return w;
+  };
+  auto expect_agrees = [](double bpf_ns, double kernel_ns, const std::string& what) {
+    EXPECT_GT(kernel_ns, 0.1e9) << what << ": the spinner barely ran";
+    EXPECT_NEAR(bpf_ns, kernel_ns, 0.02 * kernel_ns + 5e6)
+        << what << ": bpf " << bpf_ns << " ns, cgroup accounting " << kernel_ns << " ns";
+  };
+  constexpr double kIdle = 5e6;  // a pod without a running task: nothing, bar a stray tick
+
+  Window in_a = window({a, b});
+  expect_agrees(static_cast<double>(in_a.bpf[a_id].cpu_ns), in_a.kernel[a], "in pod a");
+  EXPECT_LT(static_cast<double>(in_a.bpf[b_id].cpu_ns), kIdle) << "pod b while the task is in a";
+
+  scratch.move(spinner, b_container);
+  Window in_b = window({a, b});
+  expect_agrees(static_cast<double>(in_b.bpf[b_id].cpu_ns), in_b.kernel[b],
+                "in pod b's container cgroup");
+  EXPECT_LT(static_cast<double>(in_b.bpf[a_id].cpu_ns), kIdle) << "pod a after the task left";
+
+  scratch.move(spinner, late);
+  Window unregistered = window({late});
+  EXPECT_GT(unregistered.kernel[late], 0.1e9) << "the spinner barely ran";
+  EXPECT_LT(static_cast<double>(unregistered.bpf[a_id].cpu_ns + unregistered.bpf[b_id].cpu_ns),
+            kIdle)
+      << "a task outside the registered pods counted for one";
+
+  const uint64_t late_id = *probe->track(fs.dir_of(Resource::kCpuShares, late));
+  Window registered = window({late});
+  expect_agrees(static_cast<double>(registered.bpf[late_id].cpu_ns), registered.kernel[late],
+                "in a pod registered after its cgroup was seen");
 }
 
 TEST_F(BpfSchedProbe, LoadAttachDetachLeavesNothingBehind) {
