@@ -1,12 +1,16 @@
-// bpf_bench [seconds per run]: a pipe ping-pong between two processes pinned to one CPU
-// (every message is a wake-up and a context switch), run with the sched probe off; on with
-// pod cgroups registered but the load outside them (what a switch of an unwatched task
-// costs); on with the load's own cgroup registered (a pod's task); and on tracking every
-// cgroup. Prints the cost of each program (on sched_stat_runtime and on sched_switch) per
-// event from BPF statistics, the probe's whole cost per context switch, and the ping-pong
-// throughput, beside the published kprobe figure. A last run also attaches an empty
+// bpf_bench [seconds per run] [--rounds N]: a pipe ping-pong between two processes pinned to
+// one CPU (every message is a wake-up and a context switch), run with the sched probe off;
+// on with pod cgroups registered but the load outside them (what a switch of an unwatched
+// task costs); on with the load's own cgroup registered (a pod's task); and on tracking
+// every cgroup. Prints the cost of each program (on sched_stat_runtime and on sched_switch)
+// per event from BPF statistics, the probe's whole cost per context switch, and the
+// ping-pong throughput, beside the published kprobe figure. One more run attaches an empty
 // program to sched_switch: its cost is the floor the statistics put under any program
-// (their own clock reads and the call), and the table shows each cost beyond it.
+// (their own clock reads and the call), and the table shows each cost beyond it. Every
+// configuration runs once per round, in an order rotated each round; the table gives
+// medians over the rounds and, for the throughput ratio and the cost per context switch,
+// their spread.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +30,7 @@
 
 #include "agent/bpf/sched_probe.h"
 #include "bench/bench_cli.h"
+#include "bench/bench_stats.h"
 
 namespace {
 using gleaner::agent::bpf::SchedProbe;
@@ -166,53 +171,123 @@ std::string fmt_opt(const std::optional<double>& v) {
   return buf;
 }
 
-// The table: every configuration, one after another, on the same load.
-int measure(double seconds) {
+// One configuration of the table: how to run it, and its row from every round.
+struct Config {
+  std::string name;
+  std::optional<SchedProbeOptions> options;
+  std::string extra_dir;
+  bool shown = true;  // the empty program's run only gives the floor
+  std::vector<Row> rounds;
+};
+
+// The values `get` gives for the rounds that have one.
+template <typename Get>
+std::vector<double> across(const std::vector<Row>& rows, Get get) {
+  std::vector<double> values;
+  for (const Row& r : rows) {
+    std::optional<double> v = get(r);
+    if (v) values.push_back(*v);
+  }
+  return values;
+}
+
+std::optional<double> median_of(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  return gleaner::bench::median(values);
+}
+
+// "median (min-max)" with `digits` decimals, "-" for no values.
+std::string spread(const std::vector<double>& values, int digits) {
+  if (values.empty()) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f (%.*f-%.*f)", digits, gleaner::bench::median(values),
+                digits, *std::min_element(values.begin(), values.end()), digits,
+                *std::max_element(values.begin(), values.end()));
+  return buf;
+}
+
+// Everything the probe spent in a run, spread over the context switches it watched.
+std::optional<double> per_switch_ns(const Row& r) {
+  if (r.switch_rate <= 0) return std::nullopt;
+  return r.probe_cpu_share * 1e9 / r.switch_rate;
+}
+
+// The table: every configuration once per round, the order rotated each round so that no
+// configuration always runs first or last (this machine drifts over a minute); each
+// figure is the median over the rounds, ratios taken against the same round's run without
+// the probe.
+int measure(double seconds, int rounds) {
   SchedProbeOptions registered;
   registered.enable_stats = true;
   SchedProbeOptions all = registered;
   all.track_all = true;
-
-  const std::string own_dir = own_cgroup_dir();
-  std::vector<Row> rows;
-  rows.push_back(run("probe off", std::nullopt, seconds));
-  rows.push_back(run("probe on, load outside registered pods", registered, seconds));
-  if (!own_dir.empty()) {
-    rows.push_back(run("probe on, load in a registered cgroup", registered, seconds, own_dir));
-  }
-  rows.push_back(run("probe on, every cgroup", all, seconds));
-  const double off = rows.front().trips_per_sec;
   SchedProbeOptions calibrate = registered;
   calibrate.calibrate = true;
-  const std::optional<double> floor_ns =
-      run("empty program beside the probe", calibrate, seconds).empty_ns;
 
-  std::printf("\npipe ping-pong, 2 processes pinned to CPU 0, %.1f s per run\n\n", seconds);
+  const std::string own_dir = own_cgroup_dir();
+  std::vector<Config> configs;
+  configs.push_back({"probe off", std::nullopt});
+  configs.push_back({"probe on, load outside registered pods", registered});
+  if (!own_dir.empty()) {
+    configs.push_back({"probe on, load in a registered cgroup", registered, own_dir});
+  }
+  configs.push_back({"probe on, every cgroup", all});
+  configs.push_back({"empty program beside the probe", calibrate, "", false});
+
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      Config& c = configs[(i + static_cast<size_t>(round)) % configs.size()];
+      c.rounds.push_back(run(c.name, c.options, seconds, c.extra_dir));
+    }
+  }
+  const std::vector<Row>& off = configs.front().rounds;
+  const std::optional<double> floor_ns =
+      median_of(across(configs.back().rounds, [](const Row& r) { return r.empty_ns; }));
+
   std::printf(
-      "| configuration | round trips/s | vs off | sched_switch events/s | ns/switch event "
-      "| ns beyond an empty program | sched_stat_runtime events/s | ns/runtime event "
-      "| probe ns per context switch (both programs) | probe CPU (share of 1 CPU) "
-      "| per switch vs kprobe 1.6 us |\n");
+      "\npipe ping-pong, 2 processes pinned to CPU 0, %.1f s per run, %d rounds; medians over "
+      "the rounds, (min-max) where shown\n\n",
+      seconds, rounds);
+  std::printf(
+      "| configuration | round trips/s | vs off, same round | sched_switch events/s "
+      "| ns/switch event | ns beyond an empty program | sched_stat_runtime events/s "
+      "| ns/runtime event | probe ns per context switch (both programs) "
+      "| probe CPU (share of 1 CPU) | per switch vs kprobe 1.6 us |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const Row& r : rows) {
-    // Everything the probe spends, spread over the context switches it watched.
-    std::optional<double> per_switch;
-    if (r.switch_rate > 0) per_switch = r.probe_cpu_share * 1e9 / r.switch_rate;
-    char ratio[32] = "-";
-    if (per_switch) std::snprintf(ratio, sizeof(ratio), "%.3f", *per_switch / kKprobeReferenceNs);
+  for (const Config& c : configs) {
+    if (!c.shown) continue;
+    const std::vector<Row>& rows = c.rounds;
+    std::vector<double> vs_off;
+    for (size_t r = 0; r < rows.size() && r < off.size(); ++r)
+      vs_off.push_back(rows[r].trips_per_sec / off[r].trips_per_sec);
+    std::vector<double> per_switch = across(rows, per_switch_ns);
+    std::optional<double> switch_ns =
+        median_of(across(rows, [](const Row& r) { return r.switch_ns; }));
     std::optional<double> beyond;
-    if (r.switch_ns && floor_ns) beyond = *r.switch_ns - *floor_ns;
-    std::printf("| %s | %.0f | %.3f | %.0f | %s | %s | %.0f | %s | %s | %.4f | %s |\n",
-                r.name.c_str(), r.trips_per_sec, r.trips_per_sec / off, r.switch_rate,
-                fmt_opt(r.switch_ns).c_str(), fmt_opt(beyond).c_str(), r.runtime_rate,
-                fmt_opt(r.runtime_ns).c_str(), fmt_opt(per_switch).c_str(), r.probe_cpu_share,
-                ratio);
+    if (switch_ns && floor_ns) beyond = *switch_ns - *floor_ns;
+    char vs_kprobe[32] = "-";
+    if (!per_switch.empty()) {
+      std::snprintf(vs_kprobe, sizeof(vs_kprobe), "%.3f",
+                    *median_of(per_switch) / kKprobeReferenceNs);
+    }
+    auto median_field = [&](auto get) { return *median_of(across(rows, get)); };
+    std::printf(
+        "| %s | %.0f | %s | %.0f | %s | %s | %.0f | %s | %s | %.4f | %s |\n", c.name.c_str(),
+        median_field([](const Row& r) { return std::optional(r.trips_per_sec); }),
+        spread(vs_off, 3).c_str(),
+        median_field([](const Row& r) { return std::optional(r.switch_rate); }),
+        fmt_opt(switch_ns).c_str(), fmt_opt(beyond).c_str(),
+        median_field([](const Row& r) { return std::optional(r.runtime_rate); }),
+        fmt_opt(median_of(across(rows, [](const Row& r) { return r.runtime_ns; }))).c_str(),
+        spread(per_switch, 0).c_str(),
+        median_field([](const Row& r) { return std::optional(r.probe_cpu_share); }), vs_kprobe);
   }
   std::printf("\nreference: kprobe-based context-switch probes ~%.0f ns/event; target <= 100 ns\n",
               kKprobeReferenceNs);
   std::printf(
       "ns/switch event includes the run-time statistics' own clock reads and the call; an "
-      "empty sched_switch program costs %s ns here\n",
+      "empty sched_switch program costs %s ns here (a figure beyond it at or below 0: the "
+      "program's own work is within that floor's noise)\n",
       fmt_opt(floor_ns).c_str());
   return 0;
 }
@@ -220,16 +295,19 @@ int measure(double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  double seconds = 3.0;
+  double seconds = 2.0;
+  int rounds = 5;
   CLI::App app{"bpf_bench: the eBPF sched probe's cost under a context-switch-heavy load"};
   gleaner::bench::positive_option(app, "seconds", seconds, "length of each run");
+  gleaner::bench::positive_option(app, "--rounds", rounds,
+                                  "times each configuration runs (medians are reported)");
   if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   if (!gleaner::agent::bpf::sched_probe_built()) {
     std::printf("bpf_bench: %s\n", gleaner::agent::bpf::sched_probe_build_reason().c_str());
     return 0;
   }
   try {
-    return measure(seconds);
+    return measure(seconds, rounds);
   } catch (const ProbeUnavailable& e) {
     std::printf("%s\n", e.what());
     return 0;
