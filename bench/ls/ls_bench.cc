@@ -1,14 +1,18 @@
 // LS protection while harvesting (Heracles-style), on real cgroups. A small HTTP service
-// (plain sockets, a thread per connection, a fixed amount of CPU work per request) runs in
-// an LS pod cgroup under an open-loop fixed request rate; latency counts from each
-// request's scheduled send time, so a stalled server is not hidden by a stalled client.
-// CPU-hungry BE busy loops run in a besteffort pod. Configurations, same load and duration:
+// (plain sockets, a thread per connection, a fixed amount of work per request: table
+// lookups calibrated to `--work-us` of CPU on the idle machine, so cache and core
+// interference lengthen it) runs in an LS pod cgroup under an open-loop fixed request rate
+// (by default the rate at which the service alone uses half the CPUs); latency counts from
+// each request's scheduled send time, so a stalled server is not hidden by a stalled
+// client. BE work is a CPU- and cache-hungry loop per CPU in a besteffort pod.
+// Configurations, same load and duration:
 //   a: LS alone
 //   b: LS + BE, plain kubelet-style cgroups (BE cpu.shares 2, nothing else)
-//   c: LS + BE, Gleaner restricted to koordlet's cadence and mode: a 1 s loop, and the
-//      suppress ceiling always applied (cpuSuppressMode always)
+//   c: LS + BE, Gleaner restricted to a 1 s loop, with the suppress ceiling always applied
+//      (cpuSuppressMode always), as koordlet does
 //   d: LS + BE, Gleaner as shipped: 1 s full pass + 50 ms fast suppress loop, eBPF on, the
-//      ceiling applied only on LS interference (cpuSuppressMode onInterference)
+//      ceiling applied only on LS interference (cpuSuppressMode onInterference), with the
+//      cfsQuota policy (the shipped cpuset policy keeps 2 CPUs for BE by default)
 //   e: LS + BE, no agent, a fixed BE quota of 0.6 core: what the kernel's CFS bandwidth
 //      throttling of BE costs LS by itself, apart from any agent's decisions
 //   f: LS + BE, Gleaner with the 50 ms fast loop but the ceiling always applied: separates
@@ -30,11 +34,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -67,6 +73,7 @@ using Clock = std::chrono::steady_clock;
 using gleaner::cgroup::Resource;
 
 volatile std::sig_atomic_t g_interrupted = 0;
+volatile uint32_t g_sink = 0;  // where the service's work ends, so the compiler keeps it
 constexpr int kConnections = 8;
 int g_threshold = 65;       // cpuSuppressThresholdPercent for (c), (d) and (f)
 bool g_client_fifo = true;  // the load generator's threads run SCHED_FIFO (an off-node client)
@@ -78,16 +85,56 @@ double thread_cpu_us() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
-// The service: `work_us` of CPU per request over a 1 MiB table (so it also needs cache).
-[[noreturn]] void serve(int listener, int work_us) {
-  std::vector<uint32_t> table(1 << 18, 1);
+// One request's work: `iterations` steps of a pointer chase through a 1 MiB table, each
+// load's address the previous load's value, so a request takes longer when another task
+// has evicted the table from the caches or shares the core.
+uint32_t request_work(const std::vector<uint32_t>& table, uint32_t at, int64_t iterations) {
+  for (int64_t i = 0; i < iterations; ++i)
+    at = table[at];
+  return at;
+}
+
+// A single cycle through every entry in a fixed pseudo-random order (Sattolo's shuffle),
+// so every chase visits the whole table whatever its starting point.
+std::vector<uint32_t> service_table() {
+  constexpr uint32_t kEntries = 1 << 18;
+  std::vector<uint32_t> next(kEntries);
+  for (uint32_t i = 0; i < kEntries; ++i)
+    next[i] = i;
+  std::mt19937 random(42);
+  for (uint32_t i = kEntries - 1; i > 0; --i)
+    std::swap(next[i], next[std::uniform_int_distribution<uint32_t>(0, i - 1)(random)]);
+  return next;
+}
+
+// How many iterations of request_work take `work_us` of CPU on this machine with nothing
+// else running: the median of several timed batches, measured before any run starts.
+int64_t calibrate_iterations(int work_us) {
+  const std::vector<uint32_t> table = service_table();
+  constexpr int64_t kBatch = 1 << 20;
+  std::vector<double> per_us;
+  uint32_t at = 0;
+  for (int i = 0; i < 9; ++i) {
+    const double start = thread_cpu_us();
+    at = request_work(table, at, kBatch);
+    per_us.push_back(static_cast<double>(kBatch) / std::max(1.0, thread_cpu_us() - start));
+  }
+  g_sink = at;
+  return std::max<int64_t>(1, std::llround(median(per_us) * work_us));
+}
+
+// The service: a fixed amount of work per request (see request_work), a thread per
+// connection.
+[[noreturn]] void serve(int listener, int64_t iterations) {
+  const std::vector<uint32_t> table = service_table();
   for (;;) {
     int conn = ::accept(listener, nullptr, nullptr);
     if (conn < 0) continue;
-    std::thread([conn, work_us, &table] {
+    std::thread([conn, iterations, &table] {
       std::string buf;
       char chunk[4096];
-      uint32_t acc = 7;
+      // Each connection's chase starts at its own place in the cycle.
+      auto at = static_cast<uint32_t>((static_cast<size_t>(conn) * 7919U) % table.size());
       for (;;) {
         ssize_t n = ::read(conn, chunk, sizeof chunk);
         if (n <= 0) break;
@@ -95,12 +142,8 @@ double thread_cpu_us() {
         size_t end;
         while ((end = buf.find("\r\n\r\n")) != std::string::npos) {
           buf.erase(0, end + 4);
-          double until = thread_cpu_us() + work_us;
-          do {
-            for (int i = 0; i < 512; ++i)
-              acc = acc * 2654435761u + table[acc & (table.size() - 1)];
-          } while (thread_cpu_us() < until);
-          table[acc & 63] = acc;
+          at = request_work(table, at, iterations);
+          g_sink = at;
           if (::write(conn, kResponse, sizeof kResponse - 1) < 0) break;
         }
       }
@@ -242,9 +285,10 @@ struct Run {
   double be_cpu_s = 0, ls_cpu_s = 0, node_util = 0, idle_to_be = 0;
   double steal = 0;         // share of the node's CPU time the hypervisor gave to others
   double be_throttled = 0;  // CFS periods the besteffort QoS group spent throttled
+  double wall_s = 0;
 };
 
-Run run_once(char config, double rate, int work_us, std::chrono::milliseconds duration,
+Run run_once(char config, double rate, int64_t iterations, std::chrono::milliseconds duration,
              bool steps) {
   using namespace gleaner;
   const bool shipped = config == 'd';
@@ -278,14 +322,14 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   ChildProcess server(::fork());  // before any thread of ours exists in this run
   if (server.pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    serve(listener, work_us);
+    serve(listener, iterations);
   }
   ::close(listener);
   scratch.move(server.pid, ls_pod);
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (config != 'a') {
     for (int i = 0; i < cpus; ++i)
-      scratch.spawn_busy(be_pod, 8 << 20);
+      scratch.spawn_cache_hungry(be_pod, 16 << 20);
   }
 
   std::unique_ptr<testing::InProcessAgent> agent;
@@ -318,6 +362,7 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   run.node_util = static_cast<double>(stat1.busy - stat0.busy) / ticks;
   run.steal = static_cast<double>(stat1.steal - stat0.steal) / ticks;
   run.idle_to_be = run.be_cpu_s / std::max(1e-9, cpus * wall - run.ls_cpu_s);
+  run.wall_s = wall;
   run.p50 = percentile(load.latencies_ms, 0.5);
   run.p99 = percentile(load.latencies_ms, 0.99);
   run.p999 = percentile(load.latencies_ms, 0.999);
@@ -329,15 +374,48 @@ Run run_once(char config, double rate, int work_us, std::chrono::milliseconds du
   return run;
 }
 
-bool print_table(bool steps, const std::string& configs, double rate, int work_us, double seconds,
-                 int repeats) {
+// The LS service's work per request: `work_us` of CPU with the table in cache, done as a
+// fixed number of table lookups (calibrated once) so interference lengthens it; and the
+// share of the machine's CPUs the service alone used at the chosen rate.
+struct Service {
+  int work_us = 600;
+  int64_t iterations = 0;
+  double alone_share = 0;
+};
+
+// The rate at which the service alone uses half the machine's CPUs. Between requests the
+// table cools in the caches, so a request costs more than `work_us`, and how much more
+// depends on the rate: measured with the service alone and corrected, until it is within
+// 5% of half (at most four measurements); `alone_share` is the share at the rate returned.
+double rate_for_half_the_machine(Service& service) {
+  const double cpus = std::max(1U, std::thread::hardware_concurrency());
+  double rate = std::round(cpus / 2 * 1e6 / service.work_us / 10) * 10;
+  for (int step = 0; step < 4 && !g_interrupted; ++step) {
+    const Run alone = run_once('a', rate, service.iterations, 2000ms, false);
+    service.alone_share = alone.ls_cpu_s / std::max(1e-9, alone.wall_s) / cpus;
+    if (service.alone_share <= 0 || std::abs(service.alone_share - 0.5) <= 0.025 || step == 3)
+      break;
+    rate = std::max(10.0, std::round(rate * 0.5 / service.alone_share / 10) * 10);
+  }
+  return rate;
+}
+
+bool print_table(bool steps, const std::string& configs, double rate, const Service& service,
+                 double seconds, int repeats) {
   const char* const labels[] = {
       "(a) LS alone",
       "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
-      "(c) LS + BE, Gleaner restricted to koordlet's cadence and mode (1 s loop, ceiling always)",
-      "(d) LS + BE, Gleaner as shipped (50 ms loop, ceiling on interference)",
+      "(c) LS + BE, Gleaner restricted to a 1 s loop (ceiling always applied, as koordlet)",
+      "(d) LS + BE, Gleaner as shipped (50 ms loop, ceiling on interference; cfsQuota policy)",
       "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)",
       "(f) LS + BE, Gleaner with the 50 ms loop and the ceiling always applied"};
+  std::string alone_note;
+  if (service.alone_share > 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; at this rate the service alone used %.0f%% of the CPUs",
+                  100 * service.alone_share);
+    alone_note = buf;
+  }
   if (steps) {
     std::printf("\nLoad steps: %.0f req/s for 2 s, then %.0f req/s for 2 s, repeated", rate / 4,
                 rate);
@@ -345,29 +423,32 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
     std::printf("\nSteady load: %.0f req/s", rate);
   }
   std::printf(
-      " open loop over %d connections, %d us CPU per request, %.0f s per run, median of %d "
-      "runs (p99 spread: min-max); the agent's cpuSuppressThresholdPercent is %d; the load "
+      " open loop over %d connections, %lld table lookups per request (%d us of CPU with the "
+      "table in cache)%s, %.0f s per run, median of %d runs (p99 spread: min-max); BE: a "
+      "cache-hungry loop per CPU; the agent's cpuSuppressThresholdPercent is %d; the load "
       "generator runs %s\n\n",
-      kConnections, work_us, seconds, repeats, g_threshold,
+      kConnections, static_cast<long long>(service.iterations), service.work_us, alone_note.c_str(),
+      seconds, repeats, g_threshold,
       g_client_fifo ? "SCHED_FIFO (an off-node client)"
                     : "at normal priority beside the kubepods tree (an on-node client)");
   std::printf(
-      "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p99 / (a) "
-      "| requests served | BE CPU-s | BE share of CPU LS left idle | node CPU util | CPU stolen "
-      "by the host | BE throttled periods |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| configuration | LS p50 (ms) | LS p99 (ms) | p99 spread | LS p99.9 (ms) | p50 / (a) "
+      "| p99 / (a) | p99.9 / (a) | requests served | BE CPU-s | BE share of CPU LS left idle "
+      "| node CPU util | CPU stolen by the host | BE throttled periods |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   // Round robin over the configurations, so a spell of noise from other work on the
   // machine spreads over all of them instead of landing on one configuration's runs.
   std::map<char, std::vector<Run>> runs;
   for (int r = 0; r < repeats; ++r) {
     for (char c : configs) {
       if (c < 'a' || c > 'f') continue;
-      runs[c].push_back(run_once(
-          c, rate, work_us, std::chrono::milliseconds(static_cast<int>(seconds * 1000)), steps));
+      runs[c].push_back(run_once(c, rate, service.iterations,
+                                 std::chrono::milliseconds(static_cast<int>(seconds * 1000)),
+                                 steps));
       if (g_interrupted) return false;
     }
   }
-  double base_p99 = 0;
+  Run base;  // (a)'s medians, the denominators of the ratios
   double p99_of[6] = {}, harvest_of[6] = {};
   for (char c : configs) {
     if (runs.count(c) == 0) continue;
@@ -380,17 +461,21 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
     std::vector<double> p99;
     for (const Run& run : runs[c])
       p99.push_back(run.p99);
-    double m99 = median(p99);
-    if (c == 'a') base_p99 = m99;
+    const double m50 = med(&Run::p50), m99 = median(p99), m999 = med(&Run::p999);
+    if (c == 'a') base = Run{.p50 = m50, .p99 = m99, .p999 = m999};
     p99_of[c - 'a'] = m99;
     harvest_of[c - 'a'] = med(&Run::idle_to_be);
-    char ratio[16] = "-";
-    if (base_p99 > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", m99 / base_p99);
+    auto ratio = [](double value, double of_a) {
+      char buf[16] = "-";
+      if (of_a > 0) std::snprintf(buf, sizeof buf, "%.2fx", value / of_a);
+      return std::string(buf);
+    };
     std::printf(
-        "| %s | %.2f | %.2f | %.2f-%.2f | %.2f | %s | %.0f | %.1f | %.0f%% | %.0f%% | %.1f%% | "
-        "%.0f |\n",
-        labels[c - 'a'], med(&Run::p50), m99, *std::min_element(p99.begin(), p99.end()),
-        *std::max_element(p99.begin(), p99.end()), med(&Run::p999), ratio, med(&Run::served),
+        "| %s | %.2f | %.2f | %.2f-%.2f | %.2f | %s | %s | %s | %.0f | %.1f | %.0f%% | %.0f%% "
+        "| %.1f%% | %.0f |\n",
+        labels[c - 'a'], m50, m99, *std::min_element(p99.begin(), p99.end()),
+        *std::max_element(p99.begin(), p99.end()), m999, ratio(m50, base.p50).c_str(),
+        ratio(m99, base.p99).c_str(), ratio(m999, base.p999).c_str(), med(&Run::served),
         med(&Run::be_cpu_s), 100 * harvest_of[c - 'a'], 100 * med(&Run::node_util),
         100 * med(&Run::steal), med(&Run::be_throttled));
   }
@@ -417,8 +502,8 @@ bool print_table(bool steps, const std::string& configs, double rate, int work_u
 int main(int argc, char** argv) {
   double seconds = 10;
   int repeats = 3;
-  double rate = 800;
-  int work_us = 600;
+  double rate = 0;  // 0: half the machine's CPUs at `work_us` per request
+  Service service;
   std::string configs = "abcdef";
   std::string profiles = "both";
   std::string client = "fifo";
@@ -427,8 +512,12 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "runs per configuration (interleaved; medians)")
       ->check(gleaner::bench::kPositive)
       ->capture_default_str();
-  gleaner::bench::positive_option(app, "--rate", rate, "requests per second at full load");
-  gleaner::bench::positive_option(app, "--work-us", work_us, "CPU work per request (us)");
+  app.add_option("--rate", rate,
+                 "requests per second at full load (0: the service alone uses half the CPUs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  gleaner::bench::positive_option(app, "--work-us", service.work_us,
+                                  "CPU time per request with nothing else running (us)");
   app.add_option("--configs", configs, "which configurations to run, e.g. ad")
       ->check([](const std::string& value) {
         return !value.empty() && value.find_first_not_of("abcdef") == std::string::npos
@@ -456,10 +545,12 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
   std::signal(SIGPIPE, SIG_IGN);
+  service.iterations = calibrate_iterations(service.work_us);
   try {
+    if (rate == 0) rate = rate_for_half_the_machine(service);
     for (const std::string profile : {"steady", "steps"}) {
       if (profiles != "both" && profiles != profile) continue;
-      if (!print_table(profile == "steps", configs, rate, work_us, seconds, repeats)) return 130;
+      if (!print_table(profile == "steps", configs, rate, service, seconds, repeats)) return 130;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ls_bench: %s\n", e.what());

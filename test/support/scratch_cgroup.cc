@@ -248,6 +248,20 @@ pid_t ScratchCgroups::spawn_busy(const std::string& relative, size_t touch_bytes
       });
 }
 
+pid_t ScratchCgroups::spawn_cache_hungry(const std::string& relative, size_t buffer_bytes) {
+  return spawn(
+      relative, [] {},
+      [buffer_bytes] {
+        constexpr size_t kCacheLine = 64;
+        std::vector<unsigned char> buffer(buffer_bytes, 1);
+        volatile unsigned char* bytes = buffer.data();
+        for (unsigned char round = 0;; ++round) {
+          for (size_t i = 0; i < buffer_bytes; i += kCacheLine)
+            bytes[i] = static_cast<unsigned char>(bytes[i] + round);
+        }
+      });
+}
+
 pid_t ScratchCgroups::spawn_periodic(const std::string& relative, std::chrono::microseconds work,
                                      std::chrono::microseconds period) {
   return spawn(

@@ -40,6 +40,9 @@ class ScratchCgroups {
   // Starts a child that spins on a CPU inside `relative`, after touching `touch_bytes` of
   // anonymous memory charged there. Returns once the child is inside and has touched it.
   pid_t spawn_busy(const std::string& relative, size_t touch_bytes = 0);
+  // Starts a child inside `relative` that wants both CPU and cache: it sweeps its own
+  // `buffer_bytes` buffer, a write per cache line, for as long as it runs.
+  pid_t spawn_cache_hungry(const std::string& relative, size_t buffer_bytes);
   // Starts a latency-sensitive child inside `relative`: it wakes every `period`, spins for
   // `work`, and sleeps again (a server handling a steady trickle of requests).
   pid_t spawn_periodic(const std::string& relative, std::chrono::microseconds work,
