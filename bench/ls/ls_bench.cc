@@ -26,6 +26,7 @@
 //
 // Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcdef]
 //                 [--profile steady|steps|both] [--threshold PERCENT] [--client fifo|normal]
+//                 [--be cache|cpu]
 // --threshold sets cpuSuppressThresholdPercent for (c), (d) and (f) (default 65, koordlet's);
 // the policy is cfsQuota, as the cpuset policy cannot act on a node with 2 CPUs.
 // "steps" alternates the rate every 2 s between a quarter and all of it: the load steps in
@@ -77,6 +78,7 @@ volatile uint32_t g_sink = 0;  // where the service's work ends, so the compiler
 constexpr int kConnections = 8;
 int g_threshold = 65;       // cpuSuppressThresholdPercent for (c), (d) and (f)
 bool g_client_fifo = true;  // the load generator's threads run SCHED_FIFO (an off-node client)
+bool g_be_cache = true;     // BE sweeps a buffer (CPU and cache); false: CPU only
 constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 double thread_cpu_us() {
@@ -329,7 +331,11 @@ Run run_once(char config, double rate, int64_t iterations, std::chrono::millisec
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (config != 'a') {
     for (int i = 0; i < cpus; ++i)
-      scratch.spawn_cache_hungry(be_pod, 16 << 20);
+      if (g_be_cache) {
+        scratch.spawn_cache_hungry(be_pod, 16 << 20);
+      } else {
+        scratch.spawn_busy(be_pod, 16 << 20);
+      }
   }
 
   std::unique_ptr<testing::InProcessAgent> agent;
@@ -424,11 +430,12 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
   }
   std::printf(
       " open loop over %d connections, %lld table lookups per request (%d us of CPU with the "
-      "table in cache)%s, %.0f s per run, median of %d runs (p99 spread: min-max); BE: a "
-      "cache-hungry loop per CPU; the agent's cpuSuppressThresholdPercent is %d; the load "
-      "generator runs %s\n\n",
+      "table in cache)%s, %.0f s per run, median of %d runs (p99 spread: min-max); BE: %s per "
+      "CPU; the agent's cpuSuppressThresholdPercent is %d; the load generator runs %s\n\n",
       kConnections, static_cast<long long>(service.iterations), service.work_us, alone_note.c_str(),
-      seconds, repeats, g_threshold,
+      seconds, repeats,
+      g_be_cache ? "a cache-hungry loop" : "a CPU-only busy loop (its 16 MiB touched once)",
+      g_threshold,
       g_client_fifo ? "SCHED_FIFO (an off-node client)"
                     : "at normal priority beside the kubepods tree (an on-node client)");
   std::printf(
@@ -534,8 +541,13 @@ int main(int argc, char** argv) {
   app.add_option("--client", client, "load generator priority: fifo (off-node) or normal")
       ->check(CLI::IsMember({"fifo", "normal"}))
       ->capture_default_str();
+  std::string be = "cache";
+  app.add_option("--be", be, "BE work: cache (sweeps 16 MiB per CPU) or cpu (a busy loop)")
+      ->check(CLI::IsMember({"cache", "cpu"}))
+      ->capture_default_str();
   if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   g_client_fifo = client == "fifo";
+  g_be_cache = be == "cache";
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("ls_bench: skipped: %s\n", skip.c_str());
