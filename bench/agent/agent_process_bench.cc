@@ -39,6 +39,7 @@
 
 #include "bench/bench_cli.h"
 #include "bench/bench_stats.h"
+#include "bench/published_figures.h"
 #include "cgroup/layout.h"
 #include "common/file_io.h"
 #include "kube/http_client.h"
@@ -242,18 +243,26 @@ class PodSet {
   int next_id_ = 0;
 };
 
-// The shipped ack-slo-config ConfigMap (deploy/manifests), one file per key in `dir`, as
-// kubelet mounts it for the DaemonSet.
+// The data of the shipped ack-slo-config ConfigMap (deploy/manifests), read once.
+const gleaner::Json& shipped_slo_config() {
+  static const gleaner::Json data = [] {
+    const std::string manifest = GLEANER_SHIPPED_SLO_CONFIG;
+    auto text = gleaner::read_file(manifest);
+    if (!text.ok()) throw std::runtime_error(manifest + ": " + text.error().message);
+    auto doc = gleaner::kube::yaml_to_json(*text, manifest);
+    if (!doc.ok()) throw std::runtime_error(doc.error().message);
+    if (!doc->contains("data") || !(*doc)["data"].is_object())
+      throw std::runtime_error(manifest + ": no data in the ConfigMap");
+    return (*doc)["data"];
+  }();
+  return data;
+}
+
+// The shipped ack-slo-config, one file per key in `dir`, as kubelet mounts it for the
+// DaemonSet.
 void write_shipped_slo_config(const gleaner::testing::TempDir& files, const std::string& dir) {
-  const std::string manifest = GLEANER_SHIPPED_SLO_CONFIG;
-  auto text = gleaner::read_file(manifest);
-  if (!text.ok()) throw std::runtime_error(manifest + ": " + text.error().message);
-  auto doc = gleaner::kube::yaml_to_json(*text, manifest);
-  if (!doc.ok()) throw std::runtime_error(doc.error().message);
-  if (!doc->contains("data") || !(*doc)["data"].is_object())
-    throw std::runtime_error(manifest + ": no data in the ConfigMap");
   files.mkdir(dir);
-  for (const auto& [key, value] : (*doc)["data"].items())
+  for (const auto& [key, value] : shipped_slo_config().items())
     files.write(std::string(dir).append("/").append(key), value.get<std::string>());
 }
 
@@ -315,9 +324,7 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
     }
     print_row("gleaner-agent (as shipped)", n, measure(*run.agent, run.port, window));
   }
-  std::printf(
-      "\nreference: koordlet's published figures, about 0.5 core (50%% of a core) and 340 MiB "
-      "RSS at 150 pods; its Helm chart limits it to 200m CPU and 256 MiB\n");
+  std::printf("\nreference: %s\n", gleaner::bench::kKoordletPublished);
 }
 
 void soak(double minutes) {

@@ -24,9 +24,9 @@
 // weight does not count), so its own wake-up delays would be measured as the service's.
 // --client normal keeps the generator at normal priority, to measure that on-node case.
 //
-// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--configs abcdef]
-//                 [--profile steady|steps|both] [--threshold PERCENT] [--client fifo|normal]
-//                 [--be cache|cpu]
+// Usage: ls_bench [--seconds S] [--repeats N] [--rate RPS] [--work-us US] [--lookups N]
+//                 [--configs abcdef] [--profile steady|steps|both] [--threshold PERCENT]
+//                 [--client fifo|normal] [--be cache|cpu]
 // --threshold sets cpuSuppressThresholdPercent for (c), (d) and (f) (default 65, koordlet's);
 // the policy is cfsQuota, as the cpuset policy cannot act on a node with 2 CPUs.
 // "steps" alternates the rate every 2 s between a quarter and all of it: the load steps in
@@ -111,8 +111,7 @@ std::vector<uint32_t> service_table() {
 
 // How many iterations of request_work take `work_us` of CPU on this machine with nothing
 // else running: the median of several timed batches, measured before any run starts.
-int64_t calibrate_iterations(int work_us) {
-  const std::vector<uint32_t> table = service_table();
+int64_t calibrate_iterations(const std::vector<uint32_t>& table, int work_us) {
   constexpr int64_t kBatch = 1 << 20;
   std::vector<double> per_us;
   uint32_t at = 0;
@@ -127,8 +126,7 @@ int64_t calibrate_iterations(int work_us) {
 
 // The service: a fixed amount of work per request (see request_work), a thread per
 // connection.
-[[noreturn]] void serve(int listener, int64_t iterations) {
-  const std::vector<uint32_t> table = service_table();
+[[noreturn]] void serve(int listener, const std::vector<uint32_t>& table, int64_t iterations) {
   for (;;) {
     int conn = ::accept(listener, nullptr, nullptr);
     if (conn < 0) continue;
@@ -290,7 +288,19 @@ struct Run {
   double wall_s = 0;
 };
 
-Run run_once(char config, double rate, int64_t iterations, std::chrono::milliseconds duration,
+// The LS service: its table (built once; every run's forked server shares it), the work
+// per request (`iterations` lookups, calibrated to `work_us` of CPU with the table in
+// cache, so interference lengthens it), and the share of the machine's CPUs the service
+// alone used at the chosen rate (0: not measured).
+struct Service {
+  std::vector<uint32_t> table = service_table();
+  int work_us = 600;
+  int64_t iterations = 0;
+  bool calibrated = false;  // `iterations` measured here from `work_us`, not given
+  double alone_share = 0;
+};
+
+Run run_once(char config, double rate, const Service& service, std::chrono::milliseconds duration,
              bool steps) {
   using namespace gleaner;
   const bool shipped = config == 'd';
@@ -324,18 +334,19 @@ Run run_once(char config, double rate, int64_t iterations, std::chrono::millisec
   ChildProcess server(::fork());  // before any thread of ours exists in this run
   if (server.pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    serve(listener, iterations);
+    serve(listener, service.table, service.iterations);
   }
   ::close(listener);
   scratch.move(server.pid, ls_pod);
   const int cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (config != 'a') {
-    for (int i = 0; i < cpus; ++i)
+    for (int i = 0; i < cpus; ++i) {
       if (g_be_cache) {
         scratch.spawn_cache_hungry(be_pod, 16 << 20);
       } else {
         scratch.spawn_busy(be_pod, 16 << 20);
       }
+    }
   }
 
   std::unique_ptr<testing::InProcessAgent> agent;
@@ -380,15 +391,6 @@ Run run_once(char config, double rate, int64_t iterations, std::chrono::millisec
   return run;
 }
 
-// The LS service's work per request: `work_us` of CPU with the table in cache, done as a
-// fixed number of table lookups (calibrated once) so interference lengthens it; and the
-// share of the machine's CPUs the service alone used at the chosen rate.
-struct Service {
-  int work_us = 600;
-  int64_t iterations = 0;
-  double alone_share = 0;
-};
-
 // The rate at which the service alone uses half the machine's CPUs. Between requests the
 // table cools in the caches, so a request costs more than `work_us`, and how much more
 // depends on the rate: measured with the service alone and corrected, until it is within
@@ -397,7 +399,7 @@ double rate_for_half_the_machine(Service& service) {
   const double cpus = std::max(1U, std::thread::hardware_concurrency());
   double rate = std::round(cpus / 2 * 1e6 / service.work_us / 10) * 10;
   for (int step = 0; step < 4 && !g_interrupted; ++step) {
-    const Run alone = run_once('a', rate, service.iterations, 2000ms, false);
+    const Run alone = run_once('a', rate, service, 2000ms, false);
     service.alone_share = alone.ls_cpu_s / std::max(1e-9, alone.wall_s) / cpus;
     if (service.alone_share <= 0 || std::abs(service.alone_share - 0.5) <= 0.025 || step == 3)
       break;
@@ -415,12 +417,17 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
       "(d) LS + BE, Gleaner as shipped (50 ms loop, ceiling on interference; cfsQuota policy)",
       "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)",
       "(f) LS + BE, Gleaner with the 50 ms loop and the ceiling always applied"};
-  std::string alone_note;
+  // What is known of the request's cost: its calibration, and the service alone's share.
+  std::string work_note;
+  char buf[96];
+  if (service.calibrated) {
+    std::snprintf(buf, sizeof buf, " (%d us of CPU with the table in cache)", service.work_us);
+    work_note = buf;
+  }
   if (service.alone_share > 0) {
-    char buf[96];
     std::snprintf(buf, sizeof buf, "; at this rate the service alone used %.0f%% of the CPUs",
                   100 * service.alone_share);
-    alone_note = buf;
+    work_note += buf;
   }
   if (steps) {
     std::printf("\nLoad steps: %.0f req/s for 2 s, then %.0f req/s for 2 s, repeated", rate / 4,
@@ -429,11 +436,10 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
     std::printf("\nSteady load: %.0f req/s", rate);
   }
   std::printf(
-      " open loop over %d connections, %lld table lookups per request (%d us of CPU with the "
-      "table in cache)%s, %.0f s per run, median of %d runs (p99 spread: min-max); BE: %s per "
-      "CPU; the agent's cpuSuppressThresholdPercent is %d; the load generator runs %s\n\n",
-      kConnections, static_cast<long long>(service.iterations), service.work_us, alone_note.c_str(),
-      seconds, repeats,
+      " open loop over %d connections, %lld table lookups per request%s, %.0f s per run, median "
+      "of %d runs (p99 spread: min-max); BE: %s per CPU; the agent's "
+      "cpuSuppressThresholdPercent is %d; the load generator runs %s\n\n",
+      kConnections, static_cast<long long>(service.iterations), work_note.c_str(), seconds, repeats,
       g_be_cache ? "a cache-hungry loop" : "a CPU-only busy loop (its 16 MiB touched once)",
       g_threshold,
       g_client_fifo ? "SCHED_FIFO (an off-node client)"
@@ -449,9 +455,8 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
   for (int r = 0; r < repeats; ++r) {
     for (char c : configs) {
       if (c < 'a' || c > 'f') continue;
-      runs[c].push_back(run_once(c, rate, service.iterations,
-                                 std::chrono::milliseconds(static_cast<int>(seconds * 1000)),
-                                 steps));
+      runs[c].push_back(run_once(
+          c, rate, service, std::chrono::milliseconds(static_cast<int>(seconds * 1000)), steps));
       if (g_interrupted) return false;
     }
   }
@@ -519,12 +524,13 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "runs per configuration (interleaved; medians)")
       ->check(gleaner::bench::kPositive)
       ->capture_default_str();
-  app.add_option("--rate", rate,
-                 "requests per second at full load (0: the service alone uses half the CPUs)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  gleaner::bench::non_negative_option(
+      app, "--rate", rate,
+      "requests per second at full load (0: the service alone uses half the CPUs)");
   gleaner::bench::positive_option(app, "--work-us", service.work_us,
-                                  "CPU time per request with nothing else running (us)");
+                                  "CPU time per request with the table in cache (us)");
+  gleaner::bench::non_negative_option(app, "--lookups", service.iterations,
+                                      "table lookups per request (0: as many as take --work-us)");
   app.add_option("--configs", configs, "which configurations to run, e.g. ad")
       ->check([](const std::string& value) {
         return !value.empty() && value.find_first_not_of("abcdef") == std::string::npos
@@ -557,7 +563,10 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
   std::signal(SIGPIPE, SIG_IGN);
-  service.iterations = calibrate_iterations(service.work_us);
+  if (service.iterations == 0) {
+    service.iterations = calibrate_iterations(service.table, service.work_us);
+    service.calibrated = true;
+  }
   try {
     if (rate == 0) rate = rate_for_half_the_machine(service);
     for (const std::string profile : {"steady", "steps"}) {
