@@ -1,7 +1,9 @@
 #include "cgroup/executor.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -19,7 +21,28 @@ std::string logical_or_raw(const FileWrite& w, const std::string& content, Cgrou
   return logical.ok() ? *logical : content;
 }
 
+constexpr std::chrono::seconds kFirstRetry{1};
+constexpr std::chrono::seconds kLongestRetry{30};
+constexpr std::chrono::seconds kWarnEvery{60};
+
+const Clock& system_clock() {
+  static const SystemClock clock;
+  return clock;
+}
+
+const char* hierarchy_reason(FittedValue::Kind kind) {
+  return kind == FittedValue::Kind::kReleased ? "parent-limit-released" : "parent-limit";
+}
+
 }  // namespace
+
+WriteExecutor::WriteExecutor(CgroupFs& fs, bool dry_run, const Clock* clock)
+    : fs_(fs), dry_run_(dry_run), clock_(clock != nullptr ? clock : &system_clock()) {}
+
+void WriteExecutor::adopt_originals(Originals originals) {
+  for (auto& [path, original] : originals)
+    originals_.insert_or_assign(path, std::move(original));
+}
 
 std::vector<FileWrite> order_writes(const std::vector<FileWrite>& writes, CgroupVersion version) {
   std::vector<FileWrite> widen;
@@ -108,7 +131,144 @@ std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& write
     resolved.push_back(
         FileWrite{w.resource, w.cgroup, *path, std::string(trim(*current)), *content, w.reason});
   }
-  return order_writes(resolved, fs_.version());
+  for (Resource r : {Resource::kCpuQuota, Resource::kCpusetCpus}) {
+    if (hierarchy_rule(r, fs_.version()) == HierarchyRule::kNone) continue;
+    const bool changes = std::any_of(resolved.begin(), resolved.end(),
+                                     [&](const FileWrite& f) { return f.resource == r; });
+    if (changes) fit_hierarchy(r, writes, resolved);
+  }
+  auto ordered = order_writes(resolved, fs_.version());
+  std::erase_if(ordered, [&](const FileWrite& w) { return deferred(w); });
+  return ordered;
+}
+
+void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
+                                  std::vector<FileWrite>& resolved) {
+  const CgroupVersion v = fs_.version();
+  std::map<std::string, std::string> wishes;
+  std::map<std::string, std::string> reasons;
+  for (const auto& w : requests) {
+    if (w.resource != resource || !validate_value(resource, w.value).ok()) continue;
+    wishes[w.cgroup] = w.value;
+    reasons[w.cgroup] = w.reason;
+  }
+  // The subtrees of every asked-for cgroup, and their ancestors up to the root.
+  std::map<std::string, LimitNode> tree;
+  std::map<std::string, std::string> raw;  // cgroup -> trimmed file content
+  auto add = [&](const std::string& cg) {
+    if (tree.count(cg) > 0) return true;
+    auto path = fs_.path_of(resource, cg);
+    if (!path) return false;
+    auto content = read_file(*path);
+    if (!content) return false;
+    auto logical = logical_from_file(resource, v, *content);
+    if (!logical) return false;
+    LimitNode node{*logical, 0};
+    if (resource == Resource::kCpuQuota) {
+      node.period_us = fs_.read_int(Resource::kCpuPeriod, cg).value_or(0);
+    }
+    tree.emplace(cg, std::move(node));
+    raw.emplace(cg, std::string(trim(*content)));
+    return true;
+  };
+  std::function<void(const std::string&)> add_subtree = [&](const std::string& cg) {
+    if (!add(cg)) return;
+    auto children = list_directories(fs_.dir_of(resource, cg));
+    if (!children) return;
+    for (const auto& child : *children)
+      add_subtree(cg.empty() ? child : cg + "/" + child);
+  };
+  for (const auto& [cg, value] : wishes) {
+    for (std::string p = cg; !p.empty();) {
+      p = parent_cgroup(p);
+      add(p);
+    }
+    add_subtree(cg);
+  }
+  auto& held = held_[resource];
+  std::erase_if(held, [&](const auto& entry) { return !fs_.exists(entry.first); });
+  auto fitted = fit_to_ancestors(hierarchy_rule(resource, v), tree, wishes, held);
+
+  // Fitted values replace the asked ones where they stand (keeping the request order);
+  // cgroups nobody asked about follow.
+  auto reason_of = [&](const std::string& cg, FittedValue::Kind kind) {
+    auto it = reasons.find(cg);
+    if (it == reasons.end()) return std::string(hierarchy_reason(kind));
+    return kind == FittedValue::Kind::kClamped ? it->second + " (within parent limit)" : it->second;
+  };
+  auto to_write = [&](const std::string& cg, const FittedValue& fit) -> std::optional<FileWrite> {
+    auto path = fs_.path_of(resource, cg);
+    auto content = file_from_logical(resource, v, fit.value, raw[cg]);
+    if (!path || !content) return std::nullopt;
+    if (fit.kind == FittedValue::Kind::kClamped) ++counters_[to_string(resource)].clamped;
+    return FileWrite{resource, cg, *path, raw[cg], *content, reason_of(cg, fit.kind)};
+  };
+  std::vector<FileWrite> out;
+  for (auto& f : resolved) {
+    if (f.resource != resource) {
+      out.push_back(std::move(f));
+      continue;
+    }
+    auto it = fitted.find(f.cgroup);
+    if (it == fitted.end()) continue;  // nothing to change once fitted
+    if (auto w = to_write(it->first, it->second)) out.push_back(std::move(*w));
+    fitted.erase(it);
+  }
+  for (const auto& [cg, fit] : fitted) {
+    if (auto w = to_write(cg, fit)) out.push_back(std::move(*w));
+  }
+  resolved = std::move(out);
+}
+
+bool WriteExecutor::deferred(const FileWrite& w) {
+  // Whatever the value: a knob the kernel refuses is usually refused for a reason that
+  // outlives one tick (a hierarchy rule, a missing controller), and the suppress value
+  // moves every tick, so keying on it would retry, and warn, every 50 ms.
+  auto it = refusals_.find(w.path);
+  if (it == refusals_.end()) return false;
+  if (clock_->now() >= it->second.retry_at) return false;
+  ++counters_[to_string(w.resource)].deferred;
+  return true;
+}
+
+void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
+  const SteadyTime now = clock_->now();
+  auto& r = refusals_[w.path];
+  r.content = w.content;
+  ++r.failures;
+  auto wait = kFirstRetry * (1LL << std::min(r.failures - 1, 5));
+  r.retry_at = now + std::min<std::chrono::seconds>(wait, kLongestRetry);
+  const std::string message = error.describe();
+  if (r.failures == 1 || message != r.error || now - r.warned_at >= kWarnEvery) {
+    spdlog::warn("cgroup write failed: {}: {} -> {} ({}): {} ({} attempts; next in {}s)", w.path,
+                 w.old_content, w.content, w.reason, message, r.failures,
+                 std::chrono::duration_cast<std::chrono::seconds>(r.retry_at - now).count());
+    r.warned_at = now;
+    r.error = message;
+  }
+}
+
+void WriteExecutor::remember_original(const FileWrite& w) {
+  const size_t before = originals_.size();
+  originals_.try_emplace(
+      w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
+  // Entering idle: the weight read from now on is the kernel's fixed one, so keep the
+  // real one for restore_all(). (Leaving idle needs nothing: the weight reads true again.)
+  if (w.resource == Resource::kCpuIdle && w.old_content == "0") {
+    remember_weight_under_idle(w.cgroup);
+  }
+  if (originals_.size() == before || !persist_) return;
+  if (auto saved = persist_(originals_); !saved) {
+    ++persist_failures_;
+    const SteadyTime now = clock_->now();
+    if (persist_failures_ == 1 || now - persist_warned_at_ >= kWarnEvery) {
+      spdlog::warn(
+          "cannot record original cgroup values ({}); writing anyway: a crash now would leave "
+          "them unrestored",
+          saved.error().describe());
+      persist_warned_at_ = now;
+    }
+  }
 }
 
 ApplyReport WriteExecutor::apply(const std::vector<CgroupWrite>& writes) {
@@ -129,26 +289,26 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
       report.written.push_back(std::move(w));
       continue;
     }
-    // Remember the value found before the first change, for restore_all().
-    originals_.try_emplace(
-        w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
-    // Entering idle: the weight read from now on is the kernel's fixed one, so keep the
-    // real one for restore_all(). (Leaving idle needs nothing: the weight reads true again.)
-    if (w.resource == Resource::kCpuIdle && w.old_content == "0") {
-      remember_weight_under_idle(w.cgroup);
-    }
-    auto status = write_file(w.path, w.content);
+    // Remember (and persist) the value found before the first change, for restore_all().
+    remember_original(w);
+    // An empty value (a v2 cpuset that inherits its parent's) is written as a newline:
+    // an empty write(2) never reaches the kernel's handler.
+    const std::string_view content = w.content.empty() ? std::string_view("\n") : w.content;
+    auto status = writer_ ? writer_(w.path, content) : write_file(w.path, content);
     if (!status) {
       if (status.error().code == ErrorCode::kNotFound) {
         ++c.vanished;
         spdlog::debug("cgroup gone before write: {}", w.path);
       } else {
         ++c.failures;
-        spdlog::warn("cgroup write failed: {}: {} -> {} ({}): {}", w.path, w.old_content, w.content,
-                     w.reason, status.error().describe());
+        note_refusal(w, status.error());
       }
       report.failed.emplace_back(std::move(w), status.error());
       continue;
+    }
+    if (auto it = refusals_.find(w.path); it != refusals_.end()) {
+      spdlog::info("cgroup write {} succeeded after {} refusals", w.path, it->second.failures);
+      refusals_.erase(it);
     }
     ++c.writes;
     spdlog::info("cgroup write {}: {} -> {} ({})", w.path, w.old_content, w.content, w.reason);
@@ -189,8 +349,39 @@ ApplyReport WriteExecutor::restore_all() {
   std::stable_partition(back.begin(), back.end(),
                         [](const FileWrite& w) { return w.resource == Resource::kCpuIdle; });
   ApplyReport report = perform(order_writes(back, fs_.version()));
+  restore_inherited_cpusets(report);
   originals_.clear();
+  held_.clear();
   return report;
+}
+
+void WriteExecutor::restore_inherited_cpusets(ApplyReport& report) {
+  // A v2 cpuset that inherited its parent's CPUs (empty) cannot be emptied again while it
+  // holds tasks (cpuset.c validate_change: ENOSPC, on 6.1 at least). The CPUs it inherited
+  // are the parent's effective ones: written as a list, the node runs as it did.
+  std::vector<FileWrite> fallback;
+  std::erase_if(report.failed, [&](const auto& failed) {
+    const FileWrite& w = failed.first;
+    if (w.resource != Resource::kCpusetCpus || !w.content.empty()) return false;
+    auto inherited = fs_.path_of(Resource::kCpusetEffective, parent_cgroup(w.cgroup));
+    auto cpus = inherited ? read_file(*inherited) : Result<std::string>(inherited.error());
+    if (!cpus || trim(*cpus).empty()) return false;
+    spdlog::info("{}: the kernel keeps a populated cpuset from inheriting again; set to the "
+                 "parent's CPUs {}, which it inherited",
+                 w.path, trim(*cpus));
+    FileWrite again = w;
+    again.old_content = w.old_content;
+    again.content = std::string(trim(*cpus));
+    again.reason = "restore (inherited CPUs)";
+    refusals_.erase(w.path);
+    fallback.push_back(std::move(again));
+    return true;
+  });
+  auto second = perform(std::move(fallback));
+  for (auto& w : second.written)
+    report.written.push_back(std::move(w));
+  for (auto& f : second.failed)
+    report.failed.push_back(std::move(f));
 }
 
 }  // namespace gleaner::cgroup

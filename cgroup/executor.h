@@ -3,15 +3,23 @@
 // already expresses the value, validated, ordered so that hierarchical limits stay
 // consistent (widen parents before children, narrow children before parents), logged
 // old -> new, counted, and the first value found in each file is remembered so that
-// restore_all() can put the node back as it was.
+// restore_all() can put the node back as it was. Knobs the kernel bounds by their
+// ancestors (cgroup/hierarchy.h) are fitted over the whole subtree, so a plan the kernel
+// would refuse part of is never attempted. A write the kernel still refuses is retried
+// with backoff and warned about at most once a minute.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cgroup/cgroup_fs.h"
+#include "cgroup/hierarchy.h"
 #include "cgroup/resource.h"
+#include "common/clock.h"
 
 namespace gleaner::cgroup {
 
@@ -38,7 +46,12 @@ struct WriteCounters {
   int64_t failures = 0;
   int64_t vanished = 0;   // the cgroup disappeared (pod deleted): routine
   int64_t unchanged = 0;  // skipped because the file already held the value
+  int64_t clamped = 0;    // written below what was asked, to fit under an ancestor
+  int64_t deferred = 0;   // a refused write not retried yet (backoff)
 };
+
+// path -> the value found before the first change, with its resource and cgroup.
+using Originals = std::map<std::string, FileWrite>;
 
 struct ApplyReport {
   std::vector<FileWrite> written;
@@ -48,7 +61,22 @@ struct ApplyReport {
 
 class WriteExecutor {
  public:
-  explicit WriteExecutor(CgroupFs& fs, bool dry_run = false) : fs_(fs), dry_run_(dry_run) {}
+  explicit WriteExecutor(CgroupFs& fs, bool dry_run = false, const Clock* clock = nullptr);
+
+  // Called with every original value whenever one is added, before the write that changes
+  // that file: the caller persists them (a crash must not lose them). A failure is warned
+  // about and counted, and the write goes ahead (protecting LS matters more).
+  using PersistOriginals = std::function<Status(const Originals&)>;
+  void set_persist(PersistOriginals persist) { persist_ = std::move(persist); }
+  // Takes originals recorded by an earlier run (a crashed or upgraded agent): they, not
+  // the values found now, are what restore_all() puts back. Call before the first write.
+  void adopt_originals(Originals originals);
+  // Forgets every original without writing (the values stay for a successor to restore).
+  void release_originals() { originals_.clear(); }
+  [[nodiscard]] int64_t persist_failures() const { return persist_failures_; }
+  // How files are written (tests put a model of the kernel's refusals here).
+  using FileWriter = std::function<Status(const std::string& path, std::string_view content)>;
+  void set_writer(FileWriter writer) { writer_ = std::move(writer); }
 
   // Resolves, reads current values, drops unchanged writes and orders the rest. Reads only.
   std::vector<FileWrite> plan(const std::vector<CgroupWrite>& writes,
@@ -59,16 +87,41 @@ class WriteExecutor {
   ApplyReport restore_all();
 
   // path -> original content, for every file changed so far.
-  [[nodiscard]] const std::map<std::string, FileWrite>& originals() const { return originals_; }
+  [[nodiscard]] const Originals& originals() const { return originals_; }
   [[nodiscard]] const std::map<std::string, WriteCounters>& counters() const { return counters_; }
   [[nodiscard]] bool dry_run() const { return dry_run_; }
 
  private:
+  // A file the kernel refused a write to: when to try it again (1 s, doubling, at most
+  // 30 s), and when it was last warned about (the same warning at most once a minute).
+  struct Refusal {
+    std::string content;
+    int failures = 0;
+    SteadyTime retry_at{};
+    SteadyTime warned_at{};
+    std::string error;
+  };
+
   ApplyReport perform(std::vector<FileWrite> ordered);
+  // Replaces the resolved writes of a knob with a hierarchy rule by the values every cgroup
+  // of the subtrees they touch must hold (cgroup/hierarchy.h).
+  void fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
+                     std::vector<FileWrite>& resolved);
+  void remember_original(const FileWrite& w);
+  void restore_inherited_cpusets(ApplyReport& report);
+  void note_refusal(const FileWrite& w, const Error& error);
+  bool deferred(const FileWrite& w);
 
   CgroupFs& fs_;
   bool dry_run_;
-  std::map<std::string, FileWrite> originals_;
+  const Clock* clock_;
+  Originals originals_;
+  PersistOriginals persist_;
+  FileWriter writer_;
+  int64_t persist_failures_ = 0;
+  SteadyTime persist_warned_at_{};
+  std::map<std::string, Refusal> refusals_;                      // by path
+  std::map<Resource, std::map<std::string, std::string>> held_;  // clamped cgroup -> wish
   // Entering cpu.idle changes the group's weight as the kernel sees it (an idle group reads
   // a fixed weight, and leaving idle resets it to the default), so the weight found before
   // is remembered too and restore_all() puts it back after cpu.idle.

@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kV1UnlimitedFloor = int64_t{1} << 62;
 constexpr int64_t kMaxQuotaUs = int64_t{1} << 40;
 
-constexpr std::array<ResourceSpec, 18> kTable{{
+constexpr std::array<ResourceSpec, 19> kTable{{
     {Resource::kCpuUsage, "cpu_usage", "cpuacct", "cpuacct.usage", "cpu.stat", 0, false},
     {Resource::kCpuStat, "cpu_stat", "cpu", "cpu.stat", "cpu.stat", 0, false},
     {Resource::kCpuQuota, "cpu_quota", "cpu", "cpu.cfs_quota_us", "cpu.max", 1, true},
@@ -34,6 +34,8 @@ constexpr std::array<ResourceSpec, 18> kTable{{
     {Resource::kIoPressure, "io_pressure", "blkio", nullptr, "io.pressure", 0, false},
     {Resource::kThreads, "threads", "cpu", "tasks", "cgroup.threads", 0, false},
     {Resource::kProcs, "procs", "cpu", "cgroup.procs", "cgroup.procs", 0, false},
+    {Resource::kCpusetEffective, "cpuset_effective", "cpuset", "cpuset.effective_cpus",
+     "cpuset.cpus.effective", 0, false},
 }};
 
 bool is_numeric(Resource r) {
@@ -103,7 +105,7 @@ Status validate_value(Resource resource, std::string_view value) {
 Result<std::string> logical_from_file(Resource resource, CgroupVersion version,
                                       std::string_view content) {
   const bool v2 = version == CgroupVersion::kV2;
-  if (resource == Resource::kCpusetCpus) {
+  if (resource == Resource::kCpusetCpus || resource == Resource::kCpusetEffective) {
     auto cpus = parse_cpu_list(content);
     if (!cpus) return cpus.error();
     return format_cpu_list(*cpus);

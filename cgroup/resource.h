@@ -31,7 +31,9 @@ enum class Resource {
   kIoPressure,
   kThreads,  // task ids. v1 tasks; v2 cgroup.threads
   kProcs,    // process ids. cgroup.procs
+  kCpusetEffective,  // CPU list in force. v1 cpuset.effective_cpus; v2 cpuset.cpus.effective
 };
+inline constexpr Resource kLastResource = Resource::kCpusetEffective;
 
 struct ResourceSpec {
   Resource resource;

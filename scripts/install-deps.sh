@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every build, test and demo dependency of Gleaner from Debian packages.
+# Installs every build, test and demo dependency of Gleaner from Debian packages, then
+# fetches the kernel of the cgroup v2 test VM (test/vm/fetch-kernel.sh).
 # Idempotent: packages already present are left alone, and apt is only asked when
 # something is missing.
 set -euo pipefail
@@ -15,6 +16,9 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # real peers used by integration tests, the demo and benchmarks
   prometheus prometheus-node-exporter python3 python3-kubernetes python3-yaml wrk procps iproute2
+  # the cgroup v2 VM of test/vm: QEMU (TCG), a static busybox for its initramfs, cpio and
+  # xz to build that image
+  qemu-system-x86 busybox-static cpio xz-utils
 )
 # kubectl: Debian's kubernetes-client, unless the machine already has a kubectl (some images
 # ship one from another package, which owns the same path).
@@ -29,18 +33,28 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
-    echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
-    exit 1
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+      echo "install-deps: missing packages (${missing[*]}) and not root; run as root" >&2
+      exit 1
+    fi
   fi
+
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The VM's kernel: Debian's kernel package, downloaded once into a cache outside the tree
+# (test/vm/fetch-kernel.sh does nothing when the current one is there). Never fatal: without
+# it only the VM tests skip. The default cache is root's; a user who set GLEANER_VM_CACHE
+# fetches into their own.
+fetch_kernel="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/vm/fetch-kernel.sh"
+if [ "$(id -u)" -ne 0 ] && [ -z "${GLEANER_VM_CACHE:-}" ] && command -v sudo >/dev/null 2>&1; then
+  sudo bash "$fetch_kernel" || echo "install-deps: warning: no VM kernel; the VM tests will skip" >&2
+else
+  bash "$fetch_kernel" || echo "install-deps: warning: no VM kernel; the VM tests will skip" >&2
+fi

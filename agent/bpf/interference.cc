@@ -79,7 +79,7 @@ Result<InterferenceConfig> parse_interference_config(std::string_view runq_p99_b
   return config;
 }
 
-InterferenceDecision InterferenceRule::evaluate(const InterferenceInput& input) {
+InterferenceDecision InterferenceRule::evaluate(const InterferenceInput& input, SteadyTime now) {
   const double bound_ns = static_cast<double>(config_.runq_p99_bound.count());
   std::string breach;
   for (const auto& pod : input.ls_pods) {
@@ -95,7 +95,6 @@ InterferenceDecision InterferenceRule::evaluate(const InterferenceInput& input) 
                          *config_.cpu_psi_some_avg10_bound);
   }
 
-  const SteadyTime now = clock_.now();
   if (!breach.empty()) {
     last_breach_ = now;
     if (input.be_running) return {InterferenceAction::kTightenNow, breach + " while BE runs"};

@@ -58,16 +58,24 @@ struct InterferenceDecision {
 class InterferenceRule {
  public:
   InterferenceRule(InterferenceConfig config, const Clock& clock)
-      : config_(config), clock_(clock) {}
+      : config_(config), clock_(&clock) {}
+  // Without a clock: only evaluate(input, now) may be used.
+  explicit InterferenceRule(InterferenceConfig config) : config_(config) {}
 
   // One decision per sampling interval. Every breach restarts the hold time.
-  InterferenceDecision evaluate(const InterferenceInput& input);
+  InterferenceDecision evaluate(const InterferenceInput& input) {
+    return evaluate(input, clock_->now());
+  }
+  InterferenceDecision evaluate(const InterferenceInput& input, SteadyTime now);
 
   [[nodiscard]] const InterferenceConfig& config() const { return config_; }
+  // When the last breach was seen (the hold runs from it); part of the agent's memory.
+  [[nodiscard]] std::optional<SteadyTime> last_breach() const { return last_breach_; }
+  void set_last_breach(std::optional<SteadyTime> at) { last_breach_ = at; }
 
  private:
   InterferenceConfig config_;
-  const Clock& clock_;
+  const Clock* clock_ = nullptr;
   std::optional<SteadyTime> last_breach_;
 };
 

@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "agent/cli/commands.h"
-#include "agent/qos/plan_runner.h"
+#include "agent/step/plan_runner.h"
 
 namespace gleaner::agent {
 
 void register_plan_command(CLI::App& app) {
-  auto opts = std::make_shared<qos::PlanOptions>();
+  auto opts = std::make_shared<step::PlanOptions>();
   auto* cmd = app.add_subcommand(
       "plan", "Print the cgroup/resctrl writes and evictions the QoS strategies would make");
   cmd->add_option("--snapshot", opts->snapshot, "Snapshot JSON (node, pods, metrics)")->required();
@@ -28,7 +28,15 @@ void register_plan_command(CLI::App& app) {
                   "sampling interval in seconds; metrics older than 3 intervals are stale")
       ->capture_default_str();
   cmd->add_flag("--apply", opts->apply, "make the writes (evictions are only reported)");
-  cmd->callback([opts] { set_exit_code(qos::run_plan(*opts, std::cout, std::cerr)); });
+  cmd->add_option("--interference-runq-p99-bound", opts->interference_runq_p99_bound,
+                  "as gleaner-agent run: an LS pod's run-queue p99 above this is interference")
+      ->capture_default_str();
+  cmd->add_option("--interference-hold", opts->interference_hold,
+                  "as gleaner-agent run: how long the ceiling holds after interference")
+      ->capture_default_str();
+  cmd->add_option("--interference-psi-bound", opts->interference_psi_bound,
+                  "as gleaner-agent run: node cpu PSI some avg10 (%) above this is interference");
+  cmd->callback([opts] { set_exit_code(step::run_plan(*opts, std::cout, std::cerr)); });
 }
 
 }  // namespace gleaner::agent

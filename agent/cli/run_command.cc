@@ -155,6 +155,7 @@ int run(RunFlags& flags) {
 void register_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   auto& o = flags->daemon;
+  o.state_dir = "/var/lib/gleaner";
   auto* cmd = app.add_subcommand("run", "Run the node agent (the DaemonSet's command)");
   auto env = [](CLI::Option* opt, const char* name) { return opt->envname(name); };
   env(cmd->add_option("--node-name", o.node_name, "this node's name (default: hostname)"),
@@ -195,6 +196,11 @@ void register_run_command(CLI::App& app) {
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();
   cmd->add_flag("--dry-run", o.dry_run, "log every decision, change nothing");
+  env(cmd->add_option("--state-dir", o.state_dir,
+                      "where original cgroup values are recorded before the first change "
+                      "(a hostPath; empty: not recorded)")
+          ->capture_default_str(),
+      "GLEANER_STATE_DIR");
   cmd->add_option("--fast-interval", flags->fast_interval_ms,
                   "fast CPU-suppress loop in milliseconds (0: off)")
       ->check(CLI::Range(0, 10000))

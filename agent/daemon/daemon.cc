@@ -17,7 +17,6 @@
 #include "agent/config/slo_config.h"
 #include "agent/daemon/api_link.h"
 #include "agent/daemon/cgroup_watch.h"
-#include "agent/daemon/interference_cap.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/fast_sampler.h"
@@ -28,9 +27,12 @@
 #include "agent/qos/fs_reader.h"
 #include "agent/qos/qos_engine.h"
 #include "agent/qos/resctrl_qos.h"
+#include "agent/step/agent_step.h"
+#include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/executor.h"
 #include "cgroup/layout.h"
+#include "cgroup/originals_file.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "reporter/client/report_client.h"
@@ -109,10 +111,12 @@ struct Daemon::Impl {
   std::optional<cgroup::KubeletLayout> layout;
   std::unique_ptr<cgroup::CgroupFs> fs;
   std::unique_ptr<cgroup::WriteExecutor> executor;
+  std::unique_ptr<cgroup::OriginalsFile> originals_file;  // null: originals not recorded
+  uint64_t state_file_errors = 0;
   std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
   std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
   std::unique_ptr<qos::FsQosReader> qos_reader;
-  qos::QosEngine engine;
+  std::unique_ptr<step::AgentStep> step;
   std::optional<qos::CpuTopology> topology;
   std::unique_ptr<FastSampler> fast_sampler;
   boost::asio::steady_timer fast_timer;
@@ -124,10 +128,7 @@ struct Daemon::Impl {
   bool force_pod_refresh = false;
   SteadyTime last_fast_sample{};
   std::unique_ptr<bpf::SchedProbe> probe;
-  std::optional<bpf::InterferenceRule> rule;
-  std::optional<InterferenceCap> cap;
-  // cpuSuppressMode onInterference: the suppress ceiling is in force (see evaluate_interference).
-  bool suppress_armed = true;
+  bpf::InterferenceConfig interference;
   bool warned_no_signal = false;
   std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
   std::map<std::string, double> runq_p99_ns;   // pod key -> this interval's p99
@@ -162,13 +163,15 @@ struct Daemon::Impl {
   void schedule_fast();
   void wait_for_cgroup_change();
   void describe_suppress(TickOutcome& outcome);
-  void evaluate_interference(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
-  // Sets suppress_armed from the interference rule's decision (cpuSuppressMode).
-  void arm_suppression(const bpf::InterferenceDecision& decision,
-                       const config::ResourceThresholdStrategy& threshold);
-  // Applies the interference ceiling to a suppress plan, in the active policy's terms.
-  void cap_plan(qos::Plan& plan);
+  // The interference signals of this tick: LS pods tracked by the eBPF probe (their
+  // run-queue p99 over the interval) and the node's cpu PSI.
+  step::ProbeReadings read_probe(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
+  // Warns once when cpuSuppressMode onInterference has no signal to act on.
+  void warn_without_signal(const config::ResourceThresholdStrategy& threshold);
   void apply(const qos::Plan& plan);
+  // Adopts the originals an earlier run recorded and records every new one before it is
+  // overwritten (DaemonOptions::state_dir).
+  void record_originals();
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -192,6 +195,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   d.version = *version;
   d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
   d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
+  d.record_originals();
 
   const std::string cpu_root = d.fs->dir_of(cgroup::Resource::kCpuShares, "");
   if (!d.opt.cgroup_driver.empty()) {
@@ -229,8 +233,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
                    probe.error().describe());
     }
   }
-  d.rule.emplace(*interference, d.clock);
-  d.cap.emplace(d.be_qos_dir, d.node_sampler->cpus());
+  d.interference = *interference;
+  d.step = std::make_unique<step::AgentStep>(*interference, *d.layout, d.node_sampler->cpus());
   d.fast_sampler =
       std::make_unique<FastSampler>(*d.fs, *d.layout, d.opt.proc_root, d.node_sampler->cpus());
   d.pod_sampler = std::make_unique<PodSampler>(*d.fs);
@@ -351,6 +355,38 @@ void Daemon::start() {
   }
 }
 
+void Daemon::Impl::record_originals() {
+  if (opt.state_dir.empty() || opt.dry_run) return;
+  originals_file = std::make_unique<cgroup::OriginalsFile>(
+      join_path(opt.state_dir, "originals.json"), cgroup::read_boot_id(opt.proc_root));
+  auto loaded = originals_file->load();
+  if (loaded) {
+    if (loaded->other_boot) {
+      spdlog::info("{}: recorded before the last reboot, nothing to restore",
+                   originals_file->path());
+      (void)originals_file->remove();
+    } else if (!loaded->originals.empty()) {
+      spdlog::info(
+          "{}: adopting {} original values recorded by an earlier run (restored on stop instead "
+          "of the values found now)",
+          originals_file->path(), loaded->originals.size());
+      executor->adopt_originals(std::move(loaded->originals));
+    }
+  } else if (loaded.error().code != ErrorCode::kNotFound) {
+    ++state_file_errors;
+    spdlog::warn(
+        "{}; set aside as {}.corrupt: values found now are taken as originals, which may be an "
+        "earlier agent's own",
+        loaded.error().describe(), originals_file->path());
+    (void)originals_file->set_aside();
+  }
+  executor->set_persist([this](const cgroup::Originals& originals) {
+    auto saved = originals_file->save(originals);
+    if (!saved) ++state_file_errors;
+    return saved;
+  });
+}
+
 void Daemon::Impl::wait_for_cgroup_change() {
   watch_descriptor->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                                [this](const boost::system::error_code& ec) {
@@ -377,26 +413,21 @@ void Daemon::Impl::schedule_fast() {
 
 void Daemon::fast_tick() {
   auto& d = *impl_;
+  const SteadyTime now = d.clock.now();
   // Without a ceiling in force (suppression off, or an onInterference ceiling disarmed)
   // there is nothing to follow at 50 ms: the full pass arms, lifts and recovers.
-  if (!qos::suppress_ceiling_applies(d.engine.threshold(), d.suppress_armed)) return;
-  const SteadyTime now = d.clock.now();
+  if (!qos::suppress_ceiling_applies(d.step->engine().threshold(), d.step->suppress_armed())) {
+    return;
+  }
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;
   // The fast path only ever reacts to the latest counters; staleness is judged by the
   // full pass, whose node facts the fast path reuses.
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
-  qos::Plan plan = d.engine.suppress_only(
-      {sample->node_cpu_milli, sample->non_be_cpu_milli, stale, d.suppress_armed}, *d.qos_reader);
+  qos::Plan plan =
+      d.step->fast({sample->node_cpu_milli, sample->non_be_cpu_milli, stale, d.qos_reader.get()});
   d.last_fast_sample = now;
-  d.cap_plan(plan);
   d.apply(plan);
-}
-
-void Daemon::Impl::cap_plan(qos::Plan& plan) {
-  const auto& ctx = engine.last_suppress_context();
-  if (!ctx || !engine.threshold().enable) return;
-  cap->cap(plan, engine.threshold(), *ctx, *qos_reader);
 }
 
 void Daemon::Impl::apply(const qos::Plan& plan) {
@@ -518,11 +549,11 @@ void Daemon::tick() {
   auto batch_result = batch::calculate_batch(snap, resolved);
   d.last_calc = batch::explain(batch_result, resolved).dump();
   d.last_full_sample = now;
-  d.evaluate_interference(snap, *node_usage);
+  step::ProbeReadings probe = d.read_probe(latest_snap, *node_usage);
 
   if (d.opt.enforce) {
-    qos::QosInputs in;
-    in.snapshot = &latest_snap;
+    step::TickInputs in;
+    in.latest = &latest_snap;
     in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
     in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
     in.layout = *d.layout;
@@ -532,17 +563,24 @@ void Daemon::tick() {
     in.stale = false;  // this pass sampled just now
     // The first pass only primes the CPU counters (node and pods alike): nothing to act on.
     in.cpu_measured = node_usage->cpu_valid;
-    in.suppress_armed = d.suppress_armed;
-    qos::Plan plan = d.engine.run(in);
-    // While the fast path is live it owns CPU suppression: the full pass, which sees usage
-    // averaged over the aggregation window, would otherwise undo its 50 ms decisions.
-    if (now - d.last_fast_sample < 3 * d.opt.fast_interval) {
-      std::erase_if(plan.writes, [](const cgroup::CgroupWrite& w) {
-        return w.reason == qos::kReasonCpuSuppress;
-      });
+    in.probe = std::move(probe);
+    in.fast_path_live = now - d.last_fast_sample < 3 * d.opt.fast_interval;
+    d.warn_without_signal(in.threshold);
+    const step::AgentMemory before = d.step->memory();
+    step::StepResult result = d.step->tick(in);
+    for (const auto& event : result.events)
+      spdlog::info("{}", event);
+    if (d.opt.on_step) {
+      StepObservation seen;
+      seen.snapshot_file = snapshot::to_snapshot_json(latest_snap);
+      step::add_step_record(seen.snapshot_file, {in.probe, before, in.fast_path_live}, in.now_s);
+      seen.writes = d.executor->plan(result.plan.writes);
+      for (const auto& e : result.plan.evictions)
+        seen.evictions.push_back(e.pod);
+      seen.cpu_measured = in.cpu_measured;
+      d.opt.on_step(seen);
     }
-    d.cap_plan(plan);
-    d.apply(plan);
+    d.apply(result.plan);
   }
 
   const double unix_now =
@@ -552,8 +590,11 @@ void Daemon::tick() {
   for (const auto& [resource, c] : d.executor->counters()) {
     outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
     outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
+    outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
+    outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
+  outcome.state.state_file_errors_total = d.state_file_errors;
   outcome.state.evictions_total = d.evictions_total;
   d.describe_suppress(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;
@@ -582,60 +623,43 @@ void Daemon::tick() {
   ++d.ticks;
 }
 
-void Daemon::Impl::evaluate_interference(const snapshot::NodeSnapshot& snap,
-                                         const NodeUsage& node_usage) {
+step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
+                                             const NodeUsage& node_usage) {
+  step::ProbeReadings readings;
+  readings.runqueue_probe = probe != nullptr;
+  if (node_usage.cpu_pressure) readings.cpu_psi_some_avg10 = node_usage.cpu_pressure->some.avg10;
   runq_p99_ns.clear();
+  if (!probe) return readings;
   std::set<std::string> ls_dirs;
-  bool be_running = false;
   for (const auto& pod : snap.pods) {
-    const std::string key = pod.pod.key();
-    if (pod.qos == states::QoSClass::kBE) {
-      const auto* usage = snap.pod_usage(key);
-      be_running = be_running || (usage != nullptr && usage->cpu_milli > 50);
-      continue;
-    }
-    if (!probe) continue;
+    if (pod.qos == states::QoSClass::kBE) continue;
     const std::string dir =
         fs->dir_of(cgroup::Resource::kCpuShares,
                    layout->pod_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid));
     ls_dirs.insert(dir);
-    if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = key;
+    if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = pod.pod.key();
   }
-  bpf::InterferenceInput input;
-  input.be_running = be_running;
-  if (node_usage.cpu_pressure) input.cpu_psi_some_avg10 = node_usage.cpu_pressure->some.avg10;
-  if (probe) {
-    for (auto it = tracked.begin(); it != tracked.end();) {
-      if (ls_dirs.count(it->first)) {
-        ++it;
-        continue;
-      }
-      (void)probe->untrack(it->first);
-      it = tracked.erase(it);
+  for (auto it = tracked.begin(); it != tracked.end();) {
+    if (ls_dirs.count(it->first)) {
+      ++it;
+      continue;
     }
-    if (auto interval = probe->sample()) {
-      for (const auto& cg : interval->cgroups) {
-        auto it = tracked.find(cg.dir);
-        if (it == tracked.end()) continue;
-        input.ls_pods.push_back({it->second, cg.runq_p99_ns});
-        if (cg.runq_p99_ns) runq_p99_ns[it->second] = *cg.runq_p99_ns;
-      }
+    (void)probe->untrack(it->first);
+    it = tracked.erase(it);
+  }
+  if (auto interval = probe->sample()) {
+    for (const auto& cg : interval->cgroups) {
+      auto it = tracked.find(cg.dir);
+      if (it == tracked.end() || !cg.runq_p99_ns) continue;
+      runq_p99_ns[it->second] = *cg.runq_p99_ns;
     }
   }
-  auto decision = rule->evaluate(input);
-  if (decision.action == bpf::InterferenceAction::kTightenNow) {
-    spdlog::info("interference: {}", decision.reason);
-  }
-  const auto threshold = config->current().threshold.for_node(node.metadata.labels);
-  cap->follow(decision.action, threshold, *qos_reader);
-  arm_suppression(decision, threshold);
+  readings.runq_p99_ns = runq_p99_ns;
+  return readings;
 }
 
-void Daemon::Impl::arm_suppression(const bpf::InterferenceDecision& decision,
-                                   const config::ResourceThresholdStrategy& threshold) {
-  // Without a signal that could ever trip, the ceiling stays in force: onInterference
-  // must not leave LS unprotected on a node where interference cannot be seen.
-  const bool has_signal = probe != nullptr || rule->config().cpu_psi_some_avg10_bound.has_value();
+void Daemon::Impl::warn_without_signal(const config::ResourceThresholdStrategy& threshold) {
+  const bool has_signal = probe != nullptr || interference.cpu_psi_some_avg10_bound.has_value();
   const bool on_interference =
       threshold.enable && threshold.cpu_suppress_mode == config::CpuSuppressMode::kOnInterference;
   if (on_interference && !has_signal && !warned_no_signal) {
@@ -645,12 +669,6 @@ void Daemon::Impl::arm_suppression(const bpf::InterferenceDecision& decision,
         "stays in force as in mode always");
     warned_no_signal = true;
   }
-  const bool armed = !has_signal || decision.action != bpf::InterferenceAction::kRelaxAllowed;
-  if (on_interference && armed != suppress_armed) {
-    spdlog::info("cpu suppress ceiling {} ({})", armed ? "armed" : "lifted",
-                 armed ? decision.reason : "no LS interference within the hold time");
-  }
-  suppress_armed = armed;
 }
 
 void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
@@ -702,6 +720,13 @@ void Daemon::stop() {
   auto restored = d.executor->restore_all();
   spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),
                restored.failed.size());
+  if (d.originals_file) {
+    const bool all_back =
+        std::all_of(restored.failed.begin(), restored.failed.end(),
+                    [](const auto& f) { return f.second.code == ErrorCode::kNotFound; });
+    // Kept when something could not be put back: the next start adopts and retries it.
+    if (all_back) (void)d.originals_file->remove();
+  }
   if (d.report_client) d.report_client->stop();
   if (d.metrics_server) d.metrics_server->stop();
   if (d.on_stop) d.on_stop();

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cgroup/executor.h"
 #include "common/clock.h"
+#include "common/json_util.h"
 #include "common/result.h"
 
 namespace boost::asio {
@@ -18,6 +20,16 @@ class io_context;
 }
 
 namespace gleaner::agent {
+
+// One full tick as `gleaner-agent plan` can replay it: the step's inputs as a snapshot file
+// (usage, probe readings, the agent's memory before the tick) and what the executor is
+// about to write, in order. Taken before the writes, on the daemon's thread.
+struct StepObservation {
+  Json snapshot_file;
+  std::vector<cgroup::FileWrite> writes;
+  std::vector<std::string> evictions;  // pod keys
+  bool cpu_measured = true;            // false on the priming pass, which `plan` never is
+};
 
 struct DaemonOptions {
   std::string node_name;
@@ -54,7 +66,14 @@ struct DaemonOptions {
   std::string interference_hold = "30s";
   std::string interference_psi_bound;  // empty: PSI not used by the rule
   bool dry_run = false;
+  // Where the values found before the agent's first change are recorded (originals.json),
+  // so a restarted or upgraded agent restores those and not its own. Empty: not recorded
+  // (restore on stop still works within one run).
+  std::string state_dir;
   int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
+  // Called on every full tick that enforces (tests comparing the daemon with `plan`). It
+  // plans the writes a second time, so the executor's counters count them twice.
+  std::function<void(const StepObservation&)> on_step;
 };
 
 class Daemon {

@@ -38,7 +38,13 @@ void add_write(Plan& plan, Resource r, const std::string& cg, std::string value,
 void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
                    const std::vector<int>& cpus, const std::string& reason = kReasonCpuSuppress) {
   const std::string list = cgroup::format_cpu_list(cpus);
-  if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir)) {
+  // An empty v2 cpuset inherits its parent's CPUs: when those are what BE gets, writing
+  // them would only turn inheritance into a fixed list (which a populated cgroup can never
+  // be emptied back from: the kernel answers ENOSPC).
+  auto current = reader.logical(Resource::kCpusetCpus, ctx.be_qos_dir);
+  const bool inherits_all = current && current->empty() &&
+                            reader.ids(Resource::kCpusetEffective, ctx.be_qos_dir) == cpus;
+  if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir) && !inherits_all) {
     add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list, reason);
   }
   for (const auto& dir : ctx.be_dirs) {

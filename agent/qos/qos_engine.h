@@ -30,6 +30,8 @@ class QosEngine {
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
 
   [[nodiscard]] const QosState& state() const { return state_; }
+  // The strategies' state as an earlier tick left it (the agent's memory, for `plan`).
+  void set_state(QosState state) { state_ = std::move(state); }
   // The node facts of the last run() (nullopt before it), for filters applied after it.
   [[nodiscard]] const std::optional<SuppressContext>& last_suppress_context() const {
     return suppress_ctx_;

@@ -143,4 +143,24 @@ Result<NodeSnapshot> load_snapshot_file(const std::string& path) {
   return parse_snapshot(*json, path);
 }
 
+namespace {
+Json usage_json(const Usage& u) {
+  return {{"cpu", std::to_string(u.cpu_milli) + "m"}, {"memory", std::to_string(u.memory_bytes)}};
+}
+}  // namespace
+
+Json to_snapshot_json(const NodeSnapshot& snap) {
+  Json pods = Json::array();
+  for (const auto& p : snap.pods)
+    pods.push_back(p.pod.raw);
+  Json metrics = {{"ageSeconds", snap.metrics.age_seconds},
+                  {"node", usage_json(snap.metrics.node)}};
+  if (snap.metrics.system) metrics["system"] = usage_json(*snap.metrics.system);
+  Json by_pod = Json::object();
+  for (const auto& [key, u] : snap.metrics.pods)
+    by_pod[key] = usage_json(u);
+  metrics["pods"] = by_pod;
+  return {{"node", snap.node.raw}, {"pods", pods}, {"metrics", metrics}};
+}
+
 }  // namespace gleaner::agent::snapshot

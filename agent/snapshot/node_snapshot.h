@@ -55,5 +55,8 @@ PodState classify_pod(kube::Pod pod);
 // Parses the snapshot JSON; errors name `where` and the offending field.
 Result<NodeSnapshot> parse_snapshot(const Json& json, const std::string& where);
 Result<NodeSnapshot> load_snapshot_file(const std::string& path);
+// The snapshot file form of `snap` (node and pods as the API served them, usage as
+// quantities): parse_snapshot of it gives back the same decisions.
+Json to_snapshot_json(const NodeSnapshot& snap);
 
 }  // namespace gleaner::agent::snapshot

@@ -283,7 +283,8 @@ struct AgentOverPods {
     agent = std::make_unique<Child>(std::vector<std::string>{
         GLEANER_AGENT_BINARY, "run", "--cgroup-root", scratch.root(), "--pods-file", pods.path(),
         "--config-dir", files / "slo-config", "--metrics-addr", "127.0.0.1:" + std::to_string(port),
-        "--node-name", "bench-node", "--interval", "1000", "--log-level", "error"});
+        "--node-name", "bench-node", "--interval", "1000", "--log-level", "error", "--state-dir",
+        files / "state"});
   }
   // The agent is up and serving /metrics.
   bool serving() { return wait_serving(port, *agent); }

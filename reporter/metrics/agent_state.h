@@ -62,7 +62,13 @@ struct AgentState {
   std::map<std::string, uint64_t> evictions_total;              // by reason
   std::map<std::string, uint64_t> cgroup_writes_total;          // by resource
   std::map<std::string, uint64_t> cgroup_write_failures_total;  // by resource
-  std::map<std::string, uint64_t> config_load_errors_total;     // by ConfigMap key
+  // Writes cut to fit under an ancestor's limit (the kernel's hierarchy rules), and refused
+  // writes held back by the retry backoff, by resource.
+  std::map<std::string, uint64_t> cgroup_writes_clamped_total;
+  std::map<std::string, uint64_t> cgroup_writes_deferred_total;
+  // Failures to read or write the record of original values (the state file).
+  uint64_t state_file_errors_total = 0;
+  std::map<std::string, uint64_t> config_load_errors_total;  // by ConfigMap key
   // Durations of the sampling passes finished since the previous update.
   std::vector<double> sampling_pass_seconds;
   uint64_t report_sends_total = 0;

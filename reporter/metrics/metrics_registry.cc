@@ -201,6 +201,16 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(labelled_counter("gleaner_cgroup_write_failures_total",
                                  "cgroup and resctrl writes that failed.", "resource",
                                  s.cgroup_write_failures_total));
+  out.push_back(labelled_counter(
+      "gleaner_cgroup_writes_clamped_total",
+      "cgroup writes cut to fit under an ancestor's limit (kernel hierarchy rules).", "resource",
+      s.cgroup_writes_clamped_total));
+  out.push_back(labelled_counter("gleaner_cgroup_writes_deferred_total",
+                                 "Refused cgroup writes held back by the retry backoff.",
+                                 "resource", s.cgroup_writes_deferred_total));
+  out.push_back(counter("gleaner_agent_state_file_errors_total",
+                        "Failures to read or write the record of original cgroup values.",
+                        static_cast<double>(s.state_file_errors_total)));
   out.push_back(labelled_counter("gleaner_config_load_errors_total",
                                  "ack-slo-config keys that failed to parse or validate.", "key",
                                  s.config_load_errors_total));

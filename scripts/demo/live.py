@@ -177,6 +177,7 @@ class Demo:
                 "--config-dir", os.path.join(self.run_dir, "ack-slo-config"),
                 "--scheduler-url", "http://127.0.0.1:%d/api/v1/reports" % self.sched_port,
                 "--token-file", os.path.join(self.run_dir, "token"),
+                "--state-dir", os.path.join(self.run_dir, "state"),
                 "--metrics-addr", "127.0.0.1:%d" % self.agent_port, "--resctrl-root",
                 os.path.join(self.run_dir, "no-resctrl")]
         if not enforce:

@@ -33,7 +33,7 @@ void make_v2(const TempDir& t) {
 }
 
 TEST(Resource, TableIsIndexedByEnum) {
-  for (int i = 0; i <= static_cast<int>(Resource::kProcs); ++i) {
+  for (int i = 0; i <= static_cast<int>(kLastResource); ++i) {
     EXPECT_EQ(static_cast<int>(spec_of(static_cast<Resource>(i)).resource), i);
   }
 }
@@ -162,9 +162,11 @@ TEST(Executor, RestoresOriginalValues) {
   WriteExecutor exec(fs);
   exec.apply({{Resource::kCpuQuota, kBe, "170000", "s"}, {Resource::kCpusetCpus, kBe, "0-1", "s"}});
   exec.apply({{Resource::kCpuQuota, kBe, "90000", "s"}});
-  EXPECT_EQ(exec.originals().size(), 2u);
+  // The pod's cpuset was narrowed with its parent's (v1 keeps children inside parents).
+  EXPECT_EQ(exec.originals().size(), 3u);
   auto report = exec.restore_all();
-  EXPECT_EQ(report.written.size(), 2u);
+  EXPECT_EQ(report.written.size(), 3u);
+  EXPECT_EQ(t.read("cpuset/" + kPod + "/cpuset.cpus"), "0-7");
   EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "-1");
   EXPECT_EQ(t.read("cpuset/" + kBe + "/cpuset.cpus"), "0-7");
   EXPECT_TRUE(exec.originals().empty());

@@ -43,7 +43,9 @@ TEST(AgentEnforceReal, SuppressesBeReassertsDriftAndRestoresOnStop) {
       << "BE quota " << be_quota();
 
   // Someone (kubelet) resets the value: the agent puts it back within a second.
-  ASSERT_TRUE(write_file(*fs.path_of(Resource::kCpuQuota, be_qos), "-1").ok());
+  const auto reset = cgroup::file_from_logical(Resource::kCpuQuota, fs.version(), "-1",
+                                               *fs.read_raw(Resource::kCpuQuota, be_qos));
+  ASSERT_TRUE(write_file(*fs.path_of(Resource::kCpuQuota, be_qos), *reset).ok());
   EXPECT_TRUE(eventually([&] { return be_quota() > 0; }, 1s)) << "not re-asserted";
 
   agent->stop();

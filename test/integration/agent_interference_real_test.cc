@@ -79,6 +79,9 @@ std::string ebpf_skip_reason() {
 TEST(AgentInterferenceReal, LsRunQueueLatencyTightensBeBeyondUsageRules) {
   auto reason = ebpf_skip_reason();
   if (!reason.empty()) GTEST_SKIP() << reason;
+  if (auto timing = gleaner::testing::host_timing_skip_reason(); !timing.empty()) {
+    GTEST_SKIP() << timing;
+  }
   const int64_t usage_only = lowest_be_quota(/*ebpf=*/false, 3s);
   // Usage rules alone leave BE most of an idle node (LS uses a fifth of a core); other
   // load on the machine counts as system usage and lowers that ceiling.
@@ -133,6 +136,9 @@ struct CalmNode {
 TEST(AgentInterferenceReal, OnInterferenceModeLimitsBeOnlyOnceAnLsPodWaits) {
   auto reason = ebpf_skip_reason();
   if (!reason.empty()) GTEST_SKIP() << reason;
+  if (auto timing = gleaner::testing::host_timing_skip_reason(); !timing.empty()) {
+    GTEST_SKIP() << timing;
+  }
   {
     // Control: in mode `always` the same node has BE limited within a pass or two.
     CalmNode calm("always");

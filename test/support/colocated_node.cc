@@ -15,6 +15,14 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
   be_qos_ = layout.qos_dir(cgroup::KubeQos::kBestEffort);
   scratch_.mkdir(ls_pod_);
   scratch_.mkdir(be_pod_);
+  std::string be_statuses;
+  if (!spec.be_container_id.empty()) {
+    be_container_ = *layout.container_dir(cgroup::KubeQos::kBestEffort, "be-uid",
+                                          "containerd://" + spec.be_container_id);
+    scratch_.mkdir(be_container_);
+    be_statuses = R"(,"containerStatuses":[{"name":"c","containerID":"containerd://)" +
+                  spec.be_container_id + R"("}])";
+  }
   if (scratch_.version() == cgroup::CgroupVersion::kV1) {
     const std::string agent_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
     scratch_.mkdir(agent_pod);
@@ -33,7 +41,8 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
     {"metadata":{"name":"exec-1","namespace":"spark","uid":"be-uid",
                  "labels":{"koordinator.sh/qosClass":"BE"}},
      "spec":{"containers":)" + spec.be_containers +
-                                R"(},"status":{"phase":"Running","qosClass":"BestEffort"}}]})");
+                                R"(},"status":{"phase":"Running","qosClass":"BestEffort")" +
+                                be_statuses + R"(}}]})");
   files_.write("config/resource-threshold-config", spec.threshold_config);
   if (!spec.qos_config.empty()) files_.write("config/resource-qos-config", spec.qos_config);
 }

@@ -21,6 +21,9 @@ struct ColocatedNodeSpec {
       R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota"}})";
   // The resource-qos-config value (JSON); empty: none (every QoS class off).
   std::string qos_config;
+  // Non-empty: the BE pod's first container has started with this (containerd) id, its
+  // cgroup exists under the pod's, and the pods file reports it in containerStatuses.
+  std::string be_container_id;
 };
 
 class ColocatedNode {
@@ -33,6 +36,8 @@ class ColocatedNode {
   [[nodiscard]] const std::string& ls_pod() const { return ls_pod_; }
   [[nodiscard]] const std::string& be_pod() const { return be_pod_; }
   [[nodiscard]] const std::string& be_qos() const { return be_qos_; }
+  // The BE container's cgroup (empty without ColocatedNodeSpec::be_container_id).
+  [[nodiscard]] const std::string& be_container() const { return be_container_; }
   [[nodiscard]] std::string pods_file() const { return files_ / "pods.json"; }
   // The `tasks` file of the agent's own pod, as the DaemonSet makes it (Burstable, cpu
   // request 50m, limit 500m; not in the pods file, so what it uses counts as system usage),
@@ -47,6 +52,7 @@ class ColocatedNode {
   std::string ls_pod_;
   std::string be_pod_;
   std::string be_qos_;
+  std::string be_container_;
   std::string agent_tasks_file_;
 };
 

@@ -1,5 +1,7 @@
 #include "test/support/scratch_cgroup.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -82,6 +84,12 @@ void sweep_stale(const std::string& base) {
 }
 
 }  // namespace
+
+std::string host_timing_skip_reason() {
+  if (std::getenv("GLEANER_IN_VM") == nullptr) return "";
+  return "timing is asserted on the host only: under QEMU's software emulation scheduling "
+         "latencies are the emulator's";
+}
 
 std::string real_cgroup_skip_reason() {
   if (::geteuid() != 0) return "needs root to create cgroups (run the suite as root)";
@@ -180,8 +188,11 @@ void ScratchCgroups::mkdir(const std::string& relative) {
         write_or_throw(path.string() + "/cpuset.mems",
                        *read_file(parent.string() + "/cpuset.mems"));
       }
-      if (controller.empty()) {
-        write_or_throw(path.string() + "/cgroup.subtree_control", "+cpu +memory +cpuset");
+      // v2: the parent hands its controllers down (the base already does). Never the new
+      // directory itself: a cgroup that enables controllers for children may hold no
+      // processes (the "no internal processes" rule), and tests put processes in leaves.
+      if (controller.empty() && parent != fs::path(base)) {
+        write_or_throw(parent.string() + "/cgroup.subtree_control", "+cpu +memory +cpuset");
       }
     }
   }

@@ -21,6 +21,10 @@ namespace gleaner::testing {
 
 // Empty when the test can run; otherwise why it must be skipped.
 std::string real_cgroup_skip_reason();
+// Empty on the host; inside the cgroup v2 VM (GLEANER_IN_VM, test/vm/run.sh) why a test
+// whose assertions are about time (run-queue latency, reaction within a window) is skipped:
+// under software emulation those are the emulator's, not the kernel's.
+std::string host_timing_skip_reason();
 
 class ScratchCgroups {
  public:

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/daemon/interference_cap.h"
 #include "agent/qos/cpu_suppress.h"
 #include "agent/qos/fs_reader.h"
+#include "agent/step/interference_cap.h"
 #include "cgroup/executor.h"
 #include "test/agent/qos/qos_test_util.h"
 

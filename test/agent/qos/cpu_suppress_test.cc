@@ -4,6 +4,7 @@
 
 #include "agent/qos/fs_reader.h"
 #include "cgroup/executor.h"
+#include "cgroup/hierarchy.h"
 #include "test/agent/qos/qos_test_util.h"
 
 namespace gleaner::agent::qos {
@@ -176,14 +177,19 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
                                 non_be_cpu_usage(snap), ctx.system_usage_milli, reader, false);
   cgroup::WriteExecutor exec(fs);
   auto writes = exec.plan(plan.writes);
-  // Widening goes parent-first: the QoS dir before the pod.
+  // Widening goes parent-first: the QoS dir before the pod, the pod before its container
+  // (which the set-up narrowed with the pod, as v1 requires; v2 left it alone).
   std::vector<std::string> cpuset_dirs;
   for (const auto& w : writes) {
     if (w.resource == Resource::kCpusetCpus) cpuset_dirs.push_back(w.cgroup);
   }
-  ASSERT_EQ(cpuset_dirs.size(), 2u);
+  const bool v1 = GetParam().version != cgroup::CgroupVersion::kV2;
+  ASSERT_EQ(cpuset_dirs.size(), v1 ? 3u : 2u);
   EXPECT_EQ(cpuset_dirs[0], be_dir());
   EXPECT_EQ(cpuset_dirs[1], pod);
+  if (v1) {
+    EXPECT_EQ(cgroup::parent_cgroup(cpuset_dirs[2]), pod);
+  }
   // Stale: the full set would grow BE, so it is held.
   Plan stale =
       plan_cpu_suppress(ctx, strategy(config::CpuSuppressPolicy::kCfsQuota), 0, 0, reader, true);

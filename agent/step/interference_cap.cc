@@ -1,4 +1,4 @@
-#include "agent/daemon/interference_cap.h"
+#include "agent/step/interference_cap.h"
 
 #include <algorithm>
 

@@ -1,26 +1,42 @@
-#include "agent/qos/plan_runner.h"
+#include "agent/step/plan_runner.h"
 
 #include <nlohmann/json.hpp>
 
 #include "agent/config/slo_config.h"
+#include "agent/qos/cpu_suppress.h"
 #include "agent/qos/fs_reader.h"
-#include "agent/qos/qos_engine.h"
 #include "agent/qos/resctrl_qos.h"
 #include "agent/snapshot/node_snapshot.h"
+#include "agent/step/agent_step.h"
+#include "agent/step/step_record.h"
 #include "cgroup/executor.h"
 #include "common/file_io.h"
 
-namespace gleaner::agent::qos {
+namespace gleaner::agent::step {
+using namespace qos;
 namespace {
 
 constexpr const char* kCmd = "gleaner-agent plan: ";
+// The monotonic moment the snapshot stands for; the record's ages count back from it.
+constexpr double kSnapshotNow = 1e6;
 
 }  // namespace
 
 int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
-  auto snap = snapshot::load_snapshot_file(opts.snapshot);
-  if (!snap) {
-    err << kCmd << "bad snapshot: " << snap.error().message << "\n";
+  auto text = read_file(opts.snapshot);
+  auto doc = text ? parse_json(*text, opts.snapshot) : Result<Json>(text.error());
+  auto snap = doc ? snapshot::parse_snapshot(*doc, opts.snapshot)
+                  : Result<snapshot::NodeSnapshot>(doc.error());
+  auto record = snap ? parse_step_record(*doc, opts.snapshot, kSnapshotNow)
+                     : Result<StepRecord>(snap.error());
+  if (!record) {
+    err << kCmd << "bad snapshot: " << record.error().message << "\n";
+    return 2;
+  }
+  auto interference = bpf::parse_interference_config(
+      opts.interference_runq_p99_bound, opts.interference_hold, opts.interference_psi_bound);
+  if (!interference) {
+    err << kCmd << interference.error().message << "\n";
     return 2;
   }
   if (!is_directory(opts.cgroup_root)) {
@@ -71,16 +87,25 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   if (!opts.resctrl_root.empty()) rfs.emplace(opts.resctrl_root);
   FsQosReader reader(fs, rfs ? &*rfs : nullptr);
 
-  QosInputs in;
-  in.snapshot = &*snap;
+  TickInputs in;
+  in.latest = &*snap;
   in.threshold = loaded.config.threshold.for_node(snap->node.metadata.labels);
   in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
   in.layout = cgroup::KubeletLayout(*driver);
   in.topology = topology;
   in.reader = &reader;
+  in.now_s = kSnapshotNow;
   in.stale = is_stale(snap->metrics.age_seconds, opts.metrics_interval_s);
-  QosEngine engine;
-  Plan plan = engine.run(in);
+  in.probe = record->probe;
+  in.fast_path_live = record->fast_path_live;
+  // One interference step is a tenth of the node's CPUs, as the daemon counts them.
+  const int64_t capacity = suppress_context(*snap, in.layout, topology).capacity_milli;
+  AgentStep step(*interference, in.layout, static_cast<int>((capacity + 999) / 1000));
+  step.adopt(record->memory);
+  StepResult result = step.tick(in);
+  const Plan& plan = result.plan;
+  for (const auto& event : result.events)
+    err << kCmd << event << "\n";
   for (const auto& note : plan.notes)
     err << kCmd << note << "\n";
 
@@ -90,22 +115,22 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   for (const auto& r : rejected)
     err << kCmd << "write rejected: " << r.message << "\n";
 
-  nlohmann::ordered_json doc;
-  doc["writes"] = nlohmann::ordered_json::array();
+  nlohmann::ordered_json printed;
+  printed["writes"] = nlohmann::ordered_json::array();
   for (const auto& w : writes) {
-    doc["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
+    printed["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
   }
   if (rfs) {
     for (const auto& a : plan.resctrl) {
       auto d = describe(*rfs, a);
-      doc["writes"].push_back({{"path", d.path}, {"value", d.value}, {"reason", d.reason}});
+      printed["writes"].push_back({{"path", d.path}, {"value", d.value}, {"reason", d.reason}});
     }
   }
-  doc["evictions"] = nlohmann::ordered_json::array();
+  printed["evictions"] = nlohmann::ordered_json::array();
   for (const auto& e : plan.evictions) {
-    doc["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
+    printed["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
   }
-  out << doc.dump(2) << "\n";
+  out << printed.dump(2) << "\n";
   if (!opts.apply) return 0;
 
   int code = 0;
@@ -124,4 +149,4 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   return code;
 }
 
-}  // namespace gleaner::agent::qos
+}  // namespace gleaner::agent::step

@@ -39,6 +39,11 @@ class InterferenceCap {
   void filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx, qos::QosReader& reader,
                      int min_cpus = qos::kMinSuppressCpus) const;
   [[nodiscard]] std::optional<int> cpu_ceiling() const { return cpu_ceiling_; }
+  // Both ceilings as an earlier step left them (the agent's memory, for `plan`).
+  void set_ceilings(std::optional<int64_t> quota_us, std::optional<int> cpus) {
+    ceiling_ = quota_us;
+    cpu_ceiling_ = cpus;
+  }
 
   // The daemon's entry points, with the node's resource-threshold strategy (its suppress
   // policy and cpuSuppressMinCPUs). `follow` applies a verdict to the active policy's ceiling,

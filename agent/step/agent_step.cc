@@ -1,0 +1,116 @@
+#include "agent/step/agent_step.h"
+
+#include <chrono>
+
+#include "agent/qos/cpu_suppress.h"
+
+namespace gleaner::agent::step {
+namespace {
+
+SteadyTime at_seconds(double s) {
+  return SteadyTime(
+      std::chrono::duration_cast<SteadyTime::duration>(std::chrono::duration<double>(s)));
+}
+
+double seconds_of(SteadyTime t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+bool has_signal(const ProbeReadings& probe, const bpf::InterferenceConfig& config) {
+  return probe.runqueue_probe || config.cpu_psi_some_avg10_bound.has_value();
+}
+
+}  // namespace
+
+bool be_running(const snapshot::NodeSnapshot& latest) {
+  for (const auto& pod : latest.pods) {
+    if (pod.qos != states::QoSClass::kBE) continue;
+    const auto* usage = latest.pod_usage(pod.pod.key());
+    if (usage != nullptr && usage->cpu_milli > 50) return true;
+  }
+  return false;
+}
+
+AgentStep::AgentStep(bpf::InterferenceConfig interference, const cgroup::KubeletLayout& layout,
+                     int cpus)
+    : rule_(interference), cap_(layout.qos_dir(cgroup::KubeQos::kBestEffort), cpus) {}
+
+StepResult AgentStep::tick(const TickInputs& in) {
+  StepResult out;
+  // The interference verdict, on the latest sample (a BE pod that stopped a minute ago is
+  // not running, whatever the batch formula's average says).
+  bpf::InterferenceInput signal;
+  signal.be_running = be_running(*in.latest);
+  signal.cpu_psi_some_avg10 = in.probe.cpu_psi_some_avg10;
+  for (const auto& [pod, p99] : in.probe.runq_p99_ns)
+    signal.ls_pods.push_back({pod, p99});
+  out.interference = rule_.evaluate(signal, at_seconds(in.now_s));
+  if (out.interference.action == bpf::InterferenceAction::kTightenNow) {
+    out.events.push_back("interference: " + out.interference.reason);
+  }
+  cap_.follow(out.interference.action, in.threshold, *in.reader);
+
+  // Without a signal that could ever trip, the ceiling stays in force: onInterference
+  // must not leave LS unprotected on a node where interference cannot be seen.
+  const bool armed = !has_signal(in.probe, rule_.config()) ||
+                     out.interference.action != bpf::InterferenceAction::kRelaxAllowed;
+  const bool on_interference = in.threshold.enable && in.threshold.cpu_suppress_mode ==
+                                                          config::CpuSuppressMode::kOnInterference;
+  if (on_interference && armed != suppress_armed_) {
+    out.events.push_back(
+        std::string("cpu suppress ceiling ") + (armed ? "armed (" : "lifted (") +
+        (armed ? out.interference.reason : "no LS interference within the hold time") + ")");
+  }
+  suppress_armed_ = armed;
+
+  qos::QosInputs q;
+  q.snapshot = in.latest;
+  q.threshold = in.threshold;
+  q.qos = in.qos;
+  q.layout = in.layout;
+  q.topology = in.topology;
+  q.reader = in.reader;
+  q.now_s = in.now_s;
+  q.stale = in.stale;
+  q.cpu_measured = in.cpu_measured;
+  q.suppress_armed = suppress_armed_;
+  out.plan = engine_.run(q);
+  if (in.fast_path_live) {
+    std::erase_if(out.plan.writes,
+                  [](const cgroup::CgroupWrite& w) { return w.reason == qos::kReasonCpuSuppress; });
+  }
+  if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
+    cap_.cap(out.plan, in.threshold, *ctx, *in.reader);
+  }
+  return out;
+}
+
+qos::Plan AgentStep::fast(const FastInputs& in) const {
+  if (!qos::suppress_ceiling_applies(engine_.threshold(), suppress_armed_)) return {};
+  qos::Plan plan = engine_.suppress_only(
+      {in.node_cpu_milli, in.non_be_cpu_milli, in.stale, suppress_armed_}, *in.reader);
+  if (const auto& ctx = engine_.last_suppress_context(); ctx && engine_.threshold().enable) {
+    cap_.cap(plan, engine_.threshold(), *ctx, *in.reader);
+  }
+  return plan;
+}
+
+AgentMemory AgentStep::memory() const {
+  AgentMemory m;
+  m.suppress_armed = suppress_armed_;
+  if (auto at = rule_.last_breach()) m.last_breach_s = seconds_of(*at);
+  m.ceiling_quota_us = cap_.ceiling();
+  m.ceiling_cpus = cap_.cpu_ceiling();
+  m.qos = engine_.state();
+  return m;
+}
+
+void AgentStep::adopt(const AgentMemory& memory) {
+  suppress_armed_ = memory.suppress_armed;
+  rule_.set_last_breach(memory.last_breach_s ? std::optional(at_seconds(*memory.last_breach_s))
+                                             : std::nullopt);
+  cap_.set_ceilings(memory.ceiling_quota_us, memory.ceiling_cpus);
+  engine_.set_state(memory.qos);
+}
+
+}  // namespace gleaner::agent::step

@@ -1,0 +1,99 @@
+#pragma once
+// One agent step: everything the agent decides in a tick, as one function of its inputs
+// (the latest node snapshot, the node's resolved config, the current cgroup values read
+// through a QosReader, the interference probe's readings, the time) and of its memory
+// from the previous tick (interference rule, ceilings, eviction cool-downs). The daemon
+// gathers the inputs, calls the step and applies the plan; `gleaner-agent plan` calls the
+// very same step on a snapshot file, so it prints what the daemon writes, in every mode.
+// No I/O here: current values come through the reader, nothing is written.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/bpf/interference.h"
+#include "agent/qos/qos_engine.h"
+#include "agent/step/interference_cap.h"
+
+namespace gleaner::agent::step {
+
+// What the interference signals read this tick.
+struct ProbeReadings {
+  bool runqueue_probe = false;                // the eBPF run-queue probe is loaded
+  std::map<std::string, double> runq_p99_ns;  // LS pod key -> this window's p99
+  std::optional<double> cpu_psi_some_avg10;   // node cpu PSI some avg10 (%)
+};
+
+// The step's memory between ticks, in plain values (the `agent` object of a snapshot file).
+struct AgentMemory {
+  bool suppress_armed = true;               // onInterference: the ceiling is in force
+  std::optional<double> last_breach_s;      // monotonic seconds of the last interference
+  std::optional<int64_t> ceiling_quota_us;  // the interference ceiling, cfsQuota policy
+  std::optional<int> ceiling_cpus;          // the interference ceiling, cpuset policy
+  qos::QosState qos;                        // eviction cool-downs and the BE CPU window
+};
+
+struct TickInputs {
+  const snapshot::NodeSnapshot* latest = nullptr;  // usage of the latest sample
+  config::ResourceThresholdStrategy threshold;     // resolved for this node
+  config::ResourceQoSStrategy qos;                 // resolved for this node
+  cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
+  std::optional<qos::CpuTopology> topology;
+  qos::QosReader* reader = nullptr;
+  double now_s = 0;          // monotonic seconds
+  bool stale = false;        // metrics older than three sampling intervals: hold
+  bool cpu_measured = true;  // false on the priming pass (no CPU deltas yet)
+  ProbeReadings probe;
+  // The fast path sampled within its last three periods: it owns the suppress writes,
+  // which the full pass (usage of a longer interval) must not undo.
+  bool fast_path_live = false;
+};
+
+struct StepResult {
+  qos::Plan plan;
+  bpf::InterferenceDecision interference;
+  std::vector<std::string> events;  // state changes worth an info line (armed, lifted)
+};
+
+// The fast path's figures, sampled every ~50 ms.
+struct FastInputs {
+  int64_t node_cpu_milli = 0;
+  int64_t non_be_cpu_milli = 0;
+  bool stale = false;
+  qos::QosReader* reader = nullptr;
+};
+
+class AgentStep {
+ public:
+  // `cpus`: the node's CPUs (one interference step is a tenth of them).
+  AgentStep(bpf::InterferenceConfig interference, const cgroup::KubeletLayout& layout, int cpus);
+
+  // The full tick: interference verdict, every QoS strategy, the ceiling over the plan.
+  StepResult tick(const TickInputs& in);
+  // The fast path: BE CPU suppression alone from a fresh sample and the node facts of the
+  // last tick; empty while no ceiling is in force (the full tick arms, lifts and recovers).
+  qos::Plan fast(const FastInputs& in) const;
+
+  [[nodiscard]] AgentMemory memory() const;
+  void adopt(const AgentMemory& memory);
+
+  [[nodiscard]] bool suppress_armed() const { return suppress_armed_; }
+  [[nodiscard]] const qos::QosEngine& engine() const { return engine_; }
+  [[nodiscard]] const bpf::InterferenceConfig& interference_config() const {
+    return rule_.config();
+  }
+
+ private:
+  qos::QosEngine engine_;
+  bpf::InterferenceRule rule_;
+  InterferenceCap cap_;
+  bool suppress_armed_ = true;
+};
+
+// Whether BE is running as the interference rule asks it: a BE pod used more than 50
+// millicores in the latest sample.
+bool be_running(const snapshot::NodeSnapshot& latest);
+
+}  // namespace gleaner::agent::step

@@ -1,0 +1,73 @@
+#include "cgroup/originals_file.h"
+
+#include <gtest/gtest.h>
+
+#include "test/support/temp_tree.h"
+
+namespace gleaner::cgroup {
+namespace {
+using gleaner::testing::TempDir;
+
+Originals sample() {
+  const std::string path = "/sys/fs/cgroup/cpu/kubepods/besteffort/cpu.cfs_quota_us";
+  const std::string cpus = "/sys/fs/cgroup/cpuset/kubepods/besteffort/cpuset.cpus";
+  return {{path, FileWrite{Resource::kCpuQuota, "kubepods/besteffort", path, "", "-1", "restore"}},
+          {cpus, FileWrite{Resource::kCpusetCpus, "kubepods/besteffort", cpus, "", "", "restore"}}};
+}
+
+TEST(OriginalsFile, SavesAndLoadsEveryField) {
+  TempDir t;
+  OriginalsFile file(t / "state/originals.json", "boot-1");
+  ASSERT_TRUE(file.save(sample()).ok());
+  auto loaded = file.load();
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_FALSE(loaded->other_boot);
+  ASSERT_EQ(loaded->originals.size(), 2u);
+  for (const auto& [path, want] : sample()) {
+    const auto& got = loaded->originals.at(path);
+    EXPECT_EQ(got.resource, want.resource);
+    EXPECT_EQ(got.cgroup, want.cgroup);
+    EXPECT_EQ(got.content, want.content);  // "" (an inherited v2 cpuset) survives
+  }
+  ASSERT_TRUE(file.remove().ok());
+  EXPECT_EQ(file.load().error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(file.remove().ok());  // absent is fine
+}
+
+TEST(OriginalsFile, ARecordFromAnotherBootRestoresNothing) {
+  TempDir t;
+  ASSERT_TRUE(OriginalsFile(t / "o.json", "boot-1").save(sample()).ok());
+  auto loaded = OriginalsFile(t / "o.json", "boot-2").load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_TRUE(loaded->other_boot);
+  EXPECT_TRUE(loaded->originals.empty());
+}
+
+TEST(OriginalsFile, CorruptRecordsNameWhatIsWrong) {
+  auto err = [](std::string_view text) {
+    auto r = parse_originals(text, "/var/lib/gleaner/originals.json", "b");
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_NE(err("{\"format\":1,").find("originals.json"), std::string::npos);
+  EXPECT_NE(err(R"({"format":2,"bootId":"b","cgroups":[]})").find("format"), std::string::npos);
+  EXPECT_NE(err(R"({"format":1,"bootId":"b","cgroups":[{"path":"/x"}]})").find("cgroups[0]"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"format":1,"bootId":"b","cgroups":[{"path":"/x","resource":"cpu_nope",)"
+                R"("cgroup":"a","content":"1"}]})")
+                .find("cpu_nope"),
+            std::string::npos);
+  EXPECT_EQ(err(R"({"format":1,"bootId":"b","cgroups":[]})"), "ok");
+}
+
+TEST(OriginalsFile, ACorruptRecordIsSetAside) {
+  TempDir t;
+  t.write("o.json", "not json");
+  OriginalsFile file(t / "o.json", "b");
+  EXPECT_EQ(file.load().error().code, ErrorCode::kParse);
+  ASSERT_TRUE(file.set_aside().ok());
+  EXPECT_EQ(t.read("o.json.corrupt"), "not json");
+  EXPECT_EQ(file.load().error().code, ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gleaner::cgroup
