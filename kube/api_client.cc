@@ -353,6 +353,10 @@ std::string pods_path(const std::string& ns) {
 std::string pod_path(const std::string& ns, const std::string& name) {
   return pods_path(ns) + "/" + name;
 }
+
+std::string daemon_set_path(const std::string& ns, const std::string& name) {
+  return "/apis/apps/v1/namespaces/" + ns + "/daemonsets/" + name;
+}
 std::string nodes_path() {
   return "/api/v1/nodes";
 }

@@ -134,6 +134,7 @@ Error http_error(const std::string& what, const HttpResponse& response);
 // Object paths.
 std::string pods_path(const std::string& ns);  // ns "" = all namespaces
 std::string pod_path(const std::string& ns, const std::string& name);
+std::string daemon_set_path(const std::string& ns, const std::string& name);
 std::string nodes_path();
 std::string node_path(const std::string& name);
 std::string node_status_path(const std::string& name);

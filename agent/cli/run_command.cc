@@ -201,6 +201,16 @@ void register_run_command(CLI::App& app) {
                       "(a hostPath; empty: not recorded)")
           ->capture_default_str(),
       "GLEANER_STATE_DIR");
+  cmd->add_option("--on-stop", o.on_stop,
+                  "on SIGTERM: restore every value (restore), or leave them for the agent "
+                  "replacing this one in a DaemonSet rolling update (auto)")
+      ->check(CLI::IsMember({"auto", "restore"}))
+      ->capture_default_str();
+  env(cmd->add_option("--pod-name", o.pod_name, "this agent's Pod name (for --on-stop auto)"),
+      "POD_NAME");
+  env(cmd->add_option("--pod-namespace", o.pod_namespace,
+                      "this agent's Pod namespace (for --on-stop auto)"),
+      "POD_NAMESPACE");
   cmd->add_option("--fast-interval", flags->fast_interval_ms,
                   "fast CPU-suppress loop in milliseconds (0: off)")
       ->check(CLI::Range(0, 10000))

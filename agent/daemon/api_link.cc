@@ -7,7 +7,8 @@
 namespace gleaner::agent {
 
 ApiLink::ApiLink(kube::KubeConfig config, std::string node_name)
-    : node_name_(std::move(node_name)),
+    : config_(config),
+      node_name_(std::move(node_name)),
       client_(std::make_unique<kube::KubeClient>(std::move(config), clock_)) {
   kube::InformerOptions options;
   options.path = kube::nodes_path();
@@ -15,6 +16,11 @@ ApiLink::ApiLink(kube::KubeConfig config, std::string node_name)
   informer_ = std::make_unique<kube::Informer>(*client_, options, kube::InformerHandlers{});
   informer_->start();
   worker_ = std::jthread([this](const std::stop_token& stop) { worker(stop); });
+}
+
+Result<std::optional<Json>> ApiLink::fetch(const std::string& path) const {
+  kube::KubeClient client(config_, clock_);
+  return client.find(path);
 }
 
 ApiLink::~ApiLink() {

@@ -40,11 +40,16 @@ class ApiLink {
   // Queues an eviction ("namespace/name"); duplicates of a queued pod are dropped.
   void evict(const std::string& pod_key, const std::string& reason, bool dry_run);
   [[nodiscard]] EvictionOutcome outcome() const;
+  // One object, fetched now on the caller's thread with a client of its own (the stopping
+  // agent asks for its Pod and DaemonSet while the worker may still be busy): nullopt when
+  // the object does not exist.
+  Result<std::optional<Json>> fetch(const std::string& path) const;
 
  private:
   void worker(const std::stop_token& stop);
 
   SystemClock clock_;
+  kube::KubeConfig config_;
   std::string node_name_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<kube::Informer> informer_;

@@ -16,6 +16,7 @@
 #include "agent/bpf/sched_probe.h"
 #include "agent/config/slo_config.h"
 #include "agent/daemon/api_link.h"
+#include "agent/daemon/handover.h"
 #include "agent/daemon/cgroup_watch.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
@@ -172,6 +173,8 @@ struct Daemon::Impl {
   // Adopts the originals an earlier run recorded and records every new one before it is
   // overwritten (DaemonOptions::state_dir).
   void record_originals();
+  // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
+  StopDecision decide_stop();
 };
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -385,6 +388,27 @@ void Daemon::Impl::record_originals() {
     if (!saved) ++state_file_errors;
     return saved;
   });
+}
+
+StopDecision Daemon::Impl::decide_stop() {
+  if (opt.on_stop != "auto" || opt.dry_run) return {};
+  if (!api || opt.pod_name.empty() || opt.pod_namespace.empty()) return {};
+  if (!originals_file || executor->persist_failures() > 0) {
+    return {false, "the original values are not all on record"};
+  }
+  if (executor->originals().empty()) return {};
+  auto pod = api->fetch(kube::pod_path(opt.pod_namespace, opt.pod_name));
+  if (!pod) return {false, "cannot read this agent's Pod: " + pod.error().describe()};
+  std::optional<Json> daemon_set;
+  if (*pod) {
+    const std::string owner = owning_daemon_set(**pod);
+    if (!owner.empty()) {
+      auto ds = api->fetch(kube::daemon_set_path(opt.pod_namespace, owner));
+      if (!ds) return {false, "cannot read DaemonSet " + owner + ": " + ds.error().describe()};
+      daemon_set = std::move(*ds);
+    }
+  }
+  return decide_on_stop(*pod, daemon_set);
 }
 
 void Daemon::Impl::wait_for_cgroup_change() {
@@ -716,6 +740,19 @@ void Daemon::stop() {
   d.timer.cancel();
   d.fast_timer.cancel();
   if (d.watch_descriptor) d.watch_descriptor->close();
+  const StopDecision decision = d.decide_stop();
+  if (decision.hand_over) {
+    // The values stay in force and on record; the next agent adopts the record and
+    // restores from it when it is the one that goes for good.
+    spdlog::info("{}: leaving {} cgroup values in force for the next agent ({})", decision.why,
+                 d.executor->originals().size(), d.originals_file->path());
+    d.executor->release_originals();
+    if (d.report_client) d.report_client->stop();
+    if (d.metrics_server) d.metrics_server->stop();
+    if (d.on_stop) d.on_stop();
+    return;
+  }
+  if (!decision.why.empty()) spdlog::info("restoring on stop: {}", decision.why);
   // Safety first: put back every cgroup value this agent changed.
   auto restored = d.executor->restore_all();
   spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),

@@ -70,6 +70,12 @@ struct DaemonOptions {
   // so a restarted or upgraded agent restores those and not its own. Empty: not recorded
   // (restore on stop still works within one run).
   std::string state_dir;
+  // On SIGTERM: "restore" puts every value back; "auto" (with --kubeconfig and the Pod's
+  // name and namespace) leaves them in force when a rolling update of the DaemonSet is
+  // replacing this agent, whose successor adopts them from the state file.
+  std::string on_stop = "auto";
+  std::string pod_name;       // this agent's Pod (downward API: POD_NAME)
+  std::string pod_namespace;  // (POD_NAMESPACE)
   int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
   // Called on every full tick that enforces (tests comparing the daemon with `plan`). It
   // plans the writes a second time, so the executor's counters count them twice.

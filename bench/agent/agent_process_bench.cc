@@ -44,6 +44,7 @@
 #include "common/file_io.h"
 #include "kube/http_client.h"
 #include "kube/yaml_json.h"
+#include "test/support/net.h"
 #include "test/support/scratch_cgroup.h"
 #include "test/support/temp_tree.h"
 
@@ -53,20 +54,6 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 volatile std::sig_atomic_t g_interrupted = 0;
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-                     ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!bound) throw std::system_error(err, std::generic_category(), "find a free loopback port");
-  return ntohs(addr.sin_port);
-}
 
 // A child process killed (and reaped) when this object goes, and with this process.
 class Child {
@@ -272,7 +259,7 @@ struct AgentOverPods {
   gleaner::testing::ScratchCgroups scratch;
   gleaner::testing::TempDir files;
   PodSet pods{scratch, files};
-  uint16_t port = free_port();
+  uint16_t port = gleaner::testing::free_loopback_port();
   std::unique_ptr<Child> agent;
 
   explicit AgentOverPods(int n) {
@@ -302,7 +289,7 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
       "| process | pods | CPU (%% of a core) | RSS (MiB) | /metrics p50 (ms) | p99 (ms) | "
       "body (KiB) | failed scrapes |\n|---|---|---|---|---|---|---|---|\n");
   if (::access(NODE_EXPORTER_BINARY, X_OK) == 0) {
-    const uint16_t port = free_port();
+    const uint16_t port = gleaner::testing::free_loopback_port();
     Child exporter({NODE_EXPORTER_BINARY, "--web.listen-address=127.0.0.1:" + std::to_string(port),
                     "--log.level=error"},
                    true);

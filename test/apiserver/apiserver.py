@@ -32,8 +32,11 @@ RESOURCES = {
     ("", "events"): ("Event", True, False),
     ("", "bindings"): ("Binding", True, False),
     ("sparkoperator.k8s.io", "sparkapplications"): ("SparkApplication", True, True),
+    ("apps", "daemonsets"): ("DaemonSet", True, True),
 }
-VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2"}
+VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1"}
+# Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
+BUILT_IN_GROUPS = {"", "apps"}
 
 
 class Route:
@@ -226,7 +229,7 @@ class Handler(BaseHTTPRequestHandler):
     def patch(self, r, raw):
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         body = self.json_body(raw)
-        if ctype == "application/strategic-merge-patch+json" and r.group:
+        if ctype == "application/strategic-merge-patch+json" and r.group not in BUILT_IN_GROUPS:
             raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
                            "unknown format - accepted media types include: "
                            "application/json-patch+json, application/merge-patch+json")

@@ -245,6 +245,27 @@ class OfficialClientTest(unittest.TestCase):
         self.assertEqual([t for t, _ in events], ["MODIFIED", "DELETED"])
         self.assertIn("deletionTimestamp", events[0][1])
 
+    def test_daemon_set_generation_follows_spec_changes(self):
+        apps = client.AppsV1Api(self.api)
+        body = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "agent-gen", "generation": 7},
+                "spec": {"selector": {"matchLabels": {"app": "a"}},
+                         "template": {"metadata": {"labels": {"app": "a"}},
+                                      "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}}
+        created = apps.create_namespaced_daemon_set("kube-system", body)
+        self.assertEqual(created.metadata.generation, 1)  # the server's, not the client's
+        patched = apps.patch_namespaced_daemon_set(
+            "agent-gen", "kube-system",
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i:2"}]}}}})
+        self.assertEqual(patched.metadata.generation, 2)
+        labelled = apps.patch_namespaced_daemon_set(
+            "agent-gen", "kube-system", {"metadata": {"labels": {"x": "y"}}})
+        self.assertEqual(labelled.metadata.generation, 2)  # metadata alone: no new generation
+        apps.delete_namespaced_daemon_set("agent-gen", "kube-system")
+        with self.assertRaises(ApiException) as gone:
+            apps.read_namespaced_daemon_set("agent-gen", "kube-system")
+        self.assertEqual(gone.exception.status, 404)
+
     def test_create_event(self):
         event = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name="p.1"), reason="Scheduled", type="Normal",

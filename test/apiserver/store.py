@@ -41,6 +41,11 @@ def expired(message):
     return ApiError(410, "Expired", message)
 
 
+# Resources whose metadata.generation the server keeps (spec changes bump it), as the API
+# server does for workload objects such as DaemonSets.
+GENERATED = {"daemonsets"}
+
+
 def _qualified(resource, group):
     return resource + ("." + group if group else "")
 
@@ -158,6 +163,8 @@ class Store:
             meta.pop("generateName", None) if meta.get("name") else None
             for system_set in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 meta.pop(system_set, None)  # only a delete sets them
+            if resource in GENERATED:
+                meta["generation"] = 1
             if resource == "pods":
                 obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
                 status = obj.setdefault("status", {})
@@ -207,6 +214,10 @@ class Store:
                                    "is being deleted, found new finalizers %s"
                                    % (_qualified(resource, group), name, added),
                                    {"name": name, "group": group, "kind": resource})
+            if resource in GENERATED:
+                # metadata.generation is the server's: it moves with every spec change.
+                meta["generation"] = current["metadata"].get("generation", 1) + (
+                    1 if new.get("spec") != current.get("spec") else 0)
             if new == current:
                 return copy.deepcopy(current)  # a no-op write does not bump the rv
             self.rv += 1

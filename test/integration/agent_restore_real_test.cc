@@ -18,8 +18,10 @@
 
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
+#include "test/kube/test_apiserver.h"
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
+#include "test/support/net.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner {
@@ -44,9 +46,11 @@ std::string agent_binary() {
   return std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
 }
 
-// Starts `gleaner-agent run` over `node` (200 ms full pass, 50 ms fast path).
+// Starts `gleaner-agent run` over `node` (200 ms full pass, 50 ms fast path);
+// `metrics_port` 0: no metrics server.
 pid_t start_agent(testing::ColocatedNode& node, const std::string& state_dir,
-                  const std::vector<std::string>& extra = {}) {
+                  const std::vector<std::string>& extra = {}, uint16_t metrics_port = 0) {
+  const std::string metrics = metrics_port == 0 ? "" : "127.0.0.1:" + std::to_string(metrics_port);
   std::vector<std::string> args = {agent_binary(),
                                    "run",
                                    "--cgroup-root",
@@ -56,7 +60,7 @@ pid_t start_agent(testing::ColocatedNode& node, const std::string& state_dir,
                                    "--config-dir",
                                    node.config_dir(),
                                    "--metrics-addr",
-                                   "",
+                                   metrics,
                                    "--interval",
                                    "200",
                                    "--fast-interval",
@@ -212,6 +216,111 @@ TEST_F(AgentRestoreReal, ACorruptRecordIsSetAsideAndTheAgentStillRuns) {
   const int status = reap(agent, 20s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_TRUE(path_exists(state_ / "originals.json.corrupt"));
+  expect_node_as_found();
+}
+
+// A cluster the agent can ask, on stop, whether a rolling update is replacing it: its Node,
+// the gleaner-agent DaemonSet and the agent's own Pod, as the DaemonSet controller makes it.
+class AgentHandoverReal : public AgentRestoreReal {
+ protected:
+  void SetUp() override {
+    AgentRestoreReal::SetUp();
+    if (IsSkipped()) return;
+    api_ = kube::testing::TestApiServer::start();
+    if (!api_) GTEST_SKIP() << "/usr/bin/python3 is needed for the test API server";
+    post("/api/v1/nodes", R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-a"},
+      "status":{"capacity":{"cpu":"2","memory":"8Gi"},"allocatable":{"cpu":"2","memory":"8Gi"}}})");
+    auto ds =
+        post("/apis/apps/v1/namespaces/kube-system/daemonsets",
+             R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"gleaner-agent"},
+      "spec":{"template":{"spec":{"containers":[{"name":"agent","image":"gleaner:1"}]}}}})");
+    ds_uid_ = ds["metadata"]["uid"];
+    state_.write("kubeconfig",
+                 "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n"
+                 "  cluster:\n    server: " +
+                     api_->url() +
+                     "\nusers:\n- name: agent\n  user: {}\ncontexts:\n"
+                     "- name: test\n  context: {cluster: test, user: agent}\n"
+                     "current-context: test\n");
+  }
+  Json post(const std::string& path, const std::string& body) {
+    auto resp = api_->raw("POST", path, body);
+    EXPECT_EQ(resp.status / 100, 2) << resp.body;
+    return Json::parse(resp.body.empty() ? "{}" : resp.body);
+  }
+  // The DaemonSet controller's Pod for template generation `generation`.
+  std::string make_agent_pod(int generation) {
+    const std::string name = "gleaner-agent-g" + std::to_string(generation);
+    post("/api/v1/namespaces/kube-system/pods",
+         R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+             R"(","labels":{"pod-template-generation":")" + std::to_string(generation) +
+             R"("},"ownerReferences":[{"apiVersion":"apps/v1","kind":"DaemonSet",
+             "name":"gleaner-agent","uid":")" +
+             ds_uid_ +
+             R"(","controller":true}]},"spec":{"nodeName":"node-a","containers":[
+             {"name":"agent","image":"gleaner"}]}})");
+    return name;
+  }
+  // Starts the agent of `pod` and returns once it serves /readyz (its first pass is done,
+  // and SIGTERM reaches its handler).
+  pid_t start_pod_agent(const std::string& pod) {
+    const uint16_t port = testing::free_loopback_port();
+    pid_t pid = start_agent(*node_, state_.path(),
+                            {"--kubeconfig", state_ / "kubeconfig", "--pod-name", pod,
+                             "--pod-namespace", "kube-system"},
+                            port);
+    const bool ready = eventually(
+        [&] {
+          kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", port}, {});
+          auto resp = conn.request(kube::HttpRequest{"GET", "/readyz", {}, ""}, {});
+          return resp && resp->status == 200;
+        },
+        15s, 20ms);
+    EXPECT_TRUE(ready) << "agent of " << pod << " not ready";
+    return pid;
+  }
+  std::unique_ptr<kube::testing::TestApiServer> api_;
+  std::string ds_uid_;
+};
+
+TEST_F(AgentHandoverReal, RollingUpdateKeepsBeLimitedAndUninstallRestoresTheFirstOriginals) {
+  pid_t old_agent = start_pod_agent(make_agent_pod(1));
+  ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 15s))
+      << "BE quota " << be_quota() << ", container quota " << container_quota();
+
+  // A new image: the DaemonSet's template (generation 2) replaces the running Pod.
+  auto patched = api_->raw(
+      "PATCH", "/apis/apps/v1/namespaces/kube-system/daemonsets/gleaner-agent",
+      R"({"spec":{"template":{"spec":{"containers":[{"name":"agent","image":"gleaner:2"}]}}}})",
+      "application/merge-patch+json");
+  ASSERT_EQ(patched.status, 200) << patched.body;
+  ASSERT_EQ(Json::parse(patched.body)["metadata"]["generation"], 2);
+  ::kill(old_agent, SIGTERM);
+  int status = reap(old_agent, 10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(suppressed_consistently())
+      << "BE was let loose between the two agents: quota " << be_quota();
+  EXPECT_TRUE(path_exists(state_ / "originals.json"));
+
+  // The successor adopts the record; the DaemonSet is then deleted (uninstall).
+  pid_t new_agent = start_pod_agent(make_agent_pod(2));
+  ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 15s));
+  auto deleted =
+      api_->raw("DELETE", "/apis/apps/v1/namespaces/kube-system/daemonsets/gleaner-agent");
+  ASSERT_EQ(deleted.status / 100, 2) << deleted.body;
+  ::kill(new_agent, SIGTERM);
+  status = reap(new_agent, 10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  expect_node_as_found();
+  EXPECT_FALSE(path_exists(state_ / "originals.json"));
+}
+
+TEST_F(AgentHandoverReal, APodReplacedWithoutATemplateChangeRestores) {
+  pid_t agent = start_pod_agent(make_agent_pod(1));
+  ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 15s));
+  ::kill(agent, SIGTERM);
+  const int status = reap(agent, 10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   expect_node_as_found();
 }
 
