@@ -95,7 +95,8 @@ Result<LoadedOriginals> parse_originals(std::string_view text, std::string_view 
   return out;
 }
 
-std::string format_originals(const Originals& originals, std::string_view boot_id) {
+std::string format_originals(const Originals& originals, std::string_view boot_id,
+                             const Json& sections) {
   Json list = Json::array();
   for (const auto& [path, w] : originals) {
     list.push_back({{"path", path},
@@ -104,6 +105,9 @@ std::string format_originals(const Originals& originals, std::string_view boot_i
                     {"content", w.content}});
   }
   Json doc = {{"format", kFormat}, {"bootId", std::string(boot_id)}, {"cgroups", list}};
+  for (const auto& [key, value] : sections.items()) {
+    if (!doc.contains(key)) doc[key] = value;
+  }
   return doc.dump(1) + "\n";
 }
 
@@ -113,13 +117,13 @@ Result<LoadedOriginals> OriginalsFile::load() const {
   return parse_originals(*text, path_, boot_id_);
 }
 
-Status OriginalsFile::save(const Originals& originals) const {
+Status OriginalsFile::save(const Originals& originals, const Json& sections) const {
   std::error_code ec;
   const auto dir = std::filesystem::path(path_).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, dir.string() + ": " + ec.message());
   const std::string tmp = path_ + ".tmp";
-  if (auto written = write_synced(tmp, format_originals(originals, boot_id_)); !written) {
+  if (auto written = write_synced(tmp, format_originals(originals, boot_id_, sections)); !written) {
     return written;
   }
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {

@@ -6,12 +6,14 @@
 // Format (docs/operations.md): JSON
 //   {"format": 1, "bootId": "<kernel boot id>", "cgroups": [
 //      {"path": "/sys/fs/cgroup/cpu/kubepods/besteffort/cpu.cfs_quota_us",
-//       "resource": "cpu_quota", "cgroup": "kubepods/besteffort", "content": "-1"}, ...]}
+//       "resource": "cpu_quota", "cgroup": "kubepods/besteffort", "content": "-1"}, ...],
+//    ...other sections, opaque here (the agent keeps resctrl's in "resctrl")}
 // A record from another boot describes cgroups that no longer exist and is ignored.
 
 #include <string>
 
 #include "cgroup/executor.h"
+#include "common/json_util.h"
 #include "common/result.h"
 
 namespace gleaner::cgroup {
@@ -19,12 +21,15 @@ namespace gleaner::cgroup {
 struct LoadedOriginals {
   Originals originals;
   bool other_boot = false;  // recorded before the last reboot: nothing to restore
+  // Other top-level keys, kept for the modules that wrote them (the agent's "resctrl").
+  Json sections = Json::object();
 };
 
 // Parses a record. Errors name what is wrong and where.
 Result<LoadedOriginals> parse_originals(std::string_view text, std::string_view where,
                                         std::string_view boot_id);
-std::string format_originals(const Originals& originals, std::string_view boot_id);
+std::string format_originals(const Originals& originals, std::string_view boot_id,
+                             const Json& sections = Json::object());
 
 class OriginalsFile {
  public:
@@ -35,7 +40,8 @@ class OriginalsFile {
   // kNotFound when there is no record; kParse when it is corrupt.
   [[nodiscard]] Result<LoadedOriginals> load() const;
   // Replaces the record (creating its directory), atomically.
-  [[nodiscard]] Status save(const Originals& originals) const;
+  [[nodiscard]] Status save(const Originals& originals,
+                            const Json& sections = Json::object()) const;
   // Removes the record (nothing left to restore). Absent is fine.
   [[nodiscard]] Status remove() const;
   // Moves a corrupt record aside (<path>.corrupt) so it is kept for inspection.

@@ -15,6 +15,7 @@
 #include "cgroup/version.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
+#include "resctrl/availability.h"
 #include "resctrl/resctrl_fs.h"
 
 namespace gleaner::agent {
@@ -69,9 +70,11 @@ Json build_report(const ReportOptions& opt) {
   out["features"]["psi"] = sampler.has_psi();
   out["features"]["btf"] = path_exists(opt.btf_path);
   auto rdt = resctrl::ResctrlFs(opt.resctrl_root).detect();
+  auto cpuinfo = read_file(join_path(opt.proc_root, "cpuinfo"));
   out["features"]["resctrl"] =
       rdt.ok() ? (rdt->l3 ? (rdt->mba ? "L3 CAT + MBA" : "L3 CAT") : (rdt->mba ? "MBA" : "mounted"))
-               : "absent";
+               : resctrl::describe(resctrl::classify(is_directory(opt.resctrl_root), false,
+                                                     cpuinfo ? *cpuinfo : std::string()));
   return out;
 }
 

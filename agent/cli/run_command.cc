@@ -173,6 +173,9 @@ void register_run_command(CLI::App& app) {
   env(cmd->add_option("--proc-root", o.proc_root, "procfs root")->capture_default_str(),
       "GLEANER_PROC_ROOT");
   cmd->add_option("--resctrl-root", o.resctrl_root, "resctrl root")->capture_default_str();
+  cmd->add_flag(
+      "!--no-resctrl-mount", o.resctrl_mount,
+      "do not mount resctrl at --resctrl-root when the CPU has RDT and it is not mounted");
   env(cmd->add_option("--config-dir", o.config_dir, "mounted ack-slo-config directory"),
       "GLEANER_CONFIG_DIR");
   cmd->add_option("--pods-file", o.pods_file, "PodList JSON file instead of kubelet");

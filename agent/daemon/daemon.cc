@@ -16,8 +16,8 @@
 #include "agent/bpf/sched_probe.h"
 #include "agent/config/slo_config.h"
 #include "agent/daemon/api_link.h"
-#include "agent/daemon/handover.h"
 #include "agent/daemon/cgroup_watch.h"
+#include "agent/daemon/handover.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/fast_sampler.h"
@@ -41,6 +41,7 @@
 #include "reporter/metrics/metrics_registry.h"
 #include "reporter/metrics/metrics_server.h"
 #include "reporter/metrics/routes.h"
+#include "resctrl/availability.h"
 #include "resctrl/resctrl_fs.h"
 
 namespace gleaner::agent {
@@ -100,6 +101,27 @@ std::pair<double, int64_t> self_usage() {
   int64_t resident = 0;
   if (statm >> size >> resident) rss = resident * ::sysconf(_SC_PAGESIZE);
   return {cpu, rss};
+}
+
+// Mounts resctrl where the CPU has RDT allocation and nobody mounted it (as koordlet does);
+// says which of "not mounted", "no RDT" and "no kernel support" applies otherwise.
+void prepare_resctrl(const DaemonOptions& opt) {
+  const bool mounted = resctrl::ResctrlFs(opt.resctrl_root).detect().ok();
+  auto cpuinfo = read_file(join_path(opt.proc_root, "cpuinfo"));
+  auto availability = resctrl::classify(is_directory(opt.resctrl_root), mounted,
+                                        cpuinfo ? *cpuinfo : std::string());
+  if (availability == resctrl::Availability::kMounted) return;
+  if (availability != resctrl::Availability::kNotMounted || !opt.resctrl_mount || opt.dry_run) {
+    spdlog::info("resctrl at {}: {}; resctrl QoS off", opt.resctrl_root,
+                 resctrl::describe(availability));
+    return;
+  }
+  if (auto done = resctrl::mount_resctrl(opt.resctrl_root); !done) {
+    spdlog::warn("resctrl at {}: {}, and mounting it failed ({}); resctrl QoS off",
+                 opt.resctrl_root, resctrl::describe(availability), done.error().describe());
+    return;
+  }
+  spdlog::info("resctrl mounted at {}", opt.resctrl_root);
 }
 
 }  // namespace
@@ -173,6 +195,8 @@ struct Daemon::Impl {
   // Adopts the originals an earlier run recorded and records every new one before it is
   // overwritten (DaemonOptions::state_dir).
   void record_originals();
+  void adopt_resctrl(const Json& sections);
+  Status save_state(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
   StopDecision decide_stop();
 };
@@ -198,7 +222,6 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   d.version = *version;
   d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
   d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
-  d.record_originals();
 
   const std::string cpu_root = d.fs->dir_of(cgroup::Resource::kCpuShares, "");
   if (!d.opt.cgroup_driver.empty()) {
@@ -212,10 +235,12 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     d.layout.emplace(cgroup::CgroupDriver::kCgroupfs, d.opt.cgroup_parent);
   }
 
+  prepare_resctrl(d.opt);
   if (resctrl::ResctrlFs rdt(d.opt.resctrl_root); rdt.detect().ok()) {
     d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
     d.resctrl_executor = std::make_unique<qos::ResctrlExecutor>(*d.resctrl_fs, d.opt.dry_run);
   }
+  d.record_originals();
   d.qos_reader = std::make_unique<qos::FsQosReader>(*d.fs, d.resctrl_fs.get());
   if (auto topo = qos::read_cpu_topology(d.opt.sys_root)) d.topology = std::move(*topo);
 
@@ -368,12 +393,15 @@ void Daemon::Impl::record_originals() {
       spdlog::info("{}: recorded before the last reboot, nothing to restore",
                    originals_file->path());
       (void)originals_file->remove();
-    } else if (!loaded->originals.empty()) {
-      spdlog::info(
-          "{}: adopting {} original values recorded by an earlier run (restored on stop instead "
-          "of the values found now)",
-          originals_file->path(), loaded->originals.size());
-      executor->adopt_originals(std::move(loaded->originals));
+    } else {
+      if (!loaded->originals.empty()) {
+        spdlog::info(
+            "{}: adopting {} original values recorded by an earlier run (restored on stop "
+            "instead of the values found now)",
+            originals_file->path(), loaded->originals.size());
+        executor->adopt_originals(std::move(loaded->originals));
+      }
+      adopt_resctrl(loaded->sections);
     }
   } else if (loaded.error().code != ErrorCode::kNotFound) {
     ++state_file_errors;
@@ -384,10 +412,40 @@ void Daemon::Impl::record_originals() {
     (void)originals_file->set_aside();
   }
   executor->set_persist([this](const cgroup::Originals& originals) {
-    auto saved = originals_file->save(originals);
-    if (!saved) ++state_file_errors;
-    return saved;
+    return save_state(originals,
+                      resctrl_executor ? resctrl_executor->originals() : qos::ResctrlOriginals{});
   });
+  if (resctrl_executor) {
+    resctrl_executor->set_persist([this](const qos::ResctrlOriginals& resctrl) {
+      (void)save_state(executor->originals(), resctrl);
+    });
+  }
+}
+
+void Daemon::Impl::adopt_resctrl(const Json& sections) {
+  auto it = sections.find("resctrl");
+  if (it == sections.end()) return;
+  auto earlier = qos::parse_resctrl_originals(*it, originals_file->path());
+  if (!earlier) {
+    ++state_file_errors;
+    spdlog::warn("{}; resctrl is restored from the values found now", earlier.error().describe());
+    return;
+  }
+  if (!resctrl_executor) {
+    spdlog::warn("{}: resctrl changes on record but resctrl is not available here; left as is",
+                 originals_file->path());
+    return;
+  }
+  resctrl_executor->adopt(*earlier);
+}
+
+Status Daemon::Impl::save_state(const cgroup::Originals& cgroups,
+                                const qos::ResctrlOriginals& resctrl) {
+  Json sections = Json::object();
+  if (!resctrl.empty()) sections["resctrl"] = qos::resctrl_originals_json(resctrl);
+  auto saved = originals_file->save(cgroups, sections);
+  if (!saved) ++state_file_errors;
+  return saved;
 }
 
 StopDecision Daemon::Impl::decide_stop() {
@@ -396,7 +454,10 @@ StopDecision Daemon::Impl::decide_stop() {
   if (!originals_file || executor->persist_failures() > 0) {
     return {false, "the original values are not all on record"};
   }
-  if (executor->originals().empty()) return {};
+  if (executor->originals().empty() &&
+      (!resctrl_executor || resctrl_executor->originals().empty())) {
+    return {};
+  }
   auto pod = api->fetch(kube::pod_path(opt.pod_namespace, opt.pod_name));
   if (!pod) return {false, "cannot read this agent's Pod: " + pod.error().describe()};
   std::optional<Json> daemon_set;
@@ -747,18 +808,27 @@ void Daemon::stop() {
     spdlog::info("{}: leaving {} cgroup values in force for the next agent ({})", decision.why,
                  d.executor->originals().size(), d.originals_file->path());
     d.executor->release_originals();
+    if (d.resctrl_executor) d.resctrl_executor->release();
     if (d.report_client) d.report_client->stop();
     if (d.metrics_server) d.metrics_server->stop();
     if (d.on_stop) d.on_stop();
     return;
   }
   if (!decision.why.empty()) spdlog::info("restoring on stop: {}", decision.why);
-  // Safety first: put back every cgroup value this agent changed.
+  // Safety first: put back every resctrl and cgroup value this agent changed.
+  qos::ResctrlApplyReport resctrl_back;
+  if (d.resctrl_executor) {
+    resctrl_back = d.resctrl_executor->restore_all();
+    for (const auto& e : resctrl_back.failed)
+      spdlog::warn("resctrl restore: {}", e.describe());
+  }
   auto restored = d.executor->restore_all();
-  spdlog::info("restored {} cgroup values ({} failed)", restored.written.size(),
-               restored.failed.size());
+  spdlog::info("restored {} cgroup values ({} failed) and {} resctrl changes ({} failed)",
+               restored.written.size(), restored.failed.size(), resctrl_back.written,
+               resctrl_back.failed.size());
   if (d.originals_file) {
     const bool all_back =
+        resctrl_back.failed.empty() &&
         std::all_of(restored.failed.begin(), restored.failed.end(),
                     [](const auto& f) { return f.second.code == ErrorCode::kNotFound; });
     // Kept when something could not be put back: the next start adopts and retries it.

@@ -40,6 +40,8 @@ struct DaemonOptions {
   std::string cgroup_parent;   // kubelet --cgroup-root
   std::string proc_root = "/proc";
   std::string resctrl_root = "/sys/fs/resctrl";
+  // Mount resctrl at resctrl_root when the CPU has RDT allocation and it is not mounted.
+  bool resctrl_mount = true;
   std::string config_dir;
   std::string pods_file;
   std::string node_file;

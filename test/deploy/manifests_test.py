@@ -182,14 +182,26 @@ def check_agent(c, docs, image, agent_flags):
     c.check(m and env.get(m.group(1), {}).get("valueFrom", {}).get("fieldRef", {})
             .get("fieldPath") == "status.hostIP", "agent: --kubelet-host from status.hostIP")
     host_paths = {v["hostPath"]["path"]: n for n, v in volumes.items() if "hostPath" in v}
-    for p in ["/sys/fs/cgroup", "/sys/fs/resctrl", "/proc", "/sys/kernel/btf", "/sys/fs/bpf"]:
+    for p in ["/sys/fs/cgroup", "/sys/fs", "/proc", "/sys/kernel", "/sys/fs/bpf",
+              "/var/lib/gleaner"]:
         c.check(p in host_paths, "agent: hostPath " + p)
+    # Paths a node may lack (resctrl, BTF) are reached through parents every node has, so
+    # the pod starts everywhere.
+    for v in volumes.values():
+        hp = v.get("hostPath", {})
+        c.check(hp.get("path") not in ("/sys/fs/resctrl", "/sys/kernel/btf"),
+                "agent: no hostPath a node may lack (%s)" % hp.get("path"))
     mounts = {vm["name"]: vm["mountPath"] for vm in ctr["volumeMounts"]}
     for flag, host in [("--cgroup-root", "/sys/fs/cgroup"), ("--proc-root", "/proc"),
-                       ("--resctrl-root", "/sys/fs/resctrl")]:
-        c.check(mounts.get(host_paths.get(host)) == args.get(flag),
+                       ("--state-dir", "/var/lib/gleaner")]:
+        c.check(mounts.get(host_paths.get(host)) == args.get(flag, "/var/lib/gleaner"),
                 "agent: %s %s is where %s is mounted" % (flag, args.get(flag), host))
-    c.check(mounts.get(host_paths.get("/sys/kernel/btf")) == "/sys/kernel/btf",
+    c.check(args.get("--resctrl-root") == mounts.get(host_paths.get("/sys/fs")) + "/resctrl",
+            "agent: --resctrl-root is the host's /sys/fs/resctrl")
+    sys_fs = [vm for vm in ctr["volumeMounts"] if vm["name"] == host_paths.get("/sys/fs")]
+    c.check(sys_fs and sys_fs[0].get("mountPropagation") == "Bidirectional",
+            "agent: a resctrl the agent mounts reaches the host (Bidirectional)")
+    c.check(mounts.get(host_paths.get("/sys/kernel")) == "/sys/kernel",
             "agent: BTF at /sys/kernel/btf (the path the agent checks)")
     config_mount = mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("name")
                             == "ack-slo-config")

@@ -92,6 +92,51 @@ TEST_P(ResctrlTree, GroupSchemataPerCacheIdAndTasksPlacedOnce) {
   EXPECT_EQ(rt.read("BE/schemata"), "L3:0=f;2=f\n");
 }
 
+TEST(ResctrlRestore, RemovesCreatedGroupsAndPutsBackLinesOfGroupsFoundBefore) {
+  TempDir rt;
+  make_resctrl(rt);
+  rt.write("LS/schemata", "L3:0=7ff;2=7ff\nMB:0=100;2=100\n");  // made by someone else
+  rt.write("LS/tasks", "");
+  resctrl::ResctrlFs rfs(rt.path());
+  ResctrlExecutor exec(rfs);
+  std::vector<ResctrlOriginals> persisted;
+  exec.set_persist([&](const ResctrlOriginals& o) { persisted.push_back(o); });
+  ResctrlAction create{ResctrlAction::Kind::kCreateGroup, "BE"};
+  ResctrlAction ls_l3{ResctrlAction::Kind::kSchemata, "LS", "L3", {{0, "3ff"}, {2, "3ff"}}};
+  ResctrlAction ls_task{ResctrlAction::Kind::kAddTask, "LS", "", {}, 4242};
+  ASSERT_TRUE(exec.apply({create, ls_l3, ls_task}).failed.empty());
+  EXPECT_EQ(rt.read("LS/schemata"), "L3:0=3ff;2=3ff\n");
+  // Recorded before each change: the new group, then the LS line as found.
+  ASSERT_EQ(persisted.size(), 2u);
+  EXPECT_EQ(persisted[0].created_groups, std::set<std::string>{"BE"});
+  EXPECT_EQ(persisted[1].schemata.at("LS").at("L3").at(2), "7ff");
+
+  // Through the state file's form, as a restarted agent reads it.
+  auto json = resctrl_originals_json(exec.originals());
+  auto reread = parse_resctrl_originals(json, "originals.json");
+  ASSERT_TRUE(reread.ok()) << reread.error().message;
+  ResctrlExecutor restarted(rfs);
+  restarted.adopt(*reread);
+  rt.write("tasks", "");
+  auto back = restarted.restore_all();
+  EXPECT_TRUE(back.failed.empty()) << back.failed[0].message;
+  EXPECT_FALSE(is_directory(rt.path() + "/BE"));  // the group it created is gone
+  EXPECT_EQ(rt.read("LS/schemata"), "L3:0=7ff;2=7ff\n");
+  // Task ids do not survive a restart (they name other processes by then); the executor
+  // that placed one moves it back to the root group.
+  exec.restore_all();
+  EXPECT_EQ(rt.read("tasks"), "4242\n");
+}
+
+TEST(ResctrlRestore, MalformedRecordsNameTheField) {
+  auto bad = parse_resctrl_originals(Json::parse(R"({"schemata":{"LS":{"L3":"nonsense"}}})"),
+                                     "originals.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("resctrl.schemata.LS.L3"), std::string::npos)
+      << bad.error().message;
+  EXPECT_FALSE(parse_resctrl_originals(Json::parse(R"({"createdGroups":[1]})"), "f").ok());
+}
+
 TEST_P(ResctrlTree, MissingResctrlIsOneNoteAndNoAction) {
   TempDir cg;
   TempDir empty;
