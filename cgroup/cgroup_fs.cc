@@ -127,6 +127,9 @@ Result<std::vector<int>> CgroupFs::read_ids(Resource resource, const std::string
   if (!path) return path.error();
   auto raw = read_file(*path);
   if (!raw) return raw.error();
+  if (resource == Resource::kCpusetCpus || resource == Resource::kCpusetEffective) {
+    return parse_cpu_list(*raw);
+  }
   return parse_id_list(*raw);
 }
 

@@ -54,6 +54,7 @@ class CgroupFs {
   // inactive_anon + active_anon + unevictable (hierarchical on v1).
   Result<int64_t> read_memory_working_set(const std::string& cgroup);
   Result<Psi> read_pressure(Resource resource, const std::string& cgroup);
+  // Task or process ids, or CPU lists for the cpuset resources.
   Result<std::vector<int>> read_ids(Resource resource, const std::string& cgroup);
 
   // Closes cached descriptors of cgroups that are gone (call after a pod is deleted).

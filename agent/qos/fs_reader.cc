@@ -17,14 +17,8 @@ std::optional<int64_t> FsQosReader::integer(cgroup::Resource resource, const std
 }
 
 std::optional<std::vector<int>> FsQosReader::ids(cgroup::Resource resource, const std::string& cg) {
-  if (resource == cgroup::Resource::kCpusetCpus || resource == cgroup::Resource::kCpusetEffective) {
-    auto raw = fs_.read_raw(resource, cg);
-    if (!raw) return std::nullopt;
-    auto cpus = cgroup::parse_cpu_list(*raw);
-    if (!cpus) return std::nullopt;
-    return *cpus;
-  }
-  auto v = fs_.read_ids(resource, cg);
+  auto v =
+      resource == cgroup::Resource::kCpusetCpus ? fs_.read_cpuset(cg) : fs_.read_ids(resource, cg);
   if (!v) return std::nullopt;
   return *v;
 }

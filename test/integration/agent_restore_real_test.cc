@@ -219,6 +219,36 @@ TEST_F(AgentRestoreReal, ACorruptRecordIsSetAsideAndTheAgentStillRuns) {
   expect_node_as_found();
 }
 
+TEST_F(AgentRestoreReal, CpusetSuppressionKeepsContainersInsideAndSigtermRestores) {
+  ASSERT_TRUE(write_file(node_->config_dir() + "/resource-threshold-config",
+                         R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":65,
+                             "cpuSuppressPolicy":"cpuset","cpuSuppressMinCPUs":1}})")
+                  .ok());
+  const std::string container_cpus_found =
+      *fs_->read_raw(Resource::kCpusetCpus, node_->be_container());
+  pid_t agent = start_agent(*node_, state_.path());
+  std::vector<pid_t> ls = {node_->scratch().spawn_busy(node_->ls_pod()),
+                           node_->scratch().spawn_busy(node_->ls_pod())};
+  auto cpus = [&](const std::string& cg) {
+    return fs_->read_ids(Resource::kCpusetEffective, cg).value_or(std::vector<int>{});
+  };
+  // LS wants both CPUs: BE is left its minimum of one, and its container (which holds the
+  // BE processes) runs on that CPU too.
+  EXPECT_TRUE(eventually([&] { return cpus(node_->be_qos()).size() == 1; }, 10s))
+      << "BE cpuset " << *fs_->read_raw(Resource::kCpusetCpus, node_->be_qos());
+  EXPECT_EQ(cpus(node_->be_container()), cpus(node_->be_qos()));
+  for (pid_t p : ls)
+    node_->scratch().kill_child(p);
+  ::kill(agent, SIGTERM);
+  const int status = reap(agent, 5s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(*fs_->read_raw(Resource::kCpusetCpus, node_->be_container()), container_cpus_found);
+  if (node_->scratch().version() != cgroup::CgroupVersion::kV2) {
+    // v2: a populated cpuset that inherited cannot inherit again (docs/qos.md); v1 must match.
+    expect_node_as_found();
+  }
+}
+
 // A cluster the agent can ask, on stop, whether a rolling update is replacing it: its Node,
 // the gleaner-agent DaemonSet and the agent's own Pod, as the DaemonSet controller makes it.
 class AgentHandoverReal : public AgentRestoreReal {
@@ -313,6 +343,30 @@ TEST_F(AgentHandoverReal, RollingUpdateKeepsBeLimitedAndUninstallRestoresTheFirs
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   expect_node_as_found();
   EXPECT_FALSE(path_exists(state_ / "originals.json"));
+}
+
+TEST_F(AgentHandoverReal, BeMemoryEvictionGoesThroughTheEvictionApi) {
+  // The Node says 64 MiB: whatever this machine really uses is above 70% of it.
+  auto shrunk = api_->raw("PATCH", "/api/v1/nodes/node-a/status",
+                          R"({"status":{"capacity":{"memory":"64Mi"},
+                              "allocatable":{"memory":"64Mi"}}})",
+                          "application/merge-patch+json");
+  ASSERT_EQ(shrunk.status, 200) << shrunk.body;
+  ASSERT_TRUE(write_file(node_->config_dir() + "/resource-threshold-config",
+                         R"({"clusterStrategy":{"enable":true,"memoryEvictThresholdPercent":70}})")
+                  .ok());
+  post("/api/v1/namespaces/spark/pods",
+       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"exec-1","namespace":"spark",
+         "labels":{"koordinator.sh/qosClass":"BE"}},"spec":{"nodeName":"node-a",
+         "containers":[{"name":"c","image":"spark"}]}})");
+  pid_t agent = start_pod_agent(make_agent_pod(1));
+  EXPECT_TRUE(eventually(
+      [&] { return api_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1").status == 404; }, 15s,
+      50ms))
+      << "the BE pod was not evicted";
+  ::kill(agent, SIGTERM);
+  const int status = reap(agent, 10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
 TEST_F(AgentHandoverReal, APodReplacedWithoutATemplateChangeRestores) {
