@@ -39,9 +39,20 @@ const char* hierarchy_reason(FittedValue::Kind kind) {
 WriteExecutor::WriteExecutor(CgroupFs& fs, bool dry_run, const Clock* clock)
     : fs_(fs), dry_run_(dry_run), clock_(clock != nullptr ? clock : &system_clock()) {}
 
-void WriteExecutor::adopt_originals(Originals originals) {
-  for (auto& [path, original] : originals)
-    originals_.insert_or_assign(path, std::move(original));
+void WriteExecutor::adopt_originals(const Originals& originals) {
+  // Files are found again from (resource, cgroup) under this run's root: the record's paths
+  // may name another mount point (a changed --cgroup-root), and are never trusted as paths.
+  for (const auto& [recorded, original] : originals) {
+    auto path = fs_.path_of(original.resource, original.cgroup);
+    if (!path) {
+      spdlog::warn("recorded original of {} ({}) has no file here: {}", original.cgroup,
+                   to_string(original.resource), path.error().describe());
+      continue;
+    }
+    FileWrite adopted = original;
+    adopted.path = *path;
+    originals_.insert_or_assign(*path, std::move(adopted));
+  }
 }
 
 std::vector<FileWrite> order_writes(const std::vector<FileWrite>& writes, CgroupVersion version) {
@@ -138,8 +149,16 @@ std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& write
     if (changes) fit_hierarchy(r, writes, resolved);
   }
   auto ordered = order_writes(resolved, fs_.version());
-  std::erase_if(ordered, [&](const FileWrite& w) { return deferred(w); });
-  return ordered;
+  std::set<std::pair<Resource, std::string>> held_back;
+  std::vector<FileWrite> out;
+  for (auto& w : ordered) {
+    if (deferred(w)) {
+      held_back.emplace(w.resource, w.cgroup);
+    } else if (!narrows_over_refused(w, held_back)) {
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
 }
 
 void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
@@ -185,9 +204,32 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
     }
     add_subtree(cg);
   }
-  auto& held = held_[resource];
-  std::erase_if(held, [&](const auto& entry) { return !fs_.exists(entry.first); });
+  // A wish is kept only while its cgroup holds what it was clamped to: once the cgroup is
+  // gone, or someone else (kubelet resizing a container) wrote another value, the wish is
+  // stale and must not be written back over theirs.
+  auto& kept = held_[resource];
+  std::erase_if(kept, [&](const auto& entry) {
+    auto node = tree.find(entry.first);
+    if (node == tree.end()) return !fs_.exists(entry.first);
+    return node->second.value != entry.second.clamped_to;
+  });
+  std::map<std::string, std::string> held;
+  for (const auto& [cg, h] : kept)
+    held.emplace(cg, h.wish);
   auto fitted = fit_to_ancestors(hierarchy_rule(resource, v), tree, wishes, held);
+  std::map<std::string, HeldWish> still;
+  for (const auto& [cg, wish] : held) {
+    auto fit = fitted.find(cg);
+    auto node = tree.find(cg);
+    if (fit != fitted.end()) {
+      still[cg] = {wish, fit->second.value};
+    } else if (node != tree.end()) {
+      still[cg] = {wish, node->second.value};
+    } else if (auto old = kept.find(cg); old != kept.end()) {
+      still[cg] = old->second;  // outside the subtrees looked at: as it was
+    }
+  }
+  kept = std::move(still);
 
   // Fitted values replace the asked ones where they stand (keeping the request order);
   // cgroups nobody asked about follow.
@@ -237,6 +279,12 @@ void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
   r.content = w.content;
   ++r.failures;
   auto wait = kFirstRetry * (1LL << std::min(r.failures - 1, 5));
+  // A narrowing write protects LS: it is tried again every second, never left for 30.
+  const auto before = logical_from_file(w.resource, fs_.version(), w.old_content);
+  const auto after = logical_from_file(w.resource, fs_.version(), w.content);
+  if (before && after && direction_of(w.resource, *before, *after) == Direction::kNarrow) {
+    wait = kFirstRetry;
+  }
   r.retry_at = now + std::min<std::chrono::seconds>(wait, kLongestRetry);
   const std::string message = error.describe();
   if (r.failures == 1 || message != r.error || now - r.warned_at >= kWarnEvery) {
@@ -248,7 +296,7 @@ void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
   }
 }
 
-void WriteExecutor::remember_original(const FileWrite& w) {
+bool WriteExecutor::remember_original(const FileWrite& w) {
   const size_t before = originals_.size();
   originals_.try_emplace(
       w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
@@ -257,7 +305,11 @@ void WriteExecutor::remember_original(const FileWrite& w) {
   if (w.resource == Resource::kCpuIdle && w.old_content == "0") {
     remember_weight_under_idle(w.cgroup);
   }
-  if (originals_.size() == before || !persist_) return;
+  return originals_.size() != before;
+}
+
+void WriteExecutor::persist_originals() {
+  if (!persist_) return;
   if (auto saved = persist_(originals_); !saved) {
     ++persist_failures_;
     const SteadyTime now = clock_->now();
@@ -281,16 +333,29 @@ ApplyReport WriteExecutor::apply(const std::vector<CgroupWrite>& writes) {
 
 ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
   ApplyReport report;
-  for (auto& w : ordered) {
-    auto& c = counters_[to_string(w.resource)];
-    if (dry_run_) {
+  if (dry_run_) {
+    for (auto& w : ordered) {
       spdlog::info("dry-run: would write {}: {} -> {} ({})", w.path, w.old_content, w.content,
                    w.reason);
       report.written.push_back(std::move(w));
+    }
+    return report;
+  }
+  // Every value found before a first change is on record before any of the batch's
+  // writes, in one save (a narrowing that clamps N containers must not wait N fsyncs).
+  bool grew = false;
+  for (const auto& w : ordered)
+    grew = remember_original(w) || grew;
+  if (grew) persist_originals();
+  std::set<std::pair<Resource, std::string>> refused;  // (resource, cgroup) that failed
+  for (auto& w : ordered) {
+    auto& c = counters_[to_string(w.resource)];
+    if (narrows_over_refused(w, refused)) {
+      // The kernel refuses a parent narrower than a child it could not clamp; trying would
+      // only add a refusal (and its backoff) to the write that protects LS.
+      spdlog::debug("cgroup write {} skipped: a descendant could not be clamped", w.path);
       continue;
     }
-    // Remember (and persist) the value found before the first change, for restore_all().
-    remember_original(w);
     // An empty value (a v2 cpuset that inherits its parent's) is written as a newline:
     // an empty write(2) never reaches the kernel's handler.
     const std::string_view content = w.content.empty() ? std::string_view("\n") : w.content;
@@ -302,6 +367,7 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
       } else {
         ++c.failures;
         note_refusal(w, status.error());
+        refused.emplace(w.resource, w.cgroup);
       }
       report.failed.emplace_back(std::move(w), status.error());
       continue;
@@ -315,6 +381,23 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
     report.written.push_back(std::move(w));
   }
   return report;
+}
+
+bool WriteExecutor::narrows_over_refused(
+    const FileWrite& w, const std::set<std::pair<Resource, std::string>>& refused) const {
+  if (refused.empty() || hierarchy_rule(w.resource, fs_.version()) == HierarchyRule::kNone) {
+    return false;
+  }
+  const auto before = logical_from_file(w.resource, fs_.version(), w.old_content);
+  const auto after = logical_from_file(w.resource, fs_.version(), w.content);
+  if (!before || !after || direction_of(w.resource, *before, *after) != Direction::kNarrow) {
+    return false;
+  }
+  const std::string prefix = w.cgroup.empty() ? "" : w.cgroup + "/";
+  return std::any_of(refused.begin(), refused.end(), [&](const auto& r) {
+    return r.first == w.resource && r.second.size() > prefix.size() &&
+           r.second.compare(0, prefix.size(), prefix) == 0;
+  });
 }
 
 void WriteExecutor::remember_weight_under_idle(const std::string& cgroup) {
@@ -366,9 +449,10 @@ void WriteExecutor::restore_inherited_cpusets(ApplyReport& report) {
     auto inherited = fs_.path_of(Resource::kCpusetEffective, parent_cgroup(w.cgroup));
     auto cpus = inherited ? read_file(*inherited) : Result<std::string>(inherited.error());
     if (!cpus || trim(*cpus).empty()) return false;
-    spdlog::info("{}: the kernel keeps a populated cpuset from inheriting again; set to the "
-                 "parent's CPUs {}, which it inherited",
-                 w.path, trim(*cpus));
+    spdlog::info(
+        "{}: the kernel keeps a populated cpuset from inheriting again; set to the "
+        "parent's CPUs {}, which it inherited",
+        w.path, trim(*cpus));
     FileWrite again = w;
     again.old_content = w.old_content;
     again.content = std::string(trim(*cpus));

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,7 +71,7 @@ class WriteExecutor {
   void set_persist(PersistOriginals persist) { persist_ = std::move(persist); }
   // Takes originals recorded by an earlier run (a crashed or upgraded agent): they, not
   // the values found now, are what restore_all() puts back. Call before the first write.
-  void adopt_originals(Originals originals);
+  void adopt_originals(const Originals& originals);
   // Forgets every original without writing (the values stay for a successor to restore).
   void release_originals() { originals_.clear(); }
   [[nodiscard]] int64_t persist_failures() const { return persist_failures_; }
@@ -93,7 +94,8 @@ class WriteExecutor {
 
  private:
   // A file the kernel refused a write to: when to try it again (1 s, doubling, at most
-  // 30 s), and when it was last warned about (the same warning at most once a minute).
+  // 30 s; narrowing writes every second), and when it was last warned about (the same
+  // warning at most once a minute).
   struct Refusal {
     std::string content;
     int failures = 0;
@@ -107,7 +109,14 @@ class WriteExecutor {
   // of the subtrees they touch must hold (cgroup/hierarchy.h).
   void fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
                      std::vector<FileWrite>& resolved);
-  void remember_original(const FileWrite& w);
+  // Records the value `w` finds (true when it is a new original); persist_originals()
+  // hands the record to the persist hook.
+  bool remember_original(const FileWrite& w);
+  void persist_originals();
+  // Whether `w` narrows a cgroup above one whose write of the same knob was refused or held
+  // back (the kernel would refuse `w` too).
+  bool narrows_over_refused(const FileWrite& w,
+                            const std::set<std::pair<Resource, std::string>>& refused) const;
   void restore_inherited_cpusets(ApplyReport& report);
   void note_refusal(const FileWrite& w, const Error& error);
   bool deferred(const FileWrite& w);
@@ -121,7 +130,13 @@ class WriteExecutor {
   int64_t persist_failures_ = 0;
   SteadyTime persist_warned_at_{};
   std::map<std::string, Refusal> refusals_;                      // by path
-  std::map<Resource, std::map<std::string, std::string>> held_;  // clamped cgroup -> wish
+  // A clamped cgroup's wish, and the value it was clamped to (a cgroup found holding
+  // anything else was changed by someone else: the wish is dropped).
+  struct HeldWish {
+    std::string wish;
+    std::string clamped_to;
+  };
+  std::map<Resource, std::map<std::string, HeldWish>> held_;
   // Entering cpu.idle changes the group's weight as the kernel sees it (an idle group reads
   // a fixed weight, and leaving idle resets it to the default), so the weight found before
   // is remembered too and restore_all() puts it back after cpu.idle.

@@ -53,7 +53,10 @@ std::string fit_quota(const std::string& cgroup, const std::string& desired, int
   if (*wish != kUnlimited && *wish <= *ceiling) return desired;
   // An unlimited child inherits the ancestor's limit: the kernel accepts it as it is.
   if (*wish == kUnlimited) return desired;
-  return std::to_string(std::max(*ceiling, kMinQuotaUs));
+  // Below the kernel's smallest quota (a child with a shorter period than its ancestor's),
+  // no own quota fits: unlimited inherits the ancestor's limit, which is the same bound.
+  if (*ceiling < kMinQuotaUs) return "-1";
+  return std::to_string(*ceiling);
 }
 
 std::string fit_cpus(const std::string& cgroup, const std::string& desired,

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -33,22 +32,22 @@ Error corrupt(std::string_view where, const std::string& what) {
 // Writes, flushes to disk and closes; the rename after it is then atomic and durable.
 Status write_synced(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error(ErrorCode::kIo, path + ": " + std::strerror(errno));
+  if (fd < 0) return errno_error(errno, "open " + path);
   size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
+      const int err = errno;
       ::close(fd);
-      return make_error(ErrorCode::kIo, path + ": " + why);
+      return errno_error(err, "write " + path);
     }
     done += static_cast<size_t>(n);
   }
   const bool synced = ::fsync(fd) == 0;
-  const std::string why = synced ? "" : std::strerror(errno);
+  const int err = errno;
   ::close(fd);
-  if (!synced) return make_error(ErrorCode::kIo, path + ": fsync: " + why);
+  if (!synced) return errno_error(err, "fsync " + path);
   return ok_status();
 }
 
@@ -89,8 +88,15 @@ Result<LoadedOriginals> parse_originals(std::string_view text, std::string_view 
     }
     auto resource = resource_named(*resource_name);
     if (!resource) return corrupt(where, at + ".resource: unknown '" + *resource_name + "'");
+    // A cgroup is a relative path below the root: nothing that climbs out of it.
+    if (cgroup->find("..") != std::string::npos || (!cgroup->empty() && (*cgroup)[0] == '/')) {
+      return corrupt(where, at + ".cgroup: '" + *cgroup + "' is not a relative cgroup path");
+    }
     out.originals.insert_or_assign(*path,
                                    FileWrite{*resource, *cgroup, *path, "", *content, "restore"});
+  }
+  for (const auto& [key, value] : json->items()) {
+    if (key != "format" && key != "bootId" && key != "cgroups") out.sections[key] = value;
   }
   return out;
 }
@@ -108,7 +114,8 @@ std::string format_originals(const Originals& originals, std::string_view boot_i
   for (const auto& [key, value] : sections.items()) {
     if (!doc.contains(key)) doc[key] = value;
   }
-  return doc.dump(1) + "\n";
+  // Directory names come from the node: never let one that is not UTF-8 make this throw.
+  return doc.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Result<LoadedOriginals> OriginalsFile::load() const {
@@ -127,7 +134,7 @@ Status OriginalsFile::save(const Originals& originals, const Json& sections) con
     return written;
   }
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return make_error(ErrorCode::kIo, path_ + ": rename: " + std::strerror(errno));
+    return errno_error(errno, "rename " + path_);
   }
   // The rename itself is durable once the directory is synced.
   if (int d = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
@@ -139,7 +146,7 @@ Status OriginalsFile::save(const Originals& originals, const Json& sections) con
 
 Status OriginalsFile::remove() const {
   if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
-    return make_error(ErrorCode::kIo, path_ + ": " + std::strerror(errno));
+    return errno_error(errno, "unlink " + path_);
   }
   return ok_status();
 }
@@ -147,7 +154,7 @@ Status OriginalsFile::remove() const {
 Status OriginalsFile::set_aside() const {
   const std::string aside = path_ + ".corrupt";
   if (::rename(path_.c_str(), aside.c_str()) != 0) {
-    return make_error(ErrorCode::kIo, path_ + ": rename: " + std::strerror(errno));
+    return errno_error(errno, "rename " + path_);
   }
   return ok_status();
 }

@@ -1,7 +1,6 @@
 #include "resctrl/availability.h"
 
 #include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include <sys/mount.h>
@@ -47,8 +46,7 @@ const char* describe(Availability availability) {
 
 Status mount_resctrl(const std::string& root) {
   if (::mount("resctrl", root.c_str(), "resctrl", 0, nullptr) != 0) {
-    return make_error(errno == EPERM ? ErrorCode::kPermission : ErrorCode::kIo,
-                      "mount -t resctrl resctrl " + root + ": " + std::strerror(errno));
+    return errno_error(errno, "mount -t resctrl resctrl " + root);
   }
   return ok_status();
 }

@@ -136,6 +136,7 @@ struct Daemon::Impl {
   std::unique_ptr<cgroup::WriteExecutor> executor;
   std::unique_ptr<cgroup::OriginalsFile> originals_file;  // null: originals not recorded
   uint64_t state_file_errors = 0;
+  uint64_t resctrl_persist_failures = 0;           // resctrl changes not on record: never hand over
   std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
   std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
   std::unique_ptr<qos::FsQosReader> qos_reader;
@@ -417,7 +418,7 @@ void Daemon::Impl::record_originals() {
   });
   if (resctrl_executor) {
     resctrl_executor->set_persist([this](const qos::ResctrlOriginals& resctrl) {
-      (void)save_state(executor->originals(), resctrl);
+      if (!save_state(executor->originals(), resctrl)) ++resctrl_persist_failures;
     });
   }
 }
@@ -451,7 +452,7 @@ Status Daemon::Impl::save_state(const cgroup::Originals& cgroups,
 StopDecision Daemon::Impl::decide_stop() {
   if (opt.on_stop != "auto" || opt.dry_run) return {};
   if (!api || opt.pod_name.empty() || opt.pod_namespace.empty()) return {};
-  if (!originals_file || executor->persist_failures() > 0) {
+  if (!originals_file || executor->persist_failures() > 0 || resctrl_persist_failures > 0) {
     return {false, "the original values are not all on record"};
   }
   if (executor->originals().empty() &&
@@ -469,7 +470,7 @@ StopDecision Daemon::Impl::decide_stop() {
       daemon_set = std::move(*ds);
     }
   }
-  return decide_on_stop(*pod, daemon_set);
+  return decide_on_stop(*pod, daemon_set, node.metadata.labels);
 }
 
 void Daemon::Impl::wait_for_cgroup_change() {

@@ -5,8 +5,9 @@
 namespace gleaner::agent {
 namespace {
 
-std::optional<long long> number_at(const Json& obj, const char* a, const char* b) {
-  const Json* at = find_path(obj, std::string(a) + "/" + b);
+constexpr const char* kTemplateGeneration = "deprecated.daemonset.template.generation";
+
+std::optional<long long> as_number(const Json* at) {
   if (at == nullptr) return std::nullopt;
   if (at->is_number_integer()) return at->get<long long>();
   if (!at->is_string()) return std::nullopt;
@@ -15,6 +16,30 @@ std::optional<long long> number_at(const Json& obj, const char* a, const char* b
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+const Json* label_or_annotation(const Json& obj, const char* map, const char* key) {
+  const Json* m = find_path(obj, std::string("metadata/") + map);
+  if (m == nullptr || !m->is_object()) return nullptr;
+  auto it = m->find(key);
+  return it == m->end() ? nullptr : &*it;
+}
+
+// One nodeSelectorTerm: every matchExpression holds. nullopt: cannot tell.
+std::optional<bool> term_selects(const Json& term, const kube::Labels& labels) {
+  if (!term.is_object()) return std::nullopt;
+  if (term.contains("matchFields") && !term["matchFields"].empty()) return std::nullopt;
+  auto expressions = term.find("matchExpressions");
+  if (expressions == term.end()) return true;
+  if (!expressions->is_array()) return std::nullopt;
+  for (const auto& e : *expressions) {
+    const std::string op = e.is_object() ? e.value("operator", "") : "";
+    if (op != "In" && op != "NotIn" && op != "Exists" && op != "DoesNotExist") return std::nullopt;
+  }
+  auto selector =
+      kube::LabelSelector::from_json(Json{{"matchExpressions", *expressions}}, "nodeSelectorTerm");
+  if (!selector) return std::nullopt;
+  return selector->matches(labels);
 }
 
 }  // namespace
@@ -30,20 +55,51 @@ std::string owning_daemon_set(const Json& pod) {
   return "";
 }
 
-StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set) {
+std::optional<bool> template_selects(const Json& pod_template, const kube::Labels& labels) {
+  if (const Json* selector = find_path(pod_template, "spec/nodeSelector")) {
+    if (!selector->is_object()) return std::nullopt;
+    for (const auto& [key, value] : selector->items()) {
+      auto it = labels.find(key);
+      if (!value.is_string() || it == labels.end() || it->second != value.get<std::string>()) {
+        return false;
+      }
+    }
+  }
+  const Json* terms = find_path(pod_template,
+                                "spec/affinity/nodeAffinity/"
+                                "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
+  if (terms == nullptr) return true;
+  if (!terms->is_array()) return std::nullopt;
+  // Terms are ORed.
+  bool unsure = false;
+  for (const auto& term : *terms) {
+    auto selects = term_selects(term, labels);
+    if (selects == true) return true;
+    if (!selects) unsure = true;
+  }
+  if (unsure) return std::nullopt;
+  return false;
+}
+
+StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,
+                            const kube::Labels& node_labels) {
   if (!pod) return {false, "this agent's Pod is gone"};
   if (owning_daemon_set(*pod).empty()) return {false, "this agent's Pod has no DaemonSet owner"};
   if (!daemon_set) return {false, "the DaemonSet is gone (uninstall)"};
   if (find_path(*daemon_set, "metadata/deletionTimestamp") != nullptr) {
     return {false, "the DaemonSet is being deleted (uninstall)"};
   }
-  // The DaemonSet controller labels each pod with the template generation it was made from.
-  auto mine = number_at(*pod, "metadata/labels", "pod-template-generation");
-  auto current = number_at(*daemon_set, "metadata", "generation");
+  auto mine = as_number(label_or_annotation(*pod, "labels", "pod-template-generation"));
+  auto current = as_number(label_or_annotation(*daemon_set, "annotations", kTemplateGeneration));
   if (!mine || !current) return {false, "no template generation to compare"};
   if (*mine >= *current) {
     return {false, "the DaemonSet's template is the one this Pod runs (no rolling update)"};
   }
+  const Json* pod_template = find_path(*daemon_set, "spec/template");
+  auto selects =
+      pod_template != nullptr ? template_selects(*pod_template, node_labels) : std::optional(true);
+  if (!selects) return {false, "cannot tell whether the new template selects this node"};
+  if (!*selects) return {false, "the new template no longer selects this node"};
   return {true, "rolling update: template generation " + std::to_string(*mine) + " -> " +
                     std::to_string(*current)};
 }

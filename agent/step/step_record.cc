@@ -76,14 +76,15 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
     if (!it->is_object())
       return field_error(where, "agent.interferenceCeiling", "expected an object");
     if (auto q = it->find("cpuQuotaMicros"); q != it->end()) {
-      if (!q->is_number_integer() || q->get<int64_t>() <= 0) {
+      if (!q->is_number_integer() || q->get<int64_t>() <= 0 ||
+          q->get<int64_t>() > (int64_t{1} << 40)) {
         return field_error(where, "agent.interferenceCeiling.cpuQuotaMicros",
                            "expected a positive integer");
       }
       m.ceiling_quota_us = q->get<int64_t>();
     }
     if (auto c = it->find("cpus"); c != it->end()) {
-      if (!c->is_number_integer() || c->get<int64_t>() < 0) {
+      if (!c->is_number_integer() || c->get<int64_t>() < 0 || c->get<int64_t>() > 65536) {
         return field_error(where, "agent.interferenceCeiling.cpus",
                            "expected a non-negative integer");
       }

@@ -254,13 +254,21 @@ class OfficialClientTest(unittest.TestCase):
                                       "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}}
         created = apps.create_namespaced_daemon_set("kube-system", body)
         self.assertEqual(created.metadata.generation, 1)  # the server's, not the client's
+        template_generation = "deprecated.daemonset.template.generation"
+        self.assertEqual(created.metadata.annotations[template_generation], "1")
         patched = apps.patch_namespaced_daemon_set(
             "agent-gen", "kube-system",
             {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i:2"}]}}}})
         self.assertEqual(patched.metadata.generation, 2)
+        self.assertEqual(patched.metadata.annotations[template_generation], "2")
+        # A change outside the template: a new generation, the same template generation.
+        tuned = apps.patch_namespaced_daemon_set(
+            "agent-gen", "kube-system", {"spec": {"minReadySeconds": 5}})
+        self.assertEqual(tuned.metadata.generation, 3)
+        self.assertEqual(tuned.metadata.annotations[template_generation], "2")
         labelled = apps.patch_namespaced_daemon_set(
             "agent-gen", "kube-system", {"metadata": {"labels": {"x": "y"}}})
-        self.assertEqual(labelled.metadata.generation, 2)  # metadata alone: no new generation
+        self.assertEqual(labelled.metadata.generation, 3)  # metadata alone: no new generation
         apps.delete_namespaced_daemon_set("agent-gen", "kube-system")
         with self.assertRaises(ApiException) as gone:
             apps.read_namespaced_daemon_set("agent-gen", "kube-system")

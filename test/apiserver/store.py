@@ -44,6 +44,7 @@ def expired(message):
 # Resources whose metadata.generation the server keeps (spec changes bump it), as the API
 # server does for workload objects such as DaemonSets.
 GENERATED = {"daemonsets"}
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
 def _qualified(resource, group):
@@ -165,6 +166,8 @@ class Store:
                 meta.pop(system_set, None)  # only a delete sets them
             if resource in GENERATED:
                 meta["generation"] = 1
+            if resource == "daemonsets":
+                meta.setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
             if resource == "pods":
                 obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
                 status = obj.setdefault("status", {})
@@ -218,6 +221,12 @@ class Store:
                 # metadata.generation is the server's: it moves with every spec change.
                 meta["generation"] = current["metadata"].get("generation", 1) + (
                     1 if new.get("spec") != current.get("spec") else 0)
+            if resource == "daemonsets":
+                # The DaemonSet strategy keeps the template's own generation in an annotation
+                # (the pods' pod-template-generation label): it moves only with the template.
+                old = int((current["metadata"].get("annotations") or {}).get(TEMPLATE_GENERATION, "1"))
+                bumped = (new.get("spec") or {}).get("template") != (current.get("spec") or {}).get("template")
+                meta.setdefault("annotations", {})[TEMPLATE_GENERATION] = str(old + (1 if bumped else 0))
             if new == current:
                 return copy.deepcopy(current)  # a no-op write does not bump the rv
             self.rv += 1

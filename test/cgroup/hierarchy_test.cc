@@ -137,6 +137,47 @@ TEST(ExecutorHierarchy, SuppressingBeClampsContainersFirstAndReleasesThemAfter) 
   EXPECT_EQ(t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "200000");
 }
 
+TEST(ExecutorHierarchy, AWishIsDroppedOnceSomeoneElseChangesTheCgroup) {
+  TempDir t;
+  make_batch_limited_v1(t);
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  WriteExecutor exec(fs);
+  exec.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  ASSERT_EQ(t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "29100");
+  // kubelet resizes the container in place (within the parent, as it must).
+  t.write("cpu/" + kContainer + "/cpu.cfs_quota_us", "20000\n");
+  exec.apply({{Resource::kCpuQuota, kBe, "-1", "cpu-suppress"}});
+  // Its value stands; the old wish (200000) is not written over it.
+  EXPECT_EQ(t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "20000\n");
+}
+
+TEST(ExecutorHierarchy, AParentIsNotNarrowedOverAChildThatCouldNotBeClamped) {
+  TempDir t;
+  make_batch_limited_v1(t);
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  FakeClock clock;
+  WriteExecutor exec(fs, false, &clock);
+  const std::string child = t / ("cpu/" + kContainer + "/cpu.cfs_quota_us");
+  std::vector<std::string> tried;
+  exec.set_writer([&](const std::string& path, std::string_view content) -> Status {
+    tried.push_back(path);
+    if (path == child) return make_error(ErrorCode::kIo, "Device or resource busy");
+    return write_file(path, content);
+  });
+  auto first = exec.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  // The parent's write would be refused (EINVAL) and backed off: it is not even tried.
+  EXPECT_EQ(tried, std::vector<std::string>{child});
+  EXPECT_EQ(exec.counters().at("cpu_quota").failures, 1);
+  // Within the child's retry time the parent is held back too; a narrowing write is
+  // tried again after one second.
+  clock.advance(std::chrono::milliseconds(500));
+  exec.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  EXPECT_EQ(tried.size(), 1u);
+  clock.advance(std::chrono::milliseconds(600));
+  exec.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  EXPECT_EQ(tried.size(), 2u);
+}
+
 TEST(ExecutorHierarchy, V2LeavesChildrenAlone) {
   TempDir t;
   t.write("cgroup.controllers", "cpuset cpu io memory pids\n");
@@ -209,8 +250,10 @@ TEST(ExecutorOriginals, AdoptedOriginalsWinOverValuesFoundNow) {
   t.write("cpu/" + kBe + "/cpu.cfs_quota_us", "29100\n");  // a crashed agent's suppression
   CgroupFs fs(t.path(), CgroupVersion::kV1);
   WriteExecutor exec(fs);
-  const std::string path = t / ("cpu/" + kBe + "/cpu.cfs_quota_us");
+  // Recorded by an agent that had the tree mounted elsewhere: found again by cgroup.
+  const std::string path = "/host/sys/fs/cgroup/cpu/" + kBe + "/cpu.cfs_quota_us";
   exec.adopt_originals({{path, FileWrite{Resource::kCpuQuota, kBe, path, "", "-1", "restore"}}});
+  EXPECT_EQ(exec.originals().begin()->first, t / ("cpu/" + kBe + "/cpu.cfs_quota_us"));
   exec.apply({{Resource::kCpuQuota, kBe, "50000", "cpu-suppress"}});
   exec.restore_all();
   EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "-1");

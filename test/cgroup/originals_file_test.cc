@@ -34,6 +34,24 @@ TEST(OriginalsFile, SavesAndLoadsEveryField) {
   EXPECT_TRUE(file.remove().ok());  // absent is fine
 }
 
+TEST(OriginalsFile, OtherSectionsComeBackAsWritten) {
+  TempDir t;
+  OriginalsFile file(t / "o.json", "b");
+  const Json resctrl = {{"createdGroups", {"BE"}}};
+  ASSERT_TRUE(file.save(sample(), {{"resctrl", resctrl}}).ok());
+  auto loaded = file.load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->sections.at("resctrl"), resctrl);
+  EXPECT_FALSE(loaded->sections.contains("cgroups"));
+}
+
+TEST(OriginalsFile, NamesThatAreNotUtf8AreWrittenNotThrown) {
+  TempDir t;
+  const std::string odd = std::string("kubepods/besteffort/pod\xff");
+  Originals o{{"/x", FileWrite{Resource::kCpuQuota, odd, "/x", "", "-1", "restore"}}};
+  EXPECT_TRUE(OriginalsFile(t / "o.json", "b").save(o).ok());
+}
+
 TEST(OriginalsFile, ARecordFromAnotherBootRestoresNothing) {
   TempDir t;
   ASSERT_TRUE(OriginalsFile(t / "o.json", "boot-1").save(sample()).ok());
@@ -55,6 +73,10 @@ TEST(OriginalsFile, CorruptRecordsNameWhatIsWrong) {
   EXPECT_NE(err(R"({"format":1,"bootId":"b","cgroups":[{"path":"/x","resource":"cpu_nope",)"
                 R"("cgroup":"a","content":"1"}]})")
                 .find("cpu_nope"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"format":1,"bootId":"b","cgroups":[{"path":"/x","resource":"cpu_quota",)"
+                R"("cgroup":"../../etc","content":"1"}]})")
+                .find("not a relative cgroup path"),
             std::string::npos);
   EXPECT_EQ(err(R"({"format":1,"bootId":"b","cgroups":[]})"), "ok");
 }

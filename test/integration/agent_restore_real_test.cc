@@ -372,6 +372,11 @@ TEST_F(AgentHandoverReal, BeMemoryEvictionGoesThroughTheEvictionApi) {
 TEST_F(AgentHandoverReal, APodReplacedWithoutATemplateChangeRestores) {
   pid_t agent = start_pod_agent(make_agent_pod(1));
   ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 15s));
+  // A change outside the template (metadata.generation moves, the template's does not):
+  // no new Pod comes, so this one going (say, its node was relabelled) must restore.
+  auto tuned = api_->raw("PATCH", "/apis/apps/v1/namespaces/kube-system/daemonsets/gleaner-agent",
+                         R"({"spec":{"minReadySeconds":5}})", "application/merge-patch+json");
+  ASSERT_EQ(tuned.status, 200) << tuned.body;
   ::kill(agent, SIGTERM);
   const int status = reap(agent, 10s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;

@@ -16,25 +16,56 @@ Json pod(const std::string& generation, bool owned = true) {
   return p;
 }
 
+// `generation`: the template's (the annotation); metadata.generation is ahead of it, as
+// after any change outside the template.
 Json daemon_set(int generation, bool deleting = false) {
-  Json ds = {{"metadata", {{"name", "gleaner-agent"}, {"generation", generation}}}};
+  Json ds = {{"metadata",
+              {{"name", "gleaner-agent"},
+               {"generation", generation + 5},
+               {"annotations",
+                {{"deprecated.daemonset.template.generation", std::to_string(generation)}}}}},
+             {"spec", {{"template", {{"spec", {{"nodeSelector", {{"pool", "online"}}}}}}}}}};
   if (deleting) ds["metadata"]["deletionTimestamp"] = "2026-11-23T21:00:00Z";
   return ds;
 }
 
+const kube::Labels kOnline{{"pool", "online"}};
+
 TEST(Handover, ARollingUpdateHandsOver) {
-  auto d = decide_on_stop(pod("3"), daemon_set(4));
+  auto d = decide_on_stop(pod("3"), daemon_set(4), kOnline);
   EXPECT_TRUE(d.hand_over);
   EXPECT_NE(d.why.find("3 -> 4"), std::string::npos) << d.why;
 }
 
 TEST(Handover, EverythingElseRestores) {
-  EXPECT_FALSE(decide_on_stop(pod("4"), daemon_set(4)).hand_over);         // same template
-  EXPECT_FALSE(decide_on_stop(pod("3"), std::nullopt).hand_over);          // DaemonSet gone
-  EXPECT_FALSE(decide_on_stop(pod("3"), daemon_set(4, true)).hand_over);   // being deleted
-  EXPECT_FALSE(decide_on_stop(std::nullopt, daemon_set(4)).hand_over);     // Pod gone
-  EXPECT_FALSE(decide_on_stop(pod("3", false), daemon_set(4)).hand_over);  // not a DaemonSet's
-  EXPECT_FALSE(decide_on_stop(pod("x"), daemon_set(4)).hand_over);         // unreadable generation
+  auto stop = [](const std::optional<Json>& p, const std::optional<Json>& ds,
+                 const kube::Labels& labels = kOnline) {
+    return decide_on_stop(p, ds, labels).hand_over;
+  };
+  // The same template: a change elsewhere in the spec (metadata.generation moved) replaces
+  // no pod, so this Pod is going for another reason (the node left the DaemonSet).
+  EXPECT_FALSE(stop(pod("4"), daemon_set(4)));
+  EXPECT_FALSE(stop(pod("3"), std::nullopt));          // DaemonSet gone
+  EXPECT_FALSE(stop(pod("3"), daemon_set(4, true)));   // being deleted
+  EXPECT_FALSE(stop(std::nullopt, daemon_set(4)));     // Pod gone
+  EXPECT_FALSE(stop(pod("3", false), daemon_set(4)));  // not a DaemonSet's
+  EXPECT_FALSE(stop(pod("x"), daemon_set(4)));         // unreadable generation
+  // The new template no longer selects this node: nobody comes.
+  EXPECT_FALSE(stop(pod("3"), daemon_set(4), {{"pool", "batch"}}));
+}
+
+TEST(Handover, RequiredNodeAffinityIsHonouredAndUnknownOperatorsMeanRestore) {
+  Json tmpl = Json::parse(R"({"spec":{"affinity":{"nodeAffinity":{
+    "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+      {"matchExpressions":[{"key":"pool","operator":"In","values":["online","mixed"]}]},
+      {"matchExpressions":[{"key":"gpu","operator":"Exists"}]}]}}}}})");
+  EXPECT_EQ(template_selects(tmpl, {{"pool", "mixed"}}), true);
+  EXPECT_EQ(template_selects(tmpl, {{"gpu", "a100"}}), true);  // terms are ORed
+  EXPECT_EQ(template_selects(tmpl, {{"pool", "batch"}}), false);
+  Json gt = Json::parse(R"({"spec":{"affinity":{"nodeAffinity":{
+    "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+      {"matchExpressions":[{"key":"cores","operator":"Gt","values":["8"]}]}]}}}}})");
+  EXPECT_EQ(template_selects(gt, {{"cores", "16"}}), std::nullopt);
 }
 
 TEST(Handover, FindsTheControllingDaemonSet) {
