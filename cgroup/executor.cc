@@ -431,11 +431,43 @@ ApplyReport WriteExecutor::restore_all() {
   });
   std::stable_partition(back.begin(), back.end(),
                         [](const FileWrite& w) { return w.resource == Resource::kCpuIdle; });
+  add_cpusets_copied_at_creation(back);
   ApplyReport report = perform(order_writes(back, fs_.version()));
   restore_inherited_cpusets(report);
   originals_.clear();
   held_.clear();
   return report;
+}
+
+void WriteExecutor::add_cpusets_copied_at_creation(std::vector<FileWrite>& back) {
+  // v1 gives a new cpuset its parent's CPUs: a BE pod created while BE was narrowed holds
+  // the narrowed list without the agent ever writing it (so it has no original). Widening
+  // the parent back alone would leave such pods narrowed after the agent is gone.
+  if (fs_.version() == CgroupVersion::kV2) return;
+  std::vector<FileWrite> more;
+  for (const auto& w : back) {
+    if (w.resource != Resource::kCpusetCpus) continue;
+    auto narrowed = parse_cpu_list(w.old_content);
+    if (!narrowed || narrowed->empty()) continue;
+    std::function<void(const std::string&)> visit = [&](const std::string& cg) {
+      auto children = list_directories(fs_.dir_of(Resource::kCpusetCpus, cg));
+      if (!children) return;
+      for (const auto& child : *children) {
+        const std::string sub = cg.empty() ? child : cg + "/" + child;
+        auto path = fs_.path_of(Resource::kCpusetCpus, sub);
+        if (!path || originals_.count(*path) > 0) continue;  // its own original is restored
+        auto current = read_file(*path);
+        auto cpus = current ? parse_cpu_list(*current) : Result<std::vector<int>>(current.error());
+        if (!cpus || *cpus != *narrowed) continue;  // set by someone: not a copy of ours
+        more.push_back(FileWrite{Resource::kCpusetCpus, sub, *path, std::string(trim(*current)),
+                                 w.content, "restore (copied from its parent at creation)"});
+        visit(sub);
+      }
+    };
+    visit(w.cgroup);
+  }
+  for (auto& m : more)
+    back.push_back(std::move(m));
 }
 
 void WriteExecutor::restore_inherited_cpusets(ApplyReport& report) {

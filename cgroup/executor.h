@@ -118,6 +118,7 @@ class WriteExecutor {
   bool narrows_over_refused(const FileWrite& w,
                             const std::set<std::pair<Resource, std::string>>& refused) const;
   void restore_inherited_cpusets(ApplyReport& report);
+  void add_cpusets_copied_at_creation(std::vector<FileWrite>& back);
   void note_refusal(const FileWrite& w, const Error& error);
   bool deferred(const FileWrite& w);
 
@@ -129,7 +130,7 @@ class WriteExecutor {
   FileWriter writer_;
   int64_t persist_failures_ = 0;
   SteadyTime persist_warned_at_{};
-  std::map<std::string, Refusal> refusals_;                      // by path
+  std::map<std::string, Refusal> refusals_;  // by path
   // A clamped cgroup's wish, and the value it was clamped to (a cgroup found holding
   // anything else was changed by someone else: the wish is dropped).
   struct HeldWish {

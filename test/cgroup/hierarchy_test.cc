@@ -178,6 +178,26 @@ TEST(ExecutorHierarchy, AParentIsNotNarrowedOverAChildThatCouldNotBeClamped) {
   EXPECT_EQ(tried.size(), 2u);
 }
 
+TEST(ExecutorHierarchy, RestoreWidensV1CpusetsCopiedFromANarrowedParent) {
+  TempDir t;
+  for (const std::string& cg : {std::string("kubepods"), kBe, kPod})
+    t.write("cpuset/" + cg + "/cpuset.cpus", "0-3\n");
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  WriteExecutor exec(fs);
+  exec.apply({{Resource::kCpusetCpus, kBe, "0", "cpu-suppress"}});
+  ASSERT_EQ(t.read("cpuset/" + kPod + "/cpuset.cpus"), "0");  // clamped with it
+  // A pod created meanwhile: v1 copied the narrowed list into it; one someone set apart.
+  t.write("cpuset/kubepods/besteffort/podnew/cpuset.cpus", "0\n");
+  t.write("cpuset/kubepods/besteffort/podnew/c1/cpuset.cpus", "0\n");
+  t.write("cpuset/kubepods/besteffort/podother/cpuset.cpus", "1\n");
+  exec.restore_all();
+  EXPECT_EQ(t.read("cpuset/" + kBe + "/cpuset.cpus"), "0-3");
+  EXPECT_EQ(t.read("cpuset/" + kPod + "/cpuset.cpus"), "0-3");
+  EXPECT_EQ(t.read("cpuset/kubepods/besteffort/podnew/cpuset.cpus"), "0-3");
+  EXPECT_EQ(t.read("cpuset/kubepods/besteffort/podnew/c1/cpuset.cpus"), "0-3");
+  EXPECT_EQ(t.read("cpuset/kubepods/besteffort/podother/cpuset.cpus"), "1\n");
+}
+
 TEST(ExecutorHierarchy, V2LeavesChildrenAlone) {
   TempDir t;
   t.write("cgroup.controllers", "cpuset cpu io memory pids\n");
