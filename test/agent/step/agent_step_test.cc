@@ -1,0 +1,187 @@
+// The agent's step without root: the daemon's rules (interference armed, held and lifted;
+// the fast path resting while no ceiling is in force; the fast path owning suppress writes;
+// the priming pass) on a fake cgroup tree.
+#include "agent/step/agent_step.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/qos/fs_reader.h"
+#include "agent/step/step_record.h"
+#include "cgroup/cgroup_fs.h"
+#include "test/agent/qos/qos_test_util.h"
+
+namespace gleaner::agent::step {
+namespace {
+using namespace qos::test;
+using cgroup::Resource;
+
+const cgroup::KubeletLayout kLayout(cgroup::CgroupDriver::kCgroupfs);
+const std::string kBeQos = "kubepods/besteffort";
+
+class AgentStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable", .cpu_usage = "2"};
+    ls.containers = Json::array({container("app", {{"cpu", "1"}})});
+    FakePod be{.name = "spark", .uid = "be-1", .qos_label = "BE", .cpu_usage = "1500m"};
+    be.containers = Json::array({container("exec")});
+    pods_ = {ls, be};
+    FakeNode n;
+    n.node_cpu_usage = "4";
+    n.system_cpu = "500m";
+    make_node_tree(tree_, cgroup::CgroupVersion::kV1, kLayout, pods_);
+    snap_ = make_snapshot(n, pods_);
+  }
+
+  TickInputs inputs(config::CpuSuppressMode mode, double now_s, ProbeReadings probe = {}) {
+    TickInputs in;
+    in.latest = &snap_;
+    in.threshold.enable = true;
+    in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+    in.threshold.cpu_suppress_mode = mode;
+    in.layout = kLayout;
+    in.reader = &reader_;
+    in.now_s = now_s;
+    in.probe = std::move(probe);
+    return in;
+  }
+  static bool writes_be_quota(const qos::Plan& plan) {
+    return std::any_of(plan.writes.begin(), plan.writes.end(), [](const auto& w) {
+      return w.resource == Resource::kCpuQuota && w.cgroup == kBeQos;
+    });
+  }
+  static ProbeReadings waiting(double p99_ms) {
+    ProbeReadings p;
+    p.runqueue_probe = true;
+    p.runq_p99_ns["default/web"] = p99_ms * 1e6;
+    return p;
+  }
+
+  TempDir tree_;
+  std::vector<FakePod> pods_;
+  snapshot::NodeSnapshot snap_;
+  cgroup::CgroupFs fs_{tree_.path(), cgroup::CgroupVersion::kV1};
+  qos::FsQosReader reader_{fs_, nullptr};
+  bpf::InterferenceConfig rule_{.runq_p99_bound = std::chrono::milliseconds(5),
+                                .hold = std::chrono::seconds(30)};
+};
+
+TEST_F(AgentStepTest, AlwaysModeSuppressesWithoutASignal) {
+  AgentStep step(rule_, kLayout, 8);
+  auto out = step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
+  EXPECT_TRUE(writes_be_quota(out.plan));
+}
+
+TEST_F(AgentStepTest, OnInterferenceArmsOnAWaitHoldsThenLifts) {
+  AgentStep step(rule_, kLayout, 8);
+  const auto mode = config::CpuSuppressMode::kOnInterference;
+  // A signal that stays quiet: no ceiling, and the fast path rests.
+  auto quiet = step.tick(inputs(mode, 100, waiting(0.1)));
+  EXPECT_FALSE(step.suppress_armed());
+  EXPECT_FALSE(writes_be_quota(quiet.plan));
+  EXPECT_TRUE(step.fast({4000, 2000, false, &reader_}).writes.empty());
+  // An LS pod waits 8 ms while BE runs: armed at once, the ceiling lands.
+  auto wait = step.tick(inputs(mode, 101, waiting(8)));
+  EXPECT_TRUE(step.suppress_armed());
+  EXPECT_TRUE(writes_be_quota(wait.plan));
+  ASSERT_FALSE(wait.events.empty());
+  EXPECT_NE(wait.events.back().find("armed"), std::string::npos);
+  // Quiet again: held for the hold time, lifted after it.
+  step.tick(inputs(mode, 120, waiting(0.1)));
+  EXPECT_TRUE(step.suppress_armed());
+  auto lifted = step.tick(inputs(mode, 132, waiting(0.1)));
+  EXPECT_FALSE(step.suppress_armed());
+  EXPECT_NE(lifted.events.back().find("lifted"), std::string::npos);
+}
+
+TEST_F(AgentStepTest, OnInterferenceWithoutAnySignalKeepsTheCeiling) {
+  AgentStep step(rule_, kLayout, 8);
+  auto out = step.tick(inputs(config::CpuSuppressMode::kOnInterference, 100));
+  EXPECT_TRUE(step.suppress_armed());
+  EXPECT_TRUE(writes_be_quota(out.plan));
+}
+
+TEST_F(AgentStepTest, ALiveFastPathOwnsTheSuppressWrites) {
+  AgentStep step(rule_, kLayout, 8);
+  auto in = inputs(config::CpuSuppressMode::kAlways, 100);
+  in.fast_path_live = true;
+  EXPECT_FALSE(writes_be_quota(step.tick(in).plan));
+  // ... and writes them itself from its own sample.
+  EXPECT_TRUE(writes_be_quota(step.fast({4000, 2500, false, &reader_})));
+}
+
+TEST_F(AgentStepTest, ThePrimingPassLeavesBeAsItIs) {
+  AgentStep step(rule_, kLayout, 8);
+  auto in = inputs(config::CpuSuppressMode::kAlways, 100);
+  in.cpu_measured = false;
+  EXPECT_FALSE(writes_be_quota(step.tick(in).plan));
+  EXPECT_TRUE(step.fast({4000, 2500, false, &reader_}).writes.empty());
+}
+
+TEST_F(AgentStepTest, BeRunningIsJudgedOnTheLatestSample) {
+  // The BE pod used nothing in the latest sample (whatever it averaged before): an LS wait
+  // holds the ceiling but does not tighten it.
+  pods_[1].cpu_usage = "0";
+  FakeNode n;
+  n.node_cpu_usage = "3";
+  n.system_cpu = "500m";
+  snap_ = make_snapshot(n, pods_);
+  AgentStep step(rule_, kLayout, 8);
+  auto out = step.tick(inputs(config::CpuSuppressMode::kOnInterference, 100, waiting(8)));
+  EXPECT_EQ(out.interference.action, bpf::InterferenceAction::kHold);
+}
+
+TEST_F(AgentStepTest, MemoryRoundTripsThroughAnotherStep) {
+  AgentStep first(rule_, kLayout, 8);
+  const auto mode = config::CpuSuppressMode::kOnInterference;
+  first.tick(inputs(mode, 100, waiting(8)));
+  AgentStep second(rule_, kLayout, 8);
+  second.adopt(first.memory());
+  // Within the hold time the adopted step still holds, as the first one would.
+  auto a = first.tick(inputs(mode, 110, waiting(0.1)));
+  auto b = second.tick(inputs(mode, 110, waiting(0.1)));
+  EXPECT_EQ(a.interference.action, b.interference.action);
+  EXPECT_EQ(first.suppress_armed(), second.suppress_armed());
+  ASSERT_EQ(a.plan.writes.size(), b.plan.writes.size());
+  for (size_t i = 0; i < a.plan.writes.size(); ++i)
+    EXPECT_EQ(a.plan.writes[i].value, b.plan.writes[i].value);
+}
+
+TEST(StepRecord, RoundTripsAndNamesBadFields) {
+  StepRecord r;
+  r.probe.runqueue_probe = true;
+  r.probe.runq_p99_ns["web/api-0"] = 8e6;
+  r.probe.cpu_psi_some_avg10 = 12.5;
+  r.memory.last_breach_s = 990;
+  r.memory.ceiling_quota_us = 40000;
+  r.memory.qos.last_cpu_evict_s = 900;
+  r.memory.qos.be_cpu_history.push_back({995, 900, 1000});
+  r.fast_path_live = true;
+  Json doc = Json::object();
+  add_step_record(doc, r, 1000);
+  auto back = parse_step_record(doc, "snap.json", 5000);  // another moment: ages carry over
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->probe.runq_p99_ns.at("web/api-0"), 8e6);
+  EXPECT_EQ(*back->memory.last_breach_s, 4990);
+  EXPECT_EQ(*back->memory.ceiling_quota_us, 40000);
+  EXPECT_EQ(*back->memory.qos.last_cpu_evict_s, 4900);
+  EXPECT_EQ(back->memory.qos.be_cpu_history.at(0).usage_milli, 900);
+  EXPECT_TRUE(back->fast_path_live);
+
+  auto err = [](const char* text) {
+    auto r = parse_step_record(Json::parse(text), "snap.json", 0);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_NE(err(R"({"probe":{"runqueueP99Micros":{"api-0":5}}})").find("namespace/name"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"probe":{"nodeCpuPsiSomeAvg10":-1}})").find("nodeCpuPsiSomeAvg10"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"agent":{"interferenceCeiling":{"cpus":4294967297}}})").find("cpus"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"agent":{"beCpuWindow":[{"secondsAgo":1}]}})").find("beCpuWindow[0]"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"agent":{"suppressArmed":"yes"}})").find("suppressArmed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::agent::step
