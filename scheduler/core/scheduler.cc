@@ -196,6 +196,23 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
   return true;
 }
 
+Status Scheduler::executor_gone(JobId id, int pod_index) {
+  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "unknown job");
+  Job& j = jobs_[id];
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
+    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
+  }
+  if (pod_index < 1 || static_cast<size_t>(pod_index) >= j.pods.size()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "job " + j.spec.name + " has no executor " + std::to_string(pod_index));
+  }
+  PodState& p = j.pods[static_cast<size_t>(pod_index)];
+  // The room stays accounted on its node (holds_room) for the replacement.
+  p.bound = false;
+  p.running = false;
+  return ok_status();
+}
+
 void Scheduler::complete(JobId id, int64_t now) {
   Job& j = jobs_[id];
   if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted) return;

@@ -84,6 +84,12 @@ class Scheduler {
   Status set_node_selector(JobId id, NodeSelector selector);
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
+  // An executor of a running application went (Spark deletes executors on scale-down, on
+  // failure, and at the end, and asks for replacements): the application goes on, and the
+  // executor's room stays with the job, on the same node, for the executor that takes its
+  // place (bind_executor of the same index). Error: unknown id, the driver's index, or a
+  // job not admitted or running.
+  Status executor_gone(JobId id, int pod_index);
   // A node report with a new batch size. When it shrank below what is placed there, the
   // lowest-priority jobs on the node lose their pods (as the agent would evict them) and
   // are rescheduled, preferring another cluster.

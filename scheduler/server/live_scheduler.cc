@@ -337,6 +337,13 @@ void LiveScheduler::forget_pod(const PodView& pod) {
     if (t.index == 0 && active) {
       // The driver is gone (finished, failed or deleted): so is the application.
       core_.complete(*gang.job, now_s());
+    } else if (active && t.view.role == PodRole::kExecutor) {
+      // Spark deletes its own executors (scale-down, failure, the end of the application)
+      // and asks for replacements: the application goes on, and the room stays with it for
+      // the executor that comes next.
+      (void)core_.executor_gone(*gang.job, t.index);
+      event_gone_executor(gang, pod.name);
+      attach_waiting(gang);
     } else if (active && pod.phase != "Succeeded") {
       handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
     }
@@ -345,6 +352,14 @@ void LiveScheduler::forget_pod(const PodView& pod) {
       (!gang.job || core_.job(*gang.job).phase == JobPhase::kCompleted)) {
     if (gang.job) job_gang_.erase(*gang.job);
     gangs_.erase(g);
+  }
+}
+
+void LiveScheduler::event_gone_executor(Gang& g, const std::string& executor) {
+  if (Tracked* d = driver_of(g)) {
+    event(*d, "GleanerExecutorGone",
+          "executor " + executor + " went; its room stays with the application for a replacement",
+          false);
   }
 }
 

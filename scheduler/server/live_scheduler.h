@@ -236,6 +236,8 @@ class LiveScheduler {
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
+  // An Event on the driver: an executor went and its room waits for a replacement.
+  void event_gone_executor(Gang& g, const std::string& executor);
   void bind_member(Gang& g, int index);
   void handle(const std::vector<Decision>& decisions);
   void reclaim(Gang& g, const Decision& d);

@@ -228,6 +228,25 @@ TEST(Scheduler, SelectorMatchingNoNodeIsUnschedulableWithItsReason) {
   EXPECT_FALSE(f.s.set_node_selector(99, {}).ok());
 }
 
+TEST(Scheduler, AGoneExecutorLeavesItsRoomToTheJobForItsReplacement) {
+  Fixture f({{"c-n1", 4}});
+  JobId id = f.submit("j", 0, 2);
+  f.s.schedule(0);
+  f.s.pod_running(id, 0, 10);
+  auto first = f.s.bind_executor(id, 1, 10);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(f.s.executor_gone(id, 1).ok());
+  // Still admitted, and the room is not the node's again: nothing else takes it.
+  EXPECT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(1));
+  auto replacement = f.s.bind_executor(id, 1, 20);
+  ASSERT_TRUE(replacement.ok());
+  EXPECT_EQ(*replacement, *first);
+  EXPECT_FALSE(f.s.executor_gone(id, 0).ok());  // the driver is not an executor
+  EXPECT_FALSE(f.s.executor_gone(id, 3).ok());
+  EXPECT_FALSE(f.s.executor_gone(99, 1).ok());
+}
+
 TEST(Scheduler, DriverRunningInTimeCancelsItsTimeout) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 120;

@@ -156,6 +156,41 @@ TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
   EXPECT_EQ(metrics_.placements(), 1u);
 }
 
+TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 2000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 1000, 16 * kGi, "c1")));
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  for (const char* e : {"pi-exec-1", "pi-exec-2"})
+    ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod(e, "executor")).ok());
+  ASSERT_TRUE(schedule_until([&] {
+    return !node_of("pi-driver").empty() && !node_of("pi-exec-1").empty() &&
+           !node_of("pi-exec-2").empty();
+  }));
+  const std::string lost_on = node_of("pi-exec-1");
+  auto job_phase = [&] { return live_->jobs_json()["jobs"][0]["phase"].get<std::string>(); };
+
+  // Spark deletes an executor (it failed, or dynamic allocation let it go) and asks for a
+  // new one: the driver stays, the job stays admitted, and the new executor takes the room.
+  ASSERT_TRUE(client_->remove(kube::pod_path("default", "pi-exec-1")).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-exec-3", "executor")).ok());
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-exec-3").empty(); }));
+  EXPECT_EQ(node_of("pi-exec-3"), lost_on);
+  EXPECT_FALSE(node_of("pi-driver").empty()) << "the driver was deleted";
+  EXPECT_EQ(job_phase(), "Admitted");
+  EXPECT_EQ(metrics_.render(live_->gauges()).find("gleaner_scheduler_reschedules_total 1\n"),
+            std::string::npos);
+
+  // The end of the application: the driver succeeds and Spark deletes its executors.
+  auto done = client_->patch(kube::pod_path("default", "pi-driver") + "/status",
+                             Json{{"status", {{"phase", "Succeeded"}}}}, kube::PatchType::kMerge);
+  ASSERT_TRUE(done.ok()) << done.error().message;
+  for (const char* e : {"pi-exec-2", "pi-exec-3"})
+    ASSERT_TRUE(client_->remove(kube::pod_path("default", e)).ok());
+  ASSERT_TRUE(schedule_until([&] { return job_phase() == "Completed"; }));
+  EXPECT_EQ(live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"], 2000);
+}
+
 TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
   ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
