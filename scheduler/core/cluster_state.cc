@@ -33,8 +33,9 @@ const char* to_string(NodeHealth health) {
   return "unknown";
 }
 
-bool selector_matches(const NodeSelector* selector, const Labels& labels) {
-  return selector == nullptr || selector->matches(labels);
+bool selector_matches(const NodeSelector* selector, const Node& node) {
+  if (selector == nullptr) return taints_tolerated(node.taints, {});
+  return selector->admits(node.labels, node.taints);
 }
 
 bool ClusterState::FullestFirst::operator()(const Key& a, const Key& b) const {
@@ -108,6 +109,7 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
     }
     unindex(*existing);
     n.labels = info.labels;
+    n.taints = info.taints;
     n.reported = info.batch;
     n.reported_at = now;
     n.health = NodeHealth::kFresh;
@@ -120,6 +122,7 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
   n.name = info.name;
   n.cluster = cluster;
   n.labels = info.labels;
+  n.taints = info.taints;
   n.reported = info.batch;
   n.reported_at = now;
   nodes_.push_back(std::move(n));
@@ -127,6 +130,12 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
   index(id);
   ++generation_;
   return id;
+}
+
+void ClusterState::set_taints(NodeId id, const Taints& taints) {
+  if (id >= nodes_.size() || nodes_[id].taints == taints) return;
+  nodes_[id].taints = taints;
+  ++generation_;  // "fits an empty cluster" answers depend on which nodes admit pods
 }
 
 void ClusterState::set_labels(NodeId id, const Labels& labels) {
@@ -137,7 +146,7 @@ void ClusterState::set_labels(NodeId id, const Labels& labels) {
 
 bool ClusterState::any_node_matches(const NodeSelector& selector) const {
   return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) {
-    return n.health != NodeHealth::kDegraded && selector.matches(n.labels);
+    return n.health != NodeHealth::kDegraded && selector.admits(n.labels, n.taints);
   });
 }
 
@@ -205,7 +214,7 @@ std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const R
   auto it = c.fullest.lower_bound(Key{request.cpu_milli, INT64_MIN, nullptr, 0});
   for (; it != c.fullest.end(); ++it) {
     if (it->memory < request.memory_bytes) continue;
-    if (!selector_matches(selector, nodes_[it->id].labels)) continue;
+    if (!selector_matches(selector, nodes_[it->id])) continue;
     return it->id;
   }
   return std::nullopt;
@@ -231,7 +240,7 @@ std::optional<GangPlacement> ClusterState::place(ClusterId cluster, const GangRe
   for (const Key& k : c.emptiest) {
     if (k.cpu < request.driver.cpu_milli) break;
     if (k.memory < request.driver.memory_bytes) continue;
-    if (!selector_matches(request.selector, nodes_[k.id].labels)) continue;
+    if (!selector_matches(request.selector, nodes_[k.id])) continue;
     driver = k.id;
     break;
   }
@@ -266,7 +275,7 @@ bool ClusterState::fits_when_empty(ClusterId cluster, const GangRequest& request
   std::vector<std::pair<int64_t, int64_t>> room;
   for (const Node& n : nodes_) {
     if (n.cluster != cluster || n.health == NodeHealth::kDegraded) continue;
-    if (!selector_matches(request.selector, n.labels)) continue;
+    if (!selector_matches(request.selector, n)) continue;
     room.emplace_back(n.reported.cpu_milli, n.reported.memory_bytes);
   }
   std::sort(room.begin(), room.end());

@@ -28,6 +28,7 @@ struct NodeInfo {
   std::string cluster;  // empty: the default cluster
   Labels labels;
   Resources batch;  // kubernetes.io/batch-cpu (millicores), batch-memory (bytes)
+  Taints taints;    // the Node's, with cordons and readiness as taints
 };
 
 enum class NodeHealth {
@@ -46,6 +47,7 @@ struct Node {
   std::string name;
   ClusterId cluster = 0;
   Labels labels;
+  Taints taints;
   Resources reported;  // the agent's latest batch allocatable
   Resources used;      // bound pods plus reservations
   int64_t reported_at = 0;
@@ -75,7 +77,8 @@ struct GangPlacement {
   std::vector<NodeId> executors;  // one entry per executor, grouped by node
 };
 
-bool selector_matches(const NodeSelector* selector, const Labels& labels);
+// Whether a pod of `selector` (nullptr: no requirement and no tolerations) may go to `node`.
+bool selector_matches(const NodeSelector* selector, const Node& node);
 
 class ClusterState {
  public:
@@ -98,7 +101,10 @@ class ClusterState {
   [[nodiscard]] std::optional<NodeId> find_node(const std::string& name) const;
   // New labels from the Node object (not a report: health and report time stay).
   void set_labels(NodeId id, const Labels& labels);
-  // Does any non-degraded node of any cluster carry labels the selector accepts?
+  // New taints from the Node object (its spec.taints, cordon and readiness).
+  void set_taints(NodeId id, const Taints& taints);
+  // Does any non-degraded node of any cluster carry labels (and taints) the selector
+  // accepts?
   [[nodiscard]] bool any_node_matches(const NodeSelector& selector) const;
   [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
   [[nodiscard]] size_t node_count() const { return nodes_.size(); }

@@ -77,7 +77,29 @@ std::string NodeSelector::to_string() const {
   return out;
 }
 
+bool Toleration::tolerates(const Taint& taint) const {
+  if (effect && *effect != taint.effect) return false;
+  if (key.empty()) return exists;  // an empty key with Exists tolerates everything
+  if (key != taint.key) return false;
+  return exists || value == taint.value;
+}
+
+bool taints_tolerated(const Taints& taints, const std::vector<std::vector<Toleration>>& pods) {
+  for (const Taint& taint : taints) {
+    if (taint.effect == TaintEffect::kPreferNoSchedule) continue;
+    if (pods.empty()) return false;
+    for (const auto& pod : pods) {
+      if (std::none_of(pod.begin(), pod.end(),
+                       [&](const Toleration& t) { return t.tolerates(taint); })) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 NodeSelector merge_selectors(NodeSelector a, const NodeSelector& b) {
+  a.tolerations.insert(a.tolerations.end(), b.tolerations.begin(), b.tolerations.end());
   if (a.terms.empty()) {
     a.terms = b.terms;
   } else if (!b.terms.empty()) {

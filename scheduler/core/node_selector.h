@@ -8,6 +8,7 @@
 
 #include <compare>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,49 @@ struct LabelRequirement {
   auto operator<=>(const LabelRequirement&) const = default;
 };
 
+// A node taint as Kubernetes has it; cordons (spec.unschedulable) and a node that is not
+// Ready are expressed as the taints Kubernetes uses for them (node.kubernetes.io/
+// unschedulable, not-ready, unreachable), so one rule covers all.
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+  auto operator<=>(const Taint&) const = default;
+};
+using Taints = std::vector<Taint>;
+
+// A pod toleration: `exists` is operator Exists (any value; with an empty key, every
+// taint); otherwise Equal. No effect: every effect.
+struct Toleration {
+  std::string key;
+  bool exists = false;
+  std::string value;
+  std::optional<TaintEffect> effect;
+  [[nodiscard]] bool tolerates(const Taint& taint) const;
+  auto operator<=>(const Toleration&) const = default;
+};
+
+// Whether pods with these toleration lists (one per pod of a gang; every pod must
+// tolerate) may be placed on a node with `taints`. PreferNoSchedule never blocks.
+bool taints_tolerated(const Taints& taints, const std::vector<std::vector<Toleration>>& pods);
+
 struct NodeSelector {
   Labels labels;
   // Any term matches; an empty list means no affinity. A term with no expressions
   // matches nothing, as in Kubernetes.
   std::vector<std::vector<LabelRequirement>> terms;
+  // One list per pod the selector speaks for (a gang's pods each bring theirs): a
+  // NoSchedule or NoExecute taint blocks a node unless every list tolerates it. No list at
+  // all tolerates nothing.
+  std::vector<std::vector<Toleration>> tolerations;
 
+  // No label requirement (tolerations aside: taints are checked with or without one).
   [[nodiscard]] bool empty() const { return labels.empty() && terms.empty(); }
   [[nodiscard]] bool matches(const Labels& node_labels) const;
+  [[nodiscard]] bool admits(const Labels& node_labels, const Taints& taints) const {
+    return matches(node_labels) && taints_tolerated(taints, tolerations);
+  }
   // "pool=spark, zone in (a,b)" for pending reasons.
   [[nodiscard]] std::string to_string() const;
   auto operator<=>(const NodeSelector&) const = default;

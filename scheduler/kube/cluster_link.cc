@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "scheduler/kube/node_affinity.h"
+
 namespace gleaner::scheduler::kube_glue {
 
 namespace {
@@ -92,7 +94,7 @@ void ClusterLink::on_node(const Json& obj) {
     for (const auto& [k, v] : l.items())
       if (v.is_string()) labels.emplace(k, v.get<std::string>());
   }
-  live_.observe_node(options_.name, name.get<std::string>(), labels);
+  live_.observe_node(options_.name, name.get<std::string>(), labels, node_taints(obj));
 }
 
 void ClusterLink::enqueue(server::Action action) {

@@ -1,5 +1,8 @@
 #include "scheduler/kube/node_affinity.h"
 
+#include <algorithm>
+#include <optional>
+
 namespace gleaner::scheduler::kube_glue {
 
 namespace {
@@ -92,6 +95,81 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
       }
     }
     out.terms.push_back(std::move(reqs));
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<TaintEffect> effect_named(const std::string& name) {
+  if (name == "NoSchedule") return TaintEffect::kNoSchedule;
+  if (name == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
+  if (name == "NoExecute") return TaintEffect::kNoExecute;
+  return std::nullopt;
+}
+
+void add_if_absent(Taints& taints, Taint taint) {
+  auto same_key = [&](const Taint& t) { return t.key == taint.key && t.effect == taint.effect; };
+  if (std::none_of(taints.begin(), taints.end(), same_key)) taints.push_back(std::move(taint));
+}
+
+}  // namespace
+
+Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::string& where) {
+  std::vector<Toleration> out;
+  if (!spec.is_object()) return out;
+  auto list = spec.find("tolerations");
+  if (list == spec.end() || list->is_null()) return out;
+  if (!list->is_array()) return field_error(where + ".tolerations", "expected an array");
+  for (size_t i = 0; i < list->size(); ++i) {
+    const Json& t = (*list)[i];
+    const std::string at = where + ".tolerations[" + std::to_string(i) + "]";
+    if (!t.is_object()) return field_error(at, "expected an object");
+    Toleration tol;
+    tol.key = t.value("key", "");
+    const std::string op = t.value("operator", "Equal");
+    if (op != "Equal" && op != "Exists") {
+      return field_error(at + ".operator", "expected Equal or Exists, got " + op);
+    }
+    tol.exists = op == "Exists";
+    tol.value = t.value("value", "");
+    const std::string effect = t.value("effect", "");
+    if (!effect.empty()) {
+      tol.effect = effect_named(effect);
+      if (!tol.effect) return field_error(at + ".effect", "unknown effect " + effect);
+    }
+    out.push_back(std::move(tol));
+  }
+  return out;
+}
+
+Taints node_taints(const Json& node) {
+  Taints out;
+  const Json* spec = find_path(node, "spec");
+  if (spec != nullptr && spec->is_object()) {
+    if (auto list = spec->find("taints"); list != spec->end() && list->is_array()) {
+      for (const auto& t : *list) {
+        if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) continue;
+        auto effect = effect_named(t.value("effect", ""));
+        if (!effect) continue;
+        out.push_back(Taint{t["key"].get<std::string>(), t.value("value", ""), *effect});
+      }
+    }
+    if (spec->value("unschedulable", false)) {
+      add_if_absent(out, Taint{"node.kubernetes.io/unschedulable", "", TaintEffect::kNoSchedule});
+    }
+  }
+  const Json* conditions = find_path(node, "status/conditions");
+  if (conditions != nullptr && conditions->is_array()) {
+    for (const auto& c : *conditions) {
+      if (!c.is_object() || c.value("type", "") != "Ready") continue;
+      const std::string status = c.value("status", "");
+      if (status == "False") {
+        add_if_absent(out, Taint{"node.kubernetes.io/not-ready", "", TaintEffect::kNoExecute});
+      } else if (status == "Unknown") {
+        add_if_absent(out, Taint{"node.kubernetes.io/unreachable", "", TaintEffect::kNoExecute});
+      }
+    }
   }
   return out;
 }

@@ -16,4 +16,13 @@ namespace gleaner::scheduler::kube_glue {
 // same `nodeSelector` and `affinity` fields); `where` names it in errors.
 Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where);
 
+// `spec.tolerations` of a pod spec (or a SparkApplication driver/executor section).
+Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::string& where);
+
+// A Node's taints as placement sees them: spec.taints, plus the taints Kubernetes uses for
+// a cordon (spec.unschedulable: node.kubernetes.io/unschedulable:NoSchedule) and for a Ready
+// condition that is False (node.kubernetes.io/not-ready:NoExecute) or Unknown
+// (node.kubernetes.io/unreachable:NoExecute). Malformed taints are skipped.
+Taints node_taints(const Json& node);
+
 }  // namespace gleaner::scheduler::kube_glue

@@ -56,11 +56,16 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
   const Json& spec = app.raw.value("spec", Json::object());
   for (const char* part : {"", "driver", "executor"}) {
     const Json& section = *part == '\0' ? spec : spec.value(part, Json::object());
-    auto selector = node_selector_of(section, where + " spec" + (*part ? "." : "") + part);
-    if (!selector) {
-      v.selector_error = selector.error().message;
+    const std::string at = where + " spec" + (*part ? "." : "") + part;
+    auto selector = node_selector_of(section, at);
+    auto tolerations = *part != '\0' ? tolerations_of(section, at)
+                                     : Result<std::vector<Toleration>>(std::vector<Toleration>{});
+    if (!selector || !tolerations) {
+      v.selector_error = (!selector ? selector.error() : tolerations.error()).message;
       break;
     }
+    // The driver and the executors each bring their tolerations: both must hold.
+    if (*part != '\0') selector->tolerations.push_back(std::move(*tolerations));
     v.selector = merge_selectors(std::move(v.selector), *selector);
   }
   return v;
@@ -82,11 +87,14 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   static const Json no_spec = Json::object();
   auto spec = pod.raw.is_object() ? pod.raw.find("spec") : no_spec.end();
   if (pod.raw.is_object() && spec != pod.raw.end()) {
-    auto selector = node_selector_of(*spec, "pod " + v.ns + "/" + v.name + " spec");
-    if (selector) {
+    const std::string where = "pod " + v.ns + "/" + v.name + " spec";
+    auto selector = node_selector_of(*spec, where);
+    auto tolerations = tolerations_of(*spec, where);
+    if (selector && tolerations) {
       v.selector = std::move(*selector);
+      v.selector.tolerations.push_back(std::move(*tolerations));
     } else {
-      v.selector_error = selector.error().message;
+      v.selector_error = (!selector ? selector.error() : tolerations.error()).message;
     }
   }
 

@@ -23,6 +23,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
     if (decisions) handle(*decisions);
   } else {
     NodeInfo info{name, *cluster, node_labels(*cluster, report.node), batch};
+    if (auto t = node_taints_.find(name); t != node_taints_.end()) info.taints = t->second;
     if (auto added = core_.clusters().upsert_node(info, now); !added) {
       spdlog::warn("report for node {}: {}", report.node, added.error().message);
       return RejectReason::kUnknownCluster;
@@ -54,14 +55,16 @@ Labels LiveScheduler::node_labels(const std::string& cluster, const std::string&
 }
 
 void LiveScheduler::observe_node(const std::string& cluster, const std::string& node,
-                                 const Labels& labels) {
+                                 const Labels& labels, const Taints& taints) {
   std::lock_guard lock(mu_);
   const std::string name = core_name(cluster, node);
+  node_taints_[name] = taints;
   auto& known = node_labels_[name];
-  if (known == labels) return;
+  const bool relabelled = known != labels;
   known = labels;
   if (auto id = core_.clusters().find_node(name)) {
-    core_.clusters().set_labels(*id, node_labels(cluster, node));
+    if (relabelled) core_.clusters().set_labels(*id, node_labels(cluster, node));
+    core_.clusters().set_taints(*id, taints);
   }
 }
 

@@ -160,7 +160,8 @@ class LiveScheduler {
   std::optional<RejectReason> apply_report(const reporter::NodeReport& report);
   // A Node object's labels (from the Node informer): node selectors match them. The
   // label gleaner.io/cluster is always the node's member cluster.
-  void observe_node(const std::string& cluster, const std::string& node, const Labels& labels);
+  void observe_node(const std::string& cluster, const std::string& node, const Labels& labels,
+                    const Taints& taints = {});
   void observe_pod(const PodView& pod);
   // Multi-cluster SparkApplications: a suspended one without a placement becomes a core
   // job placed into whichever member cluster fits its whole gang (its own preferred).
@@ -260,6 +261,7 @@ class LiveScheduler {
   std::map<std::string, Gang> gangs_;    // key
   std::map<JobId, std::string> job_gang_;
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
+  std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)
   // origin/ns/name of multi-cluster applications placed by this process -> gang key:
   // one decision per application, even before the origin's informer shows it.
   std::map<std::string, std::string> placed_apps_;

@@ -73,7 +73,15 @@ Json LiveScheduler::nodes_json() const {
   for (NodeId id = 0; id < cs.node_count(); ++id) {
     const Node& n = cs.node(id);
     const auto slash = n.name.find('/');
+    Json taints = Json::array();
+    for (const Taint& t : n.taints) {
+      const char* effect = t.effect == TaintEffect::kNoSchedule         ? "NoSchedule"
+                           : t.effect == TaintEffect::kPreferNoSchedule ? "PreferNoSchedule"
+                                                                        : "NoExecute";
+      taints.push_back(t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + effect);
+    }
     out.push_back(Json{{"name", n.name.substr(slash + 1)},
+                       {"taints", std::move(taints)},
                        {"cluster", n.name.substr(0, slash)},
                        {"health", to_string(n.health)},
                        {"schedulable", n.schedulable()},

@@ -93,3 +93,43 @@ TEST(NodeSelector, MergedSelectorsMustBothHold) {
 
 }  // namespace
 }  // namespace gleaner::scheduler
+
+namespace gleaner::scheduler::kube_glue {
+namespace {
+
+TEST(Taints, CordonNotReadyAndSpecTaintsAreTaints) {
+  auto taints = node_taints(Json::parse(R"({"spec":{"unschedulable":true,"taints":[
+      {"key":"dedicated","value":"db","effect":"NoSchedule"},
+      {"key":"soft","effect":"PreferNoSchedule"},{"key":"bad","effect":"Sometimes"}]},
+    "status":{"conditions":[{"type":"Ready","status":"Unknown"}]}})"));
+  ASSERT_EQ(taints.size(), 4u);  // the malformed one is skipped
+  EXPECT_EQ(taints[2].key, "node.kubernetes.io/unschedulable");
+  EXPECT_EQ(taints[3].key, "node.kubernetes.io/unreachable");
+  EXPECT_EQ(taints[3].effect, TaintEffect::kNoExecute);
+  EXPECT_TRUE(node_taints(Json::parse(R"({"status":{"conditions":[
+      {"type":"Ready","status":"True"}]}})"))
+                  .empty());
+}
+
+TEST(Taints, EveryPodOfAGangMustTolerate) {
+  const Taints dedicated{{"dedicated", "spark", TaintEffect::kNoSchedule}};
+  auto tol = tolerations_of(Json::parse(R"({"tolerations":[
+      {"key":"dedicated","operator":"Equal","value":"spark","effect":"NoSchedule"}]})"),
+                            "pod");
+  ASSERT_TRUE(tol.ok());
+  EXPECT_TRUE(taints_tolerated(dedicated, {*tol}));
+  EXPECT_FALSE(taints_tolerated(dedicated, {*tol, {}}));  // an executor without it
+  EXPECT_FALSE(taints_tolerated(dedicated, {}));
+  EXPECT_TRUE(taints_tolerated({{"soft", "", TaintEffect::kPreferNoSchedule}}, {}));
+  auto any = tolerations_of(Json::parse(R"({"tolerations":[{"operator":"Exists"}]})"), "pod");
+  EXPECT_TRUE(taints_tolerated(dedicated, {*any}));
+  auto wrong_value =
+      tolerations_of(Json::parse(R"({"tolerations":[{"key":"dedicated","value":"db"}]})"), "pod");
+  EXPECT_FALSE(taints_tolerated(dedicated, {*wrong_value}));
+  auto bad = tolerations_of(Json::parse(R"({"tolerations":[{"operator":"Maybe"}]})"), "pod p");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("pod p.tolerations[0].operator"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::kube_glue

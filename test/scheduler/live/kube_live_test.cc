@@ -191,6 +191,57 @@ TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
   EXPECT_EQ(live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"], 2000);
 }
 
+TEST_F(KubeLiveTest, CordonedAndTaintedNodesGetNothingWithoutAToleration) {
+  // n1: cordoned; n2: tainted for dedicated work; both with room. n3: no room.
+  auto patched = [&](const char* node, const Json& patch) {
+    auto r = client_->patch(kube::node_path(node), patch, kube::PatchType::kMerge);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  };
+  patched("n1", Json{{"spec", {{"unschedulable", true}}}});
+  patched("n2",
+          Json::parse(
+              R"({"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]}})"));
+  auto taints_of = [&](size_t i) { return live_->nodes_json()["nodes"][i]["taints"]; };
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n3", 1, 500, 16 * kGi, "c1")));
+  ASSERT_TRUE(eventually([&] { return taints_of(0).size() == 1 && taints_of(1).size() == 1; }));
+  EXPECT_EQ(taints_of(0)[0], "node.kubernetes.io/unschedulable:NoSchedule");
+  EXPECT_EQ(taints_of(1)[0], "dedicated=db:NoSchedule");
+
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(eventually([&] { return live_->jobs_json()["jobs"].size() == 1; }));
+  for (int pass = 0; pass < 5; ++pass)
+    live_->tick();
+  EXPECT_EQ(node_of("pi-driver"), "") << "placed on a cordoned or tainted node";
+
+  // Uncordoned: n1 takes the application.
+  patched("n1", Json{{"spec", {{"unschedulable", false}}}});
+  ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n1"; }));
+}
+
+TEST_F(KubeLiveTest, ATolerationOpensATaintedNode) {
+  auto r = client_->patch(
+      kube::node_path("n2"),
+      Json::parse(
+          R"({"spec":{"taints":[{"key":"dedicated","value":"spark","effect":"NoSchedule"}]}})"),
+      kube::PatchType::kMerge);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_TRUE(eventually([&] { return live_->nodes_json()["nodes"][0]["taints"].size() == 1; }));
+  Json app = spark_application();
+  const Json toleration = Json::parse(
+      R"([{"key":"dedicated","operator":"Equal","value":"spark","effect":"NoSchedule"}])");
+  app["spec"]["driver"]["tolerations"] = toleration;
+  app["spec"]["executor"]["tolerations"] = toleration;
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), app).ok());
+  Json driver = spark_pod("pi-driver", "driver");
+  driver["spec"]["tolerations"] = toleration;
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), driver).ok());
+  ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n2"; }));
+}
+
 TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
   ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
