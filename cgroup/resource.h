@@ -29,8 +29,8 @@ enum class Resource {
   kCpuPressure,  // PSI. v2 cpu.pressure (hybrid: under the unified mount)
   kMemoryPressure,
   kIoPressure,
-  kThreads,  // task ids. v1 tasks; v2 cgroup.threads
-  kProcs,    // process ids. cgroup.procs
+  kThreads,          // task ids. v1 tasks; v2 cgroup.threads
+  kProcs,            // process ids. cgroup.procs
   kCpusetEffective,  // CPU list in force. v1 cpuset.effective_cpus; v2 cpuset.cpus.effective
 };
 inline constexpr Resource kLastResource = Resource::kCpusetEffective;

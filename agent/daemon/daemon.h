@@ -78,7 +78,7 @@ struct DaemonOptions {
   std::string on_stop = "auto";
   std::string pod_name;       // this agent's Pod (downward API: POD_NAME)
   std::string pod_namespace;  // (POD_NAMESPACE)
-  int max_ticks = 0;  // > 0: exit after this many sampling passes (tests, demo)
+  int max_ticks = 0;          // > 0: exit after this many sampling passes (tests, demo)
   // Called on every full tick that enforces (tests comparing the daemon with `plan`). It
   // plans the writes a second time, so the executor's counters count them twice.
   std::function<void(const StepObservation&)> on_step;

@@ -42,8 +42,8 @@ void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
   // them would only turn inheritance into a fixed list (which a populated cgroup can never
   // be emptied back from: the kernel answers ENOSPC).
   auto current = reader.logical(Resource::kCpusetCpus, ctx.be_qos_dir);
-  const bool inherits_all = current && current->empty() &&
-                            reader.ids(Resource::kCpusetEffective, ctx.be_qos_dir) == cpus;
+  const bool inherits_all =
+      current && current->empty() && reader.ids(Resource::kCpusetEffective, ctx.be_qos_dir) == cpus;
   if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir) && !inherits_all) {
     add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list, reason);
   }

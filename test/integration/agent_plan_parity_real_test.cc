@@ -48,7 +48,9 @@ const Mode kModes[] = {
      false, "0.5"},
 };
 
-void PrintTo(const Mode& mode, std::ostream* os) { *os << mode.name; }
+void PrintTo(const Mode& mode, std::ostream* os) {
+  *os << mode.name;
+}
 
 // "<path> = <value>" lines, in order.
 std::vector<std::string> lines_of(const std::vector<cgroup::FileWrite>& writes) {

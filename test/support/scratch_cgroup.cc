@@ -1,9 +1,8 @@
 #include "test/support/scratch_cgroup.h"
 
-#include <cstdlib>
-
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
