@@ -73,6 +73,10 @@ TEST(Quantity, TinyValuesRoundUpWithoutOverflow) {
 TEST(Quantity, RejectsOverflow) {
   EXPECT_FALSE(Quantity::parse("10E").ok());
   EXPECT_FALSE(Quantity::parse("9Ei").ok());
+  // Rounding the fraction up carries past the largest milli value (found by fuzz_quantity).
+  EXPECT_FALSE(Quantity::parse("9223372036854775807.5m").ok());
+  EXPECT_FALSE(Quantity::parse("-9223372036854775807.5m").ok());
+  EXPECT_EQ(Quantity::parse("9223372036854775807m")->milli_value(), INT64_MAX);
 }
 
 TEST(Quantity, CanonicalText) {
