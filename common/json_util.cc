@@ -1,6 +1,7 @@
 #include "common/json_util.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 namespace gleaner {
@@ -26,7 +27,16 @@ Result<Quantity> quantity_from_json(const Json& value, std::string_view where) {
     if (!q) return make_error(ErrorCode::kParse, std::string(where) + ": " + q.error().message);
     return q;
   }
-  if (value.is_number_integer()) return Quantity::from_value(value.get<int64_t>());
+  if (value.is_number_integer()) {
+    // Whole units become milli-units: anything past int64 / 1000 (or an unsigned beyond
+    // int64) would wrap.
+    constexpr int64_t kMaxUnits = std::numeric_limits<int64_t>::max() / 1000;
+    const bool fits = value.is_number_unsigned()
+                          ? value.get<uint64_t>() <= kMaxUnits
+                          : value.get<int64_t>() >= -kMaxUnits && value.get<int64_t>() <= kMaxUnits;
+    if (!fits) return make_error(ErrorCode::kParse, std::string(where) + ": number out of range");
+    return Quantity::from_value(value.get<int64_t>());
+  }
   if (value.is_number_float()) {
     double d = value.get<double>();
     if (!std::isfinite(d) || std::fabs(d) > 9e15) {
