@@ -41,6 +41,7 @@ nlohmann::ordered_json Simulator::report() const {
     if (j.phase == JobPhase::kCompleted) out["finishedAt"] = j.finished_at;
     out["preemptions"] = j.preemptions;
     out["reschedules"] = j.reschedules;
+    if (!jobs_[i].executor_losses.empty()) out["executorsReplaced"] = replaced_[*job_ids_[i]];
     if (!placed) out["reason"] = j.reason;
     OJson pods = OJson::array();
     for (size_t p = 0; placed && p < j.pods.size(); ++p) {

@@ -172,7 +172,7 @@ Result<QueueSpec> parse_queue(const Json& q, const std::string& p) {
 Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
   GLEANER_CHECK(only_known(j, p,
                            {"name", "queue", "priority", "submitAt", "durationSeconds", "driver",
-                            "executor", "nodeSelector"}));
+                            "executor", "nodeSelector", "executorLosses"}));
   ScenarioJob job;
   GLEANER_TRY(name, get_string(j, p, "name", true));
   GLEANER_TRY(queue, get_string(j, p, "queue", false));
@@ -206,6 +206,25 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
   }
   GLEANER_TRY(selector, get_labels(j, p, "nodeSelector"));
   job.spec.node_selector.labels = selector;
+  if (auto losses = j.find("executorLosses"); losses != j.end()) {
+    if (!losses->is_array()) return field_error(p + ".executorLosses", "expected an array");
+    for (size_t i = 0; i < losses->size(); ++i) {
+      const Json& l = (*losses)[i];
+      const std::string lp = p + ".executorLosses[" + std::to_string(i) + "]";
+      if (!l.is_object()) return field_error(lp, "expected an object");
+      GLEANER_CHECK(only_known(l, lp, {"afterSeconds", "executor", "replaceAfterSeconds"}));
+      GLEANER_TRY(after, get_count(l, lp, "afterSeconds"));
+      GLEANER_TRY(executor, get_count(l, lp, "executor"));
+      GLEANER_TRY(replace, get_count(l, lp, "replaceAfterSeconds"));
+      if (!after) return field_error(lp + ".afterSeconds", "required");
+      if (!executor || *executor < 1 || *executor > job.spec.executors) {
+        return field_error(lp + ".executor", "expected 1.." + std::to_string(job.spec.executors) +
+                                                 " (an executor of the job)");
+      }
+      job.executor_losses.push_back(
+          ExecutorLoss{*after, static_cast<int>(*executor), replace.value_or(0)});
+    }
+  }
   return job;
 }
 

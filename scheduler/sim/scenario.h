@@ -31,9 +31,19 @@ struct ScenarioNode {
   int64_t start_delay_seconds = 0;
 };
 
+// Spark's own executor churn: an executor that goes (failed, evicted, scaled down)
+// `after_seconds` after the job started running, and the replacement Spark asks for
+// `replace_after_seconds` later.
+struct ExecutorLoss {
+  int64_t after_seconds = 0;
+  int executor = 1;  // 1..executors
+  int64_t replace_after_seconds = 0;
+};
+
 struct ScenarioJob {
   JobSpec spec;
   int64_t duration_seconds = 0;
+  std::vector<ExecutorLoss> executor_losses;
 };
 
 struct Scenario {

@@ -102,6 +102,9 @@ void Simulator::handle(const Event& e) {
       job_ids_[e.a] = *id;
       durations_.resize(std::max<size_t>(durations_.size(), *id + 1));
       durations_[*id] = jobs_[e.a].duration_seconds;
+      scenario_index_.resize(std::max<size_t>(scenario_index_.size(), *id + 1));
+      scenario_index_[*id] = e.a;
+      replaced_.resize(std::max<size_t>(replaced_.size(), *id + 1));
       break;
     }
     case Kind::kNodeChange: {
@@ -116,7 +119,29 @@ void Simulator::handle(const Event& e) {
       if (j.attempt != e.attempt || j.phase != JobPhase::kAdmitted) break;  // stale
       bool started = scheduler_.pod_running(e.a, static_cast<int>(e.b), e.time);
       if (e.b == 0) start_executors(e.a);
-      if (started) push(e.time + durations_[e.a], Kind::kFinish, e.a, 0, e.attempt);
+      if (started) {
+        push(e.time + durations_[e.a], Kind::kFinish, e.a, 0, e.attempt);
+        schedule_losses(e.a, e.time, e.attempt);
+      }
+      break;
+    }
+    case Kind::kExecutorGone: {
+      const Job& j = scheduler_.job(e.a);
+      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
+      if (!scheduler_.executor_gone(e.a, static_cast<int>(e.b)).ok()) break;
+      const ScenarioJob& sj = jobs_[scenario_index_[e.a]];
+      for (const auto& loss : sj.executor_losses) {
+        if (loss.executor != static_cast<int>(e.b)) continue;
+        push(e.time + loss.replace_after_seconds, Kind::kExecutorReplaced, e.a, e.b, e.attempt);
+        break;
+      }
+      break;
+    }
+    case Kind::kExecutorReplaced: {
+      const Job& j = scheduler_.job(e.a);
+      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
+      // The replacement takes the room its predecessor left with the job.
+      if (scheduler_.bind_executor(e.a, static_cast<int>(e.b), e.time).ok()) ++replaced_[e.a];
       break;
     }
     case Kind::kFinish: {
@@ -145,6 +170,13 @@ void Simulator::start_executors(JobId id) {
       return;
     }
     push(now_ + delay_of(*node), Kind::kPodRunning, id, static_cast<uint32_t>(i), j.attempt);
+  }
+}
+
+void Simulator::schedule_losses(JobId id, int64_t started, uint32_t attempt) {
+  for (const auto& loss : jobs_[scenario_index_[id]].executor_losses) {
+    push(started + loss.after_seconds, Kind::kExecutorGone, id,
+         static_cast<uint32_t>(loss.executor), attempt);
   }
 }
 

@@ -37,7 +37,15 @@ class Simulator {
   [[nodiscard]] nlohmann::ordered_json report() const;
 
  private:
-  enum class Kind { kFinish = 0, kNodeChange = 1, kPodRunning = 2, kSubmit = 3, kTick = 4 };
+  enum class Kind {
+    kFinish = 0,
+    kNodeChange = 1,
+    kPodRunning = 2,
+    kSubmit = 3,
+    kTick = 4,
+    kExecutorGone = 5,      // a = job, b = executor index
+    kExecutorReplaced = 6,  // Spark's replacement for it
+  };
   struct Event {
     int64_t time;
     Kind kind;
@@ -53,11 +61,15 @@ class Simulator {
   void handle(const Event& e);
   void apply(const std::vector<Decision>& decisions);
   void start_executors(JobId id);
+  // The job's executor losses (ExecutorLoss), from the moment it started running.
+  void schedule_losses(JobId id, int64_t started, uint32_t attempt);
 
   [[nodiscard]] int64_t delay_of(NodeId node) const;
 
   std::vector<ScenarioNode> nodes_;
   std::vector<ScenarioJob> jobs_;
+  std::vector<uint32_t> scenario_index_;       // core job id -> its index in jobs_
+  std::vector<int> replaced_;                  // core job id -> executors replaced
   std::vector<std::optional<JobId>> job_ids_;  // scenario order -> core id, once submitted
   std::vector<int64_t> durations_;             // by core id
   std::optional<int64_t> until_;

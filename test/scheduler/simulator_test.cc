@@ -113,6 +113,27 @@ TEST(Simulator, UnschedulableJobIsReportedPendingWithReason) {
   EXPECT_EQ(doc["summary"]["pending"], 1);
 }
 
+TEST(Simulator, SparkReplacingExecutorsKeepsTheJobAndItsRoom) {
+  // A node full with the job: a second job waits. Executor 1 goes at 10 s and is replaced
+  // at 15 s; executor 2 goes at 20 s and is replaced at once. The job is never reclaimed,
+  // runs to its end at 60 s, and the waiting job gets no room in between.
+  const char* text = R"({"nodes": [{"name": "n", "batch": {"cpu": "3", "memory": "6Gi"}}],
+    "jobs": [{"name": "spark", "durationSeconds": 60, "driver": {"cpu": "1", "memory": "1Gi"},
+              "executor": {"cpu": "1", "memory": "1Gi", "instances": 2},
+              "executorLosses": [{"afterSeconds": 10, "executor": 1, "replaceAfterSeconds": 5},
+                                 {"afterSeconds": 20, "executor": 2}]},
+             {"name": "next", "submitAt": 1, "durationSeconds": 10,
+              "driver": {"cpu": "1", "memory": "1Gi"}}]})";
+  auto out = simulate(text, "inline");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  Json doc = Json::parse(*out);
+  EXPECT_EQ(doc["jobs"][0]["state"], "Completed");
+  EXPECT_EQ(doc["jobs"][0]["finishedAt"], 60);
+  EXPECT_EQ(doc["jobs"][0]["reschedules"], 0);
+  EXPECT_EQ(doc["jobs"][0]["executorsReplaced"], 2);
+  EXPECT_EQ(doc["jobs"][1]["startedAt"], 60);
+}
+
 TEST(Simulator, UntilSecondsStopsTheClock) {
   auto text = read_file(scenario_path("spark-deadlock.json"));
   ASSERT_TRUE(text.ok());
@@ -149,6 +170,10 @@ TEST(Simulator, BadScenariosNameTheField) {
       {R"({"policy": {"queueing": "fifo"}})", "policy.queueing: expected blocking or nonblocking"},
       {R"({"queues": [{"name": "a", "parent": "b"}]})", "queues: queue a: unknown parent b"},
       {R"({"clusters": []})", "clusters: expected a non-empty array"},
+      {R"({"nodes": [{"name": "n", "batch": {"cpu": "1"}}], "jobs": [{"name": "j",
+          "durationSeconds": 1, "driver": {"cpu": "1"}, "executor": {"cpu": "1", "instances": 1},
+          "executorLosses": [{"afterSeconds": 1, "executor": 2}]}]})",
+       "jobs[0].executorLosses[0].executor: expected 1..1"},
       {R"([1, 2])", "scenario: expected an object"},
       {R"({"nodes": [)", "in.json: "},
   };
