@@ -135,9 +135,10 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     for (int k = 0; k < -scale && divisor <= value; ++k)
       divisor *= 10;
     value = divisor > value ? (value > 0 ? 1 : 0) : (value + divisor - 1) / divisor;
-    // Rounding up can carry past the limit ("9223372036854775807.5m").
-    if (value > limit) return bad(text, "out of range");
   }
+  // A mantissa past the limit with nothing to scale ("9223372036854775808m"), or rounding
+  // up that carries past it ("9223372036854775807.5m").
+  if (value > limit) return bad(text, "out of range");
   auto milli = static_cast<int64_t>(value);
   return Quantity(negative ? -milli : milli);
 }

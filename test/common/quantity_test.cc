@@ -76,6 +76,8 @@ TEST(Quantity, RejectsOverflow) {
   // Rounding the fraction up carries past the largest milli value (found by fuzz_quantity).
   EXPECT_FALSE(Quantity::parse("9223372036854775807.5m").ok());
   EXPECT_FALSE(Quantity::parse("-9223372036854775807.5m").ok());
+  EXPECT_FALSE(Quantity::parse("9223372036854775808m").ok());
+  EXPECT_FALSE(Quantity::parse("-9223372036854775808.m").ok());
   EXPECT_EQ(Quantity::parse("9223372036854775807m")->milli_value(), INT64_MAX);
 }
 
