@@ -152,7 +152,8 @@ void Scheduler::requeue(Job& j, const std::string& reason) {
   pending_.insert(pending_key(j));
 }
 
-Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
+Result<PodState*> Scheduler::executor_of(JobId id, int pod_index) {
+  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "unknown job");
   Job& j = jobs_[id];
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
     return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
@@ -161,7 +162,14 @@ Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
     return make_error(ErrorCode::kInvalidArgument,
                       "job " + j.spec.name + " has no executor " + std::to_string(pod_index));
   }
-  PodState& p = j.pods[static_cast<size_t>(pod_index)];
+  return &j.pods[static_cast<size_t>(pod_index)];
+}
+
+Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
+  auto slot = executor_of(id, pod_index);
+  if (!slot) return slot.error();
+  Job& j = jobs_[id];
+  PodState& p = **slot;
   if (p.bound) return p.node;
   if (!p.holds_room) {
     // The reservation expired: try the cluster's free room like any late pod.
@@ -197,19 +205,11 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
 }
 
 Status Scheduler::executor_gone(JobId id, int pod_index) {
-  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "unknown job");
-  Job& j = jobs_[id];
-  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
-    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
-  }
-  if (pod_index < 1 || static_cast<size_t>(pod_index) >= j.pods.size()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "job " + j.spec.name + " has no executor " + std::to_string(pod_index));
-  }
-  PodState& p = j.pods[static_cast<size_t>(pod_index)];
+  auto slot = executor_of(id, pod_index);
+  if (!slot) return slot.error();
   // The room stays accounted on its node (holds_room) for the replacement.
-  p.bound = false;
-  p.running = false;
+  (*slot)->bound = false;
+  (*slot)->running = false;
   return ok_status();
 }
 

@@ -100,6 +100,9 @@ class Scheduler {
   [[nodiscard]] std::optional<int64_t> next_deadline() const;
 
  private:
+  // Executor `pod_index` of an admitted or running job; errors as bind_executor's.
+  Result<PodState*> executor_of(JobId id, int pod_index);
+
   struct PendingKey {
     int32_t neg_priority;
     int64_t submit_time;

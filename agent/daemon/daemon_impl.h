@@ -1,0 +1,125 @@
+#pragma once
+// The daemon's state, shared by its two halves: daemon.cc (start-up, the loops' timers,
+// stop) and daemon_tick.cc (one sampling pass, the fast path, applying a plan). Private to
+// agent/daemon.
+
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "agent/batch/batch_calculator.h"
+#include "agent/bpf/interference.h"
+#include "agent/bpf/sched_probe.h"
+#include "agent/config/slo_config.h"
+#include "agent/daemon/api_link.h"
+#include "agent/daemon/cgroup_watch.h"
+#include "agent/daemon/daemon.h"
+#include "agent/daemon/handover.h"
+#include "agent/daemon/node_view.h"
+#include "agent/daemon/pod_source.h"
+#include "agent/daemon/state_record.h"
+#include "agent/metrics/fast_sampler.h"
+#include "agent/metrics/metric_store.h"
+#include "agent/metrics/node_sampler.h"
+#include "agent/metrics/pod_sampler.h"
+#include "agent/qos/cpu_topology.h"
+#include "agent/qos/fs_reader.h"
+#include "agent/qos/pod_dirs.h"
+#include "agent/qos/qos_engine.h"
+#include "agent/qos/resctrl_qos.h"
+#include "agent/step/agent_step.h"
+#include "agent/step/step_record.h"
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/executor.h"
+#include "cgroup/layout.h"
+#include "common/file_io.h"
+#include "common/json_util.h"
+#include "reporter/client/report_client.h"
+#include "reporter/metrics/health.h"
+#include "reporter/metrics/metrics_registry.h"
+#include "reporter/metrics/metrics_server.h"
+#include "reporter/metrics/routes.h"
+#include "resctrl/resctrl_fs.h"
+
+namespace gleaner::agent {
+
+// How long usage samples are kept: the longest aggregation window a config may ask for.
+constexpr std::chrono::minutes kLongestWindow{30};
+
+struct Daemon::Impl {
+  boost::asio::io_context& io;
+  DaemonOptions opt;
+  SystemClock clock;
+  cgroup::CgroupVersion version = cgroup::CgroupVersion::kV1;
+  std::optional<cgroup::KubeletLayout> layout;
+  std::unique_ptr<cgroup::CgroupFs> fs;
+  std::unique_ptr<cgroup::WriteExecutor> executor;
+  std::unique_ptr<StateRecord> state;              // null: originals not recorded (--state-dir "")
+  std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
+  std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
+  std::unique_ptr<qos::FsQosReader> qos_reader;
+  std::unique_ptr<step::AgentStep> step;
+  std::optional<qos::CpuTopology> topology;
+  std::unique_ptr<FastSampler> fast_sampler;
+  boost::asio::steady_timer fast_timer;
+  SteadyTime last_full_sample{};
+  std::map<std::string, uint64_t> evictions_total;
+  std::unique_ptr<ApiLink> api;
+  std::optional<CgroupWatch> cgroup_watch;
+  std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
+  bool force_pod_refresh = false;
+  SteadyTime last_fast_sample{};
+  std::unique_ptr<bpf::SchedProbe> probe;
+  bpf::InterferenceConfig interference;
+  bool warned_no_signal = false;
+  std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
+  std::map<std::string, double> runq_p99_ns;   // pod key -> this interval's p99
+  std::string be_qos_dir;
+  std::unique_ptr<NodeSampler> node_sampler;
+  std::unique_ptr<PodSampler> pod_sampler;
+  std::unique_ptr<MetricStore> store;
+  std::unique_ptr<PodSource> pod_source;
+  std::unique_ptr<config::ConfigLoader> config;
+  kube::Node node;
+  std::vector<kube::Pod> pods;
+  SteadyTime last_pod_fetch{};
+  bool have_pods = false;
+  reporter::MetricsRegistry registry;
+  std::unique_ptr<reporter::HealthMonitor> health;
+  std::unique_ptr<reporter::MetricsServer> metrics_server;
+  std::unique_ptr<reporter::ReportClient> report_client;
+  boost::asio::steady_timer timer;
+  uint64_t sequence = 0;
+  int ticks = 0;
+  bool stopped = false;
+  std::string last_calc;
+  std::vector<double> pass_seconds;
+  Daemon* owner = nullptr;
+  std::function<void()> on_stop;
+
+  Impl(boost::asio::io_context& io_ctx, DaemonOptions o)
+      : io(io_ctx), opt(std::move(o)), fast_timer(io_ctx), timer(io_ctx) {}
+
+  void refresh_pods(SteadyTime now);
+  void schedule_next();
+  void schedule_fast();
+  void wait_for_cgroup_change();
+  void describe_suppress(TickOutcome& outcome);
+  // The interference signals of this tick: LS pods tracked by the eBPF probe (their
+  // run-queue p99 over the interval) and the node's cpu PSI.
+  step::ProbeReadings read_probe(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
+  // Warns once when cpuSuppressMode onInterference has no signal to act on.
+  void warn_without_signal(const config::ResourceThresholdStrategy& threshold);
+  void apply(const qos::Plan& plan);
+  // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
+  StopDecision decide_stop();
+};
+
+}  // namespace gleaner::agent

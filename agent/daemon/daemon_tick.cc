@@ -1,0 +1,323 @@
+// One sampling pass of the agent (tick), the 50 ms fast path, and applying a plan.
+#include <fstream>
+
+#include "agent/daemon/daemon_impl.h"
+
+namespace gleaner::agent {
+namespace {
+
+// CPU seconds and RSS of this process, for the self-cost metrics.
+std::pair<double, int64_t> self_usage() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  double cpu = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  int64_t rss = 0;
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0;
+  int64_t resident = 0;
+  if (statm >> size >> resident) rss = resident * ::sysconf(_SC_PAGESIZE);
+  return {cpu, rss};
+}
+
+}  // namespace
+
+void Daemon::fast_tick() {
+  auto& d = *impl_;
+  const SteadyTime now = d.clock.now();
+  // Without a ceiling in force (suppression off, or an onInterference ceiling disarmed)
+  // there is nothing to follow at 50 ms: the full pass arms, lifts and recovers.
+  if (!qos::suppress_ceiling_applies(d.step->engine().threshold(), d.step->suppress_armed())) {
+    return;
+  }
+  auto sample = d.fast_sampler->sample(now);
+  if (!sample) return;
+  // The fast path only ever reacts to the latest counters; staleness is judged by the
+  // full pass, whose node facts the fast path reuses.
+  const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
+  qos::Plan plan =
+      d.step->fast({sample->node_cpu_milli, sample->non_be_cpu_milli, stale, d.qos_reader.get()});
+  d.last_fast_sample = now;
+  d.apply(plan);
+}
+
+void Daemon::Impl::apply(const qos::Plan& plan) {
+  for (const auto& note : plan.notes)
+    spdlog::debug("qos: {}", note);
+  if (!plan.writes.empty()) executor->apply(plan.writes);
+  if (!plan.resctrl.empty() && resctrl_executor) resctrl_executor->apply(plan.resctrl);
+  for (const auto& eviction : plan.evictions) {
+    ++evictions_total[eviction.reason];
+    if (api) {
+      api->evict(eviction.pod, eviction.reason, opt.dry_run);
+    } else {
+      // Without API access (no --kubeconfig) the decision can only be logged and counted.
+      spdlog::warn("{}evict {} ({}; no API server configured)",
+                   opt.dry_run ? "dry-run: would " : "would ", eviction.pod, eviction.reason);
+    }
+  }
+}
+
+void Daemon::Impl::schedule_next() {
+  if (stopped) return;
+  timer.expires_after(opt.interval);
+  timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || stopped) return;
+    if (config->has_changed()) {
+      for (const auto& e : config->reload()) {
+        spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
+      }
+    }
+    owner->tick();
+    if (opt.max_ticks > 0 && ticks >= opt.max_ticks) {
+      owner->stop();
+      return;
+    }
+    schedule_next();
+  });
+}
+
+void Daemon::Impl::refresh_pods(SteadyTime now) {
+  // A pods file is cheap to check (stat) every tick; kubelet is asked every pods_refresh.
+  if (have_pods && !force_pod_refresh && opt.pods_file.empty() &&
+      now - last_pod_fetch < opt.pods_refresh) {
+    return;
+  }
+  force_pod_refresh = false;
+  last_pod_fetch = now;
+  auto fetched = pod_source->fetch();
+  if (!fetched) {
+    spdlog::warn("pod list from {} failed, keeping {} known pods: {}", pod_source->name(),
+                 pods.size(), fetched.error().message);
+    return;
+  }
+  if (fetched->empty() && !pods.empty() && opt.pods_file.empty()) {
+    spdlog::warn("{} returned no pods; keeping {} known pods", pod_source->name(), pods.size());
+    return;
+  }
+  pods.clear();
+  for (auto& pod : *fetched) {
+    if (pod.node_name.empty() || pod.node_name == node.metadata.name)
+      pods.push_back(std::move(pod));
+  }
+  have_pods = true;
+}
+
+void Daemon::tick() {
+  auto& d = *impl_;
+  const SteadyTime now = d.clock.now();
+  const auto started = std::chrono::steady_clock::now();
+  d.refresh_pods(now);
+  if (d.api) {
+    if (auto node = d.api->node()) d.node = std::move(*node);  // labels drive per-node config
+  }
+
+  auto node_usage = d.node_sampler->sample();
+  if (!node_usage) {
+    spdlog::error("node sampling failed: {}", node_usage.error().message);
+    return;
+  }
+  std::vector<PodCgroup> cgroups;
+  for (const auto& pod : d.pods) {
+    auto classified = snapshot::classify_pod(pod);
+    cgroups.push_back(
+        {pod.key(), d.layout->pod_dir(qos::to_cgroup_qos(classified.kube_qos), pod.metadata.uid)});
+  }
+  PodSamplingPass pass = d.pod_sampler->sample(cgroups, now);
+  for (const auto& key : pass.vanished)
+    d.store->drop_prefix("pod/" + key + "/");
+
+  if (node_usage->cpu_valid)
+    d.store->add("node/cpu", now, static_cast<double>(node_usage->cpu_milli));
+  d.store->add("node/memory", now, static_cast<double>(node_usage->memory_bytes));
+  for (const auto& s : pass.pods) {
+    if (s.cpu_valid) d.store->add("pod/" + s.key + "/cpu", now, static_cast<double>(s.cpu_milli));
+    d.store->add("pod/" + s.key + "/memory", now, static_cast<double>(s.memory_bytes));
+  }
+  d.store->drop_older_than(now, std::chrono::duration_cast<std::chrono::seconds>(kLongestWindow));
+
+  // Usage as the batch formula reads it: the average over the aggregation window.
+  auto resolved = config::resolve_colocation(d.config->current().colocation, d.node);
+  const std::chrono::seconds window(
+      std::max<int64_t>(resolved.strategy.metric_aggregate_duration_seconds, 1));
+  SampledUsage usage;
+  auto avg = [&](const std::string& series) -> int64_t {
+    auto agg = d.store->aggregate(series, now, window);
+    return agg ? std::llround(agg->avg) : 0;
+  };
+  usage.node = {avg("node/cpu"), avg("node/memory")};
+  for (const auto& s : pass.pods)
+    usage.pods[s.key] = {avg("pod/" + s.key + "/cpu"), avg("pod/" + s.key + "/memory")};
+  auto snap = build_snapshot(d.node, d.pods, usage);
+  // QoS acts on the latest sample (as `plan` does): the batch formula's averaging window
+  // (minutes) would make suppression and eviction lag far behind the load.
+  SampledUsage latest;
+  latest.node = {node_usage->cpu_milli, node_usage->memory_bytes};
+  for (const auto& s : pass.pods) {
+    latest.pods[s.key] = {s.cpu_valid ? s.cpu_milli : usage.pods[s.key].cpu_milli, s.memory_bytes};
+  }
+  auto latest_snap = build_snapshot(d.node, d.pods, latest);
+  auto batch_result = batch::calculate_batch(snap, resolved);
+  d.last_calc = batch::explain(batch_result, resolved).dump();
+  d.last_full_sample = now;
+  step::ProbeReadings probe = d.read_probe(latest_snap, *node_usage);
+
+  if (d.opt.enforce) {
+    step::TickInputs in;
+    in.latest = &latest_snap;
+    in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
+    in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
+    in.layout = *d.layout;
+    in.topology = d.topology;
+    in.reader = d.qos_reader.get();
+    in.now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+    in.stale = false;  // this pass sampled just now
+    // The first pass only primes the CPU counters (node and pods alike): nothing to act on.
+    in.cpu_measured = node_usage->cpu_valid;
+    in.probe = std::move(probe);
+    in.fast_path_live = now - d.last_fast_sample < 3 * d.opt.fast_interval;
+    d.warn_without_signal(in.threshold);
+    const step::AgentMemory before = d.step->memory();
+    step::StepResult result = d.step->tick(in);
+    for (const auto& event : result.events)
+      spdlog::info("{}", event);
+    if (d.opt.on_step) {
+      StepObservation seen;
+      seen.snapshot_file = snapshot::to_snapshot_json(latest_snap);
+      step::add_step_record(seen.snapshot_file, {in.probe, before, in.fast_path_live}, in.now_s);
+      seen.writes = d.executor->plan(result.plan.writes);
+      for (const auto& e : result.plan.evictions)
+        seen.evictions.push_back(e.pod);
+      seen.cpu_measured = in.cpu_measured;
+      d.opt.on_step(seen);
+    }
+    d.apply(result.plan);
+  }
+
+  const double unix_now =
+      std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
+  TickOutcome outcome =
+      describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
+  for (const auto& [resource, c] : d.executor->counters()) {
+    outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
+    outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
+    outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
+    outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
+  }
+  outcome.state.config_load_errors_total = d.config->error_counts();
+  outcome.state.state_file_errors_total = d.state ? d.state->errors() : 0;
+  outcome.state.evictions_total = d.evictions_total;
+  d.describe_suppress(outcome);
+  outcome.state.ebpf_probe_loaded = d.probe != nullptr;
+  if (d.probe && d.probe->stats_enabled()) {
+    if (auto costs = d.probe->program_costs()) {
+      for (const auto& c : *costs) {
+        outcome.state.bpf_program_costs[c.name] = {static_cast<double>(c.run_time_ns) / 1e9,
+                                                   c.run_count, c.ns_per_event};
+      }
+    }
+  }
+  auto [cpu_seconds, rss] = self_usage();
+  outcome.state.agent_cpu_seconds_total = cpu_seconds;
+  outcome.state.agent_resident_memory_bytes = rss;
+  outcome.state.sampling_pass_seconds = {
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()};
+  if (d.report_client) {
+    auto stats = d.report_client->stats();
+    outcome.state.report_sends_total = stats.sends_ok;
+    outcome.state.report_send_failures_total = stats.sends_failed;
+    d.report_client->submit(outcome.report);
+  }
+  d.registry.update(std::move(outcome.state));
+  d.health->beat("sampling");
+  d.health->mark_first_sample();
+  ++d.ticks;
+}
+
+step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
+                                             const NodeUsage& node_usage) {
+  step::ProbeReadings readings;
+  readings.runqueue_probe = probe != nullptr;
+  if (node_usage.cpu_pressure) readings.cpu_psi_some_avg10 = node_usage.cpu_pressure->some.avg10;
+  runq_p99_ns.clear();
+  if (!probe) return readings;
+  std::set<std::string> ls_dirs;
+  for (const auto& pod : snap.pods) {
+    if (pod.qos == states::QoSClass::kBE) continue;
+    const std::string dir =
+        fs->dir_of(cgroup::Resource::kCpuShares,
+                   layout->pod_dir(qos::to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid));
+    ls_dirs.insert(dir);
+    if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = pod.pod.key();
+  }
+  for (auto it = tracked.begin(); it != tracked.end();) {
+    if (ls_dirs.count(it->first)) {
+      ++it;
+      continue;
+    }
+    (void)probe->untrack(it->first);
+    it = tracked.erase(it);
+  }
+  if (auto interval = probe->sample()) {
+    for (const auto& cg : interval->cgroups) {
+      auto it = tracked.find(cg.dir);
+      if (it == tracked.end() || !cg.runq_p99_ns) continue;
+      runq_p99_ns[it->second] = *cg.runq_p99_ns;
+    }
+  }
+  readings.runq_p99_ns = runq_p99_ns;
+  return readings;
+}
+
+void Daemon::Impl::warn_without_signal(const config::ResourceThresholdStrategy& threshold) {
+  const bool has_signal = probe != nullptr || interference.cpu_psi_some_avg10_bound.has_value();
+  const bool on_interference =
+      threshold.enable && threshold.cpu_suppress_mode == config::CpuSuppressMode::kOnInterference;
+  if (on_interference && !has_signal && !warned_no_signal) {
+    spdlog::warn(
+        "cpuSuppressMode onInterference needs an interference signal (eBPF run-queue "
+        "sampling or --interference-psi-bound); none is available, so the suppress ceiling "
+        "stays in force as in mode always");
+    warned_no_signal = true;
+  }
+}
+
+void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
+  for (auto& pod : outcome.state.pods) {
+    auto it = runq_p99_ns.find(pod.namespace_name + "/" + pod.name);
+    if (it != runq_p99_ns.end()) {
+      pod.runqueue_latency_p99_us = static_cast<int64_t>(it->second / 1000);
+    }
+  }
+  for (const auto& [key, p99] : runq_p99_ns) {
+    auto slash = key.find('/');
+    reporter::LsPodInterference entry;
+    entry.pod = {key.substr(0, slash), key.substr(slash + 1), ""};
+    entry.runqueue_latency_p99_us = static_cast<int64_t>(p99 / 1000);
+    outcome.report.interference.push_back(entry);
+  }
+  const auto threshold = config->current().threshold.for_node(node.metadata.labels);
+  reporter::SuppressState s;
+  if (!threshold.enable) {
+    s.policy = "none";
+  } else if (threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
+    s.policy = "cfsQuota";
+    auto quota = fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir);
+    auto period = fs->read_int(cgroup::Resource::kCpuPeriod, be_qos_dir);
+    if (quota && period && *quota > 0 && *period > 0) {
+      s.active = true;
+      s.be_cpu_limit_millicores = *quota * 1000 / *period;
+    }
+  } else {
+    s.policy = "cpuset";
+    auto cpuset = fs->read_cpuset(be_qos_dir);
+    if (cpuset && !cpuset->empty() && static_cast<int>(cpuset->size()) < node_sampler->cpus()) {
+      s.active = true;
+      s.be_cpu_limit_millicores = static_cast<int64_t>(cpuset->size()) * 1000;
+    }
+  }
+  outcome.state.suppress = s;
+  outcome.report.suppress = s;
+}
+
+}  // namespace gleaner::agent

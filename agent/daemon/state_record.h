@@ -1,0 +1,51 @@
+#pragma once
+// The agent's record of what it changed, on the node (<--state-dir>/originals.json): at
+// start it adopts what an earlier run recorded (a crashed or upgraded agent) into the cgroup
+// and resctrl executors, and from then on both record every new original there before they
+// change the file. docs/agent.md describes the format and the cases.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "agent/qos/resctrl_qos.h"
+#include "cgroup/executor.h"
+#include "cgroup/originals_file.h"
+
+namespace gleaner::agent {
+
+class StateRecord {
+ public:
+  // `resctrl` may be null (no resctrl on this node).
+  StateRecord(const std::string& state_dir, const std::string& proc_root,
+              cgroup::WriteExecutor& cgroups, qos::ResctrlExecutor* resctrl);
+  StateRecord(const StateRecord&) = delete;
+  StateRecord& operator=(const StateRecord&) = delete;
+
+  // Every original of both executors reached the file: a successor could adopt them.
+  [[nodiscard]] bool complete() const {
+    return cgroups_.persist_failures() == 0 && resctrl_save_failures_ == 0;
+  }
+  // Reads and writes of the file that failed (gleaner_agent_state_file_errors_total).
+  [[nodiscard]] uint64_t errors() const { return errors_; }
+  [[nodiscard]] const std::string& path() const { return file_.path(); }
+  // Nothing left to restore.
+  void remove() const { (void)file_.remove(); }
+
+ private:
+  void adopt(cgroup::LoadedOriginals loaded);
+  Status save(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl);
+
+  cgroup::OriginalsFile file_;
+  cgroup::WriteExecutor& cgroups_;
+  qos::ResctrlExecutor* resctrl_;
+  uint64_t errors_ = 0;
+  uint64_t resctrl_save_failures_ = 0;
+};
+
+// Mounts resctrl at `root` where the CPU has RDT allocation and nobody mounted it (as
+// koordlet does), unless `may_mount` is false; logs which of "mounted", "not mounted",
+// "no RDT" and "no kernel support" applies.
+void prepare_resctrl(const std::string& root, const std::string& proc_root, bool may_mount);
+
+}  // namespace gleaner::agent
