@@ -62,7 +62,21 @@ Json LiveScheduler::jobs_json() const {
         {"reschedules", j.reschedules},
         {"pods", std::move(pods)}});
   }
-  return Json{{"jobs", std::move(out)}};
+  // Pods known but in no job yet: executors whose driver has not come (or went), gang
+  // members short of minAvailable. A pod that stays here says why it stays Pending.
+  Json waiting = Json::array();
+  for (const auto& [key, g] : gangs_) {
+    if (g.waiting.empty()) continue;
+    Json names = Json::array();
+    for (const auto& uid : g.waiting)
+      if (auto p = pods_.find(uid); p != pods_.end()) names.push_back(p->second.view.name);
+    waiting.push_back(Json{{"cluster", g.cluster},
+                           {"namespace", g.ns},
+                           {"gang", g.name},
+                           {"inJob", g.job.has_value()},
+                           {"pods", std::move(names)}});
+  }
+  return Json{{"jobs", std::move(out)}, {"waiting", std::move(waiting)}};
 }
 
 Json LiveScheduler::nodes_json() const {

@@ -157,6 +157,12 @@ TEST_F(MultiClusterLiveTest, TargetStillHoldingAnotherAppOfTheNameIsTriedAgain) 
   executor["metadata"]["name"] = "pi-exec-1";
   executor["metadata"]["labels"]["spark-role"] = "executor";
   ASSERT_TRUE(member("b").create(kube::pods_path("default"), executor));
+  // b's link must have delivered it before the application arrives in a.
+  ASSERT_TRUE(eventually([&] {
+    const Json waiting = live_->jobs_json()["waiting"];
+    return waiting.size() == 1 && waiting[0]["cluster"] == "b" && waiting[0]["gang"] == "pi" &&
+           waiting[0]["pods"] == Json::array({"pi-exec-1"});
+  }));
   ASSERT_TRUE(
       member("a").create(kube::spark_applications_path("default"), multi_cluster_app("pi")));
   ASSERT_TRUE(schedule_until([&] {
