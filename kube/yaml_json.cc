@@ -23,7 +23,7 @@ Json plain_scalar(const std::string& text, bool plain) {
 
 }  // namespace
 
-Result<Json> yaml_to_json(std::string_view text, std::string_view where) {
+Result<std::vector<Json>> yaml_documents_to_json(std::string_view text, std::string_view where) {
   yaml_parser_t parser;
   if (!yaml_parser_initialize(&parser)) {
     return make_error(ErrorCode::kInternal, "libyaml: cannot initialise a parser");
@@ -38,6 +38,7 @@ Result<Json> yaml_to_json(std::string_view text, std::string_view where) {
     bool have_key = false;
   };
   std::vector<Frame> stack;
+  std::vector<Json> documents;
   Json root;
   bool done = false;
   auto fail = [&](const std::string& why, size_t line) {
@@ -54,8 +55,11 @@ Result<Json> yaml_to_json(std::string_view text, std::string_view where) {
     std::optional<Json> finished;
     switch (event.type) {
       case YAML_STREAM_END_EVENT:
-      case YAML_DOCUMENT_END_EVENT:
         done = true;
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+        documents.push_back(std::move(root));
+        root = Json();
         break;
       case YAML_ALIAS_EVENT:
         return fail("YAML aliases are not supported", line);
@@ -95,7 +99,13 @@ Result<Json> yaml_to_json(std::string_view text, std::string_view where) {
       stack.back().have_key = false;
     }
   }
-  return root;
+  return documents;
+}
+
+Result<Json> yaml_to_json(std::string_view text, std::string_view where) {
+  auto documents = yaml_documents_to_json(text, where);
+  if (!documents) return documents.error();
+  return documents->empty() ? Json() : std::move(documents->front());
 }
 
 }  // namespace gleaner::kube

@@ -15,6 +15,7 @@ void set_exit_code(int code) {
 void register_commands(CLI::App& app) {
   register_simulate_command(app);
   register_run_command(app);
+  register_mutate_command(app);
 }
 
 }  // namespace gleaner::scheduler

@@ -8,6 +8,7 @@ namespace gleaner::scheduler {
 void register_commands(CLI::App& app);
 void register_simulate_command(CLI::App& app);
 void register_run_command(CLI::App& app);
+void register_mutate_command(CLI::App& app);
 int exit_code();
 void set_exit_code(int code);
 

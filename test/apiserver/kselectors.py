@@ -111,6 +111,15 @@ FIELD_LABELS = {
         "reason": lambda o: o.get("reason", ""),
         "type": lambda o: o.get("type", ""),
     },
+    "namespaces": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "status.phase": lambda o: o.get("status", {}).get("phase", ""),
+    },
+    "secrets": {
+        "metadata.name": lambda o: o["metadata"].get("name", ""),
+        "metadata.namespace": lambda o: o["metadata"].get("namespace", ""),
+        "type": lambda o: o.get("type", ""),
+    },
 }
 _DEFAULT_FIELDS = {
     "metadata.name": lambda o: o["metadata"].get("name", ""),
@@ -139,5 +148,64 @@ def fields_match(reqs, obj):
     for getter, op, value in reqs:
         actual = getter(obj)
         if (actual == value) != (op == "="):
+            return False
+    return True
+
+
+# --- metav1.LabelSelector objects (webhook namespaceSelector/objectSelector) ------------
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def validate_label_selector(selector, path):
+    """The field errors of apimachinery's ValidateLabelSelector: (field, type, value, detail)."""
+    errors = []
+    if selector is None:
+        return errors
+    if not isinstance(selector, dict):
+        return [(path, "Invalid", selector, "must be an object")]
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if not _KEY.match(key):
+            errors.append((path + ".matchLabels", "Invalid", key, "invalid label key"))
+        if not isinstance(value, str) or len(value) > 63 or not _VALUE.match(value):
+            errors.append((path + ".matchLabels", "Invalid", value, "invalid label value"))
+    for i, expr in enumerate(selector.get("matchExpressions") or []):
+        where = "%s.matchExpressions[%d]" % (path, i)
+        if not isinstance(expr, dict):
+            errors.append((where, "Invalid", expr, "must be an object"))
+            continue
+        op, values = expr.get("operator"), expr.get("values") or []
+        if op not in SELECTOR_OPERATORS:
+            errors.append((where + ".operator", "Invalid", op,
+                           "not a valid selector operator"))
+        elif op in ("In", "NotIn") and not values:
+            errors.append((where + ".values", "Required", None,
+                           "must be specified when `operator` is 'In' or 'NotIn'"))
+        elif op in ("Exists", "DoesNotExist") and values:
+            errors.append((where + ".values", "Forbidden", None,
+                           "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
+        if not isinstance(expr.get("key"), str) or not _KEY.match(expr.get("key")):
+            errors.append((where + ".key", "Invalid", expr.get("key"), "invalid label key"))
+    return errors
+
+
+def label_selector_matches(selector, labels):
+    """A metav1.LabelSelector against a label map; an empty or absent selector matches all."""
+    labels = labels or {}
+    selector = selector or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+        if op not in SELECTOR_OPERATORS:
             return False
     return True

@@ -123,7 +123,10 @@ def _add(doc, parts, value):
     parent = _walk(doc, parts[:-1])
     last = parts[-1]
     if isinstance(parent, list):
-        parent.insert(len(parent) if last == "-" else int(last), value)
+        index = len(parent) if last == "-" else int(last)
+        if not -len(parent) <= index <= len(parent):
+            raise PatchError("unable to access invalid index: %d" % index)
+        parent.insert(index, value)
     elif isinstance(parent, dict):
         parent[last] = value
     else:

@@ -12,12 +12,15 @@ import uuid
 class ApiError(Exception):
     """An error answered as a v1 Status object."""
 
-    def __init__(self, code, reason, message, details=None, headers=None):
+    def __init__(self, code, reason, message, details=None, headers=None, body=None):
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
         self.details, self.headers = details, headers or {}
+        self.body = body  # a complete Status to answer as it is (an admission webhook's)
 
     def status(self):
+        if self.body is not None:
+            return self.body
         body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": self.message, "reason": self.reason, "code": self.code}
         if self.details:
@@ -53,6 +56,18 @@ def _qualified(resource, group):
 
 def now_rfc3339():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_pod(pod):
+    """The scheme defaulting of pod fields the server fills before admission (and again
+    after each webhook patch), of those this stand-in models."""
+    spec = pod.setdefault("spec", {})
+    if isinstance(spec, dict):
+        spec.setdefault("schedulerName", "default-scheduler")
+    return pod
+
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 def pod_qos_class(pod):
@@ -137,7 +152,9 @@ class Store:
             self.compacted_rv = max(self.compacted_rv, dropped[0])
         self.cond.notify_all()
 
-    def create(self, resource, ns, obj, group=""):
+    def create(self, resource, ns, obj, group="", dry_run=False):
+        """dry_run: everything a create does (name generation, uid, defaults, the
+        AlreadyExists check) but nothing stored, no resourceVersion, no watch event."""
         with self.cond:
             meta = obj.setdefault("metadata", {})
             if not meta.get("name") and meta.get("generateName"):
@@ -155,11 +172,15 @@ class Store:
                 raise ApiError(409, "AlreadyExists", '%s "%s" already exists'
                                % (_qualified(resource, group), name),
                                {"name": name, "group": group, "kind": resource})
-            self.rv += 1
+            if not dry_run:
+                self.rv += 1
             if ns is not None:
                 meta["namespace"] = ns
             meta["uid"] = str(uuid.uuid4())
-            meta["resourceVersion"] = str(self.rv)
+            if dry_run:
+                meta.pop("resourceVersion", None)
+            else:
+                meta["resourceVersion"] = str(self.rv)
             meta["creationTimestamp"] = now_rfc3339()
             meta.pop("generateName", None) if meta.get("name") else None
             for system_set in ("deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -168,11 +189,23 @@ class Store:
                 meta["generation"] = 1
             if resource == "daemonsets":
                 meta.setdefault("annotations", {})[TEMPLATE_GENERATION] = "1"
+            if resource == "namespaces":
+                # The namespace strategy: phase Active, the kubernetes finalizer, and the
+                # label that carries the namespace's name.
+                if not isinstance(meta.get("labels"), dict):
+                    meta["labels"] = {}
+                meta["labels"][NAMESPACE_NAME_LABEL] = name
+                obj["status"] = {"phase": "Active"}
+                finalizers = obj.setdefault("spec", {}).setdefault("finalizers", [])
+                if "kubernetes" not in finalizers:
+                    finalizers.append("kubernetes")
             if resource == "pods":
-                obj.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
+                default_pod(obj)
                 status = obj.setdefault("status", {})
                 status.setdefault("phase", "Pending")
                 status["qosClass"] = pod_qos_class(obj)
+            if dry_run:
+                return copy.deepcopy(obj)
             table[(ns, name)] = obj
             self._record(resource, "ADDED", None, copy.deepcopy(obj))
             return copy.deepcopy(obj)
@@ -202,6 +235,10 @@ class Store:
             for immutable in ("name", "namespace", "uid", "creationTimestamp"):
                 if immutable in current["metadata"]:
                     meta[immutable] = current["metadata"][immutable]
+            if resource == "namespaces":
+                if not isinstance(meta.get("labels"), dict):
+                    meta["labels"] = {}
+                meta["labels"][NAMESPACE_NAME_LABEL] = meta["name"]
             for system_set in ("deletionTimestamp", "deletionGracePeriodSeconds"):
                 if system_set in current["metadata"]:
                     meta[system_set] = current["metadata"][system_set]

@@ -1,0 +1,135 @@
+#include "scheduler/admission/admission_review.h"
+
+#include <algorithm>
+
+#include <openssl/evp.h>
+
+namespace gleaner::scheduler::admission {
+
+namespace {
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+Result<std::string> string_at(const Json& review, const char* path, bool required) {
+  const Json* v = find_path(review, path);
+  std::string field(path);  // named as the API documents it: request.uid
+  std::replace(field.begin(), field.end(), '/', '.');
+  if (v == nullptr || v->is_null()) {
+    if (required) return make_error(ErrorCode::kParse, "AdmissionReview: " + field + " is missing");
+    return std::string();
+  }
+  if (!v->is_string())
+    return make_error(ErrorCode::kParse, "AdmissionReview: " + field + " is not a string");
+  return v->get<std::string>();
+}
+
+Json response_review(const std::string& uid, Json response) {
+  response["uid"] = uid;
+  return Json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"response", std::move(response)}};
+}
+
+}  // namespace
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kSkipped:
+      return "skipped";
+    case Outcome::kUnchanged:
+      return "unchanged";
+    case Outcome::kMutated:
+      return "mutated";
+    case Outcome::kDenied:
+      return "denied";
+  }
+  return "unknown";
+}
+
+Result<AdmissionRequest> parse_admission_review(const Json& review) {
+  if (!review.is_object())
+    return make_error(ErrorCode::kParse, "AdmissionReview: not a JSON object");
+  if (review.value("kind", "") != "AdmissionReview")
+    return make_error(ErrorCode::kParse, "AdmissionReview: kind is not AdmissionReview");
+  const std::string api_version = review.value("apiVersion", "");
+  if (api_version != "admission.k8s.io/v1")
+    return make_error(ErrorCode::kParse,
+                      "AdmissionReview: apiVersion " + api_version +
+                          " is not admission.k8s.io/v1 (set admissionReviewVersions: [v1])");
+  if (!review.contains("request") || !review["request"].is_object())
+    return make_error(ErrorCode::kParse, "AdmissionReview: request is missing");
+  AdmissionRequest r;
+  struct Field {
+    const char* path;
+    std::string* out;
+    bool required;
+  };
+  const Field fields[] = {{"request/uid", &r.uid, true},
+                          {"request/kind/kind", &r.kind, true},
+                          {"request/resource/resource", &r.resource, true},
+                          {"request/subResource", &r.sub_resource, false},
+                          {"request/operation", &r.operation, true},
+                          {"request/namespace", &r.namespace_name, false},
+                          {"request/name", &r.name, false}};
+  for (const Field& f : fields) {
+    auto v = string_at(review, f.path, f.required);
+    if (!v) return v.error();
+    *f.out = std::move(*v);
+  }
+  if (r.uid.empty()) return make_error(ErrorCode::kParse, "AdmissionReview: request.uid is empty");
+  if (const Json* d = find_path(review, "request/dryRun"); d != nullptr && !d->is_null()) {
+    if (!d->is_boolean())
+      return make_error(ErrorCode::kParse, "AdmissionReview: request.dryRun is not a boolean");
+    r.dry_run = d->get<bool>();
+  }
+  r.object = review["request"].value("object", Json(nullptr));
+  return r;
+}
+
+AdmissionResponse review_pod(const AdmissionRequest& request, const MutationInputs& in) {
+  AdmissionResponse out;
+  if (request.kind != "Pod" || request.resource != "pods" || !request.sub_resource.empty() ||
+      request.operation != "CREATE" || !request.object.is_object()) {
+    out.review = response_review(request.uid, Json{{"allowed", true}});
+    return out;
+  }
+  auto mutation = mutate_pod(request.object, in);
+  if (!mutation) {
+    out.outcome = Outcome::kDenied;
+    out.message = mutation.error().message;
+    out.review =
+        response_review(request.uid, Json{{"allowed", false},
+                                          {"status",
+                                           {{"code", 400},
+                                            {"reason", "BadRequest"},
+                                            {"message", "gleaner colocation: " + out.message}}}});
+    return out;
+  }
+  Json response{{"allowed", true}};
+  if (!mutation->warnings.empty()) response["warnings"] = mutation->warnings;
+  if (mutation->patch.empty()) {
+    out.outcome = mutation->profiles.empty() && !mutation->ack_annotation ? Outcome::kSkipped
+                                                                          : Outcome::kUnchanged;
+  } else {
+    out.outcome = Outcome::kMutated;
+    response["patchType"] = "JSONPatch";
+    response["patch"] = base64(mutation->patch.dump());
+  }
+  std::string how;
+  for (const auto& p : mutation->profiles)
+    how += (how.empty() ? "profile " : ", profile ") + p;
+  if (mutation->ack_annotation)
+    how += std::string(how.empty() ? "" : ", ") + kAckColocationAnnotation;
+  out.message = how + (mutation->converted ? "; resources moved to batch" : "");
+  out.review = response_review(request.uid, std::move(response));
+  return out;
+}
+
+}  // namespace gleaner::scheduler::admission

@@ -1,0 +1,55 @@
+#pragma once
+// ClusterColocationProfile (config.koordinator.sh/v1alpha1, Koordinator's schema): which
+// pods the colocation webhook turns into batch pods, and what it sets on them. The
+// fields Gleaner honours are below; any other spec field is named in `warnings` (the
+// profile still applies, without it) so an operator moving from Koordinator sees what
+// is not carried over.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/json_util.h"
+#include "common/result.h"
+#include "kube/selectors.h"
+
+namespace gleaner::scheduler::admission {
+
+// The annotation ACK's Spark operator puts on driver/executor templates: such a pod is
+// colocated as batch work without any profile.
+inline constexpr const char* kAckColocationAnnotation =
+    "sparkoperator.k8s.io/koordinator-colocation";
+inline constexpr const char* kQosClassLabel = "koordinator.sh/qosClass";
+inline constexpr const char* kKoordPriorityLabel = "koordinator.sh/priority";
+// Where the container resources a pod asked for before conversion are kept (Koordinator's
+// key and JSON shape), so koordlet-style tooling and operators can see them.
+inline constexpr const char* kExtendedResourceSpecAnnotation =
+    "node.koordinator.sh/extended-resource-spec";
+
+struct ColocationProfile {
+  std::string name;
+  kube::LabelSelector namespace_selector;  // empty: every namespace
+  kube::LabelSelector selector;            // empty: every pod
+  std::string qos_class;                   // "" = leave as is
+  std::string priority_class_name;
+  std::optional<int32_t> koordinator_priority;
+  std::string scheduler_name;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> warnings;  // spec fields present but not honoured
+};
+
+// One ClusterColocationProfile object (JSON, as the API serves it). Errors name the
+// profile and the field.
+Result<ColocationProfile> parse_colocation_profile(const Json& object);
+
+// Every profile in a list object (kind ...List, `items`), a single object, or a YAML/JSON
+// file's documents; `where` names the source in errors. One bad profile fails the whole
+// set: a half-loaded set would colocate some pods and not others.
+Result<std::vector<ColocationProfile>> parse_colocation_profiles(const std::vector<Json>& objects,
+                                                                 std::string_view where);
+
+}  // namespace gleaner::scheduler::admission
