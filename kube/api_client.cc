@@ -360,6 +360,21 @@ std::string daemon_set_path(const std::string& ns, const std::string& name) {
 std::string nodes_path() {
   return "/api/v1/nodes";
 }
+std::string namespaces_path() {
+  return "/api/v1/namespaces";
+}
+std::string secret_path(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + ns + "/secrets/" + name;
+}
+std::string priority_classes_path() {
+  return "/apis/scheduling.k8s.io/v1/priorityclasses";
+}
+std::string mutating_webhook_configuration_path(const std::string& name) {
+  return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + name;
+}
+std::string colocation_profiles_path() {
+  return "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles";
+}
 std::string node_path(const std::string& name) {
   return nodes_path() + "/" + name;
 }

@@ -52,6 +52,7 @@ Result<KubeConfig> resolve_config(const KubeFlags& flags, const EnvLookup& env);
 
 // Standard base64 (kubeconfig *-data fields).
 Result<std::string> base64_decode(std::string_view text);
+std::string base64_encode(std::string_view bytes);
 
 // The bearer token, re-read from its file whenever the file changes (kubelet rotates
 // projected ServiceAccount tokens) or after the server rejected it (invalidate()).

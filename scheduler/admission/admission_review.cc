@@ -2,20 +2,11 @@
 
 #include <algorithm>
 
-#include <openssl/evp.h>
+#include "kube/config.h"
 
 namespace gleaner::scheduler::admission {
 
 namespace {
-
-std::string base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 Result<std::string> string_at(const Json& review, const char* path, bool required) {
   const Json* v = find_path(review, path);
@@ -120,7 +111,7 @@ AdmissionResponse review_pod(const AdmissionRequest& request, const MutationInpu
   } else {
     out.outcome = Outcome::kMutated;
     response["patchType"] = "JSONPatch";
-    response["patch"] = base64(mutation->patch.dump());
+    response["patch"] = kube::base64_encode(mutation->patch.dump());
   }
   std::string how;
   for (const auto& p : mutation->profiles)

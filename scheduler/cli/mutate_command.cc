@@ -7,8 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <openssl/evp.h>
-
+#include "kube/config.h"
 #include "scheduler/admission/admission_review.h"
 #include "scheduler/admission/manifest_files.h"
 #include "scheduler/admission/priority_class.h"
@@ -30,19 +29,6 @@ struct MutateArgs {
 int fail(const std::string& message) {
   std::cerr << "gleaner-scheduler mutate: " << message << "\n";
   return kBadInput;
-}
-
-Result<std::string> base64_decode(const std::string& text) {
-  std::string out(3 * text.size() / 4 + 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return make_error(ErrorCode::kInternal, "patch is not base64");
-  size_t pad = 0;
-  for (auto it = text.rbegin(); it != text.rend() && *it == '='; ++it)
-    ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
 }
 
 int run_mutate(const MutateArgs& args) {
@@ -107,7 +93,7 @@ int run_mutate(const MutateArgs& args) {
     out = answer.review["response"];
     out.erase("uid");
     if (out.contains("patch")) {
-      auto decoded = base64_decode(out["patch"].get<std::string>());
+      auto decoded = kube::base64_decode(out["patch"].get<std::string>());
       if (!decoded) return fail(decoded.error().message);
       out["patch"] = Json::parse(*decoded);
     }

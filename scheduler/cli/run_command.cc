@@ -18,6 +18,7 @@
 #include "common/file_io.h"
 #include "common/log.h"
 #include "kube/config.h"
+#include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/server/http_server.h"
@@ -49,6 +50,7 @@ struct RunOptions {
   int tick_ms = 50;
   std::string log_level = "info";
   bool check_config = false;
+  WebhookFlags webhook;
 };
 
 // The queues file: the scenario's "queues" array, either alone or in an object with
@@ -120,6 +122,19 @@ std::vector<std::string> config_errors(const RunOptions& o) {
       add("--queues-file", s.error().message);
     } else if (auto tree = QuotaTree::build(s->queues); !tree) {
       add("--queues-file", o.queues_file + ": " + tree.error().message);
+    }
+  }
+  for (const auto& e : webhook_flag_errors(o.webhook))
+    errors.push_back(e);
+  if (!o.webhook.listen.empty()) {
+    if (auto l = server::parse_listen_address(o.webhook.listen); !l)
+      add("--webhook-listen", l.error().message);
+    if (o.clusters.empty() && o.kubeconfig.empty())
+      add("--webhook-listen", "needs a cluster (--kubeconfig or --cluster)");
+    if (!o.webhook.cert_dir.empty()) {
+      for (const char* f : {"tls.crt", "tls.key"})
+        if (auto t = read_file(join_path(o.webhook.cert_dir, f)); !t)
+          add("--webhook-cert-dir", t.error().message);
     }
   }
   std::set<std::string> names;
@@ -246,6 +261,26 @@ int run(const RunOptions& o) {
   }
   spdlog::info("gleaner-scheduler: listening on port {}, {} cluster(s){}", (*http)->port(),
                links.size(), links.empty() ? " (reports only)" : "");
+  std::unique_ptr<ColocationWebhook> webhook;
+  if (!o.webhook.listen.empty()) {
+    if (configs.empty()) {
+      std::cerr << "gleaner-scheduler run: --webhook-listen: needs a cluster (--kubeconfig or "
+                   "--cluster)\n";
+      return kBadInput;
+    }
+    const std::string home = o.webhook.cluster.empty() ? configs.begin()->first : o.webhook.cluster;
+    auto cfg = configs.find(home);
+    if (cfg == configs.end()) {
+      std::cerr << "gleaner-scheduler run: --webhook-cluster: no cluster named " << home << "\n";
+      return kBadInput;
+    }
+    auto started = ColocationWebhook::start(io, o.webhook, cfg->second, clock, metrics);
+    if (!started) {
+      std::cerr << "gleaner-scheduler run: " << started.error().message << "\n";
+      return 1;
+    }
+    webhook = std::move(*started);
+  }
   for (auto& [name, link] : links)
     link->start();
 
@@ -265,6 +300,7 @@ int run(const RunOptions& o) {
     spdlog::info("gleaner-scheduler: signal {}, stopping", sig);
     timer.cancel();
     (*http)->stop();
+    if (webhook) webhook->stop();
     io.stop();
   });
   io.run();
@@ -316,6 +352,21 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--tick-ms", o->tick_ms, "scheduling pass interval")->capture_default_str();
   cmd->add_option("--log-level", o->log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
+  cmd->add_option("--webhook-listen", o->webhook.listen,
+                  "HTTPS address of the colocation webhook (POST /mutate-pod); empty: none");
+  cmd->add_option("--webhook-cert-dir", o->webhook.cert_dir,
+                  "directory with tls.crt and tls.key (e.g. a mounted cert-manager Secret)");
+  cmd->add_option("--webhook-secret", o->webhook.secret,
+                  "NAMESPACE/NAME of a Secret the scheduler keeps its own CA and certificate in");
+  cmd->add_option("--webhook-service", o->webhook.service,
+                  "NAMESPACE/NAME of the webhook's Service (the certificate's DNS names)")
+      ->capture_default_str();
+  cmd->add_option("--webhook-configuration", o->webhook.configuration,
+                  "MutatingWebhookConfiguration whose caBundle the scheduler keeps")
+      ->capture_default_str();
+  cmd->add_option("--webhook-cluster", o->webhook.cluster,
+                  "cluster whose profiles, namespaces and PriorityClasses the webhook reads "
+                  "(default: the first)");
   cmd->add_flag("--check-config", o->check_config,
                 "validate the flags and the files they name, print \"config OK\" or every "
                 "error, and exit 0 or 1 without starting");

@@ -96,6 +96,24 @@ uint64_t LiveMetrics::placements() const {
   return placements_;
 }
 
+void LiveMetrics::webhook_review(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  ++webhook_reviews_[outcome];
+}
+void LiveMetrics::colocation_profile_rejected() {
+  std::lock_guard lock(mu_);
+  ++profiles_rejected_;
+}
+void LiveMetrics::webhook_certificate_error() {
+  std::lock_guard lock(mu_);
+  ++certificate_errors_;
+}
+uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
+  std::lock_guard lock(mu_);
+  auto it = webhook_reviews_.find(outcome);
+  return it == webhook_reviews_.end() ? 0 : it->second;
+}
+
 std::string LiveMetrics::render(const StateGauges& g) const {
   std::lock_guard lock(mu_);
   std::string out;
@@ -146,6 +164,19 @@ std::string LiveMetrics::render(const StateGauges& g) const {
                      patches_failed_);
   single(out, "gleaner_scheduler_events_total", "counter", "Events written on pods.",
          static_cast<double>(events_));
+  header(out, "gleaner_scheduler_webhook_reviews_total", "counter",
+         "Colocation webhook requests by outcome.");
+  for (const char* o : {"skipped", "unchanged", "mutated", "denied", "bad_request", "not_ready"}) {
+    auto it = webhook_reviews_.find(o);
+    out += fmt::format("gleaner_scheduler_webhook_reviews_total{{outcome=\"{}\"}} {}\n", o,
+                       it == webhook_reviews_.end() ? 0 : it->second);
+  }
+  single(out, "gleaner_scheduler_colocation_profiles_rejected_total", "counter",
+         "ClusterColocationProfile versions refused as invalid (the last good one stays).",
+         static_cast<double>(profiles_rejected_));
+  single(out, "gleaner_scheduler_webhook_certificate_errors_total", "counter",
+         "Failed checks or renewals of the webhook's certificates.",
+         static_cast<double>(certificate_errors_));
   return out;
 }
 

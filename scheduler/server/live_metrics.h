@@ -50,6 +50,13 @@ class LiveMetrics {
   void bind_result(bool ok);
   void node_status_patch(bool ok);
   void event_emitted();
+  // The colocation webhook: a review answered ("skipped", "unchanged", "mutated",
+  // "denied"), a request it could not read or answer ("bad_request", "not_ready"), a
+  // ClusterColocationProfile or certificate check that failed.
+  void webhook_review(const std::string& outcome);
+  void colocation_profile_rejected();
+  void webhook_certificate_error();
+  [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
   [[nodiscard]] uint64_t reports_rejected(RejectReason reason) const;
@@ -70,6 +77,9 @@ class LiveMetrics {
   uint64_t patches_ok_ = 0;
   uint64_t patches_failed_ = 0;
   uint64_t events_ = 0;
+  std::map<std::string, uint64_t> webhook_reviews_;
+  uint64_t profiles_rejected_ = 0;
+  uint64_t certificate_errors_ = 0;
   Histogram admission_latency_;
   Histogram report_lag_;
 };

@@ -2,10 +2,30 @@
 """A stand-in for kube-apiserver (the resources and verbs Gleaner uses) and for kubelet's
 /pods endpoint, for tests on machines without a cluster. It follows the real wire format:
 paths, JSON shapes, v1 Status errors, resourceVersion semantics, chunked watch streams with
-bookmarks, optimistic concurrency, patch content types, binding and eviction subresources.
+bookmarks, optimistic concurrency, patch content types, binding and eviction subresources,
+creates with ?dryRun=All (answered, nothing stored).
+
+Resources: pods, nodes, events, namespaces, secrets, daemonsets, priorityclasses,
+mutatingwebhookconfigurations, and the custom resources sparkapplications,
+elasticquotatrees and clustercolocationprofiles (merge and JSON patches only). Writes get the
+server's defaulting and validation where Gleaner depends on it (resources.py): webhook
+configurations, secrets' stringData, PriorityClass values, a namespace's
+kubernetes.io/metadata.name label. Pods may be created in namespaces that have no Namespace
+object; such a namespace has just that label.
+
+Pod creation runs mutating admission as kube-apiserver does (admission.py): the Priority
+plugin (for stored PriorityClasses), then every matching webhook of every
+MutatingWebhookConfiguration (by configuration name, then in order) is sent an
+admission.k8s.io AdmissionReview over HTTPS, verified against its caBundle, within its
+timeoutSeconds; JSONPatch answers are applied, denials and failures answered as the real
+server words them (failurePolicy decides on unreachable or invalid webhooks), warnings become
+Warning headers, and IfNeeded webhooks are reinvoked once after later changes. Webhooks named
+by clientConfig.service are reached through addresses mapped with /_admin/webhook-service.
+matchConditions (CEL) are refused when a configuration is written.
 
 Usage: apiserver.py [--port 0] [--token T]; prints "ready port=N" once it listens.
-Test controls live under /_admin/ (see Handler.admin)."""
+Test controls live under /_admin/ (see Handler.admin); GET /_admin/webhook-calls reports the
+webhook calls made."""
 
 import argparse
 import json
@@ -18,7 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
+import resources  # noqa: E402
 from store import ApiError, Store, now_rfc3339  # noqa: E402
 import watch  # noqa: E402
 from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
@@ -33,10 +55,20 @@ RESOURCES = {
     ("", "bindings"): ("Binding", True, False),
     ("sparkoperator.k8s.io", "sparkapplications"): ("SparkApplication", True, True),
     ("apps", "daemonsets"): ("DaemonSet", True, True),
+    ("", "namespaces"): ("Namespace", False, True),
+    ("", "secrets"): ("Secret", True, False),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):
+        ("MutatingWebhookConfiguration", False, False),
+    ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, False),
+    ("scheduling.sigs.k8s.io", "elasticquotatrees"): ("ElasticQuotaTree", True, True),
+    ("config.koordinator.sh", "clustercolocationprofiles"):
+        ("ClusterColocationProfile", False, True),
 }
-VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1"}
+VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
+            "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
+            "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
-BUILT_IN_GROUPS = {"", "apps"}
+BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io"}
 
 
 class Route:
@@ -55,8 +87,9 @@ def parse_route(path):
     else:
         return None
     ns = None
-    if len(rest) >= 3 and rest[0] == "namespaces":
-        ns, rest = rest[1], rest[2:]
+    if len(rest) >= 3 and rest[0] == "namespaces" and not (
+            group == "" and len(rest) == 3 and (group, rest[2]) not in RESOURCES):
+        ns, rest = rest[1], rest[2:]  # else /api/v1/namespaces/{name}/{subresource}
     if not rest or len(rest) > 3 or (group, rest[0]) not in RESOURCES:
         return None
     route = Route(group, rest[0], ns, rest[1] if len(rest) > 1 else None,
@@ -90,6 +123,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        for text in getattr(self, "warnings", None) or []:
+            # net.NewWarningHeader: code 299, agent "-", the text quoted.
+            # The header goes out as UTF-8 bytes, as Go writes it.
+            quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+            self.send_header("Warning", '299 - "%s"' % quoted.encode().decode("latin-1"))
         self.end_headers()
         self.wfile.write(data)
 
@@ -120,6 +158,7 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.read_body()
         faults = self.server.faults
         self.logged = None  # a kept-alive connection reuses the handler
+        self.warnings = []
         if url.path.startswith("/_admin/"):
             return self.admin(method, url.path[len("/_admin/"):], query)
         self.logged = {"method": method, "path": url.path, "query": query,
@@ -175,15 +214,7 @@ class Handler(BaseHTTPRequestHandler):
                 body = self.json_body(raw)
                 return self.bind(r, (body.get("metadata") or {}).get("name", ""), body)
             if method == "POST":
-                obj = self.json_body(raw)
-                if not isinstance(obj, dict):
-                    raise ApiError(400, "BadRequest", "expected an object")
-                obj["kind"], obj["apiVersion"] = r.kind, r.api_version
-                meta_ns = (obj.get("metadata") or {}).get("namespace")
-                if r.namespaced and meta_ns and meta_ns != r.ns:
-                    raise ApiError(400, "BadRequest", "the namespace of the provided object does "
-                                   "not match the namespace sent on the request")
-                return self.send_json(201, store.create(r.resource, r.ns, obj, r.group))
+                return self.create(r, query, raw)
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
         if r.sub == "binding" and method == "POST" and r.resource == "pods":
             return self.bind(r, r.name, self.json_body(raw))
@@ -209,11 +240,45 @@ class Handler(BaseHTTPRequestHandler):
             return self.patch(r, raw)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method")
 
+    def create(self, r, query, raw):
+        obj = self.json_body(raw)
+        if not isinstance(obj, dict):
+            raise ApiError(400, "BadRequest", "expected an object")
+        dry_run = query.get("dryRun")
+        if dry_run not in (None, "All"):
+            raise ApiError(422, "Invalid", 'CreateOptions.meta.k8s.io "" is invalid: dryRun: '
+                           'Unsupported value: []string{"%s"}: supported values: "All"' % dry_run,
+                           {"group": "meta.k8s.io", "kind": "CreateOptions", "causes": [{
+                               "reason": "FieldValueNotSupported", "field": "dryRun",
+                               "message": 'Unsupported value: []string{"%s"}: supported '
+                                          'values: "All"' % dry_run}]})
+        obj["kind"], obj["apiVersion"] = r.kind, r.api_version
+        if not isinstance(obj.get("metadata"), dict):
+            obj["metadata"] = {}
+        meta_ns = obj["metadata"].get("namespace")
+        if r.namespaced and meta_ns and meta_ns != r.ns:
+            raise ApiError(400, "BadRequest", "the namespace of the provided object does "
+                           "not match the namespace sent on the request")
+        if not r.namespaced:
+            obj["metadata"].pop("namespace", None)  # cluster-scoped: the server clears it
+        resources.prepare(self.server.store, r.group, r.resource, obj)
+        if (r.group, r.resource) == ("", "pods"):
+            options = {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+            if dry_run:
+                options["dryRun"] = ["All"]
+            for field in ("fieldManager", "fieldValidation"):
+                if query.get(field):
+                    options[field] = query[field]
+            obj = self.server.admission.admit_pod(r.ns, obj, bool(dry_run), options,
+                                                  self.warnings)
+        self.send_json(201, self.server.store.create(r.resource, r.ns, obj, r.group,
+                                                     dry_run=bool(dry_run)))
+
     def write(self, r, current, new):
         """Status-subresource rules: the main resource ignores status, /status only takes it."""
         new["kind"], new["apiVersion"] = r.kind, r.api_version
         if not r.has_status:
-            return new
+            return resources.prepare(self.server.store, r.group, r.resource, new, current)
         if r.sub == "status":
             result = current
             result["status"] = new.get("status", {})
@@ -224,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
             new["status"] = current["status"]
         else:
             new.pop("status", None)
-        return new
+        return resources.prepare(self.server.store, r.group, r.resource, new, current)
 
     def patch(self, r, raw):
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -307,7 +372,8 @@ class Handler(BaseHTTPRequestHandler):
             sid = sid or store.save_snapshot(rv, items)
             meta["continue"] = Store.continue_token(sid, rv, end)
             meta["remainingItemCount"] = len(items) - end
-        if not r.group:
+        if r.group in BUILT_IN_GROUPS:
+            # Items of built-in lists carry no kind/apiVersion; custom resources' items do.
             page = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in page]
         self.send_json(200, {"kind": r.kind + "List", "apiVersion": r.api_version,
                              "metadata": meta, "items": page})
@@ -340,6 +406,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, list(f.requests))
         if what == "watchers" and method == "GET":
             return self.send_json(200, {"watchers": f.watchers})
+        if what == "webhook-calls" and method == "GET":
+            return self.send_json(200, self.server.admission.report())
+        if what == "webhook-service" and method == "POST":
+            if not q.get("namespace") or not q.get("name"):
+                return self.send_status(400, "namespace and name are required", "BadRequest")
+            self.server.admission.map_service(q["namespace"], q["name"],
+                                              int(q.get("port") or 443), q.get("address", ""))
+            return self.send_status(200)
         if what == "state" and method == "GET":
             return self.send_json(200, {"resourceVersion": str(store.rv),
                                         "compactedResourceVersion": str(store.compacted_rv)})
@@ -375,6 +449,7 @@ class Handler(BaseHTTPRequestHandler):
         elif what == "reset":
             f.reset()
             store.drop_watches()
+            self.server.admission.clear_calls()
         self.send_status(200)
 
 
@@ -415,6 +490,7 @@ def main():
     args = parser.parse_args()
     server = Server((args.host, args.port), Handler)
     server.store, server.faults = Store(args.history_limit), Faults(args.token)
+    server.admission = Admission(server.store)
     server.bookmark_interval, server.kubelet_node = args.bookmark_interval, args.kubelet_node
     server.verbose = args.verbose
     if args.tls_cert:

@@ -3,8 +3,8 @@
 #include "scheduler/admission/colocation_mutation.h"
 
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
+#include "kube/config.h"
 #include "scheduler/admission/admission_review.h"
 #include "scheduler/admission/priority_class.h"
 
@@ -225,14 +225,9 @@ TEST(AdmissionReview, MutatedPodGetsABase64JsonPatchUnderTheRequestUid) {
   auto m = mutate_pod(spark_driver(), f.in);
   ASSERT_TRUE(m.ok());
   // base64 of the same patch the decision made.
-  const std::string patch = m->patch.dump();
-  std::string decoded(patch.size() + 3, '\0');
-  const std::string b64 = resp["patch"].get<std::string>();
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
-                                reinterpret_cast<const unsigned char*>(b64.data()),
-                                static_cast<int>(b64.size()));
-  ASSERT_GE(n, static_cast<int>(patch.size()));
-  EXPECT_EQ(decoded.substr(0, patch.size()), patch);
+  auto decoded = kube::base64_decode(resp["patch"].get<std::string>());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, m->patch.dump());
 }
 
 TEST(AdmissionReview, UpdatesAndOtherKindsPassUnchangedAndDenialsCarryAStatus) {

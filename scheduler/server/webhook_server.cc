@@ -1,0 +1,164 @@
+#include "scheduler/server/webhook_server.h"
+
+#include <chrono>
+#include <mutex>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "reporter/metrics/metrics_server.h"
+
+namespace gleaner::scheduler::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using boost::system::error_code;
+
+namespace {
+
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+constexpr auto kIdleTimeout = std::chrono::seconds(60);
+constexpr uint32_t kHeaderLimit = 16 * 1024;
+
+Result<std::shared_ptr<ssl::context>> make_context(const admission::KeyPair& pair) {
+  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  // kube-apiserver speaks TLS 1.2 and 1.3; nothing older is offered.
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+  error_code ec;
+  ctx->use_certificate_chain(asio::buffer(pair.cert_pem), ec);
+  if (ec) return make_error(ErrorCode::kInvalidArgument, "webhook certificate: " + ec.message());
+  ctx->use_private_key(asio::buffer(pair.key_pem), ssl::context::pem, ec);
+  if (ec) return make_error(ErrorCode::kInvalidArgument, "webhook key: " + ec.message());
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+    return make_error(ErrorCode::kInvalidArgument, "webhook key does not match its certificate");
+  return ctx;
+}
+
+std::string_view view(beast::string_view s) {
+  return {s.data(), s.size()};
+}
+
+}  // namespace
+
+struct WebhookServer::Impl {
+  explicit Impl(Handler h) : handler(std::move(h)) {}
+
+  Handler handler;
+  std::shared_ptr<reporter::HttpListener> listener;
+  std::mutex mu;
+  std::shared_ptr<ssl::context> context;  // guarded by mu
+
+  std::shared_ptr<ssl::context> current() {
+    std::lock_guard lock(mu);
+    return context;
+  }
+
+  HttpReply answer(const http::request<http::string_body>& req) const {
+    const std::string_view target = view(req.target());
+    const std::string_view path = target.substr(0, target.find('?'));
+    if (path == "/healthz" && req.method() == http::verb::get)
+      return HttpReply{200, "text/plain", "ok\n"};
+    if (path != "/mutate-pod")
+      return HttpReply{404, "application/json",
+                       R"({"error":"not_found"})"
+                       "\n"};
+    if (req.method() != http::verb::post)
+      return HttpReply{405, "application/json",
+                       R"({"error":"method_not_allowed"})"
+                       "\n"};
+    return handler(req.body());
+  }
+
+  static asio::awaitable<void> session(std::shared_ptr<Impl> self,
+                                       std::shared_ptr<beast::tcp_stream> tcp) {
+    auto ctx = self->current();
+    beast::ssl_stream<beast::tcp_stream&> stream(*tcp, *ctx);
+    error_code ec;
+    tcp->expires_after(kHandshakeTimeout);
+    co_await stream.async_handshake(ssl::stream_base::server,
+                                    asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      tcp->close();
+      co_return;
+    }
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.header_limit(kHeaderLimit);
+      parser.body_limit(kMaxBody);
+      tcp->expires_after(kIdleTimeout);
+      co_await http::async_read(stream, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+      HttpReply reply;
+      bool keep_alive = false;
+      if (ec == http::error::body_limit) {
+        reply = HttpReply{413, "application/json",
+                          R"({"error":"too_large"})"
+                          "\n"};
+      } else if (ec) {
+        break;
+      } else {
+        reply = self->answer(parser.get());
+        keep_alive = parser.get().keep_alive();
+      }
+      http::response<http::string_body> res{static_cast<http::status>(reply.status), 11};
+      res.set(http::field::server, "gleaner-scheduler");
+      res.set(http::field::content_type, reply.content_type);
+      res.keep_alive(keep_alive);
+      res.body() = std::move(reply.body);
+      res.prepare_payload();
+      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !keep_alive) break;
+    }
+    tcp->expires_after(std::chrono::seconds(2));
+    co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+    tcp->close();
+  }
+};
+
+Result<std::unique_ptr<WebhookServer>> WebhookServer::create(asio::io_context& io,
+                                                             std::string_view address,
+                                                             Handler handler,
+                                                             const admission::KeyPair& serving) {
+  auto impl = std::make_shared<Impl>(std::move(handler));
+  auto ctx = make_context(serving);
+  if (!ctx) return ctx.error();
+  impl->context = std::move(*ctx);
+  auto listener = reporter::HttpListener::listen(
+      io, address, "webhook address", reporter::HttpListener::spawn_sessions(impl, &Impl::session));
+  if (!listener) return listener.error();
+  impl->listener = std::move(*listener);
+  return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));
+}
+
+WebhookServer::~WebhookServer() {
+  stop();
+}
+
+Status WebhookServer::set_certificate(const admission::KeyPair& serving) {
+  auto ctx = make_context(serving);
+  if (!ctx) return ctx.error();
+  std::lock_guard lock(impl_->mu);
+  impl_->context = std::move(*ctx);
+  return ok_status();
+}
+
+uint16_t WebhookServer::port() const {
+  return impl_->listener->port();
+}
+
+void WebhookServer::stop() {
+  impl_->listener->stop();
+}
+
+}  // namespace gleaner::scheduler::server
