@@ -19,5 +19,8 @@ Result<Json> parse_json(std::string_view text, std::string_view where);
 Result<Quantity> quantity_from_json(const Json& value, std::string_view where);
 // Follows a "/"-separated path of object keys; nullptr when any step is missing.
 const Json* find_path(const Json& root, std::string_view dotted_path);
+// The string at `path` (as find_path), or `fallback` when it is missing or not a string.
+// Unlike Json::value, never throws on an object of the wrong shape.
+std::string string_at(const Json& root, std::string_view path, std::string fallback = "");
 
 }  // namespace gleaner

@@ -8,7 +8,7 @@ namespace gleaner::scheduler::admission {
 
 namespace {
 
-Result<std::string> string_at(const Json& review, const char* path, bool required) {
+Result<std::string> review_string(const Json& review, const char* path, bool required) {
   const Json* v = find_path(review, path);
   std::string field(path);  // named as the API documents it: request.uid
   std::replace(field.begin(), field.end(), '/', '.');
@@ -47,9 +47,9 @@ const char* to_string(Outcome outcome) {
 Result<AdmissionRequest> parse_admission_review(const Json& review) {
   if (!review.is_object())
     return make_error(ErrorCode::kParse, "AdmissionReview: not a JSON object");
-  if (review.value("kind", "") != "AdmissionReview")
+  if (gleaner::string_at(review, "kind") != "AdmissionReview")
     return make_error(ErrorCode::kParse, "AdmissionReview: kind is not AdmissionReview");
-  const std::string api_version = review.value("apiVersion", "");
+  const std::string api_version = gleaner::string_at(review, "apiVersion");
   if (api_version != "admission.k8s.io/v1")
     return make_error(ErrorCode::kParse,
                       "AdmissionReview: apiVersion " + api_version +
@@ -70,7 +70,7 @@ Result<AdmissionRequest> parse_admission_review(const Json& review) {
                           {"request/namespace", &r.namespace_name, false},
                           {"request/name", &r.name, false}};
   for (const Field& f : fields) {
-    auto v = string_at(review, f.path, f.required);
+    auto v = review_string(review, f.path, f.required);
     if (!v) return v.error();
     *f.out = std::move(*v);
   }

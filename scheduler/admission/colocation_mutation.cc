@@ -77,6 +77,8 @@ Result<std::optional<Quantity>> quantity_at(const Json& resources, const char* l
 // cpu and memory of one container moved to batch resources; nullopt when it has none.
 Result<std::optional<Converted>> convert_container(const Json& container,
                                                    const std::string& where) {
+  if (!container.is_object())
+    return make_error(ErrorCode::kParse, where + ": the container is not an object");
   const Json resources = container.value("resources", Json::object());
   if (!resources.is_object()) return make_error(ErrorCode::kParse, where + " is not an object");
   struct Pair {
@@ -177,9 +179,9 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   const Json spec = pod.value("spec", Json::object());
   if (!spec.is_object()) return make_error(ErrorCode::kParse, "spec is not an object");
   Json& patch = m.patch;
-  if (!scheduler.empty() && spec.value("schedulerName", "") != scheduler)
+  if (!scheduler.empty() && string_at(spec, "schedulerName") != scheduler)
     patch.push_back(add_op("/spec/schedulerName", scheduler));
-  if (!priority_class.empty() && spec.value("priorityClassName", "") != priority_class) {
+  if (!priority_class.empty() && string_at(spec, "priorityClassName") != priority_class) {
     const auto info = in.priority_class ? in.priority_class(priority_class) : std::nullopt;
     if (!info)
       return make_error(ErrorCode::kInvalidArgument, "PriorityClass " + priority_class +
@@ -209,7 +211,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
         patch.push_back(
             add_op(std::string("/spec/") + list + "/" + std::to_string(i) + "/resources",
                    (*converted)->resources));
-        original["containers"][c.value("name", std::to_string(i))] = (*converted)->original;
+        original["containers"][string_at(c, "name", std::to_string(i))] = (*converted)->original;
       }
     }
     if (m.converted) annotations[kExtendedResourceSpecAnnotation] = original.dump();

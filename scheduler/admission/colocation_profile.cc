@@ -55,9 +55,9 @@ Result<ColocationProfile> parse_colocation_profile(const Json& object) {
   if (const Json* name = find_path(object, "metadata/name"); name != nullptr && name->is_string())
     p.name = name->get<std::string>();
   if (p.name.empty()) return profile_error("", "metadata.name is missing");
-  if (object.value("kind", "ClusterColocationProfile") != "ClusterColocationProfile")
-    return profile_error(p.name,
-                         "kind " + object.value("kind", "") + " is not ClusterColocationProfile");
+  if (string_at(object, "kind", "ClusterColocationProfile") != "ClusterColocationProfile")
+    return profile_error(p.name, "kind " + string_at(object, "kind", "<not a string>") +
+                                     " is not ClusterColocationProfile");
   const Json spec = object.value("spec", Json::object());
   if (!spec.is_object()) return profile_error(p.name, "spec must be an object");
 

@@ -30,7 +30,7 @@ Result<std::pair<std::string, PriorityClassInfo>> parse_priority_class(const Jso
 Result<PriorityClasses> parse_priority_classes(const std::vector<Json>& objects) {
   PriorityClasses out;
   for (const Json& o : objects) {
-    if (!o.is_object() || o.value("kind", "PriorityClass") != "PriorityClass") continue;
+    if (!o.is_object() || string_at(o, "kind", "PriorityClass") != "PriorityClass") continue;
     auto pc = parse_priority_class(o);
     if (!pc) return pc.error();
     out[pc->first] = pc->second;

@@ -34,7 +34,7 @@ int fail(const std::string& message) {
 int run_mutate(const MutateArgs& args) {
   auto pods = admission::read_objects(args.pod);
   if (!pods) return fail(pods.error().message);
-  if (pods->size() != 1 || pods->front().value("kind", "Pod") != "Pod")
+  if (pods->size() != 1 || string_at(pods->front(), "kind", "Pod") != "Pod")
     return fail(args.pod + ": expected exactly one Pod");
   const Json& pod = pods->front();
 

@@ -129,12 +129,10 @@ server::HttpReply ColocationSource::handle(std::string_view body) {
   metrics_.webhook_review(admission::to_string(answer.outcome));
   if (answer.outcome == admission::Outcome::kMutated ||
       answer.outcome == admission::Outcome::kDenied)
-    spdlog::info("colocation webhook: pod {}/{}{}: {} ({})", request->namespace_name,
-                 request->name.empty()
-                     ? request->object.value("metadata", Json::object()).value("generateName", "")
-                     : request->name,
-                 request->dry_run ? " (dry run)" : "", admission::to_string(answer.outcome),
-                 answer.message);
+    spdlog::info(
+        "colocation webhook: pod {}/{}{}: {} ({})", request->namespace_name,
+        request->name.empty() ? string_at(request->object, "metadata/generateName") : request->name,
+        request->dry_run ? " (dry run)" : "", admission::to_string(answer.outcome), answer.message);
   return json_reply(200, answer.review);
 }
 

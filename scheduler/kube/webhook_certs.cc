@@ -162,11 +162,16 @@ Status WebhookCertKeeper::patch_ca_bundle(const std::string& bundle) {
   const std::string encoded = kube::base64_encode(bundle);
   Json ops = Json::array();
   const Json webhooks = config.value("webhooks", Json::array());
+  if (!webhooks.is_array())
+    return make_error(ErrorCode::kParse, "MutatingWebhookConfiguration " +
+                                             options_.webhook_configuration +
+                                             ": webhooks is not a list");
   for (size_t i = 0; i < webhooks.size(); ++i) {
-    if (webhooks[i]["clientConfig"].value("caBundle", "") == encoded) continue;
+    if (string_at(webhooks[i], "clientConfig/caBundle") == encoded) continue;
     const std::string at = "/webhooks/" + std::to_string(i);
     // The test op pins the entry: a concurrent edit that reorders webhooks fails the patch.
-    ops.push_back(Json{{"op", "test"}, {"path", at + "/name"}, {"value", webhooks[i]["name"]}});
+    ops.push_back(
+        Json{{"op", "test"}, {"path", at + "/name"}, {"value", string_at(webhooks[i], "name")}});
     ops.push_back(Json{{"op", "add"}, {"path", at + "/clientConfig/caBundle"}, {"value", encoded}});
   }
   if (ops.empty()) return ok_status();

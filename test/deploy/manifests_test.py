@@ -317,24 +317,100 @@ def quantity_bytes(text):
     return int(m.group(1)) << {None: 0, "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}[m.group(2)]
 
 
-def check_spark_example(c, docs):
+def spark_pod(app, role, spec, labels):
+    """The pod Spark 3.5 builds for `role`: its template's metadata, cpu = cores, memory
+    request = limit = memory + memoryOverhead (docs/colocation-webhook.md)."""
+    mem = jvm_bytes(spec["memory"]) + jvm_bytes(spec["memoryOverhead"])
+    meta = spec.get("template", {}).get("metadata", {})
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "%s-%s" % (app["metadata"]["name"], role),
+                         "namespace": app["metadata"]["namespace"],
+                         "labels": dict(labels, **{"spark-role": role}),
+                         "annotations": dict(meta.get("annotations", {}))},
+            "spec": {"schedulerName": spec.get("schedulerName"),
+                     "priorityClassName": spec.get("priorityClassName"),
+                     "containers": [{"name": "spark-kubernetes-" + role,
+                                     "resources": {"requests": {"cpu": str(spec["cores"]),
+                                                                "memory": str(mem)},
+                                                   "limits": {"memory": str(mem)}}}]}}
+
+
+def apply_patch(obj, ops):
+    """The "add" operations the webhook emits (RFC 6902), applied to `obj`."""
+    for op in ops:
+        assert op["op"] == "add", op
+        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
+        target = obj
+        for k in keys[:-1]:
+            target = target[int(k)] if isinstance(target, list) else target[k]
+        target[keys[-1]] = op["value"]
+    return obj
+
+
+def mutate(bin_dir, src, pod, ns_labels, profiles=None):
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(pod, f)
+        f.flush()
+        cmd = [os.path.join(bin_dir, "gleaner-scheduler"), "mutate", "--pod", f.name,
+               "--priority-classes", os.path.join(src, "deploy", "manifests",
+                                                  "priority-classes.yaml")]
+        if ns_labels:
+            cmd += ["--namespace-labels", ",".join("%s=%s" % kv for kv in ns_labels.items())]
+        if profiles:
+            cmd += ["--profiles", profiles]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        return r.returncode, json.loads(r.stdout) if r.stdout else {}, r.stderr
+
+
+def check_spark_example(c, docs, bin_dir, src):
     apps = [d for _, d in docs if d["kind"] == "SparkApplication"]
     if not c.check(len(apps) == 1, "one SparkApplication example"):
         return
     app = apps[0]
     c.check(app["apiVersion"] == "sparkoperator.k8s.io/v1beta2", "SparkApplication v1beta2")
+    ns = find(docs, "Namespace", app["metadata"]["namespace"])
+    hook = find(docs, "MutatingWebhookConfiguration", "gleaner-colocation")
+    if not c.check(ns is not None and hook is not None, "example namespace and webhook exist"):
+        return
+    ns_labels = ns["metadata"].get("labels", {})
+    c.check(hook["webhooks"][0]["namespaceSelector"]["matchLabels"].items() <= ns_labels.items(),
+            "the webhook's namespaceSelector selects the example's namespace")
     for role in ("driver", "executor"):
         spec = app["spec"][role]
         where = "SparkApplication %s" % role
         c.check(spec.get("schedulerName") == "gleaner-scheduler", where + ": schedulerName")
-        c.check(spec.get("labels", {}).get("koordinator.sh/qosClass") == "BE", where + ": BE")
         c.check(spec.get("priorityClassName") in PRIORITIES, where + ": koord priority class")
-        res = spec["template"]["spec"]["containers"][0]["resources"]["requests"]
-        c.check(int(res["kubernetes.io/batch-cpu"]) == int(float(spec["cores"]) * 1000),
-                where + ": batch-cpu (millicores) == cores")
+        # What the webhook makes of the pod Spark builds, through `gleaner-scheduler mutate`.
+        pod = spark_pod(app, role, spec, spec.get("labels", {}))
+        rc, out, err = mutate(bin_dir, src, pod, ns_labels)
+        if not c.check(rc == 0 and out.get("outcome") == "mutated",
+                       where + ": mutated by the webhook: rc=%d %s %s" % (rc, out, err)):
+            continue
+        got = apply_patch(pod, out["patch"])
+        res = got["spec"]["containers"][0]["resources"]
         mem = jvm_bytes(spec["memory"]) + jvm_bytes(spec["memoryOverhead"])
-        c.check(quantity_bytes(res["kubernetes.io/batch-memory"]) == mem,
+        c.check(set(res["requests"]) == {"kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"}
+                and res["limits"] == res["requests"], where + ": only batch resources: %s" % res)
+        c.check(int(res["requests"]["kubernetes.io/batch-cpu"]) == int(float(spec["cores"]) * 1000),
+                where + ": batch-cpu (millicores) == cores")
+        c.check(int(res["requests"]["kubernetes.io/batch-memory"]) == mem,
                 where + ": batch-memory == memory + memoryOverhead")
+        c.check(got["metadata"]["labels"].get("koordinator.sh/qosClass") == "BE", where + ": BE")
+    # The example profile does the same by selector, for pods without the annotation.
+    profile = os.path.join(src, "deploy", "examples", "colocation-profile.yaml")
+    plain = spark_pod(app, "executor", dict(app["spec"]["executor"], template={},
+                                            priorityClassName=None, schedulerName=None), {})
+    rc, out, err = mutate(bin_dir, src, plain, ns_labels, profile)
+    if c.check(rc == 0 and out.get("outcome") == "mutated",
+               "colocation-profile.yaml: mutates a Spark executor: rc=%d %s %s" % (rc, out, err)):
+        got = apply_patch(plain, out["patch"])
+        c.check(got["spec"]["priorityClassName"] == "koord-batch"
+                and got["spec"]["priority"] == PRIORITIES["koord-batch"]
+                and got["metadata"]["labels"]["koordinator.sh/qosClass"] == "BE",
+                "colocation-profile.yaml: koord-batch, its priority value and BE")
+    rc, out, _ = mutate(bin_dir, src, plain, {}, profile)
+    c.check(rc == 0 and out.get("outcome") == "skipped",
+            "colocation-profile.yaml: a namespace without the label is left alone")
 
 
 def write_fake_host(tmp, args, docs):
@@ -473,7 +549,7 @@ def main():
     agent_args = parse_args_list(ds["spec"]["template"]["spec"]["containers"][0]["args"]) \
         if ds else {}
     check_scheduler(c, docs, image, sched_flags, agent_args)
-    check_spark_example(c, docs)
+    check_spark_example(c, docs, o.bin_dir, src)
     if ds:
         run_agent_checks(c, o.bin_dir, src, ds, docs)
     check_kustomize(c, src, docs)

@@ -1,9 +1,10 @@
 // The webhook's certificates: what make_ca / make_serving_cert produce, and the keeper's
 // plan for each state the Secret can be in.
+#include "scheduler/admission/certificates.h"
+
 #include <gtest/gtest.h>
 
 #include "kube/config.h"
-#include "scheduler/admission/certificates.h"
 #include "scheduler/kube/webhook_certs.h"
 
 namespace gleaner::scheduler {

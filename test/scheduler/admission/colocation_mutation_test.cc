@@ -176,6 +176,32 @@ TEST(ColocationMutation, UnknownPriorityClassOrBadQuantityRefusesThePod) {
             std::string::npos);
 }
 
+TEST(ColocationMutation, MalformedPodsAreErrorsOrLeftAloneNeverAThrow) {
+  Fixture f({profile(kSparkProfile)});
+  const char* shapes[] = {
+      R"({"spec": {"schedulerName": null, "priorityClassName": 7}})",
+      R"({"spec": {"containers": [5]}})",
+      R"({"spec": {"containers": [{"name": 3, "resources": "lots"}]}})",
+      R"({"spec": {"containers": [{"resources": {"requests": [1], "limits": {"cpu": true}}}]}})",
+      R"({"spec": {"initContainers": {"a": 1}}})",
+      R"({"spec": "x"})",
+      R"({"metadata": {"labels": ["spark-role"], "annotations": 4}})",
+      R"([])",
+  };
+  for (const char* shape : shapes) {
+    Json pod = Json::parse(shape);
+    if (pod.is_object()) {
+      // Still selected by the profile, so every conversion path runs.
+      if (!pod.contains("metadata") || !pod["metadata"]["labels"].is_object())
+        pod["metadata"]["labels"] = Json{{"spark-role", "driver"}};
+    }
+    EXPECT_NO_THROW({
+      auto m = mutate_pod(pod, f.in);
+      if (m.ok()) (void)m->patch.dump();
+    }) << shape;
+  }
+}
+
 TEST(ColocationProfileParse, BadProfilesAreNamedAndUnsupportedFieldsWarned) {
   auto bad_qos = parse_colocation_profile(
       Json::parse(R"({"metadata": {"name": "x"}, "spec": {"qosClass": "Gold"}})"));

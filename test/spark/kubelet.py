@@ -1,0 +1,342 @@
+"""A kubelet for the emulator's nodes (admission as pkg/kubelet/lifecycle/predicate.go does
+it, then running containers that exit when the emulated process says so) and the part of
+kube-controller-manager's garbage collector the emulated objects need."""
+
+import copy
+import hashlib
+import time
+
+from kubernetes.client.rest import ApiException
+
+import kubeapi
+from kubeapi import Actor, log, now_rfc3339
+
+DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default
+SPARK_MAIN = ("spark-kubernetes-driver", "spark-kubernetes-executor", "executor")
+
+
+def extended_resource(name):
+    """v1helper.IsExtendedResourceName: outside the kubernetes.io/ namespace."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def selector_matches(pod, node):
+    """nodeSelector and requiredDuringScheduling node affinity (GetRequiredNodeAffinity)."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    spec = pod.get("spec") or {}
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if labels.get(k) != v:
+            return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    fields = {"metadata.name": node["metadata"]["name"]}
+
+    def expression_holds(expr, source):
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present, value = key in source, source.get(key)
+        if op == "In":
+            return present and value in values
+        if op == "NotIn":
+            return not present or value not in values
+        if op == "Exists":
+            return present
+        if op == "DoesNotExist":
+            return not present
+        if op in ("Gt", "Lt") and present and values:
+            try:
+                a, b = int(value), int(values[0])
+            except ValueError:
+                return False
+            return a > b if op == "Gt" else a < b
+        return False
+
+    for term in terms:
+        exprs = term.get("matchExpressions") or []
+        field_exprs = term.get("matchFields") or []
+        if not exprs and not field_exprs:
+            continue
+        if all(expression_holds(e, labels) for e in exprs) and \
+                all(expression_holds(e, fields) for e in field_exprs):
+            return True
+    return False
+
+
+def tolerates(pod, taint):
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists":
+            if not t.get("key") or t.get("key") == taint.get("key"):
+                return True
+        elif t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+class Kubelet(Actor):
+    def __init__(self, api, cache, nodes=None):
+        super().__init__("kubelet")
+        self.api, self.cache = api, cache
+        self.node_names = set(nodes) if nodes else None
+        self.admitted = {}  # node -> {pod key: uid}
+        self.handled = set()  # pod uids admitted or rejected
+        self.waiting = {}  # node -> [pod keys] bound before we saw the Node
+        self.ips = {}
+        cache.subscribe(self.on_cache_event)
+
+    def ours(self, node):
+        if not node:
+            return False
+        if self.node_names is not None:
+            return node in self.node_names
+        return self.cache.get("nodes", (None, node)) is not None
+
+    def on_cache_event(self, kind, etype, obj, old):
+        if kind == "nodes" and etype != "DELETED":
+            self.post(self.node_seen, obj["metadata"]["name"])
+        elif kind == "pods":
+            self.post(self.pod_event, etype, obj)
+
+    def node_seen(self, name):
+        for key in self.waiting.pop(name, []):
+            pod = self.cache.get("pods", key)
+            if pod is not None:
+                self.pod_event("MODIFIED", pod)
+
+    def pod_event(self, etype, pod):
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        node, uid, key = spec.get("nodeName"), meta.get("uid"), kubeapi.key_of(pod)
+        if etype == "DELETED":
+            for pods in self.admitted.values():
+                if pods.get(key) == uid:
+                    del pods[key]
+            self.handled.discard(uid)
+            return
+        if not self.ours(node):
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if uid in self.handled:
+            if phase in ("Succeeded", "Failed"):
+                self.admitted.get(node, {}).pop(key, None)
+            return
+        if self.cache.get("nodes", (None, node)) is None:
+            self.waiting.setdefault(node, []).append(key)
+            return
+        self.handled.add(uid)
+        if phase != "Pending" or meta.get("deletionTimestamp"):
+            if phase == "Running":  # running before we started: the kubelet restarted
+                self.admitted.setdefault(node, {})[key] = uid
+            return
+        self.admit(pod, node)
+
+    # --- admission -------------------------------------------------------------------------
+    def admit(self, pod, node_name):
+        node = self.cache.get("nodes", (None, node_name))
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        others = []
+        for key, uid in self.admitted.get(node_name, {}).items():
+            other = self.cache.get("pods", key)
+            if other is not None and other["metadata"].get("uid") == uid and \
+                    (other.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                others.append(other)
+        failure = self.fits(pod, node, allocatable, others)
+        if failure is not None:
+            reason, message = failure
+            self.reject(pod, node_name, reason, message)
+            return
+        self.admitted.setdefault(node_name, {})[kubeapi.key_of(pod)] = pod["metadata"]["uid"]
+        self.start_pod(pod, node)
+
+    def fits(self, pod, node, allocatable, others):
+        """The first failure GeneralPredicates report: resources (noderesources.Fits:
+        pods, cpu, memory, ephemeral-storage, then the scalar resources), node affinity,
+        then NoExecute taints. Extended resources the node does not list are ignored."""
+        request = {k: v for k, v in kubeapi.pod_requests(pod).items()
+                   if not (extended_resource(k) and k not in allocatable)}
+        used = {}
+        for other in others:
+            for k, v in kubeapi.pod_requests(other).items():
+                used[k] = used.get(k, 0) + v
+        max_pods = kubeapi.quantity_value("pods", allocatable["pods"]) if "pods" in allocatable \
+            else DEFAULT_MAX_PODS
+        if len(others) + 1 > max_pods:
+            return self.insufficient("pods", 1, len(others), max_pods)
+        order = ["cpu", "memory", "ephemeral-storage"] + sorted(
+            k for k in request if k not in ("cpu", "memory", "ephemeral-storage", "pods"))
+        for name in order:
+            want = request.get(name, 0)
+            if want <= 0:
+                continue
+            capacity = kubeapi.quantity_value(name, allocatable[name]) \
+                if name in allocatable else 0
+            if want > capacity - used.get(name, 0):
+                return self.insufficient(name, want, used.get(name, 0), capacity)
+        if not selector_matches(pod, node):
+            return ("NodeAffinity", "Predicate NodeAffinity failed: node(s) didn't match "
+                                    "Pod's node affinity/selector")
+        for taint in (node.get("spec") or {}).get("taints") or []:
+            if taint.get("effect") == "NoExecute" and not tolerates(pod, taint):
+                return ("TaintToleration", "Predicate TaintToleration failed: node(s) had "
+                                           "untolerated taint {%s: %s}"
+                        % (taint.get("key"), taint.get("value", "")))
+        return None
+
+    @staticmethod
+    def insufficient(name, requested, used, capacity):
+        return ("OutOf" + name, "Node didn't have enough resource: %s, requested: %d, used: "
+                                "%d, capacity: %d" % (name, requested, used, capacity))
+
+    def reject(self, pod, node, reason, message):
+        """Kubelet.rejectPod: a Warning event and the pod Failed."""
+        meta = pod["metadata"]
+        log("kubelet", "rejecting %s/%s on %s: %s %s", meta["namespace"], meta["name"], node,
+            reason, message)
+        self.record_event(pod, node, reason, message)
+        self.patch_status(pod, {"status": {"phase": "Failed", "reason": reason,
+                                           "message": "Pod was rejected: " + message}})
+
+    def record_event(self, pod, node, reason, message):
+        meta = pod["metadata"]
+        stamp = now_rfc3339()
+        event = {"apiVersion": "v1", "kind": "Event",
+                 "metadata": {"name": "%s.%x" % (meta["name"], time.time_ns()),
+                              "namespace": meta["namespace"]},
+                 "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                                    "namespace": meta["namespace"], "uid": meta.get("uid"),
+                                    "resourceVersion": meta.get("resourceVersion")},
+                 "reason": reason, "message": message, "type": "Warning",
+                 "source": {"component": "kubelet", "host": node},
+                 "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+                 "reportingComponent": "kubelet", "reportingInstance": node}
+        try:
+            self.api.create_event(meta["namespace"], event)
+        except ApiException as e:
+            log("kubelet", "event for %s not recorded: %s", meta["name"], e.status)
+
+    # --- running ---------------------------------------------------------------------------
+    def pod_ip(self, node_name):
+        index = sorted(n["metadata"]["name"] for n in self.cache.items("nodes")).index(
+            node_name) if self.cache.get("nodes", (None, node_name)) else 0
+        n = self.ips.get(node_name, 1) + 1
+        self.ips[node_name] = n
+        return "10.244.%d.%d" % (index % 256, n % 254 + 1)
+
+    @staticmethod
+    def host_ip(node):
+        for address in (node.get("status") or {}).get("addresses") or []:
+            if address.get("type") == "InternalIP":
+                return address.get("address")
+        digest = hashlib.sha1(node["metadata"]["name"].encode()).digest()
+        return "192.168.%d.%d" % (digest[0], digest[1] % 254 + 1)
+
+    def start_pod(self, pod, node):
+        stamp = now_rfc3339()
+        ip, host = self.pod_ip(node["metadata"]["name"]), self.host_ip(node)
+        spec = pod.get("spec") or {}
+
+        def container_id(name):
+            return "containerd://" + hashlib.sha256(
+                (pod["metadata"]["uid"] + name).encode()).hexdigest()
+
+        statuses = [{"name": c["name"], "image": c.get("image", ""),
+                     "imageID": "docker.io/library/%s@sha256:%s" % (
+                         c.get("image", ""), hashlib.sha256(
+                             str(c.get("image")).encode()).hexdigest()),
+                     "containerID": container_id(c["name"]), "ready": True, "started": True,
+                     "restartCount": 0, "state": {"running": {"startedAt": stamp}},
+                     "lastState": {}} for c in spec.get("containers") or []]
+        init = [{"name": c["name"], "image": c.get("image", ""), "imageID": "",
+                 "containerID": container_id(c["name"]), "ready": True, "restartCount": 0,
+                 "started": False, "state": {"terminated": {
+                     "exitCode": 0, "reason": "Completed", "startedAt": stamp,
+                     "finishedAt": stamp, "containerID": container_id(c["name"])}},
+                 "lastState": {}} for c in spec.get("initContainers") or []]
+        conditions = [{"type": t, "status": "True", "lastProbeTime": None,
+                       "lastTransitionTime": stamp}
+                      for t in ("PodReadyToStartContainers", "Initialized", "Ready",
+                                "ContainersReady")]
+        status = {"phase": "Running", "conditions": conditions, "hostIP": host,
+                  "hostIPs": [{"ip": host}], "podIP": ip, "podIPs": [{"ip": ip}],
+                  "startTime": stamp, "containerStatuses": statuses}
+        if init:
+            status["initContainerStatuses"] = init
+        self.patch_status(pod, {"status": status})
+
+    def container_exited(self, pod, exit_code, reason):
+        """The emulated process in the pod's main container (Spark's, by its usual names,
+        else the last) exited; the others are stopped with it, so the pod ends."""
+        current = self.cache.get("pods", kubeapi.key_of(pod))
+        if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
+            return
+        status = current.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return
+        stamp = now_rfc3339()
+        containers = (current.get("spec") or {}).get("containers") or []
+        main_index = next((i for i, c in enumerate(containers) if c.get("name") in SPARK_MAIN),
+                          len(containers) - 1)
+        statuses = []
+        for i, c in enumerate(containers):
+            old = next((s for s in status.get("containerStatuses") or []
+                        if s.get("name") == c["name"]), {})
+            main = i == main_index
+            started = ((old.get("state") or {}).get("running") or {}).get("startedAt", stamp)
+            statuses.append({"name": c["name"], "image": c.get("image", ""),
+                             "imageID": old.get("imageID", ""),
+                             "containerID": old.get("containerID", ""), "ready": False,
+                             "started": False, "restartCount": 0, "lastState": {},
+                             "state": {"terminated": {
+                                 "exitCode": exit_code if main else 143,
+                                 "reason": reason if main else "Error", "startedAt": started,
+                                 "finishedAt": stamp,
+                                 "containerID": old.get("containerID", "")}}})
+        phase = "Succeeded" if exit_code == 0 else "Failed"
+        conditions = [{"type": t, "status": "False", "lastProbeTime": None,
+                       "lastTransitionTime": stamp,
+                       "reason": "PodCompleted" if phase == "Succeeded" else "PodFailed"}
+                      for t in ("Ready", "ContainersReady")]
+        self.patch_status(current, {"status": {"phase": phase, "conditions": conditions,
+                                               "containerStatuses": statuses}})
+        self.admitted.get((current.get("spec") or {}).get("nodeName"), {}).pop(
+            kubeapi.key_of(current), None)
+
+    def patch_status(self, pod, patch):
+        meta = pod["metadata"]
+        patch = copy.deepcopy(patch)
+        patch.setdefault("metadata", {})["uid"] = meta.get("uid")  # not someone else's pod
+        try:
+            self.api.patch_pod_status(meta["namespace"], meta["name"], patch)
+        except ApiException as e:
+            log("kubelet", "status of %s/%s not written: %s", meta["namespace"], meta["name"],
+                e.status)
+
+
+class GarbageCollector(Actor):
+    """Background cascading deletion: when a pod or SparkApplication goes, the pods that
+    name it in their ownerReferences go too (the driver's executors, an app's driver)."""
+
+    def __init__(self, api, cache):
+        super().__init__("garbage-collector")
+        self.api, self.cache = api, cache
+        cache.subscribe(self.on_cache_event)
+
+    def on_cache_event(self, kind, etype, obj, old):
+        if etype == "DELETED" and kind in ("pods", "sparkapplications"):
+            self.post(self.collect, obj["metadata"].get("uid"))
+
+    def collect(self, owner_uid):
+        for pod in self.cache.items("pods", lambda p: any(
+                r.get("uid") == owner_uid for r in p["metadata"].get("ownerReferences") or [])):
+            meta = pod["metadata"]
+            if meta.get("deletionTimestamp"):
+                continue
+            log("garbage-collector", "deleting %s/%s: its owner %s is gone", meta["namespace"],
+                meta["name"], owner_uid)
+            try:
+                self.api.delete_pod(meta["namespace"], meta["name"], uid=meta.get("uid"))
+            except ApiException as e:
+                if e.status not in (404, 409):
+                    log("garbage-collector", "deleting %s failed: %s", meta["name"], e.status)

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""A stand-in for spark-operator 2.x (kubeflow/spark-operator, as its 2.4/2.5 releases
+behave) with Spark 3.5 on Kubernetes and the kubelets of some nodes, for tests against an
+API server (test/apiserver/apiserver.py or a real one). It talks REST through the official
+Python client.
+
+Usage: spark_emulator.py --server http://127.0.0.1:PORT [--namespace NS] [--nodes n1,n2]
+           [--token T] [--insecure] [--driver-pod-creation-grace-period 10]
+           [--exit-on-stdin-eof] [--verbose]
+Prints "ready" once its watches (pods, nodes, SparkApplications) are established and runs
+until SIGTERM (or, with --exit-on-stdin-eof, until its stdin closes).
+
+What runs inside, each as its own thread:
+  operator  the SparkApplication controller: NEW -> SUBMITTED -> RUNNING -> SUCCEEDING ->
+            COMPLETED (or FAILING -> FAILED, SUBMISSION_FAILED, PENDING_RERUN, INVALIDATING,
+            SUSPENDING/SUSPENDED/RESUMING), status written through the status subresource
+            (PUT, retried on conflict). Its submission is spark-submit in cluster mode: the
+            driver pod <app>-driver built from the pod template then Spark's settings, as the
+            operator's pod webhook leaves it. A refused create (4xx, or 5xx/429 after the
+            fabric8 client's 10 retries) makes the app SUBMISSION_FAILED; restartPolicy
+            decides about retries (OnFailure + onSubmissionFailureRetries, linear backoff).
+  drivers   one per driver pod once it runs: executors <prefix>-exec-<id> (the prefix is
+            spark.app.name plus a random id), in batches of spark.kubernetes.allocation.batch.size
+            (5) every spark.kubernetes.allocation.batch.delay (1s), waiting for each batch
+            to be seen before the next; ids are never reused; failed executors are deleted
+            and replaced; pending ones are left pending; dynamic allocation follows the
+            scripted demand; at the end every executor is deleted and the driver exits.
+  kubelet   for pods bound to --nodes (default: every Node): admission against
+            status.allocatable (Failed, reason OutOf<resource>, "Pod was rejected: Node
+            didn't have enough resource: ..."), else Running, counting the pods of every
+            namespace. Exits of the emulated processes (scripted executor failures,
+            executors asked to exit, the driver at the end) become terminated container
+            states and Succeeded/Failed pods, whichever node the pod is on.
+  gc        cascading deletion through ownerReferences (app -> driver -> executors).
+
+Scripting, for tests only: annotations on the SparkApplication, read when its driver starts.
+  spark-emulator.gleaner.io/run-seconds       the job's running time (float seconds); absent:
+                                              the application runs until deleted
+  spark-emulator.gleaner.io/run-from          when that time starts: first-executor (default,
+                                              the first executor running), all-executors (as
+                                              many running as the current target) or driver
+  spark-emulator.gleaner.io/driver-exit-code  the driver's exit code at the end (default 0;
+                                              non-zero: driver pod Failed, app FAILED)
+  spark-emulator.gleaner.io/fail-executors    "ID@SECONDS[:CODE],...": executor ID exits with
+                                              CODE (default 1; 137 reads OOMKilled) SECONDS
+                                              after it started running
+  spark-emulator.gleaner.io/demand            "SECONDS:N,...": with dynamic allocation, the
+                                              executors the pending tasks need from SECONDS
+                                              after the driver started (before the first
+                                              entry the target stays the initial one)
+  spark-emulator.gleaner.io/seed              an integer: app ids, submission ids and name
+                                              prefixes repeat run to run
+To be fast, set Spark's own timings in spec.sparkConf, e.g.
+  spark.kubernetes.allocation.batch.delay: "100ms"
+  spark.kubernetes.executor.eventProcessingInterval: "100ms"  (failed executors deleted)
+  spark.dynamicAllocation.executorIdleTimeout: "300ms"        (integers with a unit only)
+  spark.dynamicAllocation.schedulerBacklogTimeout: "100ms"
+  spark.kubernetes.dynamicAllocation.deleteGracePeriod: "1s"
+
+Deliberately not emulated: the driver's Service, ConfigMap and UI Service/Ingress (the pods
+still name the ConfigMap volumes), events of the operator, batch schedulers (Volcano,
+YuniKorn, Kueue), PodDisruptionBudgets, Prometheus, the REST submitter, executor
+registration over RPC (a running pod is a registered executor), shuffle tracking (an
+executor without tasks is idle), the polling snapshot source, graceful pod termination
+(the test API server deletes at once), the SparkApplication defaulting webhook's write
+(defaults apply when read). A Node without "pods" in allocatable counts as the default 110.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kubeapi  # noqa: E402
+from kubelet import GarbageCollector, Kubelet  # noqa: E402
+from sparkdriver import SparkRuntime  # noqa: E402
+from sparkoperator import Operator  # noqa: E402
+
+
+class Emulator:
+    def __init__(self, server, namespace=None, nodes=None, token=None, insecure=False,
+                 grace_period=10.0, gc=True):
+        self.api = kubeapi.Api(server, token, insecure)
+        self.cache = kubeapi.Cache()
+        self.stop_event = threading.Event()
+        self.kubelet = Kubelet(self.api, self.cache, nodes)
+        self.runtime = SparkRuntime(self.api, self.cache, self.kubelet, namespace)
+        self.operator = Operator(self.api, self.cache, self.runtime, namespace, grace_period)
+        self.actors = [self.kubelet, self.operator]
+        if gc:
+            self.actors.append(GarbageCollector(self.api, self.cache))
+        self.informers = [kubeapi.Informer(self.api, self.cache, kind, ns, self.stop_event)
+                          # a kubelet sees every pod on its nodes, whatever the namespace
+                          for kind, ns in (("nodes", None), ("pods", None),
+                                           ("sparkapplications", namespace))]
+
+    def start(self, timeout=30.0):
+        for actor in self.actors:
+            actor.start()
+        for informer in self.informers:
+            informer.start()
+        for informer in self.informers:
+            if not informer.established.wait(timeout):
+                raise RuntimeError("the %s watch was not established within %.0fs"
+                                   % (informer.kind, timeout))
+
+    def stop(self):
+        self.stop_event.set()
+        for actor in self.actors:
+            actor.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--server", required=True, help="API server URL, http:// or https://")
+    parser.add_argument("--namespace", default=None, help="only this namespace (default all)")
+    parser.add_argument("--nodes", default=None,
+                        help="comma-separated nodes whose kubelet this is (default every Node)")
+    parser.add_argument("--token", default=None, help="bearer token for the API server")
+    parser.add_argument("--insecure", action="store_true", help="skip TLS verification")
+    parser.add_argument("--driver-pod-creation-grace-period", type=float, default=10.0)
+    parser.add_argument("--no-gc", action="store_true", help="no cascading deletion")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true",
+                        help="exit when stdin closes (the test that started us went away)")
+    parser.add_argument("--verbose", action="store_true", help="log to stderr")
+    args = parser.parse_args()
+    kubeapi.VERBOSE = args.verbose
+    nodes = [n for n in (args.nodes or "").split(",") if n] or None
+    emulator = Emulator(args.server, args.namespace, nodes, args.token, args.insecure,
+                        args.driver_pod_creation_grace_period, not args.no_gc)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    if args.exit_on_stdin_eof:
+        def watch_stdin():
+            sys.stdin.read()
+            done.set()
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    emulator.start()
+    print("ready", flush=True)
+    while not done.wait(1.0):
+        pass
+    emulator.stop()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

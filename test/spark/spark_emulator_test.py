@@ -1,0 +1,542 @@
+#!/usr/bin/python3
+"""Drives spark_emulator.py against test/apiserver/apiserver.py: the test stands in for
+the scheduler (it binds pending pods through pods/binding) and watches what the emulated
+operator, Spark drivers and kubelets do to pods and SparkApplications."""
+
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APISERVER = os.path.join(os.path.dirname(HERE), "apiserver", "apiserver.py")
+EMULATOR = os.path.join(HERE, "spark_emulator.py")
+GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
+S = "spark-emulator.gleaner.io/"
+FAST = {"spark.kubernetes.allocation.batch.delay": "100ms",
+        "spark.kubernetes.executor.eventProcessingInterval": "100ms"}
+
+
+def read_line(proc, what, timeout=15):
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        ready, _, _ = select.select([proc.stdout], [], [], max(0, deadline - time.monotonic()))
+        if not ready:
+            proc.kill()
+            raise RuntimeError("%s printed no line within %ds" % (what, timeout))
+        byte = os.read(proc.stdout.fileno(), 1)
+        if not byte:
+            raise RuntimeError("%s exited before it was ready" % what)
+        line += byte
+    return line.decode().strip()
+
+
+class Recorder(threading.Thread):
+    """Every pod event the API server sends, in order: phases and states come and go
+    faster than polling would see them."""
+
+    def __init__(self, core):
+        super().__init__(daemon=True)
+        self.core, self.lock, self.events, self.times = core, threading.Lock(), [], []
+        self.rv = core.list_pod_for_all_namespaces().metadata.resource_version
+
+    def run(self):
+        while True:
+            try:
+                for event in watch.Watch().stream(
+                        self.core.list_pod_for_all_namespaces, resource_version=self.rv,
+                        timeout_seconds=60, _preload_content=False):
+                    obj = event["raw_object"] if "raw_object" in event else event["object"]
+                    if event["type"] == "BOOKMARK":
+                        continue
+                    self.rv = obj["metadata"]["resourceVersion"]
+                    with self.lock:
+                        self.events.append((event["type"], obj))
+                        self.times.append(time.monotonic())
+            except Exception:  # noqa: BLE001 - the server going away at the end
+                time.sleep(0.1)
+
+    def seen(self, ns, predicate=lambda etype, pod: True, times=False):
+        with self.lock:
+            return [((t, p, at) if times else (t, p)) for (t, p), at in zip(self.events, self.times)
+                    if p["metadata"]["namespace"] == ns and predicate(t, p)]
+
+
+class SparkEmulatorTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.api_proc = subprocess.Popen(
+            ["/usr/bin/python3", APISERVER, "--port", "0", "--bookmark-interval", "0.5"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        line = read_line(cls.api_proc, "the test API server")
+        assert line.startswith("ready port="), line
+        cls.server = "http://127.0.0.1:%s" % line.split("=")[1]
+        cls.client = client.ApiClient(client.Configuration(host=cls.server))
+        cls.core = client.CoreV1Api(cls.client)
+        cls.custom = client.CustomObjectsApi(cls.client)
+        for name, allocatable in (
+                ("n1", {"cpu": "32", "memory": "64Gi", "pods": "110",
+                        "kubernetes.io/batch-cpu": "32000", "kubernetes.io/batch-memory": "64Gi"}),
+                ("small", {"cpu": "4", "memory": "8Gi", "pods": "10",
+                           "kubernetes.io/batch-cpu": "1000",
+                           "kubernetes.io/batch-memory": "4Gi"}),
+                ("elsewhere", {"cpu": "32", "memory": "64Gi", "pods": "110"})):
+            cls.core.create_node({"metadata": {"name": name, "labels": {"pool": "batch"}}})
+            cls.core.patch_node_status(name, {"status": {"allocatable": allocatable}})
+        cls.log = tempfile.NamedTemporaryFile(prefix="spark-emulator-", suffix=".log",
+                                              delete=False)
+        cls.emu = subprocess.Popen(
+            ["/usr/bin/python3", EMULATOR, "--server", cls.server, "--nodes", "n1,small",
+             "--exit-on-stdin-eof", "--verbose"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=cls.log)
+        assert read_line(cls.emu, "the emulator") == "ready"
+        cls.recorder = Recorder(cls.core)
+        cls.recorder.start()
+        cls.policies = {}  # namespace -> pod -> node name (or None: leave it pending)
+        cls.stop_binding = threading.Event()
+        threading.Thread(target=cls.binder, daemon=True).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_binding.set()
+        cls.emu.send_signal(signal.SIGTERM)
+        try:
+            cls.emu.wait(10)
+        except subprocess.TimeoutExpired:
+            cls.emu.kill()
+        cls.api_proc.kill()
+        cls.api_proc.wait()
+        cls.log.close()
+        os.unlink(cls.log.name)
+
+    # --- the stand-in scheduler --------------------------------------------------------
+    @classmethod
+    def binder(cls):
+        while not cls.stop_binding.wait(0.03):
+            try:
+                pending = cls.core.list_pod_for_all_namespaces(
+                    field_selector="spec.nodeName=,status.phase=Pending").items
+            except Exception:  # noqa: BLE001
+                continue
+            for pod in pending:
+                policy = cls.policies.get(pod.metadata.namespace)
+                node = policy(pod) if policy else None
+                if node:
+                    cls.bind(pod.metadata.namespace, pod.metadata.name, node, pod.metadata.uid)
+
+    @classmethod
+    def bind(cls, ns, name, node, uid=None):
+        body = {"apiVersion": "v1", "kind": "Binding",
+                "metadata": {"name": name, "uid": uid},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        try:
+            resp = cls.core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
+            resp.read()
+        except ApiException:
+            pass  # gone or bound meanwhile
+
+    # --- helpers -------------------------------------------------------------------------
+    def wait_for(self, what, fn, timeout=8.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = fn()
+            except ApiException as e:
+                last = e
+            if last and not isinstance(last, Exception):
+                return last
+            time.sleep(0.03)
+        with open(self.log.name) as f:
+            tail = "".join(f.readlines()[-40:])
+        self.fail("timed out waiting for %s (last: %r)\nemulator log tail:\n%s"
+                  % (what, last, tail))
+
+    def create_app(self, ns, name, spec, annotations=None, labels=None):
+        body = {"apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "SparkApplication",
+                "metadata": {"name": name, "annotations": annotations or {},
+                             "labels": labels or {}},
+                "spec": dict({"type": "Scala", "mode": "cluster", "image": "spark:3.5.5",
+                              "mainClass": "org.apache.spark.examples.SparkPi",
+                              "mainApplicationFile": "local:///opt/spark/examples/jars/"
+                                                     "spark-examples_2.12-3.5.5.jar",
+                              "sparkVersion": "3.5.5"}, **spec)}
+        return self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body)
+
+    def app(self, ns, name):
+        return self.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, name)
+
+    def state(self, ns, name):
+        return self.app(ns, name).get("status", {}).get("applicationState", {}).get("state")
+
+    def wait_state(self, ns, name, state, timeout=8.0):
+        return self.wait_for("%s/%s in %s" % (ns, name, state),
+                             lambda: self.app(ns, name) if self.state(ns, name) == state
+                             else None, timeout)
+
+    def pods(self, ns, selector=None):
+        resp = self.core.list_namespaced_pod(ns, label_selector=selector, _preload_content=False)
+        return json.loads(resp.data)["items"]
+
+    def pod(self, ns, name):
+        try:
+            return json.loads(self.core.read_namespaced_pod(name, ns, _preload_content=False).data)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def executors(self, ns):
+        return {int(p["metadata"]["labels"]["spark-exec-id"]): p
+                for p in self.pods(ns, "spark-role=executor")}
+
+    def executor_history(self, ns, app=None):
+        """executor id -> the phases its pod went through, and whether it was deleted."""
+        out = {}
+
+        def wanted(etype, pod):
+            labels = pod["metadata"].get("labels") or {}
+            return labels.get("spark-role") == "executor" and \
+                app in (None, labels.get("sparkoperator.k8s.io/app-name"))
+
+        for etype, pod in self.recorder.seen(ns, wanted):
+            i = int(pod["metadata"]["labels"]["spark-exec-id"])
+            entry = out.setdefault(i, {"phases": [], "deleted": False, "pod": pod})
+            phase = (pod.get("status") or {}).get("phase")
+            if etype == "DELETED":
+                entry["deleted"] = True
+            elif not entry["phases"] or entry["phases"][-1] != phase:
+                entry["phases"].append(phase)
+            if etype != "DELETED":
+                entry["pod"] = pod
+        return out
+
+    def arm_failure(self, prefix, code, count=1):
+        self.client.call_api("/_admin/fail", "POST", query_params=[
+            ("count", str(count)), ("method", "POST"), ("prefix", prefix), ("code", str(code))],
+            _preload_content=False)
+
+    # --- tests ---------------------------------------------------------------------------
+    def test_driver_pod_shape_template_merge_and_suspend(self):
+        ns = "shape"
+        template = {"metadata": {"labels": {"tmpl": "yes", "spark-role": "template-value"},
+                                 "annotations": {"tmpl-note": "from-template"}},
+                    "spec": {"containers": [
+                        {"name": "sidecar", "image": "busybox"},
+                        {"name": "spark-kubernetes-driver",
+                         "env": [{"name": "FROM_TEMPLATE", "value": "1"}],
+                         "resources": {"requests": {"kubernetes.io/batch-cpu": "2000"},
+                                       "limits": {"kubernetes.io/batch-cpu": "2000"}}}]}}
+        spec = {"type": "Python", "mainApplicationFile": "local:///opt/app/job.py",
+                "sparkVersion": "3.5.3", "suspend": True,
+                "sparkConf": {"spark.kubernetes.driver.annotation.app-id": "{{APP_ID}}"},
+                "driver": {"cores": 2, "coreLimit": "2500m", "memory": "1g",
+                           "labels": {"team": "a"}, "annotations": {"note": "driver"},
+                           "serviceAccount": "spark-sa", "schedulerName": "gleaner-scheduler",
+                           "priorityClassName": "batch-high", "nodeSelector": {"pool": "batch"},
+                           "tolerations": [{"key": "batch", "operator": "Exists",
+                                            "effect": "NoSchedule"}],
+                           "env": [{"name": "FROM_SPEC", "value": "1"}],
+                           "template": template},
+                "executor": {"instances": 1}}
+        labels = {"gleaner.io/queue": "q1", "kueue.x-k8s.io/queue-name": "kq"}
+        app = self.create_app(ns, "shape-app", spec, {S + "seed": "7"}, labels)
+        self.wait_state(ns, "shape-app", "SUSPENDED")
+        self.assertIsNone(self.pod(ns, "shape-app-driver"), "a suspended app is not submitted")
+
+        self.custom.patch_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "shape-app",
+                                                   {"spec": {"suspend": False}})
+        status = self.wait_state(ns, "shape-app", "SUBMITTED")["status"]
+        self.assertEqual(status["driverInfo"]["podName"], "shape-app-driver")
+        self.assertEqual((status["submissionAttempts"], status["executionAttempts"]), (1, 1))
+        driver = self.wait_for("the driver pod", lambda: self.pod(ns, "shape-app-driver"))
+        meta, pspec = driver["metadata"], driver["spec"]
+
+        app_id = meta["labels"]["spark-app-selector"]
+        self.assertRegex(app_id, r"^spark-[0-9a-f]{32}$")
+        self.assertEqual(meta["labels"]["spark-role"], "driver")  # Spark's own wins
+        expected = {"spark-app-name": "shape-app", "spark-version": "3.5.3",
+                    "sparkoperator.k8s.io/app-name": "shape-app",
+                    "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+                    "sparkoperator.k8s.io/submission-id": status["submissionID"],
+                    "team": "a", "tmpl": "yes", "gleaner.io/queue": "q1"}
+        self.assertEqual({k: meta["labels"].get(k) for k in expected}, expected)
+        self.assertNotIn("kueue.x-k8s.io/queue-name", meta["labels"])
+        self.assertNotIn("sparkoperator.k8s.io/mutated-by-spark-operator", meta["labels"],
+                         "only added when the driver has no template")
+        self.assertEqual(meta["annotations"], {"tmpl-note": "from-template", "note": "driver",
+                                               "app-id": app_id})
+        self.assertEqual(meta["ownerReferences"], [{
+            "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+            "name": "shape-app", "uid": app["metadata"]["uid"], "controller": True,
+            "blockOwnerDeletion": True}])
+
+        # Spark's container goes last, keeps the template's name, resources and env.
+        self.assertEqual([c["name"] for c in pspec["containers"]],
+                         ["sidecar", "spark-kubernetes-driver"])
+        main = pspec["containers"][1]
+        memory = "%dMi" % (1024 + int(0.4 * 1024))  # Python: overhead factor 0.4
+        self.assertEqual(main["resources"], {
+            "requests": {"kubernetes.io/batch-cpu": "2000", "cpu": "2", "memory": memory},
+            "limits": {"kubernetes.io/batch-cpu": "2000", "cpu": "2500m", "memory": memory}})
+        env = [e["name"] for e in main["env"]]
+        self.assertEqual(env[0], "FROM_TEMPLATE")
+        self.assertEqual(env[-1], "FROM_SPEC")  # the operator's webhook appends spec env
+        self.assertIn("SPARK_DRIVER_BIND_ADDRESS", env)
+        self.assertEqual(main["image"], "spark:3.5.5")
+        self.assertEqual(main["args"][:3], ["driver", "--properties-file",
+                                            "/opt/spark/conf/spark.properties"])
+        self.assertEqual(pspec["restartPolicy"], "Never")
+        self.assertEqual(pspec["schedulerName"], "gleaner-scheduler")
+        self.assertEqual(pspec["priorityClassName"], "batch-high")
+        self.assertEqual(pspec["serviceAccountName"], "spark-sa")
+        self.assertEqual(pspec["nodeSelector"], {"pool": "batch"})
+        self.assertEqual(pspec["tolerations"], [{"key": "batch", "operator": "Exists",
+                                                 "effect": "NoSchedule"}])
+
+        # Deleting the app takes its driver (ownerReferences); the same seed, name and
+        # namespace give the same ids again.
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "shape-app")
+        self.wait_for("the driver to be collected",
+                      lambda: self.pod(ns, "shape-app-driver") is None)
+        spec["suspend"] = False
+        self.create_app(ns, "shape-app", spec, {S + "seed": "7"}, labels)
+        again = self.wait_state(ns, "shape-app", "SUBMITTED")["status"]
+        self.assertEqual(again["submissionID"], status["submissionID"])
+        driver = self.wait_for("the new driver pod", lambda: self.pod(ns, "shape-app-driver"))
+        self.assertEqual(driver["metadata"]["labels"]["spark-app-selector"], app_id)
+
+    def test_executors_failure_replacement_and_completion(self):
+        ns = "static"
+        self.policies[ns] = lambda pod: "n1"
+        template = {"metadata": {"labels": {"tmpl": "exec"}},
+                    "spec": {"containers": [{"name": "spark-kubernetes-executor", "resources": {
+                        "requests": {"kubernetes.io/batch-memory": "1Gi"}}}]}}
+        app = self.create_app(ns, "pi", {
+            "sparkConf": dict(FAST, **{"spark.kubernetes.allocation.batch.size": "2"}),
+            "driver": {"cores": 1, "memory": "512m"},
+            "executor": {"instances": 3, "cores": 1, "coreRequest": "500m", "memory": "512m",
+                         "memoryOverhead": "128m", "labels": {"exec-label": "x"},
+                         "template": template}},
+            {S + "run-seconds": "1.5", S + "run-from": "all-executors",
+             S + "fail-executors": "2@0.2"})
+        self.wait_state(ns, "pi", "RUNNING")
+        driver = self.pod(ns, "pi-driver")
+        app_id = driver["metadata"]["labels"]["spark-app-selector"]
+
+        history = self.wait_for("executor 4 running, replacing the failed 2", lambda: (
+            lambda h: h if "Running" in h.get(4, {}).get("phases", []) else None)(
+                self.executor_history(ns)))
+        self.assertEqual(history[2]["phases"][-1], "Failed")
+        self.assertTrue(history[2]["deleted"], "a failed executor is deleted")
+        failed = history[2]["pod"]["status"]["containerStatuses"][0]["state"]["terminated"]
+        self.assertEqual((failed["exitCode"], failed["reason"]), (1, "Error"))
+
+        pod = history[1]["pod"]
+        meta = pod["metadata"]
+        match = re.match(r"^(pi-[0-9a-f]{10,16})-exec-1$", meta["name"])
+        self.assertIsNotNone(match, meta["name"])
+        self.assertTrue(all(h["pod"]["metadata"]["name"] == "%s-exec-%d" % (match.group(1), i)
+                            for i, h in history.items()), "one prefix for all executors")
+        expected = {"spark-app-selector": app_id, "spark-role": "executor", "spark-exec-id": "1",
+                    "spark-exec-resourceprofile-id": "0", "spark-app-name": "pi",
+                    "spark-version": "3.5.5", "sparkoperator.k8s.io/app-name": "pi",
+                    "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+                    "sparkoperator.k8s.io/submission-id": driver["metadata"]["labels"][
+                        "sparkoperator.k8s.io/submission-id"],
+                    "exec-label": "x", "tmpl": "exec"}
+        self.assertEqual(meta["labels"], expected)
+        self.assertEqual(meta["ownerReferences"], [
+            {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+             "name": "pi", "uid": app["metadata"]["uid"]},
+            {"apiVersion": "v1", "kind": "Pod", "name": "pi-driver",
+             "uid": driver["metadata"]["uid"], "controller": True}])
+        main = pod["spec"]["containers"][-1]
+        self.assertEqual(main["name"], "spark-kubernetes-executor")
+        self.assertEqual(main["resources"], {
+            "requests": {"kubernetes.io/batch-memory": "1Gi", "memory": "640Mi", "cpu": "500m"},
+            "limits": {"memory": "640Mi"}})
+        self.assertEqual(pod["spec"]["restartPolicy"], "Never")
+        self.assertEqual(pod["spec"]["hostname"], meta["name"])
+
+        # An executor deleted by someone else is replaced too.
+        self.core.delete_namespaced_pod(history[3]["pod"]["metadata"]["name"], ns)
+        history = self.wait_for("executor 5 running, replacing the deleted 3", lambda: (
+            lambda h: h if "Running" in h.get(5, {}).get("phases", []) else None)(
+                self.executor_history(ns)))
+        self.assertEqual(history[3]["phases"][-1], "Running")
+        self.assertTrue(history[3]["deleted"])
+
+        # Batches of two: 1 and 2 together, 3 in the next round, a batch delay (100 ms) on.
+        created = [(p["metadata"]["labels"]["spark-exec-id"], at) for t, p, at in
+                   self.recorder.seen(ns, lambda t, p: t == "ADDED" and p["metadata"]["labels"]
+                                      .get("spark-role") == "executor", times=True)]
+        self.assertEqual([i for i, _ in created[:3]], ["1", "2", "3"])
+        self.assertGreater(created[2][1] - created[1][1], 0.04, created)
+
+        final = self.wait_state(ns, "pi", "COMPLETED")
+        self.assertEqual(self.executors(ns), {}, "the driver deletes its executors at the end")
+        history = self.executor_history(ns)
+        self.assertEqual(sorted(history), [1, 2, 3, 4, 5], "ids are never reused")
+        self.assertTrue(all(h["deleted"] for h in history.values()))
+        driver = self.pod(ns, "pi-driver")
+        self.assertEqual(driver["status"]["phase"], "Succeeded")
+        terminated = driver["status"]["containerStatuses"][-1]["state"]["terminated"]
+        self.assertEqual(terminated["exitCode"], 0)
+        status = final["status"]
+        self.assertEqual(status["sparkApplicationId"], app_id)
+        self.assertTrue(status["terminationTime"])
+        self.assertEqual(set(status["executorState"]),
+                         set(h["pod"]["metadata"]["name"] for h in history.values()))
+
+    def test_dynamic_allocation_scales_up_and_down(self):
+        ns = "dyn"
+        self.policies[ns] = lambda pod: "n1"
+        self.create_app(ns, "dyn", {
+            "sparkConf": dict(FAST, **{
+                "spark.dynamicAllocation.executorIdleTimeout": "300ms",
+                "spark.dynamicAllocation.schedulerBacklogTimeout": "100ms",
+                "spark.kubernetes.dynamicAllocation.deleteGracePeriod": "1s"}),
+            "dynamicAllocation": {"enabled": True, "initialExecutors": 2, "minExecutors": 1,
+                                  "maxExecutors": 4},
+            "executor": {"cores": 1, "memory": "512m"}},
+            {S + "demand": "0.6:4,1.6:1", S + "run-seconds": "3.2", S + "run-from": "driver"})
+        self.wait_for("two initial executors", lambda: sorted(self.executors(ns)) == [1, 2])
+
+        def live():
+            return {i for i, h in self.executor_history(ns).items() if not h["deleted"]}
+
+        self.wait_for("scale-up to four", lambda: live() == {1, 2, 3, 4})
+        def all_running():
+            found = self.executors(ns)
+            phases = [p["status"]["phase"] for p in found.values()]
+            return found if len(found) == 4 and set(phases) == {"Running"} else None
+
+        running = self.wait_for("four running executors", all_running)
+        self.assertEqual(sorted(running), [1, 2, 3, 4])
+        self.wait_for("scale-down to one", lambda: live() == {1}, timeout=6)
+        history = self.executor_history(ns)
+        for i in (2, 3, 4):  # asked to exit: their pods completed, then were deleted
+            self.assertEqual(history[i]["phases"][-1], "Succeeded", history[i]["phases"])
+        self.assertEqual(sorted(history), [1, 2, 3, 4], "no executor beyond the target")
+        self.wait_state(ns, "dyn", "COMPLETED", timeout=6)
+        self.assertEqual(self.executors(ns), {})
+
+    def test_kubelet_admission(self):
+        ns = "admit"
+
+        def pod(name, node, requests):
+            self.core.create_namespaced_pod(ns, {
+                "metadata": {"name": name},
+                "spec": {"nodeName": node, "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": requests}}]}})
+
+        def settled(name):
+            p = self.pod(ns, name)
+            return p if p["status"]["phase"] != "Pending" else None
+
+        pod("foreign", "elsewhere", {"cpu": "1"})
+        pod("first", "small", {"cpu": "3"})
+        pod("hog", "small", {"kubernetes.io/batch-cpu": "2000"})
+        pod("big", "small", {"memory": "10Gi"})
+        pod("second", "small", {"cpu": "2"})
+        pod("gpu", "small", {"cpu": "500m", "example.com/gpu": "1"})
+        self.assertEqual(self.wait_for("first", lambda: settled("first"))["status"]["phase"],
+                         "Running")
+        for name, reason, message in (
+                ("hog", "OutOfkubernetes.io/batch-cpu", "kubernetes.io/batch-cpu, requested: "
+                                                        "2000, used: 0, capacity: 1000"),
+                ("big", "OutOfmemory", "memory, requested: 10737418240, used: 0, capacity: "
+                                       "8589934592"),
+                ("second", "OutOfcpu", "cpu, requested: 2000, used: 3000, capacity: 4000")):
+            status = self.wait_for(name, lambda: settled(name))["status"]
+            self.assertEqual((status["phase"], status["reason"], status["message"]), (
+                "Failed", reason, "Pod was rejected: Node didn't have enough resource: " +
+                message))
+        gpu = self.wait_for("gpu", lambda: settled("gpu"))["status"]
+        self.assertEqual(gpu["phase"], "Running", "extended resources a node lacks are ignored")
+        self.assertEqual(self.pod(ns, "foreign")["status"]["phase"], "Pending",
+                         "not this kubelet's node")
+        events = self.core.list_namespaced_event(ns, field_selector="reason=OutOfcpu").items
+        self.assertEqual([e.involved_object.name for e in events], ["second"])
+
+        # An executor the kubelet rejects is deleted and replaced under a new id. (With
+        # "first" gone the node has the CPU, so memory is what it lacks.) An executor no
+        # one schedules stays pending: Spark waits for it rather than replacing it.
+        self.core.delete_namespaced_pod("first", ns)
+
+        def policy(p):
+            name = p.metadata.name
+            if name.startswith("waits-") and name.endswith("-exec-2"):
+                return None
+            return "small" if name.startswith("rej-") and name.endswith("-exec-1") else "n1"
+
+        self.policies[ns] = policy
+        self.create_app(ns, "rej", {
+            "sparkConf": FAST, "executor": {"instances": 1, "memory": "16g"}},
+            {S + "run-seconds": "0.3"})
+        self.create_app(ns, "waits", {"sparkConf": FAST, "executor": {"instances": 2}},
+                        {S + "run-seconds": "0.6"})
+        history = self.wait_for("executor 2 running", lambda: (
+            lambda h: h if "Running" in h.get(2, {}).get("phases", []) else None)(
+                self.executor_history(ns, "rej")))
+        rejected = history[1]["pod"]["status"]
+        self.assertEqual((rejected["phase"], rejected["reason"]), ("Failed", "OutOfmemory"))
+        self.assertTrue(history[1]["deleted"])
+        self.wait_state(ns, "rej", "COMPLETED")
+        self.wait_state(ns, "waits", "COMPLETED")
+        history = self.executor_history(ns, "waits")
+        self.assertEqual(sorted(history), [1, 2], "the pending executor was not replaced")
+        self.assertEqual(history[2]["phases"], ["Pending"])
+        self.assertTrue(history[2]["deleted"], "deleted with the others at the end")
+
+    def test_submission_failures(self):
+        ns = "submit"
+        prefix = "/api/v1/namespaces/%s/pods" % ns
+        # Refused (a webhook's 403): SUBMISSION_FAILED, then FAILED (restartPolicy Never).
+        self.arm_failure(prefix, 403)
+        self.create_app(ns, "denied", {})
+        status = self.wait_state(ns, "denied", "FAILED")["status"]
+        message = status["applicationState"]["errorMessage"]
+        self.assertTrue(message.startswith("failed to submit spark application: failed to run "
+                                           "spark-submit: "), message)
+        self.assertIn("code=403", message)
+        self.assertEqual(status["submissionAttempts"], 1)
+        self.assertNotIn("executionAttempts", status)
+        self.assertIsNone(self.pod(ns, "denied-driver"))
+
+        # A 500 is retried by Spark's Kubernetes client: submitted at the first attempt.
+        self.arm_failure(prefix, 500)
+        self.create_app(ns, "flaky", {})
+        status = self.wait_state(ns, "flaky", "SUBMITTED")["status"]
+        self.assertEqual(status["submissionAttempts"], 1)
+
+        # spark-submit itself refuses an application without an image.
+        self.create_app(ns, "no-image", {"image": None})
+        status = self.wait_state(ns, "no-image", "FAILED")["status"]
+        self.assertIn("Must specify the driver container image",
+                      status["applicationState"]["errorMessage"])
+
+        # OnFailure with a submission retry: the second attempt, 1 s later, goes through.
+        self.arm_failure(prefix, 403)
+        self.create_app(ns, "retry", {"restartPolicy": {
+            "type": "OnFailure", "onSubmissionFailureRetries": 1,
+            "onSubmissionFailureRetryInterval": 1}})
+        status = self.wait_state(ns, "retry", "SUBMITTED", timeout=6)["status"]
+        self.assertEqual(status["submissionAttempts"], 2)
+        self.assertIsNotNone(self.pod(ns, "retry-driver"))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[1:], verbosity=2)
