@@ -372,6 +372,10 @@ std::string priority_classes_path() {
 std::string mutating_webhook_configuration_path(const std::string& name) {
   return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/" + name;
 }
+std::string elastic_quota_trees_path(const std::string& ns) {
+  return "/apis/scheduling.sigs.k8s.io/v1beta1/" +
+         (ns.empty() ? std::string() : "namespaces/" + ns + "/") + "elasticquotatrees";
+}
 std::string colocation_profiles_path() {
   return "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles";
 }

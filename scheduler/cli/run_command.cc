@@ -51,6 +51,7 @@ struct RunOptions {
   std::string log_level = "info";
   bool check_config = false;
   WebhookFlags webhook;
+  std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
 };
 
 // The queues file: the scenario's "queues" array, either alone or in an object with
@@ -124,6 +125,8 @@ std::vector<std::string> config_errors(const RunOptions& o) {
       add("--queues-file", o.queues_file + ": " + tree.error().message);
     }
   }
+  if (!o.quota_tree_cluster.empty() && !o.queues_file.empty())
+    add("--quota-tree-cluster", "not used with --queues-file (the file is the quota tree)");
   for (const auto& e : webhook_flag_errors(o.webhook))
     errors.push_back(e);
   if (!o.webhook.listen.empty()) {
@@ -219,6 +222,12 @@ int run(const RunOptions& o) {
     }
   }
 
+  if (!o.quota_tree_cluster.empty() && configs.count(o.quota_tree_cluster) == 0) {
+    std::cerr << "gleaner-scheduler run: --quota-tree-cluster: no cluster named "
+              << o.quota_tree_cluster << "\n";
+    return kBadInput;
+  }
+
   server::LiveOptions live_options;
   live_options.policy = policy;
   live_options.staleness = StalenessPolicy{o.stale_after, o.degrade_after};
@@ -239,6 +248,10 @@ int run(const RunOptions& o) {
     lo.config = cfg;
     lo.scheduler_name = o.scheduler_name;
     lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
+    // The quota tree: a --queues-file is fixed; otherwise one cluster's ElasticQuotaTree.
+    lo.watch_quota_tree =
+        o.queues_file.empty() &&
+        name == (o.quota_tree_cluster.empty() ? configs.begin()->first : o.quota_tree_cluster);
     links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, **live, metrics));
   }
   auto route = [&links](server::Action a) {
@@ -343,6 +356,9 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--queues-file", o->queues_file,
                   "elastic quota tree: the scenario format's queues (and policy)");
+  cmd->add_option("--quota-tree-cluster", o->quota_tree_cluster,
+                  "cluster whose ElasticQuotaTree is the quota tree (default: the first; "
+                  "not watched with --queues-file)");
   cmd->add_option("--policy", o->policy, "queueing: blocking | nonblocking")->capture_default_str();
   cmd->add_option("--driver-start-timeout", o->driver_start_timeout,
                   "seconds before an admitted job whose driver is not running is reclaimed")

@@ -13,8 +13,10 @@ QuotaTree::QuotaTree() {
   ids_.emplace("root", kRoot);
 }
 
-Result<QuotaTree> QuotaTree::build(const std::vector<QueueSpec>& specs) {
+Result<QuotaTree> QuotaTree::build(const std::vector<QueueSpec>& specs,
+                                   std::optional<Resources> root_max) {
   QuotaTree tree;
+  tree.queues_[kRoot].max = root_max;
   std::map<std::string, const QueueSpec*> by_name;
   for (const QueueSpec& s : specs) {
     if (s.name.empty()) return make_error(ErrorCode::kInvalidArgument, "queue without a name");

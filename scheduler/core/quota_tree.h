@@ -47,7 +47,9 @@ class QuotaTree {
   QuotaTree();
   // Builds a tree from specs in any order; errors name the queue and the problem
   // (unknown parent, cycle, duplicate, min above max).
-  static Result<QuotaTree> build(const std::vector<QueueSpec>& specs);
+  // `root_max`: a ceiling on the whole tree (an ElasticQuotaTree's root max).
+  static Result<QuotaTree> build(const std::vector<QueueSpec>& specs,
+                                 std::optional<Resources> root_max = std::nullopt);
 
   [[nodiscard]] std::optional<QueueId> find(const std::string& name) const;
   // The queue for a job: `name`, or `default` (created on first use) when empty.

@@ -88,6 +88,23 @@ Result<JobId> Scheduler::submit(const JobSpec& spec) {
   return id;
 }
 
+void Scheduler::replace_quotas(QuotaTree quotas) {
+  for (Job& j : jobs_) {
+    if (j.phase == JobPhase::kCompleted || j.phase == JobPhase::kWithdrawn) continue;
+    const std::string& name = quotas_.queue(j.queue).name;
+    auto id = quotas.find(name);
+    if (!id) {
+      // resolve("default") cannot fail: default is created on first use.
+      id = *quotas.resolve("default");
+      if (j.phase == JobPhase::kPending) j.reason = "queue " + name + " removed; now in default";
+    }
+    j.queue = *id;
+  }
+  for (JobId id : active_)
+    quotas.charge(jobs_[id].queue, jobs_[id].total);
+  quotas_ = std::move(quotas);
+}
+
 void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
   j.cluster = p.cluster;
   j.pods.assign(1 + p.executors.size(), PodState{});

@@ -63,6 +63,12 @@ class Scheduler {
   [[nodiscard]] size_t job_count() const { return jobs_.size(); }
   [[nodiscard]] std::optional<JobId> find_job(const std::string& name) const;
 
+  // A new quota tree (an ElasticQuotaTree edit), taking effect at once: every job keeps
+  // its queue by name (a job whose queue is gone moves to `default`), admitted jobs are
+  // charged to the new tree, and the next pass admits and reclaims by its min and max.
+  // Jobs already admitted are not undone by a lower max; they count against it.
+  void replace_quotas(QuotaTree quotas);
+
   // One scheduling pass over the pending jobs in order (priority, then age).
   std::vector<Decision> schedule(int64_t now);
 

@@ -49,6 +49,19 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
       client_, nodes,
       kube::InformerHandlers{[this](const Json& o) { on_node(o); },
                              [this](const Json&, const Json& o) { on_node(o); }, nullptr});
+  kube::InformerOptions classes;
+  classes.path = kube::priority_classes_path();
+  priority_classes_ = std::make_unique<kube::Informer>(client_, classes, kube::InformerHandlers{});
+  if (options_.watch_quota_tree) {
+    kube::InformerOptions trees;
+    trees.path = kube::elastic_quota_trees_path("");
+    auto changed = [this] { on_quota_trees(); };
+    quota_trees_ = std::make_unique<kube::Informer>(
+        client_, trees,
+        kube::InformerHandlers{[changed](const Json&) { changed(); },
+                               [changed](const Json&, const Json&) { changed(); },
+                               [changed](const Json&) { changed(); }});
+  }
 }
 
 ClusterLink::~ClusterLink() {
@@ -56,6 +69,8 @@ ClusterLink::~ClusterLink() {
 }
 
 void ClusterLink::start() {
+  priority_classes_->start();
+  if (quota_trees_) quota_trees_->start();
   nodes_->start();
   apps_->start();
   pods_->start();
@@ -66,6 +81,8 @@ void ClusterLink::stop() {
   pods_->stop();
   apps_->stop();
   nodes_->stop();
+  priority_classes_->stop();
+  if (quota_trees_) quota_trees_->stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     cv_.notify_all();
@@ -80,8 +97,10 @@ bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::max(
         deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero()));
   };
-  return nodes_->wait_for_sync(left()) && apps_->wait_for_sync(left()) &&
-         pods_->wait_for_sync(left());
+  // PriorityClasses before SparkApplications: an application's priority is read once.
+  return priority_classes_->wait_for_sync(left()) && nodes_->wait_for_sync(left()) &&
+         apps_->wait_for_sync(left()) && pods_->wait_for_sync(left()) &&
+         (!quota_trees_ || quota_trees_->wait_for_sync(left()));
 }
 
 void ClusterLink::on_node(const Json& obj) {
@@ -172,6 +191,7 @@ void ClusterLink::on_spark_app(const Json& obj) {
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
   if (auto app = kube::parse_spark_application(obj); app) {
     if (auto view = app_view(*app, options_.name)) {
+      view->priority = priority_of_class(string_at(obj, "spec/driver/priorityClassName"));
       if (view->placement.empty()) {
         live_.observe_app(*view);
       } else if (!view->origin.empty() && view->origin != options_.name) {

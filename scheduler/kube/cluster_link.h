@@ -35,6 +35,9 @@ struct ClusterLinkOptions {
   std::string scheduler_name = "gleaner-scheduler";
   PublishPolicy publish;
   std::chrono::milliseconds resync{10000};  // re-feed every pod (late SparkApplications)
+  // Watch ElasticQuotaTrees here and make the one found the scheduler's quota tree
+  // (one cluster does: the one the quotas are kept in).
+  bool watch_quota_tree = false;
 };
 
 // Actions that are tried again later are known by kind and application.
@@ -73,6 +76,8 @@ class ClusterLink {
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
   void on_node(const Json& obj);
+  void on_quota_trees();
+  int32_t priority_of_class(const std::string& name) const;
   void on_spark_app_gone(const Json& obj);
   // An informer relist can show a deleted and re-created application as an update.
   void on_spark_app_update(const Json& old_obj, const Json& obj);
@@ -105,7 +110,12 @@ class ClusterLink {
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> apps_;
-  std::unique_ptr<kube::Informer> nodes_;  // labels, for node selectors
+  std::unique_ptr<kube::Informer> nodes_;             // labels, for node selectors
+  std::unique_ptr<kube::Informer> priority_classes_;  // a SparkApplication's priority
+  std::unique_ptr<kube::Informer> quota_trees_;       // when watch_quota_tree
+  // The ElasticQuotaTree versions last applied or refused (each logged once).
+  std::string quota_applied_version_;
+  std::string quota_refused_version_;
 
   std::mutex mu_;
   std::condition_variable_any cv_;

@@ -54,7 +54,8 @@ void LiveScheduler::observe_app(const AppView& app) {
   added.selector = app.selector;
   added.app_shape = app.shape;
   added.app_queue = app.queue;
-  submit(added, app.shape, 0, app.queue);
+  added.app_priority = app.priority;
+  submit(added, app.shape, app.priority, app.queue);
 }
 
 void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns,
@@ -148,7 +149,7 @@ void LiveScheduler::retry_app_placements() {
     }
     if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
       g.resubmit_at = 0;
-      submit(g, g.app_shape, 0, g.app_queue);
+      submit(g, g.app_shape, g.app_priority, g.app_queue);
     }
   }
 }

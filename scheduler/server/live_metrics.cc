@@ -108,6 +108,10 @@ void LiveMetrics::webhook_certificate_error() {
   std::lock_guard lock(mu_);
   ++certificate_errors_;
 }
+void LiveMetrics::quota_tree_rejected() {
+  std::lock_guard lock(mu_);
+  ++quota_trees_rejected_;
+}
 uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   std::lock_guard lock(mu_);
   auto it = webhook_reviews_.find(outcome);
@@ -174,6 +178,9 @@ std::string LiveMetrics::render(const StateGauges& g) const {
   single(out, "gleaner_scheduler_colocation_profiles_rejected_total", "counter",
          "ClusterColocationProfile versions refused as invalid (the last good one stays).",
          static_cast<double>(profiles_rejected_));
+  single(out, "gleaner_scheduler_quota_trees_rejected_total", "counter",
+         "ElasticQuotaTree versions refused as invalid (the current quota tree stays).",
+         static_cast<double>(quota_trees_rejected_));
   single(out, "gleaner_scheduler_webhook_certificate_errors_total", "counter",
          "Failed checks or renewals of the webhook's certificates.",
          static_cast<double>(certificate_errors_));

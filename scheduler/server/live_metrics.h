@@ -56,6 +56,8 @@ class LiveMetrics {
   void webhook_review(const std::string& outcome);
   void colocation_profile_rejected();
   void webhook_certificate_error();
+  // An ElasticQuotaTree version refused (the current quota tree stays).
+  void quota_tree_rejected();
   [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
@@ -80,6 +82,7 @@ class LiveMetrics {
   std::map<std::string, uint64_t> webhook_reviews_;
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
+  uint64_t quota_trees_rejected_ = 0;
   Histogram admission_latency_;
   Histogram report_lag_;
 };

@@ -32,6 +32,17 @@ LiveScheduler::LiveScheduler(LiveOptions options, Scheduler core, const Clock& c
                              LiveMetrics& metrics)
     : options_(std::move(options)), clock_(clock), metrics_(metrics), core_(std::move(core)) {}
 
+Status LiveScheduler::set_quotas(const std::vector<QueueSpec>& queues,
+                                 std::optional<Resources> root_max,
+                                 std::map<std::string, std::string> namespace_queue) {
+  auto tree = QuotaTree::build(queues, root_max);
+  if (!tree) return tree.error();
+  std::lock_guard lock(mu_);
+  core_.replace_quotas(std::move(*tree));
+  namespace_queue_ = std::move(namespace_queue);
+  return ok_status();
+}
+
 void LiveScheduler::set_sinks(ActionSink actions, NodeSink nodes) {
   std::lock_guard lock(mu_);
   actions_ = std::move(actions);
@@ -213,6 +224,8 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   // its gang was forgotten must not collide with the old job's name in the core.
   spec.name = g.key + "#" + std::to_string(++submissions_);
   spec.queue = queue;
+  if (queue.empty())
+    if (auto q = namespace_queue_.find(g.ns); q != namespace_queue_.end()) spec.queue = q->second;
   spec.priority = priority;
   spec.submit_time = now_s();
   spec.driver = shape.driver;

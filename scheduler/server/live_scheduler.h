@@ -85,6 +85,9 @@ struct AppView {
   std::string state;       // status.applicationState.state ("" = not yet submitted)
   GangShape shape;
   std::string queue;
+  // The driver's PriorityClass value (spec.driver.priorityClassName, resolved from the
+  // cluster's PriorityClasses; 0 when it names none).
+  int32_t priority = 0;
   NodeSelector selector;  // spec, driver and executor nodeSelector / affinity
   std::string selector_error;
 };
@@ -177,6 +180,11 @@ class LiveScheduler {
   void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
   // Node health, timeouts and one scheduling pass.
   void tick();
+  // A new quota tree (the ElasticQuotaTree watched live), in force from the next pass;
+  // `namespace_queue` sends jobs that name no queue to their namespace's leaf. An invalid
+  // tree is an error and the current one stays.
+  Status set_quotas(const std::vector<QueueSpec>& queues, std::optional<Resources> root_max,
+                    std::map<std::string, std::string> namespace_queue);
 
   [[nodiscard]] Json queues_json() const;
   [[nodiscard]] Json jobs_json() const;
@@ -209,6 +217,7 @@ class LiveScheduler {
     // another application of its name (resubmit_at > 0: when).
     GangShape app_shape;
     std::string app_queue;
+    int32_t app_priority = 0;
     double resubmit_at = 0;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
@@ -257,8 +266,9 @@ class LiveScheduler {
   NodeSink nodes_;
   mutable std::mutex mu_;
   Scheduler core_;
-  std::map<std::string, Tracked> pods_;  // uid
-  std::map<std::string, Gang> gangs_;    // key
+  std::map<std::string, Tracked> pods_;                 // uid
+  std::map<std::string, std::string> namespace_queue_;  // from the ElasticQuotaTree
+  std::map<std::string, Gang> gangs_;                   // key
   std::map<JobId, std::string> job_gang_;
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)

@@ -67,6 +67,7 @@ class KubeLiveTest : public ::testing::Test {
     lo.name = "c1";
     lo.config = api_->config();
     lo.resync = std::chrono::milliseconds(500);
+    lo.watch_quota_tree = true;
     link_ = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
     live_->set_sinks([this](server::Action a) { link_->enqueue(std::move(a)); },
                      [this](server::NodeBatch b) { link_->publish(std::move(b)); });
@@ -189,6 +190,73 @@ TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
     ASSERT_TRUE(client_->remove(kube::pod_path("default", e)).ok());
   ASSERT_TRUE(schedule_until([&] { return job_phase() == "Completed"; }));
   EXPECT_EQ(live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"], 2000);
+}
+
+// An ElasticQuotaTree as ACK documents it: team-a's namespace default may use 2 cores.
+Json quota_tree(const std::string& leaf_max_cpu) {
+  Json t = Json::parse(R"({
+    "apiVersion": "scheduling.sigs.k8s.io/v1beta1", "kind": "ElasticQuotaTree",
+    "metadata": {"name": "elasticquotatree", "namespace": "kube-system"},
+    "spec": {"root": {"name": "root", "max": {"cpu": 40, "memory": "40Gi"},
+                                      "min": {"cpu": 40, "memory": "40Gi"},
+      "children": [{"name": "team-a", "namespaces": ["default"],
+                    "min": {"cpu": 1, "memory": "1Gi"}, "max": {"cpu": 2, "memory": "8Gi"}}]}}})");
+  t["spec"]["root"]["children"][0]["max"]["cpu"] = leaf_max_cpu;
+  return t;
+}
+
+TEST_F(KubeLiveTest, ElasticQuotaTreeEditsChangeAdmissionWithoutARestart) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 8000, 16 * kGi, "c1")));
+  const std::string trees = kube::elastic_quota_trees_path("kube-system");
+  ASSERT_TRUE(client_->create(trees, quota_tree("2")).ok());
+  auto queue_max = [&]() -> Json {
+    const Json queues = live_->queues_json();  // kept: the loop reads into it
+    for (const Json& q : queues["queues"])
+      if (q["name"] == "team-a") return q["max"]["cpuMillicores"];
+    return nullptr;
+  };
+  ASSERT_TRUE(eventually([&] { return queue_max() == 2000; })) << live_->queues_json().dump();
+
+  // The gang needs 3 cores; team-a (namespace default, no queue label) may use 2.
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(schedule_until([&] {
+    const Json jobs = live_->jobs_json()["jobs"];
+    return jobs.size() == 1 && jobs[0]["queue"] == "team-a" &&
+           jobs[0]["reason"].get<std::string>().find("max") != std::string::npos;
+  })) << live_->jobs_json().dump();
+  EXPECT_TRUE(node_of("pi-driver").empty());
+
+  // An invalid edit (min above max) is refused with a Warning Event; the tree stays.
+  auto bad = client_->patch(trees + "/elasticquotatree",
+                            Json::parse(R"({"spec": {"root": {"name": "root", "children": [
+                                {"name": "team-a", "namespaces": ["default"],
+                                 "min": {"cpu": 9}, "max": {"cpu": 3}}]}}})"),
+                            kube::PatchType::kMerge);
+  ASSERT_TRUE(bad.ok()) << bad.error().message;
+  ASSERT_TRUE(eventually([&] {
+    const Json events = get(kube::events_path("kube-system"));
+    for (const Json& e : events.value("items", Json::array()))
+      if (e.value("reason", "") == "GleanerInvalidQuotaTree" &&
+          e["message"].get<std::string>().find("team-a") != std::string::npos)
+        return true;
+    return false;
+  }));
+  EXPECT_EQ(queue_max(), 2000);
+  EXPECT_NE(
+      metrics_.render(live_->gauges()).find("gleaner_scheduler_quota_trees_rejected_total 1\n"),
+      std::string::npos);
+
+  // Raising team-a's max admits the job on the next pass.
+  auto replaced = client_->replace(trees + "/elasticquotatree", [&] {
+    Json t = quota_tree("4");
+    t["metadata"]["resourceVersion"] =
+        get(trees + "/elasticquotatree")["metadata"]["resourceVersion"];
+    return t;
+  }());
+  ASSERT_TRUE(replaced.ok()) << replaced.error().message;
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));
+  EXPECT_EQ(live_->jobs_json()["jobs"][0]["queue"], "team-a");
 }
 
 TEST_F(KubeLiveTest, CordonedAndTaintedNodesGetNothingWithoutAToleration) {

@@ -189,3 +189,35 @@ TEST_F(MultiClusterLiveTest, AppNotSuspendedIsLeftToItsOwnClusterWithAWarning) {
 
 }  // namespace
 }  // namespace gleaner::scheduler
+
+namespace gleaner::scheduler {
+namespace {
+
+using live_testing::multi_cluster_app;
+
+// PriorityClasses exist in cluster a before the scheduler starts, as they do in practice.
+class MultiClusterPriorityTest : public live_testing::MultiClusterLiveTest {
+ protected:
+  void SetUp() override {
+    start_clusters();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(member("a").create(kube::priority_classes_path(),
+                                   Json{{"apiVersion", "scheduling.k8s.io/v1"},
+                                        {"kind", "PriorityClass"},
+                                        {"metadata", {{"name", "koord-batch"}}},
+                                        {"value", 5500}}));
+    connect();
+  }
+};
+
+TEST_F(MultiClusterPriorityTest, AnApplicationsJobHasItsDriversPriorityClassValue) {
+  report("a", "a1", 8000);
+  Json app = multi_cluster_app("pi");
+  app["spec"]["driver"]["priorityClassName"] = "koord-batch";
+  ASSERT_TRUE(member("a").create(kube::spark_applications_path("default"), app));
+  ASSERT_TRUE(schedule_until([&] { return live_->jobs_json()["jobs"].size() == 1; }));
+  EXPECT_EQ(live_->jobs_json()["jobs"][0]["priority"], 5500);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler

@@ -1,0 +1,112 @@
+#include "scheduler/kube/elastic_quota_tree.h"
+
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include "kube/objects.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+constexpr int kMaxDepth = 16;
+
+struct Walk {
+  std::string object;  // "namespace/name", for errors
+  QuotaConfig out;
+  std::set<std::string> names;
+
+  Error error(const std::string& at, const std::string& message) const {
+    return make_error(ErrorCode::kParse, "ElasticQuotaTree " + object + ": " + at + ": " + message);
+  }
+
+  // cpu/memory of a min or max; `absent` fills what the node does not name.
+  Result<std::optional<Resources>> amounts(const Json& node, const char* field,
+                                           const std::string& at, int64_t absent) {
+    if (!node.contains(field) || node[field].is_null()) return std::optional<Resources>();
+    const Json& list = node[field];
+    if (!list.is_object()) return error(at, std::string(field) + " must be a map of quantities");
+    Resources r{absent, absent};
+    for (const auto& [name, value] : list.items()) {
+      auto q = quantity_from_json(value, at + "." + field + "." + name);
+      if (!q) return error(at, q.error().message);
+      if (q->milli_value() < 0) return error(at, std::string(field) + "." + name + " is negative");
+      if (name == kube::kResourceCpu) {
+        r.cpu_milli = q->milli_value();
+      } else if (name == kube::kResourceBatchCpu) {
+        r.cpu_milli = q->value();
+      } else if (name == kube::kResourceMemory || name == kube::kResourceBatchMemory) {
+        r.memory_bytes = q->value();
+      } else {
+        out.warnings.push_back("ElasticQuotaTree " + object + ": " + at + ": " + field + "." +
+                               name + " is not a resource Gleaner schedules; ignored");
+      }
+    }
+    return std::optional<Resources>(r);
+  }
+
+  Status node(const Json& n, const std::string& parent, const std::string& at, int depth) {
+    if (depth > kMaxDepth) return error(at, "deeper than 16 levels");
+    if (!n.is_object()) return error(at, "not an object");
+    const std::string name = string_at(n, "name");
+    if (name.empty()) return error(at, "name is missing");
+    const std::string here = name;
+    if (!names.insert(name).second) return error(here, "name used twice");
+    auto min = amounts(n, "min", here, 0);
+    if (!min) return min.error();
+    auto max = amounts(n, "max", here, std::numeric_limits<int64_t>::max());
+    if (!max) return max.error();
+    const bool root = depth == 0;
+    const Json children = n.value("children", Json::array());
+    if (!children.is_null() && !children.is_array()) return error(here, "children must be a list");
+    const Json namespaces = n.value("namespaces", Json::array());
+    if (!namespaces.is_null() && !namespaces.is_array())
+      return error(here, "namespaces must be a list");
+    const bool leaf = children.is_null() || children.empty();
+    if (!namespaces.is_null() && !namespaces.empty()) {
+      if (!leaf || root) return error(here, "namespaces may only be set on leaves");
+      for (const Json& ns : namespaces) {
+        if (!ns.is_string() || ns.get<std::string>().empty())
+          return error(here, "namespaces must be names");
+        if (!out.namespace_queue.emplace(ns.get<std::string>(), name).second)
+          return error(here, "namespace " + ns.get<std::string>() + " is already in " +
+                                 out.namespace_queue[ns.get<std::string>()]);
+      }
+    }
+    if (root) {
+      out.root_max = *max;
+    } else {
+      out.queues.push_back(QueueSpec{name, parent, *min, *max, std::nullopt});
+    }
+    if (children.is_array())
+      for (const Json& c : children)
+        if (Status s = node(c, root ? "root" : name, here, depth + 1); !s) return s;
+    return ok_status();
+  }
+};
+
+}  // namespace
+
+Result<QuotaConfig> parse_elastic_quota_tree(const Json& object) {
+  Walk w;
+  w.object =
+      string_at(object, "metadata/namespace", "?") + "/" + string_at(object, "metadata/name", "?");
+  const Json* root = find_path(object, "spec/root");
+  if (root == nullptr) return w.error("spec", "root is missing");
+  if (string_at(*root, "name") == "default")
+    return w.error("root", "the root may not be named default");
+  if (Status s = w.node(*root, "", "root", 0); !s) return s.error();
+  // The root's own name stands for the implicit root queue.
+  const std::string root_name = string_at(*root, "name");
+  for (auto& q : w.out.queues) {
+    if (q.name == "root" && root_name != "root")
+      return w.error(q.name, "the name root is reserved");
+    if (q.parent == root_name) q.parent = "root";
+  }
+  if (auto built = QuotaTree::build(w.out.queues, w.out.root_max); !built)
+    return w.error("spec.root", built.error().message);
+  return std::move(w.out);
+}
+
+}  // namespace gleaner::scheduler::kube_glue

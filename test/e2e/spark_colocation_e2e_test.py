@@ -1,0 +1,762 @@
+#!/usr/bin/python3
+"""End to end: a SparkApplication on batch capacity, through the whole chain, with the
+shipped manifests.
+
+    test API server (test/apiserver/apiserver.py, mutating admission like kube-apiserver)
+    + gleaner-scheduler run (live scheduler, colocation webhook, --kubeconfig)
+    + spark-operator / Spark 3.5 / kubelet emulator (test/spark/spark_emulator.py)
+
+Two nodes whose regular allocatable cpu is nearly full of latency-sensitive (LS) pods'
+requests; node reports (as gleaner-agent would post them) give each node batch capacity,
+which gleaner-scheduler publishes as kubernetes.io/batch-cpu / batch-memory on the Node.
+
+test_colocated_application_runs_on_batch_capacity (the issue's "Done when"):
+  1. the operator creates the driver, the webhook makes it a BestEffort pod asking only
+     for batch resources (koordinator.sh/qosClass=BE), gleaner-scheduler binds it and the
+     kubelet runs it although regular cpu is full;
+  2. the driver's executors are mutated the same way, bound by the gang scheduler, run;
+  3. an executor fails mid-run: Spark deletes and replaces it; the driver is untouched,
+     the scheduler's job stays admitted, the replacement is bound into the kept room;
+  4. the application completes: executors deleted, driver Succeeded, app COMPLETED, the
+     scheduler's job Completed and every node's batch room free again.
+test_unlabelled_namespace_pods_stay_burstable: the same application in a namespace
+  without gleaner.io/colocation=enabled (see the test for what happens and why).
+
+Objects come from deploy/manifests (Namespace, PriorityClasses, the webhook's Service and
+MutatingWebhookConfiguration, the scheduler's flags from its Deployment) and
+deploy/examples (Namespace + SparkApplication, ClusterColocationProfile); the
+SparkApplication is changed only where the test must (each change says why).
+
+Usage (ctest passes the build's bin directory):
+  spark_colocation_e2e_test.py [--bin-dir BUILD/bin | --scheduler PATH] [unittest args]
+  (or GLEANER_SCHEDULER=PATH / GLEANER_BIN_DIR=DIR in the environment; default
+  build/bin/gleaner-scheduler of this checkout). Skipped, exit code 77, when the
+  binary is missing. The processes' logs are printed when a test fails;
+  GLEANER_E2E_KEEP_LOGS=1 prints them always, GLEANER_E2E_VERBOSE=1 prints progress.
+"""
+
+import base64
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+APISERVER = os.path.join(REPO, "test", "apiserver", "apiserver.py")
+EMULATOR = os.path.join(REPO, "test", "spark", "spark_emulator.py")
+MANIFESTS = os.path.join(REPO, "deploy", "manifests")
+EXAMPLES = os.path.join(REPO, "deploy", "examples")
+PYTHON = "/usr/bin/python3"  # Debian's, with python3-kubernetes and python3-yaml
+
+SCHEDULER = os.environ.get("GLEANER_SCHEDULER") or os.path.join(
+    os.environ.get("GLEANER_BIN_DIR") or os.path.join(REPO, "build", "bin"), "gleaner-scheduler")
+
+SPARK = ("sparkoperator.k8s.io", "v1beta2", "sparkapplications")
+SCRIPT = "spark-emulator.gleaner.io/"
+BATCH_CPU, BATCH_MEMORY = "kubernetes.io/batch-cpu", "kubernetes.io/batch-memory"
+GI = 1 << 30
+NODES = ("n1", "n2")
+# Each node: 8 cpu / 32Gi allocatable; an LS pod requests 7500m / 24Gi of it (a Spark
+# driver's 1 cpu no longer fits the regular allocatable); the agent reports 5 cpu / 16Gi
+# of batch capacity (what the LS pods request but do not use).
+NODE_CPU_MILLI, NODE_MEMORY = 8000, 32 * GI
+LS_CPU_MILLI, LS_MEMORY = 7500, 24 * GI
+BATCH = {"cpuMillicores": 5000, "memoryBytes": 16 * GI}
+
+
+def cpu_milli(text):
+    """A cpu quantity ("7500m", "1", "0.5") in millicores."""
+    return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
+
+
+def load_yaml(path):
+    with open(path) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def find_doc(docs, kind, name=None):
+    found = [d for d in docs if d.get("kind") == kind and
+             (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, "expected one %s %s, found %d" % (kind, name or "", len(found))
+    return copy.deepcopy(found[0])
+
+
+def deadline_loop(timeout, interval=0.05):
+    """Yields until `timeout` seconds passed; the caller breaks out when its condition holds."""
+    end = time.monotonic() + timeout
+    while True:
+        yield
+        if time.monotonic() >= end:
+            return
+        time.sleep(interval)
+
+
+class Proc:
+    """A child process whose output (stdout and stderr together) is kept in a log file and
+    in memory, so the test can wait for a line and print everything on failure."""
+
+    def __init__(self, name, argv, log_dir, stdin=False):
+        self.name = name
+        self.log_path = os.path.join(log_dir, name + ".log")
+        self.lines = []
+        self.lock = threading.Lock()
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            with self.lock:
+                self.lines.append(line)
+                self.log.write(line + "\n")
+                self.log.flush()
+
+    def wait_line(self, pattern, timeout):
+        """The first match of `pattern` in the output, waiting up to `timeout` seconds."""
+        regex = re.compile(pattern)
+        for _ in deadline_loop(timeout, 0.02):
+            with self.lock:
+                for line in self.lines:
+                    m = regex.search(line)
+                    if m:
+                        return m
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                break
+        raise AssertionError("%s: no line matching %r within %.0fs (exit code %s); output:\n%s"
+                             % (self.name, pattern, timeout, self.proc.poll(), self.text()))
+
+    def text(self):
+        with self.lock:
+            return "\n".join(self.lines)
+
+    def stop(self):
+        """SIGTERM (and closing stdin, which the API server and emulator also take as the
+        end), then SIGKILL if it lingers; only this process, by its pid."""
+        if self.proc.poll() is None:
+            try:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+            except OSError:
+                pass
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        elif self.proc.stdin:
+            self.proc.stdin.close()
+        self.reader.join(2)
+        self.proc.stdout.close()
+        self.log.close()
+
+
+class PodRecorder(threading.Thread):
+    """Every pod watch event the API server sends, in order: a failed executor's Failed
+    phase lasts ~100 ms before Spark deletes it, faster than polling would see."""
+
+    def __init__(self, core):
+        super().__init__(daemon=True)
+        self.core, self.lock, self.events = core, threading.Lock(), []
+        self.stopping = threading.Event()
+        self.rv = json.loads(core.list_pod_for_all_namespaces(
+            _preload_content=False).data)["metadata"]["resourceVersion"]
+
+    def run(self):
+        while not self.stopping.is_set():
+            resp = None
+            try:
+                resp = self.core.list_pod_for_all_namespaces(
+                    watch=True, resource_version=self.rv, allow_watch_bookmarks=True,
+                    timeout_seconds=60, _preload_content=False)
+                for line in iter_resp_lines(resp):
+                    event = json.loads(line)
+                    self.rv = event["object"]["metadata"]["resourceVersion"]
+                    if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        with self.lock:
+                            self.events.append((event["type"], event["object"]))
+            except Exception:  # noqa: BLE001 - the server going away at the end
+                if self.stopping.wait(0.1):
+                    return
+            finally:
+                if resp is not None:
+                    resp.close()
+
+    def seen(self, ns, predicate=lambda etype, pod: True):
+        with self.lock:
+            return [(t, p) for t, p in self.events
+                    if p["metadata"].get("namespace") == ns and predicate(t, p)]
+
+
+class ColocationE2E(unittest.TestCase):
+    # --- the cluster -------------------------------------------------------------------
+    def setUp(self):
+        if not os.access(SCHEDULER, os.X_OK):
+            raise unittest.SkipTest("no gleaner-scheduler binary at %s (build it, or pass "
+                                    "--bin-dir / set GLEANER_SCHEDULER)" % SCHEDULER)
+        self.t0 = time.monotonic()
+        self.tmp = tempfile.mkdtemp(prefix="gleaner-e2e-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.procs = []
+        self.recorder = None
+        self.addCleanup(self.stop_all)  # runs even when setUp fails half-way
+
+        api = self.start("apiserver", [PYTHON, APISERVER, "--port", "0",
+                                       "--bookmark-interval", "0.5"], stdin=True)
+        port = api.wait_line(r"ready port=(\d+)", 15).group(1)
+        self.server = "http://127.0.0.1:" + port
+        self.api_client = client.ApiClient(client.Configuration(host=self.server))
+        self.core = client.CoreV1Api(self.api_client)
+        self.custom = client.CustomObjectsApi(self.api_client)
+
+        # What an operator applies first (kubectl apply -k deploy/manifests, the profile
+        # example): the namespace, PriorityClasses, the webhook configuration (its Service
+        # is not an object the test API server keeps: it is mapped to the scheduler's port
+        # below), and the example ClusterColocationProfile.
+        webhook_docs = load_yaml(os.path.join(MANIFESTS, "colocation-webhook.yaml"))
+        self.webhook_service = find_doc(webhook_docs, "Service")
+        self.webhook_config = find_doc(webhook_docs, "MutatingWebhookConfiguration")
+        self.create(find_doc(load_yaml(os.path.join(MANIFESTS, "namespace.yaml")), "Namespace"))
+        for pc in load_yaml(os.path.join(MANIFESTS, "priority-classes.yaml")):
+            self.create(pc)
+        self.create(self.webhook_config)
+        self.create(find_doc(load_yaml(os.path.join(EXAMPLES, "colocation-profile.yaml")),
+                             "ClusterColocationProfile"))
+
+        # Two nodes, each with an LS service whose requests nearly fill regular cpu.
+        self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "services"}})
+        for node in NODES:
+            self.create({"apiVersion": "v1", "kind": "Node",
+                         "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
+            amounts = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+            self.core.patch_node_status(node, {"status": {
+                "capacity": amounts, "allocatable": amounts,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
+            self.create({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": "web-" + node, "namespace": "services",
+                                      "labels": {"app": "web"}},
+                         "spec": {"nodeName": node, "priorityClassName": "koord-prod",
+                                  "containers": [{"name": "web", "image": "nginx:1.27",
+                                                  "resources": {
+                                                      "requests": {"cpu": "%dm" % LS_CPU_MILLI,
+                                                                   "memory": "24Gi"},
+                                                      "limits": {"memory": "24Gi"}}}]}})
+
+        self.start_scheduler()
+        # The kubelets of both nodes, the Spark operator and Spark itself.
+        self.emulator = self.start("emulator", [PYTHON, EMULATOR, "--server", self.server,
+                                                "--nodes", ",".join(NODES),
+                                                "--exit-on-stdin-eof", "--verbose"], stdin=True)
+        self.post_node_reports()
+        self.emulator.wait_line(r"^ready$", 20)
+        self.recorder = PodRecorder(self.core)
+        self.recorder.start()
+        # The scheduler published the reported batch capacity on both Nodes: that, not
+        # regular allocatable, is what the kubelet admits batch pods against.
+        for node in NODES:
+            self.wait_for("batch resources published on Node " + node, lambda: (
+                self.node(node)["status"]["allocatable"].get(BATCH_CPU) ==
+                str(BATCH["cpuMillicores"]) and
+                self.node(node)["status"]["allocatable"].get(BATCH_MEMORY) ==
+                str(BATCH["memoryBytes"])), 10)
+            self.wait_for("LS pod on %s running" % node, lambda: self.pod(
+                "services", "web-" + node)["status"].get("phase") == "Running", 10)
+        self.log("cluster up")
+
+    def start(self, name, argv, stdin=False):
+        proc = Proc(name, argv, self.tmp, stdin)
+        self.procs.append(proc)
+        return proc
+
+    def start_scheduler(self):
+        """gleaner-scheduler run with the shipped Deployment's flags, except where they
+        name in-cluster files and ports: the kubeconfig, token file and listen addresses."""
+        deployment = find_doc(load_yaml(os.path.join(MANIFESTS, "scheduler-deployment.yaml")),
+                              "Deployment")
+        container = next(c for c in deployment["spec"]["template"]["spec"]["containers"]
+                         if "--webhook-listen" in " ".join(c.get("args") or []))
+        local = {"--listen": "127.0.0.1:0", "--webhook-listen": "127.0.0.1:0",
+                 "--kubeconfig": os.path.join(self.tmp, "kubeconfig"),
+                 "--token-file": os.path.join(self.tmp, "token")}
+        args = []
+        for arg in container["args"]:
+            flag = arg.split("=", 1)[0]
+            args.append("%s=%s" % (flag, local.pop(flag)) if flag in local else arg)
+        args += ["%s=%s" % kv for kv in local.items()]
+        self.scheduler_args = dict(a.split("=", 1) for a in args if "=" in a)
+        with open(self.scheduler_args["--kubeconfig"], "w") as f:
+            yaml.safe_dump({"apiVersion": "v1", "kind": "Config",
+                            "clusters": [{"name": "test", "cluster": {"server": self.server}}],
+                            "users": [{"name": "test", "user": {}}],
+                            "contexts": [{"name": "test",
+                                          "context": {"cluster": "test", "user": "test"}}],
+                            "current-context": "test"}, f)
+        self.report_token = "e2e-" + base64.b32encode(os.urandom(10)).decode().lower()
+        with open(self.scheduler_args["--token-file"], "w") as f:
+            f.write(self.report_token + "\n")
+        sched = self.start("scheduler", [SCHEDULER, "run"] + args)
+        self.scheduler = sched
+        self.sched_url = "http://127.0.0.1:" + sched.wait_line(
+            r"gleaner-scheduler: listening on port (\d+)", 15).group(1)
+        webhook_port = sched.wait_line(r"colocation webhook: listening on port (\d+)",
+                                       15).group(1)
+        # kube-apiserver reaches the webhook through its Service; here the Service's
+        # namespace/name/port map to the scheduler's webhook port.
+        svc = self.webhook_service
+        self.admin("POST", "webhook-service", namespace=svc["metadata"]["namespace"],
+                   name=svc["metadata"]["name"], port=svc["spec"]["ports"][0]["port"],
+                   address="127.0.0.1:" + webhook_port)
+        # The scheduler keeps its CA in the --webhook-secret Secret and patched it into
+        # the configuration's caBundle: the API server verifies the webhook against it.
+        ns, name = self.scheduler_args["--webhook-secret"].split("/")
+        self.wait_for("caBundle patched into %s" % self.webhook_config["metadata"]["name"],
+                      lambda: self.get_raw(
+                          "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+                          + self.webhook_config["metadata"]["name"])["webhooks"][0][
+                          "clientConfig"].get("caBundle") == self.get_raw(
+                          "/api/v1/namespaces/%s/secrets/%s" % (ns, name))["data"]["ca.crt"], 10)
+
+    def post_node_reports(self):
+        """One NodeReport per node (reporter/wire/node_report.cc to_json, version 1), as
+        gleaner-agent posts them, with the bearer token of --token-file."""
+        for seq, node in enumerate(NODES, start=1):
+            report = {
+                "version": 1, "node": node, "cluster": "", "sequence": seq,
+                "timestampUnixMillis": int(time.time() * 1000),
+                "capacity": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
+                "allocatable": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
+                "batchAllocatable": BATCH, "batchUnavailableReason": None,
+                "usage": {"node": {"cpuMillicores": 3000, "memoryBytes": 16 * GI},
+                          "system": {"cpuMillicores": 500, "memoryBytes": 2 * GI},
+                          "ls": {"cpuMillicores": 2500, "memoryBytes": 14 * GI},
+                          "be": {"cpuMillicores": 0, "memoryBytes": 0}},
+                "bePods": [],
+                "suppress": {"active": False, "policy": "none", "beCpuLimitMillicores": 0},
+                "interference": {"lsPods": []}}
+            req = urllib.request.Request(
+                self.sched_url + "/api/v1/reports", data=json.dumps(report).encode(),
+                method="POST", headers={"Content-Type": "application/json",
+                                        "Authorization": "Bearer " + self.report_token})
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                self.assertEqual(resp.status, 200, "report for %s refused" % node)
+
+    def stop_all(self):
+        # Inside a cleanup _outcome.success reads True; the result has the failures.
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        failed = result is None or any(
+            getattr(test, "test_case", test) is self  # a subTest's failure names its test
+            for test, _ in list(result.failures) + list(result.errors))
+        if self.recorder is not None:
+            self.recorder.stopping.set()
+        for proc in reversed(self.procs):
+            proc.stop()
+        if self.recorder is not None:
+            self.recorder.join(2)  # its watch ends with the API server
+        if getattr(self, "api_client", None) is not None:
+            self.api_client.rest_client.pool_manager.clear()  # its kept-alive connections
+            self.api_client.close()
+        if failed or os.environ.get("GLEANER_E2E_KEEP_LOGS"):
+            for proc in self.procs:
+                sys.stderr.write("\n===== %s log (%s) =====\n%s\n" % (
+                    proc.name, " ".join(proc.proc.args[:3]), proc.text()))
+            sys.stderr.flush()
+
+    # --- helpers ---------------------------------------------------------------------------
+    def log(self, what):
+        if os.environ.get("GLEANER_E2E_VERBOSE"):
+            sys.stderr.write("[%6.2fs] %s\n" % (time.monotonic() - self.t0, what))
+
+    def wait_for(self, what, fn, timeout):
+        last = None
+        for _ in deadline_loop(timeout):
+            try:
+                last = fn()
+            except (ApiException, OSError, KeyError, TypeError, ValueError) as e:
+                last = e
+            else:
+                if last:
+                    return last
+        self.fail("timed out after %.0fs waiting for %s (last: %r)" % (timeout, what, last))
+
+    def call(self, method, path, body=None, query=None, content_type="application/json"):
+        resp = self.api_client.call_api(
+            path, method, query_params=list((query or {}).items()), body=body,
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            _preload_content=False, _return_http_data_only=True)
+        data = resp.data
+        return json.loads(data) if data else None
+
+    def get_raw(self, path):
+        return self.call("GET", path)
+
+    def admin(self, method, what, **query):
+        return self.call(method, "/_admin/" + what, query={k: str(v) for k, v in query.items()})
+
+    def create(self, obj):
+        """POSTs a manifest object to its collection (the path from apiVersion and kind)."""
+        kind, api_version = obj["kind"], obj["apiVersion"]
+        plural = {"Namespace": "namespaces", "Node": "nodes", "Pod": "pods",
+                  "PriorityClass": "priorityclasses",
+                  "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
+                  "ClusterColocationProfile": "clustercolocationprofiles",
+                  "SparkApplication": "sparkapplications"}[kind]
+        base = "/api/v1" if api_version == "v1" else "/apis/" + api_version
+        ns = obj["metadata"].get("namespace")
+        path = base + ("/namespaces/" + ns if ns else "") + "/" + plural
+        return self.call("POST", path, body=obj)
+
+    def node(self, name):
+        return self.get_raw("/api/v1/nodes/" + name)
+
+    def pod(self, ns, name):
+        try:
+            return self.get_raw("/api/v1/namespaces/%s/pods/%s" % (ns, name))
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def pods(self, ns, selector):
+        return self.call("GET", "/api/v1/namespaces/%s/pods" % ns,
+                         query={"labelSelector": selector})["items"]
+
+    def app(self, ns, name):
+        return self.custom.get_namespaced_custom_object(*SPARK[:2], ns, SPARK[2], name)
+
+    def app_state(self, ns, name):
+        return ((self.app(ns, name).get("status") or {}).get("applicationState") or {}).get(
+            "state")
+
+    def events(self, ns, involved):
+        return [e for e in self.call("GET", "/api/v1/namespaces/%s/events" % ns)["items"]
+                if e["involvedObject"].get("name") == involved]
+
+    def sched(self, path):
+        with urllib.request.urlopen(self.sched_url + path, timeout=5) as resp:
+            body = resp.read().decode()
+        return body if path == "/metrics" else json.loads(body)
+
+    def job(self, ns, app_name):
+        """The scheduler's job of the application (the gang key cluster/namespace/app)."""
+        prefix = "%s/%s/%s#" % (self.scheduler_args.get("--cluster-name", "default"), ns,
+                                app_name)
+        jobs = [j for j in self.sched("/api/v1/jobs")["jobs"] if j["name"].startswith(prefix)]
+        return jobs[-1] if jobs else None
+
+    def example_app(self, namespace=None):
+        """deploy/examples/spark-application.yaml's Namespace and SparkApplication, with
+        the changes the test needs (and only those)."""
+        docs = load_yaml(os.path.join(EXAMPLES, "spark-application.yaml"))
+        ns, app = find_doc(docs, "Namespace"), find_doc(docs, "SparkApplication")
+        if namespace is not None:
+            # The second test: the same application in a namespace without the label.
+            ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            app["metadata"]["namespace"] = namespace
+        # Spark's timings, made fast so the test takes seconds (defaults: 1s batch delay,
+        # 1s executor event processing); Spark's behaviour is otherwise unchanged.
+        app["spec"].setdefault("sparkConf", {}).update({
+            "spark.kubernetes.allocation.batch.delay": "100ms",
+            "spark.kubernetes.executor.eventProcessingInterval": "100ms"})
+        # The emulator's script (its stand-in for SparkPi's work): the job runs 6 s once
+        # every executor runs; a fixed seed makes pod names repeat run to run.
+        app["metadata"].setdefault("annotations", {}).update({
+            SCRIPT + "run-seconds": "6", SCRIPT + "run-from": "all-executors",
+            SCRIPT + "seed": "42"})
+        # The executors are left as shipped (4 x 2 cores, 3g + 1g overhead): with the
+        # driver, 9 cpu / 18Gi, which the two nodes' 2 x (5 cpu, 16Gi) batch capacity fits.
+        # image and mainApplicationFile are set in the example: nothing to add.
+        return ns, app
+
+    def probe_webhook(self, ns):
+        """The webhook answers 503 until it has listed profiles, namespaces and
+        PriorityClasses (failurePolicy Fail: pods refused). A dry-run create of a
+        spark-role pod until the profile's BE label comes back (the profile matches by
+        namespace labels, so the webhook has seen this namespace too)."""
+        probe = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "webhook-probe", "namespace": ns,
+                              "labels": {"spark-role": "driver"}},
+                 "spec": {"containers": [{"name": "c", "image": "busybox",
+                                          "resources": {"requests": {"cpu": "100m"}}}]}}
+
+        def answered():
+            pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body=probe,
+                            query={"dryRun": "All"})
+            return pod["metadata"]["labels"].get("koordinator.sh/qosClass") == "BE"
+        self.wait_for("the colocation webhook to answer", answered, 10)
+
+    # --- the tests --------------------------------------------------------------------------
+    def test_colocated_application_runs_on_batch_capacity(self):
+        ns_obj, app = self.example_app()
+        ns, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        self.assertEqual(ns_obj["metadata"]["labels"].get("gleaner.io/colocation"), "enabled")
+        # Executor 2 exits with code 1 1.5 s after it starts running (an executor lost
+        # mid-run; the emulator's script).
+        app["metadata"]["annotations"][SCRIPT + "fail-executors"] = "2@1.5"
+        self.create(ns_obj)
+        self.probe_webhook(ns)
+        self.create(app)
+        driver_name = name + "-driver"
+
+        # 1. The driver: mutated on create, bound by gleaner-scheduler, run by the kubelet.
+        driver = self.wait_for("the driver running", lambda: (
+            lambda p: p if p and p["status"].get("phase") == "Running" else None)(
+            self.pod(ns, driver_name)), 15)
+        self.log("driver running on " + driver["spec"]["nodeName"])
+        self.assert_batch_pod(driver, cpu_milli=1000, memory=2 * GI)
+        driver_uid, driver_node = driver["metadata"]["uid"], driver["spec"]["nodeName"]
+        self.assertIn(driver_node, NODES)
+        # Bound through pods/binding (PodScheduled) by gleaner-scheduler: nothing else binds.
+        self.assertTrue(any(c["type"] == "PodScheduled" and c["status"] == "True"
+                            for c in driver["status"]["conditions"]))
+        # Regular cpu on its node is full: as the Burstable pod Spark made (its 1 cpu
+        # request, which the webhook recorded in Koordinator's annotation) the kubelet would
+        # have refused it. It was admitted on the batch resources the scheduler published.
+        original = json.loads(driver["metadata"]["annotations"][
+            "node.koordinator.sh/extended-resource-spec"])["containers"]
+        spark_cpu = cpu_milli(original["spark-kubernetes-driver"]["requests"]["cpu"])
+        self.assertEqual(spark_cpu, 1000)
+        regular_used = sum(cpu_milli(c["resources"].get("requests", {}).get("cpu", "0"))
+                           for p in self.call("GET", "/api/v1/pods", query={
+                               "fieldSelector": "spec.nodeName=" + driver_node})["items"]
+                           if p["status"].get("phase") == "Running"
+                           for c in p["spec"]["containers"])
+        allocatable = self.node(driver_node)["status"]["allocatable"]
+        self.assertEqual(regular_used, LS_CPU_MILLI)  # the LS pod's; batch pods ask for none
+        self.assertGreater(regular_used + spark_cpu, cpu_milli(allocatable["cpu"]))
+        self.assertEqual(allocatable[BATCH_CPU], str(BATCH["cpuMillicores"]))
+        # The API server called the webhook of the shipped configuration for the driver's
+        # create (not a dry run) and applied its patch.
+        calls = self.admin("GET", "webhook-calls")["calls"]
+        self.assertIn((self.webhook_config["metadata"]["name"],
+                       self.webhook_config["webhooks"][0]["name"], "patched"),
+                      [(c["configuration"], c["webhook"], c["outcome"]) for c in calls
+                       if c["namespace"] == ns and c["name"] == driver_name and
+                       not c["dryRun"]])
+
+        # 2. The executors: made by the driver, mutated, bound as the gang's, running.
+        executors = self.wait_for("4 executors running", lambda: (
+            lambda ps: ps if len(ps) == 4 and all(
+                p["status"].get("phase") == "Running" for p in ps) else None)(
+            self.pods(ns, "spark-role=executor")), 15)
+        self.log("executors running")
+        ids = sorted(int(p["metadata"]["labels"]["spark-exec-id"]) for p in executors)
+        self.assertEqual(ids, [1, 2, 3, 4])
+        exec_nodes = {}
+        for p in executors:
+            self.assert_batch_pod(p, cpu_milli=2000, memory=4 * GI)
+            exec_nodes[int(p["metadata"]["labels"]["spark-exec-id"])] = p["spec"]["nodeName"]
+        # The gang spans both nodes: 5 cpu each cannot hold the driver and 4 x 2 cpu.
+        self.assertEqual(set(exec_nodes.values()), set(NODES))
+        job = self.wait_for("the scheduler's job Running", lambda: (
+            lambda j: j if j and j["phase"] == "Running" else None)(self.job(ns, name)), 10)
+        self.assertEqual(job["executors"], 4)
+        self.assertEqual(job["driver"], {"cpuMillicores": 1000, "memoryBytes": 2 * GI})
+        self.assertEqual(job["executor"], {"cpuMillicores": 2000, "memoryBytes": 4 * GI})
+        cluster = self.scheduler_args.get("--cluster-name", "default")
+        self.assertEqual(job["pods"][0]["node"], cluster + "/" + driver_node)
+
+        # 3. Executor 2 fails: Spark deletes it and asks for executor 5, which the
+        # scheduler binds into the room the job kept on the same node.
+        def history(exec_id):
+            return [(t, p) for t, p in self.recorder.seen(ns, lambda t, p: (
+                p["metadata"].get("labels") or {}).get("spark-exec-id") == str(exec_id))]
+
+        self.wait_for("executor 2 Failed then deleted", lambda: (
+            any(t == "DELETED" for t, _ in history(2)) and
+            any(p["status"].get("phase") == "Failed" for _, p in history(2))), 15)
+        self.log("executor 2 failed and deleted")
+        failed = [p for t, p in history(2) if p["status"].get("phase") == "Failed"][-1]
+        self.assertEqual(failed["status"]["containerStatuses"][0]["state"]["terminated"]
+                         ["exitCode"], 1)
+        replacement = self.wait_for("executor 5 running", lambda: (
+            lambda ps: ps[0] if ps and ps[0]["status"].get("phase") == "Running" else None)(
+            self.pods(ns, "spark-role=executor,spark-exec-id=5")), 10)
+        self.log("executor 5 running")
+        # While the application still runs (run-seconds keeps it going a few seconds):
+        self.assertEqual(self.app_state(ns, name), "RUNNING")
+        self.assertEqual(replacement["spec"]["nodeName"], exec_nodes[2])
+        self.assert_batch_pod(replacement, cpu_milli=2000, memory=4 * GI)
+        driver_now = self.pod(ns, driver_name)
+        self.assertEqual(driver_now["metadata"]["uid"], driver_uid)
+        self.assertEqual(driver_now["status"]["phase"], "Running")
+        self.assertEqual(driver_now["spec"]["nodeName"], driver_node)
+        job = self.job(ns, name)
+        # Admitted or Running (every pod ran before the loss), never Withdrawn or
+        # Pending: the job keeps its placement through Spark's own executor churn.
+        self.assertIn(job["phase"], ("Admitted", "Running"), job)
+        self.assertEqual(job["reschedules"], 0)
+        self.assertEqual(job["preemptions"], 0)
+        self.assertEqual(sorted(p["node"] for p in job["pods"][1:]),
+                         sorted(cluster + "/" + n for n in exec_nodes.values()))
+        self.assertTrue(all(p["bound"] for p in job["pods"]), job)
+        # The lost executor's room stayed with the job and the replacement took it: the
+        # nodes hold exactly the gang (9 cpu / 18Gi), nothing more, nothing released.
+        used = [n["used"] for n in self.sched("/api/v1/nodes")["nodes"]]
+        self.assertEqual((sum(u["cpuMillicores"] for u in used),
+                          sum(u["memoryBytes"] for u in used)), (9000, 18 * GI))
+        # The driver pod was never touched: one uid, never deleted, Pending then Running.
+        driver_events = self.recorder.seen(ns, lambda t, p: p["metadata"]["name"] == driver_name)
+        self.assertEqual({p["metadata"]["uid"] for _, p in driver_events}, {driver_uid})
+        self.assertNotIn("DELETED", [t for t, _ in driver_events])
+        self.assertEqual({p["status"].get("phase") for _, p in driver_events},
+                         {"Pending", "Running"})
+        self.wait_for("a GleanerExecutorGone event on the driver", lambda: any(
+            e["reason"] == "GleanerExecutorGone" for e in self.events(ns, driver_name)), 5)
+        # TODO(gleaner-scheduler bug): fails until fixed. Once the replacement runs,
+        # /api/v1/jobs must show every pod of the job running ("Running: every pod runs",
+        # scheduler/core/job.h). Today the replacement stays "running": false for good:
+        # Scheduler::pod_running ignores pods of a job whose phase is already Running, and
+        # Scheduler::executor_gone leaves that phase Running (it does not go back to
+        # Admitted). A subTest, so that step 4 still runs and is checked.
+        with self.subTest("TODO: /api/v1/jobs shows the replacement executor running"):
+            for _ in deadline_loop(2):
+                job = self.job(ns, name)
+                if job["phase"] == "Running" and all(p["running"] for p in job["pods"]):
+                    break
+            else:
+                self.fail("executor 5 runs, but /api/v1/jobs does not show every pod of the "
+                          "job running: %s" % json.dumps(job))
+
+        # 4. The end: Spark deletes every executor, the driver exits 0.
+        self.wait_for("the application COMPLETED",
+                      lambda: self.app_state(ns, name) == "COMPLETED", 20)
+        self.log("application completed")
+        self.assertEqual(self.pod(ns, driver_name)["metadata"]["uid"], driver_uid)
+        self.assertEqual(self.pod(ns, driver_name)["status"]["phase"], "Succeeded")
+        self.wait_for("every executor deleted",
+                      lambda: self.pods(ns, "spark-role=executor") == [], 10)
+        self.wait_for("the deletions of executors 1-5 seen", lambda: {
+            int(p["metadata"]["labels"]["spark-exec-id"]) for t, p in self.recorder.seen(
+                ns, lambda t, p: t == "DELETED" and
+                (p["metadata"].get("labels") or {}).get("spark-role") == "executor")} ==
+            {1, 2, 3, 4, 5}, 5)
+        job = self.wait_for("the scheduler's job Completed", lambda: (
+            lambda j: j if j and j["phase"] in ("Completed", "Withdrawn") else None)(
+            self.job(ns, name)), 10)
+        self.assertEqual(job["phase"], "Completed", job)
+        nodes = self.wait_for("every node's batch room free again", lambda: (
+            lambda ns_: ns_ if all(n["free"] == n["batch"] == BATCH for n in ns_) else None)(
+            self.sched("/api/v1/nodes")["nodes"]), 5)
+        self.assertEqual(sorted(n["name"] for n in nodes), sorted(NODES))
+        self.assertTrue(all(n["used"] == {"cpuMillicores": 0, "memoryBytes": 0} and
+                            n["health"] == "fresh" for n in nodes), nodes)
+        self.assertEqual(self.sched("/api/v1/jobs")["waiting"], [])
+        metrics = self.sched("/metrics")
+        mutated = re.search(r'gleaner_scheduler_webhook_reviews_total\{outcome="mutated"\} (\d+)',
+                            metrics)
+        self.assertIsNotNone(mutated, "no mutated reviews in /metrics")
+        self.assertGreaterEqual(int(mutated.group(1)), 6)  # driver + 5 executors (+ probes)
+        self.log("done")
+
+    def test_unlabelled_namespace_pods_stay_burstable(self):
+        ns_obj, app = self.example_app(namespace="spark-plain")
+        ns, name = "spark-plain", app["metadata"]["name"]
+        self.create(ns_obj)
+        self.create(app)
+        driver_name = name + "-driver"
+
+        # No webhook call (the configuration's namespaceSelector): Spark's own requests
+        # stay, the pod is Burstable and not labelled BE.
+        driver = self.wait_for("the driver pod", lambda: self.pod(ns, driver_name), 15)
+        main = driver["spec"]["containers"][0]
+        self.assertEqual(main["resources"]["requests"], {"cpu": "1", "memory": "2048Mi"})
+        self.assertNotIn(BATCH_CPU, json.dumps(driver["spec"]))
+        self.assertEqual(driver["status"]["qosClass"], "Burstable")
+        self.assertNotIn("koordinator.sh/qosClass", driver["metadata"].get("labels") or {})
+        self.assertEqual([c for c in self.admin("GET", "webhook-calls")["calls"]
+                          if c["namespace"] == ns], [])
+
+        # What really happens: the pod still names gleaner-scheduler, which sizes a pod
+        # without batch requests by its cpu/memory requests (docs/scheduler.md, "Pods and
+        # gangs") and places it by *batch* room only, so it binds the driver: 1 cpu / 2Gi
+        # fits the 5 cpu of batch room. The kubelet, though, admits a Burstable pod against
+        # the node's regular allocatable, which the LS pod fills (7500m of 8 cpu): it
+        # rejects the driver OutOfcpu. The operator then fails the application
+        # (restartPolicy Never); no executor is ever made; the scheduler ends the job with
+        # its driver and hands the room back.
+        driver = self.wait_for("the driver rejected by the kubelet", lambda: (
+            lambda p: p if p and p["status"].get("phase") == "Failed" else None)(
+            self.pod(ns, driver_name)), 15)
+        self.assertIn(driver["spec"].get("nodeName"), NODES)
+        self.assertEqual(driver["status"]["reason"], "OutOfcpu")
+        self.assertEqual(driver["status"]["message"],
+                         "Pod was rejected: Node didn't have enough resource: cpu, requested: "
+                         "1000, used: %d, capacity: %d" % (LS_CPU_MILLI, NODE_CPU_MILLI))
+        self.wait_for("the kubelet's OutOfcpu event", lambda: any(
+            e["reason"] == "OutOfcpu" and e["type"] == "Warning"
+            for e in self.events(ns, driver_name)), 5)
+        self.wait_for("the application FAILED",
+                      lambda: self.app_state(ns, name) == "FAILED", 15)
+        self.assertEqual(self.pods(ns, "spark-role=executor"), [])
+        job = self.wait_for("the scheduler's job ended", lambda: (
+            lambda j: j if j and j["phase"] not in ("Pending", "Admitted", "Running")
+            else None)(self.job(ns, name)), 10)
+        # The scheduler cannot tell a driver the kubelet rejected from one that ran and
+        # failed: the driver's end ends the job, Completed.
+        self.assertEqual(job["phase"], "Completed", job)
+        self.wait_for("every node's batch room free again", lambda: all(
+            n["free"] == BATCH for n in self.sched("/api/v1/nodes")["nodes"]), 5)
+
+    def assert_batch_pod(self, pod, cpu_milli, memory):
+        """What the colocation webhook makes of a Spark pod: BE, batch resources only."""
+        where = pod["metadata"]["name"]
+        labels = pod["metadata"].get("labels") or {}
+        self.assertEqual(labels.get("koordinator.sh/qosClass"), "BE", where)
+        self.assertEqual(pod["status"].get("qosClass"), "BestEffort", where)
+        self.assertEqual(pod["spec"]["schedulerName"], "gleaner-scheduler", where)
+        self.assertEqual(pod["spec"]["priorityClassName"], "koord-batch", where)
+        self.assertEqual(pod["spec"]["priority"], 5500, where)
+        want = {BATCH_CPU: str(cpu_milli), BATCH_MEMORY: str(memory)}
+        for c in pod["spec"]["containers"]:
+            res = c.get("resources") or {}
+            if c["name"].startswith("spark-kubernetes-"):
+                self.assertEqual(res.get("requests"), want, where)
+                self.assertEqual(res.get("limits"), want, where)
+            for part in ("requests", "limits"):
+                self.assertFalse({"cpu", "memory"} & set(res.get(part) or {}), where)
+        self.assertTrue(pod["spec"].get("nodeName"), where)
+
+
+def main():
+    global SCHEDULER
+    argv = [sys.argv[0]]
+    args = iter(sys.argv[1:])
+    for arg in args:
+        if arg in ("--bin-dir", "--scheduler"):
+            value = next(args, "")
+            SCHEDULER = os.path.join(value, "gleaner-scheduler") if arg == "--bin-dir" else value
+        elif arg.startswith(("--bin-dir=", "--scheduler=")):
+            flag, value = arg.split("=", 1)
+            SCHEDULER = os.path.join(value, "gleaner-scheduler") if flag == "--bin-dir" \
+                else value
+        else:
+            argv.append(arg)
+    program = unittest.main(argv=argv, exit=False, verbosity=2)
+    result = program.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # Everything skipped (no binary): 77, ctest's SKIP_RETURN_CODE.
+    sys.exit(77 if result.testsRun and len(result.skipped) == result.testsRun else 0)
+
+
+if __name__ == "__main__":
+    main()

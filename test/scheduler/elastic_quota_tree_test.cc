@@ -1,0 +1,99 @@
+// ElasticQuotaTree objects read as the quota tree, and a replaced tree in the core.
+#include "scheduler/kube/elastic_quota_tree.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler/core/scheduler.h"
+
+namespace gleaner::scheduler {
+namespace {
+
+constexpr int64_t kGi = int64_t{1} << 30;
+
+Json tree(const std::string& root) {
+  Json t = Json::parse(R"({"metadata": {"name": "elasticquotatree", "namespace": "kube-system"}})");
+  t["spec"]["root"] = Json::parse(root);
+  return t;
+}
+
+TEST(ElasticQuotaTree, AckTreeBecomesQueuesWithNamespacesOnLeaves) {
+  auto c = kube_glue::parse_elastic_quota_tree(tree(R"({
+    "name": "root", "max": {"cpu": 40, "memory": "40Gi"}, "min": {"cpu": 40, "memory": "40Gi"},
+    "children": [
+      {"name": "root.a", "max": {"cpu": 40, "memory": "40Gi"}, "min": {"cpu": 20, "memory": "20Gi"},
+       "children": [{"name": "root.a.1", "namespaces": ["spark", "etl"],
+                     "max": {"cpu": "20", "memory": "40Gi", "nvidia.com/gpu": 2},
+                     "min": {"cpu": "10", "memory": "20Gi"}}]},
+      {"name": "root.b", "max": {"kubernetes.io/batch-cpu": 8000}}]})"));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->root_max, (Resources{40000, 40 * kGi}));
+  ASSERT_EQ(c->queues.size(), 3u);
+  EXPECT_EQ(c->queues[0].name, "root.a");
+  EXPECT_EQ(c->queues[0].parent, "root");
+  EXPECT_EQ(c->queues[1].parent, "root.a");
+  EXPECT_EQ(c->queues[1].min, (Resources{10000, 20 * kGi}));
+  // A resource a node leaves out of max is unlimited.
+  EXPECT_EQ(c->queues[2].max->cpu_milli, 8000);
+  EXPECT_EQ(c->queues[2].max->memory_bytes, INT64_MAX);
+  EXPECT_EQ(c->namespace_queue.at("etl"), "root.a.1");
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_NE(c->warnings[0].find("nvidia.com/gpu"), std::string::npos);
+}
+
+TEST(ElasticQuotaTree, BadTreesAreNamedByObjectAndNode) {
+  struct Case {
+    const char* root;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {R"({"name": "root", "namespaces": ["x"]})", "only be set on leaves"},
+      {R"({"name": "root", "children": [{"name": "a", "namespaces": ["x"]},
+                                         {"name": "b", "namespaces": ["x"]}]})",
+       "b: namespace x is already in a"},
+      {R"({"name": "root", "children": [{"name": "a"}, {"name": "a"}]})", "a: name used twice"},
+      {R"({"name": "root", "children": [{"name": "a", "min": {"cpu": "lots"}}]})", "a.min.cpu"},
+      {R"({"name": "root", "children": [{"name": "a", "min": {"cpu": 4}, "max": {"cpu": 2}}]})",
+       "min"},
+      {R"({"name": "root", "children": [{"max": {"cpu": 2}}]})", "name is missing"},
+      {R"({"name": "root", "children": {"name": "a"}})", "children must be a list"},
+  };
+  for (const Case& c : cases) {
+    auto r = kube_glue::parse_elastic_quota_tree(tree(c.root));
+    ASSERT_FALSE(r.ok()) << c.root;
+    EXPECT_NE(r.error().message.find("ElasticQuotaTree kube-system/elasticquotatree"),
+              std::string::npos);
+    EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << r.error().message;
+  }
+  EXPECT_FALSE(kube_glue::parse_elastic_quota_tree(Json::parse(R"({"spec": {}})")).ok());
+}
+
+TEST(ElasticQuotaTree, ReplacedTreeKeepsJobsInTheirQueuesAndChargesAdmittedOnes) {
+  auto first = QuotaTree::build({QueueSpec{"a", "root", std::nullopt, Resources{2000, 8 * kGi}}});
+  ASSERT_TRUE(first.ok());
+  Scheduler s({}, std::move(*first), ClusterState());
+  ASSERT_TRUE(s.clusters().upsert_node(NodeInfo{"n1", "c1", {}, {8000, 64 * kGi}}, 0).ok());
+  JobSpec small{"small", "a", 0, 0, {1000, kGi}, {}, 0, {}};
+  JobSpec big{"big", "a", 0, 1, {2000, kGi}, {}, 0, {}};
+  ASSERT_TRUE(s.submit(small).ok());
+  ASSERT_TRUE(s.submit(big).ok());
+  s.schedule(1);
+  EXPECT_EQ(s.job(0).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(s.job(1).phase, JobPhase::kPending);  // 1 + 2 cores is above a's max of 2
+
+  auto wider = QuotaTree::build({QueueSpec{"a", "root", std::nullopt, Resources{4000, 8 * kGi}}});
+  ASSERT_TRUE(wider.ok());
+  s.replace_quotas(std::move(*wider));
+  const QueueId a = *s.quotas().find("a");
+  EXPECT_EQ(s.quotas().queue(a).used.cpu_milli, 1000);  // the admitted job, charged again
+  s.schedule(2);
+  EXPECT_EQ(s.job(1).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(s.quotas().queue(a).used.cpu_milli, 3000);
+
+  // A queue that goes: its jobs move to default.
+  s.replace_quotas(*QuotaTree::build({}));
+  EXPECT_EQ(s.quotas().queue(s.job(0).queue).name, "default");
+  EXPECT_EQ(s.quotas().queue(s.job(0).queue).used.cpu_milli, 3000);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler
