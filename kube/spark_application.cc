@@ -81,7 +81,63 @@ Result<SparkRole> parse_role(const Json& spec, const std::string& where, bool ex
   return role;
 }
 
+// spec.dynamicAllocation, else the sparkConf keys the operator would have written.
+Result<DynamicAllocation> parse_dynamic_allocation(const Json& spec,
+                                                   const std::map<std::string, std::string>& conf,
+                                                   const std::string& where) {
+  DynamicAllocation d;
+  auto fail = [&](const std::string& why) {
+    return make_error(ErrorCode::kParse, where + ": " + why);
+  };
+  auto conf_int = [&](const char* key, std::optional<int32_t>& out) -> Status {
+    auto it = conf.find(key);
+    if (it == conf.end()) return ok_status();
+    int32_t v = 0;
+    auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+    if (ec != std::errc() || ptr != it->second.data() + it->second.size() || v < 0)
+      return fail(std::string("sparkConf ") + key + " must be a non-negative integer");
+    out = v;
+    return ok_status();
+  };
+  if (auto it = conf.find("spark.dynamicAllocation.enabled"); it != conf.end())
+    d.enabled = lower(it->second) == "true";
+  std::optional<int32_t> min;
+  for (auto [key, out] :
+       {std::pair{"spark.dynamicAllocation.minExecutors", &min},
+        std::pair{"spark.dynamicAllocation.initialExecutors", &d.initial_executors},
+        std::pair{"spark.dynamicAllocation.maxExecutors", &d.max_executors}})
+    if (Status s = conf_int(key, *out); !s) return s.error();
+  const Json* da = find_path(spec, "dynamicAllocation");
+  if (da != nullptr && !da->is_null()) {
+    if (!da->is_object()) return fail("spec.dynamicAllocation must be an object");
+    if (const Json* e = find_path(*da, "enabled"); e != nullptr && !e->is_null()) {
+      if (!e->is_boolean()) return fail("spec.dynamicAllocation.enabled must be a boolean");
+      d.enabled = e->get<bool>();
+    }
+    for (auto [key, out] :
+         {std::pair{"minExecutors", &min}, std::pair{"initialExecutors", &d.initial_executors},
+          std::pair{"maxExecutors", &d.max_executors}}) {
+      const Json* v = find_path(*da, key);
+      if (v == nullptr || v->is_null()) continue;
+      if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 100000)
+        return fail(std::string("spec.dynamicAllocation.") + key +
+                    " must be a non-negative integer");
+      *out = v->get<int32_t>();
+    }
+  }
+  d.min_executors = min.value_or(0);
+  return d;
+}
+
 }  // namespace
+
+int32_t SparkApplication::gang_executors() const {
+  if (!dynamic_allocation.enabled) return executor.instances;
+  const int32_t initial =
+      std::max({dynamic_allocation.min_executors, dynamic_allocation.initial_executors.value_or(0),
+                executor.instances});
+  return std::min(initial, dynamic_allocation.min_executors);
+}
 
 Result<int64_t> parse_spark_memory_mib(std::string_view text) {
   const std::string t = lower(text);
@@ -180,6 +236,9 @@ Result<SparkApplication> parse_spark_application(const Json& json) {
   auto executor = parse_role(spec->value("executor", Json()), where + " spec.executor", true);
   if (!executor) return executor.error();
   app.executor = *executor;
+  auto dynamic = parse_dynamic_allocation(*spec, app.spark_conf, where);
+  if (!dynamic) return dynamic.error();
+  app.dynamic_allocation = *dynamic;
   if (const Json* state = find_path(json, "status/applicationState/state");
       state && state->is_string()) {
     app.state = state->get<std::string>();

@@ -29,6 +29,15 @@ struct SparkRole {
   int32_t instances = 1;
 };
 
+// spec.dynamicAllocation (the operator passes it to Spark as spark.dynamicAllocation.*;
+// sparkConf keys count when the spec does not say).
+struct DynamicAllocation {
+  bool enabled = false;
+  int32_t min_executors = 0;  // Spark's default
+  std::optional<int32_t> initial_executors;
+  std::optional<int32_t> max_executors;
+};
+
 struct SparkApplication {
   std::string namespace_;
   std::string name;
@@ -40,10 +49,16 @@ struct SparkApplication {
   SparkRole executor;
   std::map<std::string, std::string> spark_conf;
   std::optional<double> overhead_factor;  // spec.memoryOverheadFactor / sparkConf
-  std::string state;                      // status.applicationState.state ("" = new)
+  DynamicAllocation dynamic_allocation;
+  std::string state;  // status.applicationState.state ("" = new)
   Json raw;
 
   [[nodiscard]] bool jvm() const { return type != "Python" && type != "R"; }
+  // The executors the gang is admitted with: spec.executor.instances, or under dynamic
+  // allocation min(initial, min) = minExecutors (Spark starts at max(min, initial,
+  // instances) but never needs more than min to make progress; executors above it take
+  // free batch room as they come, and give it back when Spark lets them go).
+  [[nodiscard]] int32_t gang_executors() const;
   [[nodiscard]] double memory_overhead_factor() const;
   [[nodiscard]] int64_t memory_overhead_mib(const SparkRole& role) const;
   // What one pod of the role requests: memory + overhead, in bytes.

@@ -19,7 +19,7 @@ server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   server::GangShape shape;
   shape.driver = Resources{app.driver.cpu_request_milli, app.pod_memory_bytes(app.driver)};
   shape.executor = Resources{app.executor.cpu_request_milli, app.pod_memory_bytes(app.executor)};
-  shape.executors = app.executor.instances;
+  shape.executors = app.gang_executors();
   return shape;
 }
 

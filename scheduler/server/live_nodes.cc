@@ -79,6 +79,10 @@ void LiveScheduler::tick() {
   }
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
+  // Executors beyond their gang (dynamic allocation) waiting for room: room others gave
+  // back (a scale-down, a finished job) is theirs on this pass, not at the next resync.
+  for (auto& [key, g] : gangs_)
+    if (g.job && !g.waiting.empty()) attach_waiting(g);
   emit_pending_events();
   retry_app_placements();
 }

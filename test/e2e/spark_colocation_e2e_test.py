@@ -395,7 +395,18 @@ class ColocationE2E(unittest.TestCase):
             else:
                 if last:
                     return last
-        self.fail("timed out after %.0fs waiting for %s (last: %r)" % (timeout, what, last))
+        self.fail("timed out after %.0fs waiting for %s (last: %r)\n%s"
+                  % (timeout, what, last, self.scheduler_state()))
+
+    def scheduler_state(self):
+        """The scheduler's jobs and nodes, for failure messages."""
+        if not getattr(self, "sched_url", None):
+            return ""
+        try:
+            return "scheduler /api/v1/jobs: %s\nscheduler /api/v1/nodes: %s" % (
+                json.dumps(self.sched("/api/v1/jobs")), json.dumps(self.sched("/api/v1/nodes")))
+        except (OSError, ValueError) as e:
+            return "scheduler state unavailable: %r" % e
 
     def call(self, method, path, body=None, query=None, content_type="application/json"):
         resp = self.api_client.call_api(

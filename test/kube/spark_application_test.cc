@@ -57,6 +57,40 @@ TEST(SparkApplication, ExplicitOverheadAndFactorWin) {
   EXPECT_EQ(a->driver.cpu_request_milli, 500);
 }
 
+TEST(SparkApplication, DynamicAllocationGangIsMinExecutors) {
+  auto fixed = parse_spark_application(app(R"({"executor":{"instances":4}})"));
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_FALSE(fixed->dynamic_allocation.enabled);
+  EXPECT_EQ(fixed->gang_executors(), 4);
+
+  auto spec = parse_spark_application(app(R"({"executor":{"instances":4},
+      "dynamicAllocation":{"enabled":true,"initialExecutors":3,"minExecutors":1,"maxExecutors":10}})"));
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->dynamic_allocation.max_executors, 10);
+  EXPECT_EQ(spec->gang_executors(), 1);
+
+  // Without minExecutors Spark may run on the driver alone: the gang is the driver.
+  auto conf = parse_spark_application(app(R"({"executor":{"instances":2},
+      "sparkConf":{"spark.dynamicAllocation.enabled":"true","spark.dynamicAllocation.maxExecutors":"8"}})"));
+  ASSERT_TRUE(conf.ok()) << conf.error().message;
+  EXPECT_EQ(conf->gang_executors(), 0);
+  // The spec wins over sparkConf, as the operator writes the spec's values last.
+  auto both = parse_spark_application(app(R"({"dynamicAllocation":{"enabled":false},
+      "sparkConf":{"spark.dynamicAllocation.enabled":"true"},"executor":{"instances":2}})"));
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->gang_executors(), 2);
+
+  auto bad =
+      parse_spark_application(app(R"({"dynamicAllocation":{"enabled":true,"minExecutors":-1}})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("spec.dynamicAllocation.minExecutors"), std::string::npos);
+  auto bad_conf = parse_spark_application(
+      app(R"({"sparkConf":{"spark.dynamicAllocation.minExecutors":"two"}})"));
+  ASSERT_FALSE(bad_conf.ok());
+  EXPECT_NE(bad_conf.error().message.find("spark.dynamicAllocation.minExecutors"),
+            std::string::npos);
+}
+
 TEST(SparkApplication, BadFieldsAreNamed) {
   struct Case {
     const char* spec;

@@ -192,6 +192,42 @@ TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
   EXPECT_EQ(live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"], 2000);
 }
 
+TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnMinExecutorsAndExtrasTakeFreeRoom) {
+  // n1 has 3 cores: the gang (driver + minExecutors 1) takes 2; one extra fits.
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 3000, 16 * kGi, "c1")));
+  Json app = spark_application();
+  app["spec"]["executor"]["instances"] = 4;
+  app["spec"]["dynamicAllocation"] =
+      Json{{"enabled", true}, {"minExecutors", 1}, {"maxExecutors", 4}};
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), app).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));
+  EXPECT_EQ(live_->jobs_json()["jobs"][0]["executors"], 1);
+
+  // Executors as the webhook leaves them: 1 core and 896 MiB of batch resources each.
+  for (const char* e : {"pi-exec-1", "pi-exec-2", "pi-exec-3"}) {
+    Json pod = spark_pod(e, "executor");
+    pod["spec"]["containers"][0]["resources"]["requests"] =
+        Json{{"kubernetes.io/batch-cpu", "1000"}, {"kubernetes.io/batch-memory", "939524096"}};
+    pod["spec"]["containers"][0]["resources"]["limits"] =
+        pod["spec"]["containers"][0]["resources"]["requests"];
+    ASSERT_TRUE(client_->create(kube::pods_path("default"), pod).ok());
+  }
+  ASSERT_TRUE(schedule_until(
+      [&] { return !node_of("pi-exec-1").empty() && !node_of("pi-exec-2").empty(); }));
+  // The third has no room: it waits, and says so.
+  ASSERT_TRUE(schedule_until([&] {
+    const Json waiting = live_->jobs_json()["waiting"];
+    return waiting.size() == 1 && waiting[0]["pods"] == Json::array({"pi-exec-3"});
+  }));
+  EXPECT_TRUE(node_of("pi-exec-3").empty());
+
+  // Spark lets an extra executor go (scale-down): its room goes to the one waiting.
+  ASSERT_TRUE(client_->remove(kube::pod_path("default", "pi-exec-2")).ok());
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-exec-3").empty(); }));
+  EXPECT_EQ(live_->jobs_json()["jobs"][0]["phase"], "Admitted");
+}
+
 // An ElasticQuotaTree as ACK documents it: team-a's namespace default may use 2 cores.
 Json quota_tree(const std::string& leaf_max_cpu) {
   Json t = Json::parse(R"({
