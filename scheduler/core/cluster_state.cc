@@ -194,36 +194,49 @@ Resources ClusterState::cluster_capacity(ClusterId id) const {
   return total;
 }
 
-void ClusterState::acquire(NodeId id, const Resources& amount, bool driver) {
+void ClusterState::acquire(NodeId id, const Resources& amount, bool driver,
+                           const Resources& regular) {
   unindex(id);
   nodes_[id].used += amount;
+  nodes_[id].regular_used += regular;
   if (driver) ++nodes_[id].drivers;
   index(id);
 }
 
-void ClusterState::release(NodeId id, const Resources& amount, bool driver) {
+void ClusterState::release(NodeId id, const Resources& amount, bool driver,
+                           const Resources& regular) {
   unindex(id);
   nodes_[id].used -= amount;
+  nodes_[id].regular_used -= regular;
   if (driver) --nodes_[id].drivers;
   index(id);
 }
 
+void ClusterState::set_regular_outside(NodeId id, std::optional<Resources> regular) {
+  if (nodes_[id].regular_outside == regular) return;
+  nodes_[id].regular_outside = regular;
+  ++generation_;
+}
+
 std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const Resources& request,
-                                                       const NodeSelector* selector) const {
+                                                       const NodeSelector* selector,
+                                                       const Resources& regular) const {
   // Best fit: the first node (least free CPU, then memory) with room for one more.
   auto it = c.fullest.lower_bound(Key{request.cpu_milli, INT64_MIN, nullptr, 0});
   for (; it != c.fullest.end(); ++it) {
     if (it->memory < request.memory_bytes) continue;
     if (!selector_matches(selector, nodes_[it->id])) continue;
+    if (!nodes_[it->id].regular_fits(regular)) continue;
     return it->id;
   }
   return std::nullopt;
 }
 
 std::optional<NodeId> ClusterState::place_one(ClusterId cluster, const Resources& request,
-                                              const NodeSelector* selector) {
-  auto id = find_executor_node(clusters_[cluster], request, selector);
-  if (id) acquire(*id, request, false);
+                                              const NodeSelector* selector,
+                                              const Resources& regular) {
+  auto id = find_executor_node(clusters_[cluster], request, selector, regular);
+  if (id) acquire(*id, request, false, regular);
   return id;
 }
 
@@ -241,30 +254,35 @@ std::optional<GangPlacement> ClusterState::place(ClusterId cluster, const GangRe
     if (k.cpu < request.driver.cpu_milli) break;
     if (k.memory < request.driver.memory_bytes) continue;
     if (!selector_matches(request.selector, nodes_[k.id])) continue;
+    if (!nodes_[k.id].regular_fits(request.driver_regular)) continue;
     driver = k.id;
     break;
   }
   if (!driver) return std::nullopt;
-  acquire(*driver, request.driver, true);
+  acquire(*driver, request.driver, true, request.driver_regular);
   out.driver = *driver;
 
   // Pack executors: fill the fullest fitting node with as many as it takes, then the next.
   int remaining = request.executors;
   out.executors.reserve(static_cast<size_t>(remaining));
   while (remaining > 0) {
-    auto id = find_executor_node(c, request.executor, request.selector);
+    auto id = find_executor_node(c, request.executor, request.selector, request.executor_regular);
     if (!id) break;
-    int64_t room = request.executor.copies_in(nodes_[*id].free());
+    const Node& n = nodes_[*id];
+    int64_t room = request.executor.copies_in(n.free());
+    if (request.executor_regular != Resources{} && n.regular_outside)
+      room =
+          std::min(room, request.executor_regular.copies_in(*n.regular_outside - n.regular_used));
     int k = static_cast<int>(std::min<int64_t>(remaining, std::max<int64_t>(room, 1)));
-    acquire(*id, request.executor * k, false);
+    acquire(*id, request.executor * k, false, request.executor_regular * k);
     out.executors.insert(out.executors.end(), static_cast<size_t>(k), *id);
     remaining -= k;
   }
   if (remaining > 0) {
     // All or nothing: undo what was taken.
     for (NodeId id : out.executors)
-      release(id, request.executor, false);
-    release(out.driver, request.driver, true);
+      release(id, request.executor, false, request.executor_regular);
+    release(out.driver, request.driver, true, request.driver_regular);
     return std::nullopt;
   }
   return out;

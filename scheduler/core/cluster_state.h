@@ -53,6 +53,17 @@ struct Node {
   int64_t reported_at = 0;
   NodeHealth health = NodeHealth::kFresh;
   int drivers = 0;
+  // Regular allocatable (kubelet admits cpu/memory requests against it): what the
+  // Node's allocatable leaves after the requests of pods outside our jobs (nullopt:
+  // unknown, no constraint), and what our jobs' pods request of it.
+  std::optional<Resources> regular_outside;
+  Resources regular_used;
+
+  // Whether one more pod asking `regular` of cpu/memory passes kubelet's admission.
+  [[nodiscard]] bool regular_fits(const Resources& regular) const {
+    if (regular == Resources{} || !regular_outside) return true;
+    return regular.fits_in(*regular_outside - regular_used);
+  }
 
   [[nodiscard]] Resources capacity() const {
     return health == NodeHealth::kDegraded ? Resources{} : reported;
@@ -67,6 +78,10 @@ struct GangRequest {
   Resources executor;
   int executors = 0;
   const NodeSelector* selector = nullptr;  // nullptr: any node
+  // What the pods request of regular cpu/memory besides batch resources (pods the
+  // colocation webhook did not convert): both must fit a node.
+  Resources driver_regular;
+  Resources executor_regular;
 
   [[nodiscard]] Resources total() const { return driver + executor * executors; }
 };
@@ -121,13 +136,15 @@ class ClusterState {
   std::optional<GangPlacement> place(ClusterId cluster, const GangRequest& request);
   // Places one more pod of `request` size (an executor whose reservation expired).
   std::optional<NodeId> place_one(ClusterId cluster, const Resources& request,
-                                  const NodeSelector* selector);
+                                  const NodeSelector* selector, const Resources& regular = {});
   // Would the gang fit this cluster if nothing were placed on it?
   [[nodiscard]] bool fits_when_empty(ClusterId cluster, const GangRequest& request) const;
 
   // Raw accounting, used to apply and undo placements.
-  void acquire(NodeId id, const Resources& amount, bool driver);
-  void release(NodeId id, const Resources& amount, bool driver);
+  void acquire(NodeId id, const Resources& amount, bool driver, const Resources& regular = {});
+  void release(NodeId id, const Resources& amount, bool driver, const Resources& regular = {});
+  // The node's regular allocatable less the requests of pods outside our jobs.
+  void set_regular_outside(NodeId id, std::optional<Resources> regular);
 
   // Bumped whenever a node's capacity or health changes: cached "does this job fit an
   // empty cluster" answers are valid only for one generation.
@@ -157,7 +174,8 @@ class ClusterState {
   void unindex(NodeId id);
   void index(NodeId id);
   std::optional<NodeId> find_executor_node(const Cluster& c, const Resources& request,
-                                           const NodeSelector* selector) const;
+                                           const NodeSelector* selector,
+                                           const Resources& regular) const;
 
   std::vector<Cluster> clusters_;
   std::map<std::string, ClusterId> cluster_ids_;

@@ -28,6 +28,10 @@ struct JobSpec {
   // Tried before the other clusters when the whole gang fits there (the live loop: the
   // member cluster a SparkApplication was created in). Empty: best fit only.
   std::string preferred_cluster;
+  // Regular cpu/memory the pods request besides batch resources (not converted by the
+  // colocation webhook): kubelet admits them against regular allocatable too.
+  Resources driver_regular;
+  Resources executor_regular;
 };
 
 enum class JobPhase {
@@ -69,8 +73,10 @@ struct Job {
   std::optional<int64_t> timer_at;  // its entry in the scheduler's timer index
 
   [[nodiscard]] GangRequest request() const {
-    return GangRequest{spec.driver, spec.executor, spec.executors,
-                       spec.node_selector.empty() ? nullptr : &spec.node_selector};
+    return GangRequest{
+        spec.driver,         spec.executor,
+        spec.executors,      spec.node_selector.empty() ? nullptr : &spec.node_selector,
+        spec.driver_regular, spec.executor_regular};
   }
 };
 

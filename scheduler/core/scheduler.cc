@@ -141,7 +141,8 @@ void Scheduler::detach(Job& j) {
   for (size_t i = 0; i < j.pods.size(); ++i) {
     const PodState& p = j.pods[i];
     if (!p.holds_room) continue;
-    clusters_.release(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0);
+    clusters_.release(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0,
+                      i == 0 ? j.spec.driver_regular : j.spec.executor_regular);
   }
   quotas_.refund(j.queue, j.total);
   active_.erase(j.id);
@@ -153,7 +154,8 @@ void Scheduler::reattach(Job& j) {
   for (size_t i = 0; i < j.pods.size(); ++i) {
     const PodState& p = j.pods[i];
     if (!p.holds_room) continue;
-    clusters_.acquire(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0);
+    clusters_.acquire(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0,
+                      i == 0 ? j.spec.driver_regular : j.spec.executor_regular);
   }
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
@@ -190,7 +192,8 @@ Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
   if (p.bound) return p.node;
   if (!p.holds_room) {
     // The reservation expired: try the cluster's free room like any late pod.
-    auto node = clusters_.place_one(*j.cluster, j.spec.executor, j.request().selector);
+    auto node = clusters_.place_one(*j.cluster, j.spec.executor, j.request().selector,
+                                    j.spec.executor_regular);
     if (!node) {
       return make_error(ErrorCode::kUnavailable, "job " + j.spec.name + ": no room for executor " +
                                                      std::to_string(pod_index) +
@@ -329,7 +332,7 @@ std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
       for (size_t i = 1; i < j.pods.size(); ++i) {
         PodState& p = j.pods[i];
         if (p.holds_room && !p.bound) {
-          clusters_.release(p.node, j.spec.executor, false);
+          clusters_.release(p.node, j.spec.executor, false, j.spec.executor_regular);
           p.holds_room = false;
           released = true;
         }

@@ -119,12 +119,17 @@ class Scheduler {
   enum class Outcome { kAdmitted, kWait, kUnschedulable };
 
   PendingKey pending_key(const Job& j) const;
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, NodeSelector, std::string>;
+  // Batch driver and executor sizes, executors, regular driver and executor sizes, where.
+  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t, int64_t,
+                              int64_t, NodeSelector, std::string>;
   static ShapeKey shape_of(const Job& j);
   // `failed`: gang shapes that found no room earlier in this pass; room only shrinks
   // during a pass (unless reclaim frees some), so equal shapes skip the placement.
   Outcome try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed, std::vector<Decision>& out);
   std::optional<GangPlacement> place_anywhere(const Job& j);
+  // Whether only the regular cpu/memory its pods request keeps the job out: it would
+  // be placed now on batch capacity alone (nothing stays placed).
+  bool held_by_regular_only(const Job& j);
   bool fits_some_empty_cluster(const Job& j);
   bool reclaim_for(Job& j, int64_t now, std::vector<Decision>& out);
   void admit(Job& j, const GangPlacement& p, int64_t now);

@@ -50,9 +50,16 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
 }
 
 Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
-  return ShapeKey{j.spec.driver.cpu_milli,   j.spec.driver.memory_bytes,
-                  j.spec.executor.cpu_milli, j.spec.executor.memory_bytes,
-                  j.spec.executors,          j.spec.node_selector,
+  return ShapeKey{j.spec.driver.cpu_milli,
+                  j.spec.driver.memory_bytes,
+                  j.spec.executor.cpu_milli,
+                  j.spec.executor.memory_bytes,
+                  j.spec.executors,
+                  j.spec.driver_regular.cpu_milli,
+                  j.spec.driver_regular.memory_bytes,
+                  j.spec.executor_regular.cpu_milli,
+                  j.spec.executor_regular.memory_bytes,
+                  j.spec.node_selector,
                   j.spec.preferred_cluster};
 }
 
@@ -90,8 +97,25 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
     failed.clear();  // preemption freed room
     return Outcome::kAdmitted;
   }
-  j.reason = "waiting for batch capacity";
+  j.reason = held_by_regular_only(j)
+                 ? "waiting for regular allocatable: its pods request cpu/memory (not converted to "
+                   "batch resources), which kubelet admits against the node's regular "
+                   "allocatable, and no node with batch room has enough of it"
+                 : "waiting for batch capacity";
   return Outcome::kWait;
+}
+
+bool Scheduler::held_by_regular_only(const Job& j) {
+  if (j.spec.driver_regular == Resources{} && j.spec.executor_regular == Resources{}) return false;
+  Job batch_only = j;
+  batch_only.spec.driver_regular = {};
+  batch_only.spec.executor_regular = {};
+  auto p = place_anywhere(batch_only);
+  if (!p) return false;
+  for (NodeId id : p->executors)
+    clusters_.release(id, j.spec.executor, false);
+  clusters_.release(p->driver, j.spec.driver, true);
+  return true;
 }
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {

@@ -113,7 +113,16 @@ void ClusterLink::on_node(const Json& obj) {
     for (const auto& [k, v] : l.items())
       if (v.is_string()) labels.emplace(k, v.get<std::string>());
   }
-  live_.observe_node(options_.name, name.get<std::string>(), labels, node_taints(obj));
+  // Regular allocatable: what kubelet admits cpu/memory requests against.
+  std::optional<Resources> allocatable;
+  const Json* alloc = find_path(obj, "status/allocatable");
+  if (alloc != nullptr && alloc->is_object() && alloc->contains("cpu") &&
+      alloc->contains("memory")) {
+    auto cpu = quantity_from_json((*alloc)["cpu"], "status.allocatable.cpu");
+    auto memory = quantity_from_json((*alloc)["memory"], "status.allocatable.memory");
+    if (cpu && memory) allocatable = Resources{cpu->milli_value(), memory->value()};
+  }
+  live_.observe_node(options_.name, name.get<std::string>(), labels, node_taints(obj), allocatable);
 }
 
 void ClusterLink::enqueue(server::Action action) {

@@ -102,6 +102,8 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   const int64_t batch_cpu = kube::pod_request(pod, kube::kResourceBatchCpu).value();
   const int64_t batch_memory = kube::pod_request(pod, kube::kResourceBatchMemory).value();
   v.batch = batch_cpu > 0 || batch_memory > 0;
+  v.regular = Resources{kube::pod_request(pod, kube::kResourceCpu).milli_value(),
+                        kube::pod_request(pod, kube::kResourceMemory).value()};
   v.request.cpu_milli =
       batch_cpu > 0 ? batch_cpu : kube::pod_request(pod, kube::kResourceCpu).milli_value();
   v.request.memory_bytes =

@@ -31,6 +31,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
     // Pods bound there before the node's first report now take their room.
     for (auto& [uid, t] : pods_)
       if (t.view.cluster == *cluster && t.view.node == report.node) track_loose(t);
+    push_regular(name);
   }
   const double lag_ms = static_cast<double>(
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch())
@@ -45,6 +46,19 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
   return std::nullopt;
 }
 
+void LiveScheduler::push_regular(const std::string& name) {
+  auto id = core_.clusters().find_node(name);
+  if (!id) return;
+  auto alloc = node_allocatable_.find(name);
+  if (alloc == node_allocatable_.end()) {
+    core_.clusters().set_regular_outside(*id, std::nullopt);
+    return;
+  }
+  auto used = regular_outside_used_.find(name);
+  core_.clusters().set_regular_outside(
+      *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second));
+}
+
 Labels LiveScheduler::node_labels(const std::string& cluster, const std::string& node) const {
   Labels labels;
   if (auto it = node_labels_.find(core_name(cluster, node)); it != node_labels_.end()) {
@@ -55,9 +69,16 @@ Labels LiveScheduler::node_labels(const std::string& cluster, const std::string&
 }
 
 void LiveScheduler::observe_node(const std::string& cluster, const std::string& node,
-                                 const Labels& labels, const Taints& taints) {
+                                 const Labels& labels, const Taints& taints,
+                                 const std::optional<Resources>& allocatable) {
   std::lock_guard lock(mu_);
   const std::string name = core_name(cluster, node);
+  if (allocatable) {
+    node_allocatable_[name] = *allocatable;
+  } else {
+    node_allocatable_.erase(name);
+  }
+  push_regular(name);
   node_taints_[name] = taints;
   auto& known = node_labels_[name];
   const bool relabelled = known != labels;

@@ -90,8 +90,35 @@ void LiveScheduler::track_loose(Tracked& t) {
 
 void LiveScheduler::release_loose(Tracked& t) {
   if (!t.loose_node) return;
-  core_.clusters().release(*t.loose_node, t.loose_amount, false);
+  core_.clusters().release(*t.loose_node, t.loose_amount, false,
+                           t.regular_in_core ? t.view.regular : Resources{});
+  t.regular_in_core = false;
   t.loose_node.reset();
+}
+
+void LiveScheduler::track_regular(Tracked& t) {
+  // Our jobs' members are in the core's accounting; so is an executor we placed beyond
+  // its gang. Everyone else's bound, non-terminal pod takes regular allocatable.
+  const bool counted_elsewhere = (!t.gang.empty() && t.index >= 0) || t.regular_in_core;
+  const std::string node = t.view.node.empty() || counted_elsewhere || terminal(t.view.phase)
+                               ? std::string()
+                               : core_name(t.view.cluster, t.view.node);
+  if (node == t.regular_node && (node.empty() || t.regular_amount == t.view.regular)) return;
+  release_regular(t);
+  if (node.empty() || t.view.regular == Resources{}) return;
+  t.regular_node = node;
+  t.regular_amount = t.view.regular;
+  regular_outside_used_[node] += t.regular_amount;
+  push_regular(node);
+}
+
+void LiveScheduler::release_regular(Tracked& t) {
+  if (t.regular_node.empty()) return;
+  regular_outside_used_[t.regular_node] -= t.regular_amount;
+  const std::string node = std::move(t.regular_node);
+  t.regular_node.clear();
+  t.regular_amount = {};
+  push_regular(node);
 }
 
 void LiveScheduler::observe_pod(const PodView& pod) {
@@ -100,6 +127,7 @@ void LiveScheduler::observe_pod(const PodView& pod) {
   Tracked& t = pods_[pod.uid];
   const bool was_bound = !t.view.node.empty();
   t.view = pod;
+  track_regular(t);
   if (!t.gang.empty()) {
     auto g = gangs_.find(t.gang);
     if (g != gangs_.end() && g->second.job && t.index >= 0 && !pod.node.empty() &&
@@ -156,11 +184,16 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
         }
         g.selector = merge_selectors(std::move(g.selector), m->view.selector);
       }
+      shape.driver_regular = members[0]->view.regular;
       for (size_t i = 1; i < members.size(); ++i) {
         shape.executor.cpu_milli =
             std::max(shape.executor.cpu_milli, members[i]->view.request.cpu_milli);
         shape.executor.memory_bytes =
             std::max(shape.executor.memory_bytes, members[i]->view.request.memory_bytes);
+        shape.executor_regular.cpu_milli =
+            std::max(shape.executor_regular.cpu_milli, members[i]->view.regular.cpu_milli);
+        shape.executor_regular.memory_bytes =
+            std::max(shape.executor_regular.memory_bytes, members[i]->view.regular.memory_bytes);
       }
       for (size_t i = 0; i < members.size(); ++i) {
         members[i]->index = static_cast<int>(i);
@@ -208,6 +241,12 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
         }
         shape = *v.shape;
       }
+      if (v.regular != Resources{}) {
+        // A driver that kept its cpu/memory requests: Spark gives its executors the same
+        // treatment, cpu/memory from the application's sizing.
+        shape.driver_regular = v.regular;
+        shape.executor_regular = shape.executor;
+      }
       t.index = 0;
       g.members[0] = v.uid;
       g.selector = v.selector;
@@ -231,6 +270,8 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.driver = shape.driver;
   spec.executor = shape.executor;
   spec.executors = shape.executors;
+  spec.driver_regular = shape.driver_regular;
+  spec.executor_regular = shape.executor_regular;
   // Pinned to the cluster its pods were created in: a bound pod cannot change cluster.
   // A multi-cluster application not placed yet may go to any member, its own first.
   spec.node_selector =
@@ -274,15 +315,23 @@ void LiveScheduler::attach_waiting(Gang& g) {
       // the job's cluster, accounted as a pod of its own.
       const NodeSelector selector =
           merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
-      auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector);
+      auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector, t.view.regular);
       if (!node) {
-        event(t, "GleanerNoRoom", "no batch room left in cluster " + g.cluster, false);
+        event(t, "GleanerNoRoom",
+              t.view.regular == Resources{}
+                  ? "no batch room left in cluster " + g.cluster
+                  : "no node of cluster " + g.cluster +
+                        " has both the batch room and the regular allocatable (cpu/memory "
+                        "requests) it needs",
+              false);
         ++it;
         continue;
       }
       t.gang.clear();
       t.loose_node = node;
       t.loose_amount = t.view.request;
+      t.regular_in_core = true;
+      track_regular(t);  // now the core's: not counted on the node a second time
       const std::string& full = core_.clusters().node(*node).name;
       if (actions_) {
         actions_(Action{ActionKind::kBind, g.cluster, t.view.ns, t.view.name, t.view.uid,
@@ -337,6 +386,7 @@ void LiveScheduler::forget_pod(const PodView& pod) {
   Tracked t = std::move(it->second);
   pods_.erase(it);
   release_loose(t);
+  release_regular(t);
   auto g = gangs_.find(t.gang);
   if (g == gangs_.end()) return;
   Gang& gang = g->second;

@@ -48,6 +48,10 @@ struct GangShape {
   Resources driver;
   Resources executor;
   int executors = 0;
+  // Regular cpu/memory the pods request besides batch (pods not converted to batch
+  // resources): kubelet admits them against the node's regular allocatable.
+  Resources driver_regular;
+  Resources executor_regular;
 };
 
 // What the live loop needs from a pod; scheduler/kube builds it from the Pod object.
@@ -64,6 +68,7 @@ struct PodView {
   int min_available = 0;
   Resources request;   // batch resources, else cpu/memory requests
   bool batch = false;  // `request` is kubernetes.io/batch-cpu / batch-memory
+  Resources regular;   // its cpu/memory requests (what kubelet admits against allocatable)
   int32_t priority = 0;
   std::string queue;
   std::optional<GangShape> shape;  // drivers: from the SparkApplication, when known
@@ -163,8 +168,10 @@ class LiveScheduler {
   std::optional<RejectReason> apply_report(const reporter::NodeReport& report);
   // A Node object's labels (from the Node informer): node selectors match them. The
   // label gleaner.io/cluster is always the node's member cluster.
+  // `allocatable`: the Node's status.allocatable cpu/memory (nullopt: not given).
   void observe_node(const std::string& cluster, const std::string& node, const Labels& labels,
-                    const Taints& taints = {});
+                    const Taints& taints = {},
+                    const std::optional<Resources>& allocatable = std::nullopt);
   void observe_pod(const PodView& pod);
   // Multi-cluster SparkApplications: a suspended one without a placement becomes a core
   // job placed into whichever member cluster fits its whole gang (its own preferred).
@@ -230,7 +237,12 @@ class LiveScheduler {
     int index = -1;                    // core pod index
     std::optional<NodeId> loose_node;  // accounted outside any job (bound elsewhere)
     Resources loose_amount;
-    bool deleting = false;   // we asked for its deletion: its room is already released
+    bool deleting = false;  // we asked for its deletion: its room is already released
+    // Its cpu/memory requests counted on this node's regular allocatable (pods outside
+    // our jobs), or held in the core for an executor placed beyond its gang.
+    std::string regular_node;  // core node name
+    Resources regular_amount;
+    bool regular_in_core = false;
     std::string last_event;  // the last Event written about it, to write each only once
   };
 
@@ -242,6 +254,10 @@ class LiveScheduler {
 
   void track_loose(Tracked& t);
   void release_loose(Tracked& t);
+  // Keeps the pod's regular requests counted on its node (bound, not in our jobs).
+  void track_regular(Tracked& t);
+  void release_regular(Tracked& t);
+  void push_regular(const std::string& core_node_name);
   void observe_ours_unbound(Tracked& t);
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
@@ -268,7 +284,11 @@ class LiveScheduler {
   Scheduler core_;
   std::map<std::string, Tracked> pods_;                 // uid
   std::map<std::string, std::string> namespace_queue_;  // from the ElasticQuotaTree
-  std::map<std::string, Gang> gangs_;                   // key
+  // By core node name: the Node's allocatable cpu/memory, and the requests of the pods
+  // bound there outside our jobs.
+  std::map<std::string, Resources> node_allocatable_;
+  std::map<std::string, Resources> regular_outside_used_;
+  std::map<std::string, Gang> gangs_;  // key
   std::map<JobId, std::string> job_gang_;
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)

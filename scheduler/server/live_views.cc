@@ -94,16 +94,21 @@ Json LiveScheduler::nodes_json() const {
                                                                         : "NoExecute";
       taints.push_back(t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + effect);
     }
-    out.push_back(Json{{"name", n.name.substr(slash + 1)},
-                       {"taints", std::move(taints)},
-                       {"cluster", n.name.substr(0, slash)},
-                       {"health", to_string(n.health)},
-                       {"schedulable", n.schedulable()},
-                       {"reportAgeSeconds", now - n.reported_at},
-                       {"batch", amounts(n.reported)},
-                       {"capacity", amounts(n.capacity())},
-                       {"used", amounts(n.used)},
-                       {"free", amounts(n.free())}});
+    out.push_back(
+        Json{{"name", n.name.substr(slash + 1)},
+             {"taints", std::move(taints)},
+             {"cluster", n.name.substr(0, slash)},
+             {"health", to_string(n.health)},
+             {"schedulable", n.schedulable()},
+             {"reportAgeSeconds", now - n.reported_at},
+             {"batch", amounts(n.reported)},
+             {"capacity", amounts(n.capacity())},
+             {"used", amounts(n.used)},
+             {"free", amounts(n.free())},
+             // Regular allocatable left for pods that keep cpu/memory requests
+             // (null: the Node states no allocatable).
+             {"regularFree",
+              n.regular_outside ? amounts(*n.regular_outside - n.regular_used) : Json(nullptr)}});
   }
   return Json{{"nodes", std::move(out)}};
 }

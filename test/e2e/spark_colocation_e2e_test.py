@@ -47,8 +47,6 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.parse
 import urllib.request
 
 import yaml
@@ -78,6 +76,14 @@ NODES = ("n1", "n2")
 NODE_CPU_MILLI, NODE_MEMORY = 8000, 32 * GI
 LS_CPU_MILLI, LS_MEMORY = 7500, 24 * GI
 BATCH = {"cpuMillicores": 5000, "memoryBytes": 16 * GI}
+# A known gleaner-scheduler race (seen in ~2 of 150 runs), named when the room check fails.
+LEAK_HINT = (
+    "If a driver-sized (1000m/2Gi) amount stays 'used' on the driver's node after the job "
+    "ended: gleaner-scheduler's ClusterLink::on_spark_app (apps informer thread) re-feeds "
+    "the application's pods from a pods_->list() snapshot; when the pods informer thread "
+    "handles the driver's end (DELETED -> LiveScheduler::forget_pod) between that snapshot "
+    "and the re-fed observe_pod, observe_pod re-creates the pod's entry with no gang and "
+    "track_loose() takes its room for good (the pod has left the watch, nothing frees it).")
 
 
 def cpu_milli(text):
@@ -247,7 +253,9 @@ class ColocationE2E(unittest.TestCase):
         for node in NODES:
             self.create({"apiVersion": "v1", "kind": "Node",
                          "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
-            amounts = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+            amounts = {"cpu": str(NODE_CPU_MILLI // 1000), "memory": "%dGi" % (NODE_MEMORY // GI),
+                       "pods": "110"}
+            ls_memory = "%dGi" % (LS_MEMORY // GI)
             self.core.patch_node_status(node, {"status": {
                 "capacity": amounts, "allocatable": amounts,
                 "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}})
@@ -258,8 +266,8 @@ class ColocationE2E(unittest.TestCase):
                                   "containers": [{"name": "web", "image": "nginx:1.27",
                                                   "resources": {
                                                       "requests": {"cpu": "%dm" % LS_CPU_MILLI,
-                                                                   "memory": "24Gi"},
-                                                      "limits": {"memory": "24Gi"}}}]}})
+                                                                   "memory": ls_memory},
+                                                      "limits": {"memory": ls_memory}}}]}})
 
         self.start_scheduler()
         # The kubelets of both nodes, the Spark operator and Spark itself.
@@ -385,7 +393,7 @@ class ColocationE2E(unittest.TestCase):
         if os.environ.get("GLEANER_E2E_VERBOSE"):
             sys.stderr.write("[%6.2fs] %s\n" % (time.monotonic() - self.t0, what))
 
-    def wait_for(self, what, fn, timeout):
+    def wait_for(self, what, fn, timeout, hint=""):
         last = None
         for _ in deadline_loop(timeout):
             try:
@@ -395,8 +403,8 @@ class ColocationE2E(unittest.TestCase):
             else:
                 if last:
                     return last
-        self.fail("timed out after %.0fs waiting for %s (last: %r)\n%s"
-                  % (timeout, what, last, self.scheduler_state()))
+        self.fail("timed out after %.0fs waiting for %s (last: %r)\n%s%s"
+                  % (timeout, what, last, hint and hint + "\n", self.scheduler_state()))
 
     def scheduler_state(self):
         """The scheduler's jobs and nodes, for failure messages."""
@@ -666,7 +674,7 @@ class ColocationE2E(unittest.TestCase):
         self.assertEqual(job["phase"], "Completed", job)
         nodes = self.wait_for("every node's batch room free again", lambda: (
             lambda ns_: ns_ if all(n["free"] == n["batch"] == BATCH for n in ns_) else None)(
-            self.sched("/api/v1/nodes")["nodes"]), 5)
+            self.sched("/api/v1/nodes")["nodes"]), 5, hint=LEAK_HINT)
         self.assertEqual(sorted(n["name"] for n in nodes), sorted(NODES))
         self.assertTrue(all(n["used"] == {"cpuMillicores": 0, "memoryBytes": 0} and
                             n["health"] == "fresh" for n in nodes), nodes)
@@ -696,36 +704,41 @@ class ColocationE2E(unittest.TestCase):
         self.assertEqual([c for c in self.admin("GET", "webhook-calls")["calls"]
                           if c["namespace"] == ns], [])
 
-        # What really happens: the pod still names gleaner-scheduler, which sizes a pod
-        # without batch requests by its cpu/memory requests (docs/scheduler.md, "Pods and
-        # gangs") and places it by *batch* room only, so it binds the driver: 1 cpu / 2Gi
-        # fits the 5 cpu of batch room. The kubelet, though, admits a Burstable pod against
-        # the node's regular allocatable, which the LS pod fills (7500m of 8 cpu): it
-        # rejects the driver OutOfcpu. The operator then fails the application
-        # (restartPolicy Never); no executor is ever made; the scheduler ends the job with
-        # its driver and hands the room back.
-        driver = self.wait_for("the driver rejected by the kubelet", lambda: (
-            lambda p: p if p and p["status"].get("phase") == "Failed" else None)(
-            self.pod(ns, driver_name)), 15)
-        self.assertIn(driver["spec"].get("nodeName"), NODES)
-        self.assertEqual(driver["status"]["reason"], "OutOfcpu")
-        self.assertEqual(driver["status"]["message"],
-                         "Pod was rejected: Node didn't have enough resource: cpu, requested: "
-                         "1000, used: %d, capacity: %d" % (LS_CPU_MILLI, NODE_CPU_MILLI))
-        self.wait_for("the kubelet's OutOfcpu event", lambda: any(
-            e["reason"] == "OutOfcpu" and e["type"] == "Warning"
-            for e in self.events(ns, driver_name)), 5)
-        self.wait_for("the application FAILED",
-                      lambda: self.app_state(ns, name) == "FAILED", 15)
+        # What really happens: the pod still names gleaner-scheduler (the example's
+        # schedulerName). A pod that kept cpu/memory requests is admitted by the kubelet
+        # against the Node's *regular* allocatable, so the scheduler places it only where
+        # both the batch room and that regular allocatable fit (docs/scheduler.md, "Regular
+        # allocatable"). Here the LS pods leave 500m of each node's 8 cpu: the 1-cpu driver
+        # fits neither node, so it is never bound (and never reaches a kubelet to be
+        # rejected OutOfcpu); the job stays Pending and the scheduler says why, in the
+        # job's reason and in a GleanerPending Event on the driver. (Before that
+        # accounting, the scheduler bound it by batch room alone and the kubelet rejected
+        # it OutOfcpu.)
+        reason_prefix = "waiting for regular allocatable"
+        job = self.wait_for("the scheduler's job pending on regular allocatable", lambda: (
+            lambda j: j if j and j["phase"] == "Pending" and
+            j["reason"].startswith(reason_prefix) else None)(self.job(ns, name)), 15)
+        self.assertFalse(job["unschedulable"], job)
+        self.assertEqual(job["pods"], [])
+        event = self.wait_for("a GleanerPending event on the driver", lambda: next(
+            (e for e in self.events(ns, driver_name) if e["reason"] == "GleanerPending"),
+            None), 5)
+        self.assertEqual(event["message"], job["reason"])
+        self.assertEqual(event["involvedObject"]["uid"], driver["metadata"]["uid"])
+        for n in self.sched("/api/v1/nodes")["nodes"]:
+            self.assertEqual(n["used"], {"cpuMillicores": 0, "memoryBytes": 0}, n)
+            if "regularFree" in n:  # what the LS pods leave of each node's allocatable
+                self.assertEqual(n["regularFree"], {
+                    "cpuMillicores": NODE_CPU_MILLI - LS_CPU_MILLI,
+                    "memoryBytes": NODE_MEMORY - LS_MEMORY}, n)
+        driver = self.pod(ns, driver_name)
+        self.assertNotIn("nodeName", driver["spec"], "bound by batch room alone: the kubelet "
+                         "will reject it OutOfcpu")
+        self.assertEqual(driver["status"]["phase"], "Pending")
+        self.assertFalse([e for e in self.events(ns, driver_name)
+                          if e["reason"].startswith("OutOf")])
+        self.assertEqual(self.app_state(ns, name), "SUBMITTED")
         self.assertEqual(self.pods(ns, "spark-role=executor"), [])
-        job = self.wait_for("the scheduler's job ended", lambda: (
-            lambda j: j if j and j["phase"] not in ("Pending", "Admitted", "Running")
-            else None)(self.job(ns, name)), 10)
-        # The scheduler cannot tell a driver the kubelet rejected from one that ran and
-        # failed: the driver's end ends the job, Completed.
-        self.assertEqual(job["phase"], "Completed", job)
-        self.wait_for("every node's batch room free again", lambda: all(
-            n["free"] == BATCH for n in self.sched("/api/v1/nodes")["nodes"]), 5)
 
     def assert_batch_pod(self, pod, cpu_milli, memory):
         """What the colocation webhook makes of a Spark pod: BE, batch resources only."""

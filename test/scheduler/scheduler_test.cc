@@ -339,3 +339,34 @@ TEST(Scheduler, SubmitRejectsBadJobsNamingThem) {
 
 }  // namespace
 }  // namespace gleaner::scheduler
+
+namespace gleaner::scheduler {
+namespace {
+
+TEST(Scheduler, PodsThatKeepCpuRequestsNeedRegularAllocatableToo) {
+  Fixture f({{"c-n1", 8}, {"c-n2", 2}});
+  const NodeId n1 = *f.s.clusters().find_node("c-n1");
+  const NodeId n2 = *f.s.clusters().find_node("c-n2");
+  // n1 has the batch room but LS requests leave it half a core of regular allocatable.
+  f.s.clusters().set_regular_outside(n1, Resources{500, 8 * kGi});
+  f.s.clusters().set_regular_outside(n2, Resources{500, 8 * kGi});
+  JobSpec spec{"burstable", "", 0, 1, cores(1), {}, 0, {}};
+  spec.driver_regular = cores(1);
+  const JobId id = *f.s.submit(spec);
+  f.s.schedule(2);
+  EXPECT_EQ(f.s.job(id).phase, JobPhase::kPending);
+  EXPECT_NE(f.s.job(id).reason.find("regular allocatable"), std::string::npos)
+      << f.s.job(id).reason;
+  // Room made on n2's regular allocatable (an LS pod went): the driver goes there, though
+  // n1 has more batch room.
+  f.s.clusters().set_regular_outside(n2, Resources{4000, 8 * kGi});
+  f.s.schedule(3);
+  ASSERT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.job(id).pods[0].node, n2);
+  EXPECT_EQ(f.s.clusters().node(n2).regular_used, cores(1));
+  f.s.complete(id, 4);
+  EXPECT_EQ(f.s.clusters().node(n2).regular_used, Resources{});
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler

@@ -228,6 +228,41 @@ TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnMinExecutorsAndExtrasTakeFreeRoom)
   EXPECT_EQ(live_->jobs_json()["jobs"][0]["phase"], "Admitted");
 }
 
+TEST_F(KubeLiveTest, ABurstableDriverGoesWhereRegularAllocatableHasRoom) {
+  // Both nodes have 4 cores of allocatable; an LS pod holds 3.5 of n1's. n1 has the most
+  // batch room, but a driver that kept its cpu request would be refused there by kubelet.
+  for (const char* n : {"n1", "n2"}) {
+    auto r = client_->patch(kube::node_status_path(n),
+                            Json{{"status", {{"allocatable", {{"cpu", "4"}, {"memory", "16Gi"}}}}}},
+                            kube::PatchType::kMerge);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+  }
+  Json ls = Json::parse(R"({"apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {"nodeName": "n1", "containers": [{"name": "web", "image": "nginx",
+             "resources": {"requests": {"cpu": "3500m", "memory": "1Gi"}}}]}})");
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), ls).ok());
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 8000, 16 * kGi, "c1")));
+  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 3000, 16 * kGi, "c1")));
+  // The informers have delivered the Nodes' allocatable and the LS pod.
+  ASSERT_TRUE(eventually([&] {
+    const Json nodes = live_->nodes_json()["nodes"];
+    return nodes.size() == 2 &&
+           nodes[0]["regularFree"] == Json{{"cpuMillicores", 500}, {"memoryBytes", 15 * kGi}} &&
+           nodes[1]["regularFree"]["cpuMillicores"] == 4000;
+  })) << live_->nodes_json().dump();
+
+  Json driver = spark_pod("pi-driver", "driver");
+  driver["spec"]["containers"][0]["resources"]["requests"] =
+      Json{{"cpu", "1"}, {"memory", "896Mi"}};
+  Json app = spark_application();
+  app["spec"]["executor"]["instances"] = 0;
+  ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), app).ok());
+  ASSERT_TRUE(client_->create(kube::pods_path("default"), driver).ok());
+  ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));
+  EXPECT_EQ(node_of("pi-driver"), "n2");
+}
+
 // An ElasticQuotaTree as ACK documents it: team-a's namespace default may use 2 cores.
 Json quota_tree(const std::string& leaf_max_cpu) {
   Json t = Json::parse(R"({
