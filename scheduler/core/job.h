@@ -65,6 +65,7 @@ struct Job {
   std::vector<PodState> pods;
   int64_t admitted_at = 0;
   int64_t started_at = 0;
+  bool started = false;  // every pod ran once in this admission (an executor may go since)
   int64_t finished_at = 0;
   int64_t reservation_expires_at = 0;
   int preemptions = 0;

@@ -116,6 +116,7 @@ void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
   j.reason.clear();
   j.unschedulable = false;
   j.admitted_at = now;
+  j.started = false;
   j.reservation_expires_at = now + policy_.reservation_ttl_seconds;
   ++j.attempt;
   quotas_.charge(j.queue, j.total);
@@ -219,18 +220,51 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
   bool all = std::all_of(j.pods.begin(), j.pods.end(), [](const PodState& p) { return p.running; });
   if (!all) return false;
   j.phase = JobPhase::kRunning;
-  j.started_at = now;
   refresh_timer(j);
+  if (j.started) return false;  // a replacement executor: the job started long ago
+  j.started = true;
+  j.started_at = now;
   return true;
 }
 
-Status Scheduler::executor_gone(JobId id, int pod_index) {
+Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
   auto slot = executor_of(id, pod_index);
   if (!slot) return slot.error();
-  // The room stays accounted on its node (holds_room) for the replacement.
+  // The room stays accounted on its node (holds_room) for the replacement; until that
+  // one runs, not every pod of the job does. The reservation clock runs again for it.
   (*slot)->bound = false;
   (*slot)->running = false;
+  Job& j = jobs_[id];
+  if (j.phase == JobPhase::kRunning) j.phase = JobPhase::kAdmitted;
+  j.reservation_expires_at =
+      std::max(j.reservation_expires_at, now + policy_.reservation_ttl_seconds);
+  refresh_timer(j);
   return ok_status();
+}
+
+Result<NodeId> Scheduler::place_extra_executor(JobId id, const Resources& request,
+                                               const Resources& regular,
+                                               const NodeSelector* selector) {
+  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+  const Job& j = jobs_[id];
+  if ((j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) || !j.cluster)
+    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not running");
+  auto node = clusters_.place_one(*j.cluster, request,
+                                  selector != nullptr ? selector : j.request().selector, regular);
+  if (!node) {
+    return make_error(ErrorCode::kUnavailable,
+                      regular == Resources{}
+                          ? "no batch room left in cluster " + clusters_.cluster_name(*j.cluster)
+                          : "no node of cluster " + clusters_.cluster_name(*j.cluster) +
+                                " has both the batch room and the regular allocatable "
+                                "(cpu/memory requests) it needs");
+  }
+  return *node;
+}
+
+void Scheduler::release_extra_executor(NodeId node, const Resources& request,
+                                       const Resources& regular) {
+  clusters_.release(node, request, false, regular);
 }
 
 void Scheduler::complete(JobId id, int64_t now) {

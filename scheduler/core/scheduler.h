@@ -93,9 +93,17 @@ class Scheduler {
   // An executor of a running application went (Spark deletes executors on scale-down, on
   // failure, and at the end, and asks for replacements): the application goes on, and the
   // executor's room stays with the job, on the same node, for the executor that takes its
-  // place (bind_executor of the same index). Error: unknown id, the driver's index, or a
-  // job not admitted or running.
-  Status executor_gone(JobId id, int pod_index);
+  // place (bind_executor of the same index), reserved for reservation_ttl from `now`; a
+  // running job is admitted again until the replacement runs. Error: unknown id, the
+  // driver's index, or a job not admitted or running.
+  Status executor_gone(JobId id, int pod_index, int64_t now);
+  // An executor beyond the job's declared gang (dynamic allocation asked for more): free
+  // batch room in the job's cluster under `selector` (nullptr: the job's), accounted on
+  // the node and not in the job; release_extra_executor gives it back when it goes.
+  // Error: the job is not admitted or running, or no node has room.
+  Result<NodeId> place_extra_executor(JobId id, const Resources& request, const Resources& regular,
+                                      const NodeSelector* selector);
+  void release_extra_executor(NodeId node, const Resources& request, const Resources& regular);
   // A node report with a new batch size. When it shrank below what is placed there, the
   // lowest-priority jobs on the node lose their pods (as the agent would evict them) and
   // are rescheduled, preferring another cluster.

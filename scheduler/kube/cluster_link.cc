@@ -72,6 +72,11 @@ void ClusterLink::start() {
   priority_classes_->start();
   if (quota_trees_) quota_trees_->start();
   nodes_->start();
+  // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
+  // nodes are known would ignore its selector and kubelet's regular allocatable.
+  if (!nodes_->wait_for_sync(std::chrono::seconds(10)))
+    spdlog::warn("cluster {}: Nodes not listed within 10 s; starting the pod watch anyway",
+                 options_.name);
   apps_->start();
   pods_->start();
   thread_ = std::jthread([this](const std::stop_token& st) { run(st); });

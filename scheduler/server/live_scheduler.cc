@@ -90,8 +90,11 @@ void LiveScheduler::track_loose(Tracked& t) {
 
 void LiveScheduler::release_loose(Tracked& t) {
   if (!t.loose_node) return;
-  core_.clusters().release(*t.loose_node, t.loose_amount, false,
-                           t.regular_in_core ? t.view.regular : Resources{});
+  if (t.regular_in_core) {
+    core_.release_extra_executor(*t.loose_node, t.loose_amount, t.view.regular);
+  } else {
+    core_.clusters().release(*t.loose_node, t.loose_amount, false);
+  }
   t.regular_in_core = false;
   t.loose_node.reset();
 }
@@ -124,6 +127,7 @@ void LiveScheduler::release_regular(Tracked& t) {
 void LiveScheduler::observe_pod(const PodView& pod) {
   if (terminal(pod.phase)) return forget_pod(pod);
   std::lock_guard lock(mu_);
+  if (forgotten_.contains(pod.uid)) return;  // a stale copy of a pod already gone
   Tracked& t = pods_[pod.uid];
   const bool was_bound = !t.view.node.empty();
   t.view = pod;
@@ -315,20 +319,14 @@ void LiveScheduler::attach_waiting(Gang& g) {
       // the job's cluster, accounted as a pod of its own.
       const NodeSelector selector =
           merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
-      auto node = core_.clusters().place_one(*j.cluster, t.view.request, &selector, t.view.regular);
+      auto node = core_.place_extra_executor(*g.job, t.view.request, t.view.regular, &selector);
       if (!node) {
-        event(t, "GleanerNoRoom",
-              t.view.regular == Resources{}
-                  ? "no batch room left in cluster " + g.cluster
-                  : "no node of cluster " + g.cluster +
-                        " has both the batch room and the regular allocatable (cpu/memory "
-                        "requests) it needs",
-              false);
+        event(t, "GleanerNoRoom", node.error().message, false);
         ++it;
         continue;
       }
       t.gang.clear();
-      t.loose_node = node;
+      t.loose_node = *node;
       t.loose_amount = t.view.request;
       t.regular_in_core = true;
       track_regular(t);  // now the core's: not counted on the node a second time
@@ -381,6 +379,16 @@ void LiveScheduler::event(Tracked& t, const std::string& reason, const std::stri
 
 void LiveScheduler::forget_pod(const PodView& pod) {
   std::lock_guard lock(mu_);
+  if (!pod.uid.empty() && forgotten_.insert(pod.uid).second) {
+    forgotten_order_.push_back(pod.uid);
+    // Bounded: a stale copy arrives within one informer resync, long before this many
+    // later pods have gone.
+    constexpr size_t kRemembered = 65536;
+    if (forgotten_order_.size() > kRemembered) {
+      forgotten_.erase(forgotten_order_.front());
+      forgotten_order_.pop_front();
+    }
+  }
   auto it = pods_.find(pod.uid);
   if (it == pods_.end()) return;
   Tracked t = std::move(it->second);
@@ -404,7 +412,7 @@ void LiveScheduler::forget_pod(const PodView& pod) {
       // Spark deletes its own executors (scale-down, failure, the end of the application)
       // and asks for replacements: the application goes on, and the room stays with it for
       // the executor that comes next.
-      (void)core_.executor_gone(*gang.job, t.index);
+      (void)core_.executor_gone(*gang.job, t.index, now_s());
       event_gone_executor(gang, pod.name);
       attach_waiting(gang);
     } else if (active && pod.phase != "Succeeded") {
@@ -421,7 +429,8 @@ void LiveScheduler::forget_pod(const PodView& pod) {
 void LiveScheduler::event_gone_executor(Gang& g, const std::string& executor) {
   if (Tracked* d = driver_of(g)) {
     event(*d, "GleanerExecutorGone",
-          "executor " + executor + " went; its room stays with the application for a replacement",
+          "executor " + executor +
+              " went; its room stays with the application for a replacement, if Spark asks for one",
           false);
   }
 }

@@ -15,6 +15,7 @@
 // then on it is pinned there like the others.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -282,7 +283,11 @@ class LiveScheduler {
   NodeSink nodes_;
   mutable std::mutex mu_;
   Scheduler core_;
-  std::map<std::string, Tracked> pods_;                 // uid
+  std::map<std::string, Tracked> pods_;  // uid
+  // Pods forgotten (deleted or terminal), newest last: an informer that fed a pod from an
+  // older snapshot after its deletion must not bring it back (a UID is never reused).
+  std::set<std::string> forgotten_;
+  std::deque<std::string> forgotten_order_;
   std::map<std::string, std::string> namespace_queue_;  // from the ElasticQuotaTree
   // By core node name: the Node's allocatable cpu/memory, and the requests of the pods
   // bound there outside our jobs.

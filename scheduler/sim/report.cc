@@ -35,13 +35,19 @@ nlohmann::ordered_json Simulator::report() const {
     out["state"] = state;
     if (placed && j.cluster) out["cluster"] = scheduler_.clusters().cluster_name(*j.cluster);
     out["submittedAt"] = j.spec.submit_time;
-    if (j.phase == JobPhase::kRunning || j.phase == JobPhase::kCompleted) {
-      out["startedAt"] = j.started_at;
-    }
+    // An executor replaced mid-run leaves the job admitted for a moment: still started.
+    if (j.started) out["startedAt"] = j.started_at;
     if (j.phase == JobPhase::kCompleted) out["finishedAt"] = j.finished_at;
     out["preemptions"] = j.preemptions;
     out["reschedules"] = j.reschedules;
     if (!jobs_[i].executor_losses.empty()) out["executorsReplaced"] = replaced_[*job_ids_[i]];
+    if (!jobs_[i].executor_requests.empty()) {
+      const JobId id = *job_ids_[i];
+      auto placed = extras_placed_.find(id);
+      out["extraExecutorsPlaced"] = placed == extras_placed_.end() ? 0 : placed->second;
+      out["extraExecutorsWaiting"] = std::count_if(
+          extras_.begin(), extras_.end(), [&](const Extra& e) { return e.job == id && !e.node; });
+    }
     if (!placed) out["reason"] = j.reason;
     OJson pods = OJson::array();
     for (size_t p = 0; placed && p < j.pods.size(); ++p) {

@@ -172,7 +172,7 @@ Result<QueueSpec> parse_queue(const Json& q, const std::string& p) {
 Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
   GLEANER_CHECK(only_known(j, p,
                            {"name", "queue", "priority", "submitAt", "durationSeconds", "driver",
-                            "executor", "nodeSelector", "executorLosses"}));
+                            "executor", "nodeSelector", "executorLosses", "executorRequests"}));
   ScenarioJob job;
   GLEANER_TRY(name, get_string(j, p, "name", true));
   GLEANER_TRY(queue, get_string(j, p, "queue", false));
@@ -223,6 +223,24 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
       }
       job.executor_losses.push_back(
           ExecutorLoss{*after, static_cast<int>(*executor), replace.value_or(0)});
+    }
+  }
+  if (auto requests = j.find("executorRequests"); requests != j.end()) {
+    if (!requests->is_array()) return field_error(p + ".executorRequests", "expected an array");
+    if (job.spec.executors == 0 && job.spec.executor == Resources{})
+      return field_error(p + ".executorRequests", "needs executor sizes (executor)");
+    for (size_t i = 0; i < requests->size(); ++i) {
+      const Json& r = (*requests)[i];
+      const std::string rp = p + ".executorRequests[" + std::to_string(i) + "]";
+      if (!r.is_object()) return field_error(rp, "expected an object");
+      GLEANER_CHECK(only_known(r, rp, {"afterSeconds", "count", "releaseAfterSeconds"}));
+      GLEANER_TRY(after, get_count(r, rp, "afterSeconds"));
+      GLEANER_TRY(count, get_count(r, rp, "count"));
+      GLEANER_TRY(release, get_count(r, rp, "releaseAfterSeconds"));
+      if (!after) return field_error(rp + ".afterSeconds", "required");
+      if (!count || *count < 1 || *count > 10000)
+        return field_error(rp + ".count", "expected 1..10000");
+      job.executor_requests.push_back(ExecutorRequest{*after, static_cast<int>(*count), release});
     }
   }
   return job;

@@ -40,10 +40,20 @@ struct ExecutorLoss {
   int64_t replace_after_seconds = 0;
 };
 
+// Dynamic allocation: `after_seconds` after the job started running Spark asks for
+// `count` executors beyond the gang, each taking free batch room in the job's cluster (or
+// waiting for some), and lets them go `release_after_seconds` later (or at the end).
+struct ExecutorRequest {
+  int64_t after_seconds = 0;
+  int count = 1;
+  std::optional<int64_t> release_after_seconds;
+};
+
 struct ScenarioJob {
   JobSpec spec;
   int64_t duration_seconds = 0;
   std::vector<ExecutorLoss> executor_losses;
+  std::vector<ExecutorRequest> executor_requests;
 };
 
 struct Scenario {

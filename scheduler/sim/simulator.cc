@@ -85,6 +85,7 @@ void Simulator::run() {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     apply(decisions);
+    place_waiting_extras();
     if (auto deadline = scheduler_.next_deadline(); deadline && *deadline > t) {
       if (!tick_at_ || *tick_at_ <= t || *deadline < *tick_at_) {
         tick_at_ = *deadline;
@@ -117,6 +118,11 @@ void Simulator::handle(const Event& e) {
     case Kind::kPodRunning: {
       const Job& j = scheduler_.job(e.a);
       if (j.attempt != e.attempt || j.phase != JobPhase::kAdmitted) break;  // stale
+      if (j.started) {
+        // A replacement executor of a job already running.
+        scheduler_.pod_running(e.a, static_cast<int>(e.b), e.time);
+        break;
+      }
       bool started = scheduler_.pod_running(e.a, static_cast<int>(e.b), e.time);
       if (e.b == 0) start_executors(e.a);
       if (started) {
@@ -127,8 +133,8 @@ void Simulator::handle(const Event& e) {
     }
     case Kind::kExecutorGone: {
       const Job& j = scheduler_.job(e.a);
-      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
-      if (!scheduler_.executor_gone(e.a, static_cast<int>(e.b)).ok()) break;
+      if (j.attempt != e.attempt || !j.started) break;
+      if (!scheduler_.executor_gone(e.a, static_cast<int>(e.b), e.time).ok()) break;
       const ScenarioJob& sj = jobs_[scenario_index_[e.a]];
       for (const auto& loss : sj.executor_losses) {
         if (loss.executor != static_cast<int>(e.b)) continue;
@@ -139,17 +145,34 @@ void Simulator::handle(const Event& e) {
     }
     case Kind::kExecutorReplaced: {
       const Job& j = scheduler_.job(e.a);
-      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
+      if (j.attempt != e.attempt || !j.started) break;
       // The replacement takes the room its predecessor left with the job.
-      if (scheduler_.bind_executor(e.a, static_cast<int>(e.b), e.time).ok()) ++replaced_[e.a];
+      auto node = scheduler_.bind_executor(e.a, static_cast<int>(e.b), e.time);
+      if (!node) break;
+      ++replaced_[e.a];
+      push(e.time + delay_of(*node), Kind::kPodRunning, e.a, e.b, e.attempt);
       break;
     }
     case Kind::kFinish: {
       const Job& j = scheduler_.job(e.a);
-      if (j.attempt != e.attempt || j.phase != JobPhase::kRunning) break;
+      if (j.attempt != e.attempt || !j.started) break;
+      release_extras(e.a, std::nullopt);  // Spark deletes every executor at the end
       scheduler_.complete(e.a, e.time);
       break;
     }
+    case Kind::kExtraRequested: {
+      const Job& j = scheduler_.job(e.a);
+      if (j.attempt != e.attempt || !j.started) break;
+      const ExecutorRequest& r = jobs_[scenario_index_[e.a]].executor_requests[e.b];
+      for (int i = 0; i < r.count; ++i)
+        extras_.push_back(Extra{e.a, e.b, e.attempt, std::nullopt});
+      if (r.release_after_seconds)
+        push(e.time + *r.release_after_seconds, Kind::kExtraReleased, e.a, e.b, e.attempt);
+      break;  // placed after this instant's events, with the others waiting
+    }
+    case Kind::kExtraReleased:
+      release_extras(e.a, e.b);
+      break;
     case Kind::kTick:
       break;  // timeouts are checked after every instant
   }
@@ -174,9 +197,49 @@ void Simulator::start_executors(JobId id) {
 }
 
 void Simulator::schedule_losses(JobId id, int64_t started, uint32_t attempt) {
-  for (const auto& loss : jobs_[scenario_index_[id]].executor_losses) {
+  const ScenarioJob& sj = jobs_[scenario_index_[id]];
+  for (const auto& loss : sj.executor_losses) {
     push(started + loss.after_seconds, Kind::kExecutorGone, id,
          static_cast<uint32_t>(loss.executor), attempt);
+  }
+  for (uint32_t i = 0; i < sj.executor_requests.size(); ++i)
+    push(started + sj.executor_requests[i].after_seconds, Kind::kExtraRequested, id, i, attempt);
+}
+
+void Simulator::place_waiting_extras() {
+  for (auto it = extras_.begin(); it != extras_.end();) {
+    const Job& j = scheduler_.job(it->job);
+    if ((j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted) ||
+        j.attempt != it->attempt) {
+      // Reclaimed or preempted: its executors went with it.
+      if (it->node)
+        scheduler_.release_extra_executor(*it->node, j.spec.executor, j.spec.executor_regular);
+      it = extras_.erase(it);
+      continue;
+    }
+    if (!it->node) {
+      // The live loop's path for an executor beyond its gang (attach_waiting).
+      auto node = scheduler_.place_extra_executor(it->job, j.spec.executor, j.spec.executor_regular,
+                                                  nullptr);
+      if (node) {
+        it->node = *node;
+        ++extras_placed_[it->job];
+      }
+    }
+    ++it;
+  }
+}
+
+void Simulator::release_extras(JobId id, std::optional<uint32_t> request) {
+  const Job& j = scheduler_.job(id);
+  for (auto it = extras_.begin(); it != extras_.end();) {
+    if (it->job != id || (request && it->request != *request)) {
+      ++it;
+      continue;
+    }
+    if (it->node)
+      scheduler_.release_extra_executor(*it->node, j.spec.executor, j.spec.executor_regular);
+    it = extras_.erase(it);
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <queue>
 #include <string>
@@ -45,6 +46,8 @@ class Simulator {
     kTick = 4,
     kExecutorGone = 5,      // a = job, b = executor index
     kExecutorReplaced = 6,  // Spark's replacement for it
+    kExtraRequested = 7,    // a = job, b = its executorRequests index
+    kExtraReleased = 8,
   };
   struct Event {
     int64_t time;
@@ -61,15 +64,28 @@ class Simulator {
   void handle(const Event& e);
   void apply(const std::vector<Decision>& decisions);
   void start_executors(JobId id);
-  // The job's executor losses (ExecutorLoss), from the moment it started running.
+  // The job's executor losses (ExecutorLoss) and requests (ExecutorRequest), from the
+  // moment it started running.
   void schedule_losses(JobId id, int64_t started, uint32_t attempt);
+  // Executors beyond the gang still waiting for room get it where some was given back;
+  // those of jobs no longer running are dropped.
+  void place_waiting_extras();
+  void release_extras(JobId id, std::optional<uint32_t> request);
 
   [[nodiscard]] int64_t delay_of(NodeId node) const;
 
   std::vector<ScenarioNode> nodes_;
   std::vector<ScenarioJob> jobs_;
-  std::vector<uint32_t> scenario_index_;       // core job id -> its index in jobs_
-  std::vector<int> replaced_;                  // core job id -> executors replaced
+  std::vector<uint32_t> scenario_index_;  // core job id -> its index in jobs_
+  std::vector<int> replaced_;             // core job id -> executors replaced
+  struct Extra {
+    JobId job;
+    uint32_t request;            // index in its job's executor_requests
+    uint32_t attempt;            // the admission it belongs to
+    std::optional<NodeId> node;  // nullopt: waiting for room
+  };
+  std::vector<Extra> extras_;
+  std::map<JobId, int> extras_placed_;         // core job id -> extra executors that got room
   std::vector<std::optional<JobId>> job_ids_;  // scenario order -> core id, once submitted
   std::vector<int64_t> durations_;             // by core id
   std::optional<int64_t> until_;

@@ -78,12 +78,9 @@ LS_CPU_MILLI, LS_MEMORY = 7500, 24 * GI
 BATCH = {"cpuMillicores": 5000, "memoryBytes": 16 * GI}
 # A known gleaner-scheduler race (seen in ~2 of 150 runs), named when the room check fails.
 LEAK_HINT = (
-    "If a driver-sized (1000m/2Gi) amount stays 'used' on the driver's node after the job "
-    "ended: gleaner-scheduler's ClusterLink::on_spark_app (apps informer thread) re-feeds "
-    "the application's pods from a pods_->list() snapshot; when the pods informer thread "
-    "handles the driver's end (DELETED -> LiveScheduler::forget_pod) between that snapshot "
-    "and the re-fed observe_pod, observe_pod re-creates the pod's entry with no gang and "
-    "track_loose() takes its room for good (the pod has left the watch, nothing frees it).")
+    "Room still 'used' after the job ended: a pod the scheduler forgot was brought back by "
+    "a stale observe_pod (an informer re-feeding pods from an older snapshot), or a release "
+    "path missed it (LiveScheduler::forget_pod, release_loose).")
 
 
 def cpu_milli(text):
@@ -640,20 +637,10 @@ class ColocationE2E(unittest.TestCase):
                          {"Pending", "Running"})
         self.wait_for("a GleanerExecutorGone event on the driver", lambda: any(
             e["reason"] == "GleanerExecutorGone" for e in self.events(ns, driver_name)), 5)
-        # TODO(gleaner-scheduler bug): fails until fixed. Once the replacement runs,
-        # /api/v1/jobs must show every pod of the job running ("Running: every pod runs",
-        # scheduler/core/job.h). Today the replacement stays "running": false for good:
-        # Scheduler::pod_running ignores pods of a job whose phase is already Running, and
-        # Scheduler::executor_gone leaves that phase Running (it does not go back to
-        # Admitted). A subTest, so that step 4 still runs and is checked.
-        with self.subTest("TODO: /api/v1/jobs shows the replacement executor running"):
-            for _ in deadline_loop(2):
-                job = self.job(ns, name)
-                if job["phase"] == "Running" and all(p["running"] for p in job["pods"]):
-                    break
-            else:
-                self.fail("executor 5 runs, but /api/v1/jobs does not show every pod of the "
-                          "job running: %s" % json.dumps(job))
+        # Once the replacement runs, every pod of the job runs again ("Running").
+        self.wait_for("/api/v1/jobs shows the replacement executor running", lambda: (
+            lambda j: j["phase"] == "Running" and all(p["running"] for p in j["pods"]))(
+            self.job(ns, name)), 5)
 
         # 4. The end: Spark deletes every executor, the driver exits 0.
         self.wait_for("the application COMPLETED",
@@ -689,6 +676,13 @@ class ColocationE2E(unittest.TestCase):
     def test_unlabelled_namespace_pods_stay_burstable(self):
         ns_obj, app = self.example_app(namespace="spark-plain")
         ns, name = "spark-plain", app["metadata"]["name"]
+        # The scenario needs the scheduler to know what the LS pods leave of each Node's
+        # regular allocatable (from its Node and pod informers), as it knows the batch room.
+        regular_left = {"cpuMillicores": NODE_CPU_MILLI - LS_CPU_MILLI,
+                        "memoryBytes": NODE_MEMORY - LS_MEMORY}
+        self.wait_for("the scheduler to account the LS pods' regular requests", lambda: all(
+            n.get("regularFree", regular_left) == regular_left
+            for n in self.sched("/api/v1/nodes")["nodes"]), 10)
         self.create(ns_obj)
         self.create(app)
         driver_name = name + "-driver"
@@ -727,10 +721,7 @@ class ColocationE2E(unittest.TestCase):
         self.assertEqual(event["involvedObject"]["uid"], driver["metadata"]["uid"])
         for n in self.sched("/api/v1/nodes")["nodes"]:
             self.assertEqual(n["used"], {"cpuMillicores": 0, "memoryBytes": 0}, n)
-            if "regularFree" in n:  # what the LS pods leave of each node's allocatable
-                self.assertEqual(n["regularFree"], {
-                    "cpuMillicores": NODE_CPU_MILLI - LS_CPU_MILLI,
-                    "memoryBytes": NODE_MEMORY - LS_MEMORY}, n)
+            self.assertEqual(n.get("regularFree", regular_left), regular_left, n)
         driver = self.pod(ns, driver_name)
         self.assertNotIn("nodeName", driver["spec"], "bound by batch room alone: the kubelet "
                          "will reject it OutOfcpu")

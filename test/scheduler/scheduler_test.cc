@@ -235,16 +235,52 @@ TEST(Scheduler, AGoneExecutorLeavesItsRoomToTheJobForItsReplacement) {
   f.s.pod_running(id, 0, 10);
   auto first = f.s.bind_executor(id, 1, 10);
   ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(f.s.executor_gone(id, 1).ok());
+  ASSERT_TRUE(f.s.executor_gone(id, 1, 10).ok());
   // Still admitted, and the room is not the node's again: nothing else takes it.
   EXPECT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);
   EXPECT_EQ(f.s.clusters().cluster_free(0), cores(1));
   auto replacement = f.s.bind_executor(id, 1, 20);
   ASSERT_TRUE(replacement.ok());
   EXPECT_EQ(*replacement, *first);
-  EXPECT_FALSE(f.s.executor_gone(id, 0).ok());  // the driver is not an executor
-  EXPECT_FALSE(f.s.executor_gone(id, 3).ok());
-  EXPECT_FALSE(f.s.executor_gone(99, 1).ok());
+  EXPECT_FALSE(f.s.executor_gone(id, 0, 20).ok());  // the driver is not an executor
+  EXPECT_FALSE(f.s.executor_gone(id, 3, 20).ok());
+  EXPECT_FALSE(f.s.executor_gone(99, 1, 20).ok());
+}
+
+TEST(Scheduler, AReplacementExecutorRunningMakesTheJobRunningAgainNotStartedAgain) {
+  Fixture f({{"c-n1", 4}});
+  JobId id = f.submit("j", 0, 1);
+  f.s.schedule(0);
+  ASSERT_TRUE(f.s.bind_executor(id, 1, 1).ok());
+  EXPECT_FALSE(f.s.pod_running(id, 0, 2));
+  EXPECT_TRUE(f.s.pod_running(id, 1, 3));  // the job started
+  ASSERT_EQ(f.s.job(id).phase, JobPhase::kRunning);
+  ASSERT_TRUE(f.s.executor_gone(id, 1, 50).ok());
+  EXPECT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);  // not every pod runs
+  ASSERT_TRUE(f.s.bind_executor(id, 1, 51).ok());
+  EXPECT_FALSE(f.s.pod_running(id, 1, 52));  // running again, but it started at 3
+  EXPECT_EQ(f.s.job(id).phase, JobPhase::kRunning);
+  EXPECT_TRUE(f.s.job(id).pods[1].running);
+  EXPECT_EQ(f.s.job(id).started_at, 3);
+}
+
+TEST(Scheduler, AGoneExecutorsRoomIsReservedAgainFromWhenItWent) {
+  SchedulerPolicy policy;
+  policy.reservation_ttl_seconds = 100;
+  Fixture f({{"c-n1", 4}}, {}, policy);
+  JobId id = f.submit("j", 0, 1);
+  f.s.schedule(0);
+  ASSERT_TRUE(f.s.bind_executor(id, 1, 1).ok());
+  f.s.pod_running(id, 0, 2);
+  f.s.pod_running(id, 1, 3);
+  // Gone long after admission: the replacement still has reservation_ttl to come.
+  ASSERT_TRUE(f.s.executor_gone(id, 1, 500).ok());
+  EXPECT_TRUE(f.s.check_timeouts(550).empty());
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(2));
+  auto expired = f.s.check_timeouts(600);
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].kind, DecisionKind::kReservationExpired);
+  EXPECT_EQ(f.s.clusters().cluster_free(0), cores(3));
 }
 
 TEST(Scheduler, DriverRunningInTimeCancelsItsTimeout) {

@@ -134,6 +134,29 @@ TEST(Simulator, SparkReplacingExecutorsKeepsTheJobAndItsRoom) {
   EXPECT_EQ(doc["jobs"][1]["startedAt"], 60);
 }
 
+TEST(Simulator, DynamicAllocationExtrasTakeFreeRoomAndWaitForIt) {
+  // 4 cores: the gang (driver + 1) takes 2 and `late` 1 from 5 s to 15 s. At 10 s Spark
+  // asks for 3 more: one gets the free core at once, one the core `late` gives back at
+  // 15 s, the third never finds room and is let go with the rest at 40 s; `next` (2 cores)
+  // gets room only then.
+  const char* text = R"({"nodes": [{"name": "n", "batch": {"cpu": "4", "memory": "16Gi"}}],
+    "jobs": [{"name": "elastic", "durationSeconds": 100, "driver": {"cpu": "1", "memory": "1Gi"},
+              "executor": {"cpu": "1", "memory": "1Gi", "instances": 1},
+              "executorRequests": [{"afterSeconds": 10, "count": 3, "releaseAfterSeconds": 30}]},
+             {"name": "late", "submitAt": 5, "durationSeconds": 10,
+              "driver": {"cpu": "1", "memory": "1Gi"}},
+             {"name": "next", "submitAt": 12, "durationSeconds": 10,
+              "driver": {"cpu": "2", "memory": "1Gi"}}]})";
+  auto out = simulate(text, "inline");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  Json doc = Json::parse(*out);
+  EXPECT_EQ(doc["jobs"][0]["state"], "Completed");
+  EXPECT_EQ(doc["jobs"][0]["extraExecutorsPlaced"], 2);
+  EXPECT_EQ(doc["jobs"][0]["extraExecutorsWaiting"], 0);
+  EXPECT_EQ(doc["jobs"][1]["finishedAt"], 15);
+  EXPECT_EQ(doc["jobs"][2]["startedAt"], 40);
+}
+
 TEST(Simulator, UntilSecondsStopsTheClock) {
   auto text = read_file(scenario_path("spark-deadlock.json"));
   ASSERT_TRUE(text.ok());
@@ -174,6 +197,10 @@ TEST(Simulator, BadScenariosNameTheField) {
           "durationSeconds": 1, "driver": {"cpu": "1"}, "executor": {"cpu": "1", "instances": 1},
           "executorLosses": [{"afterSeconds": 1, "executor": 2}]}]})",
        "jobs[0].executorLosses[0].executor: expected 1..1"},
+      {R"({"nodes": [{"name": "n", "batch": {"cpu": "1"}}], "jobs": [{"name": "j",
+          "durationSeconds": 1, "driver": {"cpu": "1"}, "executor": {"cpu": "1", "instances": 1},
+          "executorRequests": [{"afterSeconds": 1, "count": 0}]}]})",
+       "jobs[0].executorRequests[0].count: expected 1..10000"},
       {R"([1, 2])", "scenario: expected an object"},
       {R"({"nodes": [)", "in.json: "},
   };
