@@ -113,7 +113,15 @@ struct Result {
   std::vector<double> ms;
   int not_settled = 0;  // BE's allowance never came back to its idle level before the trial
   int missed = 0;       // settled, surged, and no suppression landed within 10 s
+  int not_run = 0;      // the --budget-seconds ran out first
 };
+
+// --budget-seconds: no wait goes past it and no trial starts after it, however busy the
+// machine; what did not run is reported. time_point::max(): no budget.
+Clock::time_point g_budget_end = Clock::time_point::max();
+Clock::time_point within_budget(Clock::time_point deadline) {
+  return std::min(deadline, g_budget_end);
+}
 
 // Waits until the allowance has held one value for `stable` (the agent's dead band keeps an
 // idle node's quota still) at or above `floor`; returns that value.
@@ -182,7 +190,7 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
   // The idle level: what BE is allowed while LS idles. Each trial starts from it, so every
   // surge asks for the same cut; a level that drifts (other work on a shared machine moves
   // the system-usage term) is re-learnt when the allowance holds still elsewhere for long.
-  auto baseline = wait_stable(allowance, 60000, 1s, Clock::now() + 30s);
+  auto baseline = wait_stable(allowance, 60000, 1s, within_budget(Clock::now() + 30s));
   if (!baseline) {
     std::fprintf(stderr, "reaction_bench: BE allowance never settled (now %lld)\n",
                  static_cast<long long>(allowance()));
@@ -190,9 +198,14 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
   }
   std::uniform_int_distribution<int> phase_ms(0, 999);
   for (int t = 0; baseline && t < trials && !g_interrupted; ++t) {
-    auto settled = wait_stable(allowance, *baseline - 10000, 300ms, Clock::now() + 20s);
+    if (Clock::now() >= g_budget_end) {
+      result.not_run = trials - t;
+      break;
+    }
+    auto settled =
+        wait_stable(allowance, *baseline - 10000, 300ms, within_budget(Clock::now() + 20s));
     if (!settled) {
-      settled = wait_stable(allowance, 110000, 2s, Clock::now() + 10s);
+      settled = wait_stable(allowance, 110000, 2s, within_budget(Clock::now() + 10s));
       if (settled) baseline = settled;
     }
     if (!settled) {
@@ -225,6 +238,7 @@ int main(int argc, char** argv) {
   int trials = 50;
   std::string policies = "both";
   std::string which = "both";
+  int budget_seconds = 0;
   CLI::App app{"reaction_bench: LS surge -> BE throttle landed, per policy and configuration"};
   gleaner::bench::positive_option(app, "--trials", trials, "surges per configuration");
   app.add_option("--policy", policies, "CPU suppress policy")
@@ -233,7 +247,11 @@ int main(int argc, char** argv) {
   app.add_option("--configs", which, "the shipped loops, the 1 s loop, or both")
       ->check(CLI::IsMember({"shipped", "1s", "both"}))
       ->capture_default_str();
+  gleaner::bench::non_negative_option(
+      app, "--budget-seconds", budget_seconds,
+      "wall-clock budget for all trials (0: none); trials left when it runs out are reported");
   if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
+  if (budget_seconds > 0) g_budget_end = Clock::now() + std::chrono::seconds(budget_seconds);
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("reaction_bench: skipped: %s\n", skip.c_str());
@@ -283,6 +301,9 @@ int main(int argc, char** argv) {
                   static_cast<int>(r.ms.size()) + r.missed, r.not_settled, percentile(r.ms, 0.5),
                   p99, r.ms.empty() ? 0.0 : *std::max_element(r.ms.begin(), r.ms.end()),
                   shipped_p99 > 0 ? p99 / shipped_p99 : 0.0);
+      if (r.not_run > 0)
+        std::printf("| %s | %s: %d trial(s) not run, the budget of %d s ran out | | | | | | |\n",
+                    policy_label.c_str(), cfg.label.c_str(), r.not_run, budget_seconds);
       std::fflush(stdout);
     }
   }

@@ -1,5 +1,7 @@
 #include "reporter/metrics/metrics_server.h"
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <list>
@@ -11,11 +13,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 namespace gleaner::reporter {
 
@@ -29,6 +33,12 @@ namespace {
 
 // A scraper that opens a connection and goes quiet must not hold it forever.
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
+// Accept failures (out of file descriptors: EMFILE/ENFILE) are not retried at once: the
+// pending connection stays in the backlog and accept would fail again in a tight loop,
+// starving the process (an agent that cannot open cgroup files cannot re-assert them).
+constexpr auto kAcceptBackoffMin = std::chrono::milliseconds(50);
+constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
+constexpr auto kWarnEvery = std::chrono::seconds(60);
 
 Error addr_error(std::string_view what, std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kInvalidArgument,
@@ -68,19 +78,55 @@ struct HttpListener::Impl {
   std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // touched on the strand only
   uint16_t bound_port = 0;
 
+  size_t max_connections = HttpListener::kDefaultMaxConnections;
+  std::atomic<uint64_t> accept_errors{0};
+  std::atomic<uint64_t> at_capacity_waits{0};
+  std::chrono::steady_clock::time_point last_warning{};
+  uint64_t unreported = 0;  // failures since the last warning
+
+  static asio::awaitable<void> pause(std::shared_ptr<Impl> self, std::chrono::milliseconds d) {
+    asio::steady_timer timer(self->strand);
+    timer.expires_after(d);
+    error_code ignored;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+
   static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
+    auto backoff = std::chrono::milliseconds(0);
     for (;;) {
+      if (!self->acceptor.is_open()) co_return;
+      // At the cap, new connections wait in the kernel's backlog until one closes.
+      self->sessions.remove_if([](const auto& w) { return w.expired(); });
+      if (self->sessions.size() >= self->max_connections) {
+        ++self->at_capacity_waits;
+        co_await pause(self, kAcceptBackoffMin);
+        continue;
+      }
       error_code ec;
       tcp::socket socket(self->strand);
       co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
       if (ec) {
-        spdlog::warn("{} port {}: accept failed: {}", self->what, self->bound_port, ec.message());
+        ++self->accept_errors;
+        ++self->unreported;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - self->last_warning >= kWarnEvery) {
+          spdlog::warn(
+              "{} port {}: accept failed ({} time(s) since the last warning): {}; "
+              "backing off",
+              self->what, self->bound_port, self->unreported, ec.message());
+          self->last_warning = now;
+          self->unreported = 0;
+        }
+        backoff =
+            std::clamp(backoff * 2, kAcceptBackoffMin,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(kAcceptBackoffMax));
+        co_await pause(self, backoff);
         continue;
       }
+      backoff = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true), ec);
       auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
-      self->sessions.remove_if([](const auto& w) { return w.expired(); });
       self->sessions.push_back(stream);
       self->on_connection(std::move(stream));
     }
@@ -90,7 +136,8 @@ struct HttpListener::Impl {
 Result<std::shared_ptr<HttpListener>> HttpListener::listen(asio::io_context& io,
                                                            std::string_view address,
                                                            std::string_view what,
-                                                           OnConnection on_connection) {
+                                                           OnConnection on_connection,
+                                                           size_t max_connections) {
   auto addr = parse_listen_address(address, what);
   if (!addr) return addr.error();
   error_code ec;
@@ -104,12 +151,25 @@ Result<std::shared_ptr<HttpListener>> HttpListener::listen(asio::io_context& io,
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return addr_error(what, address, "cannot listen: " + ec.message());
   impl->bound_port = impl->acceptor.local_endpoint().port();
+  rlimit files{};
+  size_t cap = max_connections;
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
+    cap = std::min<size_t>(cap, std::max<size_t>(8, files.rlim_cur / 2));
+  impl->max_connections = std::max<size_t>(cap, 1);
   asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
   return std::shared_ptr<HttpListener>(new HttpListener(std::move(impl)));
 }
 
 uint16_t HttpListener::port() const {
   return impl_->bound_port;
+}
+
+size_t HttpListener::max_connections() const {
+  return impl_->max_connections;
+}
+
+uint64_t HttpListener::accept_errors() const {
+  return impl_->accept_errors.load();
 }
 
 void HttpListener::stop() {

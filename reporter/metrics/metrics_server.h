@@ -41,7 +41,8 @@ Result<ListenAddress> parse_listen_address(std::string_view text,
 // The TCP side of a small Beast HTTP server, shared by this metrics server and the
 // scheduler's HTTP port: binds and listens at once (a taken port fails at start-up),
 // accepts on a strand of the composition root's io_context (TCP_NODELAY: keep-alive
-// answers are not held back), hands each connection to `on_connection` on that strand
+// answers are not held back; a cap on open connections; accept failures back off), hands
+// each connection to `on_connection` on that strand
 // (which runs its own session coroutine on the stream's executor), and keeps weak
 // references to the connections so stop() can close them.
 class HttpListener {
@@ -49,17 +50,26 @@ class HttpListener {
   using Stream = boost::beast::tcp_stream;
   using OnConnection = std::function<void(std::shared_ptr<Stream>)>;
 
-  static Result<std::shared_ptr<HttpListener>> listen(boost::asio::io_context& io,
-                                                      std::string_view address,
-                                                      std::string_view what,
-                                                      OnConnection on_connection);
+  static Result<std::shared_ptr<HttpListener>> listen(
+      boost::asio::io_context& io, std::string_view address, std::string_view what,
+      OnConnection on_connection, size_t max_connections = kDefaultMaxConnections);
+  [[nodiscard]] size_t max_connections() const;
   // Does not stop: its owner calls stop() (its last reference may go while the
   // io_context is being destroyed, when nothing can be posted any more).
   ~HttpListener() = default;
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
 
+  // Open connections at most, by default: beyond it new ones wait in the kernel's backlog
+  // (each costs a file descriptor and a coroutine; a flood of idle ones must not exhaust
+  // the descriptors the process's real work needs). Never more than half the process's
+  // descriptor limit (RLIMIT_NOFILE), whatever is asked.
+  static constexpr size_t kDefaultMaxConnections = 128;
+
   [[nodiscard]] uint16_t port() const;
+  // accept() failures so far (out of descriptors, mostly); each is followed by a pause
+  // (50 ms doubling to 1 s) and logged at most once a minute with a count.
+  [[nodiscard]] uint64_t accept_errors() const;
   // Thread-safe: stops accepting and closes open connections (on the strand).
   void stop();
 

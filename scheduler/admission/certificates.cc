@@ -112,6 +112,14 @@ Result<Cert> new_cert(EVP_PKEY* key, const std::string& subject_cn, X509* issuer
   return cert;
 }
 
+Result<KeyPair> pem_pair(X509* cert, EVP_PKEY* key) {
+  auto c = cert_pem(cert);
+  if (!c) return c.error();
+  auto k = key_pem(key);
+  if (!k) return k.error();
+  return KeyPair{*c, *k};
+}
+
 CertTime to_time(const ASN1_TIME* t) {
   struct tm tm {};
   ASN1_TIME_to_tm(t, &tm);
@@ -129,11 +137,7 @@ Result<KeyPair> make_ca(const std::string& common_name, CertTime now,
                         {NID_key_usage, "critical,keyCertSign,cRLSign"},
                         {NID_subject_key_identifier, "hash"}});
   if (!cert) return cert.error();
-  auto c = cert_pem(cert->get());
-  if (!c) return c.error();
-  auto k = key_pem(key.get());
-  if (!k) return k.error();
-  return KeyPair{*c, *k};
+  return pem_pair(cert->get(), key.get());
 }
 
 Result<KeyPair> make_serving_cert(const KeyPair& ca, const std::vector<std::string>& dns_names,
@@ -155,11 +159,7 @@ Result<KeyPair> make_serving_cert(const KeyPair& ca, const std::vector<std::stri
                         {NID_authority_key_identifier, "keyid"},
                         {NID_subject_alt_name, san}});
   if (!cert) return cert.error();
-  auto c = cert_pem(cert->get());
-  if (!c) return c.error();
-  auto k = key_pem(key.get());
-  if (!k) return k.error();
-  return KeyPair{*c, *k};
+  return pem_pair(cert->get(), key.get());
 }
 
 Result<CertInfo> read_cert(const std::string& pem) {

@@ -137,8 +137,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
                                                        std::string_view address,
                                                        ApiRoutes& routes) {
   auto impl = std::make_shared<Impl>(routes);
+  // Agents keep their report connection open: room for a large cluster's nodes, capped by
+  // the descriptor limit (half of it) so a flood cannot take them all.
+  constexpr size_t kMaxConnections = 16384;
   auto listener = reporter::HttpListener::listen(
-      io, address, "listen address", reporter::HttpListener::spawn_sessions(impl, &Impl::session));
+      io, address, "listen address", reporter::HttpListener::spawn_sessions(impl, &Impl::session),
+      kMaxConnections);
   if (!listener) return listener.error();
   impl->listener = std::move(*listener);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -94,6 +94,18 @@ def prefixed(conf, prefix):
     return {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
 
 
+def apply_selector_and_pull_secrets(pspec, conf, role):
+    """spark.kubernetes.node.selector.* then the role's own, and the image pull secrets."""
+    selector = prefixed(conf, "spark.kubernetes.node.selector.")
+    selector.update(prefixed(conf, "spark.kubernetes.%s.node.selector." % role))
+    if selector:
+        pspec.setdefault("nodeSelector", {}).update(selector)
+    secrets = [s.strip() for s in conf.get("spark.kubernetes.container.image.pullSecrets",
+                                            "").split(",") if s.strip()]
+    if secrets:
+        pspec.setdefault("imagePullSecrets", []).extend({"name": s} for s in secrets)
+
+
 def dns_name_part(text):
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9\-]", "-", str(text).strip().lower()))
 
@@ -429,14 +441,7 @@ def build_driver_pod(app, conf, template, app_id, driver_prefix, rng):
         meta.setdefault("annotations", {}).update(annotations)
     pspec = pod["spec"]
     pspec["restartPolicy"] = "Never"
-    selector = prefixed(conf, "spark.kubernetes.node.selector.")
-    selector.update(prefixed(conf, "spark.kubernetes.driver.node.selector."))
-    if selector:
-        pspec.setdefault("nodeSelector", {}).update(selector)
-    secrets = [s.strip() for s in conf.get("spark.kubernetes.container.image.pullSecrets",
-                                            "").split(",") if s.strip()]
-    if secrets:
-        pspec.setdefault("imagePullSecrets", []).extend({"name": s} for s in secrets)
+    apply_selector_and_pull_secrets(pspec, conf, "driver")
     scheduler = conf.get("spark.kubernetes.driver.scheduler.name") or \
         conf.get("spark.kubernetes.scheduler.name")
     if scheduler:
@@ -525,14 +530,7 @@ def build_executor_pod(app_spec, conf, template, app_id, prefix, executor_id, dr
     pspec = pod["spec"]
     pspec["hostname"] = hostname
     pspec["restartPolicy"] = "Never"
-    selector = prefixed(conf, "spark.kubernetes.node.selector.")
-    selector.update(prefixed(conf, "spark.kubernetes.executor.node.selector."))
-    if selector:
-        pspec.setdefault("nodeSelector", {}).update(selector)
-    secrets = [s.strip() for s in conf.get("spark.kubernetes.container.image.pullSecrets",
-                                            "").split(",") if s.strip()]
-    if secrets:
-        pspec.setdefault("imagePullSecrets", []).extend({"name": s} for s in secrets)
+    apply_selector_and_pull_secrets(pspec, conf, "executor")
     config_map = "spark-exec-%s-conf-map" % hashlib.sha1(prefix.encode()).hexdigest()[:16]
     pspec.setdefault("volumes", []).extend([
         {"name": local_dir, "emptyDir": {}},
