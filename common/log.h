@@ -7,7 +7,9 @@
 
 namespace gleaner {
 
-// level: trace, debug, info, warn, error, off. Unknown names are an error.
-Status init_logging(std::string_view level);
+// level: trace, debug, info, warn, error, off. format: "text" (time, level letter,
+// message) or "json" (one object per line: time, level, msg, for log collectors).
+// Unknown names are an error.
+Status init_logging(std::string_view level, std::string_view format = "text");
 
 }  // namespace gleaner

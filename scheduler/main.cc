@@ -1,12 +1,12 @@
 // gleaner-scheduler: the central batch scheduler and its simulator.
 #include <CLI/CLI.hpp>
 
+#include "common/cli_main.h"
 #include "scheduler/cli/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gleaner-scheduler: places Spark applications onto harvested batch capacity"};
   app.require_subcommand(1);
   gleaner::scheduler::register_commands(app);
-  CLI11_PARSE(app, argc, argv);
-  return gleaner::scheduler::exit_code();
+  return gleaner::run_cli(app, argc, argv, &gleaner::scheduler::exit_code);
 }

@@ -28,8 +28,11 @@ int run_calc(const CalcOptions& opts) {
     return 2;
   }
   if (!is_directory(opts.config_dir)) {
-    std::cerr << "gleaner-agent calc: config dir " << opts.config_dir
-              << " is not a directory; using the defaults for every key\n";
+    // A mistyped path must not quietly compute the defaults: say so and stop. (An empty
+    // directory is how to ask for the defaults.)
+    std::cerr << "gleaner-agent calc: --config-dir " << opts.config_dir
+              << " is not a directory (an empty directory gives the defaults)\n";
+    return 2;
   }
   // Each failing key falls back to its defaults (there is no previous value here).
   config::LoadResult loaded = config::load_config_dir(opts.config_dir, config::SloConfig{});

@@ -19,6 +19,7 @@
 #include "agent/metrics/node_sampler.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
+#include "common/cli_main.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "common/log.h"
@@ -33,6 +34,7 @@ struct RunFlags {
   int interval_ms = 1000;
   int fast_interval_ms = 50;
   std::string log_level = "info";
+  std::string log_format = "text";
   bool check_config = false;
 };
 
@@ -98,21 +100,21 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
 
 int run_check_config(const RunFlags& flags) {
   auto errors = check_config(flags.daemon);
-  if (auto ok = init_logging(flags.log_level); !ok) {
-    errors.push_back("--log-level: " + ok.error().message);
+  if (auto ok = init_logging(flags.log_level, flags.log_format); !ok) {
+    errors.push_back("--log-level/--log-format: " + ok.error().message);
   }
   for (const auto& e : errors)
     std::fprintf(stderr, "gleaner-agent run --check-config: %s\n", e.c_str());
-  if (!errors.empty()) return 1;
+  if (!errors.empty()) return kExitUsage;
   std::printf("config OK\n");
   return 0;
 }
 
 int run(RunFlags& flags) {
   if (flags.check_config) return run_check_config(flags);
-  if (auto ok = init_logging(flags.log_level); !ok) {
+  if (auto ok = init_logging(flags.log_level, flags.log_format); !ok) {
     std::fprintf(stderr, "%s\n", ok.error().message.c_str());
-    return 2;
+    return kExitUsage;
   }
   flags.daemon.interval = std::chrono::milliseconds(flags.interval_ms);
   flags.daemon.fast_interval = std::chrono::milliseconds(flags.fast_interval_ms);
@@ -232,6 +234,9 @@ void register_run_command(CLI::App& app) {
                   "node cpu PSI some avg10 (percent) that also counts as interference");
   cmd->add_option("--max-ticks", o.max_ticks, "exit after this many sampling passes (0: never)");
   cmd->add_option("--log-level", flags->log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  cmd->add_option("--log-format", flags->log_format,
+                  "text, or json (one object per line: time, level, msg)")
       ->capture_default_str();
   cmd->add_flag("--check-config", flags->check_config,
                 "validate flags, cgroup root, config dir and input files; start nothing");

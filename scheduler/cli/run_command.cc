@@ -49,6 +49,7 @@ struct RunOptions {
   int64_t reservation_ttl = 600;
   int tick_ms = 50;
   std::string log_level = "info";
+  std::string log_format = "text";
   bool check_config = false;
   WebhookFlags webhook;
   std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
@@ -93,6 +94,8 @@ std::vector<std::string> config_errors(const RunOptions& o) {
   if (auto l = server::parse_listen_address(o.listen); !l) add("--listen", l.error().message);
   const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (levels.count(o.log_level) == 0) add("--log-level", "unknown level " + o.log_level);
+  if (o.log_format != "text" && o.log_format != "json")
+    add("--log-format", "expected text or json, got " + o.log_format);
   if (!o.token_file.empty()) {
     auto token = read_file(o.token_file);
     if (!token) {
@@ -169,13 +172,13 @@ int check_config(const RunOptions& o) {
   for (const auto& e : errors)
     std::cout << "gleaner-scheduler run: " << e << "\n";
   if (errors.empty()) std::cout << "config OK\n";
-  return errors.empty() ? 0 : 1;
+  return errors.empty() ? 0 : kBadInput;
 }
 
 int run(const RunOptions& o) {
   if (o.check_config) return check_config(o);
-  if (Status s = init_logging(o.log_level); !s) {
-    std::cerr << "gleaner-scheduler run: --log-level: " << s.error().message << "\n";
+  if (Status s = init_logging(o.log_level, o.log_format); !s) {
+    std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
     return kBadInput;
   }
   SchedulerPolicy policy;
@@ -367,6 +370,9 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tick-ms", o->tick_ms, "scheduling pass interval")->capture_default_str();
   cmd->add_option("--log-level", o->log_level, "trace|debug|info|warn|error")
+      ->capture_default_str();
+  cmd->add_option("--log-format", o->log_format,
+                  "text, or json (one object per line: time, level, msg)")
       ->capture_default_str();
   cmd->add_option("--webhook-listen", o->webhook.listen,
                   "HTTPS address of the colocation webhook (POST /mutate-pod); empty: none");

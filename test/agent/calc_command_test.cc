@@ -77,6 +77,14 @@ TEST(CalcCommand, BadConfigIsReportedAndFallsBackToDefaults) {
   EXPECT_EQ(Json::parse(run.out)["colocation"], "disabled");  // defaults: enable=false
 }
 
+TEST(CalcCommand, AConfigDirThatIsNotThereIsAnError) {
+  auto run = run_calc(testing::fixture_path("agent/snapshots/worked-example.json"),
+                      "/nonexistent/slo-config");
+  EXPECT_EQ(run.code, 2);
+  EXPECT_TRUE(run.out.empty());
+  EXPECT_NE(run.err.find("/nonexistent/slo-config is not a directory"), std::string::npos);
+}
+
 TEST(CalcCommand, BadSnapshotExitsWithCode2) {
   testing::TempDir dir;
   dir.write("truncated.json", R"({"node": {"metadata": {"name": "n"}}, "pods": [)");

@@ -481,7 +481,7 @@ def run_agent_checks(c, bin_dir, src, ds, docs):
         with open(os.path.join(config_dir, "colocation-config"), "w") as f:
             json.dump(bad, f)
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-        c.check(r.returncode == 1 and "cpuReclaimThresholdPercent" in r.stderr,
+        c.check(r.returncode == 2 and "cpuReclaimThresholdPercent" in r.stderr,
                 "--check-config rejects cpuReclaimThresholdPercent 150: rc=%d stderr=%s"
                 % (r.returncode, r.stderr.strip()))
 

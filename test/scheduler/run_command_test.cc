@@ -1,5 +1,5 @@
 // `gleaner-scheduler run --check-config`: "config OK" and exit 0 for a good configuration,
-// every error and exit 1 otherwise, without starting the server.
+// every error and exit 2 (a configuration error) otherwise, without starting the server.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -68,7 +68,7 @@ TEST(RunCheckConfig, BadConfigurationPrintsEveryErrorAndExitsOne) {
                        "fifo",
                        "--tick-ms",
                        "0"});
-  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.code, 2);
   EXPECT_EQ(o.out.find("config OK"), std::string::npos);
   for (const char* flag :
        {"run: --listen: ", "run: --token-file: ", "is empty", "run: --queues-file: ",
@@ -81,7 +81,7 @@ TEST(RunCheckConfig, BadConfigurationPrintsEveryErrorAndExitsOne) {
 
 TEST(RunCheckConfig, UnreadableTokenFileIsAnError) {
   Outcome o = run_cli({"run", "--check-config", "--token-file", "/nonexistent/token"});
-  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.code, 2);
   EXPECT_NE(o.out.find("--token-file: "), std::string::npos) << o.out;
 }
 
