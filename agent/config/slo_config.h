@@ -62,7 +62,12 @@ ConfigDirStamp stamp_config_dir(const std::string& dir);
 // daemon exports the counters as a Prometheus metric).
 class ConfigLoader {
  public:
-  explicit ConfigLoader(std::string dir) : dir_(std::move(dir)) {}
+  // Every key's counter exists from the start at 0: a counter that first appears at 1
+  // hides its first error from increase() (and so from the alert on it).
+  explicit ConfigLoader(std::string dir) : dir_(std::move(dir)) {
+    for (const char* key : kConfigKeys)
+      errors_[key] = 0;
+  }
 
   // Reloads from disk; returns the errors of this load (each is also counted).
   std::vector<KeyError> reload();
