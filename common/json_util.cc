@@ -64,6 +64,10 @@ const Json* find_path(const Json& root, std::string_view dotted_path) {
   return node;
 }
 
+std::string dump_json(const Json& value, int indent) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string string_at(const Json& root, std::string_view path, std::string fallback) {
   const Json* v = find_path(root, path);
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::move(fallback);

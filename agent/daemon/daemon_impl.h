@@ -97,6 +97,9 @@ struct Daemon::Impl {
   std::unique_ptr<reporter::ReportClient> report_client;
   boost::asio::steady_timer timer;
   uint64_t sequence = 0;
+  // This process among the agents that ever ran on the node (reports' epoch): the
+  // scheduler tells a restarted agent by it, not by its clock.
+  std::string epoch = new_report_epoch();
   int ticks = 0;
   bool stopped = false;
   std::string last_calc;

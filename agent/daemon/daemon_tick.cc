@@ -198,6 +198,7 @@ void Daemon::tick() {
       std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
   TickOutcome outcome =
       describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
+  outcome.report.epoch = d.epoch;
   for (const auto& [resource, c] : d.executor->counters()) {
     outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
     outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);

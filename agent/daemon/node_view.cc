@@ -1,6 +1,8 @@
 #include "agent/daemon/node_view.h"
 
 #include <cmath>
+#include <cstdio>
+#include <random>
 
 namespace gleaner::agent {
 namespace {
@@ -37,6 +39,14 @@ snapshot::NodeSnapshot build_snapshot(const kube::Node& node, const std::vector<
   snap.metrics.node = usage.node;
   snap.metrics.pods = usage.pods;
   return snap;
+}
+
+std::string new_report_epoch() {
+  std::random_device rd;
+  const uint64_t value = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(value));
+  return buf;
 }
 
 TickOutcome describe_tick(const snapshot::NodeSnapshot& snap, const batch::BatchResult& batch,

@@ -30,6 +30,9 @@ struct TickOutcome {
   reporter::NodeReport report;
 };
 
+// 16 random hex digits, fixed for the life of one agent process.
+std::string new_report_epoch();
+
 // `latest`: this tick's raw per-pod samples (throttling, PSI) for the exported series.
 TickOutcome describe_tick(const snapshot::NodeSnapshot& snap, const batch::BatchResult& batch,
                           const PodSamplingPass& latest, const std::string& cluster,

@@ -16,6 +16,19 @@ std::string join(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+// Node and cluster names as Kubernetes spells them (DNS-1123: lowercase letters, digits,
+// '-' and '.', at most `max` characters): a report cannot smuggle a 512 KiB name, a NUL or
+// bytes that are not text into the scheduler's tables and answers.
+Status check_name(const std::string& name, const char* field, size_t max) {
+  if (name.size() > max)
+    return field_error(field, "longer than " + std::to_string(max) + " characters");
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    if (!ok) return field_error(field, "not a DNS-1123 name (lowercase letters, digits, '-', '.')");
+  }
+  return ok_status();
+}
+
 // Reads the members of one JSON object and, at the end, rejects any member nobody asked
 // for: a typo in a field name must not silently read as "absent".
 class ObjectReader {
@@ -284,6 +297,7 @@ Json to_json(const NodeReport& report) {
         {"beCpuLimitMillicores", report.suppress.be_cpu_limit_millicores}}},
       {"interference", {{"lsPods", std::move(interference)}}},
   };
+  if (!report.epoch.empty()) j["epoch"] = report.epoch;
   return j;
 }
 
@@ -304,7 +318,13 @@ Result<NodeReport> node_report_from_json(const Json& json) {
   }
   out.version = static_cast<int>(version);
   GLEANER_TRY_ASSIGN(out.node, r.string("node", false));
+  GLEANER_TRY_STATUS(check_name(out.node, "node", 253));
   GLEANER_TRY_ASSIGN(out.cluster, r.string("cluster", true));
+  GLEANER_TRY_STATUS(check_name(out.cluster, "cluster", 63));
+  if (json.contains("epoch")) {
+    GLEANER_TRY_ASSIGN(out.epoch, r.string("epoch", false));
+    if (out.epoch.size() > 64) return field_error("epoch", "longer than 64 characters");
+  }
   int64_t sequence = 0;
   GLEANER_TRY_ASSIGN(sequence, r.non_negative_int("sequence"));
   out.sequence = static_cast<uint64_t>(sequence);

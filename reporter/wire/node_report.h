@@ -68,7 +68,11 @@ struct NodeReport {
   int version = kNodeReportVersion;
   std::string node;
   std::string cluster;
-  uint64_t sequence = 0;          // strictly increasing within one agent process
+  uint64_t sequence = 0;  // strictly increasing within one agent process
+  // The agent process (random, fixed for its life): a report of another epoch is a
+  // restarted agent, whatever its sequence and clock say. Optional ("": an agent that
+  // predates it; the scheduler then falls back to the sample time).
+  std::string epoch;
   int64_t timestamp_unix_ms = 0;  // wall-clock time of the sample the report describes
   ResourceAmounts capacity;
   ResourceAmounts allocatable;

@@ -111,7 +111,7 @@ AdmissionResponse review_pod(const AdmissionRequest& request, const MutationInpu
   } else {
     out.outcome = Outcome::kMutated;
     response["patchType"] = "JSONPatch";
-    response["patch"] = kube::base64_encode(mutation->patch.dump());
+    response["patch"] = kube::base64_encode(dump_json(mutation->patch));
   }
   std::string how;
   for (const auto& p : mutation->profiles)

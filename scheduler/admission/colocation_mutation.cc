@@ -214,9 +214,9 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
         original["containers"][string_at(c, "name", std::to_string(i))] = (*converted)->original;
       }
     }
-    if (m.converted) annotations[kExtendedResourceSpecAnnotation] = original.dump();
+    if (m.converted) annotations[kExtendedResourceSpecAnnotation] = dump_json(original);
     if (spec.contains("overhead") && spec["overhead"].is_object() && !spec["overhead"].empty())
-      m.warnings.push_back("spec.overhead (" + spec["overhead"].dump() +
+      m.warnings.push_back("spec.overhead (" + dump_json(spec["overhead"]) +
                            ") stays on the node's regular allocatable");
   }
   // Labels and annotations last: a reinvocation compares against what is there.

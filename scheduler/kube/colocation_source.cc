@@ -9,7 +9,7 @@ namespace gleaner::scheduler::kube_glue {
 namespace {
 
 server::HttpReply json_reply(unsigned status, const Json& body) {
-  return server::HttpReply{status, "application/json", body.dump() + "\n"};
+  return server::HttpReply{status, "application/json", dump_json(body) + "\n"};
 }
 
 std::string name_of(const Json& obj) {

@@ -5,7 +5,7 @@ namespace gleaner::scheduler::server {
 namespace {
 
 HttpReply json_reply(unsigned status, const Json& doc) {
-  return HttpReply{status, "application/json", doc.dump() + "\n"};
+  return HttpReply{status, "application/json", dump_json(doc) + "\n"};
 }
 
 HttpReply error_reply(unsigned status, const std::string& reason, const std::string& message) {

@@ -110,6 +110,19 @@ struct HttpServer::Impl {
                                        asio::redirect_error(asio::use_awaitable, ec));
       // A Content-Length above the limit fails here, with the header already parsed.
       const bool too_large = ec == http::error::body_limit;
+      if (ec == http::error::header_limit) {
+        // Answered, not dropped: the client learns why (431), then the connection ends.
+        http::response<http::string_body> res{http::status::request_header_fields_too_large, 11};
+        res.set(http::field::server, "gleaner-scheduler");
+        res.set(http::field::content_type, "application/json");
+        res.keep_alive(false);
+        res.body() = R"({"error":"header_too_large","message":"request headers above )" +
+                     std::to_string(kHeaderLimit) + " bytes\"}\n";
+        res.prepare_payload();
+        co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        co_await drain(*stream, buffer);
+        break;
+      }
       if (ec && !too_large) break;  // closed, timed out or not HTTP: nothing to answer
       bool close = false;
       HttpReply reply = co_await answer(*self, *stream, buffer, parser, too_large, close);

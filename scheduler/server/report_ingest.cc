@@ -61,29 +61,43 @@ IngestVerdict ReportValidator::check(std::string_view authorization, std::string
   if (!report) return reject(400, RejectReason::kMalformed, report.error().message);
 
   const std::string key = report->cluster + "/" + report->node;
+  const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mu_);
+  forget_silent(now);
   auto it = last_.find(key);
   if (it != last_.end()) {
     const Last& last = it->second;
-    if (report->sequence == last.sequence && report->timestamp_unix_ms == last.timestamp_ms) {
+    const bool same_process = !report->epoch.empty() && report->epoch == last.epoch;
+    if ((same_process || report->epoch.empty()) && report->sequence == last.sequence &&
+        report->timestamp_unix_ms == last.timestamp_ms) {
       IngestVerdict v;
       v.duplicate = true;
       return v;
     }
-    // Sequences grow within one agent process; a restarted agent starts again from 0, so
-    // a lower sequence with a newer sample time is a new process, not a replay.
+    // Sequences grow within one agent process. Another epoch is another process (a
+    // restart), whatever its sequence and its clock say; without epochs (an older agent)
+    // a lower sequence with a newer sample time is taken as a restart.
     const bool newer_sequence = report->sequence > last.sequence;
-    const bool restarted = report->timestamp_unix_ms > last.timestamp_ms;
+    const bool restarted = report->epoch.empty() ? report->timestamp_unix_ms > last.timestamp_ms
+                                                 : report->epoch != last.epoch;
     if (!newer_sequence && !restarted) {
       return reject(409, RejectReason::kOutOfOrder,
                     "node " + report->node + ": sequence " + std::to_string(report->sequence) +
                         " is not after the last accepted " + std::to_string(last.sequence));
     }
   }
-  last_[key] = Last{report->sequence, report->timestamp_unix_ms};
+  last_[key] = Last{report->epoch, report->sequence, report->timestamp_unix_ms, now};
   IngestVerdict v;
   v.report = std::move(*report);
   return v;
+}
+
+void ReportValidator::forget_silent(std::chrono::steady_clock::time_point now) {
+  // At most once a minute: a pass over the table costs one comparison per node.
+  if (now - last_sweep_ < std::chrono::minutes(1)) return;
+  last_sweep_ = now;
+  std::erase_if(last_,
+                [&](const auto& entry) { return now - entry.second.received > kForgetAfter; });
 }
 
 }  // namespace gleaner::scheduler::server

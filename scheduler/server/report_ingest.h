@@ -4,6 +4,7 @@
 // sequence. Pure apart from the token file: the HTTP server only moves bytes, so these
 // rules are tested without sockets.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -49,15 +50,22 @@ class ReportValidator {
 
  private:
   struct Last {
+    std::string epoch;
     uint64_t sequence = 0;
     int64_t timestamp_ms = 0;
+    std::chrono::steady_clock::time_point received;
   };
+  // Entries of nodes silent this long are dropped (a node gone from the cluster, or a
+  // name someone made up): the table stays as large as the nodes that report.
+  static constexpr std::chrono::hours kForgetAfter{1};
+  void forget_silent(std::chrono::steady_clock::time_point now);
 
   kube::TokenSource token_;
   bool auth_required_;
   std::size_t max_body_bytes_;
   std::mutex mu_;
   std::map<std::string, Last> last_;  // "cluster/node"
+  std::chrono::steady_clock::time_point last_sweep_;
 };
 
 }  // namespace gleaner::scheduler::server

@@ -103,6 +103,58 @@ TEST_F(IngestionTest, RejectsOutOfOrderSequencesButAcceptsARestartedAgent) {
   EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 2000);
 }
 
+TEST_F(IngestionTest, ARestartedAgentIsKnownByItsEpochNotItsClock) {
+  // A report stamped an hour ahead, then the agent restarts with a correct clock: its
+  // reports are accepted at once (no 409s until the clock catches up).
+  auto ahead = node_report("n1", 7, 4000, 1 << 30);
+  ahead.epoch = "aaaaaaaaaaaaaaaa";
+  ahead.timestamp_unix_ms += 3600 * 1000;
+  EXPECT_EQ(post(ahead).status, 200);
+  auto restarted = node_report("n1", 1, 2000, 1 << 30);
+  restarted.epoch = "bbbbbbbbbbbbbbbb";
+  EXPECT_EQ(post(restarted).status, 200);
+  restarted.sequence = 2;
+  EXPECT_EQ(post(restarted).status, 200);
+  // One forged report with the largest sequence does not lock the node out either.
+  auto forged = restarted;
+  forged.epoch = "cccccccccccccccc";
+  forged.sequence = INT64_MAX;
+  EXPECT_EQ(post(forged).status, 200);
+  restarted.sequence = 3;
+  EXPECT_EQ(post(restarted).status, 200);
+  // Within one epoch the order still holds.
+  restarted.sequence = 2;
+  EXPECT_EQ(post(restarted).status, 409);
+}
+
+TEST_F(IngestionTest, NamesThatAreNotKubernetesNamesAreRefused) {
+  for (const std::string& node :
+       {std::string(600, 'a'), std::string("n\0ul", 4), std::string("N1"), std::string("n/1")}) {
+    auto r = node_report(node, 1, 4000, 1 << 30);
+    EXPECT_EQ(post(r).status, 400) << node.size();
+  }
+  auto long_cluster = node_report("n1", 1, 4000, 1 << 30, std::string(64, 'c'));
+  EXPECT_EQ(post(long_cluster).status, 400);
+  EXPECT_EQ(metrics_.reports_accepted(), 0u);
+}
+
+TEST_F(IngestionTest, BytesThatAreNotUtf8GetAnAnswerNotADroppedConnection) {
+  const std::string body = "{\"version\": 1, \"node\": \"\xff\xfe\"}";
+  auto r = send("POST", "/api/v1/reports", body);
+  EXPECT_EQ(r.status, 400);
+  auto path = send("GET", "/api/v1/\xff\xfe", "");
+  EXPECT_EQ(path.status, 404);
+  EXPECT_TRUE(Json::accept(path.body)) << path.body;
+}
+
+TEST_F(IngestionTest, OversizedHeadersAreAnswered431) {
+  kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+  kube::HttpRequest req{"GET", "/healthz", {{"X-Padding", std::string(20000, 'x')}}, ""};
+  auto resp = conn.request(req, {});
+  ASSERT_TRUE(resp.ok()) << resp.error().message;
+  EXPECT_EQ(resp->status, 431);
+}
+
 TEST_F(IngestionTest, RefusesBodiesAboveTheLimit) {
   auto r = node_report("n1", 1, 4000, 1 << 30);
   for (int i = 0; i < 100; ++i)
