@@ -3,17 +3,21 @@
 // each member cluster has a ClusterLink (informers and an action worker). Without
 // --kubeconfig or --cluster it runs "reports only": ingestion, the core and the API.
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "common/file_io.h"
 #include "common/log.h"
@@ -21,6 +25,7 @@
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/leader_election.h"
 #include "scheduler/server/http_server.h"
 #include "scheduler/sim/scenario.h"
 
@@ -53,7 +58,36 @@ struct RunOptions {
   bool check_config = false;
   WebhookFlags webhook;
   std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
+  bool leader_elect = false;
+  std::string lease = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
+  std::string identity;                                    // "" = $POD_NAME or hostname, + random
+  double lease_duration = 15;
+  double renew_deadline = 10;
+  double retry_period = 2;
 };
+
+kube_glue::LeaderElectionOptions election_options(const RunOptions& o) {
+  kube_glue::LeaderElectionOptions e;
+  const auto slash = o.lease.find('/');
+  if (slash != std::string::npos) {
+    e.lease_namespace = o.lease.substr(0, slash);
+    e.lease_name = o.lease.substr(slash + 1);
+  }
+  e.identity = o.identity;
+  if (e.identity.empty()) {
+    const char* pod = std::getenv("POD_NAME");
+    char host[256] = "gleaner-scheduler";
+    if (pod == nullptr) ::gethostname(host, sizeof(host) - 1);
+    // A suffix per process: a restarted replica is a new candidate, not the old leader.
+    e.identity =
+        std::string(pod != nullptr ? pod : host) + "_" + std::to_string(std::random_device{}());
+  }
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  e.lease_duration = ms(o.lease_duration);
+  e.renew_deadline = ms(o.renew_deadline);
+  e.retry_period = ms(o.retry_period);
+  return e;
+}
 
 // The queues file: the scenario's "queues" array, either alone or in an object with
 // "queues" (and optionally "policy", as in a scenario file).
@@ -127,6 +161,14 @@ std::vector<std::string> config_errors(const RunOptions& o) {
     } else if (auto tree = QuotaTree::build(s->queues); !tree) {
       add("--queues-file", o.queues_file + ": " + tree.error().message);
     }
+  }
+  if (o.leader_elect) {
+    if (o.clusters.empty() && o.kubeconfig.empty())
+      add("--leader-elect", "needs a cluster (--kubeconfig or --cluster) to hold the Lease");
+    if (o.lease.find('/') == std::string::npos || o.lease.front() == '/' || o.lease.back() == '/')
+      add("--leader-elect-lease", "expected NAMESPACE/NAME, got " + o.lease);
+    if (Status s = kube_glue::check_leader_election(election_options(o)); !s)
+      add("--leader-elect", s.error().message);
   }
   if (!o.quota_tree_cluster.empty() && !o.queues_file.empty())
     add("--quota-tree-cluster", "not used with --queues-file (the file is the quota tree)");
@@ -297,9 +339,6 @@ int run(const RunOptions& o) {
     }
     webhook = std::move(*started);
   }
-  for (auto& [name, link] : links)
-    link->start();
-
   boost::asio::steady_timer timer(io);
   std::function<void()> arm = [&] {
     timer.expires_after(std::chrono::milliseconds(o.tick_ms));
@@ -309,7 +348,46 @@ int run(const RunOptions& o) {
       arm();
     });
   };
-  arm();
+  // Scheduling starts now, or once this replica leads: a standby serves health, metrics
+  // and the webhook, and answers /readyz 503 so the Services send their traffic to the
+  // leader.
+  auto begin_scheduling = [&] {
+    for (auto& [name, link] : links)
+      link->start();
+    arm();
+  };
+  int exit_status = 0;
+  std::unique_ptr<kube::KubeClient> lease_client;
+  std::unique_ptr<kube_glue::LeaderElector> elector;
+  if (o.leader_elect) {
+    if (configs.empty()) {
+      std::cerr << "gleaner-scheduler run: --leader-elect: needs a cluster to hold the Lease\n";
+      return kBadInput;
+    }
+    const auto e = election_options(o);
+    if (Status s = kube_glue::check_leader_election(e); !s) {
+      std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
+      return kBadInput;
+    }
+    lease_client = std::make_unique<kube::KubeClient>(configs.begin()->second, clock);
+    elector = std::make_unique<kube_glue::LeaderElector>(*lease_client, e, clock);
+    routes.set_active([&elector] { return elector->leading(); });
+    elector->start([&] { boost::asio::post(io, begin_scheduling); },
+                   [&] {
+                     // Another replica may lead from now on: stop acting at once.
+                     boost::asio::post(io, [&] {
+                       exit_status = 1;
+                       timer.cancel();
+                       (*http)->stop();
+                       if (webhook) webhook->stop();
+                       io.stop();
+                     });
+                   });
+    spdlog::info("gleaner-scheduler: standby until it leads (Lease {}, identity {})", o.lease,
+                 e.identity);
+  } else {
+    begin_scheduling();
+  }
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code& ec, int sig) {
     if (ec) return;
@@ -323,7 +401,11 @@ int run(const RunOptions& o) {
   for (auto& [name, link] : links)
     link->stop();
   (*live)->set_sinks(nullptr, nullptr);
-  return 0;
+  if (elector) elector->stop();
+  if (exit_status != 0)
+    std::cerr << "gleaner-scheduler run: lost the leader Lease; exiting (a restart makes this "
+                 "replica a candidate again)\n";
+  return exit_status;
 }
 
 }  // namespace
@@ -359,6 +441,22 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--queues-file", o->queues_file,
                   "elastic quota tree: the scenario format's queues (and policy)");
+  cmd->add_flag("--leader-elect", o->leader_elect,
+                "run as one of several replicas: only the holder of the Lease schedules");
+  cmd->add_option("--leader-elect-lease", o->lease, "NAMESPACE/NAME of the Lease")
+      ->capture_default_str();
+  cmd->add_option("--leader-elect-identity", o->identity,
+                  "this replica's name in the Lease (default: $POD_NAME or the host name, "
+                  "plus a random suffix)");
+  cmd->add_option("--leader-elect-lease-duration", o->lease_duration,
+                  "seconds a candidate waits on an unrenewed Lease before taking it")
+      ->capture_default_str();
+  cmd->add_option("--leader-elect-renew-deadline", o->renew_deadline,
+                  "seconds the leader keeps trying to renew before it gives up leading")
+      ->capture_default_str();
+  cmd->add_option("--leader-elect-retry-period", o->retry_period,
+                  "seconds between tries to acquire or renew")
+      ->capture_default_str();
   cmd->add_option("--quota-tree-cluster", o->quota_tree_cluster,
                   "cluster whose ElasticQuotaTree is the quota tree (default: the first; "
                   "not watched with --queues-file)");

@@ -29,6 +29,8 @@ HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
 }
 
 HttpReply ApiRoutes::post_report(std::string_view authorization, std::string_view body) {
+  if (!active())
+    return error_reply(503, "not_leader", "this replica is a standby; reports go to the leader");
   IngestVerdict v = validator_.check(authorization, body);
   if (v.rejected) {
     metrics_.report_rejected(*v.rejected);
@@ -52,6 +54,10 @@ HttpReply ApiRoutes::get(std::string_view method, std::string_view target) {
     return error_reply(405, "method_not_allowed", "only GET here (reports: POST /api/v1/reports)");
   }
   if (path == "/healthz") return HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/readyz") {
+    return active() ? HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
+                    : HttpReply{503, "text/plain; charset=utf-8", "standby: not the leader\n"};
+  }
   if (path == "/metrics") {
     return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
                      metrics_.render(live_.gauges())};

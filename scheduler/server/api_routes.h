@@ -5,6 +5,7 @@
 //   GET  /api/v1/queues | /api/v1/jobs | /api/v1/nodes   JSON views of the scheduler
 //   GET  /metrics   Prometheus text      GET /healthz   "ok"
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -33,8 +34,14 @@ class ApiRoutes {
   // The server refused the request before it reached post_report.
   HttpReply rejected(RejectReason reason, const std::string& message);
   HttpReply get(std::string_view method, std::string_view target);
+  // Whether this replica schedules (always, without leader election). A standby answers
+  // /readyz with 503, so Services route reports and webhook calls to the leader, and
+  // refuses reports (503) sent to it directly.
+  void set_active(std::function<bool()> active) { active_ = std::move(active); }
 
  private:
+  [[nodiscard]] bool active() const { return !active_ || active_(); }
+  std::function<bool()> active_;
   ReportValidator& validator_;
   LiveScheduler& live_;
   LiveMetrics& metrics_;

@@ -63,12 +63,15 @@ RESOURCES = {
     ("scheduling.sigs.k8s.io", "elasticquotatrees"): ("ElasticQuotaTree", True, True),
     ("config.koordinator.sh", "clustercolocationprofiles"):
         ("ClusterColocationProfile", False, True),
+    ("coordination.k8s.io", "leases"): ("Lease", True, False),
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
-            "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1"}
+            "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
+            "coordination.k8s.io": "v1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
-BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io"}
+BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
+                   "coordination.k8s.io"}
 
 
 class Route:

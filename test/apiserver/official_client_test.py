@@ -778,6 +778,25 @@ class OfficialClientTest(unittest.TestCase):
         self.assertEqual(refused.exception.status, 403)
         self.assertIn("priority admission controller computed 3500", refused.exception.body)
 
+    def test_leases_for_leader_election(self):
+        # What a leader elector does: create, read, update with the resourceVersion; a
+        # stale update conflicts.
+        coord = client.CoordinationV1Api(self.api)
+        created = coord.create_namespaced_lease("gleaner-system", client.V1Lease(
+            metadata=client.V1ObjectMeta(name="gleaner-scheduler"),
+            spec=client.V1LeaseSpec(holder_identity="a", lease_duration_seconds=15,
+                                    lease_transitions=0)))
+        self.addCleanup(coord.delete_namespaced_lease, "gleaner-scheduler", "gleaner-system")
+        read = coord.read_namespaced_lease("gleaner-scheduler", "gleaner-system")
+        self.assertEqual(read.spec.holder_identity, "a")
+        read.spec.holder_identity, read.spec.lease_transitions = "b", 1
+        updated = coord.replace_namespaced_lease("gleaner-scheduler", "gleaner-system", read)
+        self.assertEqual(updated.spec.holder_identity, "b")
+        created.spec.holder_identity = "c"
+        with self.assertRaises(ApiException) as stale:
+            coord.replace_namespaced_lease("gleaner-scheduler", "gleaner-system", created)
+        self.assertEqual(stale.exception.status, 409)
+
     def test_rejects_missing_token(self):
         config = client.Configuration(host=self.api.configuration.host)
         with self.assertRaises(ApiException) as denied, client.ApiClient(config) as anonymous:

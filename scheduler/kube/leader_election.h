@@ -1,0 +1,76 @@
+#pragma once
+// Leader election on a coordination.k8s.io/v1 Lease, as kube-scheduler does it: the
+// leader renews the Lease every retry period; a candidate takes it over once it has seen
+// the same record unchanged for a whole lease duration (its own clock, never the
+// holder's: clocks may be skewed). A leader that cannot renew within the renew deadline
+// has lost: the caller stops acting at once (the scheduler exits and is restarted as a
+// candidate, as kube-scheduler does), so two replicas never bind at the same time.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/json_util.h"
+#include "common/result.h"
+#include "kube/api_client.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+struct LeaderElectionOptions {
+  std::string lease_namespace = "gleaner-system";
+  std::string lease_name = "gleaner-scheduler";
+  std::string identity;  // unique per replica (pod name plus a random suffix)
+  std::chrono::milliseconds lease_duration{15000};
+  std::chrono::milliseconds renew_deadline{10000};
+  std::chrono::milliseconds retry_period{2000};
+};
+
+// Checks the durations (renew deadline below the lease duration, retry below the deadline).
+Status check_leader_election(const LeaderElectionOptions& options);
+
+// The decision for one look at the Lease, pure. `observed_for`: how long this candidate
+// has seen the current record unchanged.
+enum class LeaseStep { kCreate, kRenew, kTakeOver, kWait };
+LeaseStep decide_lease(const std::optional<Json>& lease, const std::string& identity,
+                       std::chrono::milliseconds observed_for,
+                       std::chrono::milliseconds lease_duration);
+
+class LeaderElector {
+ public:
+  LeaderElector(kube::KubeClient& client, LeaderElectionOptions options, const Clock& clock);
+  ~LeaderElector();
+  LeaderElector(const LeaderElector&) = delete;
+  LeaderElector& operator=(const LeaderElector&) = delete;
+
+  // Runs on its own thread: `started` once this replica leads, `lost` once it no longer
+  // does (never after stop()).
+  void start(std::function<void()> started, std::function<void()> lost);
+  void stop();
+  [[nodiscard]] bool leading() const { return leading_.load(); }
+
+ private:
+  void run(const std::stop_token& stop);
+  // One look at the Lease and the write it calls for; true when this replica holds it.
+  bool try_acquire_or_renew();
+
+  kube::KubeClient& client_;
+  LeaderElectionOptions options_;
+  const Clock& clock_;
+  std::atomic<bool> leading_{false};
+  std::string observed_record_;  // holder, renewTime and resourceVersion last seen
+  SteadyTime observed_at_{};
+  SteadyTime last_renewed_{};
+  std::function<void()> started_;
+  std::function<void()> lost_;
+  std::mutex wake_mu_;
+  std::condition_variable_any wake_;
+  std::jthread thread_;
+};
+
+}  // namespace gleaner::scheduler::kube_glue
