@@ -95,6 +95,15 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
       errors.push_back("--token-file: " + token.error().message);
     }
   }
+  if (!o.scheduler_ca_file.empty()) {
+    if (auto ca = read_file(o.scheduler_ca_file); !ca) {
+      errors.push_back("--scheduler-ca-file: " + ca.error().message);
+    } else if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      errors.push_back("--scheduler-ca-file: " + o.scheduler_ca_file + " holds no PEM certificate");
+    }
+    if (o.scheduler_url.rfind("https://", 0) != 0)
+      errors.push_back("--scheduler-ca-file: only used with an https:// --scheduler-url");
+  }
   return errors;
 }
 
@@ -197,6 +206,9 @@ void register_run_command(CLI::App& app) {
   env(cmd->add_option("--scheduler-url", o.scheduler_url, "gleaner-scheduler report endpoint"),
       "GLEANER_SCHEDULER_URL");
   cmd->add_option("--token-file", o.token_file, "bearer token file for the scheduler");
+  cmd->add_option("--scheduler-ca-file", o.scheduler_ca_file,
+                  "PEM CA bundle to verify an https:// scheduler with (default: the system "
+                  "trust store)");
   cmd->add_option("--interval", flags->interval_ms, "sampling interval in milliseconds")
       ->check(CLI::Range(50, 60000))
       ->capture_default_str();

@@ -162,6 +162,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     reporter::ReportClientOptions r;
     r.scheduler_url = d.opt.scheduler_url;
     r.token_file = d.opt.token_file;
+    r.ca_file = d.opt.scheduler_ca_file;
     auto client = reporter::ReportClient::create(io, d.clock, std::move(r));
     if (!client) return client.error();
     d.report_client = std::move(*client);

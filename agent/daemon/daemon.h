@@ -54,6 +54,8 @@ struct DaemonOptions {
   std::string metrics_addr = ":9316";
   std::string scheduler_url;
   std::string token_file;
+  // https scheduler URLs: the CA to verify the scheduler with ("": the system trust store).
+  std::string scheduler_ca_file;
   std::chrono::milliseconds interval{1000};
   std::chrono::seconds pods_refresh{10};
   // Fast CPU-suppress loop period; 0 disables it (then suppression follows `interval`).

@@ -352,6 +352,7 @@ int run(const RunOptions& o) {
   // and the webhook, and answers /readyz 503 so the Services send their traffic to the
   // leader.
   auto begin_scheduling = [&] {
+    metrics.set_leading(true);
     for (auto& [name, link] : links)
       link->start();
     arm();

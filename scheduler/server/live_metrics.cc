@@ -108,6 +108,10 @@ void LiveMetrics::webhook_certificate_error() {
   std::lock_guard lock(mu_);
   ++certificate_errors_;
 }
+void LiveMetrics::set_leading(bool leading) {
+  std::lock_guard lock(mu_);
+  leading_ = leading;
+}
 void LiveMetrics::quota_tree_rejected() {
   std::lock_guard lock(mu_);
   ++quota_trees_rejected_;
@@ -121,6 +125,9 @@ uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
 std::string LiveMetrics::render(const StateGauges& g) const {
   std::lock_guard lock(mu_);
   std::string out;
+  single(out, "gleaner_scheduler_leader", "gauge",
+         "1 while this replica schedules (the leader, or no leader election), 0 on a standby.",
+         leading_ ? 1.0 : 0.0);
   header(out, "gleaner_scheduler_jobs", "gauge", "Spark jobs known to the scheduler by phase.");
   out += fmt::format("gleaner_scheduler_jobs{{phase=\"pending\"}} {}\n", g.pending_jobs);
   out += fmt::format("gleaner_scheduler_jobs{{phase=\"admitted\"}} {}\n", g.admitted_jobs);

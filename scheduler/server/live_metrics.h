@@ -58,6 +58,8 @@ class LiveMetrics {
   void webhook_certificate_error();
   // An ElasticQuotaTree version refused (the current quota tree stays).
   void quota_tree_rejected();
+  // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
+  void set_leading(bool leading);
   [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
@@ -83,6 +85,7 @@ class LiveMetrics {
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;
+  bool leading_ = false;
   Histogram admission_latency_;
   Histogram report_lag_;
 };

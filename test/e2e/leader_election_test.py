@@ -148,6 +148,9 @@ class LeaderElection(unittest.TestCase):
         other = "b" if first == "a" else "a"
         self.assertFalse(self.ready(other))
         self.assertEqual(self.post_report(other), 503)  # a standby takes no reports
+        for name, value in ((first, "1"), (other, "0")):
+            metrics = http("GET", self.replicas[name][1] + "/metrics")[1]
+            self.assertIn("gleaner_scheduler_leader %s\n" % value, metrics)
         self.bind_and_count(first, "p1")
 
         # The leader dies without a word: the standby waits out the lease, then leads.
