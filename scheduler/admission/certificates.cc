@@ -12,6 +12,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/file_io.h"
+
 namespace gleaner::scheduler::admission {
 
 namespace {
@@ -204,6 +206,17 @@ Status check_serving_pair(const KeyPair& pair, const std::vector<std::string>& d
     return make_error(ErrorCode::kInvalidArgument,
                       "the certificate expires within the renewal margin");
   return ok_status();
+}
+
+Result<KeyPair> read_key_pair_dir(const std::string& dir, CertTime now) {
+  auto cert = read_file(join_path(dir, "tls.crt"));
+  if (!cert) return cert.error();
+  auto key = read_file(join_path(dir, "tls.key"));
+  if (!key) return key.error();
+  KeyPair pair{*cert, *key};
+  if (Status s = check_serving_pair(pair, {}, now, std::chrono::seconds(0)); !s)
+    return make_error(s.error().code, dir + ": " + s.error().message);
+  return pair;
 }
 
 bool signed_by(const std::string& cert_pem_text, const std::string& ca_pem) {

@@ -37,6 +37,9 @@ Result<CertInfo> read_cert(const std::string& cert_pem);
 // otherwise an error saying which check failed.
 Status check_serving_pair(const KeyPair& pair, const std::vector<std::string>& dns_names,
                           CertTime now, std::chrono::seconds margin);
+// tls.crt and tls.key of a directory (a mounted kubernetes.io/tls Secret), checked to be a
+// matching pair valid now.
+Result<KeyPair> read_key_pair_dir(const std::string& dir, CertTime now);
 // Whether `cert_pem` was signed by the CA of `ca_pem`.
 bool signed_by(const std::string& cert_pem, const std::string& ca_pem);
 

@@ -28,14 +28,6 @@ bool split_ref(const std::string& ref, std::string& ns, std::string& name) {
   return true;
 }
 
-Result<admission::KeyPair> read_cert_dir(const std::string& dir) {
-  auto cert = read_file(join_path(dir, "tls.crt"));
-  if (!cert) return cert.error();
-  auto key = read_file(join_path(dir, "tls.key"));
-  if (!key) return key.error();
-  return admission::KeyPair{*cert, *key};
-}
-
 }  // namespace
 
 std::vector<std::string> webhook_flag_errors(const WebhookFlags& f) {
@@ -75,13 +67,7 @@ struct ColocationWebhook::Impl {
       if (!m) return m.error();
       return m->serving;
     }
-    auto pair = read_cert_dir(cert_dir);
-    if (!pair) return pair.error();
-    if (Status s = admission::check_serving_pair(*pair, {}, std::chrono::system_clock::now(),
-                                                 std::chrono::seconds(0));
-        !s)
-      return make_error(s.error().code, cert_dir + ": " + s.error().message);
-    return pair;
+    return admission::read_key_pair_dir(cert_dir, std::chrono::system_clock::now());
   }
 
   void check() {

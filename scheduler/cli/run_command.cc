@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -22,6 +23,7 @@
 #include "common/file_io.h"
 #include "common/log.h"
 #include "kube/config.h"
+#include "scheduler/admission/certificates.h"
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/kube/cluster_link.h"
@@ -57,6 +59,7 @@ struct RunOptions {
   std::string log_format = "text";
   bool check_config = false;
   WebhookFlags webhook;
+  std::string tls_cert_dir;        // "" = plain HTTP on --listen
   std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
   bool leader_elect = false;
   std::string lease = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
@@ -172,6 +175,11 @@ std::vector<std::string> config_errors(const RunOptions& o) {
   }
   if (!o.quota_tree_cluster.empty() && !o.queues_file.empty())
     add("--quota-tree-cluster", "not used with --queues-file (the file is the quota tree)");
+  if (!o.tls_cert_dir.empty()) {
+    if (auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
+        !pair)
+      add("--tls-cert-dir", pair.error().message);
+  }
   for (const auto& e : webhook_flag_errors(o.webhook))
     errors.push_back(e);
   if (!o.webhook.listen.empty()) {
@@ -312,7 +320,16 @@ int run(const RunOptions& o) {
   boost::asio::io_context io;
   server::ReportValidator validator(o.token_file, o.max_report_bytes);
   server::ApiRoutes routes(validator, **live, metrics);
-  auto http = server::HttpServer::create(io, o.listen, routes);
+  std::optional<admission::KeyPair> tls;
+  if (!o.tls_cert_dir.empty()) {
+    auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
+    if (!pair) {
+      std::cerr << "gleaner-scheduler run: --tls-cert-dir: " << pair.error().message << "\n";
+      return kBadInput;
+    }
+    tls = *pair;
+  }
+  auto http = server::HttpServer::create(io, o.listen, routes, tls ? &*tls : nullptr);
   if (!http) {
     std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
     return 1;
@@ -339,6 +356,28 @@ int run(const RunOptions& o) {
     }
     webhook = std::move(*started);
   }
+  // A renewed certificate in --tls-cert-dir (cert-manager rewrites the mounted Secret) is
+  // served to new connections within a minute.
+  boost::asio::steady_timer tls_timer(io);
+  std::function<void()> watch_tls = [&] {
+    tls_timer.expires_after(std::chrono::minutes(1));
+    tls_timer.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
+      if (!pair) {
+        metrics.webhook_certificate_error();
+        spdlog::warn("--tls-cert-dir: {}; serving the current certificate", pair.error().message);
+      } else if (pair->cert_pem != tls->cert_pem || pair->key_pem != tls->key_pem) {
+        if (Status st = (*http)->set_certificate(*pair); st) {
+          tls = *pair;
+          spdlog::info("--tls-cert-dir: serving a new certificate");
+        }
+      }
+      watch_tls();
+    });
+  };
+  if (tls) watch_tls();
+
   boost::asio::steady_timer timer(io);
   std::function<void()> arm = [&] {
     timer.expires_after(std::chrono::milliseconds(o.tick_ms));
@@ -394,6 +433,7 @@ int run(const RunOptions& o) {
     if (ec) return;
     spdlog::info("gleaner-scheduler: signal {}, stopping", sig);
     timer.cancel();
+    tls_timer.cancel();
     (*http)->stop();
     if (webhook) webhook->stop();
     io.stop();
@@ -417,6 +457,10 @@ void register_run_command(CLI::App& app) {
       "run", "Run the live scheduler: node report ingestion, HTTP API, Kubernetes binding");
   cmd->add_option("--listen", o->listen, "HTTP address for reports, API and /metrics")
       ->capture_default_str();
+  cmd->add_option("--tls-cert-dir", o->tls_cert_dir,
+                  "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
+                  "mounted Secret; re-read every minute); agents then use an https:// "
+                  "--scheduler-url and --scheduler-ca-file");
   cmd->add_option("--token-file", o->token_file,
                   "bearer token agents must present (re-read when it changes); empty: none");
   cmd->add_option("--max-report-bytes", o->max_report_bytes, "largest report body accepted")

@@ -1,6 +1,8 @@
 #include "scheduler/server/http_server.h"
 
 #include <chrono>
+#include <mutex>
+#include <type_traits>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,18 +11,23 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr uint32_t kHeaderLimit = 16 * 1024;
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr std::size_t kDrainLimit = 8 << 20;
@@ -38,8 +45,8 @@ struct HttpServer::Impl {
   std::shared_ptr<reporter::HttpListener> listener;
 
   // Answers one request; `close` when the rest of the request was left unread.
-  static asio::awaitable<HttpReply> answer(Impl& self, beast::tcp_stream& stream,
-                                           beast::flat_buffer& buffer,
+  template <class Stream>
+  static asio::awaitable<HttpReply> answer(Impl& self, Stream& stream, beast::flat_buffer& buffer,
                                            http::request_parser<http::string_body>& parser,
                                            bool too_large, bool& close) {
     auto& req = parser.get();
@@ -84,10 +91,14 @@ struct HttpServer::Impl {
   // Closing a socket with unread input makes the kernel send a reset, which can destroy
   // the answer before the client reads it. So, having answered, stop sending and discard
   // what the client still sends, for a bounded time and amount.
-  static asio::awaitable<void> drain(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
+  template <class Stream>
+  static asio::awaitable<void> drain(beast::tcp_stream& tcp, Stream& stream,
+                                     beast::flat_buffer& buffer) {
     error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream.expires_after(kDrainTimeout);
+    // Plain TCP can stop sending at once; under TLS the close_notify comes with the end.
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>)
+      tcp.socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp.expires_after(kDrainTimeout);
     std::size_t total = 0;
     char scratch[16 * 1024];
     buffer.clear();
@@ -99,14 +110,35 @@ struct HttpServer::Impl {
 
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,
                                        std::shared_ptr<beast::tcp_stream> stream) {
+    error_code ec;
+    if (auto ctx = self->current_tls()) {
+      beast::ssl_stream<beast::tcp_stream&> secure(*stream, *ctx);
+      stream->expires_after(kHandshakeTimeout);
+      co_await secure.async_handshake(ssl::stream_base::server,
+                                      asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec) {
+        co_await serve(*self, *stream, secure);
+        stream->expires_after(kDrainTimeout);
+        co_await secure.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
+      }
+    } else {
+      co_await serve(*self, *stream, *stream);
+      stream->socket().shutdown(tcp::socket::shutdown_both, ec);
+    }
+    stream->close();
+  }
+
+  // The request loop over plain TCP or TLS; `tcp` carries the timeouts.
+  template <class Stream>
+  static asio::awaitable<void> serve(Impl& self, beast::tcp_stream& tcp, Stream& stream) {
     beast::flat_buffer buffer;
     error_code ec;
     for (;;) {
       http::request_parser<http::string_body> parser;
       parser.header_limit(kHeaderLimit);
-      parser.body_limit(self->routes.max_report_bytes());
-      stream->expires_after(kIdleTimeout);
-      co_await http::async_read_header(*stream, buffer, parser,
+      parser.body_limit(self.routes.max_report_bytes());
+      tcp.expires_after(kIdleTimeout);
+      co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(asio::use_awaitable, ec));
       // A Content-Length above the limit fails here, with the header already parsed.
       const bool too_large = ec == http::error::body_limit;
@@ -119,13 +151,13 @@ struct HttpServer::Impl {
         res.body() = R"({"error":"header_too_large","message":"request headers above )" +
                      std::to_string(kHeaderLimit) + " bytes\"}\n";
         res.prepare_payload();
-        co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
-        co_await drain(*stream, buffer);
-        break;
+        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        co_await drain(tcp, stream, buffer);
+        co_return;
       }
-      if (ec && !too_large) break;  // closed, timed out or not HTTP: nothing to answer
+      if (ec && !too_large) co_return;  // closed, timed out or not HTTP: nothing to answer
       bool close = false;
-      HttpReply reply = co_await answer(*self, *stream, buffer, parser, too_large, close);
+      HttpReply reply = co_await answer(self, stream, buffer, parser, too_large, close);
       const auto& req = parser.get();
       http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
       res.set(http::field::server, "gleaner-scheduler");
@@ -134,22 +166,32 @@ struct HttpServer::Impl {
       res.body() = std::move(reply.body);
       res.prepare_payload();
       if (req.method() == http::verb::head) res.body().clear();
-      co_await http::async_write(*stream, res, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) break;
+      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
       if (!res.keep_alive()) {
-        if (close) co_await drain(*stream, buffer);
-        break;
+        if (close) co_await drain(tcp, stream, buffer);
+        co_return;
       }
     }
-    stream->socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream->close();
   }
+
+  std::shared_ptr<ssl::context> current_tls() {
+    std::lock_guard lock(tls_mu);
+    return tls;
+  }
+  std::mutex tls_mu;
+  std::shared_ptr<ssl::context> tls;  // nullptr: plain HTTP
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
-                                                       std::string_view address,
-                                                       ApiRoutes& routes) {
+                                                       std::string_view address, ApiRoutes& routes,
+                                                       const admission::KeyPair* tls) {
   auto impl = std::make_shared<Impl>(routes);
+  if (tls != nullptr) {
+    auto ctx = server_tls_context(*tls);
+    if (!ctx) return ctx.error();
+    impl->tls = std::move(*ctx);
+  }
   // Agents keep their report connection open: room for a large cluster's nodes, capped by
   // the descriptor limit (half of it) so a flood cannot take them all.
   constexpr size_t kMaxConnections = 16384;
@@ -163,6 +205,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
 
 HttpServer::~HttpServer() {
   stop();
+}
+
+Status HttpServer::set_certificate(const admission::KeyPair& pair) {
+  auto ctx = server_tls_context(pair);
+  if (!ctx) return ctx.error();
+  std::lock_guard lock(impl_->tls_mu);
+  if (!impl_->tls) return make_error(ErrorCode::kInvalidArgument, "this port serves plain HTTP");
+  impl_->tls = std::move(*ctx);
+  return ok_status();
 }
 
 uint16_t HttpServer::port() const {

@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "reporter/metrics/metrics_server.h"
+#include "scheduler/admission/certificates.h"
 #include "scheduler/server/api_routes.h"
 
 namespace boost::asio {
@@ -30,8 +31,12 @@ inline Result<ListenAddress> parse_listen_address(std::string_view text) {
 class HttpServer {
  public:
   // Binds and listens now (a taken port fails at start-up); serves once `io` runs.
+  // `tls`: serve HTTPS with this certificate (nullptr: plain HTTP).
   static Result<std::unique_ptr<HttpServer>> create(boost::asio::io_context& io,
-                                                    std::string_view address, ApiRoutes& routes);
+                                                    std::string_view address, ApiRoutes& routes,
+                                                    const admission::KeyPair* tls = nullptr);
+  // HTTPS only: new connections use this pair from now on (a renewed certificate).
+  Status set_certificate(const admission::KeyPair& pair);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

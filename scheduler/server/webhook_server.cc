@@ -14,6 +14,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "reporter/metrics/metrics_server.h"
+#include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
 
@@ -28,21 +29,6 @@ namespace {
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr uint32_t kHeaderLimit = 16 * 1024;
-
-Result<std::shared_ptr<ssl::context>> make_context(const admission::KeyPair& pair) {
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
-  // kube-apiserver speaks TLS 1.2 and 1.3; nothing older is offered.
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
-  error_code ec;
-  ctx->use_certificate_chain(asio::buffer(pair.cert_pem), ec);
-  if (ec) return make_error(ErrorCode::kInvalidArgument, "webhook certificate: " + ec.message());
-  ctx->use_private_key(asio::buffer(pair.key_pem), ssl::context::pem, ec);
-  if (ec) return make_error(ErrorCode::kInvalidArgument, "webhook key: " + ec.message());
-  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
-    return make_error(ErrorCode::kInvalidArgument, "webhook key does not match its certificate");
-  return ctx;
-}
 
 std::string_view view(beast::string_view s) {
   return {s.data(), s.size()};
@@ -131,7 +117,7 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::create(asio::io_context& i
                                                              Handler handler,
                                                              const admission::KeyPair& serving) {
   auto impl = std::make_shared<Impl>(std::move(handler));
-  auto ctx = make_context(serving);
+  auto ctx = server_tls_context(serving);
   if (!ctx) return ctx.error();
   impl->context = std::move(*ctx);
   auto listener = reporter::HttpListener::listen(
@@ -146,7 +132,7 @@ WebhookServer::~WebhookServer() {
 }
 
 Status WebhookServer::set_certificate(const admission::KeyPair& serving) {
-  auto ctx = make_context(serving);
+  auto ctx = server_tls_context(serving);
   if (!ctx) return ctx.error();
   std::lock_guard lock(impl_->mu);
   impl_->context = std::move(*ctx);

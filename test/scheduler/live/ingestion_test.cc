@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/http_client.h"
+#include "scheduler/admission/certificates.h"
 #include "scheduler/server/api_routes.h"
 #include "test/scheduler/live/live_fixture.h"
 #include "test/support/temp_tree.h"
@@ -49,6 +50,7 @@ class IngestionTest : public ::testing::Test {
   std::unique_ptr<ApiRoutes> routes_;
   live_testing::IoThread io_;
   std::unique_ptr<HttpServer> server_;
+  uint64_t sequence_ = 100;
 };
 
 TEST_F(IngestionTest, AcceptsAReportWithTheTokenAndShowsTheNode) {
@@ -153,6 +155,42 @@ TEST_F(IngestionTest, OversizedHeadersAreAnswered431) {
   auto resp = conn.request(req, {});
   ASSERT_TRUE(resp.ok()) << resp.error().message;
   EXPECT_EQ(resp->status, 431);
+}
+
+TEST_F(IngestionTest, ReportsOverTlsAreVerifiedAgainstTheServingCertificatesCa) {
+  const auto now = std::chrono::system_clock::now();
+  auto ca = admission::make_ca("test-ca", now, std::chrono::hours(24));
+  ASSERT_TRUE(ca.ok());
+  auto pair = admission::make_serving_cert(*ca, {"localhost"}, now, std::chrono::hours(24));
+  ASSERT_TRUE(pair.ok());
+  auto https = HttpServer::create(io_.io(), "127.0.0.1:0", *routes_, &*pair);
+  ASSERT_TRUE(https.ok()) << https.error().message;
+  auto post_tls = [&](const std::string& ca_pem) {
+    kube::TlsOptions tls;
+    tls.ca_pem = ca_pem;
+    kube::HttpConnection conn(kube::Endpoint{"https", "localhost", (*https)->port()}, tls);
+    kube::HttpRequest req{
+        "POST",
+        "/api/v1/reports",
+        {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}},
+        reporter::to_json_text(node_report("n1", ++sequence_, 4000, 1 << 30))};
+    return conn.request(req, {});
+  };
+  auto ok = post_tls(ca->cert_pem);
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->status, 200);
+  // A client that trusts another CA does not talk to it.
+  auto other = admission::make_ca("other", now, std::chrono::hours(24));
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(post_tls(other->cert_pem).ok());
+  // A new certificate (from the other CA) is served to new connections.
+  auto renewed = admission::make_serving_cert(*other, {"localhost"}, now, std::chrono::hours(24));
+  ASSERT_TRUE(renewed.ok());
+  ASSERT_TRUE((*https)->set_certificate(*renewed).ok());
+  auto after = post_tls(other->cert_pem);
+  ASSERT_TRUE(after.ok()) << after.error().message;
+  EXPECT_EQ(after->status, 200);
+  (*https)->stop();
 }
 
 TEST_F(IngestionTest, RefusesBodiesAboveTheLimit) {
