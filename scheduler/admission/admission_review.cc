@@ -50,10 +50,11 @@ Result<AdmissionRequest> parse_admission_review(const Json& review) {
   if (gleaner::string_at(review, "kind") != "AdmissionReview")
     return make_error(ErrorCode::kParse, "AdmissionReview: kind is not AdmissionReview");
   const std::string api_version = gleaner::string_at(review, "apiVersion");
-  if (api_version != "admission.k8s.io/v1")
+  if (api_version != "admission.k8s.io/v1") {
     return make_error(ErrorCode::kParse,
                       "AdmissionReview: apiVersion " + api_version +
                           " is not admission.k8s.io/v1 (set admissionReviewVersions: [v1])");
+  }
   if (!review.contains("request") || !review["request"].is_object())
     return make_error(ErrorCode::kParse, "AdmissionReview: request is missing");
   AdmissionRequest r;

@@ -105,10 +105,11 @@ Result<Cert> new_cert(EVP_PKEY* key, const std::string& subject_cn, X509* issuer
                              reinterpret_cast<const unsigned char*>(subject_cn.c_str()), -1, -1, 0);
   X509_set_issuer_name(cert.get(), issuer != nullptr ? X509_get_subject_name(issuer) : name);
   X509_set_pubkey(cert.get(), key);
-  for (const auto& [nid, value] : extensions)
+  for (const auto& [nid, value] : extensions) {
     if (Status s = add_extension(cert.get(), issuer != nullptr ? issuer : cert.get(), nid, value);
         !s)
       return s.error();
+  }
   if (X509_sign(cert.get(), signer != nullptr ? signer : key, EVP_sha256()) == 0)
     return ssl_error("signing");
   return cert;
@@ -197,14 +198,16 @@ Status check_serving_pair(const KeyPair& pair, const std::vector<std::string>& d
   }
   auto info = read_cert(pair.cert_pem);
   if (!info) return info.error();
-  for (const auto& n : dns_names)
+  for (const auto& n : dns_names) {
     if (std::find(info->dns_names.begin(), info->dns_names.end(), n) == info->dns_names.end())
       return make_error(ErrorCode::kInvalidArgument, "the certificate does not name " + n);
+  }
   if (now < info->not_before)
     return make_error(ErrorCode::kInvalidArgument, "the certificate is not valid yet");
-  if (info->not_after - margin <= now)
+  if (info->not_after - margin <= now) {
     return make_error(ErrorCode::kInvalidArgument,
                       "the certificate expires within the renewal margin");
+  }
   return ok_status();
 }
 

@@ -140,10 +140,12 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   }
 
   std::vector<const ColocationProfile*> matched;
-  if (in.profiles != nullptr)
-    for (const ColocationProfile& p : *in.profiles)
+  if (in.profiles != nullptr) {
+    for (const ColocationProfile& p : *in.profiles) {
       if (p.namespace_selector.matches(in.namespace_labels) && p.selector.matches(pod_labels))
         matched.push_back(&p);
+    }
+  }
   std::sort(
       matched.begin(), matched.end(),
       [](const ColocationProfile* a, const ColocationProfile* b) { return a->name < b->name; });
@@ -183,10 +185,11 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
     patch.push_back(add_op("/spec/schedulerName", scheduler));
   if (!priority_class.empty() && string_at(spec, "priorityClassName") != priority_class) {
     const auto info = in.priority_class ? in.priority_class(priority_class) : std::nullopt;
-    if (!info)
+    if (!info) {
       return make_error(ErrorCode::kInvalidArgument, "PriorityClass " + priority_class +
                                                          " (from ClusterColocationProfile " +
                                                          priority_class_from + ") does not exist");
+    }
     patch.push_back(add_op("/spec/priorityClassName", priority_class));
     // kube-apiserver's Priority plugin resolved the old class before the webhooks ran:
     // the value and preemption policy are set here to the new class's.
@@ -215,9 +218,10 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
       }
     }
     if (m.converted) annotations[kExtendedResourceSpecAnnotation] = dump_json(original);
-    if (spec.contains("overhead") && spec["overhead"].is_object() && !spec["overhead"].empty())
+    if (spec.contains("overhead") && spec["overhead"].is_object() && !spec["overhead"].empty()) {
       m.warnings.push_back("spec.overhead (" + dump_json(spec["overhead"]) +
                            ") stays on the node's regular allocatable");
+    }
   }
   // Labels and annotations last: a reinvocation compares against what is there.
   patch_string_map(pod, "labels", labels, patch);

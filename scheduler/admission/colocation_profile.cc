@@ -55,9 +55,10 @@ Result<ColocationProfile> parse_colocation_profile(const Json& object) {
   if (const Json* name = find_path(object, "metadata/name"); name != nullptr && name->is_string())
     p.name = name->get<std::string>();
   if (p.name.empty()) return profile_error("", "metadata.name is missing");
-  if (string_at(object, "kind", "ClusterColocationProfile") != "ClusterColocationProfile")
+  if (string_at(object, "kind", "ClusterColocationProfile") != "ClusterColocationProfile") {
     return profile_error(p.name, "kind " + string_at(object, "kind", "<not a string>") +
                                      " is not ClusterColocationProfile");
+  }
   const Json spec = object.value("spec", Json::object());
   if (!spec.is_object()) return profile_error(p.name, "spec must be an object");
 
@@ -69,9 +70,10 @@ Result<ColocationProfile> parse_colocation_profile(const Json& object) {
   }
   auto qos = string_field(spec, "qosClass", p.name);
   if (!qos) return qos.error();
-  if (!qos->empty() && !qos_classes().contains(*qos))
+  if (!qos->empty() && !qos_classes().contains(*qos)) {
     return profile_error(p.name,
                          "spec.qosClass " + *qos + " is not one of LSE, LSR, LS, BE, SYSTEM");
+  }
   p.qos_class = *qos;
   auto pc = string_field(spec, "priorityClassName", p.name);
   if (!pc) return pc.error();
@@ -91,10 +93,12 @@ Result<ColocationProfile> parse_colocation_profile(const Json& object) {
   auto annotations = string_map(spec, "annotations", p.name);
   if (!annotations) return annotations.error();
   p.annotations = std::move(*annotations);
-  for (const auto& [key, value] : spec.items())
-    if (!honoured_fields().contains(key))
+  for (const auto& [key, value] : spec.items()) {
+    if (!honoured_fields().contains(key)) {
       p.warnings.push_back("ClusterColocationProfile " + p.name + ": spec." + key +
                            " is not supported by Gleaner and is ignored");
+    }
+  }
   return p;
 }
 
@@ -105,9 +109,10 @@ Result<std::vector<ColocationProfile>> parse_colocation_profiles(const std::vect
   auto add = [&](const Json& obj) -> Status {
     auto p = parse_colocation_profile(obj);
     if (!p) return make_error(p.error().code, std::string(where) + ": " + p.error().message);
-    if (!names.insert(p->name).second)
+    if (!names.insert(p->name).second) {
       return make_error(ErrorCode::kParse,
                         std::string(where) + ": ClusterColocationProfile " + p->name + " twice");
+    }
     out.push_back(std::move(*p));
     return ok_status();
   };

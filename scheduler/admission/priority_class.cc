@@ -18,10 +18,11 @@ Result<std::pair<std::string, PriorityClassInfo>> parse_priority_class(const Jso
   info.value = value.get<int32_t>();
   if (object.contains("preemptionPolicy") && !object["preemptionPolicy"].is_null()) {
     const Json& p = object["preemptionPolicy"];
-    if (!p.is_string() || (p != "PreemptLowerPriority" && p != "Never"))
+    if (!p.is_string() || (p != "PreemptLowerPriority" && p != "Never")) {
       return make_error(
           ErrorCode::kParse,
           "PriorityClass " + n + ": preemptionPolicy must be PreemptLowerPriority or Never");
+    }
     info.preemption_policy = p.get<std::string>();
   }
   return std::make_pair(n, info);

@@ -35,9 +35,10 @@ std::vector<std::string> webhook_flag_errors(const WebhookFlags& f) {
   if (f.listen.empty()) return errors;
   std::string ns;
   std::string name;
-  if (f.cert_dir.empty() == f.secret.empty())
+  if (f.cert_dir.empty() == f.secret.empty()) {
     errors.emplace_back(
         "--webhook-listen: give exactly one of --webhook-cert-dir and --webhook-secret");
+  }
   if (!f.secret.empty() && !split_ref(f.secret, ns, name))
     errors.emplace_back("--webhook-secret: expected NAMESPACE/NAME, got " + f.secret);
   if (!split_ref(f.service, ns, name))

@@ -67,9 +67,10 @@ void ColocationSource::refresh_profiles() {
     const std::string name = name_of(obj);
     auto parsed = admission::parse_colocation_profile(obj);
     if (parsed) {
-      if (in_force_.count(name) == 0 || refused_version_.count(name) != 0)
+      if (in_force_.count(name) == 0 || refused_version_.count(name) != 0) {
         for (const auto& w : parsed->warnings)
           spdlog::warn("{}", w);
+      }
       refused_version_.erase(name);
       next[name] = std::move(*parsed);
       continue;
@@ -112,9 +113,10 @@ server::HttpReply ColocationSource::handle(std::string_view body) {
   kube::Labels own;
   if (auto ns = namespaces_->get(request->namespace_name)) {
     if (const Json* labels = find_path(*ns, "metadata/labels");
-        labels != nullptr && labels->is_object())
+        labels != nullptr && labels->is_object()) {
       for (const auto& [k, v] : labels->items())
         if (v.is_string()) own[k] = v.get<std::string>();
+    }
   }
   in.namespace_labels = admission::namespace_labels_of(request->namespace_name, own);
   in.priority_class =
@@ -128,11 +130,12 @@ server::HttpReply ColocationSource::handle(std::string_view body) {
   const admission::AdmissionResponse answer = admission::review_pod(*request, in);
   metrics_.webhook_review(admission::to_string(answer.outcome));
   if (answer.outcome == admission::Outcome::kMutated ||
-      answer.outcome == admission::Outcome::kDenied)
+      answer.outcome == admission::Outcome::kDenied) {
     spdlog::info(
         "colocation webhook: pod {}/{}{}: {} ({})", request->namespace_name,
         request->name.empty() ? string_at(request->object, "metadata/generateName") : request->name,
         request->dry_run ? " (dry run)" : "", admission::to_string(answer.outcome), answer.message);
+  }
   return json_reply(200, answer.review);
 }
 

@@ -29,7 +29,9 @@ struct Walk {
     if (!list.is_object()) return error(at, std::string(field) + " must be a map of quantities");
     Resources r{absent, absent};
     for (const auto& [name, value] : list.items()) {
-      auto q = quantity_from_json(value, at + "." + field + "." + name);
+      std::string where = at;
+      where.append(".").append(field).append(".").append(name);
+      auto q = quantity_from_json(value, where);
       if (!q) return error(at, q.error().message);
       if (q->milli_value() < 0) return error(at, std::string(field) + "." + name + " is negative");
       if (name == kube::kResourceCpu) {
@@ -39,8 +41,10 @@ struct Walk {
       } else if (name == kube::kResourceMemory || name == kube::kResourceBatchMemory) {
         r.memory_bytes = q->value();
       } else {
-        out.warnings.push_back("ElasticQuotaTree " + object + ": " + at + ": " + field + "." +
-                               name + " is not a resource Gleaner schedules; ignored");
+        std::string warning = "ElasticQuotaTree " + object;
+        warning.append(": ").append(at).append(": ").append(field).append(".").append(name);
+        warning += " is not a resource Gleaner schedules; ignored";
+        out.warnings.push_back(std::move(warning));
       }
     }
     return std::optional<Resources>(r);
@@ -51,7 +55,7 @@ struct Walk {
     if (!n.is_object()) return error(at, "not an object");
     const std::string name = string_at(n, "name");
     if (name.empty()) return error(at, "name is missing");
-    const std::string here = name;
+    const std::string& here = name;
     if (!names.insert(name).second) return error(here, "name used twice");
     auto min = amounts(n, "min", here, 0);
     if (!min) return min.error();
@@ -69,9 +73,10 @@ struct Walk {
       for (const Json& ns : namespaces) {
         if (!ns.is_string() || ns.get<std::string>().empty())
           return error(here, "namespaces must be names");
-        if (!out.namespace_queue.emplace(ns.get<std::string>(), name).second)
+        if (!out.namespace_queue.emplace(ns.get<std::string>(), name).second) {
           return error(here, "namespace " + ns.get<std::string>() + " is already in " +
                                  out.namespace_queue[ns.get<std::string>()]);
+        }
       }
     }
     if (root) {
@@ -79,9 +84,10 @@ struct Walk {
     } else {
       out.queues.push_back(QueueSpec{name, parent, *min, *max, std::nullopt});
     }
-    if (children.is_array())
+    if (children.is_array()) {
       for (const Json& c : children)
         if (Status s = node(c, root ? "root" : name, here, depth + 1); !s) return s;
+    }
     return ok_status();
   }
 };

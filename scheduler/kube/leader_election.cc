@@ -35,12 +35,14 @@ std::string record_of(const Json& lease) {
 Status check_leader_election(const LeaderElectionOptions& o) {
   if (o.identity.empty())
     return make_error(ErrorCode::kInvalidArgument, "leader election: no identity");
-  if (o.renew_deadline >= o.lease_duration)
+  if (o.renew_deadline >= o.lease_duration) {
     return make_error(ErrorCode::kInvalidArgument,
                       "--leader-elect-renew-deadline must be below --leader-elect-lease-duration");
-  if (o.retry_period >= o.renew_deadline || o.retry_period.count() <= 0)
+  }
+  if (o.retry_period >= o.renew_deadline || o.retry_period.count() <= 0) {
     return make_error(ErrorCode::kInvalidArgument,
                       "--leader-elect-retry-period must be above 0 and below the renew deadline");
+  }
   return ok_status();
 }
 
@@ -83,10 +85,11 @@ void LeaderElector::stop() {
   Json lease = **found;
   lease["spec"]["holderIdentity"] = "";
   lease["spec"]["renewTime"] = micro_time(clock_.wall_now());
-  if (auto r = client_.replace(path, lease); !r)
+  if (auto r = client_.replace(path, lease); !r) {
     spdlog::warn("leader election: releasing the Lease: {}", r.error().message);
-  else
+  } else {
     spdlog::info("leader election: {} released the Lease", options_.identity);
+  }
 }
 
 bool LeaderElector::try_acquire_or_renew() {

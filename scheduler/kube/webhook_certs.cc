@@ -85,9 +85,11 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
     m.ca_bundle = secret_data(*secret, "ca.crt");
     m.external = plan.action == CertPlan::Action::kUseExternal;
     if (m.external) {
-      if (Status s = admission::check_serving_pair(m.serving, {}, now, std::chrono::seconds(0)); !s)
+      if (Status s = admission::check_serving_pair(m.serving, {}, now, std::chrono::seconds(0));
+          !s) {
         return make_error(s.error().code, "Secret " + options_.secret_name +
                                               " (cert-manager): " + s.error().message);
+      }
       return m;
     }
     if (Status s = patch_ca_bundle(m.ca_bundle); !s) return s.error();
@@ -141,9 +143,10 @@ Status WebhookCertKeeper::write_secret(const std::optional<Json>& existing,
       existing
           ? client_.replace(path, secret)
           : client_.create("/api/v1/namespaces/" + options_.secret_namespace + "/secrets", secret);
-  if (!written)
+  if (!written) {
     return make_error(written.error().code,
                       "Secret " + options_.secret_name + ": " + written.error().message);
+  }
   return ok_status();
 }
 
@@ -162,10 +165,11 @@ Status WebhookCertKeeper::patch_ca_bundle(const std::string& bundle) {
   const std::string encoded = kube::base64_encode(bundle);
   Json ops = Json::array();
   const Json webhooks = config.value("webhooks", Json::array());
-  if (!webhooks.is_array())
+  if (!webhooks.is_array()) {
     return make_error(ErrorCode::kParse, "MutatingWebhookConfiguration " +
                                              options_.webhook_configuration +
                                              ": webhooks is not a list");
+  }
   for (size_t i = 0; i < webhooks.size(); ++i) {
     if (string_at(webhooks[i], "clientConfig/caBundle") == encoded) continue;
     const std::string at = "/webhooks/" + std::to_string(i);
@@ -176,10 +180,11 @@ Status WebhookCertKeeper::patch_ca_bundle(const std::string& bundle) {
   }
   if (ops.empty()) return ok_status();
   auto patched = client_.patch(path, ops, kube::PatchType::kJsonPatch);
-  if (!patched)
+  if (!patched) {
     return make_error(patched.error().code, "MutatingWebhookConfiguration " +
                                                 options_.webhook_configuration + ": " +
                                                 patched.error().message);
+  }
   spdlog::info("webhook certificates: caBundle of {} updated", options_.webhook_configuration);
   return ok_status();
 }

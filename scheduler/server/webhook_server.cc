@@ -29,6 +29,8 @@ namespace {
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 constexpr uint32_t kHeaderLimit = 16 * 1024;
+constexpr const char* kNotFound = "{\"error\":\"not_found\"}\n";
+constexpr const char* kMethodNotAllowed = "{\"error\":\"method_not_allowed\"}\n";
 
 std::string_view view(beast::string_view s) {
   return {s.data(), s.size()};
@@ -52,16 +54,13 @@ struct WebhookServer::Impl {
   HttpReply answer(const http::request<http::string_body>& req) const {
     const std::string_view target = view(req.target());
     const std::string_view path = target.substr(0, target.find('?'));
-    if (path == "/healthz" && req.method() == http::verb::get)
+    if (path == "/healthz" && req.method() == http::verb::get) {
       return HttpReply{200, "text/plain", "ok\n"};
-    if (path != "/mutate-pod")
-      return HttpReply{404, "application/json",
-                       R"({"error":"not_found"})"
-                       "\n"};
-    if (req.method() != http::verb::post)
-      return HttpReply{405, "application/json",
-                       R"({"error":"method_not_allowed"})"
-                       "\n"};
+    }
+    if (path != "/mutate-pod") return HttpReply{404, "application/json", kNotFound};
+    if (req.method() != http::verb::post) {
+      return HttpReply{405, "application/json", kMethodNotAllowed};
+    }
     return handler(req.body());
   }
 
