@@ -140,7 +140,7 @@ std::string namespaces_path();
 std::string secret_path(const std::string& ns, const std::string& name);
 std::string priority_classes_path();
 std::string mutating_webhook_configuration_path(const std::string& name);
-std::string colocation_profiles_path();  // config.koordinator.sh/v1alpha1
+std::string colocation_profiles_path();                       // config.koordinator.sh/v1alpha1
 std::string elastic_quota_trees_path(const std::string& ns);  // ns "" = all namespaces
 std::string node_path(const std::string& name);
 std::string node_status_path(const std::string& name);

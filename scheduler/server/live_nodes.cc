@@ -46,19 +46,6 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
   return std::nullopt;
 }
 
-void LiveScheduler::push_regular(const std::string& name) {
-  auto id = core_.clusters().find_node(name);
-  if (!id) return;
-  auto alloc = node_allocatable_.find(name);
-  if (alloc == node_allocatable_.end()) {
-    core_.clusters().set_regular_outside(*id, std::nullopt);
-    return;
-  }
-  auto used = regular_outside_used_.find(name);
-  core_.clusters().set_regular_outside(
-      *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second));
-}
-
 Labels LiveScheduler::node_labels(const std::string& cluster, const std::string& node) const {
   Labels labels;
   if (auto it = node_labels_.find(core_name(cluster, node)); it != node_labels_.end()) {

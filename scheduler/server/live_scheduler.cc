@@ -6,14 +6,6 @@
 
 namespace gleaner::scheduler::server {
 
-namespace {
-
-bool terminal(const std::string& phase) {
-  return phase == "Succeeded" || phase == "Failed";
-}
-
-}  // namespace
-
 Result<std::unique_ptr<LiveScheduler>> LiveScheduler::create(LiveOptions options,
                                                              const std::vector<QueueSpec>& queues,
                                                              const Clock& clock,
@@ -72,60 +64,8 @@ std::optional<NodeId> LiveScheduler::core_node(const std::string& cluster,
   return core_.clusters().find_node(core_name(cluster, node));
 }
 
-void LiveScheduler::track_loose(Tracked& t) {
-  // Only pods bound outside our jobs: theirs is room nobody else may place into.
-  if (t.loose_node || t.deleting || !t.gang.empty() || t.view.node.empty() ||
-      terminal(t.view.phase)) {
-    return;
-  }
-  // Other pods' usage is already outside the batch the agent reports, unless they
-  // request batch resources themselves.
-  if (!t.view.ours && !t.view.batch) return;
-  auto id = core_node(t.view.cluster, t.view.node);
-  if (!id) return;
-  core_.clusters().acquire(*id, t.view.request, false);
-  t.loose_node = id;
-  t.loose_amount = t.view.request;
-}
-
-void LiveScheduler::release_loose(Tracked& t) {
-  if (!t.loose_node) return;
-  if (t.regular_in_core) {
-    core_.release_extra_executor(*t.loose_node, t.loose_amount, t.view.regular);
-  } else {
-    core_.clusters().release(*t.loose_node, t.loose_amount, false);
-  }
-  t.regular_in_core = false;
-  t.loose_node.reset();
-}
-
-void LiveScheduler::track_regular(Tracked& t) {
-  // Our jobs' members are in the core's accounting; so is an executor we placed beyond
-  // its gang. Everyone else's bound, non-terminal pod takes regular allocatable.
-  const bool counted_elsewhere = (!t.gang.empty() && t.index >= 0) || t.regular_in_core;
-  const std::string node = t.view.node.empty() || counted_elsewhere || terminal(t.view.phase)
-                               ? std::string()
-                               : core_name(t.view.cluster, t.view.node);
-  if (node == t.regular_node && (node.empty() || t.regular_amount == t.view.regular)) return;
-  release_regular(t);
-  if (node.empty() || t.view.regular == Resources{}) return;
-  t.regular_node = node;
-  t.regular_amount = t.view.regular;
-  regular_outside_used_[node] += t.regular_amount;
-  push_regular(node);
-}
-
-void LiveScheduler::release_regular(Tracked& t) {
-  if (t.regular_node.empty()) return;
-  regular_outside_used_[t.regular_node] -= t.regular_amount;
-  const std::string node = std::move(t.regular_node);
-  t.regular_node.clear();
-  t.regular_amount = {};
-  push_regular(node);
-}
-
 void LiveScheduler::observe_pod(const PodView& pod) {
-  if (terminal(pod.phase)) return forget_pod(pod);
+  if (terminal_phase(pod.phase)) return forget_pod(pod);
   std::lock_guard lock(mu_);
   if (forgotten_.contains(pod.uid)) return;  // a stale copy of a pod already gone
   Tracked& t = pods_[pod.uid];

@@ -37,6 +37,11 @@ namespace gleaner::scheduler::server {
 inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
 
 // Core node names are "cluster/node": member clusters may reuse node names.
+// A pod in Succeeded or Failed: it holds no room any more.
+inline bool terminal_phase(const std::string& phase) {
+  return phase == "Succeeded" || phase == "Failed";
+}
+
 inline std::string core_name(const std::string& cluster, const std::string& node) {
   return cluster + "/" + node;
 }

@@ -1,0 +1,169 @@
+#include "scheduler/cli/run_options.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <set>
+
+#include <unistd.h>
+
+#include "common/cli_main.h"
+#include "common/file_io.h"
+#include "scheduler/admission/certificates.h"
+#include "scheduler/server/http_server.h"
+
+namespace gleaner::scheduler {
+
+kube_glue::LeaderElectionOptions election_options(const RunOptions& o) {
+  kube_glue::LeaderElectionOptions e;
+  const auto slash = o.lease.find('/');
+  if (slash != std::string::npos) {
+    e.lease_namespace = o.lease.substr(0, slash);
+    e.lease_name = o.lease.substr(slash + 1);
+  }
+  e.identity = o.identity;
+  if (e.identity.empty()) {
+    const char* pod = std::getenv("POD_NAME");
+    char host[256] = "gleaner-scheduler";
+    if (pod == nullptr) ::gethostname(host, sizeof(host) - 1);
+    // A suffix per process: a restarted replica is a new candidate, not the old leader.
+    e.identity =
+        std::string(pod != nullptr ? pod : host) + "_" + std::to_string(std::random_device{}());
+  }
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  e.lease_duration = ms(o.lease_duration);
+  e.renew_deadline = ms(o.renew_deadline);
+  e.retry_period = ms(o.retry_period);
+  return e;
+}
+
+Result<sim::Scenario> load_queues(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto doc = parse_json(*text, path);
+  if (!doc) return doc.error();
+  Json wrapped = doc->is_array() ? Json{{"queues", *doc}} : *doc;
+  if (!wrapped.is_object()) {
+    return make_error(ErrorCode::kParse, path + ": expected an array of queues or an object");
+  }
+  for (auto it = wrapped.begin(); it != wrapped.end(); ++it) {
+    if (it.key() != "queues" && it.key() != "policy") {
+      return make_error(ErrorCode::kParse, path + ": " + it.key() + ": unknown field");
+    }
+  }
+  auto s = sim::parse_scenario(wrapped);
+  if (!s) return make_error(s.error().code, path + ": " + s.error().message);
+  return s;
+}
+
+Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o) {
+  auto cfg = kube::load_kubeconfig(path);
+  if (!cfg) return cfg.error();
+  cfg->qps = o.qps;
+  cfg->burst = o.burst;
+  return cfg;
+}
+
+std::vector<std::string> config_errors(const RunOptions& o) {
+  std::vector<std::string> errors;
+  auto add = [&](const std::string& flag, const std::string& message) {
+    errors.push_back(flag + ": " + message);
+  };
+  if (auto l = server::parse_listen_address(o.listen); !l) add("--listen", l.error().message);
+  const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
+  if (levels.count(o.log_level) == 0) add("--log-level", "unknown level " + o.log_level);
+  if (o.log_format != "text" && o.log_format != "json")
+    add("--log-format", "expected text or json, got " + o.log_format);
+  if (!o.token_file.empty()) {
+    auto token = read_file(o.token_file);
+    if (!token) {
+      add("--token-file", token.error().message);
+    } else if (token->find_first_not_of(" \t\r\n") == std::string::npos) {
+      add("--token-file", o.token_file + " is empty");
+    }
+  }
+  if (o.max_report_bytes == 0) add("--max-report-bytes", "must be above 0");
+  if (o.qps < 0) add("--qps", "must be 0 (no limit) or above");
+  if (o.burst < 1) add("--burst", "must be at least 1");
+  if (o.stale_after <= 0) add("--stale-after", "must be above 0");
+  if (o.degrade_after < o.stale_after) add("--degrade-after", "must not be below --stale-after");
+  if (o.update_time_threshold <= 0) add("--update-time-threshold", "must be above 0");
+  if (o.resource_diff_threshold < 0 || o.resource_diff_threshold >= 1) {
+    add("--resource-diff-threshold", "must be in [0, 1)");
+  }
+  if (o.policy != "blocking" && o.policy != "nonblocking") {
+    add("--policy", "expected blocking or nonblocking");
+  }
+  if (o.driver_start_timeout <= 0) add("--driver-start-timeout", "must be above 0");
+  if (o.reservation_ttl <= 0) add("--reservation-ttl", "must be above 0");
+  if (o.tick_ms <= 0) add("--tick-ms", "must be above 0");
+  if (o.scheduler_name.empty()) add("--scheduler-name", "must not be empty");
+  if (!o.queues_file.empty()) {
+    auto s = load_queues(o.queues_file);
+    if (!s) {
+      add("--queues-file", s.error().message);
+    } else if (auto tree = QuotaTree::build(s->queues); !tree) {
+      add("--queues-file", o.queues_file + ": " + tree.error().message);
+    }
+  }
+  if (o.leader_elect) {
+    if (o.clusters.empty() && o.kubeconfig.empty())
+      add("--leader-elect", "needs a cluster (--kubeconfig or --cluster) to hold the Lease");
+    if (o.lease.find('/') == std::string::npos || o.lease.front() == '/' || o.lease.back() == '/')
+      add("--leader-elect-lease", "expected NAMESPACE/NAME, got " + o.lease);
+    if (Status s = kube_glue::check_leader_election(election_options(o)); !s)
+      add("--leader-elect", s.error().message);
+  }
+  if (!o.quota_tree_cluster.empty() && !o.queues_file.empty())
+    add("--quota-tree-cluster", "not used with --queues-file (the file is the quota tree)");
+  if (!o.tls_cert_dir.empty()) {
+    if (auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
+        !pair)
+      add("--tls-cert-dir", pair.error().message);
+  }
+  for (const auto& e : webhook_flag_errors(o.webhook))
+    errors.push_back(e);
+  if (!o.webhook.listen.empty()) {
+    if (auto l = server::parse_listen_address(o.webhook.listen); !l)
+      add("--webhook-listen", l.error().message);
+    if (o.clusters.empty() && o.kubeconfig.empty())
+      add("--webhook-listen", "needs a cluster (--kubeconfig or --cluster)");
+    if (!o.webhook.cert_dir.empty()) {
+      for (const char* f : {"tls.crt", "tls.key"})
+        if (auto t = read_file(join_path(o.webhook.cert_dir, f)); !t)
+          add("--webhook-cert-dir", t.error().message);
+    }
+  }
+  std::set<std::string> names;
+  for (const auto& pair : o.clusters) {
+    const auto eq = pair.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
+      add("--cluster " + pair, "expected NAME=KUBECONFIG");
+      continue;
+    }
+    if (!names.insert(pair.substr(0, eq)).second)
+      add("--cluster " + pair, "duplicate cluster name");
+    if (auto cfg = kube::load_kubeconfig(pair.substr(eq + 1)); !cfg) {
+      add("--cluster " + pair, cfg.error().message);
+    }
+  }
+  if (!o.kubeconfig.empty()) {
+    if (!names.insert(o.cluster_name).second) {
+      add("--kubeconfig", "cluster name " + o.cluster_name + " also given with --cluster");
+    }
+    if (auto cfg = kube::load_kubeconfig(o.kubeconfig); !cfg) {
+      add("--kubeconfig", cfg.error().message);
+    }
+  }
+  return errors;
+}
+
+int check_config(const RunOptions& o) {
+  const auto errors = config_errors(o);
+  for (const auto& e : errors)
+    std::cout << "gleaner-scheduler run: " << e << "\n";
+  if (errors.empty()) std::cout << "config OK\n";
+  return errors.empty() ? 0 : kExitUsage;
+}
+
+}  // namespace gleaner::scheduler

@@ -1,0 +1,61 @@
+#pragma once
+// The flags of `gleaner-scheduler run` and the checks on them: what --check-config reports
+// and run() stops at, the queues file, and the leader election options they make.
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kube/config.h"
+#include "scheduler/cli/colocation_webhook.h"
+#include "scheduler/kube/leader_election.h"
+#include "scheduler/server/live_scheduler.h"
+#include "scheduler/sim/scenario.h"
+
+namespace gleaner::scheduler {
+
+struct RunOptions {
+  std::string listen = ":8080";
+  std::string token_file;
+  std::size_t max_report_bytes = 1 << 20;
+  std::string kubeconfig;
+  std::string cluster_name = server::kDefaultCluster;
+  std::vector<std::string> clusters;  // NAME=KUBECONFIG
+  std::string scheduler_name = "gleaner-scheduler";
+  double qps = 50;
+  int burst = 100;
+  int64_t stale_after = 60;
+  int64_t degrade_after = int64_t{15} * 60;
+  int64_t update_time_threshold = 300;
+  double resource_diff_threshold = 0.1;
+  std::string queues_file;
+  std::string policy = "nonblocking";
+  int64_t driver_start_timeout = 300;
+  int64_t reservation_ttl = 600;
+  int tick_ms = 50;
+  std::string log_level = "info";
+  std::string log_format = "text";
+  bool check_config = false;
+  WebhookFlags webhook;
+  std::string tls_cert_dir;        // "" = plain HTTP on --listen
+  std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
+  bool leader_elect = false;
+  std::string lease = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
+  std::string identity;                                    // "" = $POD_NAME or hostname, + random
+  double lease_duration = 15;
+  double renew_deadline = 10;
+  double retry_period = 2;
+};
+
+kube_glue::LeaderElectionOptions election_options(const RunOptions& o);
+// The queues file: the scenario's "queues" array, either alone or in an object with
+// "queues" (and optionally "policy", as in a scenario file).
+Result<sim::Scenario> load_queues(const std::string& path);
+Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o);
+// Every problem `run` would stop at, and a few it would only meet later (an unreadable
+// token file), without binding the port or contacting any cluster.
+std::vector<std::string> config_errors(const RunOptions& o);
+// --check-config: prints "config OK" or every error; 0, or 2 for a configuration error.
+int check_config(const RunOptions& o);
+
+}  // namespace gleaner::scheduler
