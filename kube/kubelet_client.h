@@ -1,8 +1,9 @@
 #pragma once
 // kubelet's /pods endpoint: the pods bound to this node as the kubelet sees them (faster
 // and cheaper than asking the API server). HTTPS on 10250 with the ServiceAccount token,
-// certificate verification off by default (kubelet serving certificates are usually
-// self-signed), or the read-only HTTP port. The last good list is kept: a failed call or a
+// kubelet's serving certificate verified against a CA (the token grants read access to
+// every node's kubelet: it must not go to whoever answers on the port), or the read-only
+// HTTP port. The last good list is kept: a failed call or a
 // sudden empty list (a restarting kubelet) must not look like "all pods are gone".
 
 #include <chrono>
@@ -21,9 +22,9 @@ namespace gleaner::kube {
 struct KubeletOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 10250;
-  bool https = true;  // false: the read-only port (usually 10255), no token
-  bool verify_tls = false;
-  std::string ca_file;  // with verify_tls
+  bool https = true;       // false: the read-only port (usually 10255), no token
+  bool verify_tls = true;  // false only on request (a self-signed kubelet certificate)
+  std::string ca_file;     // with verify_tls; empty: the system trust store
   std::string token;
   std::string token_file = std::string(kServiceAccountDir) + "/token";
   std::chrono::milliseconds timeout{5000};

@@ -95,12 +95,21 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
       errors.push_back("--token-file: " + token.error().message);
     }
   }
-  if (!o.scheduler_ca_file.empty()) {
-    if (auto ca = read_file(o.scheduler_ca_file); !ca) {
-      errors.push_back("--scheduler-ca-file: " + ca.error().message);
+  auto check_ca = [&](const char* flag, const std::string& path) {
+    if (auto ca = read_file(path); !ca) {
+      errors.push_back(std::string(flag) + ": " + ca.error().message);
     } else if (ca->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-      errors.push_back("--scheduler-ca-file: " + o.scheduler_ca_file + " holds no PEM certificate");
+      errors.push_back(std::string(flag) + ": " + path + " holds no PEM certificate");
     }
+  };
+  // kubelet over HTTPS with verification: its CA must be readable, or every pod list fails.
+  if (!o.kubelet_host.empty() && o.pods_file.empty() && o.kubelet_https && !o.kubelet_insecure_tls)
+    check_ca("--kubelet-ca-file", o.kubelet_ca_file);
+  // A scheduler CA not there yet is waited for (a ConfigMap mounted optional: true that
+  // the scheduler publishes); one that is there must be usable.
+  if (!o.scheduler_ca_file.empty()) {
+    if (std::filesystem::exists(o.scheduler_ca_file))
+      check_ca("--scheduler-ca-file", o.scheduler_ca_file);
     if (o.scheduler_url.rfind("https://", 0) != 0)
       errors.push_back("--scheduler-ca-file: only used with an https:// --scheduler-url");
   }
@@ -200,6 +209,12 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--kubelet-port", o.kubelet_port, "kubelet port")->capture_default_str();
   cmd->add_flag("!--kubelet-read-only", o.kubelet_https,
                 "plain HTTP (the read-only port) instead of HTTPS");
+  cmd->add_option("--kubelet-ca-file", o.kubelet_ca_file,
+                  "PEM CA bundle that signed kubelet's serving certificate")
+      ->capture_default_str();
+  cmd->add_flag("--kubelet-insecure-tls", o.kubelet_insecure_tls,
+                "do not verify kubelet's serving certificate (self-signed kubelet "
+                "certificates; the token is then sent to whoever answers)");
   env(cmd->add_option("--metrics-addr", o.metrics_addr, "address for /metrics, /healthz, /readyz")
           ->capture_default_str(),
       "GLEANER_METRICS_ADDR");

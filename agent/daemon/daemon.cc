@@ -115,6 +115,14 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     k.host = d.opt.kubelet_host;
     k.port = static_cast<uint16_t>(d.opt.kubelet_port);
     k.https = d.opt.kubelet_https;
+    k.verify_tls = !d.opt.kubelet_insecure_tls;
+    k.ca_file = d.opt.kubelet_ca_file;
+    if (k.https && !k.verify_tls) {
+      spdlog::warn(
+          "--kubelet-insecure-tls: kubelet's certificate is not verified; the "
+          "ServiceAccount token goes to whoever answers at {}:{}",
+          k.host, k.port);
+    }
     d.pod_source = std::make_unique<KubeletPodSource>(std::move(k));
   } else {
     d.pod_source = std::make_unique<CgroupTreePodSource>(cpu_root, *d.layout);

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/json_util.h"
 #include "common/result.h"
+#include "kube/config.h"
 
 namespace boost::asio {
 class io_context;
@@ -51,6 +52,11 @@ struct DaemonOptions {
   std::string kubelet_host;  // empty with no pods file: pods from the cgroup tree
   int kubelet_port = 10250;
   bool kubelet_https = true;
+  // kubelet's serving certificate is verified with this CA bundle (the cluster CA signs it
+  // when kubelet runs with serverTLSBootstrap, as managed clusters do); insecure only on
+  // request (a self-signed kubelet certificate).
+  std::string kubelet_ca_file = std::string(kube::kServiceAccountDir) + "/ca.crt";
+  bool kubelet_insecure_tls = false;
   std::string metrics_addr = ":9316";
   std::string scheduler_url;
   std::string token_file;

@@ -18,6 +18,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include "reporter/client/endpoint.h"
 #include "reporter/client/token_source.h"
@@ -67,6 +68,7 @@ struct ReportClient::Impl {
   asio::steady_timer wake;  // heartbeat, backoff and "new report" wake-ups
   tcp::resolver resolver;
   std::unique_ptr<ssl::context> tls_context;
+  std::string ca_identity;  // device, inode, size and mtime of the CA file loaded
   // One of the two is open while a keep-alive connection exists.
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
@@ -108,8 +110,51 @@ struct ReportClient::Impl {
 
   beast::tcp_stream& lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
 
+  // The trusted CAs: the system store, or --scheduler-ca-file, re-read when the file
+  // changes (a rotated CA; kubelet swaps a mounted ConfigMap's files) and until it first
+  // exists. A file gone or unusable later keeps the CAs already loaded.
+  Status refresh_trust() {
+    if (tls_context && opts.ca_file.empty()) return ok_status();
+    std::string identity;
+    if (!opts.ca_file.empty()) {
+      struct stat st {};
+      if (::stat(opts.ca_file.c_str(), &st) != 0) {
+        if (tls_context) return ok_status();
+        return errno_error(errno, "CA file " + opts.ca_file);
+      }
+      identity = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+                 std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+                 std::to_string(st.st_mtim.tv_nsec);
+      if (tls_context && identity == ca_identity) return ok_status();
+    }
+    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
+    ctx->set_verify_mode(ssl::verify_peer);
+    error_code ec;
+    if (opts.ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+    } else {
+      ctx->load_verify_file(opts.ca_file, ec);
+    }
+    if (ec) {
+      Error e = make_error(ErrorCode::kInvalidArgument,
+                           "CA file '" + opts.ca_file + "': " + ec.message());
+      if (!tls_context) return e;
+      spdlog::warn("report client: {}; keeping the CAs loaded before", e.message);
+      ca_identity = identity;  // not re-read until it changes again
+      return ok_status();
+    }
+    if (tls_context)
+      spdlog::info("report client: {} changed; new connections trust it", opts.ca_file);
+    tls_context = std::move(ctx);
+    ca_identity = identity;
+    return ok_status();
+  }
+
   asio::awaitable<Status> connect() {
     error_code ec;
+    if (endpoint.tls) {
+      if (Status trust = refresh_trust(); !trust) co_return trust.error();
+    }
     auto results = co_await resolver.async_resolve(endpoint.host, endpoint.port,
                                                    asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return net_error("resolve " + endpoint.host, ec);
@@ -289,23 +334,15 @@ Result<std::unique_ptr<ReportClient>> ReportClient::create(asio::io_context& io,
                                                            ReportClientOptions options) {
   auto endpoint = parse_http_url(options.scheduler_url);
   if (!endpoint) return endpoint.error();
-  std::unique_ptr<ssl::context> tls;
-  if (endpoint->tls) {
-    tls = std::make_unique<ssl::context>(ssl::context::tls_client);
-    tls->set_verify_mode(ssl::verify_peer);
-    error_code ec;
-    if (options.ca_file.empty()) {
-      tls->set_default_verify_paths(ec);
-    } else {
-      tls->load_verify_file(options.ca_file, ec);
-    }
-    if (ec) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "CA file '" + options.ca_file + "': " + ec.message());
-    }
-  }
+  const bool tls = endpoint->tls;
   auto impl = std::make_shared<Impl>(io, clock, std::move(options), std::move(*endpoint));
-  impl->tls_context = std::move(tls);
+  if (tls) {
+    // A CA file that is not there yet (a ConfigMap published after the agent started) is
+    // waited for; one that is there but unusable is a configuration error.
+    Status trust = impl->refresh_trust();
+    if (!trust && trust.error().code != ErrorCode::kNotFound) return trust.error();
+    if (!trust) spdlog::warn("report client: {}; reports wait for it", trust.error().message);
+  }
   return std::unique_ptr<ReportClient>(new ReportClient(std::move(impl)));
 }
 

@@ -51,7 +51,8 @@ struct ReportClientStats {
 
 class ReportClient {
  public:
-  // Fails on a malformed URL or an unusable CA file. `clock` must outlive the client.
+  // Fails on a malformed URL or a CA file that exists but is unusable (a missing one is
+  // waited for: reports fail until it appears). `clock` must outlive the client.
   static Result<std::unique_ptr<ReportClient>> create(boost::asio::io_context& io,
                                                       const Clock& clock,
                                                       ReportClientOptions options);

@@ -44,6 +44,16 @@ std::vector<std::string> webhook_flag_errors(const WebhookFlags& f) {
   if (!split_ref(f.service, ns, name))
     errors.emplace_back("--webhook-service: expected NAMESPACE/NAME, got " + f.service);
   if (f.configuration.empty()) errors.emplace_back("--webhook-configuration: must not be empty");
+  for (const auto& ref : f.ca_config_maps) {
+    if (!split_ref(ref, ns, name))
+      errors.emplace_back("--ca-configmap: expected NAMESPACE/NAME, got " + ref);
+  }
+  if (!f.ca_config_maps.empty() && f.secret.empty())
+    errors.emplace_back("--ca-configmap: needs --webhook-secret (the CA the scheduler keeps)");
+  for (const auto& ref : f.extra_services) {
+    if (!split_ref(ref, ns, name))
+      errors.emplace_back("--report-service: expected NAMESPACE/NAME, got " + ref);
+  }
   return errors;
 }
 
@@ -60,6 +70,7 @@ struct ColocationWebhook::Impl {
   admission::KeyPair serving;
   std::unique_ptr<server::WebhookServer> server;
   boost::asio::steady_timer timer;
+  std::function<void(const admission::KeyPair&)> on_new_certificate;
 
   // The pair to serve now: the files, or the Secret after any renewal due.
   Result<admission::KeyPair> current_pair() {
@@ -84,6 +95,7 @@ struct ColocationWebhook::Impl {
       } else {
         serving = *pair;
         spdlog::info("colocation webhook: serving a new certificate");
+        if (on_new_certificate) on_new_certificate(serving);
       }
     }
     timer.expires_after(kCheckEvery);
@@ -112,6 +124,16 @@ Result<std::unique_ptr<ColocationWebhook>> ColocationWebhook::start(boost::asio:
     split_ref(flags.secret, o.secret_namespace, o.secret_name);
     split_ref(flags.service, o.service_namespace, o.service_name);
     o.webhook_configuration = flags.configuration;
+    for (const auto& ref : flags.extra_services) {
+      std::pair<std::string, std::string> service;
+      split_ref(ref, service.first, service.second);
+      o.extra_services.push_back(std::move(service));
+    }
+    for (const auto& ref : flags.ca_config_maps) {
+      std::pair<std::string, std::string> map;
+      split_ref(ref, map.first, map.second);
+      o.ca_config_maps.push_back(std::move(map));
+    }
     impl->keeper = std::make_unique<kube_glue::WebhookCertKeeper>(impl->client, o, clock);
   } else {
     impl->cert_dir = flags.cert_dir;
@@ -139,6 +161,15 @@ Result<std::unique_ptr<ColocationWebhook>> ColocationWebhook::start(boost::asio:
 
 uint16_t ColocationWebhook::port() const {
   return impl_->server->port();
+}
+
+const admission::KeyPair& ColocationWebhook::serving() const {
+  return impl_->serving;
+}
+
+void ColocationWebhook::on_new_certificate(
+    std::function<void(const admission::KeyPair&)> callback) {
+  impl_->on_new_certificate = std::move(callback);
 }
 
 void ColocationWebhook::stop() {

@@ -5,6 +5,7 @@
 // Secret (--webhook-secret). Certificates are checked every minute; a renewal or a
 // changed file is served to new connections without a restart.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "common/result.h"
 #include "kube/api_client.h"
 #include "kube/config.h"
+#include "scheduler/admission/certificates.h"
 #include "scheduler/server/live_metrics.h"
 
 namespace boost::asio {
@@ -28,6 +30,10 @@ struct WebhookFlags {
   std::string service = "gleaner-system/gleaner-scheduler-webhook";  // NAMESPACE/NAME
   std::string configuration = "gleaner-colocation";
   std::string cluster;  // whose API server holds the profiles ("" = the first)
+  // With --webhook-secret: more Services the certificate is issued for (the report port
+  // when it serves this certificate), and ConfigMaps the CA is published in (ca.crt).
+  std::vector<std::string> extra_services;  // NAMESPACE/NAME
+  std::vector<std::string> ca_config_maps;  // NAMESPACE/NAME
 };
 
 // Problems with the flags alone (for --check-config and start-up).
@@ -45,6 +51,10 @@ class ColocationWebhook {
   ColocationWebhook& operator=(const ColocationWebhook&) = delete;
 
   [[nodiscard]] uint16_t port() const;
+  // The certificate served now, and a call on the io_context's thread whenever another
+  // one is served (for a port that serves the same certificate).
+  [[nodiscard]] const admission::KeyPair& serving() const;
+  void on_new_certificate(std::function<void(const admission::KeyPair&)> callback);
   void stop();
 
   struct Impl;

@@ -27,6 +27,7 @@
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/run_options.h"
+#include "scheduler/kube/agent_tokens.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/server/http_server.h"
@@ -129,9 +130,37 @@ int run(const RunOptions& o) {
     if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(b);
   });
 
+  // Who may report: agents' own tokens are reviewed by their cluster's API server.
+  const std::string report_auth = report_auth_mode(o);
+  if (auto errors = report_auth_errors(o); !errors.empty()) {
+    for (const auto& e : errors)
+      std::cerr << "gleaner-scheduler run: " << e << "\n";
+    return kBadInput;
+  }
+  std::map<std::string, std::unique_ptr<kube::KubeClient>> review_clients;
+  std::unique_ptr<kube_glue::TokenReviewer> reviewer;
+  std::optional<server::ReportValidator> validator;
+  if (report_auth == "token-review") {
+    std::map<std::string, kube::KubeClient*> clients;
+    for (const auto& [name, cfg] : configs) {
+      auto& c = review_clients[name] = std::make_unique<kube::KubeClient>(cfg, clock);
+      clients.emplace(name, c.get());
+    }
+    kube_glue::AgentTokenOptions to;
+    to.audience = o.agent_audience;
+    to.service_account = o.agent_service_account;
+    reviewer = std::make_unique<kube_glue::TokenReviewer>(
+        clients, to, clock, [&metrics](const char* outcome) { metrics.token_review(outcome); });
+    validator.emplace(*reviewer, o.max_report_bytes);
+  } else {
+    validator.emplace(report_auth == "shared-token" ? o.token_file : "", o.max_report_bytes);
+    if (report_auth == "none" && !configs.empty())
+      spdlog::warn("--report-auth none: any client may report for any node");
+  }
+  spdlog::info("gleaner-scheduler: reports authenticated by {}", report_auth);
+
   boost::asio::io_context io;
-  server::ReportValidator validator(o.token_file, o.max_report_bytes);
-  server::ApiRoutes routes(validator, **live, metrics);
+  server::ApiRoutes routes(*validator, **live, metrics);
   std::optional<admission::KeyPair> tls;
   if (!o.tls_cert_dir.empty()) {
     auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
@@ -141,13 +170,6 @@ int run(const RunOptions& o) {
     }
     tls = *pair;
   }
-  auto http = server::HttpServer::create(io, o.listen, routes, tls ? &*tls : nullptr);
-  if (!http) {
-    std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
-    return 1;
-  }
-  spdlog::info("gleaner-scheduler: listening on port {}, {} cluster(s){}", (*http)->port(),
-               links.size(), links.empty() ? " (reports only)" : "");
   std::unique_ptr<ColocationWebhook> webhook;
   if (!o.webhook.listen.empty()) {
     if (configs.empty()) {
@@ -161,12 +183,35 @@ int run(const RunOptions& o) {
       std::cerr << "gleaner-scheduler run: --webhook-cluster: no cluster named " << home << "\n";
       return kBadInput;
     }
-    auto started = ColocationWebhook::start(io, o.webhook, cfg->second, clock, metrics);
+    WebhookFlags flags = o.webhook;
+    if (o.tls_from_webhook) flags.extra_services.push_back(o.report_service);
+    auto started = ColocationWebhook::start(io, flags, cfg->second, clock, metrics);
     if (!started) {
       std::cerr << "gleaner-scheduler run: " << started.error().message << "\n";
       return 1;
     }
     webhook = std::move(*started);
+  }
+  if (o.tls_from_webhook) {
+    if (!webhook) {
+      std::cerr << "gleaner-scheduler run: --tls-from-webhook: needs --webhook-listen\n";
+      return kBadInput;
+    }
+    tls = webhook->serving();
+  }
+  auto http = server::HttpServer::create(io, o.listen, routes, tls ? &*tls : nullptr);
+  if (!http) {
+    std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
+    return 1;
+  }
+  spdlog::info("gleaner-scheduler: listening on port {} ({}), {} cluster(s){}", (*http)->port(),
+               tls ? "HTTPS" : "HTTP", links.size(), links.empty() ? " (reports only)" : "");
+  if (o.tls_from_webhook) {
+    // The webhook's renewals are served on this port too.
+    webhook->on_new_certificate([&http](const admission::KeyPair& pair) {
+      if (Status s = (*http)->set_certificate(pair); !s)
+        spdlog::warn("--tls-from-webhook: {}; serving the current certificate", s.error().message);
+    });
   }
   // A renewed certificate in --tls-cert-dir (cert-manager rewrites the mounted Secret) is
   // served to new connections within a minute.
@@ -188,7 +233,7 @@ int run(const RunOptions& o) {
       watch_tls();
     });
   };
-  if (tls) watch_tls();
+  if (!o.tls_cert_dir.empty()) watch_tls();
 
   boost::asio::steady_timer timer(io);
   std::function<void()> arm = [&] {
@@ -273,8 +318,31 @@ void register_run_command(CLI::App& app) {
                   "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
                   "mounted Secret; re-read every minute); agents then use an https:// "
                   "--scheduler-url and --scheduler-ca-file");
+  cmd->add_option("--report-auth", o->report_auth,
+                  "who may report: token-review (each agent's projected ServiceAccount token, "
+                  "checked with the API server, for its own node only), shared-token "
+                  "(--token-file), none, or auto (shared-token with --token-file, token-review "
+                  "with a cluster, else none)")
+      ->capture_default_str();
+  cmd->add_option("--agent-token-audience", o->agent_audience,
+                  "token-review: the audience agents' tokens must be issued for")
+      ->capture_default_str();
+  cmd->add_option("--agent-service-account", o->agent_service_account,
+                  "token-review: NAMESPACE/NAME of the agents' ServiceAccount")
+      ->capture_default_str();
+  cmd->add_flag("--tls-from-webhook", o->tls_from_webhook,
+                "serve --listen over HTTPS with the colocation webhook's certificate (kept in "
+                "--webhook-secret, then also issued for --report-service; renewals served "
+                "without restart)");
+  cmd->add_option("--report-service", o->report_service,
+                  "with --tls-from-webhook: NAMESPACE/NAME of the Service agents report to")
+      ->capture_default_str();
+  cmd->add_option("--ca-configmap", o->webhook.ca_config_maps,
+                  "NAMESPACE/NAME of a ConfigMap to publish the scheduler's CA in as ca.crt, "
+                  "for agents' --scheduler-ca-file (repeatable; with --webhook-secret)");
   cmd->add_option("--token-file", o->token_file,
-                  "bearer token agents must present (re-read when it changes); empty: none");
+                  "shared-token: the bearer token agents must present (re-read when it "
+                  "changes)");
   cmd->add_option("--max-report-bytes", o->max_report_bytes, "largest report body accepted")
       ->capture_default_str();
   cmd->add_option("--kubeconfig", o->kubeconfig, "kubeconfig of the (single) cluster");

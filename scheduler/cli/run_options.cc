@@ -10,6 +10,7 @@
 #include "common/cli_main.h"
 #include "common/file_io.h"
 #include "scheduler/admission/certificates.h"
+#include "scheduler/kube/agent_tokens.h"
 #include "scheduler/server/http_server.h"
 
 namespace gleaner::scheduler {
@@ -64,6 +65,34 @@ Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOption
   return cfg;
 }
 
+std::string report_auth_mode(const RunOptions& o) {
+  if (o.report_auth != "auto") return o.report_auth;
+  if (!o.token_file.empty()) return "shared-token";
+  return o.clusters.empty() && o.kubeconfig.empty() ? "none" : "token-review";
+}
+
+std::vector<std::string> report_auth_errors(const RunOptions& o) {
+  std::vector<std::string> errors;
+  auto add = [&](const std::string& flag, const std::string& message) {
+    errors.push_back(flag + ": " + message);
+  };
+  const std::string auth = report_auth_mode(o);
+  if (auth == "token-review") {
+    if (o.clusters.empty() && o.kubeconfig.empty())
+      add("--report-auth", "token-review needs a cluster (--kubeconfig or --cluster) to ask");
+    if (!o.token_file.empty())
+      add("--report-auth", "token-review does not use --token-file (the shared token)");
+    if (kube_glue::service_account_user(o.agent_service_account).empty())
+      add("--agent-service-account", "expected NAMESPACE/NAME, got " + o.agent_service_account);
+    if (o.agent_audience.empty()) add("--agent-token-audience", "must not be empty");
+  } else if (auth == "shared-token") {
+    if (o.token_file.empty()) add("--report-auth", "shared-token needs --token-file");
+  } else if (auth != "none") {
+    add("--report-auth", "expected auto, token-review, shared-token or none, got " + auth);
+  }
+  return errors;
+}
+
 std::vector<std::string> config_errors(const RunOptions& o) {
   std::vector<std::string> errors;
   auto add = [&](const std::string& flag, const std::string& message) {
@@ -82,6 +111,8 @@ std::vector<std::string> config_errors(const RunOptions& o) {
       add("--token-file", o.token_file + " is empty");
     }
   }
+  for (const auto& e : report_auth_errors(o))
+    errors.push_back(e);
   if (o.max_report_bytes == 0) add("--max-report-bytes", "must be above 0");
   if (o.qps < 0) add("--qps", "must be 0 (no limit) or above");
   if (o.burst < 1) add("--burst", "must be at least 1");
@@ -123,6 +154,13 @@ std::vector<std::string> config_errors(const RunOptions& o) {
   }
   for (const auto& e : webhook_flag_errors(o.webhook))
     errors.push_back(e);
+  if (o.tls_from_webhook) {
+    if (o.webhook.listen.empty())
+      add("--tls-from-webhook", "needs the colocation webhook (--webhook-listen)");
+    if (!o.tls_cert_dir.empty()) add("--tls-from-webhook", "give it or --tls-cert-dir, not both");
+    if (o.report_service.find('/') == std::string::npos)
+      add("--report-service", "expected NAMESPACE/NAME, got " + o.report_service);
+  }
   if (!o.webhook.listen.empty()) {
     if (auto l = server::parse_listen_address(o.webhook.listen); !l)
       add("--webhook-listen", l.error().message);

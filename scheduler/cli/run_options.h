@@ -17,6 +17,11 @@ namespace gleaner::scheduler {
 struct RunOptions {
   std::string listen = ":8080";
   std::string token_file;
+  // Who may report (docs/scheduler.md): token-review, shared-token, none, or auto
+  // (shared-token with --token-file, token-review with a cluster, else none).
+  std::string report_auth = "auto";
+  std::string agent_audience = "gleaner-scheduler";
+  std::string agent_service_account = "gleaner-system/gleaner-agent";
   std::size_t max_report_bytes = 1 << 20;
   std::string kubeconfig;
   std::string cluster_name = server::kDefaultCluster;
@@ -37,7 +42,9 @@ struct RunOptions {
   std::string log_format = "text";
   bool check_config = false;
   WebhookFlags webhook;
-  std::string tls_cert_dir;        // "" = plain HTTP on --listen
+  std::string tls_cert_dir;       // "" = plain HTTP on --listen
+  bool tls_from_webhook = false;  // --listen serves the webhook's certificate
+  std::string report_service = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
   std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
   bool leader_elect = false;
   std::string lease = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
@@ -48,6 +55,10 @@ struct RunOptions {
 };
 
 kube_glue::LeaderElectionOptions election_options(const RunOptions& o);
+// --report-auth with auto resolved: "token-review", "shared-token" or "none".
+std::string report_auth_mode(const RunOptions& o);
+// The problems of the --report-auth flags alone (part of config_errors).
+std::vector<std::string> report_auth_errors(const RunOptions& o);
 // The queues file: the scenario's "queues" array, either alone or in an object with
 // "queues" (and optionally "policy", as in a scenario file).
 Result<sim::Scenario> load_queues(const std::string& path);

@@ -1,5 +1,6 @@
 #include "scheduler/kube/webhook_certs.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "kube/config.h"
@@ -49,6 +50,15 @@ std::vector<std::string> service_dns_names(const std::string& service, const std
           service + "." + ns + ".svc.cluster.local"};
 }
 
+std::vector<std::string> serving_dns_names(const WebhookCertOptions& o) {
+  auto names = service_dns_names(o.service_name, o.service_namespace);
+  for (const auto& [ns, name] : o.extra_services) {
+    for (auto& n : service_dns_names(name, ns))
+      names.push_back(std::move(n));
+  }
+  return names;
+}
+
 CertPlan plan_certs(const std::optional<Json>& secret, const WebhookCertOptions& o,
                     admission::CertTime now) {
   using Action = CertPlan::Action;
@@ -61,8 +71,8 @@ CertPlan plan_certs(const std::optional<Json>& secret, const WebhookCertOptions&
   if (!ca_info || ca.key_pem.empty()) return {Action::kIssueAll, "the Secret holds no CA"};
   if (ca_info->not_after - o.renew_before - o.serving_lifetime <= now)
     return {Action::kIssueAll, "the CA ends before another serving certificate would"};
-  const Status pair = admission::check_serving_pair(
-      serving, service_dns_names(o.service_name, o.service_namespace), now, o.renew_before);
+  const Status pair =
+      admission::check_serving_pair(serving, serving_dns_names(o), now, o.renew_before);
   if (!pair) return {Action::kIssueServing, pair.error().message};
   if (!admission::signed_by(serving.cert_pem, ca.cert_pem))
     return {Action::kIssueServing, "tls.crt is not signed by ca.crt"};
@@ -90,9 +100,11 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
         return make_error(s.error().code, "Secret " + options_.secret_name +
                                               " (cert-manager): " + s.error().message);
       }
+      if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
       return m;
     }
     if (Status s = patch_ca_bundle(m.ca_bundle); !s) return s.error();
+    if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
     return m;
   }
   spdlog::info("webhook certificates: {} ({})",
@@ -111,9 +123,8 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
     // Still-valid old CAs stay trusted until replicas serving their certificates move on.
     if (secret) old_cas = valid_cas(secret_data(*secret, "ca.crt"), now);
   }
-  auto serving = admission::make_serving_cert(
-      ca, service_dns_names(options_.service_name, options_.service_namespace), now,
-      options_.serving_lifetime);
+  auto serving =
+      admission::make_serving_cert(ca, serving_dns_names(options_), now, options_.serving_lifetime);
   if (!serving) return serving.error();
   m.serving = *serving;
   // The first certificate of ca.crt is the signing CA (kept with ca.key).
@@ -121,7 +132,37 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
       plan.action == CertPlan::Action::kIssueServing ? ca.cert_pem : ca.cert_pem + old_cas;
   if (Status s = write_secret(secret, m, ca); !s) return s.error();
   if (Status s = patch_ca_bundle(m.ca_bundle); !s) return s.error();
+  if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
   return m;
+}
+
+Status WebhookCertKeeper::publish_ca(const std::string& bundle) {
+  for (const auto& [ns, name] : options_.ca_config_maps) {
+    const std::string ref = fmt::format("{}/{}", ns, name);
+    const std::string path = fmt::format("/api/v1/namespaces/{}/configmaps/{}", ns, name);
+    auto found = client_.find(path);
+    if (!found) {
+      return make_error(found.error().code, "ConfigMap " + ref + ": " + found.error().message);
+    }
+    if (*found && string_at(**found, "data/ca.crt") == bundle) continue;
+    Json map = *found ? **found
+                      : Json{{"apiVersion", "v1"},
+                             {"kind", "ConfigMap"},
+                             {"metadata",
+                              {{"name", name},
+                               {"namespace", ns},
+                               {"labels", {{"app.kubernetes.io/name", "gleaner-scheduler"}}}}}};
+    if (!map.contains("data") || !map["data"].is_object()) map["data"] = Json::object();
+    map["data"]["ca.crt"] = bundle;
+    // A replace carries the resourceVersion read: of two replicas, one writes.
+    auto written = *found ? client_.replace(path, map)
+                          : client_.create("/api/v1/namespaces/" + ns + "/configmaps", map);
+    if (!written) {
+      return make_error(written.error().code, "ConfigMap " + ref + ": " + written.error().message);
+    }
+    spdlog::info("scheduler CA published in ConfigMap {}", ref);
+  }
+  return ok_status();
 }
 
 Status WebhookCertKeeper::write_secret(const std::optional<Json>& existing,

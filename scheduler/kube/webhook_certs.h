@@ -16,6 +16,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -32,6 +33,12 @@ struct WebhookCertOptions {
   std::string service_name = "gleaner-scheduler-webhook";
   std::string service_namespace;
   std::string webhook_configuration = "gleaner-colocation";
+  // More Services the serving certificate is for (NAMESPACE, NAME): the report port when it
+  // serves TLS with this same certificate.
+  std::vector<std::pair<std::string, std::string>> extra_services;
+  // ConfigMaps (NAMESPACE, NAME) the CA bundle is published in, as ca.crt, for clients
+  // that verify the scheduler with it (agents mount it: --scheduler-ca-file).
+  std::vector<std::pair<std::string, std::string>> ca_config_maps;
   std::chrono::seconds ca_lifetime{std::chrono::hours(24 * 3650)};
   std::chrono::seconds serving_lifetime{std::chrono::hours(24 * 365)};
   std::chrono::seconds renew_before{std::chrono::hours(24 * 30)};
@@ -40,6 +47,8 @@ struct WebhookCertOptions {
 // The DNS names kube-apiserver may use for the Service: name, name.ns, name.ns.svc,
 // name.ns.svc.cluster.local.
 std::vector<std::string> service_dns_names(const std::string& service, const std::string& ns);
+// Every DNS name the serving certificate must hold: the webhook's and the extra Services'.
+std::vector<std::string> serving_dns_names(const WebhookCertOptions& options);
 
 struct CertPlan {
   enum class Action { kUse, kUseExternal, kIssueServing, kIssueAll };
@@ -67,6 +76,8 @@ class WebhookCertKeeper {
   Status write_secret(const std::optional<Json>& existing, const ServingMaterial& m,
                       const admission::KeyPair& ca);
   Status patch_ca_bundle(const std::string& bundle);
+  // The CA bundle into every ca_config_maps entry that does not hold it yet.
+  Status publish_ca(const std::string& bundle);
 
   kube::KubeClient& client_;
   WebhookCertOptions options_;

@@ -25,17 +25,59 @@ HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
   unsigned status = 400;
   if (reason == RejectReason::kUnauthorized) status = 401;
   if (reason == RejectReason::kTooLarge) status = 413;
+  if (reason == RejectReason::kAuthUnavailable) status = 503;
   return error_reply(status, to_string(reason), message);
 }
 
+HttpReply ApiRoutes::refusal(const IngestVerdict& v) {
+  metrics_.report_rejected(*v.rejected);
+  return error_reply(v.status, to_string(*v.rejected), v.message);
+}
+
 HttpReply ApiRoutes::post_report(std::string_view authorization, std::string_view body) {
-  if (!active())
-    return error_reply(503, "not_leader", "this replica is a standby; reports go to the leader");
-  IngestVerdict v = validator_.check(authorization, body);
-  if (v.rejected) {
-    metrics_.report_rejected(*v.rejected);
-    return error_reply(v.status, to_string(*v.rejected), v.message);
+  ReportAttempt attempt = begin_report(authorization, body);
+  return attempt.reply ? std::move(*attempt.reply) : finish_report(attempt);
+}
+
+ReportAttempt ApiRoutes::begin_report(std::string_view authorization, std::string_view body) {
+  ReportAttempt attempt;
+  if (!active()) {
+    attempt.reply =
+        error_reply(503, "not_leader", "this replica is a standby; reports go to the leader");
+    return attempt;
   }
+  if (!validator_.authorized(authorization)) {
+    attempt.reply = rejected(RejectReason::kUnauthorized, "missing or invalid bearer token");
+    return attempt;
+  }
+  IngestVerdict parsed = validator_.parse(body);
+  if (parsed.rejected) {
+    attempt.reply = refusal(parsed);
+    return attempt;
+  }
+  IdentityVerdict identity = validator_.check_identity(authorization, *parsed.report, false);
+  if (identity.refusal) {
+    attempt.reply = refusal(*identity.refusal);
+  } else if (identity.pending) {
+    attempt.authorization = std::string(authorization);
+    attempt.report = std::move(parsed.report);
+  } else {
+    attempt.reply = apply(*parsed.report);
+  }
+  return attempt;
+}
+
+HttpReply ApiRoutes::finish_report(ReportAttempt& attempt) {
+  if (attempt.reply) return std::move(*attempt.reply);
+  IdentityVerdict identity =
+      validator_.check_identity(attempt.authorization, *attempt.report, true);
+  if (identity.refusal) return refusal(*identity.refusal);
+  return apply(*attempt.report);
+}
+
+HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
+  IngestVerdict v = validator_.admit(std::move(report));
+  if (v.rejected) return refusal(v);
   if (v.duplicate) {
     metrics_.report_duplicate();
     return json_reply(200, Json{{"accepted", false}, {"duplicate", true}});

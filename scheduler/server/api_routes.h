@@ -6,6 +6,7 @@
 //   GET  /metrics   Prometheus text      GET /healthz   "ok"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,13 @@ struct HttpReply {
   std::string body;
 };
 
+// A report on its way in: answered already, or waiting for its token to be reviewed.
+struct ReportAttempt {
+  std::optional<HttpReply> reply;
+  std::string authorization;
+  std::optional<reporter::NodeReport> report;  // parsed, awaiting review (reply empty)
+};
+
 class ApiRoutes {
  public:
   ApiRoutes(ReportValidator& validator, LiveScheduler& live, LiveMetrics& metrics)
@@ -28,9 +36,15 @@ class ApiRoutes {
 
   [[nodiscard]] static bool is_report_path(std::string_view target);
   [[nodiscard]] std::size_t max_report_bytes() const { return validator_.max_body_bytes(); }
+  [[nodiscard]] bool reviews_tokens() const { return validator_.reviews_tokens(); }
   // Before the body is read: a request without the token is refused unread.
   bool authorized(std::string_view authorization) { return validator_.authorized(authorization); }
+  // All of a report, blocking on a token review when one is due.
   HttpReply post_report(std::string_view authorization, std::string_view body);
+  // The same in two steps, so a review (an API server round trip) runs off the I/O
+  // thread: begin never blocks; an attempt it leaves unanswered goes to finish, which may.
+  ReportAttempt begin_report(std::string_view authorization, std::string_view body);
+  HttpReply finish_report(ReportAttempt& attempt);
   // The server refused the request before it reached post_report.
   HttpReply rejected(RejectReason reason, const std::string& message);
   HttpReply get(std::string_view method, std::string_view target);
@@ -41,6 +55,8 @@ class ApiRoutes {
 
  private:
   [[nodiscard]] bool active() const { return !active_ || active_(); }
+  HttpReply refusal(const IngestVerdict& v);
+  HttpReply apply(reporter::NodeReport& report);
   std::function<bool()> active_;
   ReportValidator& validator_;
   LiveScheduler& live_;

@@ -8,6 +8,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -31,6 +32,11 @@ constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr uint32_t kHeaderLimit = 16 * 1024;
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr std::size_t kDrainLimit = 8 << 20;
+// Token reviews (API server round trips) run on a few worker threads so the I/O thread
+// never waits on them; beyond this many at once (a flood of made-up tokens), a report is
+// answered 503 and its agent retries on its next pass.
+constexpr int kReviewThreads = 4;
+constexpr int kMaxReviewsInFlight = 64;
 
 std::string_view view(beast::string_view s) {
   return {s.data(), s.size()};
@@ -85,7 +91,20 @@ struct HttpServer::Impl {
       close = true;
       co_return self.routes.rejected(RejectReason::kMalformed, "request: " + ec.message());
     }
-    co_return self.routes.post_report(auth, req.body());
+    ReportAttempt attempt = self.routes.begin_report(auth, req.body());
+    if (attempt.reply) co_return std::move(*attempt.reply);
+    if (!self.review_pool) co_return self.routes.finish_report(attempt);
+    if (self.reviews_in_flight >= kMaxReviewsInFlight) {
+      co_return self.routes.rejected(RejectReason::kAuthUnavailable,
+                                     "too many token reviews at once; retry later");
+    }
+    ++self.reviews_in_flight;  // only the I/O thread touches the count
+    HttpReply reply = co_await asio::co_spawn(
+        self.review_pool->get_executor(),
+        [&]() -> asio::awaitable<HttpReply> { co_return self.routes.finish_report(attempt); },
+        asio::use_awaitable);
+    --self.reviews_in_flight;
+    co_return reply;
   }
 
   // Closing a socket with unread input makes the kernel send a reset, which can destroy
@@ -180,13 +199,17 @@ struct HttpServer::Impl {
     return tls;
   }
   std::mutex tls_mu;
-  std::shared_ptr<ssl::context> tls;  // nullptr: plain HTTP
+  std::shared_ptr<ssl::context> tls;               // nullptr: plain HTTP
+  std::unique_ptr<asio::thread_pool> review_pool;  // only when tokens are reviewed
+  int reviews_in_flight = 0;
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
                                                        std::string_view address, ApiRoutes& routes,
                                                        const admission::KeyPair* tls) {
   auto impl = std::make_shared<Impl>(routes);
+  if (routes.reviews_tokens())
+    impl->review_pool = std::make_unique<asio::thread_pool>(kReviewThreads);
   if (tls != nullptr) {
     auto ctx = server_tls_context(*tls);
     if (!ctx) return ctx.error();
@@ -222,6 +245,12 @@ uint16_t HttpServer::port() const {
 
 void HttpServer::stop() {
   impl_->listener->stop();
+  // Reviews under way finish (each is bounded by the API client's timeout) before the
+  // sessions waiting on them can be torn down.
+  if (impl_->review_pool) {
+    impl_->review_pool->stop();
+    impl_->review_pool->join();
+  }
 }
 
 }  // namespace gleaner::scheduler::server

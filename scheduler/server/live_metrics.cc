@@ -100,6 +100,10 @@ void LiveMetrics::webhook_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++webhook_reviews_[outcome];
 }
+void LiveMetrics::token_review(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  ++token_reviews_[outcome];
+}
 void LiveMetrics::colocation_profile_rejected() {
   std::lock_guard lock(mu_);
   ++profiles_rejected_;
@@ -181,6 +185,13 @@ std::string LiveMetrics::render(const StateGauges& g) const {
     auto it = webhook_reviews_.find(o);
     out += fmt::format("gleaner_scheduler_webhook_reviews_total{{outcome=\"{}\"}} {}\n", o,
                        it == webhook_reviews_.end() ? 0 : it->second);
+  }
+  header(out, "gleaner_scheduler_token_reviews_total", "counter",
+         "Agent tokens reviewed with the API server (TokenReview), by outcome.");
+  for (const char* o : {"authenticated", "unauthenticated", "forbidden", "error"}) {
+    auto it = token_reviews_.find(o);
+    out += fmt::format("gleaner_scheduler_token_reviews_total{{outcome=\"{}\"}} {}\n", o,
+                       it == token_reviews_.end() ? 0 : it->second);
   }
   single(out, "gleaner_scheduler_colocation_profiles_rejected_total", "counter",
          "ClusterColocationProfile versions refused as invalid (the last good one stays).",

@@ -56,6 +56,9 @@ class LiveMetrics {
   void webhook_review(const std::string& outcome);
   void colocation_profile_rejected();
   void webhook_certificate_error();
+  // An agent token reviewed with the API server: "authenticated", "unauthenticated",
+  // "forbidden" (valid, not an agent's), "error" (the API server could not say).
+  void token_review(const std::string& outcome);
   // An ElasticQuotaTree version refused (the current quota tree stays).
   void quota_tree_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
@@ -82,6 +85,7 @@ class LiveMetrics {
   uint64_t patches_failed_ = 0;
   uint64_t events_ = 0;
   std::map<std::string, uint64_t> webhook_reviews_;
+  std::map<std::string, uint64_t> token_reviews_;
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;

@@ -1,8 +1,10 @@
 #pragma once
-// The checks every POSTed NodeReport passes before it reaches the scheduler: bearer
-// token, body size, the strict v1 parser (reporter/wire/node_report.h) and the report's
-// sequence. Pure apart from the token file: the HTTP server only moves bytes, so these
-// rules are tested without sockets.
+// The checks every POSTed NodeReport passes before it reaches the scheduler: who sent it
+// (a shared bearer token, or the agent's own token reviewed by the API server, which ties
+// it to one node: report_auth.h), body size, the strict v1 parser
+// (reporter/wire/node_report.h) and the report's sequence. Pure apart from the token file
+// and the reviewer: the HTTP server only moves bytes, so these rules are tested without
+// sockets.
 
 #include <chrono>
 #include <cstddef>
@@ -15,18 +17,21 @@
 
 #include "kube/config.h"
 #include "reporter/wire/node_report.h"
+#include "scheduler/server/report_auth.h"
 
 namespace gleaner::scheduler::server {
 
 // Metric label values of gleaner_scheduler_reports_rejected_total{reason}.
 enum class RejectReason {
-  kUnauthorized,    // missing or wrong bearer token (401)
-  kTooLarge,        // body above the limit (413)
-  kMalformed,       // not a valid NodeReport v1 (400)
-  kOutOfOrder,      // sequence not above the last accepted one of that agent (409)
-  kUnknownCluster,  // the report names a cluster this scheduler does not manage (422)
+  kUnauthorized,     // missing or wrong bearer token (401)
+  kTooLarge,         // body above the limit (413)
+  kMalformed,        // not a valid NodeReport v1 (400)
+  kOutOfOrder,       // sequence not above the last accepted one of that agent (409)
+  kUnknownCluster,   // the report names a cluster this scheduler does not manage (422)
+  kForbidden,        // a valid agent token, but for another node (or not an agent's) (403)
+  kAuthUnavailable,  // the API server could not review the token, or too many at once (503)
 };
-inline constexpr int kRejectReasonCount = 5;
+inline constexpr int kRejectReasonCount = 7;
 const char* to_string(RejectReason reason);
 
 struct IngestVerdict {
@@ -37,16 +42,34 @@ struct IngestVerdict {
   std::optional<reporter::NodeReport> report;
 };
 
+// The identity check of a parsed report under token review.
+struct IdentityVerdict {
+  bool pending = false;                  // no recent verdict: review on a worker thread
+  std::optional<IngestVerdict> refusal;  // otherwise: refused, or admitted (nullopt)
+};
+
 class ReportValidator {
  public:
-  // token_file empty: no authentication (loopback demos, tests).
+  // A shared token; token_file empty: no authentication (loopback demos, tests).
   ReportValidator(const std::string& token_file, std::size_t max_body_bytes);
+  // Each agent's own token, reviewed by its cluster's API server.
+  ReportValidator(AgentTokenReviewer& reviewer, std::size_t max_body_bytes);
 
   [[nodiscard]] std::size_t max_body_bytes() const { return max_body_bytes_; }
-  // `authorization` is the Authorization header value ("" when absent).
+  [[nodiscard]] bool reviews_tokens() const { return reviewer_ != nullptr; }
+  // All the checks in order; may block on a token review. `authorization` is the
+  // Authorization header value ("" when absent).
   IngestVerdict check(std::string_view authorization, std::string_view body);
   // Checked first, before the body is read: the server answers 401 without reading it.
   bool authorized(std::string_view authorization);
+  // The body's size and its parse.
+  IngestVerdict parse(std::string_view body) const;
+  // Under token review: whether the token's agent may report for `report`'s node. Without
+  // `may_block`, a token with no recent verdict comes back pending instead of reviewed.
+  IdentityVerdict check_identity(std::string_view authorization, const reporter::NodeReport& report,
+                                 bool may_block);
+  // The report's sequence against the last one accepted from its node.
+  IngestVerdict admit(reporter::NodeReport report);
 
  private:
   struct Last {
@@ -62,6 +85,7 @@ class ReportValidator {
 
   kube::TokenSource token_;
   bool auth_required_;
+  AgentTokenReviewer* reviewer_ = nullptr;
   std::size_t max_body_bytes_;
   std::mutex mu_;
   std::map<std::string, Last> last_;  // "cluster/node"

@@ -5,13 +5,18 @@ paths, JSON shapes, v1 Status errors, resourceVersion semantics, chunked watch s
 bookmarks, optimistic concurrency, patch content types, binding and eviction subresources,
 creates with ?dryRun=All (answered, nothing stored).
 
-Resources: pods, nodes, events, namespaces, secrets, daemonsets, priorityclasses,
-mutatingwebhookconfigurations, and the custom resources sparkapplications,
-elasticquotatrees and clustercolocationprofiles (merge and JSON patches only). Writes get the
-server's defaulting and validation where Gleaner depends on it (resources.py): webhook
-configurations, secrets' stringData, PriorityClass values, a namespace's
-kubernetes.io/metadata.name label. Pods may be created in namespaces that have no Namespace
-object; such a namespace has just that label.
+Resources: pods, nodes, events, namespaces, secrets, configmaps, serviceaccounts, daemonsets,
+priorityclasses, leases, mutatingwebhookconfigurations, and the custom resources
+sparkapplications, elasticquotatrees and clustercolocationprofiles (merge and JSON patches
+only). Writes get the server's defaulting and validation where Gleaner depends on it
+(resources.py): webhook configurations, secrets' stringData, PriorityClass values, a
+namespace's kubernetes.io/metadata.name label. Pods may be created in namespaces that have
+no Namespace object; such a namespace has just that label.
+
+ServiceAccount tokens (tokens.py): the token subresource (TokenRequest) issues bound JWTs
+with the claims of real projected tokens, and authentication.k8s.io/v1 TokenReviews
+(create only) check them as kube-apiserver does: signature, expiry, audiences, and that the
+ServiceAccount and the bound pod or secret still exist with the same uid.
 
 Pod creation runs mutating admission as kube-apiserver does (admission.py): the Priority
 plugin (for stored PriorityClasses), then every matching webhook of every
@@ -24,7 +29,7 @@ by clientConfig.service are reached through addresses mapped with /_admin/webhoo
 matchConditions (CEL) are refused when a configuration is written.
 
 Usage: apiserver.py [--port 0] [--token T]; prints "ready port=N" once it listens.
-Test controls live under /_admin/ (see Handler.admin); GET /_admin/webhook-calls reports the
+Test controls live under /_admin/ (see admin.py); GET /_admin/webhook-calls reports the
 webhook calls made."""
 
 import argparse
@@ -38,9 +43,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import admin  # noqa: E402
 from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
 import resources  # noqa: E402
+import tokens  # noqa: E402
 from store import ApiError, Store, now_rfc3339  # noqa: E402
 import watch  # noqa: E402
 from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
@@ -57,6 +64,7 @@ RESOURCES = {
     ("apps", "daemonsets"): ("DaemonSet", True, True),
     ("", "namespaces"): ("Namespace", False, True),
     ("", "secrets"): ("Secret", True, False),
+    ("", "configmaps"): ("ConfigMap", True, False),
     ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):
         ("MutatingWebhookConfiguration", False, False),
     ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, False),
@@ -64,14 +72,16 @@ RESOURCES = {
     ("config.koordinator.sh", "clustercolocationprofiles"):
         ("ClusterColocationProfile", False, True),
     ("coordination.k8s.io", "leases"): ("Lease", True, False),
+    ("", "serviceaccounts"): ("ServiceAccount", True, False),
+    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, False),  # create only
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
             "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
-            "coordination.k8s.io": "v1"}
+            "coordination.k8s.io": "v1", "authentication.k8s.io": "v1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
-                   "coordination.k8s.io"}
+                   "coordination.k8s.io", "authentication.k8s.io"}
 
 
 class Route:
@@ -163,7 +173,7 @@ class Handler(BaseHTTPRequestHandler):
         self.logged = None  # a kept-alive connection reuses the handler
         self.warnings = []
         if url.path.startswith("/_admin/"):
-            return self.admin(method, url.path[len("/_admin/"):], query)
+            return admin.handle(self, method, url.path[len("/_admin/"):], query)
         self.logged = {"method": method, "path": url.path, "query": query,
                        "contentType": self.headers.get("Content-Type", "")}
         faults.log(self.logged)
@@ -208,6 +218,9 @@ class Handler(BaseHTTPRequestHandler):
     # --- API verbs -------------------------------------------------------------
     def dispatch(self, method, r, query, raw):
         store = self.server.store
+        if tokens.serves(r):  # serviceaccounts/{name}/token and tokenreviews
+            return self.send_json(201, self.server.tokens.serve(
+                method, r, lambda: self.json_body(raw)))
         if r.name is None:
             if method == "GET" and parse_bool(query.get("watch")):
                 return watch.serve(self, r, query)
@@ -400,61 +413,6 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
                              "items": items})
 
-    # --- test controls ---------------------------------------------------------
-    def admin(self, method, what, q):
-        f, store = self.server.faults, self.server.store
-        count = int(q.get("count", "1"))
-        if what == "requests" and method == "GET":
-            with f.lock:
-                return self.send_json(200, list(f.requests))
-        if what == "watchers" and method == "GET":
-            return self.send_json(200, {"watchers": f.watchers})
-        if what == "webhook-calls" and method == "GET":
-            return self.send_json(200, self.server.admission.report())
-        if what == "webhook-service" and method == "POST":
-            if not q.get("namespace") or not q.get("name"):
-                return self.send_status(400, "namespace and name are required", "BadRequest")
-            self.server.admission.map_service(q["namespace"], q["name"],
-                                              int(q.get("port") or 443), q.get("address", ""))
-            return self.send_status(200)
-        if what == "state" and method == "GET":
-            return self.send_json(200, {"resourceVersion": str(store.rv),
-                                        "compactedResourceVersion": str(store.compacted_rv)})
-        with f.lock:
-            if what == "expire-next-watch":
-                f.expire_watches, f.expire_mode = count, q.get("mode", "event")
-            elif what == "eviction-429":
-                f.eviction_429 = count
-            elif what == "throttle":
-                f.throttle = count
-            elif what == "stall":
-                f.stall_count, f.stall_seconds = count, float(q.get("seconds", "30"))
-                f.stall_prefix, f.stall_method = q.get("prefix", "/"), q.get("method", "")
-            elif what == "watch-fault":
-                f.watch_fault = q.get("kind", "garbage")
-            elif what == "silence-watches":
-                f.silence = q.get("on", "true") == "true"
-            elif what == "kubelet":
-                f.kubelet_mode = q.get("mode", "ok")
-            elif what == "fail":
-                f.fail_count, f.fail_method = count, q.get("method", "POST")
-                f.fail_prefix, f.fail_code = q.get("prefix", "/"), int(q.get("code", "500"))
-            elif what == "token":
-                f.token = q.get("value") or None
-            elif what not in ("compact", "drop-watches", "reset", "release"):
-                return self.send_status(404, "unknown admin endpoint " + what, "NotFound")
-        if what == "compact":
-            store.compact()
-        elif what == "drop-watches":
-            store.drop_watches()
-        elif what == "release":
-            f.release_stalled()
-        elif what == "reset":
-            f.reset()
-            store.drop_watches()
-            self.server.admission.clear_calls()
-        self.send_status(200)
-
 
 def parse_bool(text):
     """Go's strconv.ParseBool, which the API server uses for boolean query parameters."""
@@ -494,6 +452,7 @@ def main():
     server = Server((args.host, args.port), Handler)
     server.store, server.faults = Store(args.history_limit), Faults(args.token)
     server.admission = Admission(server.store)
+    server.tokens = tokens.Tokens(server.store, server.faults)
     server.bookmark_interval, server.kubelet_node = args.bookmark_interval, args.kubelet_node
     server.verbose = args.verbose
     if args.tls_cert:

@@ -25,6 +25,9 @@ class Faults:
         # fail: the next `fail_count` requests with this method and path prefix answer
         # `fail_code` (e.g. a create in a cluster without the CRD).
         self.fail_count, self.fail_method, self.fail_prefix, self.fail_code = 0, "", "/", 500
+        # token_node_info off: ServiceAccount tokens and their reviews as before Kubernetes
+        # 1.30, without the pod's node (tokens.py).
+        self.token_node_info = True
 
     def release_stalled(self):
         """Wakes every stalled request, leaving the other faults armed."""

@@ -136,14 +136,19 @@ def closed_port():
         return s.getsockname()[1]
 
 
+def api_client(port):
+    """The official client, configured for the test server on `port` with its token."""
+    config = client.Configuration(host="http://127.0.0.1:%d" % port)
+    config.api_key = {"authorization": TOKEN}
+    config.api_key_prefix = {"authorization": "Bearer"}
+    return client.ApiClient(config)
+
+
 class OfficialClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.proc, port = start_server()
-        config = client.Configuration(host="http://127.0.0.1:%d" % port)
-        config.api_key = {"authorization": TOKEN}
-        config.api_key_prefix = {"authorization": "Bearer"}
-        cls.api = client.ApiClient(config)
+        cls.api = api_client(port)
         cls.core = client.CoreV1Api(cls.api)
         cls.custom = client.CustomObjectsApi(cls.api)
         cls.admission = client.AdmissionregistrationV1Api(cls.api)

@@ -87,6 +87,11 @@ def parse_args_list(args):
     return out
 
 
+def parse_args_pairs(args):
+    """(flag, value) for every --flag=value, repeats kept."""
+    return [tuple(a.split("=", 1)) for a in args if a.startswith("--") and "=" in a]
+
+
 def help_flags(binary, subcommand):
     r = subprocess.run([binary, subcommand, "--help"], capture_output=True, text=True, timeout=30)
     return set(re.findall(r"(--[a-z][a-z0-9-]*)", r.stdout + r.stderr))
@@ -138,7 +143,8 @@ def check_pod_spec(c, docs, kind, name, pod, ns, image):
             c.check(vm["name"] in volumes, "%s: mount %s has a volume" % (where, vm["name"]))
     c.check(mounted == set(volumes), where + ": every volume is mounted")
     for v in volumes.values():
-        if "configMap" in v:
+        # An optional ConfigMap is published at run time (the scheduler's CA).
+        if "configMap" in v and not v["configMap"].get("optional"):
             c.check(find(docs, "ConfigMap", v["configMap"]["name"], ns) is not None,
                     "%s: ConfigMap %s in %s" % (where, v["configMap"]["name"], ns))
         if "secret" in v:
@@ -207,9 +213,21 @@ def check_agent(c, docs, image, agent_flags):
                             == "ack-slo-config")
     c.check(config_mount is not None and config_mount == args.get("--config-dir"),
             "agent: ack-slo-config mounted at --config-dir %s" % args.get("--config-dir"))
-    token_mount = mount_of(ctr, volumes, lambda v: "secret" in v)
+    token_mount = mount_of(ctr, volumes, lambda v: "projected" in v)
     c.check(token_mount and args.get("--token-file", "").startswith(token_mount + "/"),
-            "agent: --token-file inside the Secret mount")
+            "agent: --token-file inside the projected token mount")
+    sa_tokens = [src["serviceAccountToken"] for v in volumes.values() if "projected" in v
+                 for src in v["projected"]["sources"] if "serviceAccountToken" in src]
+    c.check(len(sa_tokens) == 1 and token_mount and args.get("--token-file") ==
+            token_mount + "/" + sa_tokens[0].get("path", ""),
+            "agent: --token-file is the projected ServiceAccount token")
+    ca_mount = mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("optional") is True)
+    c.check(ca_mount and args.get("--scheduler-ca-file") == ca_mount + "/ca.crt",
+            "agent: --scheduler-ca-file in the optional CA ConfigMap mount")
+    c.check(args.get("--kubelet-ca-file") ==
+            "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+            and "--kubelet-insecure-tls" not in args,
+            "agent: kubelet's certificate verified with the cluster CA")
     metrics_port = port_of(args.get("--metrics-addr", ":9316"))
     for probe, path in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")]:
         get = ctr.get(probe, {}).get("httpGet", {})
@@ -222,7 +240,10 @@ def check_agent(c, docs, image, agent_flags):
     return ds
 
 
-def check_scheduler(c, docs, image, sched_flags, agent_args):
+def check_scheduler(c, docs, image, sched_flags, ds):
+    agent_pod = ds["spec"]["template"]["spec"] if ds else {"containers": [{"args": []}],
+                                                          "volumes": []}
+    agent_args = parse_args_list(agent_pod["containers"][0]["args"])
     dep = find(docs, "Deployment", "gleaner-scheduler")
     svc = find(docs, "Service", "gleaner-scheduler")
     if not c.check(dep is not None and svc is not None, "scheduler Deployment and Service"):
@@ -239,6 +260,10 @@ def check_scheduler(c, docs, image, sched_flags, agent_args):
     listen = port_of(args.get("--listen", ":8080"))
     c.check(container_port(ctr, ctr["livenessProbe"]["httpGet"]["port"]) == listen,
             "scheduler: probe port == --listen port")
+    https = "--tls-from-webhook" in args or "--tls-cert-dir" in args
+    for probe in ("livenessProbe", "readinessProbe"):
+        c.check((ctr[probe]["httpGet"].get("scheme", "HTTP") == "HTTPS") == https,
+                "scheduler: %s scheme matches the port's TLS" % probe)
     c.check(svc["spec"]["selector"].items() <= labels.items(), "scheduler: Service selects pods")
     sp = svc["spec"]["ports"][0]
     c.check(container_port(ctr, sp["targetPort"]) == listen, "scheduler: Service targetPort")
@@ -246,9 +271,42 @@ def check_scheduler(c, docs, image, sched_flags, agent_args):
     c.check(url.hostname == "%s.%s.svc" % (svc["metadata"]["name"], ns) and url.port == sp["port"]
             and url.path in ("/api/v1/reports", "/v1/reports"),
             "agent --scheduler-url %s reaches the Service's report path" % url.geturl())
-    token_mount = mount_of(ctr, volumes, lambda v: "secret" in v)
-    c.check(token_mount and args.get("--token-file", "").startswith(token_mount + "/"),
-            "scheduler: --token-file inside the Secret mount")
+    c.check((url.scheme == "https") == https, "agent --scheduler-url scheme matches the port")
+    c.check(args.get("--report-service") == "%s/%s" % (ns, svc["metadata"]["name"]),
+            "scheduler: --report-service is the Service agents report to")
+    # Agents prove their node with their projected token: the scheduler reviews tokens of
+    # the DaemonSet's ServiceAccount, for the audience the DaemonSet's volume asks.
+    c.check(args.get("--report-auth") == "token-review", "scheduler: --report-auth=token-review")
+    if ds:
+        c.check(args.get("--agent-service-account") == "%s/%s" % (
+            ds["metadata"]["namespace"], agent_pod.get("serviceAccountName")),
+            "scheduler: --agent-service-account is the DaemonSet's")
+        audiences = [src["serviceAccountToken"].get("audience")
+                     for v in agent_pod["volumes"] if "projected" in v
+                     for src in v["projected"]["sources"] if "serviceAccountToken" in src]
+        c.check(audiences == [args.get("--agent-token-audience")],
+                "scheduler: --agent-token-audience is the agents' token audience %s" % audiences)
+        ca_maps = ["%s/%s" % (ds["metadata"]["namespace"], v["configMap"]["name"])
+                   for v in agent_pod["volumes"] if v.get("configMap", {}).get("optional")]
+        published = [v for k, v in parse_args_pairs(ctr.get("args", [])) if k == "--ca-configmap"]
+        c.check(ca_maps and all(m in published for m in ca_maps),
+                "scheduler: --ca-configmap publishes the CA the agents mount %s" % ca_maps)
+    sa = pod.get("serviceAccountName")
+    cluster_rules = [r for _, d in docs if d["kind"] == "ClusterRole"
+                     and d["metadata"]["name"] == sa for r in d["rules"]]
+    c.check(any("tokenreviews" in r["resources"] and "create" in r["verbs"]
+                for r in cluster_rules), "scheduler: its ClusterRole may create tokenreviews")
+    for ref in [v for k, v in parse_args_pairs(ctr.get("args", [])) if k == "--ca-configmap"]:
+        map_ns, map_name = ref.split("/")
+        bound = {d["roleRef"]["name"] for _, d in docs if d["kind"] == "RoleBinding"
+                 and d["metadata"]["namespace"] == map_ns
+                 and any(x["name"] == sa and x.get("namespace") == ns for x in d["subjects"])}
+        rules = [r for _, d in docs if d["kind"] == "Role" and d["metadata"]["namespace"] == map_ns
+                 and d["metadata"]["name"] in bound for r in d["rules"]]
+        c.check(any("configmaps" in r["resources"] and map_name in r.get("resourceNames", [])
+                    and {"get", "update"} <= set(r["verbs"]) for r in rules)
+                and any("configmaps" in r["resources"] and "create" in r["verbs"] for r in rules),
+                "scheduler: a Role lets it write ConfigMap %s" % ref)
     kc = args.get("--kubeconfig", "")
     kc_mount = mount_of(ctr, volumes, lambda v: "configMap" in v)
     cm_name = [v["configMap"]["name"] for v in volumes.values() if "configMap" in v][0]
@@ -436,12 +494,19 @@ def write_fake_host(tmp, args, docs):
             f.write(v)
     token_dir = os.path.join(tmp, "token")
     os.makedirs(token_dir)
-    secret = find(docs, "Secret", "gleaner-report-token", "kube-system")
     token_file = os.path.join(token_dir, os.path.basename(args["--token-file"]))
     with open(token_file, "w") as f:
-        f.write(secret["stringData"]["token"])
+        f.write("projected.token.stand-in")
+    # The ServiceAccount's ca.crt (kubelet's CA); the scheduler's CA is not published yet,
+    # which the agent waits for.
+    kubelet_ca = os.path.join(tmp, "ca.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=ca",
+                    "-keyout", os.path.join(tmp, "ca.key"), "-out", kubelet_ca],
+                   capture_output=True, check=True, timeout=60)
     return {"--cgroup-root": cgroup, "--proc-root": proc, "--resctrl-root": resctrl,
-            "--config-dir": config, "--token-file": token_file}
+            "--config-dir": config, "--token-file": token_file, "--kubelet-ca-file": kubelet_ca,
+            "--scheduler-ca-file": os.path.join(tmp, "scheduler-ca", "ca.crt")}
 
 
 def run_agent_checks(c, bin_dir, src, ds, docs):
@@ -546,9 +611,7 @@ def main():
     sched_flags = help_flags(os.path.join(o.bin_dir, "gleaner-scheduler"), "run")
     c.check("--check-config" in agent_flags, "gleaner-agent run has --check-config")
     ds = check_agent(c, docs, image, agent_flags)
-    agent_args = parse_args_list(ds["spec"]["template"]["spec"]["containers"][0]["args"]) \
-        if ds else {}
-    check_scheduler(c, docs, image, sched_flags, agent_args)
+    check_scheduler(c, docs, image, sched_flags, ds)
     check_spark_example(c, docs, o.bin_dir, src)
     if ds:
         run_agent_checks(c, o.bin_dir, src, ds, docs)

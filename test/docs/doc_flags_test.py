@@ -16,7 +16,7 @@ import sys
 OTHER_TOOLS = {
     "--dry-run", "--ignore-not-found", "--subresource", "--type", "--output-on-failure",
     "--test-dir", "--build", "--target", "--scope", "--help", "--gtest", "--cleanup",
-    "--live-only", "--kube-context-name",
+    "--live-only", "--kube-context-name", "--cacert", "--resolve",
 }
 # Pages (or lines) about tools with flags of their own: benchmarks, the test VM, scripts.
 OWN_TOOL_PAGES = {"benchmarks.md", "testing-vm.md"}

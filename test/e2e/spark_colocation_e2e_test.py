@@ -35,19 +35,20 @@ Usage (ctest passes the build's bin directory):
   GLEANER_E2E_KEEP_LOGS=1 prints them always, GLEANER_E2E_VERBOSE=1 prints progress.
 """
 
-import base64
 import copy
+import http.client
 import json
 import os
 import re
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import unittest
-import urllib.request
 
 import yaml
 from kubernetes import client
@@ -108,6 +109,19 @@ def deadline_loop(timeout, interval=0.05):
         if time.monotonic() >= end:
             return
         time.sleep(interval)
+
+
+class ServiceHTTPS(http.client.HTTPSConnection):
+    """HTTPS to 127.0.0.1:port, verified as the Service's DNS name (the name agents dial)."""
+
+    def __init__(self, port, server_name, cafile):
+        super().__init__("127.0.0.1", port, timeout=10,
+                         context=ssl.create_default_context(cafile=cafile))
+        self.server_name = server_name
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
 
 
 class Proc:
@@ -300,8 +314,7 @@ class ColocationE2E(unittest.TestCase):
         container = next(c for c in deployment["spec"]["template"]["spec"]["containers"]
                          if "--webhook-listen" in " ".join(c.get("args") or []))
         local = {"--listen": "127.0.0.1:0", "--webhook-listen": "127.0.0.1:0",
-                 "--kubeconfig": os.path.join(self.tmp, "kubeconfig"),
-                 "--token-file": os.path.join(self.tmp, "token")}
+                 "--kubeconfig": os.path.join(self.tmp, "kubeconfig")}
         args = []
         for arg in container["args"]:
             flag = arg.split("=", 1)[0]
@@ -315,13 +328,21 @@ class ColocationE2E(unittest.TestCase):
                             "contexts": [{"name": "test",
                                           "context": {"cluster": "test", "user": "test"}}],
                             "current-context": "test"}, f)
-        self.report_token = "e2e-" + base64.b32encode(os.urandom(10)).decode().lower()
-        with open(self.scheduler_args["--token-file"], "w") as f:
-            f.write(self.report_token + "\n")
         sched = self.start("scheduler", [SCHEDULER, "run"] + args)
         self.scheduler = sched
-        self.sched_url = "http://127.0.0.1:" + sched.wait_line(
-            r"gleaner-scheduler: listening on port (\d+)", 15).group(1)
+        self.sched_port = int(sched.wait_line(
+            r"gleaner-scheduler: listening on port (\d+) \(HTTPS\)", 15).group(1))
+        # The port serves the certificate the scheduler keeps, issued for --report-service;
+        # its CA is published in the ConfigMap the agents mount (--ca-configmap).
+        ca_ns, ca_name = next(v for k, v in (a.split("=", 1) for a in args if "=" in a)
+                              if k == "--ca-configmap" and v.startswith("kube-system/")).split("/")
+        self.sched_ca = os.path.join(self.tmp, "scheduler-ca.crt")
+        ca = self.wait_for("scheduler CA published in %s/%s" % (ca_ns, ca_name),
+                           lambda: self.config_map_key(ca_ns, ca_name, "ca.crt"), 10)
+        with open(self.sched_ca, "w") as f:
+            f.write(ca)
+        svc_ns, svc_name = self.scheduler_args["--report-service"].split("/")
+        self.sched_host = "%s.%s.svc" % (svc_name, svc_ns)
         webhook_port = sched.wait_line(r"colocation webhook: listening on port (\d+)",
                                        15).group(1)
         # kube-apiserver reaches the webhook through its Service; here the Service's
@@ -340,9 +361,60 @@ class ColocationE2E(unittest.TestCase):
                           "clientConfig"].get("caBundle") == self.get_raw(
                           "/api/v1/namespaces/%s/secrets/%s" % (ns, name))["data"]["ca.crt"], 10)
 
+    def agent_token(self, node):
+        """The projected token kubelet gives the agent pod of `node`: a TokenRequest for
+        the DaemonSet's ServiceAccount and audience, bound to a pod on that node."""
+        ds = find_doc(load_yaml(os.path.join(MANIFESTS, "agent-daemonset.yaml")), "DaemonSet")
+        ns = ds["metadata"]["namespace"]
+        spec = ds["spec"]["template"]["spec"]
+        sa = spec["serviceAccountName"]
+        audience = next(src["serviceAccountToken"]["audience"] for v in spec["volumes"]
+                        if "projected" in v for src in v["projected"]["sources"]
+                        if "serviceAccountToken" in src)
+        if not self.call("GET", "/api/v1/namespaces/%s/serviceaccounts" % ns)["items"]:
+            self.call("POST", "/api/v1/namespaces/%s/serviceaccounts" % ns,
+                      body={"metadata": {"name": sa}})
+        pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body={
+            "metadata": {"name": "gleaner-agent-" + node, "labels": ds["spec"]["template"][
+                "metadata"]["labels"]},
+            "spec": {"serviceAccountName": sa, "nodeName": node,
+                     "containers": [{"name": "agent", "image": "gleaner", "resources": {}}]}})
+        issued = self.call("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (ns, sa),
+                           body={"spec": {"audiences": [audience], "expirationSeconds": 3600,
+                                          "boundObjectRef": {
+                                              "kind": "Pod", "apiVersion": "v1",
+                                              "name": pod["metadata"]["name"],
+                                              "uid": pod["metadata"]["uid"]}}})
+        return issued["status"]["token"]
+
+    def config_map_key(self, ns, name, key):
+        try:
+            return (self.get_raw("/api/v1/namespaces/%s/configmaps/%s" % (ns, name))
+                    .get("data") or {}).get(key)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def sched_request(self, method, path, body=None, token=None):
+        """HTTPS to the scheduler's port, verified as the agents verify it: the published
+        CA and the Service's DNS name."""
+        conn = ServiceHTTPS(self.sched_port, self.sched_host, self.sched_ca)
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
     def post_node_reports(self):
         """One NodeReport per node (reporter/wire/node_report.cc to_json, version 1), as
-        gleaner-agent posts them, with the bearer token of --token-file."""
+        gleaner-agent posts them: over HTTPS, each with its own agent pod's token."""
+        if not getattr(self, "agent_tokens", None):
+            self.agent_tokens = {node: self.agent_token(node) for node in NODES}
         for seq, node in enumerate(NODES, start=1):
             report = {
                 "version": 1, "node": node, "cluster": "", "sequence": seq,
@@ -357,12 +429,14 @@ class ColocationE2E(unittest.TestCase):
                 "bePods": [],
                 "suppress": {"active": False, "policy": "none", "beCpuLimitMillicores": 0},
                 "interference": {"lsPods": []}}
-            req = urllib.request.Request(
-                self.sched_url + "/api/v1/reports", data=json.dumps(report).encode(),
-                method="POST", headers={"Content-Type": "application/json",
-                                        "Authorization": "Bearer " + self.report_token})
-            with urllib.request.urlopen(req, timeout=5) as resp:
-                self.assertEqual(resp.status, 200, "report for %s refused" % node)
+            status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(report),
+                                              self.agent_tokens[node])
+            self.assertEqual(status, 200, "report for %s refused: %s" % (node, body))
+        # A node's token does not report for another node.
+        other = dict(report, node=NODES[0], sequence=len(NODES) + 1)
+        status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(other),
+                                          self.agent_tokens[NODES[-1]])
+        self.assertEqual(status, 403, body)
 
     def stop_all(self):
         # Inside a cleanup _outcome.success reads True; the result has the failures.
@@ -405,7 +479,7 @@ class ColocationE2E(unittest.TestCase):
 
     def scheduler_state(self):
         """The scheduler's jobs and nodes, for failure messages."""
-        if not getattr(self, "sched_url", None):
+        if not getattr(self, "sched_port", None):
             return ""
         try:
             return "scheduler /api/v1/jobs: %s\nscheduler /api/v1/nodes: %s" % (
@@ -467,8 +541,9 @@ class ColocationE2E(unittest.TestCase):
                 if e["involvedObject"].get("name") == involved]
 
     def sched(self, path):
-        with urllib.request.urlopen(self.sched_url + path, timeout=5) as resp:
-            body = resp.read().decode()
+        status, body = self.sched_request("GET", path)
+        if status != 200:
+            raise OSError("scheduler GET %s: HTTP %d %s" % (path, status, body))
         return body if path == "/metrics" else json.loads(body)
 
     def job(self, ns, app_name):

@@ -1,6 +1,6 @@
 // HTTPS against the test API server with a certificate made here by the openssl CLI:
 // verification against a CA, a rejected unknown certificate, insecure-skip-tls-verify, and
-// the kubelet client's default of not verifying.
+// the kubelet client verifying kubelet's certificate unless told not to.
 #include <cstdlib>
 
 #include <gtest/gtest.h>
@@ -69,16 +69,31 @@ TEST_F(TlsTest, InsecureSkipVerifyAccepts) {
   EXPECT_TRUE(client.get(nodes_path()).ok());
 }
 
-TEST_F(TlsTest, KubeletClientSkipsVerificationByDefaultAndSendsTheToken) {
+TEST_F(TlsTest, KubeletClientVerifiesKubeletsCertificateAndSendsTheToken) {
   KubeletOptions o;
   o.port = server_->port();
   o.token = "tls-token";
+  o.ca_file = dir_ / "cert.pem";
   KubeletClient kubelet(o, clock_);
   auto pods = kubelet.fetch();
   ASSERT_TRUE(pods.ok()) << pods.error().message;
   o.token = "wrong";
   KubeletClient denied(o, clock_);
   EXPECT_EQ(denied.fetch().error().code, ErrorCode::kPermission);
+}
+
+TEST_F(TlsTest, KubeletClientRefusesAnUnknownKubeletUnlessToldToBeInsecure) {
+  KubeletOptions o;
+  o.port = server_->port();
+  o.token = "tls-token";             // never sent: the handshake fails first
+  KubeletClient unknown(o, clock_);  // the system trust store does not know the certificate
+  auto refused = unknown.fetch();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("TLS handshake"), std::string::npos)
+      << refused.error().message;
+  o.verify_tls = false;
+  KubeletClient insecure(o, clock_);
+  EXPECT_TRUE(insecure.fetch().ok());
 }
 
 }  // namespace

@@ -184,18 +184,23 @@ TEST_F(ReportClientTest, RejectedTokenIsAFailureWithThePermissionCode) {
       << client.stats().last_error;
 }
 
-TEST(ReportClientCreate, RejectsBadUrlAndMissingCaFile) {
+TEST(ReportClientCreate, RejectsABadUrlAndAnUnusableCaFileButWaitsForAMissingOne) {
   boost::asio::io_context io;
   SystemClock clock;
   ReportClientOptions bad;
   bad.scheduler_url = "ftp://sched";
   EXPECT_FALSE(ReportClient::create(io, clock, bad));
+  gleaner::testing::TempDir dir;
+  dir.write("ca.pem", "not a certificate\n");
   ReportClientOptions tls;
   tls.scheduler_url = "https://sched:8443/";
-  tls.ca_file = "/nonexistent/ca.pem";
+  tls.ca_file = dir / "ca.pem";
   auto r = ReportClient::create(io, clock, tls);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.error().message.find("/nonexistent/ca.pem"), std::string::npos);
+  EXPECT_NE(r.error().message.find(dir / "ca.pem"), std::string::npos) << r.error().message;
+  // Not there yet (a ConfigMap published later): the client starts and waits for it.
+  tls.ca_file = dir / "later.pem";
+  EXPECT_TRUE(ReportClient::create(io, clock, tls));
 }
 
 }  // namespace

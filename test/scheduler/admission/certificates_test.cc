@@ -79,6 +79,16 @@ TEST(WebhookCertificates, KeeperPlansFollowTheSecretsState) {
   auto other = options();
   other.service_name = "renamed";
   EXPECT_EQ(kube_glue::plan_certs(secret, other, kNow).action, Action::kIssueServing);
+  // The report port serving the same certificate: its Service's names are added.
+  auto reports = options();
+  reports.extra_services = {{"gleaner-system", "gleaner-scheduler"}};
+  EXPECT_EQ(kube_glue::plan_certs(secret, reports, kNow).action, Action::kIssueServing);
+  auto both = admission::make_serving_cert(*ca, kube_glue::serving_dns_names(reports), kNow,
+                                           o.serving_lifetime);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(kube_glue::plan_certs(secret_of(*both, *ca), reports, kNow).action, Action::kUse);
+  EXPECT_EQ(kube_glue::serving_dns_names(reports).back(),
+            "gleaner-scheduler.gleaner-system.svc.cluster.local");
   // cert-manager's Secret is used as it is, whatever it holds.
   Json managed = secret;
   managed["metadata"]["annotations"]["cert-manager.io/certificate-name"] = "gleaner-webhook";

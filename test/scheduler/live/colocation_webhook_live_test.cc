@@ -10,6 +10,7 @@
 #include "kube/config.h"
 #include "scheduler/admission/manifest_files.h"
 #include "scheduler/cli/colocation_webhook.h"
+#include "scheduler/kube/webhook_certs.h"
 #include "test/kube/test_apiserver.h"
 #include "test/scheduler/live/live_fixture.h"
 #include "test/support/eventually.h"
@@ -80,10 +81,13 @@ class ColocationWebhookLive : public ::testing::Test {
     if (webhook_) webhook_->stop();
     webhook_.reset();
   }
-  void start_webhook() {
+  void start_webhook(std::vector<std::string> extra_services = {},
+                     std::vector<std::string> ca_config_maps = {}) {
     WebhookFlags flags;
     flags.listen = "127.0.0.1:0";
     flags.secret = "gleaner-system/gleaner-webhook-tls";
+    flags.extra_services = std::move(extra_services);
+    flags.ca_config_maps = std::move(ca_config_maps);
     auto started = ColocationWebhook::start(io_.io(), flags, api_->config(), clock_, metrics_);
     ASSERT_TRUE(started.ok()) << started.error().message;
     webhook_ = std::move(*started);
@@ -145,6 +149,27 @@ TEST_F(ColocationWebhookLive, ARestartedSchedulerServesTheCertificateInItsSecret
   webhook_.reset();
   start_webhook();
   EXPECT_EQ(secret()["data"]["tls.crt"], first);
+  EXPECT_TRUE(create_pod(executor_pod("pi-exec-1", "spark")).ok());
+}
+
+TEST_F(ColocationWebhookLive, ForTheReportPortTheCertificateCoversItsServiceAndTheCaIsPublished) {
+  const std::string first = secret()["data"]["tls.crt"];
+  webhook_->stop();
+  webhook_.reset();
+  start_webhook({"gleaner-system/gleaner-scheduler"}, {"kube-system/gleaner-scheduler-ca"});
+  // The Secret's certificate did not name the report Service: re-issued from the same CA.
+  EXPECT_NE(secret()["data"]["tls.crt"], first);
+  const auto names = kube_glue::service_dns_names("gleaner-scheduler", "gleaner-system");
+  EXPECT_TRUE(admission::check_serving_pair(webhook_->serving(), names,
+                                            std::chrono::system_clock::now(),
+                                            std::chrono::seconds(0))
+                  .ok());
+  auto map = client_->get("/api/v1/namespaces/kube-system/configmaps/gleaner-scheduler-ca");
+  ASSERT_TRUE(map.ok()) << map.error().message;
+  auto ca = kube::base64_decode(secret()["data"]["ca.crt"].get<std::string>());
+  ASSERT_TRUE(ca.ok());
+  EXPECT_EQ((*map)["data"]["ca.crt"], *ca);
+  // The webhook still works with the new certificate.
   EXPECT_TRUE(create_pod(executor_pod("pi-exec-1", "spark")).ok());
 }
 

@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""The real gleaner-agent reporting to the real gleaner-scheduler over HTTPS with its pod's
+projected ServiceAccount token, the scheduler checking it with the test API server's
+TokenReview:
+
+- an agent started before the scheduler's CA exists (the ConfigMap mounted optional: true)
+  waits for it, then its reports are accepted once the CA file appears;
+- an agent holding node-a's token that claims to be node-b is refused (403) and node-b
+  never appears;
+- a made-up token never reaches the API server (refused unread, 401).
+
+The agents run read-only (--no-enforce --dry-run, pods and Node from files).
+
+Usage: agent_identity_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
+
+import argparse
+import http.client
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spark_colocation_e2e_test import Proc, ServiceHTTPS, deadline_loop  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
+BIN_DIR = None
+AGENT_NS, AGENT_SA = "kube-system", "gleaner-agent"
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
+
+
+def make_certificates(d):
+    """A CA and a serving certificate for "localhost" it signed: (ca.crt, tls dir)."""
+    tls = os.path.join(d, "tls")
+    os.makedirs(tls)
+    ca_key, ca_crt = os.path.join(d, "ca.key"), os.path.join(d, "ca.crt")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", ca_key, "-out", ca_crt)
+    key, csr = os.path.join(tls, "tls.key"), os.path.join(d, "tls.csr")
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", csr)
+    ext = os.path.join(d, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+            "-days", "1", "-extfile", ext, "-out", os.path.join(tls, "tls.crt"))
+    return ca_crt, tls
+
+
+class AgentIdentity(unittest.TestCase):
+    def setUp(self):
+        for b in ("gleaner-agent", "gleaner-scheduler"):
+            if not os.access(os.path.join(BIN_DIR, b), os.X_OK):
+                raise unittest.SkipTest("no %s in %s" % (b, BIN_DIR))
+        self.tmp = tempfile.TemporaryDirectory(prefix="gleaner-identity-")
+        self.dir = self.tmp.name
+        self.procs = []
+        self.addCleanup(self.stop_all)
+        api = self.start("apiserver", ["/usr/bin/python3", APISERVER, "--port", "0"], stdin=True)
+        self.api_port = int(api.wait_line(r"ready port=(\d+)", 20).group(1))
+        kubeconfig = os.path.join(self.dir, "kubeconfig")
+        with open(kubeconfig, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "t",
+                       "clusters": [{"name": "t", "cluster": {
+                           "server": "http://127.0.0.1:%d" % self.api_port}}],
+                       "users": [{"name": "t", "user": {}}],
+                       "contexts": [{"name": "t", "context": {"cluster": "t", "user": "t"}}]}, f)
+        self.token_file = os.path.join(self.dir, "token")
+        with open(self.token_file, "w") as f:
+            f.write(self.agent_token("node-a"))
+        self.ca_crt, tls = make_certificates(self.dir)
+        sched = self.start("scheduler", [
+            os.path.join(BIN_DIR, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
+            "--kubeconfig", kubeconfig, "--tls-cert-dir", tls,
+            "--agent-service-account", "%s/%s" % (AGENT_NS, AGENT_SA)])
+        sched.wait_line(r"reports authenticated by token-review", 20)
+        self.port = int(sched.wait_line(r"listening on port (\d+) \(HTTPS\)", 20).group(1))
+
+    def api(self, method, path, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.api_port, timeout=10)
+        try:
+            conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = resp.read()
+            self.assertLess(resp.status, 300, "%s %s: %s" % (method, path, data))
+            return json.loads(data)
+        finally:
+            conn.close()
+
+    def agent_token(self, node):
+        """What kubelet writes into the agent pod's projected token volume."""
+        base = "/api/v1/namespaces/" + AGENT_NS
+        if not self.api("GET", base + "/serviceaccounts")["items"]:
+            self.api("POST", base + "/serviceaccounts", {"metadata": {"name": AGENT_SA}})
+        self.api("POST", "/api/v1/nodes", {"metadata": {"name": node}})
+        pod = self.api("POST", base + "/pods", {
+            "metadata": {"name": "gleaner-agent-" + node},
+            "spec": {"serviceAccountName": AGENT_SA, "nodeName": node,
+                     "containers": [{"name": "agent", "image": "gleaner"}]}})
+        issued = self.api("POST", base + "/serviceaccounts/%s/token" % AGENT_SA, {
+            "spec": {"audiences": ["gleaner-scheduler"], "expirationSeconds": 3600,
+                     "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
+                                        "name": pod["metadata"]["name"],
+                                        "uid": pod["metadata"]["uid"]}}})
+        return issued["status"]["token"]
+
+    def start(self, name, argv, stdin=False):
+        p = Proc(name, argv, self.dir, stdin=stdin)
+        self.procs.append(p)
+        return p
+
+    def start_agent(self, name, node, ca_file):
+        files = os.path.join(self.dir, name)
+        os.makedirs(files)
+        with open(os.path.join(files, "pods.json"), "w") as f:
+            json.dump({"kind": "PodList", "apiVersion": "v1", "items": []}, f)
+        with open(os.path.join(files, "node.json"), "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+                       "status": {"capacity": {"cpu": "2", "memory": "8Gi"},
+                                  "allocatable": {"cpu": "2", "memory": "8Gi"}}}, f)
+        return self.start(name, [
+            os.path.join(BIN_DIR, "gleaner-agent"), "run", "--node-name", node,
+            "--scheduler-url", "https://localhost:%d/api/v1/reports" % self.port,
+            "--scheduler-ca-file", ca_file, "--token-file", self.token_file,
+            "--no-enforce", "--no-ebpf", "--dry-run", "--state-dir", "",
+            "--pods-file", os.path.join(files, "pods.json"),
+            "--node-file", os.path.join(files, "node.json"),
+            "--interval", "200", "--metrics-addr", "127.0.0.1:0"])
+
+    def scheduler(self, path):
+        conn = ServiceHTTPS(self.port, "localhost", self.ca_crt)
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            return resp.status, resp.read().decode()
+        finally:
+            conn.close()
+
+    def nodes(self):
+        status, body = self.scheduler("/api/v1/nodes")
+        self.assertEqual(status, 200, body)
+        return {n["name"] for n in json.loads(body)["nodes"]}
+
+    def rejected(self, reason):
+        _, body = self.scheduler("/metrics")
+        for line in body.splitlines():
+            if line.startswith('gleaner_scheduler_reports_rejected_total{reason="%s"}' % reason):
+                return float(line.split()[-1])
+        return 0.0
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            p.stop()
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        failed = result is None or any(
+            getattr(test, "test_case", test) is self
+            for test, _ in list(result.failures) + list(result.errors))
+        if failed or os.environ.get("GLEANER_E2E_KEEP_LOGS"):
+            for p in self.procs:
+                print("---- %s ----\n%s" % (p.name, p.text()))
+        self.tmp.cleanup()
+
+    def test_agent_waits_for_the_ca_then_reports_for_its_own_node_only(self):
+        later_ca = os.path.join(self.dir, "scheduler-ca", "ca.crt")
+        agent = self.start_agent("agent-a", "node-a", later_ca)
+        agent.wait_line(r"reports wait for it", 20)
+        self.assertNotIn("node-a", self.nodes())
+        # kubelet mounts the ConfigMap once the scheduler has published it.
+        os.makedirs(os.path.dirname(later_ca))
+        with open(later_ca + ".tmp", "w") as f, open(self.ca_crt) as ca:
+            f.write(ca.read())
+        os.rename(later_ca + ".tmp", later_ca)
+        for _ in deadline_loop(20, 0.1):
+            if "node-a" in self.nodes():
+                break
+        self.assertIn("node-a", self.nodes(), agent.text())
+
+        # node-a's token, claiming node-b: refused, never listed.
+        impostor = self.start_agent("impostor", "node-b", self.ca_crt)
+        impostor.wait_line(r"HTTP 403", 20)
+        self.assertGreaterEqual(self.rejected("forbidden"), 1)
+        self.assertNotIn("node-b", self.nodes())
+
+    def test_a_made_up_token_is_refused_unread(self):
+        conn = ServiceHTTPS(self.port, "localhost", self.ca_crt)
+        try:
+            conn.request("POST", "/api/v1/reports", body="{}", headers={
+                "Authorization": "Bearer s3cret", "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            self.assertEqual(resp.status, 401, resp.read())
+        finally:
+            conn.close()
+        reviews = self.api("GET", "/_admin/requests")
+        self.assertFalse([r for r in reviews if r["path"].endswith("/tokenreviews")],
+                         "a review was asked for a token that cannot be an agent's")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    args, rest = ap.parse_known_args()
+    BIN_DIR = args.bin_dir
+    if not os.access(os.path.join(BIN_DIR, "gleaner-agent"), os.X_OK):
+        print("SKIP: no gleaner-agent in " + BIN_DIR)
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0]] + rest)
