@@ -229,6 +229,12 @@ void Daemon::tick() {
     outcome.state.report_send_failures_total = stats.sends_failed;
     d.report_client->submit(outcome.report);
   }
+  if (d.metrics_server) {
+    const auto http = d.metrics_server->listener_stats();
+    outcome.state.http_open_connections = static_cast<int64_t>(http.open_connections);
+    outcome.state.http_accept_errors_total = http.accept_errors;
+    outcome.state.http_connection_cap_reached_total = http.capacity_reached;
+  }
   d.registry.update(std::move(outcome.state));
   d.health->beat("sampling");
   d.health->mark_first_sample();

@@ -73,6 +73,11 @@ struct AgentState {
   std::vector<double> sampling_pass_seconds;
   uint64_t report_sends_total = 0;
   uint64_t report_send_failures_total = 0;
+  // The /metrics listener: open connections, accept() failures (out of descriptors) and
+  // times its connection cap was reached.
+  int64_t http_open_connections = 0;
+  uint64_t http_accept_errors_total = 0;
+  uint64_t http_connection_cap_reached_total = 0;
   double agent_cpu_seconds_total = 0;
   int64_t agent_resident_memory_bytes = 0;
   double last_sample_unix_seconds = 0;

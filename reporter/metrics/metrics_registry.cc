@@ -218,6 +218,15 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
                         static_cast<double>(s.report_sends_total)));
   out.push_back(counter("gleaner_report_send_failures_total", "Node report sends that failed.",
                         static_cast<double>(s.report_send_failures_total)));
+  out.push_back(gauge("gleaner_agent_http_connections",
+                      "Open connections to the agent's /metrics port.",
+                      static_cast<double>(s.http_open_connections)));
+  out.push_back(counter("gleaner_agent_http_accept_errors_total",
+                        "accept() failures on the /metrics port (out of file descriptors).",
+                        static_cast<double>(s.http_accept_errors_total)));
+  out.push_back(counter("gleaner_agent_http_connection_cap_reached_total",
+                        "Times the /metrics port reached its connection cap (new ones wait).",
+                        static_cast<double>(s.http_connection_cap_reached_total)));
   out.push_back(counter("gleaner_agent_cpu_seconds_total", "CPU time used by the agent itself.",
                         s.agent_cpu_seconds_total));
   out.push_back(gauge("gleaner_agent_resident_memory_bytes", "Resident memory of the agent.",

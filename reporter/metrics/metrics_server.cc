@@ -80,7 +80,9 @@ struct HttpListener::Impl {
 
   size_t max_connections = HttpListener::kDefaultMaxConnections;
   std::atomic<uint64_t> accept_errors{0};
-  std::atomic<uint64_t> at_capacity_waits{0};
+  std::atomic<uint64_t> capacity_reached{0};
+  std::atomic<size_t> open_connections{0};
+  bool at_capacity = false;  // touched on the strand only
   std::chrono::steady_clock::time_point last_warning{};
   uint64_t unreported = 0;  // failures since the last warning
 
@@ -97,11 +99,14 @@ struct HttpListener::Impl {
       if (!self->acceptor.is_open()) co_return;
       // At the cap, new connections wait in the kernel's backlog until one closes.
       self->sessions.remove_if([](const auto& w) { return w.expired(); });
+      self->open_connections = self->sessions.size();
       if (self->sessions.size() >= self->max_connections) {
-        ++self->at_capacity_waits;
+        if (!self->at_capacity) ++self->capacity_reached;
+        self->at_capacity = true;
         co_await pause(self, kAcceptBackoffMin);
         continue;
       }
+      self->at_capacity = false;
       error_code ec;
       tcp::socket socket(self->strand);
       co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
@@ -128,6 +133,7 @@ struct HttpListener::Impl {
       socket.set_option(tcp::no_delay(true), ec);
       auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
       self->sessions.push_back(stream);
+      self->open_connections = self->sessions.size();
       self->on_connection(std::move(stream));
     }
   }
@@ -170,6 +176,11 @@ size_t HttpListener::max_connections() const {
 
 uint64_t HttpListener::accept_errors() const {
   return impl_->accept_errors.load();
+}
+
+HttpListener::Stats HttpListener::stats() const {
+  return Stats{impl_->open_connections.load(), impl_->max_connections, impl_->accept_errors.load(),
+               impl_->capacity_reached.load()};
 }
 
 void HttpListener::stop() {
@@ -234,6 +245,10 @@ MetricsServer::~MetricsServer() {
 
 uint16_t MetricsServer::port() const {
   return impl_->listener->port();
+}
+
+HttpListener::Stats MetricsServer::listener_stats() const {
+  return impl_->listener->stats();
 }
 
 void MetricsServer::stop() {

@@ -70,6 +70,14 @@ class HttpListener {
   // accept() failures so far (out of descriptors, mostly); each is followed by a pause
   // (50 ms doubling to 1 s) and logged at most once a minute with a count.
   [[nodiscard]] uint64_t accept_errors() const;
+  // For /metrics: how full the listener is, and how often it was out of room.
+  struct Stats {
+    size_t open_connections = 0;
+    size_t max_connections = 0;
+    uint64_t accept_errors = 0;
+    uint64_t capacity_reached = 0;  // times the cap was reached (new ones then wait)
+  };
+  [[nodiscard]] Stats stats() const;
   // Thread-safe: stops accepting and closes open connections (on the strand).
   void stop();
 
@@ -108,6 +116,7 @@ class MetricsServer {
 
   // The bound port (useful with port 0).
   [[nodiscard]] uint16_t port() const;
+  [[nodiscard]] HttpListener::Stats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections.
   void stop();
 

@@ -204,6 +204,7 @@ int run(const RunOptions& o) {
     std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
     return 1;
   }
+  metrics.set_listener_source([&http] { return (*http)->listener_stats(); });
   spdlog::info("gleaner-scheduler: listening on port {} ({}), {} cluster(s){}", (*http)->port(),
                tls ? "HTTPS" : "HTTP", links.size(), links.empty() ? " (reports only)" : "");
   if (o.tls_from_webhook) {
@@ -296,6 +297,7 @@ int run(const RunOptions& o) {
     io.stop();
   });
   io.run();
+  metrics.set_listener_source(nullptr);
   for (auto& [name, link] : links)
     link->stop();
   (*live)->set_sinks(nullptr, nullptr);

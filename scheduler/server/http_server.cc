@@ -243,6 +243,10 @@ uint16_t HttpServer::port() const {
   return impl_->listener->port();
 }
 
+reporter::HttpListener::Stats HttpServer::listener_stats() const {
+  return impl_->listener->stats();
+}
+
 void HttpServer::stop() {
   impl_->listener->stop();
   // Reviews under way finish (each is bounded by the API client's timeout) before the

@@ -42,6 +42,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   [[nodiscard]] uint16_t port() const;
+  [[nodiscard]] reporter::HttpListener::Stats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections (on the io_context).
   void stop();
 

@@ -100,6 +100,11 @@ void LiveMetrics::webhook_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++webhook_reviews_[outcome];
 }
+void LiveMetrics::set_listener_source(std::function<reporter::HttpListener::Stats()> source) {
+  std::lock_guard lock(mu_);
+  listener_source_ = std::move(source);
+}
+
 void LiveMetrics::token_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++token_reviews_[outcome];
@@ -185,6 +190,21 @@ std::string LiveMetrics::render(const StateGauges& g) const {
     auto it = webhook_reviews_.find(o);
     out += fmt::format("gleaner_scheduler_webhook_reviews_total{{outcome=\"{}\"}} {}\n", o,
                        it == webhook_reviews_.end() ? 0 : it->second);
+  }
+  if (listener_source_) {
+    const auto http = listener_source_();
+    single(out, "gleaner_scheduler_http_connections", "gauge",
+           "Open connections to the scheduler's HTTP port (reports, API, metrics).",
+           static_cast<double>(http.open_connections));
+    single(out, "gleaner_scheduler_http_connection_limit", "gauge",
+           "The connection cap of the HTTP port (new connections wait beyond it).",
+           static_cast<double>(http.max_connections));
+    single(out, "gleaner_scheduler_http_accept_errors_total", "counter",
+           "accept() failures on the HTTP port (out of file descriptors).",
+           static_cast<double>(http.accept_errors));
+    single(out, "gleaner_scheduler_http_connection_cap_reached_total", "counter",
+           "Times the HTTP port reached its connection cap.",
+           static_cast<double>(http.capacity_reached));
   }
   header(out, "gleaner_scheduler_token_reviews_total", "counter",
          "Agent tokens reviewed with the API server (TokenReview), by outcome.");

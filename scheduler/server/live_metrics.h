@@ -5,11 +5,13 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "reporter/metrics/metrics_server.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
@@ -63,6 +65,8 @@ class LiveMetrics {
   void quota_tree_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
+  // The HTTP port's listener, read at each render.
+  void set_listener_source(std::function<reporter::HttpListener::Stats()> source);
   [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
@@ -90,6 +94,7 @@ class LiveMetrics {
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;
   bool leading_ = false;
+  std::function<reporter::HttpListener::Stats()> listener_source_;
   Histogram admission_latency_;
   Histogram report_lag_;
 };

@@ -13,7 +13,7 @@ import uuid
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from official_client_test import TOKEN, api_client, start_server
+from client_helpers import ServerTestCase
 
 API_AUDIENCE = "https://kubernetes.default.svc.cluster.local"
 AUDIENCE = "gleaner-scheduler"
@@ -28,23 +28,13 @@ def encode_part(value):
     return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
 
 
-class TokenClientTest(unittest.TestCase):
+class TokenClientTest(ServerTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc, port = start_server()
-        cls.api = api_client(port)
-        cls.core = client.CoreV1Api(cls.api)
+        super().setUpClass()
         cls.authn = client.AuthenticationV1Api(cls.api)
         cls.node = cls.core.create_node(client.V1Node(metadata=client.V1ObjectMeta(
             name="node-a")))
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.proc.stdin.close()
-        cls.proc.kill()
-        cls.proc.wait()
-        cls.proc.stdout.close()
-        cls.api.close()
 
     # --- helpers ---------------------------------------------------------------------------
     def agent(self, ns, pod_name="agent-pod", account="agent", node="node-a"):

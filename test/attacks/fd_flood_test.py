@@ -52,8 +52,18 @@ class FdFloodTest(unittest.TestCase):
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.port, timeout=5) as r:
             return r.status
 
+    def metric(self, name):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.port, timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        self.fail("no metric " + name)
+
     def test_idle_connections_past_the_descriptor_limit(self):
         self.assertEqual(self.healthz(), 200)
+        self.assertEqual(self.metric("gleaner_scheduler_http_connection_cap_reached_total"), 0)
+        # Half the descriptor limit, never more.
+        self.assertEqual(self.metric("gleaner_scheduler_http_connection_limit"), FD_LIMIT // 2)
         for _ in range(FLOOD):
             self.sockets.append(socket.create_connection(("127.0.0.1", self.port), timeout=5))
         # 200 connections against 64 descriptors: the connection cap (half the limit) keeps
@@ -79,6 +89,10 @@ class FdFloodTest(unittest.TestCase):
                 pass
         else:
             self.fail("no answer after the connections closed")
+        # The flood is on record: the cap was reached, and the connections are gone.
+        self.assertGreaterEqual(
+            self.metric("gleaner_scheduler_http_connection_cap_reached_total"), 1)
+        self.assertLessEqual(self.metric("gleaner_scheduler_http_connections"), 2)
 
 
 if __name__ == "__main__":

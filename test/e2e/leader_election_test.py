@@ -10,7 +10,6 @@ Usage: leader_election_test.py --bin-dir BUILD/bin   (exit 77: binary missing)""
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
