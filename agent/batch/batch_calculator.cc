@@ -22,6 +22,16 @@ int64_t percent_of(int64_t value, int64_t percent) {
   return static_cast<int64_t>(static_cast<Wide>(value) * percent / 100);
 }
 
+// The safety margin exactly as slo-controller computes it: the ratio (100 - reclaim) / 100
+// as a double, times the capacity as a double, truncated toward zero. Being floating point,
+// it differs from exact integer arithmetic by one unit on some capacities (21849688900
+// bytes at 43% reclaimed: 12454322672, not 12454322673); a reclaim percent above 100 gives
+// a negative margin, which slo-controller accepts and so do we.
+int64_t koordinator_safety_margin(int64_t capacity, int64_t reclaim_percent) {
+  const double ratio = static_cast<double>(100 - reclaim_percent) / 100.0;
+  return static_cast<int64_t>(static_cast<double>(capacity) * ratio);
+}
+
 // Counts the CPUs of a Linux cpu list ("0-3,8,10-11"); nullopt when malformed.
 std::optional<int64_t> count_cpu_list(std::string_view list) {
   int64_t count = 0;
@@ -159,8 +169,8 @@ BatchResult calculate_batch(const snapshot::NodeSnapshot& snap,
   mem.capacity = resource_of(node.capacity, kube::kResourceMemory, false);
   cpu.allocatable = resource_of(node.allocatable, kube::kResourceCpu, true);
   mem.allocatable = resource_of(node.allocatable, kube::kResourceMemory, false);
-  cpu.safety_margin = percent_of(cpu.capacity, 100 - cpu.reclaim_percent);
-  mem.safety_margin = percent_of(mem.capacity, 100 - mem.reclaim_percent);
+  cpu.safety_margin = koordinator_safety_margin(cpu.capacity, cpu.reclaim_percent);
+  mem.safety_margin = koordinator_safety_margin(mem.capacity, mem.reclaim_percent);
   // A node without allocatable reports none reserved by the kubelet (not all of it).
   if (node.allocatable.count(kube::kResourceCpu) != 0) {
     cpu.kubelet_reserved = std::max<int64_t>(cpu.capacity - cpu.allocatable, 0);

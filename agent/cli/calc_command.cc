@@ -40,6 +40,8 @@ int run_calc(const CalcOptions& opts) {
     std::cerr << "gleaner-agent calc: config key " << e.key
               << " rejected, using its defaults: " << e.error.message << "\n";
   }
+  for (const auto& w : loaded.warnings)
+    std::cerr << "gleaner-agent calc: config key " << w.key << ": " << w.error.message << "\n";
   config::NodeColocation colocation =
       config::resolve_colocation(loaded.config.colocation, snap->node);
   batch::BatchResult result = batch::calculate_batch(*snap, colocation);

@@ -12,6 +12,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
+#include "agent/bpf/interference.h"
 #include "agent/cli/commands.h"
 #include "agent/config/slo_config.h"
 #include "agent/daemon/daemon.h"
@@ -23,8 +24,10 @@
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "common/log.h"
+#include "kube/config.h"
 #include "kube/objects.h"
 #include "reporter/client/endpoint.h"
+#include "reporter/metrics/metrics_server.h"
 
 namespace gleaner::agent {
 namespace {
@@ -74,6 +77,20 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
       }
     }
   }
+  // What Daemon::create would refuse at start-up.
+  if (auto i = bpf::parse_interference_config(o.interference_runq_p99_bound, o.interference_hold,
+                                              o.interference_psi_bound);
+      !i) {
+    errors.push_back("--interference-*: " + i.error().message);
+  }
+  if (!o.metrics_addr.empty()) {
+    if (auto a = reporter::parse_listen_address(o.metrics_addr, "--metrics-addr"); !a)
+      errors.push_back(a.error().message);
+  }
+  if (!o.kubeconfig.empty() && o.kubeconfig != "in-cluster") {
+    if (auto k = kube::load_kubeconfig(o.kubeconfig); !k)
+      errors.push_back("--kubeconfig: " + k.error().message);
+  }
   if (!o.pods_file.empty()) {
     if (auto pods = PodsFileSource(o.pods_file).fetch(); !pods) {
       errors.push_back("--pods-file: " + pods.error().message);
@@ -118,6 +135,14 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
 
 int run_check_config(const RunFlags& flags) {
   auto errors = check_config(flags.daemon);
+  // Loaded, but not all as written: said here as the daemon says it at start-up.
+  if (!flags.daemon.config_dir.empty() && std::filesystem::is_directory(flags.daemon.config_dir)) {
+    for (const auto& w :
+         config::load_config_dir(flags.daemon.config_dir, config::SloConfig{}).warnings) {
+      std::fprintf(stderr, "gleaner-agent run --check-config: warning: %s: %s\n", w.key.c_str(),
+                   w.error.message.c_str());
+    }
+  }
   if (auto ok = init_logging(flags.log_level, flags.log_format); !ok) {
     errors.push_back("--log-level/--log-format: " + ok.error().message);
   }

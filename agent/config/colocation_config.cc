@@ -8,6 +8,7 @@ namespace gleaner::agent::config {
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxReclaimPercent = 10000;
 
 // Koordinator reads the label as a float ratio and truncates ratio*100 to an integer
 // percent. We also ignore ratios above 1, which would make the safety margin negative.
@@ -53,8 +54,12 @@ void read_colocation_fields(FieldReader& r, const Json& obj, const std::string& 
   r.read_int(obj, path, "metricAggregateDurationSeconds", out.metric_aggregate_duration_seconds, 1,
              kMax);
   r.read_int(obj, path, "metricReportIntervalSeconds", out.metric_report_interval_seconds, 1, kMax);
-  r.read_percent(obj, path, "cpuReclaimThresholdPercent", out.cpu_reclaim_threshold_percent);
-  r.read_percent(obj, path, "memoryReclaimThresholdPercent", out.memory_reclaim_threshold_percent);
+  // slo-controller only requires >= 0: above 100 lends more than the margin (a negative
+  // safety margin). Bounded so the margin stays a finite number of cores and bytes.
+  r.read_int(obj, path, "cpuReclaimThresholdPercent", out.cpu_reclaim_threshold_percent, 0,
+             kMaxReclaimPercent);
+  r.read_int(obj, path, "memoryReclaimThresholdPercent", out.memory_reclaim_threshold_percent, 0,
+             kMaxReclaimPercent);
   if (auto p = r.read_enum(obj, path, "cpuCalculatePolicy", {"usage", "maxUsageRequest"})) {
     out.cpu_calculate_policy =
         *p == 0 ? CalculatePolicy::kUsage : CalculatePolicy::kMaxUsageRequest;
@@ -83,9 +88,9 @@ Result<ColocationConfig> parse_colocation_config(std::string_view text, const st
                       file + ": expected a JSON object, got " + json->type_name());
   }
   FieldReader reader(file);
-  auto set = read_strategy_set<ColocationStrategy>(reader, *json, &*json, "", "nodeConfigs",
-                                                   ColocationStrategy{}, read_colocation_fields,
-                                                   check_colocation);
+  auto set = read_strategy_set<ColocationStrategy>(
+      reader, *json, &*json, "", "nodeConfigs", ColocationStrategy{}, read_colocation_fields,
+      check_colocation, InvalidNodeStrategy::kUseCluster);
   if (reader.failed()) return reader.error();
   return set;
 }

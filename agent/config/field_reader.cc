@@ -1,5 +1,7 @@
 #include "agent/config/field_reader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 
@@ -23,6 +25,23 @@ void FieldReader::fail(const std::string& path, const std::string& why, ErrorCod
 const Json* FieldReader::find(const Json& obj, const char* key) const {
   if (!obj.is_object()) return nullptr;
   auto it = obj.find(key);
+  if (it == obj.end()) {
+    // Koordinator's Go decoder matches field names ignoring case ("CPUEvictTimeWindowSeconds"
+    // in its own docs): so does this, the exact spelling first.
+    const std::string_view want(key);
+    it = obj.end();
+    for (auto i = obj.begin(); i != obj.end(); ++i) {
+      const std::string& name = i.key();
+      if (name.size() == want.size() &&
+          std::equal(name.begin(), name.end(), want.begin(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) ==
+                   std::tolower(static_cast<unsigned char>(b));
+          })) {
+        it = i;
+        break;
+      }
+    }
+  }
   if (it == obj.end() || it->is_null()) return nullptr;
   return &*it;
 }

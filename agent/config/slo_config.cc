@@ -1,13 +1,17 @@
 #include "agent/config/slo_config.h"
 
+#include <algorithm>
 #include <array>
+#include <filesystem>
 #include <string>
 #include <utility>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/config/config_audit.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 
 namespace gleaner::agent::config {
 namespace {
@@ -31,6 +35,17 @@ void load_key(const std::string& dir, const char* key, T& slot, Parse parse, Loa
     out.errors.push_back({key, parsed.error()});
     return;
   }
+  if constexpr (requires { parsed->warnings; }) {
+    for (const auto& w : parsed->warnings)
+      out.warnings.push_back({key, make_error(ErrorCode::kInvalidArgument, w)});
+  }
+  // Parsed, so the JSON is valid: every field accounted for.
+  if (auto json = parse_json(*text, path)) {
+    for (auto& notice : audit_key(key, *json)) {
+      out.warnings.push_back(
+          {key, make_error(ErrorCode::kInvalidArgument, path + ": " + notice.message)});
+    }
+  }
   slot = std::move(parsed).value();
 }
 
@@ -44,6 +59,19 @@ LoadResult load_config_dir(const std::string& dir, const SloConfig& previous) {
   load_key(dir, kQoSKey, out.config.qos, parse_qos_config, out);
   load_key(dir, kCpuBurstKey, out.config.cpu_burst, parse_cpu_burst_config, out);
   load_key(dir, kSystemKey, out.config.system, parse_system_config, out);
+  // The other files of the mounted ConfigMap (kubelet's own entries start with "..").
+  std::error_code ec;
+  std::vector<std::string> others;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with("..") ||
+        std::find(kConfigKeys.begin(), kConfigKeys.end(), name) != kConfigKeys.end())
+      continue;
+    others.push_back(std::move(name));
+  }
+  std::sort(others.begin(), others.end());
+  for (const auto& name : others)
+    out.warnings.push_back({name, make_error(ErrorCode::kInvalidArgument, audit_other_key(name))});
   return out;
 }
 
@@ -71,10 +99,20 @@ std::vector<KeyError> ConfigLoader::reload() {
   stamp_ = stamp_config_dir(dir_);
   LoadResult result = load_config_dir(dir_, current_);
   current_ = std::move(result.config);
+  warnings_ = std::move(result.warnings);
   for (const auto& e : result.errors)
     ++errors_[e.key];
   loaded_ = true;
   return std::move(result.errors);
+}
+
+std::map<std::string, uint64_t> ConfigLoader::warning_counts() const {
+  std::map<std::string, uint64_t> counts;
+  for (const char* key : kConfigKeys)
+    counts[key] = 0;
+  for (const auto& w : warnings_)
+    ++counts[w.key];
+  return counts;
 }
 
 bool ConfigLoader::has_changed() const {

@@ -44,6 +44,9 @@ struct KeyError {
 struct LoadResult {
   SloConfig config;
   std::vector<KeyError> errors;
+  // Loaded, but not all as written: fields not enforced by this version, unknown fields
+  // (with the closest known name), node strategies that fell back to the cluster's.
+  std::vector<KeyError> warnings;
   std::vector<std::string> defaulted_keys;  // keys whose file is absent
 };
 
@@ -71,6 +74,9 @@ class ConfigLoader {
 
   // Reloads from disk; returns the errors of this load (each is also counted).
   std::vector<KeyError> reload();
+  // The warnings of the last reload (the config in force), and their count per key.
+  [[nodiscard]] const std::vector<KeyError>& warnings() const { return warnings_; }
+  [[nodiscard]] std::map<std::string, uint64_t> warning_counts() const;
   // True when the directory changed since the last reload (or none happened yet).
   [[nodiscard]] bool has_changed() const;
 
@@ -82,6 +88,7 @@ class ConfigLoader {
   std::string dir_;
   SloConfig current_;
   std::map<std::string, uint64_t> errors_;
+  std::vector<KeyError> warnings_;
   ConfigDirStamp stamp_;
   bool loaded_ = false;
 };

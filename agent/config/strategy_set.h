@@ -28,6 +28,9 @@ template <typename S>
 struct StrategySet {
   S cluster;
   std::vector<NodeStrategy<S>> nodes;
+  // Entries taken differently from how they were written (an invalid node strategy run
+  // with the cluster strategy), each naming the file and the field.
+  std::vector<std::string> warnings;
 
   // Index of the first node strategy whose selector matches, nullopt when none does.
   [[nodiscard]] std::optional<size_t> match(const kube::StringMap& labels) const {
@@ -43,13 +46,19 @@ struct StrategySet {
   }
 };
 
+// What an invalid node strategy does to its key: rejects the whole key (kept at its last
+// good version), or, as slo-controller treats colocation-config's nodeConfigs, leaves the
+// nodes it selects on the cluster strategy (a warning; the rest of the key applies).
+enum class InvalidNodeStrategy { kRejectKey, kUseCluster };
+
 // Parses `cluster_obj` over `defaults`, then each element of `nodes_key` in `root` over
 // the cluster strategy. `read(reader, obj, path, strategy&)` reads the fields;
 // `check(reader, path, const strategy&)` checks cross-field rules on a resolved value.
 template <typename S, typename Read, typename Check>
 StrategySet<S> read_strategy_set(FieldReader& reader, const Json& root, const Json* cluster_obj,
                                  const std::string& cluster_path, const char* nodes_key,
-                                 const S& defaults, Read read, Check check) {
+                                 const S& defaults, Read read, Check check,
+                                 InvalidNodeStrategy invalid = InvalidNodeStrategy::kRejectKey) {
   StrategySet<S> set;
   set.cluster = defaults;
   if (cluster_obj != nullptr) read(reader, *cluster_obj, cluster_path, set.cluster);
@@ -70,9 +79,22 @@ StrategySet<S> read_strategy_set(FieldReader& reader, const Json& root, const Js
       entry.has_selector = true;
       read_label_selector(reader, *sel, FieldReader::join(at, "nodeSelector"), entry.selector);
     }
-    read(reader, n, at, entry.strategy);
-    check(reader, at, entry.strategy);
-    if (reader.failed()) return set;
+    if (reader.failed()) return set;  // the selector: which nodes would it even select?
+    if (invalid == InvalidNodeStrategy::kUseCluster) {
+      FieldReader own(reader.file());
+      read(own, n, at, entry.strategy);
+      check(own, at, entry.strategy);
+      if (own.failed()) {
+        entry.strategy = set.cluster;
+        set.warnings.push_back(own.error().message +
+                               "; the nodes it selects use the cluster "
+                               "strategy");
+      }
+    } else {
+      read(reader, n, at, entry.strategy);
+      check(reader, at, entry.strategy);
+      if (reader.failed()) return set;
+    }
     set.nodes.push_back(std::move(entry));
   }
   return set;

@@ -203,6 +203,8 @@ void Daemon::reload_config() {
   auto errors = impl_->config->reload();
   for (const auto& e : errors)
     spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
+  for (const auto& w : impl_->config->warnings())
+    spdlog::warn("ack-slo-config {}: {}", w.key, w.error.message);
   impl_->health->mark_config_loaded();
 }
 

@@ -67,6 +67,8 @@ void Daemon::Impl::schedule_next() {
       for (const auto& e : config->reload()) {
         spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
       }
+      for (const auto& w : config->warnings())
+        spdlog::warn("ack-slo-config {}: {}", w.key, w.error.message);
     }
     owner->tick();
     if (opt.max_ticks > 0 && ticks >= opt.max_ticks) {
@@ -206,6 +208,7 @@ void Daemon::tick() {
     outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
+  outcome.state.config_warnings = d.config->warning_counts();
   outcome.state.state_file_errors_total = d.state ? d.state->errors() : 0;
   outcome.state.evictions_total = d.evictions_total;
   d.describe_suppress(outcome);

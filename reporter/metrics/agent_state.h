@@ -69,6 +69,8 @@ struct AgentState {
   // Failures to read or write the record of original values (the state file).
   uint64_t state_file_errors_total = 0;
   std::map<std::string, uint64_t> config_load_errors_total;  // by ConfigMap key
+  // Fields of the config in force that are not enforced or unknown, by ConfigMap key.
+  std::map<std::string, uint64_t> config_warnings;
   // Durations of the sampling passes finished since the previous update.
   std::vector<double> sampling_pass_seconds;
   uint64_t report_sends_total = 0;

@@ -50,10 +50,11 @@ MetricFamily counter(std::string name, std::string help, double value) {
   return f;
 }
 
-// A counter family keyed by one label whose values come from the agent; bounded.
+// A counter (or gauge) family keyed by one label whose values come from the agent; bounded.
 MetricFamily labelled_counter(std::string name, std::string help, const std::string& label,
-                              const std::map<std::string, uint64_t>& totals) {
-  auto f = family(std::move(name), std::move(help), MetricType::Counter);
+                              const std::map<std::string, uint64_t>& totals,
+                              MetricType type = MetricType::Counter) {
+  auto f = family(std::move(name), std::move(help), type);
   double other = 0;
   bool has_other = false;
   for (const auto& [value, total] : totals) {
@@ -214,6 +215,11 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(labelled_counter("gleaner_config_load_errors_total",
                                  "ack-slo-config keys that failed to parse or validate.", "key",
                                  s.config_load_errors_total));
+  out.push_back(labelled_counter(
+      "gleaner_config_warnings",
+      "Fields of the ack-slo-config in force that this agent does not enforce, or does not "
+      "know (the log names them), by ConfigMap key.",
+      "key", s.config_warnings, MetricType::Gauge));
   out.push_back(counter("gleaner_report_sends_total", "Node reports the scheduler accepted.",
                         static_cast<double>(s.report_sends_total)));
   out.push_back(counter("gleaner_report_send_failures_total", "Node report sends that failed.",

@@ -153,5 +153,23 @@ TEST(BatchCalculator, ReclaimPercentChangesTheMargin) {
   EXPECT_EQ(r.batch_memory_bytes, 0);
 }
 
+TEST(BatchCalculator, TheSafetyMarginIsSloControllersFloatingPointProduct) {
+  // slo-controller: int64(float64(capacity) * (float64(100 - reclaim) / 100)). On this
+  // capacity exact arithmetic would give one byte more.
+  auto snap = worked_example();
+  snap.node.capacity[kube::kResourceMemory] = *Quantity::parse("21849688900");
+  config::ColocationStrategy s;
+  s.memory_reclaim_threshold_percent = 43;
+  auto r = calculate_batch(snap, enabled(s));
+  EXPECT_EQ(r.memory.safety_margin, 12454322672);
+  // Above 100 (slo-controller accepts it) the margin is negative: more is lent.
+  s.cpu_reclaim_threshold_percent = 150;
+  auto over = calculate_batch(worked_example(), enabled(s));
+  EXPECT_EQ(over.cpu.safety_margin, -16000);
+  auto at_100 = worked_example();
+  s.cpu_reclaim_threshold_percent = 100;
+  EXPECT_GT(over.batch_cpu_milli, calculate_batch(at_100, enabled(s)).batch_cpu_milli);
+}
+
 }  // namespace
 }  // namespace gleaner::agent::batch

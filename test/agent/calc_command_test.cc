@@ -69,7 +69,7 @@ TEST(CalcCommand, DefaultsDisableColocationWithNullBatch) {
 
 TEST(CalcCommand, BadConfigIsReportedAndFallsBackToDefaults) {
   testing::TempDir dir;
-  dir.write("colocation-config", R"({"enable": true, "cpuReclaimThresholdPercent": 120})");
+  dir.write("colocation-config", R"({"enable": true, "cpuReclaimThresholdPercent": -20})");
   auto run = run_calc(testing::fixture_path("agent/snapshots/worked-example.json"), dir.path());
   ASSERT_EQ(run.code, 0);
   EXPECT_NE(run.err.find(dir / "colocation-config"), std::string::npos) << run.err;

@@ -103,6 +103,15 @@ TEST(ColocationConfig, ReclaimRatioLabelsOverrideEveryOtherSource) {
   EXPECT_EQ(resolve_colocation(*cfg, node).strategy.cpu_reclaim_threshold_percent, 45);
 }
 
+TEST(ColocationConfig, AcceptsReclaimPercentsAbove100AsSloControllerDoes) {
+  // slo-controller validates only >= 0; above 100 the safety margin is negative.
+  auto cfg = parse_colocation_config(
+      R"({"cpuReclaimThresholdPercent": 120, "memoryReclaimThresholdPercent": 150})", "f");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(cfg->cluster.cpu_reclaim_threshold_percent, 120);
+  EXPECT_EQ(cfg->cluster.memory_reclaim_threshold_percent, 150);
+}
+
 TEST(ColocationConfig, RejectsBadValuesNamingFileAndField) {
   struct Case {
     const char* json;
@@ -111,15 +120,13 @@ TEST(ColocationConfig, RejectsBadValuesNamingFileAndField) {
   for (const Case& c : {
            Case{R"({"enable": true, "cpuReclaimThresholdPercent": -5})",
                 "cpuReclaimThresholdPercent"},
-           Case{R"({"memoryReclaimThresholdPercent": 101})", "memoryReclaimThresholdPercent"},
+           Case{R"({"memoryReclaimThresholdPercent": 10001})", "memoryReclaimThresholdPercent"},
            Case{R"({"cpuReclaimThresholdPercent": "60"})", "cpuReclaimThresholdPercent"},
            Case{R"({"cpuReclaimThresholdPercent": 60.5})", "cpuReclaimThresholdPercent"},
            Case{R"({"enable": "yes"})", "enable"},
            Case{R"({"cpuCalculatePolicy": "request"})", "cpuCalculatePolicy"},
            Case{R"({"memoryCalculatePolicy": "guess"})", "memoryCalculatePolicy"},
            Case{R"({"degradeTimeMinutes": 0})", "degradeTimeMinutes"},
-           Case{R"({"nodeConfigs": [{"nodeSelector": {}, "batchCPUThresholdPercent": 150}]})",
-                "nodeConfigs[0].batchCPUThresholdPercent"},
            Case{R"({"nodeConfigs": [{"nodeSelector": {"matchExpressions": [
                   {"key": "k", "operator": "Near"}]}}]})",
                 "nodeConfigs[0].nodeSelector.matchExpressions[0].operator"},

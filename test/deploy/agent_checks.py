@@ -163,10 +163,10 @@ def run_agent_checks(c, bin_dir, src, ds, docs):
         # The same check must catch a bad value, or the pass above proves nothing.
         with open(os.path.join(config_dir, "colocation-config")) as f:
             bad = json.load(f)
-        bad["cpuReclaimThresholdPercent"] = 150
+        bad["cpuReclaimThresholdPercent"] = -150
         with open(os.path.join(config_dir, "colocation-config"), "w") as f:
             json.dump(bad, f)
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
         c.check(r.returncode == 2 and "cpuReclaimThresholdPercent" in r.stderr,
-                "--check-config rejects cpuReclaimThresholdPercent 150: rc=%d stderr=%s"
+                "--check-config rejects cpuReclaimThresholdPercent -150: rc=%d stderr=%s"
                 % (r.returncode, r.stderr.strip()))

@@ -9,7 +9,7 @@ import subprocess
 
 import yaml
 
-PRIORITIES = {"koord-prod": 9500, "koord-mid": 7500, "koord-batch": 5500, "koord-free": 3500}
+PRIORITIES = {"koord-prod": 9000, "koord-mid": 7000, "koord-batch": 5000, "koord-free": 3000}
 BUILTIN_PRIORITY_CLASSES = {"system-node-critical", "system-cluster-critical"}
 
 

@@ -143,7 +143,7 @@ def mutate(bin_dir, src, pod, ns_labels, profiles=None):
         f.flush()
         cmd = [os.path.join(bin_dir, "gleaner-scheduler"), "mutate", "--pod", f.name,
                "--priority-classes", os.path.join(src, "deploy", "manifests",
-                                                  "priority-classes.yaml")]
+                                                  "priority-classes", "priority-classes.yaml")]
         if ns_labels:
             cmd += ["--namespace-labels", ",".join("%s=%s" % kv for kv in ns_labels.items())]
         if profiles:

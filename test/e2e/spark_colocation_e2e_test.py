@@ -253,7 +253,7 @@ class ColocationE2E(unittest.TestCase):
         self.webhook_service = find_doc(webhook_docs, "Service")
         self.webhook_config = find_doc(webhook_docs, "MutatingWebhookConfiguration")
         self.create(find_doc(load_yaml(os.path.join(MANIFESTS, "namespace.yaml")), "Namespace"))
-        for pc in load_yaml(os.path.join(MANIFESTS, "priority-classes.yaml")):
+        for pc in load_yaml(os.path.join(MANIFESTS, "priority-classes", "priority-classes.yaml")):
             self.create(pc)
         self.create(self.webhook_config)
         self.create(find_doc(load_yaml(os.path.join(EXAMPLES, "colocation-profile.yaml")),
@@ -814,7 +814,8 @@ class ColocationE2E(unittest.TestCase):
         self.assertEqual(pod["status"].get("qosClass"), "BestEffort", where)
         self.assertEqual(pod["spec"]["schedulerName"], "gleaner-scheduler", where)
         self.assertEqual(pod["spec"]["priorityClassName"], "koord-batch", where)
-        self.assertEqual(pod["spec"]["priority"], 5500, where)
+        # Koordinator's value of koord-batch, from the shipped PriorityClass.
+        self.assertEqual(pod["spec"]["priority"], 5000, where)
         want = {BATCH_CPU: str(cpu_milli), BATCH_MEMORY: str(memory)}
         for c in pod["spec"]["containers"]:
             res = c.get("resources") or {}

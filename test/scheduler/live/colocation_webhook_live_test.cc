@@ -64,8 +64,8 @@ class ColocationWebhookLive : public ::testing::Test {
                                     {"labels", {{"gleaner.io/colocation", "enabled"}}}}}})
                     .ok());
     // The shipped PriorityClasses and example profile, as an operator applies them.
-    for (const char* file :
-         {"/deploy/manifests/priority-classes.yaml", "/deploy/examples/colocation-profile.yaml"}) {
+    for (const char* file : {"/deploy/manifests/priority-classes/priority-classes.yaml",
+                             "/deploy/examples/colocation-profile.yaml"}) {
       auto objects = admission::read_objects(std::string(GLEANER_SOURCE_DIR) + file);
       ASSERT_TRUE(objects.ok()) << objects.error().message;
       for (const Json& o : *objects) {
@@ -133,7 +133,7 @@ TEST_F(ColocationWebhookLive, SparkPodsInAColocatedNamespaceAreStoredAsBatchPods
   EXPECT_EQ(c["limits"], c["requests"]);
   EXPECT_EQ((*stored)["metadata"]["labels"]["koordinator.sh/qosClass"], "BE");
   EXPECT_EQ((*stored)["spec"]["priorityClassName"], "koord-batch");
-  EXPECT_EQ((*stored)["spec"]["priority"], 5500);
+  EXPECT_EQ((*stored)["spec"]["priority"], 5000);
   EXPECT_EQ((*stored)["spec"]["schedulerName"], "gleaner-scheduler");
   EXPECT_GE(metrics_.webhook_reviews("mutated"), 2u);  // the dry run and the create
 
