@@ -275,6 +275,9 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--sys-root", o.sys_root, "sysfs parent for CPU topology")->capture_default_str();
   cmd->add_flag("!--no-enforce", o.enforce, "measure and report only; no QoS writes");
   cmd->add_flag("!--no-ebpf", o.ebpf, "do not load the eBPF run-queue latency probe");
+  cmd->add_flag("!--no-node-metric", o.node_metric,
+                "with --kubeconfig: do not keep the node's NodeMetric (slo.koordinator.sh) "
+                "status, which koord-scheduler and koord-descheduler read");
   cmd->add_flag("--bpf-stats", o.bpf_stats, "enable kernel BPF run-time statistics");
   cmd->add_option("--interference-runq-p99-bound", o.interference_runq_p99_bound,
                   "LS run-queue latency p99 above which BE is tightened at once (e.g. 5ms)")

@@ -21,7 +21,7 @@ const std::vector<Field>& colocation_fields() {
   static const std::vector<Field> f = {
       {"enable", kEnforced},
       {"metricAggregateDurationSeconds", kEnforced},
-      {"metricReportIntervalSeconds", kNotEnforced},
+      {"metricReportIntervalSeconds", kEnforced},
       {"metricAggregatePolicy.**", kNotEnforced},
       {"metricMemoryCollectPolicy", kNotEnforced},
       {"cpuReclaimThresholdPercent", kEnforced},

@@ -133,6 +133,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     if (d.opt.kubeconfig != "in-cluster") flags.kubeconfig = d.opt.kubeconfig;
     auto config = kube::resolve_config(flags, kube::process_env);
     if (!config) return config.error();
+    if (d.opt.node_metric && !d.opt.dry_run)
+      d.node_metric = std::make_unique<NodeMetricPublisher>(*config, d.opt.node_name);
     d.api = std::make_unique<ApiLink>(std::move(*config), d.opt.node_name);
     if (!d.api->wait_for_node(std::chrono::seconds(10))) {
       return make_error(ErrorCode::kUnavailable,

@@ -57,6 +57,8 @@ struct DaemonOptions {
   // request (a self-signed kubelet certificate).
   std::string kubelet_ca_file = std::string(kube::kServiceAccountDir) + "/ca.crt";
   bool kubelet_insecure_tls = false;
+  // With --kubeconfig: keep the node's NodeMetric (slo.koordinator.sh) status, as koordlet.
+  bool node_metric = true;
   std::string metrics_addr = ":9316";
   std::string scheduler_url;
   std::string token_file;

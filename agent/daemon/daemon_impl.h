@@ -22,6 +22,7 @@
 #include "agent/daemon/cgroup_watch.h"
 #include "agent/daemon/daemon.h"
 #include "agent/daemon/handover.h"
+#include "agent/daemon/node_metric.h"
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/daemon/state_record.h"
@@ -72,6 +73,7 @@ struct Daemon::Impl {
   SteadyTime last_full_sample{};
   std::map<std::string, uint64_t> evictions_total;
   std::unique_ptr<ApiLink> api;
+  std::unique_ptr<NodeMetricPublisher> node_metric;
   std::optional<CgroupWatch> cgroup_watch;
   std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
   bool force_pod_refresh = false;

@@ -151,6 +151,18 @@ void Daemon::tick() {
   for (const auto& s : pass.pods)
     usage.pods[s.key] = {avg("pod/" + s.key + "/cpu"), avg("pod/" + s.key + "/memory")};
   auto snap = build_snapshot(d.node, d.pods, usage);
+  if (d.node_metric) {
+    std::vector<UsageWindow> windows;
+    for (auto minutes : {5, 10, 30}) {
+      const std::chrono::seconds w(minutes * 60);
+      auto cpu = d.store->aggregate("node/cpu", now, w);
+      auto memory = d.store->aggregate("node/memory", now, w);
+      if (cpu && memory) windows.push_back({w, *cpu, *memory});
+    }
+    d.node_metric->submit(node_metric_status(snap, windows, d.clock.wall_now()),
+                          std::chrono::seconds(resolved.strategy.metric_report_interval_seconds),
+                          resolved.strategy.metric_aggregate_duration_seconds);
+  }
   // QoS acts on the latest sample (as `plan` does): the batch formula's averaging window
   // (minutes) would make suppression and eviction lag far behind the load.
   SampledUsage latest;
@@ -231,6 +243,11 @@ void Daemon::tick() {
     outcome.state.report_sends_total = stats.sends_ok;
     outcome.state.report_send_failures_total = stats.sends_failed;
     d.report_client->submit(outcome.report);
+  }
+  if (d.node_metric) {
+    const auto published = d.node_metric->stats();
+    outcome.state.node_metric_updates_total = published.updates;
+    outcome.state.node_metric_update_failures_total = published.failures;
   }
   if (d.metrics_server) {
     const auto http = d.metrics_server->listener_stats();

@@ -75,6 +75,9 @@ struct AgentState {
   std::vector<double> sampling_pass_seconds;
   uint64_t report_sends_total = 0;
   uint64_t report_send_failures_total = 0;
+  // NodeMetric status writes (--kubeconfig): done, and failed (the CRD not served included).
+  uint64_t node_metric_updates_total = 0;
+  uint64_t node_metric_update_failures_total = 0;
   // The /metrics listener: open connections, accept() failures (out of descriptors) and
   // times its connection cap was reached.
   int64_t http_open_connections = 0;

@@ -224,6 +224,12 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
                         static_cast<double>(s.report_sends_total)));
   out.push_back(counter("gleaner_report_send_failures_total", "Node report sends that failed.",
                         static_cast<double>(s.report_send_failures_total)));
+  out.push_back(counter("gleaner_node_metric_updates_total",
+                        "NodeMetric (slo.koordinator.sh) status writes done.",
+                        static_cast<double>(s.node_metric_updates_total)));
+  out.push_back(counter("gleaner_node_metric_update_failures_total",
+                        "NodeMetric status writes that failed (the CRD not served included).",
+                        static_cast<double>(s.node_metric_update_failures_total)));
   out.push_back(gauge("gleaner_agent_http_connections",
                       "Open connections to the agent's /metrics port.",
                       static_cast<double>(s.http_open_connections)));

@@ -51,7 +51,7 @@ def handle(h, method, what, q):
         elif what == "kubelet":
             f.kubelet_mode = q.get("mode", "ok")
         elif what == "fail":
-            f.fail_count, f.fail_method = count, q.get("method", "POST")
+            f.fail_count, f.fail_method = count, q.get("method", "POST")  # "*": any
             f.fail_prefix, f.fail_code = q.get("prefix", "/"), int(q.get("code", "500"))
         elif what == "token":
             f.token = q.get("value") or None

@@ -5,10 +5,10 @@ paths, JSON shapes, v1 Status errors, resourceVersion semantics, chunked watch s
 bookmarks, optimistic concurrency, patch content types, binding and eviction subresources,
 creates with ?dryRun=All (answered, nothing stored).
 
-Resources: pods, nodes, events, namespaces, secrets, configmaps, serviceaccounts, daemonsets,
-priorityclasses, leases, mutatingwebhookconfigurations, and the custom resources
-sparkapplications, elasticquotatrees and clustercolocationprofiles (merge and JSON patches
-only). Writes get the server's defaulting and validation where Gleaner depends on it
+Resources: pods, nodes, events, namespaces, secrets, configmaps, serviceaccounts,
+daemonsets, priorityclasses, leases, mutatingwebhookconfigurations, and the custom
+resources sparkapplications, elasticquotatrees, clustercolocationprofiles and nodemetrics
+(merge and JSON patches only). Writes get the server's defaulting and validation where Gleaner depends on it
 (resources.py): webhook configurations, secrets' stringData, PriorityClass values, a
 namespace's kubernetes.io/metadata.name label. Pods may be created in namespaces that have
 no Namespace object; such a namespace has just that label.
@@ -71,13 +71,15 @@ RESOURCES = {
     ("config.koordinator.sh", "clustercolocationprofiles"):
         ("ClusterColocationProfile", False, True),
     ("coordination.k8s.io", "leases"): ("Lease", True, False),
+    ("slo.koordinator.sh", "nodemetrics"): ("NodeMetric", False, True),
     ("", "serviceaccounts"): ("ServiceAccount", True, False),
     ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, False),  # create only
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
             "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
-            "coordination.k8s.io": "v1", "authentication.k8s.io": "v1"}
+            "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
+            "authentication.k8s.io": "v1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
                    "coordination.k8s.io", "authentication.k8s.io"}

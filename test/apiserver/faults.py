@@ -63,7 +63,7 @@ class Faults:
 
     def take_fail(self, method, path):
         with self.lock:
-            if self.fail_count == 0 or method != self.fail_method or \
+            if self.fail_count == 0 or self.fail_method not in ("*", method) or \
                     not path.startswith(self.fail_prefix):
                 return None
             if self.fail_count > 0:

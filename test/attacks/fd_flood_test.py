@@ -5,7 +5,6 @@ its log, and must answer again once the connections go. Loopback only, bounded.
 
 Usage: fd_flood_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
-import argparse
 import os
 import socket
 import subprocess
@@ -15,7 +14,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from spark_colocation_e2e_test import Proc, deadline_loop  # noqa: E402
+from spark_colocation_e2e_test import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
 
 BIN_DIR = None
 FD_LIMIT = 64
@@ -96,11 +95,4 @@ class FdFloodTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = args.bin_dir
-    if not os.access(os.path.join(BIN_DIR, "gleaner-scheduler"), os.X_OK):
-        print("SKIP: no gleaner-scheduler in " + BIN_DIR)
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    run_with_bin_dir(globals(), "gleaner-scheduler")

@@ -13,7 +13,6 @@ The agents run read-only (--no-enforce --dry-run, pods and Node from files).
 
 Usage: agent_identity_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
-import argparse
 import http.client
 import json
 import os
@@ -23,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_colocation_e2e_test import Proc, ServiceHTTPS, deadline_loop  # noqa: E402
+from spark_colocation_e2e_test import Proc, ServiceHTTPS, deadline_loop, run_with_bin_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
@@ -203,11 +202,4 @@ class AgentIdentity(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = args.bin_dir
-    if not os.access(os.path.join(BIN_DIR, "gleaner-agent"), os.X_OK):
-        print("SKIP: no gleaner-agent in " + BIN_DIR)
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    run_with_bin_dir(globals(), "gleaner-agent", "gleaner-scheduler")

@@ -7,7 +7,6 @@ ever bound twice.
 
 Usage: leader_election_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
-import argparse
 import json
 import os
 import sys
@@ -18,7 +17,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_colocation_e2e_test import Proc, deadline_loop  # noqa: E402
+from spark_colocation_e2e_test import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
@@ -183,11 +182,4 @@ class LeaderElection(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin-dir", required=True)
-    args, rest = ap.parse_known_args()
-    BIN_DIR = args.bin_dir
-    if not os.access(os.path.join(BIN_DIR, "gleaner-scheduler"), os.X_OK):
-        print("SKIP: no gleaner-scheduler in " + BIN_DIR)
-        sys.exit(77)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    run_with_bin_dir(globals(), "gleaner-scheduler")

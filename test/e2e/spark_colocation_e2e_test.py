@@ -101,6 +101,21 @@ def find_doc(docs, kind, name=None):
     return copy.deepcopy(found[0])
 
 
+def run_with_bin_dir(module_globals, *binaries):
+    """The tests' entry point: --bin-dir BUILD/bin into the module's BIN_DIR, exit 77 (a
+    skip for ctest) when a binary is missing, then unittest with the other arguments."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin-dir", required=True)
+    args, rest = ap.parse_known_args()
+    module_globals["BIN_DIR"] = args.bin_dir
+    for b in binaries:
+        if not os.access(os.path.join(args.bin_dir, b), os.X_OK):
+            print("SKIP: no %s in %s" % (b, args.bin_dir))
+            sys.exit(77)
+    unittest.main(argv=[sys.argv[0]] + rest)
+
+
 def deadline_loop(timeout, interval=0.05):
     """Yields until `timeout` seconds passed; the caller breaks out when its condition holds."""
     end = time.monotonic() + timeout
