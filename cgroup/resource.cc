@@ -13,13 +13,14 @@ namespace {
 constexpr int64_t kV1UnlimitedFloor = int64_t{1} << 62;
 constexpr int64_t kMaxQuotaUs = int64_t{1} << 40;
 
-constexpr std::array<ResourceSpec, 19> kTable{{
+constexpr std::array<ResourceSpec, 20> kTable{{
     {Resource::kCpuUsage, "cpu_usage", "cpuacct", "cpuacct.usage", "cpu.stat", 0, false},
     {Resource::kCpuStat, "cpu_stat", "cpu", "cpu.stat", "cpu.stat", 0, false},
     {Resource::kCpuQuota, "cpu_quota", "cpu", "cpu.cfs_quota_us", "cpu.max", 1, true},
     {Resource::kCpuPeriod, "cpu_period", "cpu", "cpu.cfs_period_us", "cpu.max", 2, true},
     {Resource::kCpuShares, "cpu_shares", "cpu", "cpu.shares", "cpu.weight", 0, true},
     {Resource::kCpuIdle, "cpu_idle", "cpu", "cpu.idle", "cpu.idle", 0, true},
+    {Resource::kCpuBurst, "cpu_burst", "cpu", "cpu.cfs_burst_us", "cpu.max.burst", 0, true},
     {Resource::kCpusetCpus, "cpuset_cpus", "cpuset", "cpuset.cpus", "cpuset.cpus", 0, true},
     {Resource::kMemoryUsage, "memory_usage", "memory", "memory.usage_in_bytes", "memory.current", 0,
      false},
@@ -94,6 +95,9 @@ Status validate_value(Resource resource, std::string_view value) {
       break;
     case Resource::kCpuIdle:
       if (v != 0 && v != 1) return invalid(resource, value, "must be 0 or 1");
+      break;
+    case Resource::kCpuBurst:
+      if (v < 0 || v > kMaxQuotaUs) return invalid(resource, value, "must be 0..2^40 us");
       break;
     default:  // memory byte values
       if (v != kUnlimited && v < 0) return invalid(resource, value, "must be -1 or >= 0");

@@ -19,6 +19,8 @@ enum class Resource {
   kCpuPeriod,    // us. v1 cpu.cfs_period_us; v2 cpu.max field 2
   kCpuShares,    // v1 cpu.shares; v2 cpu.weight, converted from shares
   kCpuIdle,      // 0/1. cpu.idle (both; kernel >= 5.15)
+  kCpuBurst,     // us a period's unused quota may carry over. v1 cpu.cfs_burst_us; v2
+                 // cpu.max.burst (kernel >= 5.14). The kernel refuses one above the quota.
   kCpusetCpus,   // CPU list. cpuset.cpus
   kMemoryUsage,  // bytes. v1 memory.usage_in_bytes; v2 memory.current
   kMemoryLimit,  // bytes, -1 unlimited. v1 memory.limit_in_bytes; v2 memory.max

@@ -61,7 +61,23 @@ const char* to_string(CpuBurstPolicy policy) {
 }
 
 Result<CpuBurstConfig> parse_cpu_burst_config(std::string_view text, const std::string& file) {
-  return parse<CpuBurstStrategy>(text, file, read_burst);
+  auto set = parse<CpuBurstStrategy>(text, file, read_burst);
+  if (!set) return set;
+  // The static burst is enforced; the CFS quota scaling of these two policies is not.
+  auto note = [&](const CpuBurstStrategy& s, const std::string& where) {
+    if (s.policy == CpuBurstPolicy::kCfsQuotaBurstOnly || s.policy == CpuBurstPolicy::kAuto) {
+      set->warnings.push_back(file + ": " + where + ".policy " + to_string(s.policy) +
+                              ": the CFS quota scaling (cfsQuotaBurstPercent) is not enforced "
+                              "by this version" +
+                              (s.policy == CpuBurstPolicy::kAuto ? "; the CPU burst is" : ""));
+    }
+  };
+  note(set->cluster, "clusterStrategy");
+  for (size_t i = 0; i < set->nodes.size(); ++i) {
+    if (set->nodes[i].strategy.policy != set->cluster.policy)
+      note(set->nodes[i].strategy, "nodeStrategies[" + std::to_string(i) + "]");
+  }
+  return set;
 }
 
 Result<SystemConfig> parse_system_config(std::string_view text, const std::string& file) {

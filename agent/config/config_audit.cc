@@ -103,8 +103,9 @@ std::vector<Field> qos_fields() {
 }
 
 const std::vector<Field>& cpu_burst_fields() {
-  static const std::vector<Field> f = {{"policy", kNotEnforced},
-                                       {"cpuBurstPercent", kNotEnforced},
+  // The static burst (cpuBurstOnly, and auto's burst part); the quota scaling is not done.
+  static const std::vector<Field> f = {{"policy", kEnforced},
+                                       {"cpuBurstPercent", kEnforced},
                                        {"cfsQuotaBurstPercent", kNotEnforced},
                                        {"cfsQuotaBurstPeriodSeconds", kNotEnforced},
                                        {"sharePoolThresholdPercent", kNotEnforced}};

@@ -181,6 +181,7 @@ void Daemon::tick() {
     in.latest = &latest_snap;
     in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
     in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
+    in.cpu_burst = d.config->current().cpu_burst.for_node(d.node.metadata.labels);
     in.layout = *d.layout;
     in.topology = d.topology;
     in.reader = d.qos_reader.get();

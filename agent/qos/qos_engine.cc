@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "agent/qos/be_cgroups.h"
+#include "agent/qos/cpu_burst.h"
 #include "agent/qos/evict.h"
 #include "agent/qos/memory_qos.h"
 #include "agent/qos/resctrl_qos.h"
@@ -47,6 +48,7 @@ Plan QosEngine::run(const QosInputs& in) {
   append(plan,
          plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), reader));
   append(plan, plan_memory_qos(snap, in.layout, in.qos, reader));
+  append(plan, plan_cpu_burst(snap, in.layout, in.cpu_burst, reader));
   append(plan, plan_resctrl(snap, in.layout, in.qos, reader));
 
   // Memory first: a pod it evicts counts as released for the CPU decision.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/config/burst_system_config.h"
 #include "agent/config/qos_config.h"
 #include "agent/config/threshold_config.h"
 #include "agent/qos/cpu_topology.h"
@@ -92,6 +93,7 @@ struct QosInputs {
   const snapshot::NodeSnapshot* snapshot = nullptr;
   config::ResourceThresholdStrategy threshold;  // resolved for this node
   config::ResourceQoSStrategy qos;              // resolved for this node
+  config::CpuBurstStrategy cpu_burst;           // resolved for this node
   cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
   std::optional<CpuTopology> topology;  // nullopt: cpuset policy uses the tree's CPU list
   QosReader* reader = nullptr;

@@ -67,6 +67,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   q.snapshot = in.latest;
   q.threshold = in.threshold;
   q.qos = in.qos;
+  q.cpu_burst = in.cpu_burst;
   q.layout = in.layout;
   q.topology = in.topology;
   q.reader = in.reader;

@@ -39,6 +39,7 @@ struct TickInputs {
   const snapshot::NodeSnapshot* latest = nullptr;  // usage of the latest sample
   config::ResourceThresholdStrategy threshold;     // resolved for this node
   config::ResourceQoSStrategy qos;                 // resolved for this node
+  config::CpuBurstStrategy cpu_burst;              // resolved for this node
   cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
   std::optional<qos::CpuTopology> topology;
   qos::QosReader* reader = nullptr;

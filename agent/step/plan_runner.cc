@@ -91,6 +91,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   in.latest = &*snap;
   in.threshold = loaded.config.threshold.for_node(snap->node.metadata.labels);
   in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
+  in.cpu_burst = loaded.config.cpu_burst.for_node(snap->node.metadata.labels);
   in.layout = cgroup::KubeletLayout(*driver);
   in.topology = topology;
   in.reader = &reader;

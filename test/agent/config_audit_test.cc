@@ -41,11 +41,13 @@ TEST(ConfigAudit, EnforcedFieldsLoadQuietly) {
 }
 
 TEST(ConfigAudit, KoordinatorFieldsNotEnforcedAreNamed) {
-  auto m = messages("cpu-burst-config", R"({"clusterStrategy": {"policy": "auto"},
-      "nodeStrategies": [{"nodeSelector": {}, "cpuBurstPercent": 500}]})");
+  auto m = messages("cpu-burst-config", R"({"clusterStrategy": {"policy": "auto",
+      "cfsQuotaBurstPercent": 300},
+      "nodeStrategies": [{"nodeSelector": {}, "cpuBurstPercent": 500,
+                          "sharePoolThresholdPercent": 40}]})");
   ASSERT_EQ(m.size(), 2u);
-  EXPECT_TRUE(any_contains(m, "clusterStrategy.policy is Koordinator's but not enforced"));
-  EXPECT_TRUE(any_contains(m, "nodeStrategies[0].cpuBurstPercent is Koordinator's"));
+  EXPECT_TRUE(any_contains(m, "clusterStrategy.cfsQuotaBurstPercent is Koordinator's but not"));
+  EXPECT_TRUE(any_contains(m, "nodeStrategies[0].sharePoolThresholdPercent is Koordinator's"));
   // A whole sub-object Koordinator defines (blkioQOS) is one notice, not one per leaf.
   auto blkio = messages("resource-qos-config", R"({"clusterStrategy": {"lsClass": {
       "blkioQOS": {"enable": true, "blocks": [{"name": "/dev/vda", "type": "device"}]}}}})");

@@ -238,7 +238,10 @@ TEST_F(AgentRestoreReal, CpusetSuppressionKeepsContainersInsideAndSigtermRestore
   // BE processes) runs on that CPU too.
   EXPECT_TRUE(eventually([&] { return cpus(node_->be_qos()).size() == 1; }, 10s))
       << "BE cpuset " << *fs_->read_raw(Resource::kCpusetCpus, node_->be_qos());
-  EXPECT_EQ(cpus(node_->be_container()), cpus(node_->be_qos()));
+  // The QoS level and the container are written in one pass, one file after the other:
+  // wait for the pass to finish rather than read between its writes.
+  EXPECT_TRUE(eventually([&] { return cpus(node_->be_container()) == cpus(node_->be_qos()); }, 10s))
+      << "BE container on " << cpus(node_->be_container()).size() << " CPUs";
   for (pid_t p : ls)
     node_->scratch().kill_child(p);
   ::kill(agent, SIGTERM);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/qos/fs_reader.h"
+#include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
 #include "cgroup/executor.h"
 #include "common/file_io.h"
@@ -113,6 +114,60 @@ TEST(QosReal, BeIsThrottledToTheSuppressQuotaWhileLsRunsAndRestoredAfter) {
     EXPECT_EQ(*fs.read_logical(Resource::kCpusetCpus, cg), before[cg + " cpuset"]) << cg;
   }
   scratch.kill_child(be);
+}
+
+// CPU burst on the real kernel (v1 cpu.cfs_burst_us here, v2 cpu.max.burst in the VM): the
+// kernel refuses a burst above the cgroup's quota, so the plan caps it there, and the
+// executor's restore puts kubelet's 0 back.
+TEST(QosReal, CpuBurstOfAnLsPodStaysWithinItsQuotaAndIsRestored) {
+  auto reason = testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  testing::ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FakePod web{.name = "web",
+              .uid = "ls1",
+              .kube_qos = "Burstable",
+              .containers = Json::array({container("app", {{"cpu", "500m"}}, {{"cpu", "500m"}})})};
+  auto snap = make_snapshot(FakeNode{}, {web});
+  const std::string pod_dir = agent::qos::pod_cgroup(layout, snap.pods[0]);
+  const std::string app_dir = agent::qos::container_cgroups(layout, snap.pods[0]).at(0).second;
+  scratch.mkdir(app_dir);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  if (!fs.has(Resource::kCpuBurst, app_dir)) GTEST_SKIP() << "this kernel has no CPU burst";
+  // kubelet's quotas for a 500m limit (the pod's first: a v1 child may not exceed it).
+  cgroup::WriteExecutor kubelet(fs);
+  ASSERT_TRUE(kubelet
+                  .apply({{Resource::kCpuQuota, pod_dir, "50000", "kubelet"},
+                          {Resource::kCpuQuota, app_dir, "50000", "kubelet"}})
+                  .failed.empty());
+  ASSERT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 0);
+
+  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::qos::QosInputs in;
+  in.snapshot = &snap;
+  in.layout = layout;
+  in.reader = &reader;
+  in.cpu_burst.policy = agent::config::CpuBurstPolicy::kCpuBurstOnly;
+  in.cpu_burst.cpu_burst_percent = 1000;  // 10x the limit: the kernel allows one quota
+  agent::qos::QosEngine engine;
+  cgroup::WriteExecutor exec(fs);
+  auto report = exec.apply(engine.run(in).writes);
+  ASSERT_TRUE(report.failed.empty()) << report.failed[0].second.message;
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 50000);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, pod_dir), 50000);
+  in.cpu_burst.cpu_burst_percent = 50;  // half the limit
+  ASSERT_TRUE(exec.apply(engine.run(in).writes).failed.empty());
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 25000);
+  in.cpu_burst.policy = agent::config::CpuBurstPolicy::kNone;
+  ASSERT_TRUE(exec.apply(engine.run(in).writes).failed.empty());
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 0);
+  // On again, then the agent stops: kubelet's 0 is back.
+  in.cpu_burst.policy = agent::config::CpuBurstPolicy::kAuto;
+  ASSERT_TRUE(exec.apply(engine.run(in).writes).failed.empty());
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 25000);
+  EXPECT_TRUE(exec.restore_all().failed.empty());
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 0);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, pod_dir), 0);
 }
 
 }  // namespace
