@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kV1UnlimitedFloor = int64_t{1} << 62;
 constexpr int64_t kMaxQuotaUs = int64_t{1} << 40;
 
-constexpr std::array<ResourceSpec, 20> kTable{{
+constexpr std::array<ResourceSpec, 26> kTable{{
     {Resource::kCpuUsage, "cpu_usage", "cpuacct", "cpuacct.usage", "cpu.stat", 0, false},
     {Resource::kCpuStat, "cpu_stat", "cpu", "cpu.stat", "cpu.stat", 0, false},
     {Resource::kCpuQuota, "cpu_quota", "cpu", "cpu.cfs_quota_us", "cpu.max", 1, true},
@@ -30,6 +30,18 @@ constexpr std::array<ResourceSpec, 20> kTable{{
     {Resource::kMemoryMin, "memory_min", "memory", "memory.min", "memory.min", 0, true},
     {Resource::kMemoryLow, "memory_low", "memory", "memory.low", "memory.low", 0, true},
     {Resource::kMemoryStat, "memory_stat", "memory", "memory.stat", "memory.stat", 0, false},
+    {Resource::kMemoryOomGroup, "memory_oom_group", "memory", "memory.oom.group",
+     "memory.oom.group", 0, true},
+    {Resource::kMemoryWmarkRatio, "memory_wmark_ratio", "memory", "memory.wmark_ratio",
+     "memory.wmark_ratio", 0, true},
+    {Resource::kMemoryWmarkScaleFactor, "memory_wmark_scale_factor", "memory",
+     "memory.wmark_scale_factor", "memory.wmark_scale_factor", 0, true},
+    {Resource::kMemoryWmarkMinAdj, "memory_wmark_min_adj", "memory", "memory.wmark_min_adj",
+     "memory.wmark_min_adj", 0, true},
+    {Resource::kMemoryUsePriorityOom, "memory_use_priority_oom", "memory",
+     "memory.use_priority_oom", "memory.use_priority_oom", 0, true},
+    {Resource::kMemoryPriority, "memory_priority", "memory", "memory.priority", "memory.priority",
+     0, true},
     {Resource::kCpuPressure, "cpu_pressure", "cpu", nullptr, "cpu.pressure", 0, false},
     {Resource::kMemoryPressure, "memory_pressure", "memory", nullptr, "memory.pressure", 0, false},
     {Resource::kIoPressure, "io_pressure", "blkio", nullptr, "io.pressure", 0, false},
@@ -99,6 +111,22 @@ Status validate_value(Resource resource, std::string_view value) {
     case Resource::kCpuBurst:
       if (v < 0 || v > kMaxQuotaUs) return invalid(resource, value, "must be 0..2^40 us");
       break;
+    case Resource::kMemoryOomGroup:
+    case Resource::kMemoryUsePriorityOom:
+      if (v != 0 && v != 1) return invalid(resource, value, "must be 0 or 1");
+      break;
+    case Resource::kMemoryWmarkRatio:
+      if (v < 0 || v > 100) return invalid(resource, value, "must be 0..100");
+      break;
+    case Resource::kMemoryWmarkScaleFactor:
+      if (v < 1 || v > 1000) return invalid(resource, value, "must be 1..1000");
+      break;
+    case Resource::kMemoryWmarkMinAdj:
+      if (v < -25 || v > 50) return invalid(resource, value, "must be -25..50");
+      break;
+    case Resource::kMemoryPriority:
+      if (v < 0 || v > 12) return invalid(resource, value, "must be 0..12");
+      break;
     default:  // memory byte values
       if (v != kUnlimited && v < 0) return invalid(resource, value, "must be -1 or >= 0");
       break;
@@ -132,6 +160,9 @@ Result<std::string> file_from_logical(Resource resource, CgroupVersion version,
   if (resource == Resource::kCpusetCpus) return format_cpu_list(*parse_cpu_list(logical));
   int64_t v = *parse_int_value(logical);
   if (version != CgroupVersion::kV2) return std::to_string(v);
+  // Plain numbers with no "max": -1 is a value (wmark_min_adj), not unlimited.
+  if (resource >= Resource::kMemoryOomGroup && resource <= Resource::kMemoryPriority)
+    return std::to_string(v);
   if (resource == Resource::kCpuShares) return std::to_string(shares_to_weight(v));
   if (resource == Resource::kCpuQuota || resource == Resource::kCpuPeriod) {
     CpuMax max;

@@ -28,6 +28,17 @@ enum class Resource {
   kMemoryMin,    // bytes. memory.min (idem)
   kMemoryLow,    // bytes. memory.low (idem)
   kMemoryStat,   // memory.stat
+  // Memory QoS beyond min/low/high, each where the kernel offers it: memory.oom.group
+  // (v2; kill the whole cgroup on OOM, 0/1), and the Alibaba Cloud Linux / Anolis memcg
+  // extensions (both versions): background reclaim watermarks (memory.wmark_ratio 0..100,
+  // memory.wmark_scale_factor 1..1000, memory.wmark_min_adj -25..50) and OOM priority
+  // (memory.use_priority_oom 0/1, memory.priority 0..12).
+  kMemoryOomGroup,
+  kMemoryWmarkRatio,
+  kMemoryWmarkScaleFactor,
+  kMemoryWmarkMinAdj,
+  kMemoryUsePriorityOom,
+  kMemoryPriority,
   kCpuPressure,  // PSI. v2 cpu.pressure (hybrid: under the unified mount)
   kMemoryPressure,
   kIoPressure,

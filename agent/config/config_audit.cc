@@ -88,11 +88,14 @@ std::vector<Field> qos_fields() {
     add("cpuQOS.schedIdle", cpu_enable);
     add("cpuQOS.groupIdentity", kNotEnforced);
     add("cpuQOS.coreExpeller", kNotEnforced);
-    for (const char* m : {"enable", "minLimitPercent", "lowLimitPercent", "throttlingPercent"})
+    // The watermark and OOM priority knobs where the kernel has the files (Alibaba Cloud
+    // Linux); oomKillGroup as memory.oom.group on v2.
+    for (const char* m :
+         {"enable", "minLimitPercent", "lowLimitPercent", "throttlingPercent", "wmarkRatio",
+          "wmarkScalePermill", "wmarkMinAdj", "priorityEnable", "priority", "oomKillGroup"})
       add(std::string("memoryQOS.") + m, kEnforced);
-    for (const char* m : {"wmarkRatio", "wmarkScalePermill", "wmarkMinAdj", "priorityEnable",
-                          "priority", "oomKillGroup", "pageCacheEnable", "pageCacheLimitPercent",
-                          "pageCacheLimitSize", "pageCacheReclaimSync"})
+    for (const char* m :
+         {"pageCacheEnable", "pageCacheLimitPercent", "pageCacheLimitSize", "pageCacheReclaimSync"})
       add(std::string("memoryQOS.") + m, kNotEnforced);
     for (const char* r : {"enable", "catRangeStartPercent", "catRangeEndPercent", "mbaPercent"})
       add(std::string("resctrlQOS.") + r, kEnforced);

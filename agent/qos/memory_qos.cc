@@ -39,6 +39,17 @@ void add(Plan& plan, QosReader& reader, Resource r, const std::string& cg, int64
   plan.writes.push_back({r, cg, std::to_string(v), kReasonMemoryQoS});
 }
 
+// The knobs beyond protection, each written only where the kernel has the file
+// (memory.oom.group on v2; the watermark and OOM priority files of Alibaba Cloud Linux).
+void add_knobs(Plan& plan, QosReader& reader, const std::string& cg, const config::MemoryQoS& m) {
+  add(plan, reader, Resource::kMemoryOomGroup, cg, m.oom_kill_group);
+  add(plan, reader, Resource::kMemoryWmarkRatio, cg, m.wmark_ratio);
+  add(plan, reader, Resource::kMemoryWmarkScaleFactor, cg, m.wmark_scale_permill);
+  add(plan, reader, Resource::kMemoryWmarkMinAdj, cg, m.wmark_min_adj);
+  add(plan, reader, Resource::kMemoryUsePriorityOom, cg, m.priority_enable);
+  add(plan, reader, Resource::kMemoryPriority, cg, m.priority);
+}
+
 void add_protection(Plan& plan, QosReader& reader, const std::string& cg, const Protection& p,
                     bool with_high) {
   add(plan, reader, Resource::kMemoryMin, cg, p.min);
@@ -91,9 +102,13 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
     if (high_bounded) pod_total.high = high_sum;
     for (const auto& [name, dir] : container_cgroups(layout, pod)) {
       auto it = by_container.find(name);
-      if (it != by_container.end()) add_protection(plan, reader, dir, it->second, true);
+      if (it == by_container.end()) continue;
+      add_protection(plan, reader, dir, it->second, true);
+      add_knobs(plan, reader, dir, cls->memory);
     }
-    add_protection(plan, reader, pod_cgroup(layout, pod), pod_total, true);
+    const std::string pod_dir = pod_cgroup(layout, pod);
+    add_protection(plan, reader, pod_dir, pod_total, true);
+    add_knobs(plan, reader, pod_dir, cls->memory);
     auto& q = per_qos_dir[layout.qos_dir(to_cgroup_qos(pod.kube_qos))];
     q.min += pod_total.min;
     q.low += pod_total.low;

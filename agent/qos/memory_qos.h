@@ -7,6 +7,9 @@
 //   memory.low  = R * lowLimitPercent / 100
 //   memory.high = R + (L - R) * throttlingPercent / 100 when L is set and throttling > 0,
 //                 else unlimited
+// Container and pod level, where the kernel has the file: memory.oom.group (oomKillGroup),
+// and the Alibaba Cloud Linux watermark and OOM priority files (wmarkRatio,
+// wmarkScalePermill, wmarkMinAdj, priorityEnable, priority).
 // Pod level: the sums (high unlimited when any container's is). QoS level (burstable,
 // besteffort, and kubepods for all): the sums of min and low of the pods beneath, since
 // the kernel caps a child's effective protection at its parent's.

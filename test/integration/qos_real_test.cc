@@ -170,5 +170,47 @@ TEST(QosReal, CpuBurstOfAnLsPodStaysWithinItsQuotaAndIsRestored) {
   EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, pod_dir), 0);
 }
 
+// Memory QoS knobs beyond protection land where the kernel has their files: v2's
+// memory.oom.group (in the VM); none of them on this v1 kernel, where nothing is attempted.
+TEST(QosReal, MemoryQosKnobsLandWhereTheKernelHasThemAndAreRestored) {
+  auto reason = testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  testing::ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FakePod web{
+      .name = "web",
+      .uid = "ls2",
+      .kube_qos = "Burstable",
+      .containers = Json::array({container("app", {{"memory", "64Mi"}}, {{"memory", "128Mi"}})})};
+  auto snap = make_snapshot(FakeNode{}, {web});
+  const std::string app_dir = agent::qos::container_cgroups(layout, snap.pods[0]).at(0).second;
+  scratch.mkdir(app_dir);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  const bool has_oom_group = fs.has(Resource::kMemoryOomGroup, app_dir);
+  if (scratch.version() == cgroup::CgroupVersion::kV2) ASSERT_TRUE(has_oom_group);
+
+  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::qos::QosInputs in;
+  in.snapshot = &snap;
+  in.layout = layout;
+  in.reader = &reader;
+  in.qos.ls.memory.enable = true;
+  in.qos.ls.memory.oom_kill_group = 1;
+  agent::qos::QosEngine engine;
+  const auto writes = engine.run(in).writes;
+  for (const auto& w : writes) {
+    EXPECT_TRUE(fs.has(w.resource, w.cgroup))
+        << "a write where the kernel has no file: " << cgroup::to_string(w.resource);
+  }
+  cgroup::WriteExecutor exec(fs);
+  auto report = exec.apply(writes);
+  ASSERT_TRUE(report.failed.empty()) << report.failed[0].second.message;
+  if (has_oom_group) {
+    EXPECT_EQ(*fs.read_int(Resource::kMemoryOomGroup, app_dir), 1);
+    EXPECT_TRUE(exec.restore_all().failed.empty());
+    EXPECT_EQ(*fs.read_int(Resource::kMemoryOomGroup, app_dir), 0);
+  }
+}
+
 }  // namespace
 }  // namespace gleaner
