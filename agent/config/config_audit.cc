@@ -29,8 +29,8 @@ const std::vector<Field>& colocation_fields() {
       {"memoryReclaimThresholdPercent", kEnforced},
       {"memoryCalculatePolicy", kEnforced},
       {"degradeTimeMinutes", kEnforced},
-      {"updateTimeThresholdSeconds", kNotEnforced},
-      {"resourceDiffThreshold", kNotEnforced},
+      {"updateTimeThresholdSeconds", kEnforced},  // by gleaner-scheduler (--slo-config)
+      {"resourceDiffThreshold", kEnforced},       // by gleaner-scheduler (--slo-config)
       {"midReclaimMode", kNotEnforced},
       {"midCPUThresholdPercent", kNotEnforced},
       {"midMemoryThresholdPercent", kNotEnforced},

@@ -114,6 +114,7 @@ int run(const RunOptions& o) {
     lo.config = cfg;
     lo.scheduler_name = o.scheduler_name;
     lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
+    lo.slo_config = o.slo_config;
     // The quota tree: a --queues-file is fixed; otherwise one cluster's ElasticQuotaTree.
     lo.watch_quota_tree =
         o.queues_file.empty() &&
@@ -365,6 +366,11 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--resource-diff-threshold", o->resource_diff_threshold,
                   "publish when batch cpu or memory moved by more than this fraction")
+      ->capture_default_str();
+  cmd->add_option("--slo-config", o->slo_config,
+                  "NAMESPACE/NAME of the ack-slo-config whose colocation-config "
+                  "updateTimeThresholdSeconds and resourceDiffThreshold (per nodeConfigs "
+                  "entry too) override the two flags above; \"\" for none")
       ->capture_default_str();
   cmd->add_option("--queues-file", o->queues_file,
                   "elastic quota tree: the scenario format's queues (and policy)");

@@ -119,6 +119,11 @@ std::vector<std::string> config_errors(const RunOptions& o) {
   if (o.stale_after <= 0) add("--stale-after", "must be above 0");
   if (o.degrade_after < o.stale_after) add("--degrade-after", "must not be below --stale-after");
   if (o.update_time_threshold <= 0) add("--update-time-threshold", "must be above 0");
+  if (!o.slo_config.empty()) {
+    const auto slash = o.slo_config.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == o.slo_config.size())
+      add("--slo-config", "expected NAMESPACE/NAME or \"\", got " + o.slo_config);
+  }
   if (o.resource_diff_threshold < 0 || o.resource_diff_threshold >= 1) {
     add("--resource-diff-threshold", "must be in [0, 1)");
   }

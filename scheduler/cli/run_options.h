@@ -33,6 +33,7 @@ struct RunOptions {
   int64_t degrade_after = int64_t{15} * 60;
   int64_t update_time_threshold = 300;
   double resource_diff_threshold = 0.1;
+  std::string slo_config = "kube-system/ack-slo-config";  // NAMESPACE/NAME, "" = none
   std::string queues_file;
   std::string policy = "nonblocking";
   int64_t driver_start_timeout = 300;

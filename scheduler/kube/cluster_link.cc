@@ -25,6 +25,7 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
       metrics_(metrics),
       client_(options_.config, clock),
       decider_(options_.publish) {
+  policies_.cluster = options_.publish;
   kube::InformerOptions pods;
   pods.path = kube::pods_path("");
   // Terminal pods hold no room; pods leaving this set arrive as deletions.
@@ -52,6 +53,16 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
   kube::InformerOptions classes;
   classes.path = kube::priority_classes_path();
   priority_classes_ = std::make_unique<kube::Informer>(client_, classes, kube::InformerHandlers{});
+  if (const auto slash = options_.slo_config.find('/'); slash != std::string::npos) {
+    kube::InformerOptions slo;
+    slo.path = "/api/v1/namespaces/" + options_.slo_config.substr(0, slash) + "/configmaps";
+    slo.field_selector = "metadata.name=" + options_.slo_config.substr(slash + 1);
+    slo_config_ = std::make_unique<kube::Informer>(
+        client_, slo,
+        kube::InformerHandlers{[this](const Json& o) { on_slo_config(&o); },
+                               [this](const Json&, const Json& o) { on_slo_config(&o); },
+                               [this](const Json&) { on_slo_config(nullptr); }});
+  }
   if (options_.watch_quota_tree) {
     kube::InformerOptions trees;
     trees.path = kube::elastic_quota_trees_path("");
@@ -70,6 +81,7 @@ ClusterLink::~ClusterLink() {
 
 void ClusterLink::start() {
   priority_classes_->start();
+  if (slo_config_) slo_config_->start();
   if (quota_trees_) quota_trees_->start();
   nodes_->start();
   // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
@@ -83,6 +95,7 @@ void ClusterLink::start() {
 }
 
 void ClusterLink::stop() {
+  if (slo_config_) slo_config_->stop();
   pods_->stop();
   apps_->stop();
   nodes_->stop();
@@ -318,6 +331,32 @@ void ClusterLink::perform(const server::Action& a) {
   }
 }
 
+void ClusterLink::on_slo_config(const Json* config_map) {
+  auto parsed = config_map != nullptr
+                    ? publish_policies(*config_map, options_.publish)
+                    : Result<PublishPolicies>(PublishPolicies{options_.publish, {}});
+  if (!parsed) {
+    spdlog::warn("cluster {}: ConfigMap {}: {}; keeping the publish thresholds in force",
+                 options_.name, options_.slo_config, parsed.error().message);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  policies_ = std::move(*parsed);
+}
+
+PublishPolicy ClusterLink::publish_policy(const std::string& node) {
+  kube::Labels labels;
+  if (auto raw = nodes_->get(node)) {
+    if (const Json* l = find_path(*raw, "metadata/labels"); l != nullptr && l->is_object()) {
+      for (auto it = l->begin(); it != l->end(); ++it) {
+        if (it->is_string()) labels[it.key()] = it->get<std::string>();
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  return policies_.for_node(labels);
+}
+
 void ClusterLink::publish_due() {
   std::map<std::string, std::optional<Resources>> desired;
   {
@@ -330,7 +369,7 @@ void ClusterLink::publish_due() {
           .count();
   for (auto it = desired.begin(); it != desired.end(); ++it) {
     const auto& [node, value] = *it;
-    if (!decider_.should_publish(node, value, now)) continue;
+    if (!decider_.should_publish(node, value, now, publish_policy(node))) continue;
     {
       // Binds go first even in the middle of a sweep (a sweep of many nodes would
       // otherwise hold pending pods back by one API round trip per node): the rest of

@@ -38,6 +38,9 @@ struct ClusterLinkOptions {
   // Watch ElasticQuotaTrees here and make the one found the scheduler's quota tree
   // (one cluster does: the one the quotas are kept in).
   bool watch_quota_tree = false;
+  // The ack-slo-config (NAMESPACE/NAME; "" = none): its colocation-config's
+  // updateTimeThresholdSeconds / resourceDiffThreshold, per node, over `publish`.
+  std::string slo_config = "kube-system/ack-slo-config";
 };
 
 // Actions that are tried again later are known by kind and application.
@@ -76,6 +79,9 @@ class ClusterLink {
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
   void on_node(const Json& obj);
+  void on_slo_config(const Json* config_map);
+  // The publish policy of `node` (its labels from the node informer).
+  PublishPolicy publish_policy(const std::string& node);
   void on_quota_trees();
   int32_t priority_of_class(const std::string& name) const;
   void on_spark_app_gone(const Json& obj);
@@ -113,6 +119,7 @@ class ClusterLink {
   std::unique_ptr<kube::Informer> nodes_;             // labels, for node selectors
   std::unique_ptr<kube::Informer> priority_classes_;  // a SparkApplication's priority
   std::unique_ptr<kube::Informer> quota_trees_;       // when watch_quota_tree
+  std::unique_ptr<kube::Informer> slo_config_;        // when options_.slo_config is set
   // The ElasticQuotaTree versions last applied or refused (each logged once).
   std::string quota_applied_version_;
   std::string quota_refused_version_;
@@ -123,6 +130,7 @@ class ClusterLink {
   std::map<std::string, std::optional<Resources>> desired_;  // node -> batch (nullopt: remove)
   std::set<std::string> changed_;
   NodeStatusDecider decider_;  // worker thread only
+  PublishPolicies policies_;   // under mu_
   std::function<void(server::Action)> forward_;
   std::set<std::string> forwarded_;  // ns/name of origins whose copy was asked for
   // origin uid -> the copy's state last recorded on it by this process (the informer's

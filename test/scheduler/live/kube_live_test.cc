@@ -129,6 +129,32 @@ TEST_F(KubeLiveTest, PublishesBatchResourcesAndRemovesThemWhenDegraded) {
   EXPECT_EQ(api_->count_requests("PATCH", "/api/v1/nodes/n1/status", false), 2);
 }
 
+TEST_F(KubeLiveTest, TheAckSloConfigsDiffThresholdDecidesWhenStatusIsWrittenAgain) {
+  // colocation-config asks for a 1% threshold (the flags say 10%): a 2.5% move is written.
+  ASSERT_TRUE(client_
+                  ->create("/api/v1/namespaces/kube-system/configmaps",
+                           Json{{"metadata", {{"name", "ack-slo-config"}}},
+                                {"data", {{"colocation-config",
+                                           R"({"enable": true, "resourceDiffThreshold": 0.01})"}}}})
+                  .ok());
+  auto batch_cpu = [&] {
+    const Json s = get(kube::node_path("n1"))["status"];
+    const Json* v = find_path(s, "allocatable");
+    return v != nullptr && v->is_object() ? v->value("kubernetes.io/batch-cpu", "") : "";
+  };
+  // The ConfigMap reaches the link through its watch: report until the move is written.
+  uint64_t seq = 0;
+  ASSERT_FALSE(live_->apply_report(node_report("n1", ++seq, 4000, 8 * kGi, "c1")));
+  ASSERT_TRUE(eventually([&] { return batch_cpu() == "4000"; }));
+  int64_t cpu = 4000;
+  EXPECT_TRUE(eventually([&] {
+    cpu = cpu == 4000 ? 4100 : 4000;  // 2.5% each way
+    EXPECT_FALSE(live_->apply_report(node_report("n1", ++seq, cpu, 8 * kGi, "c1")));
+    return eventually([&] { return batch_cpu() == std::to_string(cpu); },
+                      std::chrono::milliseconds(200));
+  })) << "a 2.5% move was not written under a 1% threshold";
+}
+
 TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
   // n1 has room for three 1-CPU pods, n2 for one, n3 for none: the driver goes to the
   // emptiest node (n1), the executors fill the fullest nodes that fit (n2, then n1).
