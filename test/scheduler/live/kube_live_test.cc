@@ -131,12 +131,14 @@ TEST_F(KubeLiveTest, PublishesBatchResourcesAndRemovesThemWhenDegraded) {
 
 TEST_F(KubeLiveTest, TheAckSloConfigsDiffThresholdDecidesWhenStatusIsWrittenAgain) {
   // colocation-config asks for a 1% threshold (the flags say 10%): a 2.5% move is written.
-  ASSERT_TRUE(client_
-                  ->create("/api/v1/namespaces/kube-system/configmaps",
-                           Json{{"metadata", {{"name", "ack-slo-config"}}},
-                                {"data", {{"colocation-config",
-                                           R"({"enable": true, "resourceDiffThreshold": 0.01})"}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client_
+          ->create(
+              "/api/v1/namespaces/kube-system/configmaps",
+              Json{{"metadata", {{"name", "ack-slo-config"}}},
+                   {"data",
+                    {{"colocation-config", R"({"enable": true, "resourceDiffThreshold": 0.01})"}}}})
+          .ok());
   auto batch_cpu = [&] {
     const Json s = get(kube::node_path("n1"))["status"];
     const Json* v = find_path(s, "allocatable");
