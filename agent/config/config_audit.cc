@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <set>
 
 namespace gleaner::agent::config {
 namespace {
@@ -11,7 +10,7 @@ namespace {
 using enum FieldStatus;
 
 struct Field {
-  const char* path;  // relative to a strategy; "x.**": x and anything beneath it
+  std::string path;  // relative to a strategy; "x.**": x and anything beneath it
   FieldStatus status;
 };
 
@@ -80,10 +79,7 @@ std::vector<Field> qos_fields() {
     // CPU QoS acts on BE only (cpu.idle); group identity and core scheduling are kernel
     // features this version does not drive.
     const FieldStatus cpu_enable = cls == "beClass" ? kEnforced : kNotEnforced;
-    static std::set<std::string> names;  // keeps the c_str()s below alive
-    auto add = [&](const std::string& rest, FieldStatus s) {
-      f.push_back({names.insert(cls + "." + rest).first->c_str(), s});
-    };
+    auto add = [&](const std::string& rest, FieldStatus s) { f.push_back({cls + "." + rest, s}); };
     add("cpuQOS.enable", cpu_enable);
     add("cpuQOS.schedIdle", cpu_enable);
     add("cpuQOS.groupIdentity", kNotEnforced);

@@ -74,6 +74,7 @@ struct Daemon::Impl {
   std::map<std::string, uint64_t> evictions_total;
   std::unique_ptr<ApiLink> api;
   std::unique_ptr<NodeMetricPublisher> node_metric;
+  SteadyTime node_metric_due{};  // the next pass that builds a NodeMetric status
   std::optional<CgroupWatch> cgroup_watch;
   std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
   bool force_pod_refresh = false;

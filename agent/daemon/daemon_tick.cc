@@ -151,7 +151,11 @@ void Daemon::tick() {
   for (const auto& s : pass.pods)
     usage.pods[s.key] = {avg("pod/" + s.key + "/cpu"), avg("pod/" + s.key + "/memory")};
   auto snap = build_snapshot(d.node, d.pods, usage);
-  if (d.node_metric) {
+  // The NodeMetric status (percentiles over 30 minutes, every pod) is built only when one
+  // is due, not on every pass.
+  const std::chrono::seconds report_every(resolved.strategy.metric_report_interval_seconds);
+  if (d.node_metric && now >= d.node_metric_due) {
+    d.node_metric_due = now + report_every;
     std::vector<UsageWindow> windows;
     for (auto minutes : {5, 10, 30}) {
       const std::chrono::seconds w(minutes * 60);
@@ -159,8 +163,7 @@ void Daemon::tick() {
       auto memory = d.store->aggregate("node/memory", now, w);
       if (cpu && memory) windows.push_back({w, *cpu, *memory});
     }
-    d.node_metric->submit(node_metric_status(snap, windows, d.clock.wall_now()),
-                          std::chrono::seconds(resolved.strategy.metric_report_interval_seconds),
+    d.node_metric->submit(node_metric_status(snap, windows, d.clock.wall_now()), report_every,
                           resolved.strategy.metric_aggregate_duration_seconds);
   }
   // QoS acts on the latest sample (as `plan` does): the batch formula's averaging window
