@@ -157,9 +157,30 @@ def run_agent_checks(c, bin_dir, src, ds, docs):
                 argv.append(flag)
         cmd = [agent, "run"] + argv + ["--check-config"]
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-        c.check(r.returncode == 0 and "config OK" in r.stdout,
-                "gleaner-agent run <DaemonSet args> --check-config: rc=%d stdout=%s stderr=%s"
-                % (r.returncode, r.stdout.strip(), r.stderr.strip()))
+        c.check(r.returncode == 0 and "config OK" in r.stdout and "warning" not in r.stderr,
+                "gleaner-agent run <DaemonSet args> --check-config, no field unaccounted for: "
+                "rc=%d stdout=%s stderr=%s" % (r.returncode, r.stdout.strip(), r.stderr.strip()))
+        # What `run` would refuse at start-up, --check-config refuses too.
+        for flag, value, word in [("--interference-runq-p99-bound", "5zz", "--interference"),
+                                  ("--metrics-addr", ":x", "--metrics-addr"),
+                                  ("--kubeconfig", "/nonexistent/kubeconfig", "--kubeconfig")]:
+            bad_cmd = [a for a in cmd if not a.startswith(flag + "=")] + ["%s=%s" % (flag, value)]
+            r = subprocess.run(bad_cmd, capture_output=True, text=True, env=env, timeout=60)
+            c.check(r.returncode == 2 and word in r.stderr,
+                    "--check-config refuses %s=%s: rc=%d stderr=%s"
+                    % (flag, value, r.returncode, r.stderr.strip()))
+        # A misspelt field loads (Koordinator ignores it) but is named, with the right one.
+        threshold = os.path.join(config_dir, "resource-threshold-config")
+        with open(threshold) as f:
+            kept = f.read()
+        with open(threshold, "w") as f:
+            json.dump({"clusterStrategy": {"cpuSupressThresholdPercent": 60}}, f)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        c.check(r.returncode == 0 and "did you mean cpuSuppressThresholdPercent?" in r.stderr,
+                "--check-config names a misspelt field: rc=%d stderr=%s"
+                % (r.returncode, r.stderr.strip()))
+        with open(threshold, "w") as f:
+            f.write(kept)
         # The same check must catch a bad value, or the pass above proves nothing.
         with open(os.path.join(config_dir, "colocation-config")) as f:
             bad = json.load(f)
