@@ -14,7 +14,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from spark_colocation_e2e_test import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
+from e2e_harness import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
 
 BIN_DIR = None
 FD_LIMIT = 64

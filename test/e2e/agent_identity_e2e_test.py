@@ -22,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_colocation_e2e_test import Proc, ServiceHTTPS, deadline_loop, run_with_bin_dir  # noqa: E402
+from e2e_harness import Proc, ServiceHTTPS, deadline_loop, run_with_bin_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")

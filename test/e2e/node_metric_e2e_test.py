@@ -17,7 +17,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_colocation_e2e_test import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
+from e2e_harness import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
