@@ -187,7 +187,9 @@ TEST(QosReal, MemoryQosKnobsLandWhereTheKernelHasThemAndAreRestored) {
   scratch.mkdir(app_dir);
   cgroup::CgroupFs fs(scratch.root(), scratch.version());
   const bool has_oom_group = fs.has(Resource::kMemoryOomGroup, app_dir);
-  if (scratch.version() == cgroup::CgroupVersion::kV2) ASSERT_TRUE(has_oom_group);
+  if (scratch.version() == cgroup::CgroupVersion::kV2) {
+    ASSERT_TRUE(has_oom_group);
+  }
 
   agent::qos::FsQosReader reader(fs, nullptr);
   agent::qos::QosInputs in;

@@ -169,7 +169,9 @@ TEST_F(ReportIdentityTest, ReviewsRunOffTheIoThreadAndAFloodIsBounded) {
             static_cast<uint64_t>(kSent - kCap));
   reviewer_.hold(false);
   for (int i = 0; i < kSent; ++i) {
-    if (!answered[i]) EXPECT_EQ(sent[i].get(), 200);
+    if (!answered[i]) {
+      EXPECT_EQ(sent[i].get(), 200);
+    }
   }
   EXPECT_EQ(metrics_.reports_accepted(), static_cast<uint64_t>(kCap));
 }
