@@ -22,6 +22,10 @@ void register_plan_command(CLI::App& app) {
   cmd->add_option("--sys-root", opts->sys_root,
                   "root holding sys/devices/system/{cpu,node} for the CPU topology")
       ->capture_default_str();
+  cmd->add_option("--proc-root", opts->proc_root,
+                  "procfs root holding sys/vm (system-config's vm.min_free_kbytes and "
+                  "vm.watermark_scale_factor)")
+      ->capture_default_str();
   cmd->add_option("--cgroup-version", opts->cgroup_version,
                   "v1, v2 or hybrid (default: detected from the tree)");
   cmd->add_option("--metrics-interval", opts->metrics_interval_s,

@@ -272,7 +272,9 @@ void register_run_command(CLI::App& app) {
                   "fast CPU-suppress loop in milliseconds (0: off)")
       ->check(CLI::Range(0, 10000))
       ->capture_default_str();
-  cmd->add_option("--sys-root", o.sys_root, "sysfs parent for CPU topology")->capture_default_str();
+  cmd->add_option("--sys-root", o.sys_root,
+                  "directory holding sys/ (CPU topology, system-config's memcg_reaper)")
+      ->capture_default_str();
   cmd->add_flag("!--no-enforce", o.enforce, "measure and report only; no QoS writes");
   cmd->add_flag("!--no-ebpf", o.ebpf, "do not load the eBPF run-queue latency probe");
   cmd->add_flag("!--no-node-metric", o.node_metric,

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace gleaner::agent::config {
 namespace {
@@ -26,6 +27,20 @@ void read_system(FieldReader& r, const Json& obj, const std::string& path, Syste
   // The kernel accepts vm.watermark_scale_factor in 1..3000 (mm/page_alloc.c).
   r.read_int(obj, path, "watermarkScaleFactor", out.watermark_scale_factor, 1, 3000);
   r.read_int(obj, path, "memcgReapBackGround", out.memcg_reap_background, 0, 1);
+}
+
+// Values the kernel accepts but koordlet never writes (its validators), and so neither does
+// the agent: said at load, where --check-config shows them.
+void note_system(const SystemStrategy& s, const std::string& file, const std::string& where,
+                 std::vector<std::string>& warnings) {
+  if (s.watermark_scale_factor && (*s.watermark_scale_factor < kWatermarkScaleFactorMin ||
+                                   *s.watermark_scale_factor > kWatermarkScaleFactorMax)) {
+    warnings.push_back(file + ": " + where + ".watermarkScaleFactor " +
+                       std::to_string(*s.watermark_scale_factor) + " is outside " +
+                       std::to_string(kWatermarkScaleFactorMin) + ".." +
+                       std::to_string(kWatermarkScaleFactorMax) +
+                       " (koordlet's safe range): vm.watermark_scale_factor is left as it is");
+  }
 }
 
 template <typename S, typename Read>
@@ -61,27 +76,21 @@ const char* to_string(CpuBurstPolicy policy) {
 }
 
 Result<CpuBurstConfig> parse_cpu_burst_config(std::string_view text, const std::string& file) {
-  auto set = parse<CpuBurstStrategy>(text, file, read_burst);
-  if (!set) return set;
-  // The static burst is enforced; the CFS quota scaling of these two policies is not.
-  auto note = [&](const CpuBurstStrategy& s, const std::string& where) {
-    if (s.policy == CpuBurstPolicy::kCfsQuotaBurstOnly || s.policy == CpuBurstPolicy::kAuto) {
-      set->warnings.push_back(file + ": " + where + ".policy " + to_string(s.policy) +
-                              ": the CFS quota scaling (cfsQuotaBurstPercent) is not enforced "
-                              "by this version" +
-                              (s.policy == CpuBurstPolicy::kAuto ? "; the CPU burst is" : ""));
-    }
-  };
-  note(set->cluster, "clusterStrategy");
-  for (size_t i = 0; i < set->nodes.size(); ++i) {
-    if (set->nodes[i].strategy.policy != set->cluster.policy)
-      note(set->nodes[i].strategy, "nodeStrategies[" + std::to_string(i) + "]");
-  }
-  return set;
+  return parse<CpuBurstStrategy>(text, file, read_burst);
 }
 
 Result<SystemConfig> parse_system_config(std::string_view text, const std::string& file) {
-  return parse<SystemStrategy>(text, file, read_system);
+  auto set = parse<SystemStrategy>(text, file, read_system);
+  if (!set) return set;
+  note_system(set->cluster, file, "clusterStrategy", set->warnings);
+  for (size_t i = 0; i < set->nodes.size(); ++i) {
+    if (set->nodes[i].strategy.watermark_scale_factor == set->cluster.watermark_scale_factor) {
+      continue;  // inherited: said once, for the cluster
+    }
+    note_system(set->nodes[i].strategy, file, "nodeStrategies[" + std::to_string(i) + "]",
+                set->warnings);
+  }
+  return set;
 }
 
 }  // namespace gleaner::agent::config

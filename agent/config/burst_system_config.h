@@ -3,6 +3,7 @@
 // (Koordinator's CPUBurstStrategy and SystemStrategy).
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "agent/config/strategy_set.h"
@@ -21,10 +22,18 @@ struct CpuBurstStrategy {
   int64_t share_pool_threshold_percent = 50;
 };
 
+// koordlet's safe ranges (its validators): values outside are not written.
+inline constexpr int64_t kWatermarkScaleFactorMin = 10;
+inline constexpr int64_t kWatermarkScaleFactorMax = 400;
+inline constexpr int64_t kMinFreeKbytesMin = 10 * 1024;         // 10 MiB
+inline constexpr int64_t kMinFreeKbytesMax = 10 * 1024 * 1024;  // 10 GiB
+
+// Each knob is left as the node has it unless the ConfigMap sets it (Koordinator's
+// default SystemStrategy sets none of them).
 struct SystemStrategy {
-  int64_t min_free_kbytes_factor = 100;
-  int64_t watermark_scale_factor = 150;
-  int64_t memcg_reap_background = 0;
+  std::optional<int64_t> min_free_kbytes_factor;  // vm.min_free_kbytes = MemTotal * f / 10000
+  std::optional<int64_t> watermark_scale_factor;  // vm.watermark_scale_factor
+  std::optional<int64_t> memcg_reap_background;   // Alibaba Cloud Linux memcg_reaper, 0/1
 };
 
 using CpuBurstConfig = StrategySet<CpuBurstStrategy>;

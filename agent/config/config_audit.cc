@@ -102,19 +102,18 @@ std::vector<Field> qos_fields() {
 }
 
 const std::vector<Field>& cpu_burst_fields() {
-  // The static burst (cpuBurstOnly, and auto's burst part); the quota scaling is not done.
   static const std::vector<Field> f = {{"policy", kEnforced},
                                        {"cpuBurstPercent", kEnforced},
-                                       {"cfsQuotaBurstPercent", kNotEnforced},
-                                       {"cfsQuotaBurstPeriodSeconds", kNotEnforced},
-                                       {"sharePoolThresholdPercent", kNotEnforced}};
+                                       {"cfsQuotaBurstPercent", kEnforced},
+                                       {"cfsQuotaBurstPeriodSeconds", kEnforced},
+                                       {"sharePoolThresholdPercent", kEnforced}};
   return f;
 }
 
 const std::vector<Field>& system_fields() {
   static const std::vector<Field> f = {
-      {"minFreeKbytesFactor", kNotEnforced},   {"watermarkScaleFactor", kNotEnforced},
-      {"memcgReapBackGround", kNotEnforced},   {"schedGroupIdentityEnabled", kNotEnforced},
+      {"minFreeKbytesFactor", kEnforced},      {"watermarkScaleFactor", kEnforced},
+      {"memcgReapBackGround", kEnforced},      {"schedGroupIdentityEnabled", kNotEnforced},
       {"schedIdleSaverWmark", kNotEnforced},   {"schedFeatures.**", kNotEnforced},
       {"pageCacheLimitEnabled", kNotEnforced}, {"totalNetworkBandwidth", kNotEnforced}};
   return f;

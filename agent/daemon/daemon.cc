@@ -74,9 +74,11 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
     d.resctrl_executor = std::make_unique<qos::ResctrlExecutor>(*d.resctrl_fs, d.opt.dry_run);
   }
+  d.system_executor =
+      std::make_unique<qos::SystemExecutor>(d.opt.proc_root, d.opt.sys_root, d.opt.dry_run);
   if (!d.opt.state_dir.empty() && !d.opt.dry_run) {
     d.state = std::make_unique<StateRecord>(d.opt.state_dir, d.opt.proc_root, *d.executor,
-                                            d.resctrl_executor.get());
+                                            d.resctrl_executor.get(), *d.system_executor);
   }
   d.qos_reader = std::make_unique<qos::FsQosReader>(*d.fs, d.resctrl_fs.get());
   if (auto topo = qos::read_cpu_topology(d.opt.sys_root)) d.topology = std::move(*topo);
@@ -239,7 +241,7 @@ StopDecision Daemon::Impl::decide_stop() {
   if (!state || !state->complete()) {
     return {false, "the original values are not all on record"};
   }
-  if (executor->originals().empty() &&
+  if (executor->originals().empty() && system_executor->originals().empty() &&
       (!resctrl_executor || resctrl_executor->originals().empty())) {
     return {};
   }
@@ -295,6 +297,7 @@ void Daemon::stop() {
     spdlog::info("{}: leaving {} cgroup values in force for the next agent ({})", decision.why,
                  d.executor->originals().size(), d.state->path());
     d.executor->release_originals();
+    d.system_executor->release();
     if (d.resctrl_executor) d.resctrl_executor->release();
     if (d.report_client) d.report_client->stop();
     if (d.metrics_server) d.metrics_server->stop();
@@ -310,12 +313,17 @@ void Daemon::stop() {
       spdlog::warn("resctrl restore: {}", e.describe());
   }
   auto restored = d.executor->restore_all();
-  spdlog::info("restored {} cgroup values ({} failed) and {} resctrl changes ({} failed)",
-               restored.written.size(), restored.failed.size(), resctrl_back.written,
-               resctrl_back.failed.size());
+  const qos::SystemApplyReport knobs_back = d.system_executor->restore_all();
+  for (const auto& e : knobs_back.failed)
+    spdlog::warn("system-config restore: {}", e.describe());
+  spdlog::info(
+      "restored {} cgroup values ({} failed), {} resctrl changes ({} failed) and {} "
+      "system-config knobs ({} failed)",
+      restored.written.size(), restored.failed.size(), resctrl_back.written,
+      resctrl_back.failed.size(), knobs_back.written.size(), knobs_back.failed.size());
   if (d.state) {
     const bool all_back =
-        resctrl_back.failed.empty() &&
+        resctrl_back.failed.empty() && knobs_back.failed.empty() &&
         std::all_of(restored.failed.begin(), restored.failed.end(),
                     [](const auto& f) { return f.second.code == ErrorCode::kNotFound; });
     // Kept when something could not be put back: the next start adopts and retries it.

@@ -68,8 +68,9 @@ struct DaemonOptions {
   std::chrono::seconds pods_refresh{10};
   // Fast CPU-suppress loop period; 0 disables it (then suppression follows `interval`).
   std::chrono::milliseconds fast_interval{50};
-  std::string sys_root = "/";  // CPU topology for the cpuset suppress policy
-  bool enforce = true;         // run the QoS strategies (false: measure and report only)
+  // The directory holding sys/: CPU topology (cpuset suppress policy), memcg_reaper.
+  std::string sys_root = "/";
+  bool enforce = true;  // run the QoS strategies (false: measure and report only)
   // eBPF run-queue latency of LS pods as an interference signal (falls back silently to
   // usage and PSI when the kernel or privileges do not allow it).
   bool ebpf = true;

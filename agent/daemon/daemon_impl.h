@@ -35,6 +35,7 @@
 #include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
 #include "agent/qos/resctrl_qos.h"
+#include "agent/qos/system_executor.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
@@ -65,6 +66,7 @@ struct Daemon::Impl {
   std::unique_ptr<StateRecord> state;              // null: originals not recorded (--state-dir "")
   std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
   std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
+  std::unique_ptr<qos::SystemExecutor> system_executor;  // system-config's node-wide knobs
   std::unique_ptr<qos::FsQosReader> qos_reader;
   std::unique_ptr<step::AgentStep> step;
   std::optional<qos::CpuTopology> topology;

@@ -185,6 +185,7 @@ void Daemon::tick() {
     in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
     in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
     in.cpu_burst = d.config->current().cpu_burst.for_node(d.node.metadata.labels);
+    in.system = d.config->current().system.for_node(d.node.metadata.labels);
     in.layout = *d.layout;
     in.topology = d.topology;
     in.reader = d.qos_reader.get();
@@ -210,6 +211,8 @@ void Daemon::tick() {
       d.opt.on_step(seen);
     }
     d.apply(result.plan);
+    // A full pass only: the knobs not in this plan go back to what the agent found.
+    d.system_executor->apply(result.plan.system);
   }
 
   const double unix_now =
@@ -217,11 +220,13 @@ void Daemon::tick() {
   TickOutcome outcome =
       describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
   outcome.report.epoch = d.epoch;
-  for (const auto& [resource, c] : d.executor->counters()) {
-    outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
-    outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
-    outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
-    outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
+  for (const auto* counters : {&d.executor->counters(), &d.system_executor->counters()}) {
+    for (const auto& [resource, c] : *counters) {
+      outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
+      outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
+      outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
+      outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
+    }
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.config_warnings = d.config->warning_counts();

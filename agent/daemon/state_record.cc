@@ -9,10 +9,12 @@
 namespace gleaner::agent {
 
 StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_root,
-                         cgroup::WriteExecutor& cgroups, qos::ResctrlExecutor* resctrl)
+                         cgroup::WriteExecutor& cgroups, qos::ResctrlExecutor* resctrl,
+                         qos::SystemExecutor& system)
     : file_(join_path(state_dir, "originals.json"), cgroup::read_boot_id(proc_root)),
       cgroups_(cgroups),
-      resctrl_(resctrl) {
+      resctrl_(resctrl),
+      system_(system) {
   auto loaded = file_.load();
   if (loaded) {
     adopt(std::move(*loaded));
@@ -25,13 +27,16 @@ StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_r
     (void)file_.set_aside();
   }
   cgroups_.set_persist([this](const cgroup::Originals& originals) {
-    return save(originals, resctrl_ != nullptr ? resctrl_->originals() : qos::ResctrlOriginals{});
+    return save(originals, resctrl_originals(), system_.originals());
   });
   if (resctrl_ != nullptr) {
     resctrl_->set_persist([this](const qos::ResctrlOriginals& changes) {
-      if (!save(cgroups_.originals(), changes)) ++resctrl_save_failures_;
+      if (!save(cgroups_.originals(), changes, system_.originals())) ++resctrl_save_failures_;
     });
   }
+  system_.set_persist([this](const qos::SystemOriginals& knobs) {
+    if (!save(cgroups_.originals(), resctrl_originals(), knobs)) ++system_save_failures_;
+  });
 }
 
 void StateRecord::adopt(cgroup::LoadedOriginals loaded) {
@@ -47,6 +52,17 @@ void StateRecord::adopt(cgroup::LoadedOriginals loaded) {
         file_.path(), loaded.originals.size());
     cgroups_.adopt_originals(loaded.originals);
   }
+  if (auto knobs = loaded.sections.find("system"); knobs != loaded.sections.end()) {
+    if (auto earlier = qos::parse_system_originals(*knobs, file_.path()); !earlier) {
+      ++errors_;
+      spdlog::warn("{}; system-config knobs are restored from the values found now",
+                   earlier.error().describe());
+    } else {
+      spdlog::info("{}: adopting {} system-config knob values recorded by an earlier run",
+                   file_.path(), earlier->size());
+      system_.adopt(*earlier);
+    }
+  }
   auto section = loaded.sections.find("resctrl");
   if (section == loaded.sections.end()) return;
   auto earlier = qos::parse_resctrl_originals(*section, file_.path());
@@ -61,9 +77,11 @@ void StateRecord::adopt(cgroup::LoadedOriginals loaded) {
   }
 }
 
-Status StateRecord::save(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl) {
+Status StateRecord::save(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl,
+                         const qos::SystemOriginals& system) {
   Json sections = Json::object();
   if (!resctrl.empty()) sections["resctrl"] = qos::resctrl_originals_json(resctrl);
+  if (!system.empty()) sections["system"] = qos::system_originals_json(system);
   auto saved = file_.save(cgroups, sections);
   if (!saved) ++errors_;
   return saved;

@@ -24,8 +24,11 @@ std::optional<int64_t> burst_for(int64_t limit_milli, const config::CpuBurstStra
   const auto quota = reader.integer(Resource::kCpuQuota, cg);
   if (!quota || *quota <= 0 || limit_milli <= 0) return 0;  // unlimited: nothing to carry
   const int64_t period = reader.integer(Resource::kCpuPeriod, cg).value_or(kDefaultPeriodUs);
-  const int64_t wanted = limit_milli * period / 1000 * burst.cpu_burst_percent / 100;
-  return std::min(wanted, *quota);
+  const int64_t base = limit_milli * period / 1000;  // kubelet's quota for the limit
+  const int64_t wanted = base * burst.cpu_burst_percent / 100;
+  // Capped at kubelet's quota too, not only the quota in force: a quota the CFS quota burst
+  // raised must be able to come back down, and the kernel refuses a quota below the burst.
+  return std::min({wanted, *quota, base});
 }
 
 }  // namespace

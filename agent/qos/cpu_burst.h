@@ -5,7 +5,8 @@
 // for the pod. Never above the cgroup's own quota: the kernel refuses a burst larger than
 // the quota (koordlet's v2 bug, koordinator#2778), so 1000% of a limit is one period's
 // quota. With the policy none (or cfsQuotaBurstOnly) the bursts go back to 0, kubelet's
-// value. Only the static burst: the quota scaling of cfsQuotaBurstOnly is not done.
+// value. The quota scaling of cfsQuotaBurstOnly and auto is agent/qos/cfs_quota_burst.h; the
+// burst is never above kubelet's quota for the limit, so that scaling can always go back.
 //
 // kubelet lowering a pod's quota (an in-place resize) below the burst set here is refused
 // by the kernel until the next pass lowers the burst with the new limit; kubelet retries.

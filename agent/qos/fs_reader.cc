@@ -23,6 +23,13 @@ std::optional<std::vector<int>> FsQosReader::ids(cgroup::Resource resource, cons
   return *v;
 }
 
+std::optional<CpuCounters> FsQosReader::cpu_counters(const std::string& cg) {
+  auto usage = fs_.read_cpu_usage_ns(cg);
+  auto throttle = fs_.read_cpu_throttle(cg);
+  if (!usage || !throttle) return std::nullopt;
+  return CpuCounters{*usage, throttle->nr_throttled};
+}
+
 bool FsQosReader::has(cgroup::Resource resource, const std::string& cg) const {
   return fs_.has(resource, cg);
 }

@@ -21,6 +21,7 @@ class FsQosReader : public QosReader {
   std::optional<resctrl::Capability> resctrl_capability() override;
   std::optional<resctrl::Schemata> resctrl_schemata(const std::string& group) override;
   std::optional<std::vector<int>> resctrl_tasks(const std::string& group) override;
+  std::optional<CpuCounters> cpu_counters(const std::string& cg) override;
 
  private:
   cgroup::CgroupFs& fs_;

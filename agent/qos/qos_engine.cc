@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "agent/qos/be_cgroups.h"
+#include "agent/qos/cfs_quota_burst.h"
 #include "agent/qos/cpu_burst.h"
 #include "agent/qos/evict.h"
 #include "agent/qos/memory_qos.h"
@@ -49,7 +50,15 @@ Plan QosEngine::run(const QosInputs& in) {
          plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), reader));
   append(plan, plan_memory_qos(snap, in.layout, in.qos, reader));
   append(plan, plan_cpu_burst(snap, in.layout, in.cpu_burst, reader));
+  append(plan, plan_cfs_quota_burst(snap, in.layout, in.cpu_burst, reader, in.now_s,
+                                    in.stale || !in.cpu_measured, state_.quota_burst));
   append(plan, plan_resctrl(snap, in.layout, in.qos, reader));
+  auto memory_capacity = snap.node.capacity.find(kube::kResourceMemory);
+  SystemPlan system = plan_system_config(
+      in.system, memory_capacity == snap.node.capacity.end() ? 0 : memory_capacity->second.value());
+  plan.system = std::move(system.writes);
+  for (auto& n : system.notes)
+    plan.notes.push_back(std::move(n));
 
   // Memory first: a pod it evicts counts as released for the CPU decision.
   Plan memory = plan_memory_evict(snap, in.threshold, state_, in.now_s, in.stale);

@@ -15,6 +15,7 @@
 #include "agent/config/qos_config.h"
 #include "agent/config/threshold_config.h"
 #include "agent/qos/cpu_topology.h"
+#include "agent/qos/system_config.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "cgroup/executor.h"
 #include "cgroup/layout.h"
@@ -51,7 +52,15 @@ struct Plan {
   std::vector<cgroup::CgroupWrite> writes;
   std::vector<Eviction> evictions;
   std::vector<ResctrlAction> resctrl;
+  // Every node-wide knob system-config sets (a full pass only; the knobs not here go back).
+  std::vector<SystemWrite> system;
   std::vector<std::string> notes;  // decisions worth one log line (skips, holds)
+};
+
+// A cgroup's cumulative CPU counters (the CFS quota burst reads their deltas).
+struct CpuCounters {
+  int64_t usage_ns = 0;
+  int64_t nr_throttled = 0;
 };
 
 // Read-only access to the current values a strategy needs. Implemented over CgroupFs and
@@ -71,6 +80,10 @@ class QosReader {
   virtual std::optional<resctrl::Capability> resctrl_capability() = 0;
   virtual std::optional<resctrl::Schemata> resctrl_schemata(const std::string& group) = 0;
   virtual std::optional<std::vector<int>> resctrl_tasks(const std::string& group) = 0;
+  // nullopt when unreadable (and in readers that offer none).
+  virtual std::optional<CpuCounters> cpu_counters(const std::string& /*cgroup*/) {
+    return std::nullopt;
+  }
 };
 
 // The persistent state of the strategies across ticks (cool-downs, evicted pods).
@@ -81,11 +94,24 @@ struct BeCpuSample {
   int64_t limit_milli = 0;
 };
 
+// The CFS quota burst's memory of one container (by cgroup): its counters at the last full
+// pass and its limiter's bucket, in percent-seconds of its limit.
+struct QuotaBurstMemory {
+  double at_s = 0;
+  CpuCounters counters;
+  double tokens = 0;
+  friend bool operator==(const QuotaBurstMemory& a, const QuotaBurstMemory& b) {
+    return a.at_s == b.at_s && a.counters.usage_ns == b.counters.usage_ns &&
+           a.counters.nr_throttled == b.counters.nr_throttled && a.tokens == b.tokens;
+  }
+};
+
 struct QosState {
   std::optional<double> last_memory_evict_s;
   std::optional<double> last_cpu_evict_s;
-  std::map<std::string, double> evicted_at_s;  // pod key -> when we asked for its eviction
-  std::deque<BeCpuSample> be_cpu_history;      // oldest first, earlier passes only
+  std::map<std::string, double> evicted_at_s;           // pod key -> when we asked for its eviction
+  std::deque<BeCpuSample> be_cpu_history;               // oldest first, earlier passes only
+  std::map<std::string, QuotaBurstMemory> quota_burst;  // container cgroup -> memory
 };
 
 // Everything one full reconcile pass needs.
@@ -94,6 +120,7 @@ struct QosInputs {
   config::ResourceThresholdStrategy threshold;  // resolved for this node
   config::ResourceQoSStrategy qos;              // resolved for this node
   config::CpuBurstStrategy cpu_burst;           // resolved for this node
+  config::SystemStrategy system;                // resolved for this node
   cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
   std::optional<CpuTopology> topology;  // nullopt: cpuset policy uses the tree's CPU list
   QosReader* reader = nullptr;

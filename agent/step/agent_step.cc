@@ -68,6 +68,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   q.threshold = in.threshold;
   q.qos = in.qos;
   q.cpu_burst = in.cpu_burst;
+  q.system = in.system;
   q.layout = in.layout;
   q.topology = in.topology;
   q.reader = in.reader;

@@ -40,6 +40,7 @@ struct TickInputs {
   config::ResourceThresholdStrategy threshold;     // resolved for this node
   config::ResourceQoSStrategy qos;                 // resolved for this node
   config::CpuBurstStrategy cpu_burst;              // resolved for this node
+  config::SystemStrategy system;                   // resolved for this node
   cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
   std::optional<qos::CpuTopology> topology;
   qos::QosReader* reader = nullptr;

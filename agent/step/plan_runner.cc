@@ -6,6 +6,7 @@
 #include "agent/qos/cpu_suppress.h"
 #include "agent/qos/fs_reader.h"
 #include "agent/qos/resctrl_qos.h"
+#include "agent/qos/system_executor.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
@@ -92,6 +93,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   in.threshold = loaded.config.threshold.for_node(snap->node.metadata.labels);
   in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
   in.cpu_burst = loaded.config.cpu_burst.for_node(snap->node.metadata.labels);
+  in.system = loaded.config.system.for_node(snap->node.metadata.labels);
   in.layout = cgroup::KubeletLayout(*driver);
   in.topology = topology;
   in.reader = &reader;
@@ -127,6 +129,10 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
       printed["writes"].push_back({{"path", d.path}, {"value", d.value}, {"reason", d.reason}});
     }
   }
+  SystemExecutor system(opts.proc_root, opts.sys_root);
+  for (const auto& w : system.plan(plan.system)) {
+    printed["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
+  }
   printed["evictions"] = nlohmann::ordered_json::array();
   for (const auto& e : plan.evictions) {
     printed["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
@@ -138,6 +144,10 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   auto report = executor.apply(plan.writes);
   for (const auto& [w, e] : report.failed) {
     err << kCmd << "write " << w.path << " failed: " << e.message << "\n";
+    code = 1;
+  }
+  for (const auto& e : system.apply(plan.system).failed) {
+    err << kCmd << "system-config: " << e.message << "\n";
     code = 1;
   }
   if (rfs) {

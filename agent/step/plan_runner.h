@@ -15,10 +15,11 @@ struct PlanOptions {
   std::string snapshot;
   std::string config_dir;
   std::string cgroup_root;
-  std::string resctrl_root;       // empty: no resctrl
-  std::string sys_root = "/";     // sysfs topology under <sys_root>/sys/devices/system
-  std::string cgroup_version;     // empty: detect; else v1 | v2 | hybrid
-  double metrics_interval_s = 1;  // metrics older than 3 intervals are stale
+  std::string resctrl_root;         // empty: no resctrl
+  std::string sys_root = "/";       // sysfs topology under <sys_root>/sys/devices/system
+  std::string proc_root = "/proc";  // system-config knobs under <proc_root>/sys/vm
+  std::string cgroup_version;       // empty: detect; else v1 | v2 | hybrid
+  double metrics_interval_s = 1;    // metrics older than 3 intervals are stale
   bool apply = false;
   // The daemon's interference flags (--interference-*), as `run` takes them.
   std::string interference_runq_p99_bound = "5ms";

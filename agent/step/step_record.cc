@@ -48,6 +48,33 @@ Result<int64_t> milli(const Json& value, const std::string& where, const std::st
   return q->milli_value();
 }
 
+// agent.cfsQuotaBurst: container cgroup -> {secondsAgo, usageNanos, nrThrottled, tokens}.
+Status parse_quota_burst(const Json& entries, const std::string& where, double now_s,
+                         std::map<std::string, qos::QuotaBurstMemory>& out) {
+  if (!entries.is_object()) return field_error(where, "agent.cfsQuotaBurst", "expected an object");
+  for (const auto& [cgroup, e] : entries.items()) {
+    const std::string field = "agent.cfsQuotaBurst." + cgroup;
+    auto counter = [&](const char* name) -> Result<int64_t> {
+      auto it = e.find(name);
+      if (it == e.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+        return field_error(where, field + "." + name, "expected a non-negative integer");
+      return it->get<int64_t>();
+    };
+    if (!e.is_object()) return field_error(where, field, "expected an object");
+    auto ago = number(e.value("secondsAgo", Json()), where, field + ".secondsAgo");
+    if (!ago) return ago.error();
+    auto usage = counter("usageNanos");
+    if (!usage) return usage.error();
+    auto throttled = counter("nrThrottled");
+    if (!throttled) return throttled.error();
+    auto tokens = e.find("tokens");
+    if (tokens == e.end() || !tokens->is_number() || !std::isfinite(tokens->get<double>()))
+      return field_error(where, field + ".tokens", "expected a number");
+    out[cgroup] = {now_s - *ago, {*usage, *throttled}, tokens->get<double>()};
+  }
+  return ok_status();
+}
+
 Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, double now_s,
                                  bool& fast_path_live) {
   AgentMemory m;
@@ -131,6 +158,9 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
       m.qos.be_cpu_history.push_back({*at, *usage, *limit});
     }
   }
+  if (auto it = agent.find("cfsQuotaBurst"); it != agent.end() && !it->is_null()) {
+    if (auto ok = parse_quota_burst(*it, where, now_s, m.qos.quota_burst); !ok) return ok.error();
+  }
   return m;
 }
 
@@ -189,6 +219,16 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
                         {"limit", std::to_string(s.limit_milli) + "m"}});
     }
     agent["beCpuWindow"] = window;
+  }
+  if (!m.qos.quota_burst.empty()) {
+    Json bursts = Json::object();
+    for (const auto& [cgroup, b] : m.qos.quota_burst) {
+      bursts[cgroup] = {{"secondsAgo", now_s - b.at_s},
+                        {"usageNanos", b.counters.usage_ns},
+                        {"nrThrottled", b.counters.nr_throttled},
+                        {"tokens", b.tokens}};
+    }
+    agent["cfsQuotaBurst"] = bursts;
   }
   doc["agent"] = agent;
 }

@@ -196,12 +196,13 @@ void append_node_families(const AgentState& s, std::vector<MetricFamily>& out) {
 void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) {
   out.push_back(labelled_counter("gleaner_evictions_total", "Pods evicted by the agent.", "reason",
                                  s.evictions_total));
-  out.push_back(labelled_counter("gleaner_cgroup_writes_total",
-                                 "cgroup and resctrl writes made by the executor.", "resource",
-                                 s.cgroup_writes_total));
+  out.push_back(
+      labelled_counter("gleaner_cgroup_writes_total",
+                       "cgroup, resctrl and system-config (sysctl) writes made by the executors.",
+                       "resource", s.cgroup_writes_total));
   out.push_back(labelled_counter("gleaner_cgroup_write_failures_total",
-                                 "cgroup and resctrl writes that failed.", "resource",
-                                 s.cgroup_write_failures_total));
+                                 "cgroup, resctrl and system-config (sysctl) writes that failed.",
+                                 "resource", s.cgroup_write_failures_total));
   out.push_back(labelled_counter(
       "gleaner_cgroup_writes_clamped_total",
       "cgroup writes cut to fit under an ancestor's limit (kernel hierarchy rules).", "resource",

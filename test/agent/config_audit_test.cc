@@ -41,13 +41,19 @@ TEST(ConfigAudit, EnforcedFieldsLoadQuietly) {
 }
 
 TEST(ConfigAudit, KoordinatorFieldsNotEnforcedAreNamed) {
-  auto m = messages("cpu-burst-config", R"({"clusterStrategy": {"policy": "auto",
-      "cfsQuotaBurstPercent": 300},
-      "nodeStrategies": [{"nodeSelector": {}, "cpuBurstPercent": 500,
-                          "sharePoolThresholdPercent": 40}]})");
+  auto m = messages("system-config", R"({"clusterStrategy": {"watermarkScaleFactor": 200,
+      "schedGroupIdentityEnabled": 1},
+      "nodeStrategies": [{"nodeSelector": {}, "minFreeKbytesFactor": 150,
+                          "pageCacheLimitEnabled": 1}]})");
   ASSERT_EQ(m.size(), 2u);
-  EXPECT_TRUE(any_contains(m, "clusterStrategy.cfsQuotaBurstPercent is Koordinator's but not"));
-  EXPECT_TRUE(any_contains(m, "nodeStrategies[0].sharePoolThresholdPercent is Koordinator's"));
+  EXPECT_TRUE(
+      any_contains(m, "clusterStrategy.schedGroupIdentityEnabled is Koordinator's but not"));
+  EXPECT_TRUE(any_contains(m, "nodeStrategies[0].pageCacheLimitEnabled is Koordinator's"));
+  // The CPU burst fields, the CFS quota burst's included, are all enforced.
+  EXPECT_TRUE(messages("cpu-burst-config", R"({"clusterStrategy": {"policy": "auto",
+      "cfsQuotaBurstPercent": 300, "cfsQuotaBurstPeriodSeconds": 60,
+      "sharePoolThresholdPercent": 40}})")
+                  .empty());
   // A whole sub-object Koordinator defines (blkioQOS) is one notice, not one per leaf.
   auto blkio = messages("resource-qos-config", R"({"clusterStrategy": {"lsClass": {
       "blkioQOS": {"enable": true, "blocks": [{"name": "/dev/vda", "type": "device"}]}}}})");

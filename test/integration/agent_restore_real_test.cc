@@ -6,7 +6,9 @@
 // run's originals, not the suppressed values it finds.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -251,6 +253,59 @@ TEST_F(AgentRestoreReal, CpusetSuppressionKeepsContainersInsideAndSigtermRestore
   if (node_->scratch().version() != cgroup::CgroupVersion::kV2) {
     // v2: a populated cpuset that inherited cannot inherit again (docs/qos.md); v1 must match.
     expect_node_as_found();
+  }
+}
+
+// system-config on the kernel's own knobs: only inside the VM, whose kernel is thrown away
+// (on the host the test would change the machine's vm sysctls for everyone).
+TEST_F(AgentRestoreReal, SystemConfigKnobsAreSetAndRestoredAfterSigkillAndSigterm) {
+  if (std::getenv("GLEANER_IN_VM") == nullptr) {
+    GTEST_SKIP() << "writes vm.watermark_scale_factor and vm.min_free_kbytes of the running "
+                    "kernel: runs in the cgroup v2 VM (ctest vm_cgroup_v2) only";
+  }
+  auto knob = [](const char* name) {
+    std::string v = *read_file(std::string("/proc/sys/vm/") + name);
+    return std::stoll(v);
+  };
+  const int64_t wsf_found = knob("watermark_scale_factor");
+  const int64_t mfk_found = knob("min_free_kbytes");
+  const int64_t wsf = wsf_found == 200 ? 150 : 200;
+  // As koordlet: the node's memory in KiB (here MemTotal, there being no Node object) * 1%.
+  const std::string meminfo = *read_file("/proc/meminfo");
+  const int64_t mem_kib = std::stoll(meminfo.substr(meminfo.find("MemTotal:") + 9));
+  const int64_t mfk = mem_kib * 100 / 10000;
+  ASSERT_NE(mfk, mfk_found) << "pick another factor: the kernel's own value is 1% already";
+  std::ofstream(node_->config_dir() + "/system-config")
+      << R"({"clusterStrategy":{"minFreeKbytesFactor":100,"watermarkScaleFactor":)" << wsf << "}}";
+  auto set = [&] {
+    return knob("watermark_scale_factor") == wsf && knob("min_free_kbytes") == mfk;
+  };
+  auto as_found = [&] {
+    return knob("watermark_scale_factor") == wsf_found && knob("min_free_kbytes") == mfk_found;
+  };
+
+  pid_t first = start_agent(*node_, state_.path());
+  ASSERT_GT(first, 0);
+  EXPECT_TRUE(eventually(set, 20s))
+      << knob("watermark_scale_factor") << " " << knob("min_free_kbytes");
+  ::kill(first, SIGKILL);
+  reap(first, 5s);
+  EXPECT_TRUE(set()) << "a killed agent restores nothing";
+  // The successor finds the agent's own values in force and restores the record's.
+  pid_t second = start_agent(*node_, state_.path(), {"--max-ticks", "5"});
+  int status = reap(second, 30s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(as_found()) << knob("watermark_scale_factor") << " " << knob("min_free_kbytes");
+
+  pid_t third = start_agent(*node_, state_.path());
+  EXPECT_TRUE(eventually(set, 20s));
+  ::kill(third, SIGTERM);
+  status = reap(third, 10s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_TRUE(as_found()) << knob("watermark_scale_factor") << " " << knob("min_free_kbytes");
+  if (!as_found()) {  // never leave the VM's kernel tuned for the tests after this one
+    (void)write_file("/proc/sys/vm/watermark_scale_factor", std::to_string(wsf_found));
+    (void)write_file("/proc/sys/vm/min_free_kbytes", std::to_string(mfk_found));
   }
 }
 

@@ -17,32 +17,7 @@ using test::FakeNode;
 using test::FakePod;
 using test::make_snapshot;
 
-class BurstReader : public QosReader {
- public:
-  std::map<std::pair<Resource, std::string>, int64_t> values;
-  [[nodiscard]] cgroup::CgroupVersion version() const override {
-    return cgroup::CgroupVersion::kV2;
-  }
-  std::optional<std::string> logical(Resource r, const std::string& cg) override {
-    auto v = integer(r, cg);
-    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
-  }
-  std::optional<int64_t> integer(Resource r, const std::string& cg) override {
-    auto it = values.find({r, cg});
-    return it == values.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  }
-  std::optional<std::vector<int>> ids(Resource, const std::string&) override { return {}; }
-  [[nodiscard]] bool has(Resource r, const std::string& cg) const override {
-    return values.contains({r, cg});
-  }
-  std::optional<resctrl::Capability> resctrl_capability() override { return std::nullopt; }
-  std::optional<resctrl::Schemata> resctrl_schemata(const std::string&) override {
-    return std::nullopt;
-  }
-  std::optional<std::vector<int>> resctrl_tasks(const std::string&) override {
-    return std::nullopt;
-  }
-};
+using BurstReader = test::MapReader;
 
 std::map<std::string, std::string> burst_writes(const Plan& plan) {
   std::map<std::string, std::string> out;

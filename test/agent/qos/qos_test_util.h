@@ -1,9 +1,12 @@
 #pragma once
 // Fake node trees and snapshots for the QoS strategy tests.
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/qos/qos_types.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
@@ -13,6 +16,39 @@
 namespace gleaner::agent::qos::test {
 
 using gleaner::testing::TempDir;
+
+// Current values from maps; CPU counters for the CFS quota burst.
+class MapReader : public QosReader {
+ public:
+  std::map<std::pair<cgroup::Resource, std::string>, int64_t> values;
+  [[nodiscard]] cgroup::CgroupVersion version() const override {
+    return cgroup::CgroupVersion::kV2;
+  }
+  std::optional<std::string> logical(cgroup::Resource r, const std::string& cg) override {
+    auto v = integer(r, cg);
+    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
+  }
+  std::optional<int64_t> integer(cgroup::Resource r, const std::string& cg) override {
+    auto it = values.find({r, cg});
+    return it == values.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  std::optional<std::vector<int>> ids(cgroup::Resource, const std::string&) override { return {}; }
+  [[nodiscard]] bool has(cgroup::Resource r, const std::string& cg) const override {
+    return values.contains({r, cg});
+  }
+  std::optional<resctrl::Capability> resctrl_capability() override { return std::nullopt; }
+  std::optional<resctrl::Schemata> resctrl_schemata(const std::string&) override {
+    return std::nullopt;
+  }
+  std::optional<std::vector<int>> resctrl_tasks(const std::string&) override {
+    return std::nullopt;
+  }
+  std::map<std::string, CpuCounters> counters;
+  std::optional<CpuCounters> cpu_counters(const std::string& cg) override {
+    auto it = counters.find(cg);
+    return it == counters.end() ? std::nullopt : std::optional<CpuCounters>(it->second);
+  }
+};
 
 // A container id the layout accepts, derived from a short name.
 inline std::string container_id(const std::string& name) {

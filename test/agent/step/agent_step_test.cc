@@ -156,6 +156,7 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   r.memory.ceiling_quota_us = 40000;
   r.memory.qos.last_cpu_evict_s = 900;
   r.memory.qos.be_cpu_history.push_back({995, 900, 1000});
+  r.memory.qos.quota_burst["kubepods/burstable/pod1/c1"] = {999, {81000000000, 42}, -12.5};
   r.fast_path_live = true;
   Json doc = Json::object();
   add_step_record(doc, r, 1000);
@@ -166,6 +167,8 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   EXPECT_EQ(*back->memory.ceiling_quota_us, 40000);
   EXPECT_EQ(*back->memory.qos.last_cpu_evict_s, 4900);
   EXPECT_EQ(back->memory.qos.be_cpu_history.at(0).usage_milli, 900);
+  EXPECT_EQ(back->memory.qos.quota_burst.at("kubepods/burstable/pod1/c1"),
+            (qos::QuotaBurstMemory{4999, {81000000000, 42}, -12.5}));
   EXPECT_TRUE(back->fast_path_live);
 
   auto err = [](const char* text) {
@@ -180,6 +183,10 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
             std::string::npos);
   EXPECT_NE(err(R"({"agent":{"beCpuWindow":[{"secondsAgo":1}]}})").find("beCpuWindow[0]"),
             std::string::npos);
+  EXPECT_NE(
+      err(R"({"agent":{"cfsQuotaBurst":{"c":{"secondsAgo":1,"usageNanos":-1,"nrThrottled":0,"tokens":0}}}})")
+          .find("cfsQuotaBurst.c.usageNanos"),
+      std::string::npos);
   EXPECT_NE(err(R"({"agent":{"suppressArmed":"yes"}})").find("suppressArmed"), std::string::npos);
 }
 

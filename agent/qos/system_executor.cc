@@ -1,0 +1,181 @@
+#include "agent/qos/system_executor.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/file_io.h"
+
+namespace gleaner::agent::qos {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kFirstRetry = 1s;
+constexpr auto kLongestRetry = 30s;
+constexpr auto kWarnEvery = 60s;
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
+    s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Json system_originals_json(const SystemOriginals& originals) {
+  Json out = Json::object();
+  for (const auto& [name, content] : originals)
+    out[name] = content;
+  return out;
+}
+
+Result<SystemOriginals> parse_system_originals(const Json& json, const std::string& where) {
+  if (!json.is_object()) {
+    return make_error(ErrorCode::kParse,
+                      where + ": system: expected an object, got " + json.type_name());
+  }
+  SystemOriginals out;
+  for (const auto& [name, content] : json.items()) {
+    if (!knob_named(name)) {
+      return make_error(ErrorCode::kParse, where + ": system." + name + ": unknown knob");
+    }
+    if (!content.is_string()) {
+      return make_error(ErrorCode::kParse, where + ": system." + name +
+                                               ": expected a string, got " + content.type_name());
+    }
+    out[name] = content.get<std::string>();
+  }
+  return out;
+}
+
+SystemExecutor::SystemExecutor(std::string proc_root, std::string sys_root, bool dry_run,
+                               const Clock* clock)
+    : proc_root_(std::move(proc_root)),
+      sys_root_(std::move(sys_root)),
+      dry_run_(dry_run),
+      clock_(clock != nullptr ? clock : &system_clock_) {}
+
+void SystemExecutor::adopt(const SystemOriginals& earlier) {
+  for (const auto& [name, content] : earlier)
+    originals_[name] = content;
+}
+
+std::vector<SystemFileWrite> SystemExecutor::plan(const std::vector<SystemWrite>& wanted) const {
+  std::vector<SystemFileWrite> out;
+  for (const auto& w : wanted) {
+    const std::string path = path_of(w.knob);
+    auto current = read_file(path);
+    const std::string content = std::to_string(w.value);
+    if (current && trimmed(*current) == content) continue;
+    if (!current && current.error().code == ErrorCode::kNotFound && spec_of(w.knob).kernel_specific)
+      continue;
+    out.push_back({spec_of(w.knob).name, path, current ? trimmed(*current) : std::string(), content,
+                   w.reason});
+  }
+  return out;
+}
+
+SystemApplyReport SystemExecutor::apply(const std::vector<SystemWrite>& wanted) {
+  SystemApplyReport report;
+  std::set<std::string> kept;
+  for (const auto& w : wanted) {
+    kept.insert(spec_of(w.knob).name);
+    write(w.knob, std::to_string(w.value), true, report);
+  }
+  // Knobs the config no longer sets: back to what the agent found.
+  std::vector<std::string> dropped;
+  for (const auto& [name, content] : originals_) {
+    if (kept.count(name) == 0) dropped.push_back(name);
+  }
+  for (const auto& name : dropped) {
+    const SystemKnob knob = *knob_named(name);
+    const size_t failures = report.failed.size();
+    write(knob, originals_.at(name), false, report);
+    if (report.failed.size() == failures && !dry_run_) {
+      originals_.erase(name);
+      if (persist_) persist_(originals_);
+    }
+  }
+  return report;
+}
+
+SystemApplyReport SystemExecutor::restore_all() {
+  SystemApplyReport report;
+  for (auto it = originals_.begin(); it != originals_.end();) {
+    const size_t failures = report.failed.size();
+    refusals_.erase(it->first);  // on stop, one last try whatever the backoff says
+    write(*knob_named(it->first), it->second, false, report);
+    it = report.failed.size() == failures ? originals_.erase(it) : std::next(it);
+  }
+  return report;
+}
+
+void SystemExecutor::write(SystemKnob knob, const std::string& content, bool remember,
+                           SystemApplyReport& report) {
+  const auto& spec = spec_of(knob);
+  const std::string path = path_of(knob);
+  auto& c = counters_[spec.name];
+  if (auto r = refusals_.find(spec.name);
+      r != refusals_.end() && clock_->now() < r->second.retry_at) {
+    ++c.deferred;
+    return;
+  }
+  auto current = read_file(path);
+  if (!current) {
+    if (current.error().code == ErrorCode::kNotFound && spec.kernel_specific) {
+      if (said_absent_.insert(spec.name).second) {
+        spdlog::info("system-config: {} is not offered by this kernel ({}); left alone", spec.name,
+                     path);
+      }
+      return;
+    }
+    ++c.failures;
+    note_refusal(knob, content, current.error());
+    report.failed.push_back(current.error());
+    return;
+  }
+  const std::string found = trimmed(*current);
+  if (found == content) {
+    ++c.unchanged;
+    refusals_.erase(spec.name);
+    return;
+  }
+  if (dry_run_) {
+    spdlog::info("dry-run: would write {} {}: {} -> {}", spec.name, path, found, content);
+    return;
+  }
+  if (remember && originals_.try_emplace(spec.name, found).second && persist_) {
+    persist_(originals_);
+  }
+  if (auto done = write_file(path, content); !done) {
+    ++c.failures;
+    note_refusal(knob, content, done.error());
+    report.failed.push_back(done.error());
+    return;
+  }
+  if (auto r = refusals_.find(spec.name); r != refusals_.end()) {
+    spdlog::info("system-config: {} written after {} refusals", spec.name, r->second.failures);
+    refusals_.erase(r);
+  }
+  ++c.writes;
+  spdlog::info("system-config: {} {} -> {}", spec.name, found, content);
+  report.written.push_back(std::string(spec.name) + " " + found + " -> " + content);
+}
+
+void SystemExecutor::note_refusal(SystemKnob knob, const std::string& content, const Error& error) {
+  const auto& spec = spec_of(knob);
+  const SteadyTime now = clock_->now();
+  auto& r = refusals_[spec.name];
+  ++r.failures;
+  const auto wait = std::min<std::chrono::seconds>(
+      kFirstRetry * (1LL << std::min(r.failures - 1, 5)), kLongestRetry);
+  r.retry_at = now + wait;
+  if (r.failures == 1 || now - r.warned_at >= kWarnEvery) {
+    spdlog::warn("system-config: writing {} to {} failed: {} ({} attempts; next in {}s)", content,
+                 spec.name, error.describe(), r.failures, wait.count());
+    r.warned_at = now;
+  }
+}
+
+}  // namespace gleaner::agent::qos
