@@ -12,10 +12,13 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # networking, TLS, JSON, metrics, logging, CLI
   libboost-dev libssl-dev libyaml-dev nlohmann-json3-dev prometheus-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  # gRPC: the Karmada scheduler-estimator service (C++ server, code from the .proto files)
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # real peers used by integration tests, the demo and benchmarks
   prometheus prometheus-node-exporter python3 python3-kubernetes python3-yaml wrk procps iproute2
+  python3-grpcio python3-protobuf
   # the cgroup v2 VM of test/vm: QEMU (TCG), a static busybox for its initramfs, cpio and
   # xz to build that image
   qemu-system-x86 busybox-static cpio xz-utils

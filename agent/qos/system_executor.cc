@@ -37,12 +37,11 @@ Result<SystemOriginals> parse_system_originals(const Json& json, const std::stri
   }
   SystemOriginals out;
   for (const auto& [name, content] : json.items()) {
-    if (!knob_named(name)) {
-      return make_error(ErrorCode::kParse, where + ": system." + name + ": unknown knob");
-    }
+    const std::string field = std::string(where).append(": system.").append(name);
+    if (!knob_named(name)) return make_error(ErrorCode::kParse, field + ": unknown knob");
     if (!content.is_string()) {
-      return make_error(ErrorCode::kParse, where + ": system." + name +
-                                               ": expected a string, got " + content.type_name());
+      return make_error(ErrorCode::kParse,
+                        field + ": expected a string, got " + content.type_name());
     }
     out[name] = content.get<std::string>();
   }

@@ -27,6 +27,7 @@
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/cli/run_options.h"
+#include "scheduler/estimator/estimator_server.h"
 #include "scheduler/kube/agent_tokens.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/leader_election.h"
@@ -206,6 +207,19 @@ int run(const RunOptions& o) {
     return 1;
   }
   metrics.set_listener_source([&http] { return (*http)->listener_stats(); });
+  std::unique_ptr<estimator::EstimatorServer> karmada_estimator;
+  if (!o.estimator_listen.empty()) {
+    if (auto address = server::parse_listen_address(o.estimator_listen); !address) {
+      std::cerr << "gleaner-scheduler run: --estimator-listen: " << address.error().message << "\n";
+      return kBadInput;
+    }
+    auto started = estimator::EstimatorServer::start(estimator_options(o), **live, metrics);
+    if (!started) {
+      std::cerr << "gleaner-scheduler run: " << started.error().message << "\n";
+      return 1;
+    }
+    karmada_estimator = std::move(*started);
+  }
   spdlog::info("gleaner-scheduler: listening on port {} ({}), {} cluster(s){}", (*http)->port(),
                tls ? "HTTPS" : "HTTP", links.size(), links.empty() ? " (reports only)" : "");
   if (o.tls_from_webhook) {
@@ -298,6 +312,7 @@ int run(const RunOptions& o) {
     io.stop();
   });
   io.run();
+  if (karmada_estimator) karmada_estimator->stop();
   metrics.set_listener_source(nullptr);
   for (auto& [name, link] : links)
     link->stop();
@@ -321,6 +336,18 @@ void register_run_command(CLI::App& app) {
                   "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
                   "mounted Secret; re-read every minute); agents then use an https:// "
                   "--scheduler-url and --scheduler-ca-file");
+  cmd->add_option("--estimator-listen", o->estimator_listen,
+                  "serve Karmada's scheduler-estimator gRPC API here (e.g. :10352), answering "
+                  "karmada-scheduler for every member cluster that reports");
+  cmd->add_option("--estimator-tls-cert-dir", o->estimator_tls_cert_dir,
+                  "serve the estimator over TLS with tls.crt and tls.key of this directory "
+                  "(re-read every minute); default plain gRPC, as karmada-scheduler dials "
+                  "without --scheduler-estimator-ca-file");
+  cmd->add_option("--estimator-batch-classes", o->estimator_batch_classes,
+                  "priority classes whose plain cpu/memory requests the estimator counts as "
+                  "batch-cpu/batch-memory")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--report-auth", o->report_auth,
                   "who may report: token-review (each agent's projected ServiceAccount token, "
                   "checked with the API server, for its own node only), shared-token "

@@ -177,6 +177,18 @@ std::vector<std::string> config_errors(const RunOptions& o) {
           add("--webhook-cert-dir", t.error().message);
     }
   }
+  if (!o.estimator_listen.empty()) {
+    if (auto l = server::parse_listen_address(o.estimator_listen); !l)
+      add("--estimator-listen", l.error().message);
+    if (!o.estimator_tls_cert_dir.empty()) {
+      if (auto pair = admission::read_key_pair_dir(o.estimator_tls_cert_dir,
+                                                   std::chrono::system_clock::now());
+          !pair)
+        add("--estimator-tls-cert-dir", pair.error().message);
+    }
+  } else if (!o.estimator_tls_cert_dir.empty()) {
+    add("--estimator-tls-cert-dir", "needs --estimator-listen");
+  }
   std::set<std::string> names;
   for (const auto& pair : o.clusters) {
     const auto eq = pair.find('=');
@@ -199,6 +211,21 @@ std::vector<std::string> config_errors(const RunOptions& o) {
     }
   }
   return errors;
+}
+
+estimator::EstimatorOptions estimator_options(const RunOptions& o) {
+  estimator::EstimatorOptions e;
+  auto address = server::parse_listen_address(o.estimator_listen);
+  if (address) {
+    const bool v6 = address->host.find(':') != std::string::npos;
+    e.listen =
+        (v6 ? "[" + address->host + "]" : address->host) + ":" + std::to_string(address->port);
+  } else {
+    e.listen = o.estimator_listen;  // config_errors names it; gRPC refuses it again
+  }
+  e.tls_cert_dir = o.estimator_tls_cert_dir;
+  e.decode.batch_classes = {o.estimator_batch_classes.begin(), o.estimator_batch_classes.end()};
+  return e;
 }
 
 int check_config(const RunOptions& o) {

@@ -8,6 +8,7 @@
 #include "common/result.h"
 #include "kube/config.h"
 #include "scheduler/cli/colocation_webhook.h"
+#include "scheduler/estimator/estimator_server.h"
 #include "scheduler/kube/leader_election.h"
 #include "scheduler/server/live_scheduler.h"
 #include "scheduler/sim/scenario.h"
@@ -53,9 +54,15 @@ struct RunOptions {
   double lease_duration = 15;
   double renew_deadline = 10;
   double retry_period = 2;
+  // Karmada's scheduler-estimator API (docs/karmada-estimator.md).
+  std::string estimator_listen;        // "" = not served
+  std::string estimator_tls_cert_dir;  // "" = plain gRPC
+  std::vector<std::string> estimator_batch_classes = {"koord-batch", "koord-free"};
 };
 
 kube_glue::LeaderElectionOptions election_options(const RunOptions& o);
+// The estimator server's options from the --estimator-* flags (the address in gRPC's form).
+estimator::EstimatorOptions estimator_options(const RunOptions& o);
 // --report-auth with auto resolved: "token-review", "shared-token" or "none".
 std::string report_auth_mode(const RunOptions& o);
 // The problems of the --report-auth flags alone (part of config_errors).

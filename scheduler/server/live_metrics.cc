@@ -40,7 +40,8 @@ void Histogram::render(const std::string& name, std::string& out) const {
 }
 
 LiveMetrics::LiveMetrics()
-    : admission_latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+    : estimator_latency_({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}),
+      admission_latency_({0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
                           600, 1800, 3600}),
       report_lag_({0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}) {}
 
@@ -108,6 +109,17 @@ void LiveMetrics::set_listener_source(std::function<reporter::HttpListener::Stat
 void LiveMetrics::token_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++token_reviews_[outcome];
+}
+void LiveMetrics::estimator_call(const std::string& method, const std::string& outcome,
+                                 double seconds) {
+  std::lock_guard lock(mu_);
+  ++estimator_calls_[{method, outcome}];
+  estimator_latency_.observe(seconds);
+}
+uint64_t LiveMetrics::estimator_calls(const std::string& method, const std::string& outcome) const {
+  std::lock_guard lock(mu_);
+  auto it = estimator_calls_.find({method, outcome});
+  return it == estimator_calls_.end() ? 0 : it->second;
 }
 void LiveMetrics::colocation_profile_rejected() {
   std::lock_guard lock(mu_);
@@ -213,6 +225,21 @@ std::string LiveMetrics::render(const StateGauges& g) const {
     out += fmt::format("gleaner_scheduler_token_reviews_total{{outcome=\"{}\"}} {}\n", o,
                        it == token_reviews_.end() ? 0 : it->second);
   }
+  header(out, "gleaner_scheduler_estimator_calls_total", "counter",
+         "Karmada scheduler-estimator calls answered (--estimator-listen), by method and "
+         "outcome.");
+  for (const char* m :
+       {"MaxAvailableReplicas", "MaxAvailableComponentSets", "GetUnschedulableReplicas"}) {
+    for (const char* o : {"answered", "no_opinion", "invalid"}) {
+      auto it = estimator_calls_.find({m, o});
+      out += fmt::format(
+          "gleaner_scheduler_estimator_calls_total{{method=\"{}\",outcome=\"{}\"}} {}\n", m, o,
+          it == estimator_calls_.end() ? 0 : it->second);
+    }
+  }
+  header(out, "gleaner_scheduler_estimator_seconds", "histogram",
+         "Time to answer a Karmada estimator call.");
+  estimator_latency_.render("gleaner_scheduler_estimator_seconds", out);
   single(out, "gleaner_scheduler_colocation_profiles_rejected_total", "counter",
          "ClusterColocationProfile versions refused as invalid (the last good one stays).",
          static_cast<double>(profiles_rejected_));

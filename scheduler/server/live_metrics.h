@@ -61,6 +61,12 @@ class LiveMetrics {
   // An agent token reviewed with the API server: "authenticated", "unauthenticated",
   // "forbidden" (valid, not an agent's), "error" (the API server could not say).
   void token_review(const std::string& outcome);
+  // A Karmada estimator call answered: `method` MaxAvailableReplicas,
+  // MaxAvailableComponentSets or GetUnschedulableReplicas; `outcome` "answered",
+  // "no_opinion" (-1), "invalid" (a gRPC error).
+  void estimator_call(const std::string& method, const std::string& outcome, double seconds);
+  [[nodiscard]] uint64_t estimator_calls(const std::string& method,
+                                         const std::string& outcome) const;
   // An ElasticQuotaTree version refused (the current quota tree stays).
   void quota_tree_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
@@ -90,6 +96,8 @@ class LiveMetrics {
   uint64_t events_ = 0;
   std::map<std::string, uint64_t> webhook_reviews_;
   std::map<std::string, uint64_t> token_reviews_;
+  std::map<std::pair<std::string, std::string>, uint64_t> estimator_calls_;
+  Histogram estimator_latency_;
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;

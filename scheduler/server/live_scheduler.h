@@ -29,6 +29,7 @@
 #include "common/json_util.h"
 #include "common/result.h"
 #include "reporter/wire/node_report.h"
+#include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/server/live_metrics.h"
 
@@ -198,6 +199,17 @@ class LiveScheduler {
   // tree is an error and the current one stays.
   Status set_quotas(const std::vector<QueueSpec>& queues, std::optional<Resources> root_max,
                     std::map<std::string, std::string> namespace_queue);
+
+  // Karmada's scheduler-estimator (scheduler/estimator/): whole copies of `set` the
+  // member `cluster` takes now on batch capacity, after `assumed`; nullopt: no opinion
+  // (a cluster not managed here, or none of its nodes reported lately).
+  [[nodiscard]] std::optional<int32_t> estimate_sets(
+      const std::string& cluster, const ComponentSet& set,
+      const std::vector<ComponentSet>& assumed) const;
+  // Pods of the application `ns/name` in `cluster` still waiting in its queue after at
+  // least `threshold_seconds` (karmada-descheduler's question): all of a pending gang's.
+  [[nodiscard]] int32_t unschedulable_pods(const std::string& cluster, const std::string& ns,
+                                           const std::string& name, double threshold_seconds) const;
 
   [[nodiscard]] Json queues_json() const;
   [[nodiscard]] Json jobs_json() const;

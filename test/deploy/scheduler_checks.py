@@ -50,6 +50,7 @@ def check_scheduler(c, docs, image, sched_flags, ds):
     c.check((url.scheme == "https") == https, "agent --scheduler-url scheme matches the port")
     c.check(args.get("--report-service") == "%s/%s" % (ns, svc["metadata"]["name"]),
             "scheduler: --report-service is the Service agents report to")
+    check_estimator(c, docs, args, ctr, svc)
     # Agents prove their node with their projected token: the scheduler reviews tokens of
     # the DaemonSet's ServiceAccount, for the audience the DaemonSet's volume asks.
     c.check(args.get("--report-auth") == "token-review", "scheduler: --report-auth=token-review")
@@ -201,3 +202,29 @@ def check_spark_example(c, docs, bin_dir, src):
     rc, out, _ = mutate(bin_dir, src, plain, {}, profile)
     c.check(rc == 0 and out.get("outcome") == "skipped",
             "colocation-profile.yaml: a namespace without the label is left alone")
+
+
+def check_estimator(c, docs, args, ctr, svc):
+    """Karmada's estimator: the Service's port reaches --estimator-listen, and every
+    per-member ExternalName Service for the Karmada control plane is what karmada-scheduler
+    accepts (type ExternalName, port 10352 with a numeric targetPort) and points at it."""
+    if not c.check("--estimator-listen" in args, "scheduler: --estimator-listen"):
+        return
+    listen = port_of(args["--estimator-listen"])
+    ports = [p for p in svc["spec"]["ports"] if container_port(ctr, p["targetPort"]) == listen]
+    if not c.check(len(ports) == 1 and ports[0]["port"] == 10352,
+                   "scheduler Service: port 10352 reaches --estimator-listen"):
+        return
+    members = [d for _, d in docs if d.get("kind") == "Service" and
+               d["metadata"]["name"].startswith("karmada-scheduler-estimator-")]
+    c.check(len(members) >= 1, "optional: a karmada-scheduler-estimator-<cluster> Service")
+    host = "%s.%s.svc.cluster.local" % (svc["metadata"]["name"], svc["metadata"]["namespace"])
+    for m in members:
+        name = m["metadata"]["name"]
+        spec = m["spec"]
+        c.check(m["metadata"].get("namespace") == "karmada-system" and
+                spec.get("type") == "ExternalName" and spec.get("externalName") == host,
+                "%s: ExternalName in karmada-system to %s" % (name, host))
+        c.check(any(p.get("port") == 10352 and p.get("targetPort") == ports[0]["port"]
+                    for p in spec.get("ports", [])),
+                "%s: port 10352 with the numeric targetPort karmada-scheduler dials" % name)

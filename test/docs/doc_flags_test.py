@@ -17,6 +17,9 @@ OTHER_TOOLS = {
     "--dry-run", "--ignore-not-found", "--subresource", "--type", "--output-on-failure",
     "--test-dir", "--build", "--target", "--scope", "--help", "--gtest", "--cleanup",
     "--live-only", "--kube-context-name", "--cacert", "--resolve",
+    # karmada-scheduler's (docs/karmada-estimator.md)
+    "--enable-scheduler-estimator", "--insecure-skip-estimator-verify",
+    "--scheduler-estimator-ca-file", "--scheduler-estimator-timeout",
 }
 # Pages (or lines) about tools with flags of their own: benchmarks, the test VM, scripts.
 OWN_TOOL_PAGES = {"benchmarks.md", "testing-vm.md"}

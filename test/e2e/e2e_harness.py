@@ -51,6 +51,22 @@ def run_with_bin_dir(module_globals, *binaries):
     unittest.main(argv=[sys.argv[0]] + rest)
 
 
+def node_report(node, seq, epoch, batch_cpu_milli, batch_memory, cluster="",
+                capacity=(8000, 32 << 30)):
+    """A NodeReport (docs/wire-format.md) of an idle node with this batch allocatable."""
+    amounts = {"cpuMillicores": capacity[0], "memoryBytes": capacity[1]}
+    return {"version": 1, "node": node, "cluster": cluster, "sequence": seq, "epoch": epoch,
+            "timestampUnixMillis": int(time.time() * 1000),
+            "capacity": amounts, "allocatable": dict(amounts),
+            "batchAllocatable": {"cpuMillicores": batch_cpu_milli, "memoryBytes": batch_memory},
+            "batchUnavailableReason": None,
+            "usage": {k: {"cpuMillicores": 0, "memoryBytes": 0}
+                      for k in ("node", "system", "ls", "be")},
+            "bePods": [], "suppress": {"active": False, "policy": "none",
+                                       "beCpuLimitMillicores": 0},
+            "interference": {"lsPods": []}}
+
+
 def deadline_loop(timeout, interval=0.05):
     """Yields until `timeout` seconds passed; the caller breaks out when its condition holds."""
     end = time.monotonic() + timeout

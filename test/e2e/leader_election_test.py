@@ -17,7 +17,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_harness import Proc, deadline_loop, run_with_bin_dir  # noqa: E402
+from e2e_harness import Proc, deadline_loop, node_report, run_with_bin_dir  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
@@ -36,20 +36,6 @@ def http(method, url, body=None, headers=None):
         return e.code, e.read().decode()
     except OSError:
         return None, ""
-
-
-def report(node, seq, epoch):
-    return {"version": 1, "node": node, "cluster": "", "sequence": seq, "epoch": epoch,
-            "timestampUnixMillis": int(time.time() * 1000),
-            "capacity": {"cpuMillicores": 8000, "memoryBytes": 32 << 30},
-            "allocatable": {"cpuMillicores": 8000, "memoryBytes": 32 << 30},
-            "batchAllocatable": {"cpuMillicores": 4000, "memoryBytes": 16 << 30},
-            "batchUnavailableReason": None,
-            "usage": {k: {"cpuMillicores": 0, "memoryBytes": 0}
-                      for k in ("node", "system", "ls", "be")},
-            "bePods": [], "suppress": {"active": False, "policy": "none",
-                                       "beCpuLimitMillicores": 0},
-            "interference": {"lsPods": []}}
 
 
 def driver(name):
@@ -124,7 +110,7 @@ class LeaderElection(unittest.TestCase):
     def post_report(self, name):
         self.seq += 1
         return http("POST", self.replicas[name][1] + "/api/v1/reports",
-                    report("n1", self.seq, "epoch-test"))[0]
+                    node_report("n1", self.seq, "epoch-test", 4000, 16 << 30))[0]
 
     def bind_and_count(self, leader, pod):
         self.assertEqual(self.post_report(leader), 200)

@@ -3,6 +3,7 @@
 // built from measured usage; restore_all() then puts every original value back.
 #include <chrono>
 #include <map>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "cgroup/executor.h"
 #include "common/file_io.h"
 #include "test/agent/qos/qos_test_util.h"
+#include "test/support/eventually.h"
 #include "test/support/scratch_cgroup.h"
 
 namespace gleaner {
@@ -168,6 +170,64 @@ TEST(QosReal, CpuBurstOfAnLsPodStaysWithinItsQuotaAndIsRestored) {
   EXPECT_TRUE(exec.restore_all().failed.empty());
   EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 0);
   EXPECT_EQ(*fs.read_int(Resource::kCpuBurst, pod_dir), 0);
+}
+
+// The CFS quota burst on the kernel's own throttling counters: a busy LS container limited
+// to 500m is throttled every period; with the share pool idle its quota (and its pod's,
+// first on v1, where a child may not exceed its parent) grows pass by pass to
+// cfsQuotaBurstPercent of the limit, and restore_all() puts kubelet's back.
+TEST(QosReal, CfsQuotaBurstRaisesAThrottledLsContainerAndIsRestored) {
+  auto reason = testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  testing::ScratchCgroups scratch;
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FakePod web{.name = "web",
+              .uid = "ls3",
+              .kube_qos = "Burstable",
+              .containers = Json::array({container("app", {{"cpu", "500m"}}, {{"cpu", "500m"}})})};
+  auto snap = make_snapshot(FakeNode{.node_cpu_usage = "500m"}, {web});
+  const std::string pod_dir = agent::qos::pod_cgroup(layout, snap.pods[0]);
+  const std::string app_dir = agent::qos::container_cgroups(layout, snap.pods[0]).at(0).second;
+  scratch.mkdir(app_dir);
+  cgroup::CgroupFs fs(scratch.root(), scratch.version());
+  cgroup::WriteExecutor kubelet(fs);
+  ASSERT_TRUE(kubelet
+                  .apply({{Resource::kCpuQuota, pod_dir, "50000", "kubelet"},
+                          {Resource::kCpuQuota, app_dir, "50000", "kubelet"}})
+                  .failed.empty());
+  scratch.spawn_busy(app_dir);
+
+  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::qos::QosInputs in;
+  in.snapshot = &snap;
+  in.layout = layout;
+  in.reader = &reader;
+  in.cpu_burst.policy = agent::config::CpuBurstPolicy::kCfsQuotaBurstOnly;
+  in.cpu_burst.cfs_quota_burst_percent = 200;
+  agent::qos::QosEngine engine;
+  cgroup::WriteExecutor exec(fs);
+  std::vector<int64_t> seen;
+  // One pass per throttled period seen, as the agent's passes would find them.
+  int64_t throttled = 0;
+  for (int pass = 0; pass < 8 && (seen.empty() || seen.back() < 100000); ++pass) {
+    if (pass > 0) {
+      ASSERT_TRUE(testing::eventually(
+          [&] { return fs.read_cpu_throttle(app_dir)->nr_throttled > throttled; }, 5s))
+          << "a busy loop under a quota of " << seen.back() << " is throttled";
+    }
+    in.now_s = pass;
+    auto report = exec.apply(engine.run(in).writes);
+    ASSERT_TRUE(report.failed.empty()) << report.failed[0].second.message;
+    // Read after the pass: the next one sees a count above what this one recorded.
+    throttled = fs.read_cpu_throttle(app_dir)->nr_throttled;
+    seen.push_back(*fs.read_int(Resource::kCpuQuota, app_dir));
+    EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, pod_dir), seen.back()) << "pass " << pass;
+  }
+  // 50000 at first sight, then +20% a pass: 60000, 72000, 86400, then the 200% ceiling.
+  EXPECT_EQ(seen, (std::vector<int64_t>{50000, 60000, 72000, 86400, 100000}));
+  EXPECT_TRUE(exec.restore_all().failed.empty());
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, app_dir), 50000);
+  EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, pod_dir), 50000);
 }
 
 // Memory QoS knobs beyond protection land where the kernel has their files: v2's

@@ -1,0 +1,129 @@
+#include "scheduler/core/capacity_estimate.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gleaner::scheduler {
+namespace {
+
+// The cluster's schedulable nodes with their free room, in a model of their own.
+struct Scratch {
+  ClusterState state;
+  ClusterId cluster = 0;
+};
+
+std::optional<Scratch> copy_cluster(const ClusterState& live, const std::string& name) {
+  auto id = live.find_cluster(name);
+  if (!id) return std::nullopt;
+  Scratch s;
+  s.cluster = s.state.add_cluster(name);
+  bool any_fresh = false;
+  for (NodeId n = 0; n < live.node_count(); ++n) {
+    const Node& node = live.node(static_cast<NodeId>(n));
+    if (node.cluster != *id || !node.schedulable()) continue;
+    any_fresh = true;
+    auto copy =
+        s.state.upsert_node({node.name, name, node.labels, node.capacity(), node.taints}, 0);
+    if (copy) s.state.acquire(*copy, node.used, false);
+  }
+  if (!any_fresh) return std::nullopt;
+  return s;
+}
+
+// The gang shape admission knows: one pod plus N identical pods, one selector.
+std::optional<GangRequest> as_gang(const ComponentSet& set) {
+  if (set.size() != 2 || set[0].selector != set[1].selector) return std::nullopt;
+  const ComponentDemand* lead = set[0].replicas == 1 ? &set[0] : &set[1];
+  const ComponentDemand* rest = lead == &set[0] ? &set[1] : &set[0];
+  if (lead->replicas != 1) return std::nullopt;
+  GangRequest g;
+  g.driver = lead->batch;
+  g.executor = rest->batch;
+  g.executors = rest->replicas;
+  g.selector = &lead->selector;
+  return g;
+}
+
+// Places one copy of `set`; on failure nothing stays placed. `pods` counts the pods placed.
+bool place_set(Scratch& s, const ComponentSet& set, int64_t& pods) {
+  if (auto gang = as_gang(set)) {
+    auto placed = s.state.place(s.cluster, *gang);
+    if (placed) pods += 1 + gang->executors;
+    return placed.has_value();
+  }
+  std::vector<std::pair<NodeId, Resources>> taken;
+  for (const auto& c : set) {
+    for (int i = 0; i < c.replicas; ++i) {
+      auto node = s.state.place_one(s.cluster, c.batch, &c.selector);
+      if (!node) {
+        for (const auto& [id, amount] : taken)
+          s.state.release(id, amount, false);
+        return false;
+      }
+      taken.emplace_back(*node, c.batch);
+    }
+  }
+  pods += static_cast<int64_t>(taken.size());
+  return true;
+}
+
+// One component: each node takes floor(free / request) pods, whatever order they come in.
+int64_t replicas_that_fit(const Scratch& s, const ComponentDemand& c) {
+  int64_t total = 0;
+  for (NodeId n = 0; n < s.state.node_count(); ++n) {
+    const Node& node = s.state.node(n);
+    if (!selector_matches(&c.selector, node)) continue;
+    const Resources free = node.free();
+    int64_t fit = std::numeric_limits<int64_t>::max();
+    if (c.batch.cpu_milli > 0)
+      fit = std::min(fit, std::max<int64_t>(free.cpu_milli, 0) / c.batch.cpu_milli);
+    if (c.batch.memory_bytes > 0) {
+      fit = std::min(fit, std::max<int64_t>(free.memory_bytes, 0) / c.batch.memory_bytes);
+    }
+    if (fit == std::numeric_limits<int64_t>::max()) return fit;  // asks for nothing
+    total += fit;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::optional<int32_t> max_component_sets(const ClusterState& state, const std::string& cluster,
+                                          const ComponentSet& set,
+                                          const std::vector<ComponentSet>& assumed,
+                                          const EstimateLimits& limits) {
+  auto scratch = copy_cluster(state, cluster);
+  if (!scratch) return std::nullopt;
+  int64_t pods = 0;
+  for (const auto& a : assumed) {
+    // What does not fit any more is not there to subtract.
+    place_set(*scratch, a, pods);
+  }
+  ComponentSet wanted;
+  for (const auto& c : set) {
+    if (c.replicas > 0) wanted.push_back(c);
+  }
+  const bool asks_nothing = std::all_of(wanted.begin(), wanted.end(),
+                                        [](const auto& c) { return c.batch == Resources{}; });
+  if (asks_nothing) {
+    // Room is no limit; where the pods may go still is.
+    for (const auto& c : wanted) {
+      bool somewhere = false;
+      for (NodeId n = 0; n < scratch->state.node_count() && !somewhere; ++n)
+        somewhere = selector_matches(&c.selector, scratch->state.node(n));
+      if (!somewhere) return 0;
+    }
+    return limits.max_answer;
+  }
+  if (wanted.size() == 1 && wanted[0].replicas == 1) {
+    const int64_t n = replicas_that_fit(*scratch, wanted[0]);
+    return static_cast<int32_t>(std::min<int64_t>(n, limits.max_answer));
+  }
+  int64_t sets = 0;
+  pods = 0;
+  while (sets < limits.max_answer && pods < limits.pod_budget && place_set(*scratch, wanted, pods))
+    ++sets;
+  return static_cast<int32_t>(sets);
+}
+
+}  // namespace gleaner::scheduler

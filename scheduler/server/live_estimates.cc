@@ -1,0 +1,35 @@
+// The live scheduler's answers to Karmada's scheduler-estimator: read under the same lock
+// as every other view, from the core's cluster model.
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::server {
+
+std::optional<int32_t> LiveScheduler::estimate_sets(
+    const std::string& cluster, const ComponentSet& set,
+    const std::vector<ComponentSet>& assumed) const {
+  std::lock_guard lock(mu_);
+  auto managed = cluster_of(cluster);
+  if (!managed) return std::nullopt;
+  return max_component_sets(core_.clusters(), *managed, set, assumed);
+}
+
+int32_t LiveScheduler::unschedulable_pods(const std::string& cluster, const std::string& ns,
+                                          const std::string& name, double threshold_seconds) const {
+  std::lock_guard lock(mu_);
+  auto managed = cluster_of(cluster);
+  if (!managed) return 0;
+  const double now = steady_s();
+  int32_t pods = 0;
+  for (const auto& [key, g] : gangs_) {
+    if (g.ns != ns || g.name != name || !g.job) continue;
+    if (g.cluster != *managed && g.origin != *managed) continue;
+    if (now - g.first_seen < threshold_seconds) continue;
+    // An admitted application has its room (its executors come when the driver asks for
+    // them): only a gang still waiting in its queue is unschedulable, all of it.
+    const Job& job = core_.job(*g.job);
+    if (job.phase == JobPhase::kPending) pods += 1 + job.spec.executors;
+  }
+  return pods;
+}
+
+}  // namespace gleaner::scheduler::server

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""gleaner-scheduler as Karmada's scheduler-estimator, driven by a client generated from the
+project's .proto files with python3-grpcio and python3-protobuf (protoc --python_out), after
+node reports for a member cluster: MaxAvailableComponentSets for a Spark driver + N executors
+equals the number of such applications `gleaner-scheduler simulate` places on the same nodes,
+for several cluster shapes; both quantity encodings (resourceRequestBytes, Karmada >= 1.18, and
+the typed map of <= 1.17) give the same answer; MaxAvailableReplicas counts single pods; node
+affinity, selectors and tolerations narrow the answer as placement does; a cluster with no
+reports, a stale one, a class that is not batch, a GPU request and affinity with Gt get -1;
+a malformed quantity gets INVALID_ARGUMENT; assumed workloads are subtracted; the calls are
+counted in /metrics. (Taints and tolerations: the C++ tests, as nodes known from reports
+alone carry no taints.)
+
+Usage: karmada_estimator_test.py --bin-dir BUILD/bin   (exit 77: binary or grpcio missing)"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from e2e_harness import Proc, deadline_loop, node_report, run_with_bin_dir  # noqa: E402
+
+PROTO_DIR = os.path.join(HERE, "..", "..", "scheduler", "estimator", "proto")
+SERVICE = "/github.com.karmada_io.karmada.pkg.estimator.service.Estimator/"
+BIN_DIR = None
+GI = 1 << 30
+
+try:
+    import grpc
+except ImportError:  # pragma: no cover - the skip path
+    grpc = None
+
+
+def generate_stubs(out_dir):
+    """The message classes, from the same .proto files the server is built from."""
+    subprocess.run(["protoc", "-I", PROTO_DIR, "--python_out", out_dir, "estimator.proto",
+                    "kube_wire.proto"], check=True)
+    sys.path.insert(0, out_dir)
+    return importlib.import_module("estimator_pb2"), importlib.import_module("kube_wire_pb2")
+
+
+# Cluster shapes: (nodes as (name, batch cpu milli, batch memory)), the Spark shape
+# (driver cpu milli, driver memory, executor cpu milli, executor memory, executors).
+SHAPES = {
+    "member-even": ([("e%d" % i, 4000, 16 * GI) for i in range(6)],
+                    (1000, 2 * GI, 1000, 2 * GI, 3)),
+    "member-uneven": ([("u1", 16000, 8 * GI), ("u2", 2500, 32 * GI), ("u3", 7000, 20 * GI),
+                       ("u4", 1000, 1 * GI), ("u5", 9500, 40 * GI)],
+                      (1500, 3 * GI, 2000, 4 * GI, 4)),
+    "member-memory-bound": ([("m%d" % i, 32000, (6 + i) * GI) for i in range(8)],
+                            (500, 1536 << 20, 250, 2 * GI, 7)),
+}
+
+
+class KarmadaEstimatorTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="gleaner-estimator-")
+        cls.pb, cls.kw = generate_stubs(cls.tmp.name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def setUp(self):
+        self.procs = []
+        self.sched = Proc("scheduler", [
+            os.path.join(BIN_DIR, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
+            "--report-auth", "none", "--estimator-listen", "127.0.0.1:0", "--stale-after", "3",
+            "--tick-ms", "50"], self.tmp.name)
+        self.procs.append(self.sched)
+        self.http = "http://127.0.0.1:" + self.sched.wait_line(r"listening on port (\d+)",
+                                                              20).group(1)
+        port = self.sched.wait_line(r"Karmada estimator on port (\d+)", 20).group(1)
+        self.channel = grpc.insecure_channel("127.0.0.1:" + port)
+        self.seq = 0
+
+    def tearDown(self):
+        self.channel.close()
+        for p in self.procs:
+            p.stop()
+        if any(e for _, e in getattr(self._outcome, "errors", []) if e):
+            print("---- scheduler\n" + self.sched.text()[-3000:])
+
+    # --- plumbing ---
+    def call(self, method, request, response_type):
+        stub = self.channel.unary_unary(SERVICE + method,
+                                        request_serializer=lambda m: m.SerializeToString(),
+                                        response_deserializer=response_type.FromString)
+        return stub(request, timeout=3)
+
+    def post(self, node, cluster, cpu, memory):
+        self.seq += 1
+        req = urllib.request.Request(self.http + "/api/v1/reports",
+                                     data=json.dumps(node_report(
+                                         node, self.seq, "e-" + node, cpu, memory, cluster,
+                                         (64000, 256 * GI))).encode(),
+                                     method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            self.assertEqual(r.status, 200)
+
+    def quantity(self, text):
+        return self.kw.Quantity(string=text).SerializeToString()
+
+    def requirements(self, cpu, memory, legacy=False, priority="koord-batch", message=None):
+        r = message or self.pb.ComponentReplicaRequirements()
+        r.priorityClassName = priority
+        target = r.legacyResourceRequest if legacy else r.resourceRequestBytes
+        target["cpu"] = self.quantity(cpu)
+        target["memory"] = self.quantity(memory)
+        return r
+
+    def spark_set(self, cluster, shape, legacy=False):
+        dc, dm, ec, em, n = shape
+        req = self.pb.MaxAvailableComponentSetsRequest(cluster=cluster, namespace="spark")
+        req.components.add(name="driver", replicas=1).replicaRequirements.CopyFrom(
+            self.requirements("%dm" % dc, str(dm), legacy))
+        req.components.add(name="executor", replicas=n).replicaRequirements.CopyFrom(
+            self.requirements("%dm" % ec, str(em), legacy))
+        return self.call("MaxAvailableComponentSets", req,
+                         self.pb.MaxAvailableComponentSetsResponse).maxSets
+
+    def simulated(self, cluster, nodes, shape, apps=200):
+        """How many such applications the simulator admits at once on these nodes."""
+        dc, dm, ec, em, n = shape
+        scenario = {
+            "clusters": [cluster],
+            "nodes": [{"name": name, "cluster": cluster,
+                       "batch": {"cpu": "%dm" % c, "memory": str(m)}} for name, c, m in nodes],
+            "jobs": [{"name": "app-%d" % i, "submitAt": 0, "durationSeconds": 100000,
+                      "driver": {"cpu": "%dm" % dc, "memory": str(dm)},
+                      "executor": {"cpu": "%dm" % ec, "memory": str(em), "instances": n}}
+                     for i in range(apps)]}
+        path = os.path.join(self.tmp.name, cluster + ".json")
+        with open(path, "w") as f:
+            json.dump(scenario, f)
+        out = subprocess.run([os.path.join(BIN_DIR, "gleaner-scheduler"), "simulate",
+                              "--scenario", path], check=True, capture_output=True, text=True)
+        jobs = json.loads(out.stdout)["jobs"]
+        admitted = sum(1 for j in jobs if j.get("startedAt") == 0)
+        self.assertLess(admitted, apps, "the scenario must hold more applications than fit")
+        return admitted
+
+    # --- the tests ---
+    def test_component_sets_equal_what_the_simulator_places(self):
+        for cluster, (nodes, shape) in SHAPES.items():
+            for name, cpu, memory in nodes:
+                self.post(name, cluster, cpu, memory)
+        for cluster, (nodes, shape) in SHAPES.items():
+            expected = self.simulated(cluster, nodes, shape)
+            self.assertGreater(expected, 0, cluster)
+            self.assertEqual(self.spark_set(cluster, shape), expected, cluster)
+            print("%s: %d whole Spark sets, as the simulator places" % (cluster, expected))
+            self.assertEqual(self.spark_set(cluster, shape, legacy=True), expected,
+                             cluster + ": the typed Quantity map of Karmada <= 1.17")
+
+    def replicas(self, cluster, cpu, memory, priority="koord-batch", claim=None, extra=None):
+        req = self.pb.MaxAvailableReplicasRequest(cluster=cluster)
+        r = req.replicaRequirements
+        r.priorityClassName = priority
+        r.resourceRequestBytes["cpu"] = self.quantity(cpu)
+        r.resourceRequestBytes["memory"] = self.quantity(memory)
+        for k, v in (extra or {}).items():
+            r.resourceRequestBytes[k] = self.quantity(v)
+        if claim is not None:
+            r.nodeClaim.CopyFrom(claim)
+        return self.call("MaxAvailableReplicas", req,
+                         self.pb.MaxAvailableReplicasResponse).maxReplicas
+
+    def test_replicas_selectors_and_no_opinion(self):
+        self.post("a1", "member-a", 4000, 8 * GI)  # 4 pods of 1 CPU / 2 GiB
+        self.post("a2", "member-a", 2500, 16 * GI)  # 2
+        self.assertEqual(self.replicas("member-a", "1", "2Gi"), 6)
+        self.assertEqual(self.replicas("member-a", "500m", "4Gi"), 2 + 4)
+
+        # Required node affinity and a node selector, in Kubernetes' protobuf encoding. A
+        # node known from reports alone carries one label: its member cluster.
+        def affinity(values, legacy=False):
+            sel = self.kw.NodeSelector()
+            sel.nodeSelectorTerms.add().matchExpressions.add(
+                key="gleaner.io/cluster", operator="In", values=values)
+            if legacy:
+                return self.pb.NodeClaim(legacyNodeAffinity=sel.SerializeToString()), sel
+            return self.pb.NodeClaim(nodeAffinityBytes=sel.SerializeToString()), sel
+
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=affinity(["member-a"])[0]), 6)
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=affinity(["b"])[0]), 0)
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=affinity(["b"], True)[0]), 0,
+                         "the typed NodeSelector of Karmada <= 1.17")
+        claim = self.pb.NodeClaim(nodeSelector={"pool": "spark"})
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=claim), 0)
+        _, sel = affinity(["member-a"])
+        sel.nodeSelectorTerms[0].matchExpressions.add(key="zone", operator="Gt", values=["1"])
+        claim = self.pb.NodeClaim(nodeAffinityBytes=sel.SerializeToString())
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=claim), -1,
+                         "Gt is not modelled: no opinion")
+
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", priority="koord-prod"), -1)
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", extra={"nvidia.com/gpu": "1"}), -1)
+        self.assertEqual(self.replicas("member-nowhere", "1", "2Gi"), -1)
+
+        with self.assertRaises(grpc.RpcError) as bad:
+            req = self.pb.MaxAvailableReplicasRequest(cluster="member-a")
+            req.replicaRequirements.priorityClassName = "koord-batch"
+            req.replicaRequirements.resourceRequestBytes["cpu"] = self.quantity("1.5.5")
+            self.call("MaxAvailableReplicas", req, self.pb.MaxAvailableReplicasResponse)
+        self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("replicaRequirements[cpu]", bad.exception.details())
+
+        # Reports stop: after --stale-after the cluster gets no opinion.
+        for _ in deadline_loop(15, 0.2):
+            if self.replicas("member-a", "1", "2Gi") == -1:
+                break
+        else:
+            self.fail("a cluster whose reports stopped still gets an answer")
+
+        with urllib.request.urlopen(self.http + "/metrics", timeout=5) as r:
+            metrics = r.read().decode()
+        self.assertRegex(metrics, r'gleaner_scheduler_estimator_calls_total\{method='
+                                  r'"MaxAvailableReplicas",outcome="answered"\} [1-9]')
+        self.assertRegex(metrics, r'gleaner_scheduler_estimator_calls_total\{method='
+                                  r'"MaxAvailableReplicas",outcome="invalid"\} 1\b')
+
+    def test_assumed_workloads_are_subtracted_and_unschedulable_replicas_answered(self):
+        self.post("t1", "member-t", 8000, 32 * GI)
+        req = self.pb.MaxAvailableReplicasRequest(cluster="member-t")
+        r = req.replicaRequirements
+        r.priorityClassName = "koord-batch"
+        r.resourceRequestBytes["cpu"] = self.quantity("1")
+        r.resourceRequestBytes["memory"] = self.quantity("1Gi")
+        self.assertEqual(self.call("MaxAvailableReplicas", req,
+                                   self.pb.MaxAvailableReplicasResponse).maxReplicas, 8)
+        assumed = req.assumedWorkloads.add(namespace="spark")
+        c = assumed.components.add(name="spark-pi", replicas=3)
+        self.requirements("1", "1Gi", message=c.replicaRequirements)
+        self.assertEqual(self.call("MaxAvailableReplicas", req,
+                                   self.pb.MaxAvailableReplicasResponse).maxReplicas, 5)
+
+        unsched = self.pb.UnschedulableReplicasRequest(
+            cluster="member-t", unschedulableThreshold=300 * 10**9,
+            resource=self.pb.ObjectReference(apiVersion="sparkoperator.k8s.io/v1beta2",
+                                             kind="SparkApplication", namespace="spark",
+                                             name="nothing-here"))
+        self.assertEqual(self.call("GetUnschedulableReplicas", unsched,
+                                   self.pb.UnschedulableReplicasResponse).unschedulableReplicas, 0)
+
+
+if __name__ == "__main__":
+    if grpc is None:
+        print("SKIP: python3-grpcio is not installed")
+        sys.exit(77)
+    run_with_bin_dir(globals(), "gleaner-scheduler")
