@@ -299,6 +299,21 @@ std::string audit_other_key(std::string_view file_name) {
          (guess.empty() ? "" : " (did you mean " + guess + "?)") + "; ignored";
 }
 
+std::vector<std::pair<std::string, FieldStatus>> koordinator_fields(std::string_view key) {
+  std::vector<Field> fields;
+  if (key == "colocation-config") fields = colocation_fields();
+  if (key == "resource-threshold-config") fields = threshold_fields();
+  if (key == "resource-qos-config") fields = qos_fields();
+  if (key == "cpu-burst-config") fields = cpu_burst_fields();
+  if (key == "system-config") fields = system_fields();
+  std::vector<std::pair<std::string, FieldStatus>> out;
+  for (auto& f : fields) {
+    if (f.path.ends_with(".**")) f.path.resize(f.path.size() - 3);
+    out.emplace_back(std::move(f.path), f.status);
+  }
+  return out;
+}
+
 FieldLookup lookup_field(std::string_view key, std::string_view path) {
   FieldLookup out;
   const Schema* schema = schema_of(key);

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/json_util.h"
@@ -38,6 +39,12 @@ struct FieldLookup {
   FieldStatus status = FieldStatus::kEnforced;
 };
 FieldLookup lookup_field(std::string_view key, std::string_view path);
+
+// Every field Koordinator defines for a strategy of `key`, as Koordinator spells it and
+// relative to the strategy ("cpuSuppressThresholdPercent", "lsClass.memoryQOS.wmarkRatio";
+// a sub-object audited whole, such as "blkioQOS", without its leaves), with its status.
+// For docs/configuration.md and its test.
+std::vector<std::pair<std::string, FieldStatus>> koordinator_fields(std::string_view key);
 
 // Levenshtein distance, ASCII case folded (for "did you mean").
 size_t edit_distance(std::string_view a, std::string_view b);
