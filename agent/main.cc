@@ -10,5 +10,5 @@ int main(int argc, char** argv) {
   CLI::App app{"gleaner-agent: harvests idle node capacity for batch work and protects LS pods"};
   app.require_subcommand(1);
   gleaner::agent::register_commands(app);
-  return gleaner::run_cli(app, argc, argv, &gleaner::agent::exit_code);
+  return gleaner::run_cli(app, argc, argv);
 }

@@ -8,11 +8,22 @@
 
 namespace gleaner {
 
+namespace {
+int g_exit_code = 0;
+}  // namespace
+
 const char* build_version() {
   return GLEANER_VERSION;
 }
 
-int run_cli(CLI::App& app, int argc, char** argv, int (*exit_code)()) {
+int exit_code() {
+  return g_exit_code;
+}
+void set_exit_code(int code) {
+  g_exit_code = code;
+}
+
+int run_cli(CLI::App& app, int argc, char** argv) {
   std::string name = app.get_name();
   if (name.empty() && argc > 0) {
     name = argv[0];

@@ -14,8 +14,12 @@ inline constexpr int kExitUsage = 2;
 // "0.1.0 (commit abc1234)", set by the build.
 const char* build_version();
 
+// The exit code a subcommand's callback sets (CLI11 callbacks return nothing).
+int exit_code();
+void set_exit_code(int code);
+
 // Adds --version, parses, runs the chosen subcommand's callback and returns its exit code
 // (`exit_code()` after the callback), or 2 for a usage error (CLI11's message printed).
-int run_cli(CLI::App& app, int argc, char** argv, int (*exit_code)());
+int run_cli(CLI::App& app, int argc, char** argv);
 
 }  // namespace gleaner

@@ -8,5 +8,5 @@ int main(int argc, char** argv) {
   CLI::App app{"gleaner-scheduler: places Spark applications onto harvested batch capacity"};
   app.require_subcommand(1);
   gleaner::scheduler::register_commands(app);
-  return gleaner::run_cli(app, argc, argv, &gleaner::scheduler::exit_code);
+  return gleaner::run_cli(app, argc, argv);
 }

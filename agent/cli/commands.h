@@ -4,12 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli_main.h"  // exit_code(), set_exit_code()
+
 namespace gleaner::agent {
 
 void register_commands(CLI::App& app);
-// The exit code set by the subcommand that ran.
-int exit_code();
-void set_exit_code(int code);
 
 void register_report_command(CLI::App& app);
 void register_run_command(CLI::App& app);

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cgroup/parsers.h"
 #include "common/file_io.h"
 
 namespace gleaner::agent::qos {
@@ -15,10 +16,8 @@ constexpr auto kFirstRetry = 1s;
 constexpr auto kLongestRetry = 30s;
 constexpr auto kWarnEvery = 60s;
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t'))
-    s.pop_back();
-  return s;
+std::string trimmed(std::string_view s) {
+  return std::string(cgroup::trim(s));
 }
 
 }  // namespace

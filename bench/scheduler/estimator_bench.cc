@@ -22,6 +22,7 @@
 #include "kube_wire.pb.h"
 #include "scheduler/estimator/estimator_server.h"
 #include "service.grpc.pb.h"
+#include "test/scheduler/live/live_fixture.h"
 
 namespace {
 
@@ -117,18 +118,8 @@ int main(int argc, char** argv) {
     auto live = scheduler::server::LiveScheduler::create({}, {}, clock, metrics);
     if (!live) return std::fprintf(stderr, "%s\n", live.error().message.c_str()), 1;
     for (int i = 0; i < nodes; ++i) {
-      reporter::NodeReport r;
-      r.node = "node-" + std::to_string(i);
-      r.cluster = "member-1";
-      r.sequence = 1;
-      r.epoch = "bench";
-      r.timestamp_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
-      r.capacity = {32000, 128 * kGi};
-      r.allocatable = r.capacity;
-      r.batch_allocatable = reporter::ResourceAmounts{8000 + (i % 17) * 1000, 64 * kGi};
-      r.suppress.policy = "none";
+      auto r = scheduler::live_testing::node_report("node-" + std::to_string(i), 1,
+                                                    8000 + (i % 17) * 1000, 64 * kGi, "member-1");
       if ((*live)->apply_report(r)) return std::fprintf(stderr, "report refused\n"), 1;
     }
     scheduler::estimator::EstimatorOptions options;

@@ -42,6 +42,7 @@
 #include "scheduler/server/api_routes.h"
 #include "scheduler/server/http_server.h"
 #include "test/kube/test_apiserver.h"
+#include "test/scheduler/live/live_fixture.h"
 
 namespace {
 using gleaner::bench::percentile;
@@ -72,38 +73,13 @@ std::string numbered(const char* prefix, int n) {
   return out;
 }
 
+// A report of one node whose batch CPU is `cpu_milli` (96 GiB of batch memory).
 reporter::NodeReport report_of(const std::string& node, uint64_t sequence, int64_t cpu_milli,
                                const std::string& cluster) {
-  reporter::NodeReport r;
-  r.node = node;
-  r.cluster = cluster;
-  r.sequence = sequence;
-  r.timestamp_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-  r.capacity = {32000, 128 * kGi};
-  r.allocatable = r.capacity;
-  r.batch_allocatable = reporter::ResourceAmounts{cpu_milli, 96 * kGi};
-  r.suppress.policy = "none";
-  return r;
+  return scheduler::live_testing::node_report(node, sequence, cpu_milli, 96 * kGi, cluster);
 }
 
-// Runs an io_context on its own thread until destroyed.
-class IoThread {
- public:
-  IoThread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  ~IoThread() {
-    guard_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  boost::asio::io_context& io() { return io_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::thread thread_;
-};
+using scheduler::live_testing::IoThread;
 
 int ingestion(const Args& a) {
   char token_path[] = "/tmp/gleaner-live-bench-token.XXXXXX";

@@ -8,34 +8,19 @@
 
 #include "agent/cli/commands.h"
 #include "common/json_util.h"
+#include "test/support/cli_capture.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent {
 namespace {
 
-struct CalcRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using CalcRun = testing::CliRun;
 
 // Runs `gleaner-agent calc` in-process, capturing stdout and stderr.
 CalcRun run_calc(const std::string& snapshot, const std::string& config_dir) {
   CLI::App app;
   register_calc_command(app);
-  std::vector<std::string> args = {"calc", "--snapshot", snapshot, "--config-dir", config_dir};
-  std::vector<const char*> argv = {"gleaner-agent"};
-  for (const auto& a : args)
-    argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  set_exit_code(-1);
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  return {exit_code(), out.str(), err.str()};
+  return testing::run_subcommand(app, {"calc", "--snapshot", snapshot, "--config-dir", config_dir});
 }
 
 TEST(CalcCommand, PrintsTheSpecOutputForTheWorkedExample) {

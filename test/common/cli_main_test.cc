@@ -6,11 +6,6 @@
 namespace gleaner {
 namespace {
 
-int g_code = 0;
-int code() {
-  return g_code;
-}
-
 struct CliRun {
   int code = -1;
   std::string out;
@@ -23,7 +18,7 @@ CliRun run(std::vector<std::string> args) {
   auto* sub = app.add_subcommand("do", "something");
   int n = 0;
   sub->add_option("--n", n)->required();
-  sub->callback([&] { g_code = n == 7 ? kExitRuntime : kExitOk; });
+  sub->callback([&] { set_exit_code(n == 7 ? kExitRuntime : kExitOk); });
   args.insert(args.begin(), "tool");
   std::vector<char*> argv;
   for (auto& a : args)
@@ -31,7 +26,7 @@ CliRun run(std::vector<std::string> args) {
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
   CliRun r;
-  r.code = run_cli(app, static_cast<int>(argv.size()), argv.data(), &code);
+  r.code = run_cli(app, static_cast<int>(argv.size()), argv.data());
   r.out = ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
   return r;
 }

@@ -12,6 +12,7 @@
 #include "cgroup/parsers.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
+#include "test/support/cli_capture.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent {
@@ -19,28 +20,13 @@ namespace {
 using gleaner::testing::fixture_path;
 using gleaner::testing::TempDir;
 
-struct PlanRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using PlanRun = gleaner::testing::CliRun;
 
 PlanRun run_plan(std::vector<std::string> args) {
   CLI::App app;
   register_plan_command(app);
   args.insert(args.begin(), "plan");
-  std::vector<const char*> argv = {"gleaner-agent"};
-  for (const auto& a : args)
-    argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  set_exit_code(-1);
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  return {exit_code(), out.str(), err.str()};
+  return gleaner::testing::run_subcommand(app, args);
 }
 
 // The output with the cgroup root replaced by "<cgroup>".
