@@ -4,18 +4,11 @@
 #include <limits>
 
 namespace gleaner::scheduler {
-namespace {
 
-// The cluster's schedulable nodes with their free room, in a model of their own.
-struct Scratch {
-  ClusterState state;
-  ClusterId cluster = 0;
-};
-
-std::optional<Scratch> copy_cluster(const ClusterState& live, const std::string& name) {
+std::optional<ClusterCopy> copy_for_estimate(const ClusterState& live, const std::string& name) {
   auto id = live.find_cluster(name);
   if (!id) return std::nullopt;
-  Scratch s;
+  ClusterCopy s;
   s.cluster = s.state.add_cluster(name);
   bool any_fresh = false;
   for (NodeId n = 0; n < live.node_count(); ++n) {
@@ -29,6 +22,8 @@ std::optional<Scratch> copy_cluster(const ClusterState& live, const std::string&
   if (!any_fresh) return std::nullopt;
   return s;
 }
+
+namespace {
 
 // The gang shape admission knows: one pod plus N identical pods, one selector.
 std::optional<GangRequest> as_gang(const ComponentSet& set) {
@@ -45,7 +40,7 @@ std::optional<GangRequest> as_gang(const ComponentSet& set) {
 }
 
 // Places one copy of `set`; on failure nothing stays placed. `pods` counts the pods placed.
-bool place_set(Scratch& s, const ComponentSet& set, int64_t& pods) {
+bool place_set(ClusterCopy& s, const ComponentSet& set, int64_t& pods) {
   if (auto gang = as_gang(set)) {
     auto placed = s.state.place(s.cluster, *gang);
     if (placed) pods += 1 + gang->executors;
@@ -68,7 +63,7 @@ bool place_set(Scratch& s, const ComponentSet& set, int64_t& pods) {
 }
 
 // One component: each node takes floor(free / request) pods, whatever order they come in.
-int64_t replicas_that_fit(const Scratch& s, const ComponentDemand& c) {
+int64_t replicas_that_fit(const ClusterCopy& s, const ComponentDemand& c) {
   int64_t total = 0;
   for (NodeId n = 0; n < s.state.node_count(); ++n) {
     const Node& node = s.state.node(n);
@@ -88,12 +83,9 @@ int64_t replicas_that_fit(const Scratch& s, const ComponentDemand& c) {
 
 }  // namespace
 
-std::optional<int32_t> max_component_sets(const ClusterState& state, const std::string& cluster,
-                                          const ComponentSet& set,
-                                          const std::vector<ComponentSet>& assumed,
-                                          const EstimateLimits& limits) {
-  auto scratch = copy_cluster(state, cluster);
-  if (!scratch) return std::nullopt;
+int32_t max_component_sets(ClusterCopy copy, const ComponentSet& set,
+                           const std::vector<ComponentSet>& assumed, const EstimateLimits& limits) {
+  ClusterCopy* scratch = &copy;
   int64_t pods = 0;
   for (const auto& a : assumed) {
     // What does not fit any more is not there to subtract.
@@ -124,6 +116,15 @@ std::optional<int32_t> max_component_sets(const ClusterState& state, const std::
   while (sets < limits.max_answer && pods < limits.pod_budget && place_set(*scratch, wanted, pods))
     ++sets;
   return static_cast<int32_t>(sets);
+}
+
+std::optional<int32_t> max_component_sets(const ClusterState& state, const std::string& cluster,
+                                          const ComponentSet& set,
+                                          const std::vector<ComponentSet>& assumed,
+                                          const EstimateLimits& limits) {
+  auto copy = copy_for_estimate(state, cluster);
+  if (!copy) return std::nullopt;
+  return max_component_sets(std::move(*copy), set, assumed, limits);
 }
 
 }  // namespace gleaner::scheduler

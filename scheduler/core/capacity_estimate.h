@@ -36,8 +36,20 @@ struct EstimateLimits {
   int32_t max_answer = INT32_MAX;
 };
 
-// Whole copies of `set` that fit `cluster` after `assumed`; nullopt ("no opinion") when
-// the cluster is unknown or none of its nodes has a fresh report.
+// A member's fresh nodes with their free room, in a model of their own: what an estimate
+// places on. nullopt ("no opinion") when the cluster is unknown or none of its nodes has a
+// fresh report. Taken under the caller's lock; the estimate itself needs none.
+struct ClusterCopy {
+  ClusterState state;
+  ClusterId cluster = 0;
+};
+std::optional<ClusterCopy> copy_for_estimate(const ClusterState& live, const std::string& cluster);
+
+// Whole copies of `set` that fit the copy after `assumed` (the copy is used up).
+int32_t max_component_sets(ClusterCopy copy, const ComponentSet& set,
+                           const std::vector<ComponentSet>& assumed,
+                           const EstimateLimits& limits = {});
+// Both in one: nullopt as copy_for_estimate.
 std::optional<int32_t> max_component_sets(const ClusterState& state, const std::string& cluster,
                                           const ComponentSet& set,
                                           const std::vector<ComponentSet>& assumed,

@@ -7,10 +7,17 @@ namespace gleaner::scheduler::server {
 std::optional<int32_t> LiveScheduler::estimate_sets(
     const std::string& cluster, const ComponentSet& set,
     const std::vector<ComponentSet>& assumed) const {
-  std::lock_guard lock(mu_);
-  auto managed = cluster_of(cluster);
-  if (!managed) return std::nullopt;
-  return max_component_sets(core_.clusters(), *managed, set, assumed);
+  std::optional<ClusterCopy> copy;
+  {
+    // Only the copy under the lock: the placements on it run beside other estimates and
+    // the scheduling loop.
+    std::lock_guard lock(mu_);
+    auto managed = cluster_of(cluster);
+    if (!managed) return std::nullopt;
+    copy = copy_for_estimate(core_.clusters(), *managed);
+  }
+  if (!copy) return std::nullopt;
+  return max_component_sets(std::move(*copy), set, assumed);
 }
 
 int32_t LiveScheduler::unschedulable_pods(const std::string& cluster, const std::string& ns,
