@@ -61,6 +61,11 @@ def check_agent(c, docs, image, agent_flags):
             "agent: a resctrl the agent mounts reaches the host (Bidirectional)")
     c.check(mounts.get(host_paths.get("/sys/kernel")) == "/sys/kernel",
             "agent: BTF at /sys/kernel/btf (the path the agent checks)")
+    # system-config writes /proc/sys/vm (under --proc-root) and /sys/kernel/mm/memcg_reaper.
+    for host in ("/proc", "/sys/kernel"):
+        ro = [vm for vm in ctr["volumeMounts"]
+              if vm["name"] == host_paths.get(host) and vm.get("readOnly")]
+        c.check(not ro, "agent: %s mounted writable (system-config writes there)" % host)
     config_mount = mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("name")
                             == "ack-slo-config")
     c.check(config_mount is not None and config_mount == args.get("--config-dir"),
