@@ -45,12 +45,8 @@ void note_system(const SystemStrategy& s, const std::string& file, const std::st
 
 template <typename S, typename Read>
 Result<StrategySet<S>> parse(std::string_view text, const std::string& file, Read read) {
-  auto json = parse_json(text, file);
+  auto json = parse_json_object(text, file);
   if (!json) return json.error();
-  if (!json->is_object()) {
-    return make_error(ErrorCode::kParse,
-                      file + ": expected a JSON object, got " + json->type_name());
-  }
   FieldReader reader(file);
   const Json* cluster = reader.object(*json, "", "clusterStrategy");
   auto set = read_strategy_set<S>(reader, *json, cluster, "clusterStrategy", "nodeStrategies", S{},

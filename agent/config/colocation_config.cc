@@ -81,12 +81,8 @@ void check_colocation(FieldReader& /*r*/, const std::string& /*path*/,
 }
 
 Result<ColocationConfig> parse_colocation_config(std::string_view text, const std::string& file) {
-  auto json = parse_json(text, file);
+  auto json = parse_json_object(text, file);
   if (!json) return json.error();
-  if (!json->is_object()) {
-    return make_error(ErrorCode::kParse,
-                      file + ": expected a JSON object, got " + json->type_name());
-  }
   FieldReader reader(file);
   auto set = read_strategy_set<ColocationStrategy>(
       reader, *json, &*json, "", "nodeConfigs", ColocationStrategy{}, read_colocation_fields,

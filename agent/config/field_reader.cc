@@ -7,6 +7,16 @@
 
 namespace gleaner::agent::config {
 
+Result<Json> parse_json_object(std::string_view text, const std::string& file) {
+  auto json = parse_json(text, file);
+  if (!json) return json.error();
+  if (!json->is_object()) {
+    return make_error(ErrorCode::kParse,
+                      file + ": expected a JSON object, got " + json->type_name());
+  }
+  return json;
+}
+
 std::string FieldReader::join(const std::string& path, std::string_view key) {
   if (path.empty()) return std::string(key);
   return path + "." + std::string(key);

@@ -16,6 +16,9 @@
 
 namespace gleaner::agent::config {
 
+// A ConfigMap key's value: JSON whose top level is an object, or an error naming `file`.
+Result<Json> parse_json_object(std::string_view text, const std::string& file);
+
 class FieldReader {
  public:
   explicit FieldReader(std::string file) : file_(std::move(file)) {}

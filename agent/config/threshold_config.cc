@@ -71,12 +71,8 @@ const char* to_string(CpuSuppressMode mode) {
 
 Result<ResourceThresholdConfig> parse_threshold_config(std::string_view text,
                                                        const std::string& file) {
-  auto json = parse_json(text, file);
+  auto json = parse_json_object(text, file);
   if (!json) return json.error();
-  if (!json->is_object()) {
-    return make_error(ErrorCode::kParse,
-                      file + ": expected a JSON object, got " + json->type_name());
-  }
   FieldReader reader(file);
   const Json* cluster = reader.object(*json, "", "clusterStrategy");
   auto set = read_strategy_set<ResourceThresholdStrategy>(
