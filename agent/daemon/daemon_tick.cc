@@ -122,8 +122,7 @@ void Daemon::tick() {
   std::vector<PodCgroup> cgroups;
   for (const auto& pod : d.pods) {
     auto classified = snapshot::classify_pod(pod);
-    cgroups.push_back(
-        {pod.key(), d.layout->pod_dir(qos::to_cgroup_qos(classified.kube_qos), pod.metadata.uid)});
+    cgroups.push_back({pod.key(), d.layout->pod_dir(classified.kube_qos, pod.metadata.uid)});
   }
   PodSamplingPass pass = d.pod_sampler->sample(cgroups, now);
   for (const auto& key : pass.vanished)
@@ -280,9 +279,8 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
   std::set<std::string> ls_dirs;
   for (const auto& pod : snap.pods) {
     if (pod.qos == states::QoSClass::kBE) continue;
-    const std::string dir =
-        fs->dir_of(cgroup::Resource::kCpuShares,
-                   layout->pod_dir(qos::to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid));
+    const std::string dir = fs->dir_of(cgroup::Resource::kCpuShares,
+                                       layout->pod_dir(pod.kube_qos, pod.pod.metadata.uid));
     ls_dirs.insert(dir);
     if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = pod.pod.key();
   }

@@ -109,7 +109,7 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
     const std::string pod_dir = pod_cgroup(layout, pod);
     add_protection(plan, reader, pod_dir, pod_total, true);
     add_knobs(plan, reader, pod_dir, cls->memory);
-    auto& q = per_qos_dir[layout.qos_dir(to_cgroup_qos(pod.kube_qos))];
+    auto& q = per_qos_dir[layout.qos_dir(pod.kube_qos)];
     q.min += pod_total.min;
     q.low += pod_total.low;
     all.min += pod_total.min;

@@ -2,20 +2,8 @@
 
 namespace gleaner::agent::qos {
 
-cgroup::KubeQos to_cgroup_qos(states::KubeQoS qos) {
-  switch (qos) {
-    case states::KubeQoS::kGuaranteed:
-      return cgroup::KubeQos::kGuaranteed;
-    case states::KubeQoS::kBurstable:
-      return cgroup::KubeQos::kBurstable;
-    case states::KubeQoS::kBestEffort:
-      return cgroup::KubeQos::kBestEffort;
-  }
-  return cgroup::KubeQos::kBestEffort;
-}
-
 std::string pod_cgroup(const cgroup::KubeletLayout& layout, const snapshot::PodState& pod) {
-  return layout.pod_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid);
+  return layout.pod_dir(pod.kube_qos, pod.pod.metadata.uid);
 }
 
 std::vector<std::pair<std::string, std::string>> container_cgroups(
@@ -23,15 +11,14 @@ std::vector<std::pair<std::string, std::string>> container_cgroups(
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& status : pod.pod.container_statuses) {
     if (status.container_id.empty()) continue;  // not started yet
-    auto dir = layout.container_dir(to_cgroup_qos(pod.kube_qos), pod.pod.metadata.uid,
-                                    status.container_id);
+    auto dir = layout.container_dir(pod.kube_qos, pod.pod.metadata.uid, status.container_id);
     if (dir) out.emplace_back(status.name, *dir);
   }
   return out;
 }
 
 bool is_be_for_suppress(const snapshot::PodState& pod) {
-  return is_labelled_be(pod) || pod.kube_qos == states::KubeQoS::kBestEffort;
+  return is_labelled_be(pod) || pod.kube_qos == cgroup::KubeQos::kBestEffort;
 }
 
 bool is_labelled_be(const snapshot::PodState& pod) {

@@ -10,7 +10,6 @@
 
 namespace gleaner::agent::qos {
 
-cgroup::KubeQos to_cgroup_qos(states::KubeQoS qos);
 std::string pod_cgroup(const cgroup::KubeletLayout& layout, const snapshot::PodState& pod);
 // (container name, cgroup dir) for every running container with a parseable id.
 std::vector<std::pair<std::string, std::string>> container_cgroups(

@@ -26,7 +26,7 @@ struct Usage {
 
 struct PodState {
   kube::Pod pod;
-  states::KubeQoS kube_qos = states::KubeQoS::kBestEffort;
+  cgroup::KubeQos kube_qos = cgroup::KubeQos::kBestEffort;
   states::QoSClass qos = states::QoSClass::kBE;
   states::PriorityClass priority = states::PriorityClass::kBatch;
   Usage request;  // cpu/memory requests as the scheduler counts them

@@ -5,18 +5,6 @@
 
 namespace gleaner::agent::states {
 
-const char* to_string(KubeQoS qos) {
-  switch (qos) {
-    case KubeQoS::kGuaranteed:
-      return "Guaranteed";
-    case KubeQoS::kBurstable:
-      return "Burstable";
-    case KubeQoS::kBestEffort:
-      return "BestEffort";
-  }
-  return "BestEffort";
-}
-
 const char* to_string(QoSClass qos) {
   switch (qos) {
     case QoSClass::kLSE:
@@ -72,7 +60,7 @@ std::optional<PriorityClass> priority_class_from_value(int32_t priority) {
   return std::nullopt;
 }
 
-KubeQoS compute_kube_qos(const kube::Pod& pod) {
+cgroup::KubeQos compute_kube_qos(const kube::Pod& pod) {
   // The kubelet's rule: only cpu and memory count; Guaranteed needs every container to
   // limit both and the summed requests to equal the summed limits.
   const std::string names[] = {kube::kResourceCpu, kube::kResourceMemory};
@@ -100,21 +88,21 @@ KubeQoS compute_kube_qos(const kube::Pod& pod) {
     visit(c);
   for (const auto& c : pod.init_containers)
     visit(c);
-  if (requests.empty() && limits.empty()) return KubeQoS::kBestEffort;
+  if (requests.empty() && limits.empty()) return cgroup::KubeQos::kBestEffort;
   if (guaranteed) {
     for (const auto& [name, value] : requests) {
       auto lim = limits.find(name);
       if (lim == limits.end() || lim->second != value) guaranteed = false;
     }
   }
-  if (guaranteed && requests.size() == limits.size()) return KubeQoS::kGuaranteed;
-  return KubeQoS::kBurstable;
+  if (guaranteed && requests.size() == limits.size()) return cgroup::KubeQos::kGuaranteed;
+  return cgroup::KubeQos::kBurstable;
 }
 
-KubeQoS kube_qos(const kube::Pod& pod) {
-  if (pod.qos_class == "Guaranteed") return KubeQoS::kGuaranteed;
-  if (pod.qos_class == "Burstable") return KubeQoS::kBurstable;
-  if (pod.qos_class == "BestEffort") return KubeQoS::kBestEffort;
+cgroup::KubeQos kube_qos(const kube::Pod& pod) {
+  if (pod.qos_class == "Guaranteed") return cgroup::KubeQos::kGuaranteed;
+  if (pod.qos_class == "Burstable") return cgroup::KubeQos::kBurstable;
+  if (pod.qos_class == "BestEffort") return cgroup::KubeQos::kBestEffort;
   return compute_kube_qos(pod);
 }
 
@@ -124,11 +112,11 @@ QoSClass qos_class(const kube::Pod& pod) {
     if (auto q = parse_qos_class(it->second)) return *q;
   }
   switch (kube_qos(pod)) {
-    case KubeQoS::kGuaranteed:
+    case cgroup::KubeQos::kGuaranteed:
       return QoSClass::kLSR;
-    case KubeQoS::kBurstable:
+    case cgroup::KubeQos::kBurstable:
       return QoSClass::kLS;
-    case KubeQoS::kBestEffort:
+    case cgroup::KubeQos::kBestEffort:
       return QoSClass::kBE;
   }
   return QoSClass::kLS;

@@ -7,18 +7,17 @@
 #include <optional>
 #include <string_view>
 
+#include "cgroup/layout.h"  // KubeQos, the Kubernetes QoS class
 #include "kube/objects.h"
 
 namespace gleaner::agent::states {
 
-enum class KubeQoS { kGuaranteed, kBurstable, kBestEffort };
 enum class QoSClass { kLSE, kLSR, kLS, kBE, kSystem };
 enum class PriorityClass { kProd, kMid, kBatch, kFree };
 
 inline constexpr const char* kLabelQoSClass = "koordinator.sh/qosClass";
 inline constexpr const char* kLabelPriorityClass = "koordinator.sh/priority-class";
 
-const char* to_string(KubeQoS qos);
 const char* to_string(QoSClass qos);
 const char* to_string(PriorityClass priority);
 
@@ -32,8 +31,8 @@ std::optional<PriorityClass> priority_class_from_value(int32_t priority);
 
 // status.qosClass when the API server set it, else computed from requests and limits
 // as the kubelet does.
-KubeQoS kube_qos(const kube::Pod& pod);
-KubeQoS compute_kube_qos(const kube::Pod& pod);
+cgroup::KubeQos kube_qos(const kube::Pod& pod);
+cgroup::KubeQos compute_kube_qos(const kube::Pod& pod);
 // Label koordinator.sh/qosClass, else Guaranteed -> LSR, Burstable -> LS, BestEffort -> BE.
 QoSClass qos_class(const kube::Pod& pod);
 // Label koordinator.sh/priority-class, else spec.priority ranges, else a koord-*

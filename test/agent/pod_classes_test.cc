@@ -19,20 +19,20 @@ constexpr const char* kBestEffort = R"({"metadata": {"name": "e", "namespace": "
   "spec": {"containers": [{"name": "c"}]}})";
 
 TEST(PodClasses, ComputesKubeQoSWhenStatusIsAbsent) {
-  EXPECT_EQ(kube_qos(make_pod(kGuaranteed)), KubeQoS::kGuaranteed);
-  EXPECT_EQ(kube_qos(make_pod(kBurstable)), KubeQoS::kBurstable);
-  EXPECT_EQ(kube_qos(make_pod(kBestEffort)), KubeQoS::kBestEffort);
+  EXPECT_EQ(kube_qos(make_pod(kGuaranteed)), cgroup::KubeQos::kGuaranteed);
+  EXPECT_EQ(kube_qos(make_pod(kBurstable)), cgroup::KubeQos::kBurstable);
+  EXPECT_EQ(kube_qos(make_pod(kBestEffort)), cgroup::KubeQos::kBestEffort);
   // Requests below limits: Burstable even though both resources are limited.
   auto pod = make_pod(R"({"metadata": {"name": "x", "namespace": "d"}, "spec": {"containers": [
       {"name": "c", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"},
                                   "limits": {"cpu": "1", "memory": "1Gi"}}}]}})");
-  EXPECT_EQ(compute_kube_qos(pod), KubeQoS::kBurstable);
+  EXPECT_EQ(compute_kube_qos(pod), cgroup::KubeQos::kBurstable);
 }
 
 TEST(PodClasses, StatusQoSClassWinsOverComputation) {
   auto pod = make_pod(kBestEffort);
   pod.qos_class = "Guaranteed";
-  EXPECT_EQ(kube_qos(pod), KubeQoS::kGuaranteed);
+  EXPECT_EQ(kube_qos(pod), cgroup::KubeQos::kGuaranteed);
 }
 
 TEST(PodClasses, KoordinatorQoSFromLabelElseKubeQoS) {

@@ -29,7 +29,7 @@ ALLOWED = {
     "reporter/wire": {"common"},
     "reporter/client": {"common", "reporter/wire"},
     "reporter/metrics": {"common", "reporter/wire"},
-    "agent/states": {"common", "kube"},
+    "agent/states": {"common", "kube", "cgroup"},  # cgroup::KubeQos
     "agent/config": {"common", "kube"},
     "agent/snapshot": {"common", "kube", "agent/states"},
     "agent/batch": {"common", "kube", "agent/states", "agent/config", "agent/snapshot"},
