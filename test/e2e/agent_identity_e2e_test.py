@@ -16,40 +16,18 @@ Usage: agent_identity_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing
 import http.client
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_harness import Proc, ServiceHTTPS, deadline_loop, run_with_bin_dir  # noqa: E402
+from e2e_harness import (Proc, ServiceHTTPS, deadline_loop, make_certificates,  # noqa: E402
+                         run_with_bin_dir)  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
 BIN_DIR = None
 AGENT_NS, AGENT_SA = "kube-system", "gleaner-agent"
-
-
-def openssl(*args):
-    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
-
-
-def make_certificates(d):
-    """A CA and a serving certificate for "localhost" it signed: (ca.crt, tls dir)."""
-    tls = os.path.join(d, "tls")
-    os.makedirs(tls)
-    ca_key, ca_crt = os.path.join(d, "ca.key"), os.path.join(d, "ca.crt")
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", ca_key, "-out", ca_crt)
-    key, csr = os.path.join(tls, "tls.key"), os.path.join(d, "tls.csr")
-    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", csr)
-    ext = os.path.join(d, "ext.cnf")
-    with open(ext, "w") as f:
-        f.write("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
-            "-days", "1", "-extfile", ext, "-out", os.path.join(tls, "tls.crt"))
-    return ca_crt, tls
 
 
 class AgentIdentity(unittest.TestCase):

@@ -51,6 +51,28 @@ def run_with_bin_dir(module_globals, *binaries):
     unittest.main(argv=[sys.argv[0]] + rest)
 
 
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
+
+
+def make_certificates(d):
+    """A CA and a serving certificate for "localhost" it signed: (ca.crt, tls dir)."""
+    tls = os.path.join(d, "tls")
+    os.makedirs(tls)
+    ca_key, ca_crt = os.path.join(d, "ca.key"), os.path.join(d, "ca.crt")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-days", "1", "-subj", "/CN=test-ca", "-keyout", ca_key, "-out", ca_crt)
+    key, csr = os.path.join(tls, "tls.key"), os.path.join(d, "tls.csr")
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", csr)
+    ext = os.path.join(d, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial",
+            "-days", "1", "-extfile", ext, "-out", os.path.join(tls, "tls.crt"))
+    return ca_crt, tls
+
+
 def node_report(node, seq, epoch, batch_cpu_milli, batch_memory, cluster="",
                 capacity=(8000, 32 << 30)):
     """A NodeReport (docs/wire-format.md) of an idle node with this batch allocatable."""

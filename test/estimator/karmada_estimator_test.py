@@ -24,7 +24,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from e2e_harness import Proc, deadline_loop, node_report, run_with_bin_dir  # noqa: E402
+from e2e_harness import (Proc, deadline_loop, make_certificates, node_report,  # noqa: E402
+                         run_with_bin_dir)
 
 PROTO_DIR = os.path.join(HERE, "..", "..", "scheduler", "estimator", "proto")
 SERVICE = "/github.com.karmada_io.karmada.pkg.estimator.service.Estimator/"
@@ -249,6 +250,40 @@ class KarmadaEstimatorTest(unittest.TestCase):
                                              name="nothing-here"))
         self.assertEqual(self.call("GetUnschedulableReplicas", unsched,
                                    self.pb.UnschedulableReplicasResponse).unschedulableReplicas, 0)
+
+
+class KarmadaEstimatorTlsTest(unittest.TestCase):
+    """--estimator-tls-cert-dir: a client that trusts the CA gets answers; a plaintext one,
+    karmada-scheduler's default, is refused."""
+
+    def test_tls_answers_a_client_with_the_ca_and_refuses_plaintext(self):
+        tmp = tempfile.TemporaryDirectory(prefix="gleaner-estimator-tls-")
+        self.addCleanup(tmp.cleanup)
+        pb, _ = generate_stubs(tmp.name)
+        ca, tls = make_certificates(tmp.name)
+        sched = Proc("scheduler", [
+            os.path.join(BIN_DIR, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
+            "--report-auth", "none", "--estimator-listen", "127.0.0.1:0",
+            "--estimator-tls-cert-dir", tls], tmp.name)
+        self.addCleanup(sched.stop)
+        port = sched.wait_line(r"Karmada estimator on port (\d+) \(TLS\)", 20).group(1)
+        with open(ca, "rb") as f:
+            creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        request = pb.MaxAvailableReplicasRequest(cluster="member-nowhere")
+
+        def call(channel):
+            stub = channel.unary_unary(SERVICE + "MaxAvailableReplicas",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=pb.MaxAvailableReplicasResponse.FromString)
+            return stub(request, timeout=5).maxReplicas
+
+        with grpc.secure_channel("127.0.0.1:" + port, creds,
+                                 options=[("grpc.ssl_target_name_override", "localhost")]) as c:
+            self.assertEqual(call(c), -1, "an unknown member: no opinion, over TLS")
+        with grpc.insecure_channel("127.0.0.1:" + port) as plain:
+            with self.assertRaises(grpc.RpcError) as refused:
+                call(plain)
+            self.assertEqual(refused.exception.code(), grpc.StatusCode.UNAVAILABLE)
 
 
 if __name__ == "__main__":
