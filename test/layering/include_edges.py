@@ -18,7 +18,7 @@ AGENT_CORE = {"agent/states", "agent/config", "agent/snapshot", "agent/batch", "
               "agent/step", "agent/bpf", "agent/metrics"}
 REPORTER = {"reporter/wire", "reporter/client", "reporter/metrics"}
 SCHEDULER = {"scheduler/core", "scheduler/sim", "scheduler/admission", "scheduler/server",
-             "scheduler/kube", "scheduler/estimator"}
+             "scheduler/kube", "scheduler/estimator", "scheduler/fleet"}
 
 # module -> the modules it may include. Keep docs/architecture.md's table in step.
 ALLOWED = {
@@ -52,6 +52,8 @@ ALLOWED = {
                        "scheduler/server"},
     "scheduler/estimator": {"common", "kube", "scheduler/core", "scheduler/kube",
                             "scheduler/server"},
+    # Fleet mode's pure pieces (PropagationPolicy matching): Kubernetes vocabulary only.
+    "scheduler/fleet": {"common", "kube", "scheduler/core"},
     "scheduler/cli": {"common", "kube"} | SCHEDULER,
     "scheduler": {"common", "scheduler/cli"},  # scheduler/main.cc
 }
