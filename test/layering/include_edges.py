@@ -53,7 +53,7 @@ ALLOWED = {
     "scheduler/estimator": {"common", "kube", "scheduler/core", "scheduler/kube",
                             "scheduler/server"},
     # Fleet mode's pure pieces (PropagationPolicy matching): Kubernetes vocabulary only.
-    "scheduler/fleet": {"common", "kube", "scheduler/core"},
+    "scheduler/fleet": {"common", "kube", "scheduler/core", "scheduler/kube"},
     "scheduler/cli": {"common", "kube"} | SCHEDULER,
     "scheduler": {"common", "scheduler/cli"},  # scheduler/main.cc
 }

@@ -1,0 +1,110 @@
+#include "scheduler/fleet/job_roles.h"
+
+#include <array>
+#include <optional>
+
+#include "kube/objects.h"
+#include "scheduler/kube/node_affinity.h"
+
+namespace gleaner::scheduler::fleet {
+namespace {
+
+struct Kind {
+  const char* kind;
+  const char* specs_field;
+  std::vector<const char*> roles;
+};
+
+const std::array<Kind, 2>& kinds() {
+  static const std::array<Kind, 2> k = {
+      Kind{"PyTorchJob", "pytorchReplicaSpecs", {"Master", "Worker"}},
+      Kind{"TFJob", "tfReplicaSpecs", {"Chief", "Master", "PS", "Worker", "Evaluator"}}};
+  return k;
+}
+
+Error invalid(const std::string& where, const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
+}
+
+Result<JobRole> role(const std::string& name, const Json& spec, const std::string& where) {
+  if (!spec.is_object()) return invalid(where, "expected an object");
+  JobRole r;
+  r.name = name;
+  if (auto n = spec.find("replicas"); n != spec.end() && !n->is_null()) {
+    if (!n->is_number_integer() || n->get<int64_t>() < 0 || n->get<int64_t>() > 100000) {
+      return invalid(where + ".replicas", "expected an integer in 0..100000");
+    }
+    r.replicas = n->get<int>();
+  }
+  auto tmpl = spec.find("template");
+  if (tmpl == spec.end() || !tmpl->is_object() || !tmpl->contains("spec")) {
+    return invalid(where + ".template", "a pod template with a spec is required");
+  }
+  // The template as a pod: what the scheduler will count of each of the role's pods.
+  Json pod = {{"metadata", tmpl->value("metadata", Json::object())}, {"spec", (*tmpl)["spec"]}};
+  if (!pod["metadata"].contains("name")) pod["metadata"]["name"] = name;
+  auto parsed = kube::parse_pod(pod);
+  if (!parsed) return invalid(where + ".template", parsed.error().message);
+  if (parsed->containers.empty()) return invalid(where + ".template.spec", "no containers");
+  r.request = {kube::pod_request(*parsed, kube::kResourceCpu).milli_value(),
+               kube::pod_request(*parsed, kube::kResourceMemory).value()};
+  r.gpus = kube::pod_request(*parsed, kResourceGpu).value();
+  r.priority_class = parsed->priority_class_name;
+  const Json& pod_spec = (*tmpl)["spec"];
+  auto selector = kube_glue::node_selector_of(pod_spec, where + ".template.spec");
+  if (!selector) return invalid(where + ".template.spec", selector.error().message);
+  auto tolerations = kube_glue::tolerations_of(pod_spec, where + ".template.spec");
+  if (!tolerations) return invalid(where + ".template.spec", tolerations.error().message);
+  r.selector = std::move(*selector);
+  r.selector.tolerations = {std::move(*tolerations)};
+  return r;
+}
+
+}  // namespace
+
+Result<TrainingJob> parse_training_job(const Json& object) {
+  if (!object.is_object()) return invalid("job", "expected an object");
+  TrainingJob job;
+  job.kind = object.value("kind", "");
+  const Json meta = object.value("metadata", Json::object());
+  job.ns = meta.is_object() ? meta.value("namespace", "") : "";
+  job.name = meta.is_object() ? meta.value("name", "") : "";
+  const std::string where = job.kind + " " + job.ns + "/" + job.name;
+  if (object.value("apiVersion", "") != "kubeflow.org/v1") {
+    return invalid(where + ": apiVersion", "expected kubeflow.org/v1");
+  }
+  const Kind* kind = nullptr;
+  for (const auto& k : kinds()) {
+    if (job.kind == k.kind) kind = &k;
+  }
+  if (kind == nullptr) return invalid(where + ": kind", "expected PyTorchJob or TFJob");
+  const Json spec = object.value("spec", Json::object());
+  auto specs = spec.is_object() ? spec.find(kind->specs_field) : spec.end();
+  if (!spec.is_object() || specs == spec.end() || !specs->is_object() || specs->empty()) {
+    return invalid(where + ": spec." + kind->specs_field, "expected the replica specs by role");
+  }
+  for (const auto& [name, _] : specs->items()) {
+    bool known = false;
+    for (const char* r : kind->roles)
+      known = known || name == r;
+    if (!known) return invalid(where + ": spec." + kind->specs_field + "." + name, "unknown role");
+  }
+  for (const char* r : kind->roles) {
+    auto it = specs->find(r);
+    if (it == specs->end()) continue;
+    auto parsed = role(r, *it, where + ": spec." + kind->specs_field + "." + r);
+    if (!parsed) return parsed.error();
+    job.roles.push_back(std::move(*parsed));
+  }
+  return job;
+}
+
+ComponentSet component_set(const TrainingJob& job) {
+  ComponentSet set;
+  for (const auto& r : job.roles) {
+    if (r.replicas > 0) set.push_back({r.name, r.request, r.replicas, r.selector});
+  }
+  return set;
+}
+
+}  // namespace gleaner::scheduler::fleet

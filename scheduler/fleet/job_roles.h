@@ -1,0 +1,49 @@
+#pragma once
+// The roles of the jobs a fleet places whole (Kubeflow's PyTorchJob and TFJob,
+// kubeflow.org/v1): each role's replicas, per-pod request (as the scheduler counts a pod:
+// the sum of its containers, or its largest init container when that is more), GPUs,
+// priority class and where its pods may go, read from the role's pod template. Pure.
+//
+// The roles a job may have, as the training operator defines them: PyTorchJob Master and
+// Worker (pytorchReplicaSpecs); TFJob Chief, Master, PS, Worker and Evaluator
+// (tfReplicaSpecs). A job is one gang: every role's pods in one member cluster.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/json_util.h"
+#include "common/result.h"
+#include "scheduler/core/capacity_estimate.h"
+#include "scheduler/core/node_selector.h"
+#include "scheduler/core/resources.h"
+
+namespace gleaner::scheduler::fleet {
+
+inline constexpr const char* kResourceGpu = "nvidia.com/gpu";
+
+struct JobRole {
+  std::string name;  // "Master", "Worker", ...
+  int replicas = 1;
+  Resources request;  // cpu millicores, memory bytes of one pod
+  int64_t gpus = 0;   // nvidia.com/gpu of one pod
+  std::string priority_class;
+  NodeSelector selector;  // nodeSelector, required affinity, tolerations
+};
+
+struct TrainingJob {
+  std::string kind;  // PyTorchJob | TFJob
+  std::string ns;
+  std::string name;
+  std::vector<JobRole> roles;  // in the operator's order of the roles
+};
+
+// Errors (kInvalidArgument) name the job and the field: an unknown role, replicas < 0, a
+// role without a pod template or containers, a selector Gleaner cannot honour.
+Result<TrainingJob> parse_training_job(const Json& object);
+
+// The job as one set of components for placement and for Karmada's estimator: roles with
+// no replicas left out.
+ComponentSet component_set(const TrainingJob& job);
+
+}  // namespace gleaner::scheduler::fleet

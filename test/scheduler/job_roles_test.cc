@@ -1,0 +1,111 @@
+// Kubeflow training jobs as the fleet places them: every role with its replicas, per-pod
+// request (containers summed, the larger init container counted), GPUs, priority class and
+// selector; unknown roles and bad replica counts named.
+#include "scheduler/fleet/job_roles.h"
+
+#include <gtest/gtest.h>
+
+#include "kube/yaml_json.h"
+
+namespace gleaner::scheduler::fleet {
+namespace {
+
+constexpr int64_t kGi = 1024LL * 1024 * 1024;
+
+Result<TrainingJob> parse_yaml(const std::string& yaml) {
+  auto json = kube::yaml_to_json(yaml, "job.yaml");
+  EXPECT_TRUE(json.ok());
+  return parse_training_job(*json);
+}
+
+TEST(JobRoles, APyTorchJobsMasterAndWorkersWithGpus) {
+  auto job = parse_yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: mnist, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 3
+      template:
+        spec:
+          priorityClassName: koord-batch
+          nodeSelector: {accelerator: a10}
+          tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+          containers:
+          - name: pytorch
+            resources:
+              limits: {nvidia.com/gpu: 1, cpu: "4", memory: 16Gi}
+          - name: sidecar
+            resources: {requests: {cpu: 500m, memory: 512Mi}}
+    Master:
+      replicas: 1
+      template:
+        spec:
+          initContainers:
+          - {name: fetch, resources: {requests: {cpu: "2", memory: 1Gi}}}
+          containers:
+          - {name: pytorch, resources: {requests: {cpu: "1", memory: 2Gi}}}
+)");
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  ASSERT_EQ(job->roles.size(), 2U);
+  const JobRole& master = job->roles[0];
+  EXPECT_EQ(master.name, "Master") << "the operator's order, not the file's";
+  EXPECT_EQ(master.request, (Resources{2000, 2 * kGi})) << "max(init 2 CPUs, containers 1)";
+  EXPECT_EQ(master.gpus, 0);
+  const JobRole& worker = job->roles[1];
+  EXPECT_EQ(worker.replicas, 3);
+  // Requests default to limits; the sidecar adds its own.
+  EXPECT_EQ(worker.request, (Resources{4500, 16 * kGi + 512 * 1024 * 1024}));
+  EXPECT_EQ(worker.gpus, 1);
+  EXPECT_EQ(worker.priority_class, "koord-batch");
+  EXPECT_TRUE(worker.selector.admits({{"accelerator", "a10"}},
+                                     {{"nvidia.com/gpu", "", TaintEffect::kNoSchedule}}));
+  EXPECT_FALSE(worker.selector.matches({{"accelerator", "t4"}}));
+  const ComponentSet set = component_set(*job);
+  ASSERT_EQ(set.size(), 2U);
+  EXPECT_EQ(set[1].replicas, 3);
+}
+
+TEST(JobRoles, TfJobRolesAndBadInput) {
+  auto tf = parse_yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: dist, namespace: ml}
+spec:
+  tfReplicaSpecs:
+    PS: {replicas: 2, template: {spec: {containers: [{name: tf, resources: {requests: {cpu: "1"}}}]}}}
+    Chief: {replicas: 1, template: {spec: {containers: [{name: tf}]}}}
+    Evaluator: {replicas: 0, template: {spec: {containers: [{name: tf}]}}}
+)");
+  ASSERT_TRUE(tf.ok()) << tf.error().message;
+  ASSERT_EQ(tf->roles.size(), 3U);
+  EXPECT_EQ(tf->roles[0].name, "Chief");
+  EXPECT_EQ(tf->roles[1].name, "PS");
+  EXPECT_EQ(component_set(*tf).size(), 2U) << "no Evaluator replicas";
+
+  auto error = [](const std::string& yaml) {
+    auto json = kube::yaml_to_json(yaml, "job.yaml");
+    auto j = parse_training_job(*json);
+    return j.ok() ? std::string("ok") : j.error().message;
+  };
+  const std::string head =
+      "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\n"
+      "metadata: {name: j, namespace: n}\n";
+  EXPECT_NE(error(head + "spec: {pytorchReplicaSpecs: {Chief: {}}}").find("Chief: unknown role"),
+            std::string::npos);
+  EXPECT_NE(error(head + "spec: {pytorchReplicaSpecs: {Worker: {replicas: -1, template: "
+                         "{spec: {containers: [{name: c}]}}}}}")
+                .find("Worker.replicas"),
+            std::string::npos);
+  EXPECT_NE(
+      error(head + "spec: {pytorchReplicaSpecs: {Worker: {replicas: 1}}}").find("Worker.template"),
+      std::string::npos);
+  EXPECT_NE(error(head + "spec: {}").find("pytorchReplicaSpecs"), std::string::npos);
+  EXPECT_NE(error("apiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata: {name: j}\nspec: {}")
+                .find("kind"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::fleet
