@@ -85,8 +85,7 @@ spec:
   EXPECT_EQ(component_set(*tf).size(), 2U) << "no Evaluator replicas";
 
   auto error = [](const std::string& yaml) {
-    auto json = kube::yaml_to_json(yaml, "job.yaml");
-    auto j = parse_training_job(*json);
+    auto j = parse_yaml(yaml);
     return j.ok() ? std::string("ok") : j.error().message;
   };
   const std::string head =
