@@ -2,8 +2,10 @@
 
 #include <array>
 #include <optional>
+#include <tuple>
 
 #include "kube/objects.h"
+#include "kube/spark_application.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::fleet {
@@ -97,6 +99,42 @@ Result<TrainingJob> parse_training_job(const Json& object) {
     job.roles.push_back(std::move(*parsed));
   }
   return job;
+}
+
+Result<TrainingJob> parse_spark_job(const Json& object) {
+  auto app = kube::parse_spark_application(object);
+  if (!app) return invalid("SparkApplication", app.error().message);
+  TrainingJob job;
+  job.kind = "SparkApplication";
+  job.ns = app->namespace_;
+  job.name = app->name;
+  const std::string where = "SparkApplication " + job.ns + "/" + job.name + ": spec.";
+  const Json spec = object.value("spec", Json::object());
+  for (const auto& [name, field, role, replicas] :
+       {std::tuple{"Driver", "driver", &app->driver, 1},
+        std::tuple{"Executor", "executor", &app->executor, app->gang_executors()}}) {
+    JobRole r;
+    r.name = name;
+    r.replicas = replicas;
+    r.request = {role->cpu_request_milli, app->pod_memory_bytes(*role)};
+    const Json section = spec.is_object() ? spec.value(field, Json::object()) : Json::object();
+    if (section.is_object()) r.priority_class = section.value("priorityClassName", "");
+    auto selector = kube_glue::node_selector_of(section, where + field);
+    if (!selector) return invalid(where + field, selector.error().message);
+    auto tolerations = kube_glue::tolerations_of(section, where + field);
+    if (!tolerations) return invalid(where + field, tolerations.error().message);
+    r.selector = std::move(*selector);
+    r.selector.tolerations = {std::move(*tolerations)};
+    job.roles.push_back(std::move(r));
+  }
+  return job;
+}
+
+Result<TrainingJob> parse_hub_job(const Json& object) {
+  if (object.is_object() && object.value("kind", "") == "SparkApplication") {
+    return parse_spark_job(object);
+  }
+  return parse_training_job(object);
 }
 
 ComponentSet component_set(const TrainingJob& job) {

@@ -42,6 +42,14 @@ struct TrainingJob {
 // role without a pod template or containers, a selector Gleaner cannot honour.
 Result<TrainingJob> parse_training_job(const Json& object);
 
+// A SparkApplication (sparkoperator.k8s.io/v1beta2) as roles Driver (1) and Executor (the
+// executors its gang is admitted with), each pod sized by Spark's rules (cores, memory +
+// overhead), with the section's priorityClassName, nodeSelector, affinity and tolerations.
+Result<TrainingJob> parse_spark_job(const Json& object);
+
+// Any job kind the fleet places: SparkApplication, PyTorchJob or TFJob.
+Result<TrainingJob> parse_hub_job(const Json& object);
+
 // The job as one set of components for placement and for Karmada's estimator: roles with
 // no replicas left out.
 ComponentSet component_set(const TrainingJob& job);

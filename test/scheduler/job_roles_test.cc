@@ -1,6 +1,7 @@
-// Kubeflow training jobs as the fleet places them: every role with its replicas, per-pod
-// request (containers summed, the larger init container counted), GPUs, priority class and
-// selector; unknown roles and bad replica counts named.
+// The jobs the fleet places whole, as roles: Kubeflow training jobs (replicas, per-pod
+// request with containers summed and the larger init container counted, GPUs, priority
+// class, selector; unknown roles and bad replica counts named) and SparkApplications (a
+// driver and its executors sized by Spark's memory rules).
 #include "scheduler/fleet/job_roles.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@ constexpr int64_t kGi = 1024LL * 1024 * 1024;
 Result<TrainingJob> parse_yaml(const std::string& yaml) {
   auto json = kube::yaml_to_json(yaml, "job.yaml");
   EXPECT_TRUE(json.ok());
-  return parse_training_job(*json);
+  return parse_hub_job(*json);
 }
 
 TEST(JobRoles, APyTorchJobsMasterAndWorkersWithGpus) {
@@ -104,6 +105,51 @@ spec:
   EXPECT_NE(error("apiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata: {name: j}\nspec: {}")
                 .find("kind"),
             std::string::npos);
+}
+
+TEST(JobRoles, TheGuidesSparkApplicationIsADriverAndItsExecutors) {
+  // The Spark-on-idle-resources guide's spark-pi (fields the sizing reads).
+  auto job = parse_yaml(R"(
+apiVersion: sparkoperator.k8s.io/v1beta2
+kind: SparkApplication
+metadata: {name: spark-pi, namespace: spark}
+spec:
+  type: Scala
+  driver: {cores: 1, coreLimit: 1000m, memory: 512m, priorityClassName: low-priority}
+  executor:
+    cores: 1
+    instances: 2
+    memory: 1g
+    priorityClassName: low-priority
+    nodeSelector: {pool: spark}
+)");
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  ASSERT_EQ(job->roles.size(), 2U);
+  EXPECT_EQ(job->roles[0].name, "Driver");
+  EXPECT_EQ(job->roles[0].replicas, 1);
+  // 512 MiB + max(10%, 384 MiB) of overhead.
+  EXPECT_EQ(job->roles[0].request, (Resources{1000, (512 + 384) * 1024 * 1024}));
+  EXPECT_EQ(job->roles[1].replicas, 2);
+  EXPECT_EQ(job->roles[1].request, (Resources{1000, (1024 + 384) * 1024 * 1024}));
+  EXPECT_EQ(job->roles[1].priority_class, "low-priority");
+  EXPECT_TRUE(job->roles[1].selector.matches({{"pool", "spark"}}));
+  EXPECT_FALSE(job->roles[1].selector.matches({}));
+  EXPECT_TRUE(job->roles[0].selector.matches({})) << "the driver has no selector";
+  auto via_hub = parse_yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: j, namespace: n}
+spec: {pytorchReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}}
+)");
+  ASSERT_TRUE(via_hub.ok());
+  auto json = kube::yaml_to_json(
+      "apiVersion: sparkoperator.k8s.io/v1beta2\n"
+      "kind: SparkApplication\nmetadata: {name: a, namespace: n}\n"
+      "spec: {type: Python, executor: {instances: 1}}\n",
+      "a.yaml");
+  auto hub = parse_hub_job(*json);
+  ASSERT_TRUE(hub.ok()) << hub.error().message;
+  EXPECT_EQ(hub->kind, "SparkApplication");
 }
 
 }  // namespace
