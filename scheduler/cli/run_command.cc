@@ -230,10 +230,10 @@ int run(const RunOptions& o) {
     });
   }
   // A renewed certificate in --tls-cert-dir (cert-manager rewrites the mounted Secret) is
-  // served to new connections within a minute.
+  // served to new connections within --tls-reload-seconds (a minute).
   boost::asio::steady_timer tls_timer(io);
   std::function<void()> watch_tls = [&] {
-    tls_timer.expires_after(std::chrono::minutes(1));
+    tls_timer.expires_after(std::chrono::seconds(o.tls_reload_seconds));
     tls_timer.async_wait([&](const boost::system::error_code& ec) {
       if (ec) return;
       auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
@@ -334,11 +334,15 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--tls-cert-dir", o->tls_cert_dir,
                   "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
-                  "mounted Secret; re-read every minute); agents then use an https:// "
+                  "mounted Secret; re-read every --tls-reload-seconds); agents then use an https:// "
                   "--scheduler-url and --scheduler-ca-file");
   cmd->add_option("--estimator-listen", o->estimator_listen,
                   "serve Karmada's scheduler-estimator gRPC API here (e.g. :10352), answering "
                   "karmada-scheduler for every member cluster that reports");
+  cmd->add_option("--tls-reload-seconds", o->tls_reload_seconds,
+                  "how often --tls-cert-dir is re-read for a renewed certificate")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   cmd->add_option("--estimator-tls-cert-dir", o->estimator_tls_cert_dir,
                   "serve the estimator over TLS with tls.crt and tls.key of this directory "
                   "(re-read every minute); default plain gRPC, as karmada-scheduler dials "

@@ -45,6 +45,7 @@ struct RunOptions {
   bool check_config = false;
   WebhookFlags webhook;
   std::string tls_cert_dir;       // "" = plain HTTP on --listen
+  int tls_reload_seconds = 60;    // how often --tls-cert-dir is re-read
   bool tls_from_webhook = false;  // --listen serves the webhook's certificate
   std::string report_service = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
   std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file

@@ -7,7 +7,8 @@ TokenReview:
   waits for it, then its reports are accepted once the CA file appears;
 - an agent holding node-a's token that claims to be node-b is refused (403) and node-b
   never appears;
-- a made-up token never reaches the API server (refused unread, 401).
+- a made-up token never reaches the API server (refused unread, 401);
+- a certificate renewed in --tls-cert-dir is served without a restart (--tls-reload-seconds).
 
 The agents run read-only (--no-enforce --dry-run, pods and Node from files).
 
@@ -16,13 +17,14 @@ Usage: agent_identity_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing
 import http.client
 import json
 import os
+import ssl
 import sys
 import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_harness import (Proc, ServiceHTTPS, deadline_loop, make_certificates,  # noqa: E402
-                         run_with_bin_dir)  # noqa: E402
+                         openssl, run_with_bin_dir)  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
@@ -52,9 +54,10 @@ class AgentIdentity(unittest.TestCase):
         with open(self.token_file, "w") as f:
             f.write(self.agent_token("node-a"))
         self.ca_crt, tls = make_certificates(self.dir)
+        self.tls = tls
         sched = self.start("scheduler", [
             os.path.join(BIN_DIR, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
-            "--kubeconfig", kubeconfig, "--tls-cert-dir", tls,
+            "--kubeconfig", kubeconfig, "--tls-cert-dir", tls, "--tls-reload-seconds", "1",
             "--agent-service-account", "%s/%s" % (AGENT_NS, AGENT_SA)])
         sched.wait_line(r"reports authenticated by token-review", 20)
         self.port = int(sched.wait_line(r"listening on port (\d+) \(HTTPS\)", 20).group(1))
@@ -177,6 +180,38 @@ class AgentIdentity(unittest.TestCase):
         reviews = self.api("GET", "/_admin/requests")
         self.assertFalse([r for r in reviews if r["path"].endswith("/tokenreviews")],
                          "a review was asked for a token that cannot be an agent's")
+
+    def test_a_renewed_certificate_is_served_without_a_restart(self):
+        served = ssl.get_server_certificate(("127.0.0.1", self.port))
+        with open(os.path.join(self.tls, "tls.crt")) as f:
+            self.assertEqual(ssl.PEM_cert_to_DER_cert(served), ssl.PEM_cert_to_DER_cert(f.read()))
+        # cert-manager's renewal: a new key and certificate from the same CA, swapped in.
+        renewed = os.path.join(self.dir, "renewed")
+        os.makedirs(renewed)
+        openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                "-nodes", "-subj", "/CN=localhost", "-keyout", os.path.join(renewed, "tls.key"),
+                "-out", os.path.join(renewed, "tls.csr"))
+        openssl("x509", "-req", "-in", os.path.join(renewed, "tls.csr"), "-CA", self.ca_crt,
+                "-CAkey", os.path.join(self.dir, "ca.key"), "-CAcreateserial", "-days", "1",
+                "-extfile", os.path.join(self.dir, "ext.cnf"),
+                "-out", os.path.join(renewed, "tls.crt"))
+        for name in ("tls.key", "tls.crt"):
+            os.replace(os.path.join(renewed, name), os.path.join(self.tls, name))
+        with open(os.path.join(self.tls, "tls.crt")) as f:
+            wanted = ssl.PEM_cert_to_DER_cert(f.read())
+        for _ in deadline_loop(10, 0.2):
+            now = ssl.get_server_certificate(("127.0.0.1", self.port))
+            if ssl.PEM_cert_to_DER_cert(now) == wanted:
+                break
+        else:
+            self.fail("the renewed certificate was not served within 10 s (--tls-reload-seconds 1)")
+        # Still trusted by the agents' CA: a request over it is answered.
+        conn = ServiceHTTPS(self.port, "localhost", self.ca_crt)
+        try:
+            conn.request("GET", "/healthz")
+            self.assertEqual(conn.getresponse().status, 200)
+        finally:
+            conn.close()
 
 
 if __name__ == "__main__":

@@ -272,9 +272,10 @@ class KarmadaEstimatorTlsTest(unittest.TestCase):
         request = pb.MaxAvailableReplicasRequest(cluster="member-nowhere")
 
         def call(channel):
-            stub = channel.unary_unary(SERVICE + "MaxAvailableReplicas",
-                                       request_serializer=lambda m: m.SerializeToString(),
-                                       response_deserializer=pb.MaxAvailableReplicasResponse.FromString)
+            stub = channel.unary_unary(
+                SERVICE + "MaxAvailableReplicas",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=pb.MaxAvailableReplicasResponse.FromString)
             return stub(request, timeout=5).maxReplicas
 
         with grpc.secure_channel("127.0.0.1:" + port, creds,
