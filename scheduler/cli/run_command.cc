@@ -332,10 +332,11 @@ void register_run_command(CLI::App& app) {
       "run", "Run the live scheduler: node report ingestion, HTTP API, Kubernetes binding");
   cmd->add_option("--listen", o->listen, "HTTP address for reports, API and /metrics")
       ->capture_default_str();
-  cmd->add_option("--tls-cert-dir", o->tls_cert_dir,
-                  "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
-                  "mounted Secret; re-read every --tls-reload-seconds); agents then use an https:// "
-                  "--scheduler-url and --scheduler-ca-file");
+  cmd->add_option(
+      "--tls-cert-dir", o->tls_cert_dir,
+      "serve --listen over HTTPS with tls.crt and tls.key of this directory (e.g. a "
+      "mounted Secret; re-read every --tls-reload-seconds); agents then use an https:// "
+      "--scheduler-url and --scheduler-ca-file");
   cmd->add_option("--estimator-listen", o->estimator_listen,
                   "serve Karmada's scheduler-estimator gRPC API here (e.g. :10352), answering "
                   "karmada-scheduler for every member cluster that reports");
