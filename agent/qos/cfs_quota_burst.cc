@@ -119,7 +119,8 @@ Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::Kube
       const int64_t ceiling = std::max(
           base, static_cast<int64_t>(static_cast<double>(base) *
                                      static_cast<double>(burst.cfs_quota_burst_percent) / 100.0));
-      const auto counters = reader.cpu_counters(dir);
+      // Counters only while the policy is on: with it off nothing but a reset can happen.
+      const auto counters = on ? reader.cpu_counters(dir) : std::nullopt;
       auto before = memory.find(dir);
       const bool seen_before = before != memory.end();
       QuotaBurstMemory m = seen_before ? before->second : QuotaBurstMemory{};

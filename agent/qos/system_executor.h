@@ -71,11 +71,11 @@ class SystemExecutor {
   [[nodiscard]] const std::map<std::string, cgroup::WriteCounters>& counters() const {
     return counters_;
   }
+
+ private:
   [[nodiscard]] std::string path_of(SystemKnob knob) const {
     return knob_path(knob, proc_root_, sys_root_);
   }
-
- private:
   struct Refusal {
     int failures = 0;
     SteadyTime retry_at{};

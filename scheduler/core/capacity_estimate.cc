@@ -85,11 +85,10 @@ int64_t replicas_that_fit(const ClusterCopy& s, const ComponentDemand& c) {
 
 int32_t max_component_sets(ClusterCopy copy, const ComponentSet& set,
                            const std::vector<ComponentSet>& assumed, const EstimateLimits& limits) {
-  ClusterCopy* scratch = &copy;
   int64_t pods = 0;
   for (const auto& a : assumed) {
     // What does not fit any more is not there to subtract.
-    place_set(*scratch, a, pods);
+    place_set(copy, a, pods);
   }
   ComponentSet wanted;
   for (const auto& c : set) {
@@ -101,19 +100,19 @@ int32_t max_component_sets(ClusterCopy copy, const ComponentSet& set,
     // Room is no limit; where the pods may go still is.
     for (const auto& c : wanted) {
       bool somewhere = false;
-      for (NodeId n = 0; n < scratch->state.node_count() && !somewhere; ++n)
-        somewhere = selector_matches(&c.selector, scratch->state.node(n));
+      for (NodeId n = 0; n < copy.state.node_count() && !somewhere; ++n)
+        somewhere = selector_matches(&c.selector, copy.state.node(n));
       if (!somewhere) return 0;
     }
     return limits.max_answer;
   }
   if (wanted.size() == 1 && wanted[0].replicas == 1) {
-    const int64_t n = replicas_that_fit(*scratch, wanted[0]);
+    const int64_t n = replicas_that_fit(copy, wanted[0]);
     return static_cast<int32_t>(std::min<int64_t>(n, limits.max_answer));
   }
   int64_t sets = 0;
   pods = 0;
-  while (sets < limits.max_answer && pods < limits.pod_budget && place_set(*scratch, wanted, pods))
+  while (sets < limits.max_answer && pods < limits.pod_budget && place_set(copy, wanted, pods))
     ++sets;
   return static_cast<int32_t>(sets);
 }

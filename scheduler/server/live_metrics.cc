@@ -116,11 +116,6 @@ void LiveMetrics::estimator_call(const std::string& method, const std::string& o
   ++estimator_calls_[{method, outcome}];
   estimator_latency_.observe(seconds);
 }
-uint64_t LiveMetrics::estimator_calls(const std::string& method, const std::string& outcome) const {
-  std::lock_guard lock(mu_);
-  auto it = estimator_calls_.find({method, outcome});
-  return it == estimator_calls_.end() ? 0 : it->second;
-}
 void LiveMetrics::colocation_profile_rejected() {
   std::lock_guard lock(mu_);
   ++profiles_rejected_;

@@ -65,8 +65,6 @@ class LiveMetrics {
   // MaxAvailableComponentSets or GetUnschedulableReplicas; `outcome` "answered",
   // "no_opinion" (-1), "invalid" (a gRPC error).
   void estimator_call(const std::string& method, const std::string& outcome, double seconds);
-  [[nodiscard]] uint64_t estimator_calls(const std::string& method,
-                                         const std::string& outcome) const;
   // An ElasticQuotaTree version refused (the current quota tree stays).
   void quota_tree_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.

@@ -51,6 +51,29 @@ def run_with_bin_dir(module_globals, *binaries):
     unittest.main(argv=[sys.argv[0]] + rest)
 
 
+def deadline_loop(timeout, interval=0.05):
+    """Yields until `timeout` seconds passed; the caller breaks out when its condition holds."""
+    end = time.monotonic() + timeout
+    while True:
+        yield
+        if time.monotonic() >= end:
+            return
+        time.sleep(interval)  # the poll interval of a deadline wait, not a wait by itself
+
+
+class ServiceHTTPS(http.client.HTTPSConnection):
+    """HTTPS to 127.0.0.1:port, verified as the Service's DNS name (the name agents dial)."""
+
+    def __init__(self, port, server_name, cafile):
+        super().__init__("127.0.0.1", port, timeout=10,
+                         context=ssl.create_default_context(cafile=cafile))
+        self.server_name = server_name
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
+
+
 def openssl(*args):
     subprocess.run(["openssl"] + list(args), check=True, capture_output=True, timeout=60)
 
@@ -87,29 +110,6 @@ def node_report(node, seq, epoch, batch_cpu_milli, batch_memory, cluster="",
             "bePods": [], "suppress": {"active": False, "policy": "none",
                                        "beCpuLimitMillicores": 0},
             "interference": {"lsPods": []}}
-
-
-def deadline_loop(timeout, interval=0.05):
-    """Yields until `timeout` seconds passed; the caller breaks out when its condition holds."""
-    end = time.monotonic() + timeout
-    while True:
-        yield
-        if time.monotonic() >= end:
-            return
-        time.sleep(interval)
-
-
-class ServiceHTTPS(http.client.HTTPSConnection):
-    """HTTPS to 127.0.0.1:port, verified as the Service's DNS name (the name agents dial)."""
-
-    def __init__(self, port, server_name, cafile):
-        super().__init__("127.0.0.1", port, timeout=10,
-                         context=ssl.create_default_context(cafile=cafile))
-        self.server_name = server_name
-
-    def connect(self):
-        sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
 
 
 class Proc:

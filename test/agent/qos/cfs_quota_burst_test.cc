@@ -133,6 +133,7 @@ TEST_F(CfsQuotaBurst, PolicyOffPutsARaisedQuotaBackAndLeavesTheRest) {
   EXPECT_EQ(p, 100000);
   EXPECT_EQ(pass(1, 1, 9).first, std::nullopt) << "at the limit's quota: nothing to do";
   EXPECT_TRUE(memory_.empty()) << "nothing kept while the policy is off";
+  EXPECT_EQ(reader_.counter_reads, 0) << "no cpu.stat read while the policy is off";
 }
 
 TEST_F(CfsQuotaBurst, StaleMetricsGrowNothing) {

@@ -44,7 +44,9 @@ class MapReader : public QosReader {
     return std::nullopt;
   }
   std::map<std::string, CpuCounters> counters;
+  int counter_reads = 0;
   std::optional<CpuCounters> cpu_counters(const std::string& cg) override {
+    ++counter_reads;
     auto it = counters.find(cg);
     return it == counters.end() ? std::nullopt : std::optional<CpuCounters>(it->second);
   }

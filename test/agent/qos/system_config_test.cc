@@ -5,9 +5,11 @@
 #include "agent/qos/system_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "agent/config/burst_system_config.h"
 #include "agent/qos/system_executor.h"
+#include "common/file_io.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent::qos {
@@ -159,13 +161,18 @@ TEST_F(SystemExecutorTest, AKnobThisKernelLacksIsLeftWithoutAFailure) {
 }
 
 TEST_F(SystemExecutorTest, ARefusedWriteBacksOffAndIsCounted) {
-  // A directory where the file should be: every open for writing fails (EISDIR), as a
-  // read-only /proc/sys refuses.
+  // A kernel file that reads but refuses every write, even root's (as a read-only /proc/sys
+  // does in an unprivileged container): the knob's path is a link to it.
+  const std::string refusing = "/sys/kernel/uevent_seqnum";
+  if (!path_exists(refusing)) GTEST_SKIP() << refusing << " is not on this kernel";
   TempDir proc;
-  proc.write("sys/vm/watermark_scale_factor/x", "");
+  proc.mkdir("sys/vm");
+  ASSERT_EQ(::symlink(refusing.c_str(), (proc / "sys/vm/watermark_scale_factor").c_str()), 0);
   SystemExecutor executor(proc.path(), sys_.path(), false, &clock_);
   const std::vector<SystemWrite> wanted = {{SystemKnob::kWatermarkScaleFactor, 200}};
-  EXPECT_EQ(executor.apply(wanted).failed.size(), 1U);
+  auto first = executor.apply(wanted);
+  ASSERT_EQ(first.failed.size(), 1U);
+  EXPECT_EQ(first.failed[0].code, ErrorCode::kPermission) << first.failed[0].message;
   EXPECT_EQ(executor.apply(wanted).failed.size(), 0U) << "held back within the first second";
   EXPECT_EQ(executor.counters().at("vm.watermark_scale_factor").deferred, 1);
   clock_.advance(1100ms);
@@ -173,6 +180,8 @@ TEST_F(SystemExecutorTest, ARefusedWriteBacksOffAndIsCounted) {
   clock_.advance(1100ms);
   EXPECT_EQ(executor.apply(wanted).failed.size(), 0U) << "the second wait is 2 s";
   EXPECT_EQ(executor.counters().at("vm.watermark_scale_factor").failures, 2);
+  // What was found is on record (the write was attempted), and restore leaves it alone.
+  EXPECT_EQ(executor.originals().count("vm.watermark_scale_factor"), 1U);
 }
 
 TEST(SystemOriginalsRecord, RoundTripsAndRefusesWhatItDoesNotKnow) {
