@@ -25,40 +25,17 @@ std::optional<ClusterCopy> copy_for_estimate(const ClusterState& live, const std
 
 namespace {
 
-// The gang shape admission knows: one pod plus N identical pods, one selector.
-std::optional<GangRequest> as_gang(const ComponentSet& set) {
-  if (set.size() != 2 || set[0].selector != set[1].selector) return std::nullopt;
-  const ComponentDemand* lead = set[0].replicas == 1 ? &set[0] : &set[1];
-  const ComponentDemand* rest = lead == &set[0] ? &set[1] : &set[0];
-  if (lead->replicas != 1) return std::nullopt;
-  GangRequest g;
-  g.driver = lead->batch;
-  g.executor = rest->batch;
-  g.executors = rest->replicas;
-  g.selector = &lead->selector;
-  return g;
-}
-
-// Places one copy of `set`; on failure nothing stays placed. `pods` counts the pods placed.
+// Places one copy of `set` as admission places a job (the first pod of the first component
+// on the emptiest node that fits, every other pod packed); on failure nothing stays placed.
+// `pods` counts the pods placed.
 bool place_set(ClusterCopy& s, const ComponentSet& set, int64_t& pods) {
-  if (auto gang = as_gang(set)) {
-    auto placed = s.state.place(s.cluster, *gang);
-    if (placed) pods += 1 + gang->executors;
-    return placed.has_value();
-  }
-  std::vector<std::pair<NodeId, Resources>> taken;
+  GangRequest gang;
   for (const auto& c : set) {
-    for (int i = 0; i < c.replicas; ++i) {
-      auto node = s.state.place_one(s.cluster, c.batch, &c.selector);
-      if (!node) {
-        for (const auto& [id, amount] : taken)
-          s.state.release(id, amount, false);
-        return false;
-      }
-      taken.emplace_back(*node, c.batch);
-    }
+    if (c.replicas > 0) gang.roles.push_back(RoleRequest{c.batch, c.replicas, &c.selector, {}});
   }
-  pods += static_cast<int64_t>(taken.size());
+  if (gang.roles.empty()) return true;
+  if (!s.state.place(s.cluster, gang)) return false;
+  pods += static_cast<int64_t>(gang.pod_count());
   return true;
 }
 
@@ -69,12 +46,7 @@ int64_t replicas_that_fit(const ClusterCopy& s, const ComponentDemand& c) {
     const Node& node = s.state.node(n);
     if (!selector_matches(&c.selector, node)) continue;
     const Resources free = node.free();
-    int64_t fit = std::numeric_limits<int64_t>::max();
-    if (c.batch.cpu_milli > 0)
-      fit = std::min(fit, std::max<int64_t>(free.cpu_milli, 0) / c.batch.cpu_milli);
-    if (c.batch.memory_bytes > 0) {
-      fit = std::min(fit, std::max<int64_t>(free.memory_bytes, 0) / c.batch.memory_bytes);
-    }
+    const int64_t fit = c.batch.copies_in(free);
     if (fit == std::numeric_limits<int64_t>::max()) return fit;  // asks for nothing
     total += fit;
   }

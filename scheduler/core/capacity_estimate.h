@@ -4,10 +4,10 @@
 // cluster model and the same placement as admission. A copy of the cluster's fresh nodes
 // (their reported batch, less what is bound and reserved) takes the placements Karmada
 // says it made and members have not shown yet, then as many whole sets as fit, each
-// placed as admission places it: a set of one pod plus N identical pods under one
-// selector (a Spark driver and its executors, a PyTorchJob master and its workers) with
-// the gang placement (the first on the emptiest node, the others packed), any other set
-// pod by pod onto the fullest node that fits. Pure: no I/O, no clock.
+// placed as admission places a job: the first pod of the first component (a Spark driver,
+// a PyTorchJob master) on the emptiest node that fits, every other pod packed onto the
+// fullest, component by component, each under its own selector; GPUs counted like cpu and
+// memory. Pure: no I/O, no clock.
 
 #include <cstdint>
 #include <optional>

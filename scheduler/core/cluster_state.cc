@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <tuple>
 
 namespace gleaner::scheduler {
 namespace {
@@ -9,6 +10,7 @@ namespace {
 Resources clamp_non_negative(Resources r) {
   r.cpu_milli = std::max<int64_t>(r.cpu_milli, 0);
   r.memory_bytes = std::max<int64_t>(r.memory_bytes, 0);
+  r.gpus = std::max<int64_t>(r.gpus, 0);
   return r;
 }
 
@@ -218,16 +220,34 @@ void ClusterState::set_regular_outside(NodeId id, std::optional<Resources> regul
   ++generation_;
 }
 
-std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const Resources& request,
-                                                       const NodeSelector* selector,
-                                                       const Resources& regular) const {
+std::optional<NodeId> ClusterState::find_packed_node(const Cluster& c, const Resources& request,
+                                                     const NodeSelector* selector,
+                                                     const Resources& regular) const {
   // Best fit: the first node (least free CPU, then memory) with room for one more.
   auto it = c.fullest.lower_bound(Key{request.cpu_milli, INT64_MIN, nullptr, 0});
   for (; it != c.fullest.end(); ++it) {
     if (it->memory < request.memory_bytes) continue;
-    if (!selector_matches(selector, nodes_[it->id])) continue;
-    if (!nodes_[it->id].regular_fits(regular)) continue;
+    const Node& n = nodes_[it->id];
+    if (request.gpus > 0 && n.free().gpus < request.gpus) continue;
+    if (!selector_matches(selector, n)) continue;
+    if (!n.regular_fits(regular)) continue;
     return it->id;
+  }
+  return std::nullopt;
+}
+
+std::optional<NodeId> ClusterState::find_leader_node(const Cluster& c,
+                                                     const RoleRequest& leader) const {
+  // Spread leaders: the emptiest fitting node, so drivers of different jobs rarely share a
+  // node and one node's loss takes down few applications.
+  for (const Key& k : c.emptiest) {
+    if (k.cpu < leader.batch.cpu_milli) break;
+    if (k.memory < leader.batch.memory_bytes) continue;
+    const Node& n = nodes_[k.id];
+    if (leader.batch.gpus > 0 && n.free().gpus < leader.batch.gpus) continue;
+    if (!selector_matches(leader.selector, n)) continue;
+    if (!n.regular_fits(leader.regular)) continue;
+    return k.id;
   }
   return std::nullopt;
 }
@@ -235,93 +255,100 @@ std::optional<NodeId> ClusterState::find_executor_node(const Cluster& c, const R
 std::optional<NodeId> ClusterState::place_one(ClusterId cluster, const Resources& request,
                                               const NodeSelector* selector,
                                               const Resources& regular) {
-  auto id = find_executor_node(clusters_[cluster], request, selector, regular);
+  auto id = find_packed_node(clusters_[cluster], request, selector, regular);
   if (id) acquire(*id, request, false, regular);
   return id;
 }
 
 std::optional<GangPlacement> ClusterState::place(ClusterId cluster, const GangRequest& request) {
   Cluster& c = clusters_[cluster];
+  if (request.roles.empty() || request.roles[0].replicas < 1) return std::nullopt;
   // The sum of free room bounds what any placement can achieve: most failures stop here.
   if (!request.total().fits_in(c.free)) return std::nullopt;
 
   GangPlacement out;
   out.cluster = cluster;
-  // Spread drivers: the emptiest fitting node, so drivers of different jobs rarely share
-  // a node and one node's loss takes down few applications.
-  std::optional<NodeId> driver;
-  for (const Key& k : c.emptiest) {
-    if (k.cpu < request.driver.cpu_milli) break;
-    if (k.memory < request.driver.memory_bytes) continue;
-    if (!selector_matches(request.selector, nodes_[k.id])) continue;
-    if (!nodes_[k.id].regular_fits(request.driver_regular)) continue;
-    driver = k.id;
-    break;
-  }
-  if (!driver) return std::nullopt;
-  acquire(*driver, request.driver, true, request.driver_regular);
-  out.driver = *driver;
-
-  // Pack executors: fill the fullest fitting node with as many as it takes, then the next.
-  int remaining = request.executors;
-  out.executors.reserve(static_cast<size_t>(remaining));
-  while (remaining > 0) {
-    auto id = find_executor_node(c, request.executor, request.selector, request.executor_regular);
-    if (!id) break;
-    const Node& n = nodes_[*id];
-    int64_t room = request.executor.copies_in(n.free());
-    if (request.executor_regular != Resources{} && n.regular_outside)
-      room =
-          std::min(room, request.executor_regular.copies_in(*n.regular_outside - n.regular_used));
-    int k = static_cast<int>(std::min<int64_t>(remaining, std::max<int64_t>(room, 1)));
-    acquire(*id, request.executor * k, false, request.executor_regular * k);
-    out.executors.insert(out.executors.end(), static_cast<size_t>(k), *id);
-    remaining -= k;
-  }
-  if (remaining > 0) {
-    // All or nothing: undo what was taken.
-    for (NodeId id : out.executors)
-      release(id, request.executor, false, request.executor_regular);
-    release(out.driver, request.driver, true, request.driver_regular);
+  out.pods.reserve(request.pod_count());
+  // All or nothing: what was taken is given back, pod by pod in the order it was taken.
+  auto undo = [&] {
+    size_t i = 0;
+    for (const RoleRequest& role : request.roles) {
+      for (int k = 0; k < role.replicas && i < out.pods.size(); ++k, ++i)
+        release(out.pods[i], role.batch, i == 0, role.regular);
+    }
     return std::nullopt;
+  };
+  const RoleRequest& lead = request.roles[0];
+  auto leader = find_leader_node(c, lead);
+  if (!leader) return std::nullopt;
+  acquire(*leader, lead.batch, true, lead.regular);
+  out.pods.push_back(*leader);
+
+  // Pack the rest, role by role: fill the fullest fitting node with as many of the role's
+  // pods as it takes, then the next.
+  for (size_t r = 0; r < request.roles.size(); ++r) {
+    const RoleRequest& role = request.roles[r];
+    int remaining = role.replicas - (r == 0 ? 1 : 0);
+    while (remaining > 0) {
+      auto id = find_packed_node(c, role.batch, role.selector, role.regular);
+      if (!id) return undo();
+      const Node& n = nodes_[*id];
+      int64_t room = role.batch.copies_in(n.free());
+      if (role.regular != Resources{} && n.regular_outside)
+        room = std::min(room, role.regular.copies_in(*n.regular_outside - n.regular_used));
+      int k = static_cast<int>(std::min<int64_t>(remaining, std::max<int64_t>(room, 1)));
+      acquire(*id, role.batch * k, false, role.regular * k);
+      out.pods.insert(out.pods.end(), static_cast<size_t>(k), *id);
+      remaining -= k;
+    }
   }
   return out;
 }
 
 bool ClusterState::fits_when_empty(ClusterId cluster, const GangRequest& request) const {
-  // The same greedy as place(), on every non-degraded node's full capacity.
-  std::vector<std::pair<int64_t, int64_t>> room;
+  if (request.roles.empty() || request.roles[0].replicas < 1) return false;
+  // The same greedy as place(), on every non-degraded node's full capacity: each slot is
+  // (cpu, memory, gpus, node) so that selectors are checked per role.
+  struct Slot {
+    int64_t cpu;
+    int64_t memory;
+    int64_t gpus;
+    const Node* node;
+    bool operator<(const Slot& o) const {
+      return std::tie(cpu, memory, gpus, node->name) <
+             std::tie(o.cpu, o.memory, o.gpus, o.node->name);
+    }
+  };
+  std::vector<Slot> room;
   for (const Node& n : nodes_) {
     if (n.cluster != cluster || n.health == NodeHealth::kDegraded) continue;
-    if (!selector_matches(request.selector, n)) continue;
-    room.emplace_back(n.reported.cpu_milli, n.reported.memory_bytes);
+    room.push_back(Slot{n.reported.cpu_milli, n.reported.memory_bytes, n.reported.gpus, &n});
   }
   std::sort(room.begin(), room.end());
-  auto take = [&](const Resources& r) {
-    for (auto& slot : room) {
-      if (slot.first >= r.cpu_milli && slot.second >= r.memory_bytes) {
-        slot.first -= r.cpu_milli;
-        slot.second -= r.memory_bytes;
-        std::sort(room.begin(), room.end());
-        return true;
-      }
-    }
-    return false;
+  auto fits = [](const Slot& s, const RoleRequest& r) {
+    return s.cpu >= r.batch.cpu_milli && s.memory >= r.batch.memory_bytes &&
+           s.gpus >= r.batch.gpus && selector_matches(r.selector, *s.node);
   };
-  // Driver first on the largest node, as place() would on an empty cluster.
-  bool driver_placed = false;
-  for (auto it = room.rbegin(); it != room.rend(); ++it) {
-    if (it->first >= request.driver.cpu_milli && it->second >= request.driver.memory_bytes) {
-      it->first -= request.driver.cpu_milli;
-      it->second -= request.driver.memory_bytes;
-      std::sort(room.begin(), room.end());
-      driver_placed = true;
-      break;
+  auto take = [&](Slot& s, const RoleRequest& r) {
+    s.cpu -= r.batch.cpu_milli;
+    s.memory -= r.batch.memory_bytes;
+    s.gpus -= r.batch.gpus;
+    std::sort(room.begin(), room.end());
+  };
+  // The leader first on the largest node, as place() would on an empty cluster.
+  const RoleRequest& lead = request.roles[0];
+  auto largest =
+      std::find_if(room.rbegin(), room.rend(), [&](const Slot& s) { return fits(s, lead); });
+  if (largest == room.rend()) return false;
+  take(*largest, lead);
+  for (size_t r = 0; r < request.roles.size(); ++r) {
+    const RoleRequest& role = request.roles[r];
+    for (int i = (r == 0 ? 1 : 0); i < role.replicas; ++i) {
+      auto slot =
+          std::find_if(room.begin(), room.end(), [&](const Slot& s) { return fits(s, role); });
+      if (slot == room.end()) return false;
+      take(*slot, role);
     }
-  }
-  if (!driver_placed) return false;
-  for (int i = 0; i < request.executors; ++i) {
-    if (!take(request.executor)) return false;
   }
   return true;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // The scheduler's model of its member clusters: every node's batch allocatable (as its
 // agent last reported it), what is bound and reserved there, and how fresh the report is.
-// Placement of a whole Spark gang lives here because it needs the free-capacity indexes:
-// nodes are kept in two ordered sets per cluster so that "the fullest node that still
-// fits an executor" and "the emptiest node for a driver" are O(log n) lookups, not scans.
+// Placement of a whole gang lives here because it needs the free-capacity indexes: nodes
+// are kept in two ordered sets per cluster so that "the fullest node that still fits an
+// executor" and "the emptiest node for a driver" are O(log n) lookups, not scans (GPUs are
+// checked on the way: a pod that asks for some walks past nodes without them).
 
 #include <cstdint>
 #include <deque>
@@ -72,24 +73,39 @@ struct Node {
   [[nodiscard]] bool schedulable() const { return health == NodeHealth::kFresh; }
 };
 
-// One Spark application's pods: a driver and `executors` identical executors.
-struct GangRequest {
-  Resources driver;
-  Resources executor;
-  int executors = 0;
+// One role of a gang: `replicas` pods of one size, where `selector` admits them.
+struct RoleRequest {
+  Resources batch;  // one pod: batch cpu/memory and GPUs
+  int replicas = 0;
   const NodeSelector* selector = nullptr;  // nullptr: any node
-  // What the pods request of regular cpu/memory besides batch resources (pods the
+  // What one pod requests of regular cpu/memory besides batch resources (pods the
   // colocation webhook did not convert): both must fit a node.
-  Resources driver_regular;
-  Resources executor_regular;
+  Resources regular;
+};
 
-  [[nodiscard]] Resources total() const { return driver + executor * executors; }
+// A whole job's pods, role by role (a Spark driver and its executors, a PyTorchJob's master
+// and workers). The first pod of the first role is the job's leader: the one placed on the
+// emptiest node. The first role must have at least one replica.
+struct GangRequest {
+  std::vector<RoleRequest> roles;
+
+  [[nodiscard]] Resources total() const {
+    Resources sum;
+    for (const RoleRequest& r : roles)
+      sum += r.batch * r.replicas;
+    return sum;
+  }
+  [[nodiscard]] size_t pod_count() const {
+    size_t n = 0;
+    for (const RoleRequest& r : roles)
+      n += static_cast<size_t>(r.replicas);
+    return n;
+  }
 };
 
 struct GangPlacement {
   ClusterId cluster = 0;
-  NodeId driver = 0;
-  std::vector<NodeId> executors;  // one entry per executor, grouped by node
+  std::vector<NodeId> pods;  // role by role, pods[0] the leader; a role's pods grouped by node
 };
 
 // Whether a pod of `selector` (nullptr: no requirement and no tolerations) may go to `node`.
@@ -131,10 +147,12 @@ class ClusterState {
   [[nodiscard]] Resources cluster_free(ClusterId id) const { return clusters_[id].free; }
   [[nodiscard]] Resources cluster_capacity(ClusterId id) const;
 
-  // Places the gang in one cluster (driver on the emptiest fitting node, executors packed
-  // onto the fullest fitting nodes) and accounts it; on failure nothing changes.
+  // Places the gang in one cluster (the leader on the emptiest fitting node, every other pod
+  // packed onto the fullest fitting nodes, role by role) and accounts it; on failure
+  // nothing changes.
   std::optional<GangPlacement> place(ClusterId cluster, const GangRequest& request);
-  // Places one more pod of `request` size (an executor whose reservation expired).
+  // Places one more pod of `request` size (an executor whose reservation expired) on the
+  // fullest node that fits.
   std::optional<NodeId> place_one(ClusterId cluster, const Resources& request,
                                   const NodeSelector* selector, const Resources& regular = {});
   // Would the gang fit this cluster if nothing were placed on it?
@@ -173,9 +191,12 @@ class ClusterState {
   [[nodiscard]] Key key_of(NodeId id) const;
   void unindex(NodeId id);
   void index(NodeId id);
-  std::optional<NodeId> find_executor_node(const Cluster& c, const Resources& request,
-                                           const NodeSelector* selector,
-                                           const Resources& regular) const;
+  // The fullest node with room for one more pod (best fit).
+  std::optional<NodeId> find_packed_node(const Cluster& c, const Resources& request,
+                                         const NodeSelector* selector,
+                                         const Resources& regular) const;
+  // The emptiest node with room for the leader (spreading leaders).
+  std::optional<NodeId> find_leader_node(const Cluster& c, const RoleRequest& leader) const;
 
   std::vector<Cluster> clusters_;
   std::map<std::string, ClusterId> cluster_ids_;

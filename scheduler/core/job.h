@@ -1,7 +1,11 @@
 #pragma once
-// A Spark application as the scheduler sees it: one driver pod and N identical executor
-// pods that must all land in one cluster. The live loop builds a JobSpec from a
-// SparkApplication (or from a driver pod's labels); the simulator from a scenario file.
+// A job as the scheduler sees it: the pods of its roles, which must all land in one
+// cluster at once. A Spark application is a driver and N identical executors (the
+// shorthand fields); a PyTorchJob or TFJob lists its roles (master and workers; chief, ps,
+// workers, evaluator). The first pod of the first role is the job's leader (driver, master,
+// chief): its loss ends or reclaims the job; the others may come and go. The live loop
+// builds a JobSpec from a SparkApplication (or a driver pod's labels); the simulator from a
+// scenario file.
 
 #include <cstdint>
 #include <optional>
@@ -15,6 +19,16 @@
 namespace gleaner::scheduler {
 
 using JobId = uint32_t;
+
+struct RoleSpec {
+  std::string name;  // "driver", "executor", "master", "worker", ...
+  Resources batch;   // one pod: batch cpu/memory and GPUs
+  int replicas = 1;
+  // Regular cpu/memory one pod requests besides batch resources (see JobSpec).
+  Resources regular;
+  // Where this role's pods may go; absent: the job's node_selector.
+  std::optional<NodeSelector> selector;
+};
 
 struct JobSpec {
   std::string name;      // unique among jobs
@@ -32,7 +46,18 @@ struct JobSpec {
   // colocation webhook): kubelet admits them against regular allocatable too.
   Resources driver_regular;
   Resources executor_regular;
+  // The job's roles, leader's role first. Empty: a Spark application described by the
+  // fields above (roles "driver" and "executor"); given, those fields must stay empty.
+  std::vector<RoleSpec> roles;
+  std::string kind = "SparkApplication";
+  // The clusters the job may go to (a PropagationPolicy's cluster affinity, resolved);
+  // empty: any.
+  std::vector<std::string> allowed_clusters;
 };
+
+// The roles a spec describes: its `roles`, or the Spark driver and executors; roles with
+// no replicas left out (so the first is the leader's).
+std::vector<RoleSpec> roles_of(const JobSpec& spec);
 
 enum class JobPhase {
   kPending,   // waiting in its queue
@@ -43,7 +68,8 @@ enum class JobPhase {
 };
 const char* to_string(JobPhase phase);
 
-// Pod 0 is the driver, pods 1..N the executors.
+// Pods are numbered role by role: pod 0 is the leader (the Spark driver), then the rest
+// (a Spark application's executors are pods 1..N).
 struct PodState {
   NodeId node = 0;
   bool holds_room = false;  // room accounted on `node` (bound, or reserved for an executor)
@@ -56,7 +82,8 @@ struct Job {
   JobId id = 0;
   JobSpec spec;
   QueueId queue = 0;
-  Resources total;  // driver + all executors: what admission charges to the quota
+  std::vector<RoleSpec> roles;  // roles_of(spec)
+  Resources total;              // every pod of every role: what admission charges to the quota
   JobPhase phase = JobPhase::kPending;
   std::string reason;  // why it is pending, empty otherwise
   bool unschedulable = false;
@@ -73,11 +100,30 @@ struct Job {
   uint32_t attempt = 0;             // bumped on every admission: stale timers compare it
   std::optional<int64_t> timer_at;  // its entry in the scheduler's timer index
 
+  // The role pod `index` belongs to.
+  [[nodiscard]] const RoleSpec& role_of(size_t index) const {
+    for (const RoleSpec& r : roles) {
+      if (index < static_cast<size_t>(r.replicas)) return r;
+      index -= static_cast<size_t>(r.replicas);
+    }
+    return roles.back();
+  }
+  [[nodiscard]] size_t pod_count() const {
+    size_t n = 0;
+    for (const RoleSpec& r : roles)
+      n += static_cast<size_t>(r.replicas);
+    return n;
+  }
+  [[nodiscard]] const NodeSelector* selector_of(const RoleSpec& role) const {
+    if (role.selector) return role.selector->empty() ? nullptr : &*role.selector;
+    return spec.node_selector.empty() ? nullptr : &spec.node_selector;
+  }
   [[nodiscard]] GangRequest request() const {
-    return GangRequest{
-        spec.driver,         spec.executor,
-        spec.executors,      spec.node_selector.empty() ? nullptr : &spec.node_selector,
-        spec.driver_regular, spec.executor_regular};
+    GangRequest g;
+    g.roles.reserve(roles.size());
+    for (const RoleSpec& r : roles)
+      g.roles.push_back(RoleRequest{r.batch, r.replicas, selector_of(r), r.regular});
+    return g;
   }
 };
 

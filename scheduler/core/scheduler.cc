@@ -1,6 +1,7 @@
 #include "scheduler/core/scheduler.h"
 
 #include <algorithm>
+#include <set>
 
 namespace gleaner::scheduler {
 
@@ -56,22 +57,65 @@ std::optional<JobId> Scheduler::find_job(const std::string& name) const {
   return it->second;
 }
 
+std::vector<RoleSpec> roles_of(const JobSpec& spec) {
+  std::vector<RoleSpec> roles;
+  if (spec.roles.empty()) {
+    roles.push_back(RoleSpec{"driver", spec.driver, 1, spec.driver_regular, std::nullopt});
+    if (spec.executors > 0)
+      roles.push_back(
+          RoleSpec{"executor", spec.executor, spec.executors, spec.executor_regular, std::nullopt});
+    return roles;
+  }
+  for (const RoleSpec& r : spec.roles) {
+    if (r.replicas > 0) roles.push_back(r);
+  }
+  return roles;
+}
+
+namespace {
+
+Status check_roles(const JobSpec& spec) {
+  const std::string who = "job " + spec.name;
+  auto invalid = [&who](const std::string& what) {
+    return make_error(ErrorCode::kInvalidArgument, who + ": " + what);
+  };
+  if (spec.roles.empty()) {
+    if (spec.executors < 0) return invalid("negative executor instances");
+    if (spec.driver.any_negative() || spec.executor.any_negative())
+      return invalid("negative resource request");
+    if (spec.executors > 0 && spec.executor == Resources{})
+      return invalid("executor requests nothing");
+    return ok_status();
+  }
+  if (spec.driver != Resources{} || spec.executor != Resources{} || spec.executors != 0)
+    return invalid("both roles and driver/executor given; use one");
+  std::set<std::string> names;
+  for (const RoleSpec& r : spec.roles) {
+    const std::string role = "role " + (r.name.empty() ? std::string("(unnamed)") : r.name);
+    if (r.name.empty() || !names.insert(r.name).second)
+      return invalid(role + ": a role needs a name of its own");
+    if (r.replicas < 0) return invalid(role + ": negative replicas");
+    if (r.batch.any_negative() || r.regular.any_negative())
+      return invalid(role + ": negative resource request");
+  }
+  auto roles = roles_of(spec);
+  if (roles.empty()) return invalid("no role has replicas");
+  for (size_t i = 1; i < roles.size(); ++i) {
+    if (roles[i].batch == Resources{} && roles[i].regular == Resources{})
+      return invalid("role " + roles[i].name + " requests nothing");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Result<JobId> Scheduler::submit(const JobSpec& spec) {
   const std::string who = "job " + spec.name;
   if (spec.name.empty()) return make_error(ErrorCode::kInvalidArgument, "job without a name");
   if (job_ids_.count(spec.name) != 0) {
     return make_error(ErrorCode::kInvalidArgument, who + ": name used twice");
   }
-  if (spec.executors < 0) {
-    return make_error(ErrorCode::kInvalidArgument, who + ": negative executor instances");
-  }
-  auto negative = [](const Resources& r) { return r.cpu_milli < 0 || r.memory_bytes < 0; };
-  if (negative(spec.driver) || negative(spec.executor)) {
-    return make_error(ErrorCode::kInvalidArgument, who + ": negative resource request");
-  }
-  if (spec.executors > 0 && spec.executor == Resources{}) {
-    return make_error(ErrorCode::kInvalidArgument, who + ": executor requests nothing");
-  }
+  if (Status s = check_roles(spec); !s) return s.error();
   auto queue = quotas_.resolve(spec.queue);
   if (!queue) return make_error(ErrorCode::kInvalidArgument, who + ": " + queue.error().message);
 
@@ -80,7 +124,9 @@ Result<JobId> Scheduler::submit(const JobSpec& spec) {
   j.id = id;
   j.spec = spec;
   j.queue = *queue;
-  j.total = spec.driver + spec.executor * spec.executors;
+  j.roles = roles_of(spec);
+  for (const RoleSpec& r : j.roles)
+    j.total += r.batch * r.replicas;
   j.reason = "waiting for a scheduling pass";
   jobs_.push_back(std::move(j));
   job_ids_.emplace(spec.name, id);
@@ -107,11 +153,11 @@ void Scheduler::replace_quotas(QuotaTree quotas) {
 
 void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
   j.cluster = p.cluster;
-  j.pods.assign(1 + p.executors.size(), PodState{});
-  j.pods[0] = PodState{p.driver, true, true, false, now};
-  for (size_t i = 0; i < p.executors.size(); ++i) {
-    j.pods[i + 1] = PodState{p.executors[i], true, false, false, 0};
-  }
+  j.pods.assign(p.pods.size(), PodState{});
+  for (size_t i = 0; i < p.pods.size(); ++i)
+    j.pods[i] = PodState{p.pods[i], true, false, false, 0};
+  j.pods[0].bound = true;  // the leader is bound at once; the others' room is reserved
+  j.pods[0].bound_at = now;
   j.phase = JobPhase::kAdmitted;
   j.reason.clear();
   j.unschedulable = false;
@@ -142,8 +188,8 @@ void Scheduler::detach(Job& j) {
   for (size_t i = 0; i < j.pods.size(); ++i) {
     const PodState& p = j.pods[i];
     if (!p.holds_room) continue;
-    clusters_.release(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0,
-                      i == 0 ? j.spec.driver_regular : j.spec.executor_regular);
+    const RoleSpec& role = j.role_of(i);
+    clusters_.release(p.node, role.batch, i == 0, role.regular);
   }
   quotas_.refund(j.queue, j.total);
   active_.erase(j.id);
@@ -155,8 +201,8 @@ void Scheduler::reattach(Job& j) {
   for (size_t i = 0; i < j.pods.size(); ++i) {
     const PodState& p = j.pods[i];
     if (!p.holds_room) continue;
-    clusters_.acquire(p.node, i == 0 ? j.spec.driver : j.spec.executor, i == 0,
-                      i == 0 ? j.spec.driver_regular : j.spec.executor_regular);
+    const RoleSpec& role = j.role_of(i);
+    clusters_.acquire(p.node, role.batch, i == 0, role.regular);
   }
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
@@ -193,8 +239,8 @@ Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
   if (p.bound) return p.node;
   if (!p.holds_room) {
     // The reservation expired: try the cluster's free room like any late pod.
-    auto node = clusters_.place_one(*j.cluster, j.spec.executor, j.request().selector,
-                                    j.spec.executor_regular);
+    const RoleSpec& role = j.role_of(static_cast<size_t>(pod_index));
+    auto node = clusters_.place_one(*j.cluster, role.batch, j.selector_of(role), role.regular);
     if (!node) {
       return make_error(ErrorCode::kUnavailable, "job " + j.spec.name + ": no room for executor " +
                                                      std::to_string(pod_index) +
@@ -249,8 +295,9 @@ Result<NodeId> Scheduler::place_extra_executor(JobId id, const Resources& reques
   const Job& j = jobs_[id];
   if ((j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) || !j.cluster)
     return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not running");
-  auto node = clusters_.place_one(*j.cluster, request,
-                                  selector != nullptr ? selector : j.request().selector, regular);
+  // Like the job's last role (a Spark application's executors) unless told otherwise.
+  auto node = clusters_.place_one(
+      *j.cluster, request, selector != nullptr ? selector : j.selector_of(j.roles.back()), regular);
   if (!node) {
     return make_error(ErrorCode::kUnavailable,
                       regular == Resources{}
@@ -366,7 +413,8 @@ std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
       for (size_t i = 1; i < j.pods.size(); ++i) {
         PodState& p = j.pods[i];
         if (p.holds_room && !p.bound) {
-          clusters_.release(p.node, j.spec.executor, false, j.spec.executor_regular);
+          const RoleSpec& role = j.role_of(i);
+          clusters_.release(p.node, role.batch, false, role.regular);
           p.holds_room = false;
           released = true;
         }

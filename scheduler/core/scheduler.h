@@ -127,9 +127,16 @@ class Scheduler {
   enum class Outcome { kAdmitted, kWait, kUnschedulable };
 
   PendingKey pending_key(const Job& j) const;
-  // Batch driver and executor sizes, executors, regular driver and executor sizes, where.
-  using ShapeKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int64_t, int64_t, int64_t,
-                              int64_t, NodeSelector, std::string>;
+  // What placement depends on: per role (batch cpu, memory, GPUs, replicas, regular cpu,
+  // memory) and selector, the job's selector, preferred and allowed clusters.
+  struct ShapeKey {
+    std::vector<std::tuple<int64_t, int64_t, int64_t, int, int64_t, int64_t>> roles;
+    std::vector<NodeSelector> selectors;
+    NodeSelector node_selector;
+    std::string preferred_cluster;
+    std::vector<std::string> allowed_clusters;
+    bool operator<(const ShapeKey& o) const;
+  };
   static ShapeKey shape_of(const Job& j);
   // `failed`: gang shapes that found no room earlier in this pass; room only shrinks
   // during a pass (unless reclaim frees some), so equal shapes skip the placement.
@@ -139,6 +146,10 @@ class Scheduler {
   // be placed now on batch capacity alone (nothing stays placed).
   bool held_by_regular_only(const Job& j);
   bool fits_some_empty_cluster(const Job& j);
+  // The job's placement allows cluster `c` (JobSpec::allowed_clusters).
+  [[nodiscard]] bool may_use(const Job& j, ClusterId c) const;
+  // "1 driver, 4 executor": for reasons.
+  static std::string describe_pods(const Job& j);
   bool reclaim_for(Job& j, int64_t now, std::vector<Decision>& out);
   void admit(Job& j, const GangPlacement& p, int64_t now);
   // Frees the job's room and quota; the pods are kept so reattach() can undo.

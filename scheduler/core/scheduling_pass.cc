@@ -1,5 +1,6 @@
 // The scheduling pass: ordering, queueing policy, quota checks, cluster choice, reclaim.
 #include <algorithm>
+#include <tuple>
 
 #include "scheduler/core/scheduler.h"
 
@@ -50,17 +51,37 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
 }
 
 Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
-  return ShapeKey{j.spec.driver.cpu_milli,
-                  j.spec.driver.memory_bytes,
-                  j.spec.executor.cpu_milli,
-                  j.spec.executor.memory_bytes,
-                  j.spec.executors,
-                  j.spec.driver_regular.cpu_milli,
-                  j.spec.driver_regular.memory_bytes,
-                  j.spec.executor_regular.cpu_milli,
-                  j.spec.executor_regular.memory_bytes,
-                  j.spec.node_selector,
-                  j.spec.preferred_cluster};
+  ShapeKey key;
+  key.roles.reserve(j.roles.size());
+  for (const RoleSpec& r : j.roles) {
+    key.roles.push_back({r.batch.cpu_milli, r.batch.memory_bytes, r.batch.gpus, r.replicas,
+                         r.regular.cpu_milli, r.regular.memory_bytes});
+    key.selectors.push_back(r.selector ? *r.selector : NodeSelector{});
+  }
+  key.node_selector = j.spec.node_selector;
+  key.preferred_cluster = j.spec.preferred_cluster;
+  key.allowed_clusters = j.spec.allowed_clusters;
+  return key;
+}
+
+bool Scheduler::ShapeKey::operator<(const ShapeKey& o) const {
+  return std::tie(roles, selectors, node_selector, preferred_cluster, allowed_clusters) <
+         std::tie(o.roles, o.selectors, o.node_selector, o.preferred_cluster, o.allowed_clusters);
+}
+
+bool Scheduler::may_use(const Job& j, ClusterId c) const {
+  const auto& allowed = j.spec.allowed_clusters;
+  return allowed.empty() ||
+         std::find(allowed.begin(), allowed.end(), clusters_.cluster_name(c)) != allowed.end();
+}
+
+std::string Scheduler::describe_pods(const Job& j) {
+  std::string s;
+  for (const RoleSpec& r : j.roles) {
+    if (!s.empty()) s += ", ";
+    s += std::to_string(r.replicas) + " " + r.name;
+  }
+  return s;
 }
 
 Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed,
@@ -89,8 +110,15 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
       j.reason = "no node matches the node selector (" + j.spec.node_selector.to_string() + ")";
       return Outcome::kUnschedulable;
     }
-    j.reason = "larger than any cluster: driver and " + std::to_string(j.spec.executors) +
-               " executors do not fit one cluster's batch capacity";
+    bool any_allowed = false;
+    for (ClusterId c = 0; c < clusters_.cluster_count() && !any_allowed; ++c)
+      any_allowed = may_use(j, c);
+    if (!any_allowed) {
+      j.reason = "its placement allows none of the known clusters";
+      return Outcome::kUnschedulable;
+    }
+    j.reason = "larger than any cluster it may go to: its pods (" + describe_pods(j) +
+               ") do not fit one cluster's batch capacity";
     return Outcome::kUnschedulable;
   }
   if (quotas_.within_min(j.queue, j.total) && reclaim_for(j, now, out)) {
@@ -106,22 +134,23 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
 }
 
 bool Scheduler::held_by_regular_only(const Job& j) {
-  if (j.spec.driver_regular == Resources{} && j.spec.executor_regular == Resources{}) return false;
+  bool asks_regular = std::any_of(j.roles.begin(), j.roles.end(),
+                                  [](const RoleSpec& r) { return r.regular != Resources{}; });
+  if (!asks_regular) return false;
   Job batch_only = j;
-  batch_only.spec.driver_regular = {};
-  batch_only.spec.executor_regular = {};
+  for (RoleSpec& r : batch_only.roles)
+    r.regular = {};
   auto p = place_anywhere(batch_only);
   if (!p) return false;
-  for (NodeId id : p->executors)
-    clusters_.release(id, j.spec.executor, false);
-  clusters_.release(p->driver, j.spec.driver, true);
+  for (size_t i = 0; i < p->pods.size(); ++i)
+    clusters_.release(p->pods[i], j.role_of(i).batch, i == 0);
   return true;
 }
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
   const GangRequest req = j.request();
   const size_t n = clusters_.cluster_count();
-  if (n == 1) return clusters_.place(0, req);
+  if (n == 1) return may_use(j, 0) ? clusters_.place(0, req) : std::nullopt;
   // Best fit across clusters: the one left with the least free room (keeping big holes
   // elsewhere for big jobs); a job reclaimed from a cluster tries the others first, and
   // otherwise its preferred cluster (where it was created: no copy to another cluster).
@@ -136,8 +165,9 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
   std::vector<Candidate> order;
   order.reserve(n);
   for (ClusterId c = 0; c < n; ++c) {
+    if (!may_use(j, c)) continue;
     Resources left = clusters_.cluster_free(c) - req.total();
-    if (left.cpu_milli < 0 || left.memory_bytes < 0) continue;
+    if (left.any_negative()) continue;
     order.push_back(Candidate{
         j.avoid_cluster == c,
         !j.spec.preferred_cluster.empty() && clusters_.cluster_name(c) == j.spec.preferred_cluster,
@@ -167,7 +197,7 @@ bool Scheduler::fits_some_empty_cluster(const Job& j) {
   bool fits = false;
   const GangRequest req = j.request();
   for (ClusterId c = 0; c < clusters_.cluster_count() && !fits; ++c) {
-    fits = clusters_.fits_when_empty(c, req);
+    fits = may_use(j, c) && clusters_.fits_when_empty(c, req);
   }
   fits_cache_.emplace(std::move(key), fits);
   return fits;

@@ -49,8 +49,8 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
   if (!parsed) return invalid(where + ".template", parsed.error().message);
   if (parsed->containers.empty()) return invalid(where + ".template.spec", "no containers");
   r.request = {kube::pod_request(*parsed, kube::kResourceCpu).milli_value(),
-               kube::pod_request(*parsed, kube::kResourceMemory).value()};
-  r.gpus = kube::pod_request(*parsed, kResourceGpu).value();
+               kube::pod_request(*parsed, kube::kResourceMemory).value(),
+               kube::pod_request(*parsed, kResourceGpu).value()};
   r.priority_class = parsed->priority_class_name;
   const Json& pod_spec = (*tmpl)["spec"];
   auto selector = kube_glue::node_selector_of(pod_spec, where + ".template.spec");

@@ -20,13 +20,10 @@
 
 namespace gleaner::scheduler::fleet {
 
-inline constexpr const char* kResourceGpu = "nvidia.com/gpu";
-
 struct JobRole {
   std::string name;  // "Master", "Worker", ...
   int replicas = 1;
-  Resources request;  // cpu millicores, memory bytes of one pod
-  int64_t gpus = 0;   // nvidia.com/gpu of one pod
+  Resources request;  // cpu millicores, memory bytes, nvidia.com/gpu of one pod
   std::string priority_class;
   NodeSelector selector;  // nodeSelector, required affinity, tolerations
 };

@@ -21,13 +21,14 @@ struct Walk {
     return make_error(ErrorCode::kParse, "ElasticQuotaTree " + object + ": " + at + ": " + message);
   }
 
-  // cpu/memory of a min or max; `absent` fills what the node does not name.
+  // cpu/memory/GPUs of a min or max; `absent` fills what the node does not name (GPUs
+  // unnamed in a max are unlimited as well, without the overflow risk of INT64_MAX).
   Result<std::optional<Resources>> amounts(const Json& node, const char* field,
                                            const std::string& at, int64_t absent) {
     if (!node.contains(field) || node[field].is_null()) return std::optional<Resources>();
     const Json& list = node[field];
     if (!list.is_object()) return error(at, std::string(field) + " must be a map of quantities");
-    Resources r{absent, absent};
+    Resources r{absent, absent, absent == 0 ? 0 : kGpusUnlimited};
     for (const auto& [name, value] : list.items()) {
       std::string where = at;
       where.append(".").append(field).append(".").append(name);
@@ -40,6 +41,8 @@ struct Walk {
         r.cpu_milli = q->value();
       } else if (name == kube::kResourceMemory || name == kube::kResourceBatchMemory) {
         r.memory_bytes = q->value();
+      } else if (name == kResourceGpu) {
+        r.gpus = q->value();
       } else {
         std::string warning = "ElasticQuotaTree " + object;
         warning.append(": ").append(at).append(": ").append(field).append(".").append(name);

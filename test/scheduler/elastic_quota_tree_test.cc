@@ -22,22 +22,25 @@ TEST(ElasticQuotaTree, AckTreeBecomesQueuesWithNamespacesOnLeaves) {
     "children": [
       {"name": "root.a", "max": {"cpu": 40, "memory": "40Gi"}, "min": {"cpu": 20, "memory": "20Gi"},
        "children": [{"name": "root.a.1", "namespaces": ["spark", "etl"],
-                     "max": {"cpu": "20", "memory": "40Gi", "nvidia.com/gpu": 2},
+                     "max": {"cpu": "20", "memory": "40Gi", "nvidia.com/gpu": 2,
+                             "example.com/fpga": 1},
                      "min": {"cpu": "10", "memory": "20Gi"}}]},
       {"name": "root.b", "max": {"kubernetes.io/batch-cpu": 8000}}]})"));
   ASSERT_TRUE(c.ok()) << c.error().message;
-  EXPECT_EQ(c->root_max, (Resources{40000, 40 * kGi}));
+  EXPECT_EQ(c->root_max, (Resources{40000, 40 * kGi, kGpusUnlimited}));
   ASSERT_EQ(c->queues.size(), 3u);
   EXPECT_EQ(c->queues[0].name, "root.a");
   EXPECT_EQ(c->queues[0].parent, "root");
   EXPECT_EQ(c->queues[1].parent, "root.a");
   EXPECT_EQ(c->queues[1].min, (Resources{10000, 20 * kGi}));
+  EXPECT_EQ(c->queues[1].max->gpus, 2) << "GPUs are quota'd like cpu and memory";
   // A resource a node leaves out of max is unlimited.
   EXPECT_EQ(c->queues[2].max->cpu_milli, 8000);
   EXPECT_EQ(c->queues[2].max->memory_bytes, INT64_MAX);
+  EXPECT_EQ(c->queues[2].max->gpus, kGpusUnlimited);
   EXPECT_EQ(c->namespace_queue.at("etl"), "root.a.1");
   ASSERT_EQ(c->warnings.size(), 1u);
-  EXPECT_NE(c->warnings[0].find("nvidia.com/gpu"), std::string::npos);
+  EXPECT_NE(c->warnings[0].find("example.com/fpga"), std::string::npos);
 }
 
 TEST(ElasticQuotaTree, BadTreesAreNamedByObjectAndNode) {

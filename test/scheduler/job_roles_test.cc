@@ -53,12 +53,12 @@ spec:
   const JobRole& master = job->roles[0];
   EXPECT_EQ(master.name, "Master") << "the operator's order, not the file's";
   EXPECT_EQ(master.request, (Resources{2000, 2 * kGi})) << "max(init 2 CPUs, containers 1)";
-  EXPECT_EQ(master.gpus, 0);
+  EXPECT_EQ(master.request.gpus, 0);
   const JobRole& worker = job->roles[1];
   EXPECT_EQ(worker.replicas, 3);
   // Requests default to limits; the sidecar adds its own.
-  EXPECT_EQ(worker.request, (Resources{4500, 16 * kGi + 512 * 1024 * 1024}));
-  EXPECT_EQ(worker.gpus, 1);
+  EXPECT_EQ(worker.request, (Resources{4500, 16 * kGi + 512 * 1024 * 1024, 1}));
+  EXPECT_EQ(worker.request.gpus, 1);
   EXPECT_EQ(worker.priority_class, "koord-batch");
   EXPECT_TRUE(worker.selector.admits({{"accelerator", "a10"}},
                                      {{"nvidia.com/gpu", "", TaintEffect::kNoSchedule}}));

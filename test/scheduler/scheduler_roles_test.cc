@@ -1,0 +1,162 @@
+// Jobs described by roles (PyTorchJob, TFJob): leader first, GPUs, per-role selectors,
+// the clusters a placement allows, and GPU quotas.
+#include <gtest/gtest.h>
+
+#include "scheduler/core/scheduler.h"
+
+namespace gleaner::scheduler {
+namespace {
+
+constexpr int64_t kGi = 1024LL * 1024 * 1024;
+Resources cores(int64_t n, int64_t gpus = 0) {
+  return Resources{n * 1000, n * kGi, gpus};
+}
+
+struct Fixture {
+  explicit Fixture(std::vector<QueueSpec> queues = {})
+      : s(SchedulerPolicy{}, *QuotaTree::build(queues), ClusterState()) {}
+  NodeId node(const std::string& name, const std::string& cluster, Resources batch,
+              Labels labels = {}) {
+    return *s.clusters().upsert_node(NodeInfo{name, cluster, std::move(labels), batch}, 0);
+  }
+  Scheduler s;
+};
+
+JobSpec pytorch(const std::string& name, int workers, int64_t gpus_each) {
+  JobSpec spec;
+  spec.name = name;
+  spec.kind = "PyTorchJob";
+  spec.roles = {RoleSpec{"master", cores(2, gpus_each), 1, {}, std::nullopt},
+                RoleSpec{"worker", cores(4, gpus_each), workers, {}, std::nullopt}};
+  return spec;
+}
+
+std::vector<std::string> nodes_of(const Scheduler& s, const Job& j) {
+  std::vector<std::string> out;
+  for (const PodState& p : j.pods)
+    out.push_back(s.clusters().node(p.node).name);
+  return out;
+}
+
+TEST(SchedulerRoles, AGpuJobLandsOnlyWhereGpusAreFree) {
+  Fixture f;
+  // cpu-only is the best fit by cpu and memory (the least left over); gpu has just enough
+  // GPUs for the master and 3 workers.
+  f.node("cpu-1", "cpu-only", cores(16));
+  f.node("gpu-1", "gpu", cores(16, 2));
+  f.node("gpu-2", "gpu", cores(16, 2));
+  JobId id = *f.s.submit(pytorch("train", 3, 1));
+  auto ds = f.s.schedule(0);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].kind, DecisionKind::kAdmit);
+  const Job& j = f.s.job(id);
+  EXPECT_EQ(f.s.clusters().cluster_name(*j.cluster), "gpu");
+  ASSERT_EQ(j.pods.size(), 4u);
+  EXPECT_EQ(j.role_of(0).name, "master");
+  EXPECT_EQ(j.role_of(3).name, "worker");
+  EXPECT_EQ(j.total, (cores(2, 1) + cores(4, 1) * 3));
+  // Every GPU taken, none twice.
+  EXPECT_EQ(f.s.clusters().node(*f.s.clusters().find_node("gpu-1")).free().gpus, 0);
+  EXPECT_EQ(f.s.clusters().node(*f.s.clusters().find_node("gpu-2")).free().gpus, 0);
+
+  // A second one finds no GPU left and waits (it fits the empty cluster), not unschedulable.
+  JobId second = *f.s.submit(pytorch("train-2", 3, 1));
+  EXPECT_TRUE(f.s.schedule(1).empty());
+  EXPECT_EQ(f.s.job(second).phase, JobPhase::kPending);
+  EXPECT_EQ(f.s.job(second).reason, "waiting for batch capacity");
+
+  // One asking for more GPUs than any cluster has is unschedulable, its roles named.
+  JobId huge = *f.s.submit(pytorch("huge", 7, 1));
+  auto none = f.s.schedule(2);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].kind, DecisionKind::kUnschedulable);
+  EXPECT_NE(f.s.job(huge).reason.find("1 master, 7 worker"), std::string::npos)
+      << f.s.job(huge).reason;
+}
+
+TEST(SchedulerRoles, EachRoleHonoursItsOwnSelector) {
+  Fixture f;
+  f.node("plain", "c", cores(32));
+  f.node("fast", "c", cores(32), {{"disk", "nvme"}});
+  JobSpec spec = pytorch("tf", 2, 0);
+  spec.kind = "TFJob";
+  NodeSelector nvme;
+  nvme.labels = {{"disk", "nvme"}};
+  spec.roles[1].selector = nvme;  // workers on nvme; the master anywhere
+  JobId id = *f.s.submit(spec);
+  ASSERT_EQ(f.s.schedule(0).size(), 1u);
+  auto nodes = nodes_of(f.s, f.s.job(id));
+  // The master (leader) goes to the emptiest node, the workers only to "fast".
+  EXPECT_EQ(nodes, (std::vector<std::string>{"fast", "fast", "fast"}));
+
+  // Once "fast" is full, a second job waits although "plain" has room.
+  ASSERT_TRUE(f.s.clusters().report(*f.s.clusters().find_node("fast"), cores(12), 1).ok());
+  spec.name = "tf-2";
+  JobId other = *f.s.submit(spec);
+  f.s.schedule(2);
+  EXPECT_EQ(f.s.job(other).phase, JobPhase::kPending);
+}
+
+TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
+  Fixture f;
+  f.node("a-1", "a", cores(32));
+  f.node("b-1", "b", cores(8));
+  JobSpec spec = pytorch("pinned", 1, 0);
+  spec.allowed_clusters = {"b"};
+  JobId id = *f.s.submit(spec);
+  f.s.schedule(0);
+  // "a" has more room (best fit would not pick it anyway here), "b" is the only one allowed.
+  ASSERT_TRUE(f.s.job(id).cluster.has_value());
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "b");
+
+  spec.name = "too-big-for-b";
+  spec.roles[1].replicas = 3;
+  JobId big = *f.s.submit(spec);
+  f.s.schedule(1);
+  EXPECT_TRUE(f.s.job(big).unschedulable) << "fits a, which it may not use";
+  EXPECT_NE(f.s.job(big).reason.find("larger than any cluster it may go to"), std::string::npos);
+
+  spec.name = "nowhere";
+  spec.allowed_clusters = {"z"};
+  JobId nowhere = *f.s.submit(spec);
+  f.s.schedule(2);
+  EXPECT_EQ(f.s.job(nowhere).reason, "its placement allows none of the known clusters");
+}
+
+TEST(SchedulerRoles, AQueueMaxOnGpusHoldsGpuJobsOnly) {
+  QueueSpec team{"team", "root", std::nullopt, Resources{1000 * 1000, 1000 * kGi, 2}, {}};
+  Fixture f({team});
+  f.node("g-1", "g", cores(64, 8));
+  JobSpec gpu = pytorch("gpu", 3, 1);  // 4 GPUs > max 2
+  gpu.queue = "team";
+  JobId g = *f.s.submit(gpu);
+  JobSpec cpu = pytorch("cpu", 3, 0);
+  cpu.queue = "team";
+  JobId c = *f.s.submit(cpu);
+  f.s.schedule(0);
+  EXPECT_TRUE(f.s.job(g).unschedulable);
+  EXPECT_NE(f.s.job(g).reason.find("above the max of queue team"), std::string::npos);
+  EXPECT_EQ(f.s.job(c).phase, JobPhase::kAdmitted);
+}
+
+TEST(SchedulerRoles, BadRolesAreRefusedByName) {
+  Fixture f;
+  JobSpec both = pytorch("both", 1, 0);
+  both.driver = cores(1);
+  EXPECT_NE(f.s.submit(both).error().message.find("both roles and driver/executor"),
+            std::string::npos);
+  JobSpec twice = pytorch("twice", 1, 0);
+  twice.roles[1].name = "master";
+  EXPECT_NE(f.s.submit(twice).error().message.find("role master: a role needs a name of its own"),
+            std::string::npos);
+  JobSpec empty = pytorch("empty", 0, 0);
+  empty.roles[0].replicas = 0;
+  EXPECT_NE(f.s.submit(empty).error().message.find("no role has replicas"), std::string::npos);
+  JobSpec negative = pytorch("negative", 1, 0);
+  negative.roles[1].batch.gpus = -1;
+  EXPECT_NE(f.s.submit(negative).error().message.find("role worker: negative resource request"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler
