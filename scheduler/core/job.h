@@ -51,8 +51,8 @@ struct JobSpec {
   std::vector<RoleSpec> roles;
   std::string kind = "SparkApplication";
   // The clusters the job may go to (a PropagationPolicy's cluster affinity, resolved);
-  // empty: any.
-  std::vector<std::string> allowed_clusters;
+  // nullopt: any; empty: none (the job waits, unschedulable).
+  std::optional<std::vector<std::string>> allowed_clusters;
 };
 
 // The roles a spec describes: its `roles`, or the Spark driver and executors; roles with

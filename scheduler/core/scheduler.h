@@ -134,7 +134,7 @@ class Scheduler {
     std::vector<NodeSelector> selectors;
     NodeSelector node_selector;
     std::string preferred_cluster;
-    std::vector<std::string> allowed_clusters;
+    std::optional<std::vector<std::string>> allowed_clusters;
     bool operator<(const ShapeKey& o) const;
   };
   static ShapeKey shape_of(const Job& j);

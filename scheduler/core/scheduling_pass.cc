@@ -71,8 +71,8 @@ bool Scheduler::ShapeKey::operator<(const ShapeKey& o) const {
 
 bool Scheduler::may_use(const Job& j, ClusterId c) const {
   const auto& allowed = j.spec.allowed_clusters;
-  return allowed.empty() ||
-         std::find(allowed.begin(), allowed.end(), clusters_.cluster_name(c)) != allowed.end();
+  return !allowed ||
+         std::find(allowed->begin(), allowed->end(), clusters_.cluster_name(c)) != allowed->end();
 }
 
 std::string Scheduler::describe_pods(const Job& j) {

@@ -5,109 +5,12 @@
 #include <initializer_list>
 #include <set>
 
+#include "scheduler/sim/scenario_fleet.h"
+
 namespace gleaner::scheduler::sim {
 namespace {
 
-Error field_error(const std::string& path, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, path + ": " + what);
-}
-
-// Typos must not silently fall back to defaults: every object lists the keys it knows.
-Status only_known(const Json& obj, const std::string& path,
-                  std::initializer_list<const char*> known) {
-  if (!obj.is_object())
-    return field_error(path, std::string("expected an object, got ") + obj.type_name());
-  for (const auto& [key, value] : obj.items()) {
-    (void)value;
-    bool ok = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
-    if (!ok) return field_error(std::string(path).append(".").append(key), "unknown field");
-  }
-  return ok_status();
-}
-
-Result<std::string> get_string(const Json& obj, const std::string& path, const char* key,
-                               bool required) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    if (required) return field_error(path + "." + key, "required");
-    return std::string();
-  }
-  if (!it->is_string() || it->get_ref<const std::string&>().empty()) {
-    return field_error(path + "." + key, "expected a non-empty string");
-  }
-  return it->get<std::string>();
-}
-
-// Seconds and counts: non-negative integers (1e9 is plenty and keeps sums in range).
-Result<std::optional<int64_t>> get_count(const Json& obj, const std::string& path,
-                                         const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return std::optional<int64_t>();
-  const std::string where = path + "." + key;
-  if (it->is_number_float()) {
-    double d = it->get<double>();
-    if (std::floor(d) != d) return field_error(where, "expected a whole number");
-    if (d < 0 || d > 1e9) return field_error(where, "out of range 0..1e9");
-    return std::optional<int64_t>(static_cast<int64_t>(d));
-  }
-  if (!it->is_number_integer()) {
-    return field_error(where, std::string("expected a number, got ") + it->type_name());
-  }
-  auto v = it->get<int64_t>();
-  if (v < 0 || v > 1'000'000'000) return field_error(where, "out of range 0..1e9");
-  return std::optional<int64_t>(v);
-}
-
-Result<Resources> get_resources(const Json& obj, const std::string& path,
-                                std::initializer_list<const char*> extra = {}) {
-  std::vector<const char*> known{"cpu", "memory"};
-  known.insert(known.end(), extra.begin(), extra.end());
-  if (!obj.is_object()) return field_error(path, "expected an object with cpu and memory");
-  for (const auto& [key, value] : obj.items()) {
-    (void)value;
-    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) ==
-        known.end()) {
-      return field_error(std::string(path).append(".").append(key), "unknown field");
-    }
-  }
-  Resources r;
-  for (const char* key : {"cpu", "memory"}) {
-    auto it = obj.find(key);
-    if (it == obj.end()) continue;
-    auto q = quantity_from_json(*it, path + "." + key);
-    if (!q) return q.error();
-    if (q->milli_value() < 0) return field_error(path + "." + key, "must not be negative");
-    if (std::string_view(key) == "cpu") {
-      r.cpu_milli = q->milli_value();
-    } else {
-      r.memory_bytes = q->value();
-    }
-  }
-  return r;
-}
-
-Result<Labels> get_labels(const Json& obj, const std::string& path, const char* key) {
-  Labels labels;
-  auto it = obj.find(key);
-  if (it == obj.end()) return labels;
-  if (!it->is_object()) return field_error(path + "." + key, "expected an object of strings");
-  for (const auto& [k, v] : it->items()) {
-    if (!v.is_string()) {
-      return field_error(std::string(path).append(".").append(key).append(".").append(k),
-                         "expected a string");
-    }
-    labels.emplace(k, v.get<std::string>());
-  }
-  return labels;
-}
-
-#define GLEANER_TRY(var, expr)          \
-  auto var##_r = (expr);                \
-  if (!var##_r) return var##_r.error(); \
-  auto var = std::move(var##_r).value() /* NOLINT(bugprone-macro-parentheses): a name */
-
-#define GLEANER_CHECK(expr) \
-  if (Status s_ = (expr); !s_) return s_.error()
+using namespace fields;  // NOLINT(google-build-using-namespace): the parsers' vocabulary
 
 Result<ScenarioNode> parse_node(const Json& n, const std::string& p,
                                 const std::set<std::string>& clusters, bool declared) {
@@ -145,8 +48,8 @@ Result<ScenarioNode> parse_node(const Json& n, const std::string& p,
   return node;
 }
 
-Result<QueueSpec> parse_queue(const Json& q, const std::string& p) {
-  GLEANER_CHECK(only_known(q, p, {"name", "parent", "min", "max", "queueing"}));
+Result<QueueSpec> parse_queue(const Json& q, const std::string& p, Scenario& out) {
+  GLEANER_CHECK(only_known(q, p, {"name", "parent", "min", "max", "queueing", "namespaces"}));
   QueueSpec spec;
   GLEANER_TRY(name, get_string(q, p, "name", true));
   GLEANER_TRY(parent, get_string(q, p, "parent", false));
@@ -157,7 +60,7 @@ Result<QueueSpec> parse_queue(const Json& q, const std::string& p) {
     spec.min = min;
   }
   if (q.contains("max")) {
-    GLEANER_TRY(max, get_resources(q["max"], p + ".max"));
+    GLEANER_TRY(max, get_resources(q["max"], p + ".max", {}, kGpusUnlimited));
     spec.max = max;
   }
   GLEANER_TRY(queueing, get_string(q, p, "queueing", false));
@@ -166,14 +69,44 @@ Result<QueueSpec> parse_queue(const Json& q, const std::string& p) {
   if (!queueing.empty() && !spec.queueing) {
     return field_error(p + ".queueing", "expected blocking or nonblocking, got " + queueing);
   }
+  if (auto ns = q.find("namespaces"); ns != q.end()) {
+    if (!ns->is_array()) return field_error(p + ".namespaces", "expected an array of names");
+    for (const Json& n : *ns) {
+      if (!n.is_string() || n.get_ref<const std::string&>().empty())
+        return field_error(p + ".namespaces", "expected an array of names");
+      auto [it, fresh] = out.namespace_queue.emplace(n.get<std::string>(), name);
+      if (!fresh)
+        return field_error(p + ".namespaces",
+                           "namespace " + it->first + " is already in queue " + it->second);
+    }
+  }
   return spec;
 }
 
-Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
-  GLEANER_CHECK(only_known(j, p,
-                           {"name", "queue", "priority", "submitAt", "durationSeconds", "driver",
-                            "executor", "nodeSelector", "executorLosses", "executorRequests"}));
+Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& extras) {
+  GLEANER_CHECK(
+      only_known(j, p,
+                 {"name", "queue", "priority", "submitAt", "durationSeconds", "driver", "executor",
+                  "nodeSelector", "executorLosses", "executorRequests", "kind", "namespace",
+                  "priorityClassName", "placement", "roles", "events"}));
   ScenarioJob job;
+  GLEANER_TRY(kind, get_string(j, p, "kind", false));
+  if (kind.empty()) kind = "SparkApplication";
+  if (kind != "SparkApplication" && kind != "PyTorchJob" && kind != "TFJob")
+    return field_error(p + ".kind", "expected SparkApplication, PyTorchJob or TFJob, got " + kind);
+  job.spec.kind = kind;
+  GLEANER_TRY(ns, get_string(j, p, "namespace", false));
+  job.ns = ns;
+  GLEANER_TRY(priority_class, get_string(j, p, "priorityClassName", false));
+  extras.priority_class = priority_class;
+  extras.priority_given = j.contains("priority");
+  if (auto pl = j.find("placement"); pl != j.end()) {
+    Placement placement;
+    GLEANER_CHECK(parse_placement(*pl, p + ".placement", placement));
+    extras.placement = std::move(placement);
+  }
+  if (auto ev = j.find("events"); ev != j.end())
+    GLEANER_CHECK(parse_events(*ev, p + ".events", job));
   GLEANER_TRY(name, get_string(j, p, "name", true));
   GLEANER_TRY(queue, get_string(j, p, "queue", false));
   job.spec.name = name;
@@ -189,10 +122,23 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p) {
   if (!duration) return field_error(p + ".durationSeconds", "required");
   job.spec.submit_time = submit.value_or(0);
   job.duration_seconds = *duration;
-  if (!j.contains("driver")) return field_error(p + ".driver", "required");
-  GLEANER_TRY(driver, get_resources(j["driver"], p + ".driver"));
-  job.spec.driver = driver;
-  if (j.contains("executor")) {
+  if (j.contains("roles")) {
+    if (j.contains("driver") || j.contains("executor"))
+      return field_error(p + ".roles", "give roles or driver/executor, not both");
+    GLEANER_CHECK(parse_roles(j["roles"], p + ".roles", job));
+    if (kind == "SparkApplication") GLEANER_CHECK(spark_from_roles(p + ".roles", job));
+  } else if (kind != "SparkApplication") {
+    return field_error(p + ".roles", "required for a " + kind);
+  } else if (!j.contains("driver")) {
+    return field_error(p + ".driver", "required");
+  } else {
+    GLEANER_TRY(driver, get_resources(j["driver"], p + ".driver"));
+    job.spec.driver = driver;
+  }
+  if (kind != "SparkApplication" &&
+      (j.contains("executorLosses") || j.contains("executorRequests")))
+    return field_error(p, "executorLosses and executorRequests are a SparkApplication's");
+  if (j.contains("executor") && !j.contains("roles")) {
     const std::string ep = p + ".executor";
     GLEANER_TRY(executor, get_resources(j["executor"], ep, {"instances"}));
     GLEANER_TRY(instances, get_count(j["executor"], ep, "instances"));
@@ -270,27 +216,21 @@ Status parse_policy(const Json& pol, Scenario& out) {
 }  // namespace
 
 Result<Scenario> parse_scenario(const Json& doc) {
-  GLEANER_CHECK(only_known(doc, "scenario", {"clusters", "nodes", "queues", "policy", "jobs"}));
+  GLEANER_CHECK(only_known(doc, "scenario",
+                           {"clusters", "nodes", "queues", "policy", "jobs", "priorityClasses"}));
   Scenario out;
-  std::set<std::string> clusters;
   bool declared = doc.contains("clusters");
   if (declared) {
     const Json& cs = doc["clusters"];
     if (!cs.is_array() || cs.empty()) return field_error("clusters", "expected a non-empty array");
-    for (size_t i = 0; i < cs.size(); ++i) {
-      const std::string p = "clusters[" + std::to_string(i) + "]";
-      if (!cs[i].is_string() || cs[i].get_ref<const std::string&>().empty()) {
-        return field_error(p, "expected a non-empty string");
-      }
-      if (!clusters.insert(cs[i].get<std::string>()).second) {
-        return field_error(p, "duplicate cluster " + cs[i].get<std::string>());
-      }
-      out.clusters.emplace_back(cs[i].get<std::string>());
-    }
+    for (size_t i = 0; i < cs.size(); ++i)
+      GLEANER_CHECK(parse_cluster_entry(cs[i], "clusters[" + std::to_string(i) + "]", out));
   } else {
-    out.clusters.push_back("default");
-    clusters.insert("default");
+    GLEANER_CHECK(parse_cluster_entry(Json("default"), "clusters[0]", out));
   }
+  const std::set<std::string> clusters(out.clusters.begin(), out.clusters.end());
+  if (doc.contains("priorityClasses"))
+    GLEANER_CHECK(parse_priority_classes(doc["priorityClasses"], out));
   auto array_of = [&](const char* key) -> Result<const Json*> {
     if (!doc.contains(key)) return static_cast<const Json*>(nullptr);
     if (!doc[key].is_array()) return field_error(key, "expected an array");
@@ -308,13 +248,16 @@ Result<Scenario> parse_scenario(const Json& doc) {
   }
   GLEANER_TRY(queues, array_of("queues"));
   for (size_t i = 0; queues != nullptr && i < queues->size(); ++i) {
-    GLEANER_TRY(queue, parse_queue((*queues)[i], "queues[" + std::to_string(i) + "]"));
+    GLEANER_TRY(queue, parse_queue((*queues)[i], "queues[" + std::to_string(i) + "]", out));
     out.queues.push_back(std::move(queue));
   }
   if (doc.contains("policy")) GLEANER_CHECK(parse_policy(doc["policy"], out));
   GLEANER_TRY(jobs, array_of("jobs"));
   for (size_t i = 0; jobs != nullptr && i < jobs->size(); ++i) {
-    GLEANER_TRY(job, parse_job((*jobs)[i], "jobs[" + std::to_string(i) + "]"));
+    const std::string p = "jobs[" + std::to_string(i) + "]";
+    JobExtras extras;
+    GLEANER_TRY(job, parse_job((*jobs)[i], p, extras));
+    GLEANER_CHECK(resolve_job(job, extras, p, out));
     out.jobs.push_back(std::move(job));
   }
   return out;

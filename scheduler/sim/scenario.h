@@ -1,9 +1,12 @@
 #pragma once
-// The simulator's input, as specified in spec/scenario.md: clusters, nodes with their
-// batch allocatable over time, the quota tree, the policy and the Spark jobs. Parsing
-// checks every field and names it in errors ("jobs[2].executor.instances: ...").
+// The simulator's input (docs/scheduler.md, "Simulating a policy"): clusters with their
+// labels, nodes with their batch allocatable and GPUs over time, the quota tree with its
+// namespaces, PriorityClasses, the policy, and the jobs (Spark applications, PyTorchJobs,
+// TFJobs) with their placement and what happens to their pods. Parsing checks every field
+// and names it in errors ("jobs[2].executor.instances: ...").
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,15 +52,33 @@ struct ExecutorRequest {
   std::optional<int64_t> release_after_seconds;
 };
 
+// Something that happens to a job's pods, `at` seconds after its submission (ignored when
+// the job is not running then).
+struct JobEvent {
+  enum class Type {
+    kExecutorDeleted,  // `count` non-leader pods go; their replacements take the job's room
+    kExecutorFailed,   // the same, from a failure
+    kDriverFailed,     // the leader fails: the job is reclaimed and placed again
+  };
+  int64_t at = 0;
+  Type type = Type::kExecutorDeleted;
+  int count = 1;
+};
+
 struct ScenarioJob {
-  JobSpec spec;
+  JobSpec spec;  // spec.kind, roles, priority and allowed clusters resolved
+  std::string ns;
   int64_t duration_seconds = 0;
   std::vector<ExecutorLoss> executor_losses;
   std::vector<ExecutorRequest> executor_requests;
+  std::vector<JobEvent> events;
 };
 
 struct Scenario {
   std::vector<std::string> clusters;
+  std::map<std::string, Labels> cluster_labels;
+  std::map<std::string, int32_t> priority_classes;
+  std::map<std::string, std::string> namespace_queue;  // queues[].namespaces
   std::vector<ScenarioNode> nodes;
   std::vector<QueueSpec> queues;
   SchedulerPolicy policy;

@@ -74,7 +74,15 @@ void Simulator::run() {
       events_.pop();
       handle(e);
     }
-    apply(scheduler_.check_timeouts(t));
+    auto timeouts = scheduler_.check_timeouts(t);
+    std::map<JobId, std::string> timed_out;
+    for (const Decision& d : timeouts) {
+      if (d.kind == DecisionKind::kReschedule && d.reason.rfind("driver not running", 0) == 0) {
+        ++start_timeouts_[d.job];
+        timed_out[d.job] = d.reason;
+      }
+    }
+    apply(timeouts);
     auto started = std::chrono::steady_clock::now();
     std::vector<Decision> decisions = scheduler_.schedule(t);
     if (observer_) {
@@ -85,6 +93,7 @@ void Simulator::run() {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     apply(decisions);
+    give_up_cycling_jobs(timed_out);
     place_waiting_extras();
     if (auto deadline = scheduler_.next_deadline(); deadline && *deadline > t) {
       if (!tick_at_ || *tick_at_ <= t || *deadline < *tick_at_) {
@@ -106,8 +115,13 @@ void Simulator::handle(const Event& e) {
       scenario_index_.resize(std::max<size_t>(scenario_index_.size(), *id + 1));
       scenario_index_[*id] = e.a;
       replaced_.resize(std::max<size_t>(replaced_.size(), *id + 1));
+      for (uint32_t i = 0; i < jobs_[e.a].events.size(); ++i)
+        push(e.time + jobs_[e.a].events[i].at, Kind::kJobEvent, *id, i, 0);
       break;
     }
+    case Kind::kJobEvent:
+      job_event(e.a, jobs_[scenario_index_[e.a]].events[e.b]);
+      break;
     case Kind::kNodeChange: {
       const NodeChange& c = nodes_[e.a].changes[e.b];
       NodeId node = *scheduler_.clusters().find_node(nodes_[e.a].info.name);
@@ -124,7 +138,10 @@ void Simulator::handle(const Event& e) {
         break;
       }
       bool started = scheduler_.pod_running(e.a, static_cast<int>(e.b), e.time);
-      if (e.b == 0) start_executors(e.a);
+      if (e.b == 0) {
+        start_timeouts_.erase(e.a);
+        start_executors(e.a);
+      }
       if (started) {
         push(e.time + durations_[e.a], Kind::kFinish, e.a, 0, e.attempt);
         schedule_losses(e.a, e.time, e.attempt);
@@ -240,6 +257,68 @@ void Simulator::release_extras(JobId id, std::optional<uint32_t> request) {
     if (it->node)
       scheduler_.release_extra_executor(*it->node, j.spec.executor, j.spec.executor_regular);
     it = extras_.erase(it);
+  }
+}
+
+bool Simulator::outside_events_ahead() const {
+  // priority_queue hides its container; a copy is cheap next to a cycle that never ends.
+  auto copy = events_;
+  for (; !copy.empty(); copy.pop()) {
+    const Event& e = copy.top();
+    switch (e.kind) {
+      case Kind::kTick:
+        break;
+      case Kind::kPodRunning: {
+        const Job& j = scheduler_.job(e.a);
+        if (j.attempt != e.attempt || j.phase != JobPhase::kAdmitted) break;  // stale
+        // A leader that starts before its timeout is progress; one that starts later is
+        // the cycle itself (events at an instant run before its timeouts).
+        if (e.b != 0 || e.time <= j.admitted_at + scheduler_.policy().driver_start_timeout_seconds)
+          return true;
+        break;
+      }
+      default:
+        return true;
+    }
+  }
+  return false;
+}
+
+void Simulator::give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out) {
+  std::vector<JobId> cycling;
+  for (const auto& [id, reason] : timed_out) {
+    if (start_timeouts_[id] >= kGiveUpAfter) cycling.push_back(id);
+  }
+  // Placed again this instant where its leader starts in time, it is progress, not a cycle
+  // (outside_events_ahead sees that leader's start).
+  if (cycling.empty() || outside_events_ahead()) return;
+  for (JobId id : cycling) {
+    given_up_[id] = timed_out.at(id) + ", " + std::to_string(start_timeouts_[id]) +
+                    " times in a row with nothing else left to happen: the simulation " +
+                    "stopped retrying it";
+    release_extras(id, std::nullopt);
+    (void)scheduler_.withdraw(id);
+    start_timeouts_.erase(id);
+  }
+}
+
+void Simulator::job_event(JobId id, const JobEvent& event) {
+  const Job& j = scheduler_.job(id);
+  if (!j.started || (j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted)) return;
+  if (event.type == JobEvent::Type::kDriverFailed) {
+    release_extras(id, std::nullopt);
+    scheduler_.lose_pod(id, now_, "driver failed");
+    return;
+  }
+  // The last `count` running pods besides the leader go; the operator (Spark, the training
+  // operator) asks for replacements at once, which take the room they left.
+  const uint32_t attempt = j.attempt;
+  int left = event.count;
+  for (size_t i = j.pods.size(); i-- > 1 && left > 0;) {
+    if (!j.pods[i].running) continue;
+    if (!scheduler_.executor_gone(id, static_cast<int>(i), now_).ok()) continue;
+    push(now_, Kind::kExecutorReplaced, id, static_cast<uint32_t>(i), attempt);
+    --left;
   }
 }
 

@@ -48,6 +48,7 @@ class Simulator {
     kExecutorReplaced = 6,  // Spark's replacement for it
     kExtraRequested = 7,    // a = job, b = its executorRequests index
     kExtraReleased = 8,
+    kJobEvent = 9,  // a = job, b = its events index
   };
   struct Event {
     int64_t time;
@@ -71,13 +72,24 @@ class Simulator {
   // those of jobs no longer running are dropped.
   void place_waiting_extras();
   void release_extras(JobId id, std::optional<uint32_t> request);
+  // A scenario JobEvent: pods of a running job go (replaced at once), or its leader fails.
+  void job_event(JobId id, const JobEvent& event);
+  // A job whose leader just missed driverStartTimeoutSeconds for the kGiveUpAfter-th time
+  // in a row, while nothing ahead can change anything (no submission, node change,
+  // completion, pod start in time or pod event), would cycle forever: it is withdrawn and
+  // reported Pending. `timed_out`: the jobs reclaimed for it at this instant, with why.
+  void give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out);
+  [[nodiscard]] bool outside_events_ahead() const;
 
   [[nodiscard]] int64_t delay_of(NodeId node) const;
 
   std::vector<ScenarioNode> nodes_;
   std::vector<ScenarioJob> jobs_;
-  std::vector<uint32_t> scenario_index_;  // core job id -> its index in jobs_
-  std::vector<int> replaced_;             // core job id -> executors replaced
+  std::vector<uint32_t> scenario_index_;   // core job id -> its index in jobs_
+  std::vector<int> replaced_;              // core job id -> executors replaced
+  std::map<JobId, int> start_timeouts_;    // consecutive driver start timeouts
+  std::map<JobId, std::string> given_up_;  // why the simulation stopped retrying a job
+  static constexpr int kGiveUpAfter = 3;
   struct Extra {
     JobId job;
     uint32_t request;            // index in its job's executor_requests

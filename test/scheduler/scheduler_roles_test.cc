@@ -102,7 +102,7 @@ TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
   f.node("a-1", "a", cores(32));
   f.node("b-1", "b", cores(8));
   JobSpec spec = pytorch("pinned", 1, 0);
-  spec.allowed_clusters = {"b"};
+  spec.allowed_clusters = std::vector<std::string>{"b"};
   JobId id = *f.s.submit(spec);
   f.s.schedule(0);
   // "a" has more room (best fit would not pick it anyway here), "b" is the only one allowed.
@@ -117,7 +117,7 @@ TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
   EXPECT_NE(f.s.job(big).reason.find("larger than any cluster it may go to"), std::string::npos);
 
   spec.name = "nowhere";
-  spec.allowed_clusters = {"z"};
+  spec.allowed_clusters = std::vector<std::string>{"z"};
   JobId nowhere = *f.s.submit(spec);
   f.s.schedule(2);
   EXPECT_EQ(f.s.job(nowhere).reason, "its placement allows none of the known clusters");
