@@ -129,6 +129,7 @@ Result<JobId> Scheduler::submit(const JobSpec& spec) {
     j.total += r.batch * r.replicas;
   j.reason = "waiting for a scheduling pass";
   jobs_.push_back(std::move(j));
+  assign_shape(jobs_.back());
   job_ids_.emplace(spec.name, id);
   pending_.insert(pending_key(jobs_.back()));
   return id;
@@ -354,6 +355,7 @@ Status Scheduler::set_node_selector(JobId id, NodeSelector selector) {
     return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
   }
   jobs_[id].spec.node_selector = std::move(selector);
+  assign_shape(jobs_[id]);
   jobs_[id].unschedulable = false;  // judged again against the new selector
   return ok_status();
 }

@@ -138,9 +138,15 @@ class Scheduler {
     bool operator<(const ShapeKey& o) const;
   };
   static ShapeKey shape_of(const Job& j);
-  // `failed`: gang shapes that found no room earlier in this pass; room only shrinks
+  // The job's shape as a small number (equal shapes, equal numbers), kept per job: passes
+  // look it up for every pending job, so it is computed once, at submit and when the
+  // job's selector changes.
+  using ShapeId = uint32_t;
+  void assign_shape(const Job& j);
+  [[nodiscard]] ShapeId shape_id(const Job& j) const { return job_shapes_[j.id]; }
+  // `failed[shape]`: gang shapes that found no room earlier in this pass; room only shrinks
   // during a pass (unless reclaim frees some), so equal shapes skip the placement.
-  Outcome try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed, std::vector<Decision>& out);
+  Outcome try_admit(Job& j, int64_t now, std::vector<bool>& failed, std::vector<Decision>& out);
   std::optional<GangPlacement> place_anywhere(const Job& j);
   // Whether only the regular cpu/memory its pods request keeps the job out: it would
   // be placed now on batch capacity alone (nothing stays placed).
@@ -171,7 +177,10 @@ class Scheduler {
   // ahead, so timers cost O(log n) rather than a walk over every running job.
   std::set<std::pair<int64_t, JobId>> timers_;
   // "Does this gang shape fit an empty cluster" per capacity generation.
-  std::map<ShapeKey, bool> fits_cache_;
+  std::map<ShapeKey, ShapeId> shape_ids_;
+  std::vector<ShapeId> job_shapes_;  // by JobId
+  // Per shape: -1 not known in this capacity generation, else whether it fits.
+  std::vector<int8_t> fits_cache_;
   uint64_t fits_cache_generation_ = 0;
 };
 

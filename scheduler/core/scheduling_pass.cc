@@ -19,7 +19,7 @@ std::vector<Decision> Scheduler::schedule(int64_t now) {
   std::vector<Decision> out;
   std::set<QueueId> blocked;  // blocking queues whose head did not fit, with that head
   std::map<QueueId, std::string> blocked_by;
-  std::set<ShapeKey> failed;
+  std::vector<bool> failed(shape_ids_.size(), false);
   for (auto it = pending_.begin(); it != pending_.end();) {
     Job& j = jobs_[it->id];
     if (blocked.count(j.queue) != 0) {
@@ -84,7 +84,14 @@ std::string Scheduler::describe_pods(const Job& j) {
   return s;
 }
 
-Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>& failed,
+void Scheduler::assign_shape(const Job& j) {
+  auto [it, fresh] = shape_ids_.emplace(shape_of(j), static_cast<ShapeId>(shape_ids_.size()));
+  if (job_shapes_.size() <= j.id) job_shapes_.resize(j.id + 1);
+  job_shapes_[j.id] = it->second;
+  if (fresh) fits_cache_.push_back(-1);
+}
+
+Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& failed,
                                         std::vector<Decision>& out) {
   const Queue& q = quotas_.queue(j.queue);
   if (quotas_.exceeds_max_alone(j.queue, j.total)) {
@@ -96,14 +103,14 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
     j.reason = "queue " + q.name + " (or an ancestor) would exceed its max";
     return Outcome::kWait;
   }
-  ShapeKey shape = shape_of(j);
-  if (failed.count(shape) == 0) {
+  const ShapeId shape = shape_id(j);
+  if (!failed[shape]) {
     if (auto p = place_anywhere(j)) {
       admit(j, *p, now);
       out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
       return Outcome::kAdmitted;
     }
-    failed.insert(shape);
+    failed[shape] = true;
   }
   if (!fits_some_empty_cluster(j)) {
     if (!j.spec.node_selector.empty() && !clusters_.any_node_matches(j.spec.node_selector)) {
@@ -122,7 +129,7 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::set<ShapeKey>&
     return Outcome::kUnschedulable;
   }
   if (quotas_.within_min(j.queue, j.total) && reclaim_for(j, now, out)) {
-    failed.clear();  // preemption freed room
+    failed.assign(failed.size(), false);  // preemption freed room
     return Outcome::kAdmitted;
   }
   j.reason = held_by_regular_only(j)
@@ -188,18 +195,17 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
 
 bool Scheduler::fits_some_empty_cluster(const Job& j) {
   if (fits_cache_generation_ != clusters_.capacity_generation()) {
-    fits_cache_.clear();
+    fits_cache_.assign(fits_cache_.size(), -1);
     fits_cache_generation_ = clusters_.capacity_generation();
   }
-  ShapeKey key = shape_of(j);
-  auto it = fits_cache_.find(key);
-  if (it != fits_cache_.end()) return it->second;
+  int8_t& known = fits_cache_[shape_id(j)];
+  if (known >= 0) return known == 1;
   bool fits = false;
   const GangRequest req = j.request();
   for (ClusterId c = 0; c < clusters_.cluster_count() && !fits; ++c) {
     fits = may_use(j, c) && clusters_.fits_when_empty(c, req);
   }
-  fits_cache_.emplace(std::move(key), fits);
+  known = fits ? 1 : 0;
   return fits;
 }
 
