@@ -138,16 +138,22 @@ class Scheduler {
     bool operator<(const ShapeKey& o) const;
   };
   static ShapeKey shape_of(const Job& j);
-  // The job's shape as a small number (equal shapes, equal numbers), kept per job: passes
-  // look it up for every pending job, so it is computed once, at submit and when the
-  // job's selector changes.
+  // The job's shape as a small number (equal shapes, equal numbers) and its gang request,
+  // kept per job: passes look them up for every pending job, so they are computed once, at
+  // submit and when the job's selector changes.
   using ShapeId = uint32_t;
   void assign_shape(const Job& j);
   [[nodiscard]] ShapeId shape_id(const Job& j) const { return job_shapes_[j.id]; }
   // `failed[shape]`: gang shapes that found no room earlier in this pass; room only shrinks
   // during a pass (unless reclaim frees some), so equal shapes skip the placement.
   Outcome try_admit(Job& j, int64_t now, std::vector<bool>& failed, std::vector<Decision>& out);
-  std::optional<GangPlacement> place_anywhere(const Job& j);
+  // The job's gang as placement takes it, kept per job with its shape (it points into the
+  // job's selectors, which stay put: jobs_ is a deque).
+  [[nodiscard]] const GangRequest& gang_of(const Job& j) const { return job_gangs_[j.id]; }
+  std::optional<GangPlacement> place_anywhere(const Job& j) {
+    return place_anywhere(j, gang_of(j));
+  }
+  std::optional<GangPlacement> place_anywhere(const Job& j, const GangRequest& req);
   // Whether only the regular cpu/memory its pods request keeps the job out: it would
   // be placed now on batch capacity alone (nothing stays placed).
   bool held_by_regular_only(const Job& j);
@@ -178,7 +184,8 @@ class Scheduler {
   std::set<std::pair<int64_t, JobId>> timers_;
   // "Does this gang shape fit an empty cluster" per capacity generation.
   std::map<ShapeKey, ShapeId> shape_ids_;
-  std::vector<ShapeId> job_shapes_;  // by JobId
+  std::vector<ShapeId> job_shapes_;     // by JobId
+  std::vector<GangRequest> job_gangs_;  // by JobId
   // Per shape: -1 not known in this capacity generation, else whether it fits.
   std::vector<int8_t> fits_cache_;
   uint64_t fits_cache_generation_ = 0;

@@ -86,8 +86,12 @@ std::string Scheduler::describe_pods(const Job& j) {
 
 void Scheduler::assign_shape(const Job& j) {
   auto [it, fresh] = shape_ids_.emplace(shape_of(j), static_cast<ShapeId>(shape_ids_.size()));
-  if (job_shapes_.size() <= j.id) job_shapes_.resize(j.id + 1);
+  if (job_shapes_.size() <= j.id) {
+    job_shapes_.resize(j.id + 1);
+    job_gangs_.resize(j.id + 1);
+  }
   job_shapes_[j.id] = it->second;
+  job_gangs_[j.id] = j.request();
   if (fresh) fits_cache_.push_back(-1);
 }
 
@@ -147,15 +151,14 @@ bool Scheduler::held_by_regular_only(const Job& j) {
   Job batch_only = j;
   for (RoleSpec& r : batch_only.roles)
     r.regular = {};
-  auto p = place_anywhere(batch_only);
+  auto p = place_anywhere(batch_only, batch_only.request());
   if (!p) return false;
   for (size_t i = 0; i < p->pods.size(); ++i)
     clusters_.release(p->pods[i], j.role_of(i).batch, i == 0);
   return true;
 }
 
-std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j) {
-  const GangRequest req = j.request();
+std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
   if (n == 1) return may_use(j, 0) ? clusters_.place(0, req) : std::nullopt;
   // Best fit across clusters: the one left with the least free room (keeping big holes
@@ -201,7 +204,7 @@ bool Scheduler::fits_some_empty_cluster(const Job& j) {
   int8_t& known = fits_cache_[shape_id(j)];
   if (known >= 0) return known == 1;
   bool fits = false;
-  const GangRequest req = j.request();
+  const GangRequest& req = gang_of(j);
   for (ClusterId c = 0; c < clusters_.cluster_count() && !fits; ++c) {
     fits = may_use(j, c) && clusters_.fits_when_empty(c, req);
   }
