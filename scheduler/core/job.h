@@ -89,6 +89,8 @@ struct Job {
   bool unschedulable = false;
   std::optional<ClusterId> cluster;        // where its pods are
   std::optional<ClusterId> avoid_cluster;  // the cluster it was reclaimed from
+  int64_t avoid_until = 0;                 // its back-off there ends (a reschedule)
+  int reclaims_in_a_row = 0;               // reschedules since its driver last ran
   std::vector<PodState> pods;
   int64_t admitted_at = 0;
   int64_t started_at = 0;

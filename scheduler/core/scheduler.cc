@@ -263,7 +263,10 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
     return false;
   }
   j.pods[static_cast<size_t>(pod_index)].running = true;
-  if (pod_index == 0) refresh_timer(j);
+  if (pod_index == 0) {
+    j.reclaims_in_a_row = 0;  // its cluster ran its driver: no back-off grows from here
+    refresh_timer(j);
+  }
   bool all = std::all_of(j.pods.begin(), j.pods.end(), [](const PodState& p) { return p.running; });
   if (!all) return false;
   j.phase = JobPhase::kRunning;
@@ -360,12 +363,19 @@ Status Scheduler::set_node_selector(JobId id, NodeSelector selector) {
   return ok_status();
 }
 
-Decision Scheduler::lose_pod(JobId id, int64_t /*now*/, const std::string& reason) {
+Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
   Job& j = jobs_[id];
   if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {
     detach(j);
     ++j.reschedules;
     requeue(j, reason);
+    // Back off from the cluster that failed it: 1, 2, 4, ... times the base, capped.
+    int64_t backoff = policy_.reclaim_backoff_seconds;
+    for (int i = 0; i < j.reclaims_in_a_row && backoff < policy_.reclaim_backoff_max_seconds; ++i)
+      backoff *= 2;
+    ++j.reclaims_in_a_row;
+    j.avoid_until = now + std::min(backoff, policy_.reclaim_backoff_max_seconds);
+    if (j.avoid_until > now) backoffs_.insert({j.avoid_until, j.id});
   }
   return Decision{DecisionKind::kReschedule, id, reason};
 }
@@ -399,6 +409,8 @@ Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resource
 
 std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
   std::vector<Decision> out;
+  while (!backoffs_.empty() && backoffs_.begin()->first <= now)
+    backoffs_.erase(backoffs_.begin());  // over: the next pass may use the cluster again
   while (!timers_.empty() && timers_.begin()->first <= now) {
     Job& j = jobs_[timers_.begin()->second];
     timers_.erase(timers_.begin());
@@ -429,8 +441,11 @@ std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
 }
 
 std::optional<int64_t> Scheduler::next_deadline() const {
-  if (timers_.empty()) return std::nullopt;
-  return timers_.begin()->first;
+  std::optional<int64_t> next;
+  if (!timers_.empty()) next = timers_.begin()->first;
+  if (!backoffs_.empty() && (!next || backoffs_.begin()->first < *next))
+    next = backoffs_.begin()->first;
+  return next;
 }
 
 }  // namespace gleaner::scheduler

@@ -31,6 +31,11 @@ struct SchedulerPolicy {
   int64_t driver_start_timeout_seconds = 300;
   // Executor reservations outlive executor ramp-up; unclaimed room is then released.
   int64_t reservation_ttl_seconds = 600;
+  // A job reclaimed from a cluster (its driver did not start, its pods were lost) does not
+  // go back there for this long while another cluster may take it; the back-off doubles
+  // with each reclaim in a row (until its driver runs), up to the max.
+  int64_t reclaim_backoff_seconds = 60;
+  int64_t reclaim_backoff_max_seconds = 900;
 };
 
 enum class DecisionKind {
@@ -110,7 +115,8 @@ class Scheduler {
   Result<std::vector<Decision>> report_node(NodeId node, const Resources& batch, int64_t now);
   // Driver start timeouts and reservation expiry due at `now`.
   std::vector<Decision> check_timeouts(int64_t now);
-  // The earliest time check_timeouts has something to do, if any.
+  // The earliest time check_timeouts has something to do, or a reclaim back-off ends (a
+  // pass may then place the job where it could not), if any.
   [[nodiscard]] std::optional<int64_t> next_deadline() const;
 
  private:
@@ -160,6 +166,9 @@ class Scheduler {
   bool fits_some_empty_cluster(const Job& j);
   // The job's placement allows cluster `c` (JobSpec::allowed_clusters).
   [[nodiscard]] bool may_use(const Job& j, ClusterId c) const;
+  // The job was reclaimed from `c` and its back-off there still runs at pass_now_, while
+  // another cluster may take it.
+  [[nodiscard]] bool backing_off(const Job& j, ClusterId c) const;
   // "1 driver, 4 executor": for reasons.
   static std::string describe_pods(const Job& j);
   bool reclaim_for(Job& j, int64_t now, std::vector<Decision>& out);
@@ -179,6 +188,9 @@ class Scheduler {
   std::map<std::string, JobId> job_ids_;
   std::set<PendingKey> pending_;
   std::set<JobId> active_;  // admitted or running
+  // (end, job): reclaim back-offs, so that next_deadline wakes the caller when one ends.
+  std::set<std::pair<int64_t, JobId>> backoffs_;
+  int64_t pass_now_ = 0;  // the `now` of the running pass
   // (deadline, job): admitted jobs with a driver start timeout or reservation expiry
   // ahead, so timers cost O(log n) rather than a walk over every running job.
   std::set<std::pair<int64_t, JobId>> timers_;

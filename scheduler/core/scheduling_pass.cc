@@ -16,6 +16,7 @@ QueueingPolicy Scheduler::queueing_of(QueueId q) const {
 }
 
 std::vector<Decision> Scheduler::schedule(int64_t now) {
+  pass_now_ = now;
   std::vector<Decision> out;
   std::set<QueueId> blocked;  // blocking queues whose head did not fit, with that head
   std::map<QueueId, std::string> blocked_by;
@@ -73,6 +74,15 @@ bool Scheduler::may_use(const Job& j, ClusterId c) const {
   const auto& allowed = j.spec.allowed_clusters;
   return !allowed ||
          std::find(allowed->begin(), allowed->end(), clusters_.cluster_name(c)) != allowed->end();
+}
+
+bool Scheduler::backing_off(const Job& j, ClusterId c) const {
+  if (j.avoid_cluster != c || pass_now_ >= j.avoid_until) return false;
+  // Only while another cluster may take it: with nowhere else to go, waiting helps nothing.
+  for (ClusterId other = 0; other < clusters_.cluster_count(); ++other) {
+    if (other != c && may_use(j, other)) return true;
+  }
+  return false;
 }
 
 std::string Scheduler::describe_pods(const Job& j) {
@@ -141,6 +151,11 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
                    "batch resources), which kubelet admits against the node's regular "
                    "allocatable, and no node with batch room has enough of it"
                  : "waiting for batch capacity";
+  if (j.avoid_cluster && backing_off(j, *j.avoid_cluster)) {
+    j.reason += "; cluster " + clusters_.cluster_name(*j.avoid_cluster) +
+                ", which it was reclaimed from, is avoided until " + std::to_string(j.avoid_until) +
+                "s";
+  }
   return Outcome::kWait;
 }
 
@@ -160,7 +175,7 @@ bool Scheduler::held_by_regular_only(const Job& j) {
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
-  if (n == 1) return may_use(j, 0) ? clusters_.place(0, req) : std::nullopt;
+  if (n == 1) return may_use(j, 0) ? clusters_.place(0, req) : std::nullopt;  // no back-off
   // Best fit across clusters: the one left with the least free room (keeping big holes
   // elsewhere for big jobs); a job reclaimed from a cluster tries the others first, and
   // otherwise its preferred cluster (where it was created: no copy to another cluster).
@@ -175,7 +190,7 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangR
   std::vector<Candidate> order;
   order.reserve(n);
   for (ClusterId c = 0; c < n; ++c) {
-    if (!may_use(j, c)) continue;
+    if (!may_use(j, c) || backing_off(j, c)) continue;
     Resources left = clusters_.cluster_free(c) - req.total();
     if (left.any_negative()) continue;
     order.push_back(Candidate{

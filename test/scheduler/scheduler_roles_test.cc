@@ -1,5 +1,6 @@
 // Jobs described by roles (PyTorchJob, TFJob): leader first, GPUs, per-role selectors,
-// the clusters a placement allows, and GPU quotas.
+// the clusters a placement allows, GPU quotas; and the back-off from a cluster a job was
+// reclaimed from.
 #include <gtest/gtest.h>
 
 #include "scheduler/core/scheduler.h"
@@ -156,6 +157,47 @@ TEST(SchedulerRoles, BadRolesAreRefusedByName) {
   negative.roles[1].batch.gpus = -1;
   EXPECT_NE(f.s.submit(negative).error().message.find("role worker: negative resource request"),
             std::string::npos);
+}
+
+TEST(SchedulerRoles, AReclaimedJobBacksOffFromItsClusterWhileAnotherMayTakeIt) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 100;
+  policy.reclaim_backoff_seconds = 60;
+  policy.reclaim_backoff_max_seconds = 100;
+  Scheduler s(policy, *QuotaTree::build({}), ClusterState());
+  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  NodeId b = *s.clusters().upsert_node(NodeInfo{"b-1", "b", {}, cores(1)}, 0);
+  JobId id = *s.submit(pytorch("j", 1, 0));  // 6 cores: only "a" fits
+  s.schedule(0);
+  ASSERT_EQ(s.check_timeouts(100).size(), 1u) << "its master never ran";
+  EXPECT_TRUE(s.schedule(100).empty()) << "a is avoided for 60 s, b too small";
+  EXPECT_NE(s.job(id).reason.find("cluster a, which it was reclaimed from, is avoided until 160s"),
+            std::string::npos)
+      << s.job(id).reason;
+  EXPECT_EQ(s.next_deadline(), 160) << "the caller is woken when the back-off ends";
+  (void)s.check_timeouts(160);
+  ASSERT_EQ(s.schedule(160).size(), 1u);
+  EXPECT_EQ(s.clusters().cluster_name(*s.job(id).cluster), "a");
+  // Reclaimed again: twice the back-off, capped at 100 s.
+  ASSERT_EQ(s.check_timeouts(260).size(), 1u);
+  EXPECT_TRUE(s.schedule(260).empty());
+  EXPECT_EQ(s.next_deadline(), 360);
+  // Room in b ends the wait at once: the back-off keeps it from a, not from elsewhere.
+  ASSERT_TRUE(s.clusters().report(b, cores(8), 270).ok());
+  ASSERT_EQ(s.schedule(270).size(), 1u);
+  EXPECT_EQ(s.clusters().cluster_name(*s.job(id).cluster), "b");
+}
+
+TEST(SchedulerRoles, WithNowhereElseToGoAReclaimedJobReturnsAtOnce) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 100;
+  Scheduler s(policy, *QuotaTree::build({}), ClusterState());
+  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  JobId id = *s.submit(pytorch("j", 1, 0));
+  s.schedule(0);
+  ASSERT_EQ(s.check_timeouts(100).size(), 1u);
+  ASSERT_EQ(s.schedule(100).size(), 1u) << "one cluster: backing off would only idle it";
+  EXPECT_EQ(s.job(id).phase, JobPhase::kAdmitted);
 }
 
 }  // namespace

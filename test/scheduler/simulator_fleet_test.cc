@@ -103,8 +103,9 @@ TEST(SimulatorFleet, AJobThatCanNeverStartEndsTheSimulationPending) {
 
 TEST(SimulatorFleet, ACyclingJobIsRetriedWhileSomethingElseCanStillHappen) {
   // c2's node is busy until another job ends at 500, past the third timeout: report-1 keeps
-  // cycling through c1's slow node (timeouts at 121, 241, 361, 481, 601; admitted there
-  // again at 481 while c2 was still busy) and runs in c2 from 601.
+  // cycling through c1's slow node, backing off from it between tries (timeouts at 121,
+  // 301 and 541; admitted there again at 181 and 421, when its back-offs of 60 and 120 s
+  // ended, c2 still busy), and runs in c2 from 541.
   Json doc = simulate_ok(R"({
     "clusters": ["c1", "c2"],
     "nodes": [{"name": "slow", "cluster": "c1", "batch": {"cpu": "4", "memory": "16Gi"},
@@ -119,8 +120,8 @@ TEST(SimulatorFleet, ACyclingJobIsRetriedWhileSomethingElseCanStillHappen) {
   const Json& j = job(doc, "report-1");
   EXPECT_EQ(j["state"], "Completed") << j.dump();
   EXPECT_EQ(j["cluster"], "c2");
-  EXPECT_EQ(j["reschedules"], 5);
-  EXPECT_EQ(j["startedAt"], 601);
+  EXPECT_EQ(j["reschedules"], 3);
+  EXPECT_EQ(j["startedAt"], 541);
 }
 
 TEST(SimulatorFleet, SameInputSameOutput) {
