@@ -80,6 +80,20 @@ int run(const RunOptions& o) {
       return kBadInput;
     }
   }
+  std::string hub_name;
+  if (!o.hub.empty()) {
+    const auto eq = o.hub.find('=');
+    auto cfg = eq == std::string::npos
+                   ? Result<kube::KubeConfig>(
+                         make_error(ErrorCode::kInvalidArgument, "expected NAME=KUBECONFIG"))
+                   : cluster_config(o.hub.substr(eq + 1), o);
+    hub_name = eq == std::string::npos ? "" : o.hub.substr(0, eq);
+    if (!cfg || hub_name.empty() || !configs.emplace(hub_name, *cfg).second) {
+      std::cerr << "gleaner-scheduler run: --hub " << o.hub << ": "
+                << (cfg ? "name also given with --cluster" : cfg.error().message) << "\n";
+      return kBadInput;
+    }
+  }
   if (!o.kubeconfig.empty()) {
     auto cfg = cluster_config(o.kubeconfig, o);
     if (!cfg || !configs.emplace(o.cluster_name, *cfg).second) {
@@ -117,9 +131,16 @@ int run(const RunOptions& o) {
     lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
     lo.slo_config = o.slo_config;
     // The quota tree: a --queues-file is fixed; otherwise one cluster's ElasticQuotaTree.
-    lo.watch_quota_tree =
-        o.queues_file.empty() &&
-        name == (o.quota_tree_cluster.empty() ? configs.begin()->first : o.quota_tree_cluster);
+    const std::string quota_cluster = !o.quota_tree_cluster.empty() ? o.quota_tree_cluster
+                                      : !hub_name.empty()           ? hub_name
+                                                                    : configs.begin()->first;
+    lo.watch_quota_tree = o.queues_file.empty() && name == quota_cluster;
+    if (name == hub_name) {
+      lo.hub = true;
+      lo.policy_group = o.hub_policy_group;
+      for (const auto& [member, unused] : configs)
+        if (member != hub_name) lo.members.push_back(member);
+    }
     links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, **live, metrics));
   }
   auto route = [&links](server::Action a) {
@@ -384,6 +405,13 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--cluster-name", o->cluster_name, "name of the --kubeconfig cluster")
       ->capture_default_str();
   cmd->add_option("--cluster", o->clusters, "member cluster NAME=KUBECONFIG (repeatable)");
+  cmd->add_option("--hub", o->hub,
+                  "a fleet's hub NAME=KUBECONFIG: its SparkApplications that a propagation "
+                  "policy governs go to the --cluster members");
+  cmd->add_option("--hub-policy-group", o->hub_policy_group,
+                  "API group of the hub's PropagationPolicies (policy.karmada.io or "
+                  "policy.one.alibabacloud.com)")
+      ->capture_default_str();
   cmd->add_option("--scheduler-name", o->scheduler_name, "spec.schedulerName of pods to place")
       ->capture_default_str();
   cmd->add_option("--qps", o->qps, "API requests per second per cluster")->capture_default_str();

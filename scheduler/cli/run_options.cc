@@ -202,6 +202,22 @@ std::vector<std::string> config_errors(const RunOptions& o) {
       add("--cluster " + pair, cfg.error().message);
     }
   }
+  if (!o.hub.empty()) {
+    const auto eq = o.hub.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == o.hub.size()) {
+      add("--hub " + o.hub, "expected NAME=KUBECONFIG");
+    } else {
+      if (!names.insert(o.hub.substr(0, eq)).second)
+        add("--hub " + o.hub, "the hub's name is also a member's");
+      if (auto cfg = kube::load_kubeconfig(o.hub.substr(eq + 1)); !cfg)
+        add("--hub " + o.hub, cfg.error().message);
+    }
+    if (o.clusters.empty()) add("--hub", "needs member clusters (--cluster NAME=KUBECONFIG)");
+  }
+  if (o.hub_policy_group != "policy.karmada.io" &&
+      o.hub_policy_group != "policy.one.alibabacloud.com") {
+    add("--hub-policy-group", "expected policy.karmada.io or policy.one.alibabacloud.com");
+  }
   if (!o.kubeconfig.empty()) {
     if (!names.insert(o.cluster_name).second) {
       add("--kubeconfig", "cluster name " + o.cluster_name + " also given with --cluster");

@@ -27,6 +27,10 @@ struct RunOptions {
   std::string kubeconfig;
   std::string cluster_name = server::kDefaultCluster;
   std::vector<std::string> clusters;  // NAME=KUBECONFIG
+  // A fleet's hub (NAME=KUBECONFIG, "" = none): its SparkApplications that a policy of
+  // hub_policy_group governs are placed into the --cluster members (docs/fleet.md).
+  std::string hub;
+  std::string hub_policy_group = "policy.karmada.io";
   std::string scheduler_name = "gleaner-scheduler";
   double qps = 50;
   int burst = 100;
@@ -48,7 +52,7 @@ struct RunOptions {
   int tls_reload_seconds = 60;    // how often --tls-cert-dir is re-read
   bool tls_from_webhook = false;  // --listen serves the webhook's certificate
   std::string report_service = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
-  std::string quota_tree_cluster;  // "" = the first cluster, unless --queues-file
+  std::string quota_tree_cluster;  // "" = the hub, else the first cluster, unless --queues-file
   bool leader_elect = false;
   std::string lease = "gleaner-system/gleaner-scheduler";  // NAMESPACE/NAME
   std::string identity;                                    // "" = $POD_NAME or hostname, + random

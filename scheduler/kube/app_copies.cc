@@ -227,6 +227,7 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
   }
   app_event(a.ns, a.name, uid, "GleanerRemoteState",
             "its copy in member cluster " + a.peer + " is " + a.message);
+  if (options_.hub) record_hub_status(a.ns, a.name, uid, a.message);
 }
 
 void ClusterLink::delete_copy(const server::Action& a) {

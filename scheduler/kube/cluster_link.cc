@@ -63,6 +63,18 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
                                [this](const Json&, const Json& o) { on_slo_config(&o); },
                                [this](const Json&) { on_slo_config(nullptr); }});
   }
+  if (options_.hub) {
+    auto changed = [this] { on_hub_policies(); };
+    kube::InformerHandlers handlers{[changed](const Json&) { changed(); },
+                                    [changed](const Json&, const Json&) { changed(); },
+                                    [changed](const Json&) { changed(); }};
+    kube::InformerOptions pp;
+    pp.path = "/apis/" + options_.policy_group + "/v1alpha1/propagationpolicies";
+    propagation_policies_ = std::make_unique<kube::Informer>(client_, pp, handlers);
+    kube::InformerOptions cpp;
+    cpp.path = "/apis/" + options_.policy_group + "/v1alpha1/clusterpropagationpolicies";
+    cluster_propagation_policies_ = std::make_unique<kube::Informer>(client_, cpp, handlers);
+  }
   if (options_.watch_quota_tree) {
     kube::InformerOptions trees;
     trees.path = kube::elastic_quota_trees_path("");
@@ -83,6 +95,15 @@ void ClusterLink::start() {
   priority_classes_->start();
   if (slo_config_) slo_config_->start();
   if (quota_trees_) quota_trees_->start();
+  if (propagation_policies_) {
+    // Policies before applications: an application no policy governs yet is not ours.
+    propagation_policies_->start();
+    cluster_propagation_policies_->start();
+    if (!propagation_policies_->wait_for_sync(std::chrono::seconds(10)) ||
+        !cluster_propagation_policies_->wait_for_sync(std::chrono::seconds(10)))
+      spdlog::warn("hub {}: propagation policies of {} not listed within 10 s", options_.name,
+                   options_.policy_group);
+  }
   nodes_->start();
   // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
   // nodes are known would ignore its selector and kubelet's regular allocatable.
@@ -101,6 +122,8 @@ void ClusterLink::stop() {
   nodes_->stop();
   priority_classes_->stop();
   if (quota_trees_) quota_trees_->stop();
+  if (propagation_policies_) propagation_policies_->stop();
+  if (cluster_propagation_policies_) cluster_propagation_policies_->stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     cv_.notify_all();
@@ -118,7 +141,9 @@ bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
   // PriorityClasses before SparkApplications: an application's priority is read once.
   return priority_classes_->wait_for_sync(left()) && nodes_->wait_for_sync(left()) &&
          apps_->wait_for_sync(left()) && pods_->wait_for_sync(left()) &&
-         (!quota_trees_ || quota_trees_->wait_for_sync(left()));
+         (!quota_trees_ || quota_trees_->wait_for_sync(left())) &&
+         (!propagation_policies_ || (propagation_policies_->wait_for_sync(left()) &&
+                                     cluster_propagation_policies_->wait_for_sync(left())));
 }
 
 void ClusterLink::on_node(const Json& obj) {
@@ -217,13 +242,13 @@ void ClusterLink::on_spark_app(const Json& obj) {
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
   if (auto app = kube::parse_spark_application(obj); app) {
-    if (auto view = app_view(*app, options_.name)) {
+    if (auto view = options_.hub ? hub_app_view(*app) : app_view(*app, options_.name)) {
       view->priority = priority_of_class(string_at(obj, "spec/driver/priorityClassName"));
       if (view->placement.empty()) {
         live_.observe_app(*view);
       } else if (!view->origin.empty() && view->origin != options_.name) {
         if (find_path(obj, "metadata/deletionTimestamp") == nullptr) observe_copy(*view, obj);
-      } else if (view->placement != options_.name && view->suspended) {
+      } else if (view->placement != options_.name && (view->suspended || view->hub)) {
         // An origin whose copy should exist in another cluster (a restart may have come
         // between recording the decision and creating the copy): make sure it does,
         // once per process. Creating an existing copy is harmless.

@@ -22,6 +22,7 @@
 #include "common/clock.h"
 #include "kube/api_client.h"
 #include "kube/informer.h"
+#include "scheduler/fleet/propagation_policy.h"
 #include "scheduler/kube/node_status.h"
 #include "scheduler/kube/pod_view.h"
 #include "scheduler/server/live_metrics.h"
@@ -41,6 +42,12 @@ struct ClusterLinkOptions {
   // The ack-slo-config (NAMESPACE/NAME; "" = none): its colocation-config's
   // updateTimeThresholdSeconds / resourceDiffThreshold, per node, over `publish`.
   std::string slo_config = "kube-system/ack-slo-config";
+  // A fleet's hub (its control plane: no nodes or workloads of its own). Its
+  // SparkApplications that a PropagationPolicy or ClusterPropagationPolicy of
+  // `policy_group` governs are placed into `members` (docs/fleet.md).
+  bool hub = false;
+  std::string policy_group = "policy.karmada.io";
+  std::vector<std::string> members;
 };
 
 // Actions that are tried again later are known by kind and application.
@@ -78,6 +85,14 @@ class ClusterLink {
   void on_pod(const Json& obj, bool gone);
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
+  // The hub's part (hub_apps.cc): the policies, and an application as a policy governs it
+  // (nullopt: none does, it is not ours).
+  void on_hub_policies();
+  std::optional<server::AppView> hub_app_view(const kube::SparkApplication& app);
+  // On the hub the state of the copy is also the hub object's status, so that
+  // `kubectl get sparkapplication` there shows it.
+  void record_hub_status(const std::string& ns, const std::string& name, const std::string& uid,
+                         const std::string& state);
   void on_node(const Json& obj);
   void on_slo_config(const Json* config_map);
   // The publish policy of `node` (its labels from the node informer).
@@ -116,10 +131,14 @@ class ClusterLink {
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> apps_;
-  std::unique_ptr<kube::Informer> nodes_;             // labels, for node selectors
-  std::unique_ptr<kube::Informer> priority_classes_;  // a SparkApplication's priority
-  std::unique_ptr<kube::Informer> quota_trees_;       // when watch_quota_tree
-  std::unique_ptr<kube::Informer> slo_config_;        // when options_.slo_config is set
+  std::unique_ptr<kube::Informer> nodes_;                         // labels, for node selectors
+  std::unique_ptr<kube::Informer> priority_classes_;              // a SparkApplication's priority
+  std::unique_ptr<kube::Informer> quota_trees_;                   // when watch_quota_tree
+  std::unique_ptr<kube::Informer> slo_config_;                    // when options_.slo_config is set
+  std::unique_ptr<kube::Informer> propagation_policies_;          // on a hub
+  std::unique_ptr<kube::Informer> cluster_propagation_policies_;  // on a hub
+  std::vector<fleet::PropagationPolicy> hub_policies_;            // under mu_
+  std::set<std::string> policy_refusals_;  // name@resourceVersion logged as refused
   // The ElasticQuotaTree versions last applied or refused (each logged once).
   std::string quota_applied_version_;
   std::string quota_refused_version_;

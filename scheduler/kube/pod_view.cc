@@ -24,9 +24,9 @@ server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
 }
 
 std::optional<server::AppView> app_view(const kube::SparkApplication& app,
-                                        const std::string& cluster) {
+                                        const std::string& cluster, bool labelled_only) {
   auto label = app.labels.find(server::kMultiClusterLabel);
-  if (label == app.labels.end() || label->second != "true") return std::nullopt;
+  const bool labelled = label != app.labels.end() && label->second == "true";
   server::AppView v;
   v.cluster = cluster;
   v.ns = app.namespace_;
@@ -49,6 +49,8 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
     auto o = annotations.find(server::kOriginAnnotation);
     if (o != annotations.end() && o->is_string()) v.origin = o->get<std::string>();
   }
+  // A copy is ours whatever its labels (a hub's applications carry none of ours).
+  if (labelled_only && !labelled && v.origin.empty()) return std::nullopt;
   v.state = app.state;
   // The gang has one selector: the application's, the driver's and the executors' must
   // all hold.

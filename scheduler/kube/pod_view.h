@@ -37,9 +37,11 @@ using SparkLookup =
 
 server::GangShape spark_gang_shape(const kube::SparkApplication& app);
 
-// A SparkApplication labelled gleaner.io/multi-cluster=true; nullopt for any other.
+// A SparkApplication labelled gleaner.io/multi-cluster=true, or a copy one of our links made
+// (annotated gleaner.io/origin-cluster); nullopt for any other, unless `labelled_only` is
+// false (a hub's applications: a policy says which are ours).
 std::optional<server::AppView> app_view(const kube::SparkApplication& app,
-                                        const std::string& cluster);
+                                        const std::string& cluster, bool labelled_only = true);
 
 server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
                          const std::string& scheduler_name, const SparkLookup& spark);

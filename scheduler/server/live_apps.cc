@@ -38,7 +38,7 @@ void LiveScheduler::observe_app(const AppView& app) {
   g.first_seen = steady_s();
   // Kept (without a job when it cannot be placed) so that each warning is written once.
   Gang& added = gangs_[key] = std::move(g);
-  if (!app.suspended) {
+  if (!app.suspended && !app.hub) {
     // Its operator may already be running it here: placing it elsewhere could run it
     // twice. Its pods are scheduled in this cluster like any application's.
     app_event(added, "GleanerNotSuspended",
@@ -55,6 +55,7 @@ void LiveScheduler::observe_app(const AppView& app) {
   added.app_shape = app.shape;
   added.app_queue = app.queue;
   added.app_priority = app.priority;
+  added.app_allowed = app.allowed_clusters;
   submit(added, app.shape, app.priority, app.queue);
 }
 

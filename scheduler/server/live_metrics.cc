@@ -132,6 +132,10 @@ void LiveMetrics::quota_tree_rejected() {
   std::lock_guard lock(mu_);
   ++quota_trees_rejected_;
 }
+void LiveMetrics::propagation_policy_rejected() {
+  std::lock_guard lock(mu_);
+  ++policies_rejected_;
+}
 uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   std::lock_guard lock(mu_);
   auto it = webhook_reviews_.find(outcome);
@@ -241,6 +245,10 @@ std::string LiveMetrics::render(const StateGauges& g) const {
   single(out, "gleaner_scheduler_quota_trees_rejected_total", "counter",
          "ElasticQuotaTree versions refused as invalid (the current quota tree stays).",
          static_cast<double>(quota_trees_rejected_));
+  single(out, "gleaner_scheduler_propagation_policies_rejected_total", "counter",
+         "A hub's PropagationPolicy or ClusterPropagationPolicy versions refused as invalid "
+         "(such a policy governs nothing until fixed).",
+         static_cast<double>(policies_rejected_));
   single(out, "gleaner_scheduler_webhook_certificate_errors_total", "counter",
          "Failed checks or renewals of the webhook's certificates.",
          static_cast<double>(certificate_errors_));

@@ -67,6 +67,8 @@ class LiveMetrics {
   void estimator_call(const std::string& method, const std::string& outcome, double seconds);
   // An ElasticQuotaTree version refused (the current quota tree stays).
   void quota_tree_rejected();
+  // A hub's PropagationPolicy version refused (it governs nothing until fixed).
+  void propagation_policy_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
@@ -99,6 +101,7 @@ class LiveMetrics {
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;
+  uint64_t policies_rejected_ = 0;
   bool leading_ = false;
   std::function<reporter::HttpListener::Stats()> listener_source_;
   Histogram admission_latency_;

@@ -102,6 +102,10 @@ struct AppView {
   int32_t priority = 0;
   NodeSelector selector;  // spec, driver and executor nodeSelector / affinity
   std::string selector_error;
+  // On a fleet's hub: no operator runs it there (it needs no spec.suspend), and the
+  // PropagationPolicy that governs it allows these members (nullopt: any).
+  bool hub = false;
+  std::optional<std::vector<std::string>> allowed_clusters;
 };
 
 inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
@@ -243,6 +247,7 @@ class LiveScheduler {
     GangShape app_shape;
     std::string app_queue;
     int32_t app_priority = 0;
+    std::optional<std::vector<std::string>> app_allowed;  // a hub application's members
     double resubmit_at = 0;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet

@@ -74,21 +74,34 @@ RESOURCES = {
     ("slo.koordinator.sh", "nodemetrics"): ("NodeMetric", False, True),
     ("", "serviceaccounts"): ("ServiceAccount", True, False),
     ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, False),  # create only
+    # A fleet hub's policies, under Karmada's group and ACK One Fleet's.
+    ("policy.karmada.io", "propagationpolicies"): ("PropagationPolicy", True, True),
+    ("policy.karmada.io", "clusterpropagationpolicies"): ("ClusterPropagationPolicy", False, True),
+    ("policy.one.alibabacloud.com", "propagationpolicies"): ("PropagationPolicy", True, True),
+    ("policy.one.alibabacloud.com", "clusterpropagationpolicies"):
+        ("ClusterPropagationPolicy", False, True),
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
             "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
             "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
-            "authentication.k8s.io": "v1"}
+            "authentication.k8s.io": "v1", "policy.karmada.io": "v1alpha1",
+            "policy.one.alibabacloud.com": "v1alpha1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
                    "coordination.k8s.io", "authentication.k8s.io"}
 
 
+# Plurals that more than one group serves: stored apart, keyed plural@group.
+SHARED_PLURALS = {r for g, r in RESOURCES if sum(1 for _, o in RESOURCES if o == r) > 1}
+
+
 class Route:
     def __init__(self, group, resource, ns, name, sub):
-        self.group, self.resource, self.ns, self.name, self.sub = group, resource, ns, name, sub
         self.kind, self.namespaced, self.has_status = RESOURCES[(group, resource)]
+        if resource in SHARED_PLURALS:
+            resource = resource + "@" + group  # the store's key (store.plural strips it)
+        self.group, self.resource, self.ns, self.name, self.sub = group, resource, ns, name, sub
         self.api_version = (group + "/" if group else "") + VERSIONS[group]
 
 

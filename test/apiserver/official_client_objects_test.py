@@ -304,6 +304,30 @@ class ObjectsTest(ServerTestCase):
                               auth_settings=["BearerToken"])
         self.assertEqual(strategic.exception.status, 415)
 
+    def test_propagation_policies_of_a_fleet_hub(self):
+        # Karmada's and ACK One Fleet's groups, namespaced and cluster-scoped, as the
+        # scheduler's hub link lists and watches them.
+        for group in ("policy.karmada.io", "policy.one.alibabacloud.com"):
+            pp = {"apiVersion": group + "/v1alpha1", "kind": "PropagationPolicy",
+                  "metadata": {"name": "sparkapp-policy"},
+                  "spec": {"resourceSelectors": [{"apiVersion": "sparkoperator.k8s.io/v1beta2",
+                                                  "kind": "SparkApplication"}],
+                           "placement": {"clusterAffinity": {"clusterNames": ["c1"]}}}}
+            self.custom.create_namespaced_custom_object(group, "v1alpha1", "spark",
+                                                        "propagationpolicies", pp)
+            got = self.custom.list_cluster_custom_object(group, "v1alpha1", "propagationpolicies")
+            self.assertEqual([(p["metadata"]["namespace"], p["spec"]["placement"])
+                              for p in got["items"]],
+                             [("spark", {"clusterAffinity": {"clusterNames": ["c1"]}})])
+            cpp = dict(pp, kind="ClusterPropagationPolicy", metadata={"name": "priority-policy"})
+            self.custom.create_cluster_custom_object(group, "v1alpha1",
+                                                     "clusterpropagationpolicies", cpp)
+            listed = self.custom.list_cluster_custom_object(group, "v1alpha1",
+                                                            "clusterpropagationpolicies")
+            self.assertEqual([c["metadata"]["name"] for c in listed["items"]],
+                             ["priority-policy"])
+            self.assertNotIn("namespace", listed["items"][0]["metadata"])
+
     def test_leases_for_leader_election(self):
         # What a leader elector does: create, read, update with the resourceVersion; a
         # stale update conflicts.

@@ -30,14 +30,14 @@ class ApiError(Exception):
 
 def not_found(resource, name, group=""):
     return ApiError(404, "NotFound", '%s "%s" not found' % (_qualified(resource, group), name),
-                    {"name": name, "group": group, "kind": resource})
+                    {"name": name, "group": group, "kind": plural(resource)})
 
 
 def conflict(resource, name, group="", why="the object has been modified; please apply your "
              "changes to the latest version and try again"):
     return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": %s'
                     % (_qualified(resource, group), name, why),
-                    {"name": name, "group": group, "kind": resource})
+                    {"name": name, "group": group, "kind": plural(resource)})
 
 
 def expired(message):
@@ -50,8 +50,14 @@ GENERATED = {"daemonsets"}
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 
+def plural(resource):
+    """The resource's plural name. A store key is the plural, or plural@group for a plural
+    that more than one group serves (a real API server keeps them apart by group)."""
+    return resource.split("@", 1)[0]
+
+
 def _qualified(resource, group):
-    return resource + ("." + group if group else "")
+    return plural(resource) + ("." + group if group else "")
 
 
 def now_rfc3339():
@@ -163,7 +169,7 @@ class Store:
             if not name:
                 raise ApiError(422, "Invalid", "%s is invalid: metadata.name: Required value: "
                                "name or generateName is required" % _qualified(resource, group),
-                               {"kind": resource, "group": group, "causes": [{
+                               {"kind": plural(resource), "group": group, "causes": [{
                                    "reason": "FieldValueRequired",
                                    "message": "Required value: name or generateName is required",
                                    "field": "metadata.name"}]})
@@ -171,7 +177,7 @@ class Store:
             if (ns, name) in table:
                 raise ApiError(409, "AlreadyExists", '%s "%s" already exists'
                                % (_qualified(resource, group), name),
-                               {"name": name, "group": group, "kind": resource})
+                               {"name": name, "group": group, "kind": plural(resource)})
             if not dry_run:
                 self.rv += 1
             if ns is not None:
@@ -253,7 +259,7 @@ class Store:
                                    "Forbidden: no new finalizers can be added if the object "
                                    "is being deleted, found new finalizers %s"
                                    % (_qualified(resource, group), name, added),
-                                   {"name": name, "group": group, "kind": resource})
+                                   {"name": name, "group": group, "kind": plural(resource)})
             if resource in GENERATED:
                 # metadata.generation is the server's: it moves with every spec change.
                 meta["generation"] = current["metadata"].get("generation", 1) + (

@@ -150,6 +150,11 @@ CASES = [
          [("gleaner_scheduler_quota_trees_rejected_total{%s}" % SCHED, "0 0 1 1 1")], "3m", [{}]),
     case("GleanerInvalidQuotaOrProfile",
          [("gleaner_scheduler_quota_trees_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
+    case("GleanerInvalidPropagationPolicy",
+         [("gleaner_scheduler_propagation_policies_rejected_total{%s}" % SCHED, "0 0 1 1 1")],
+         "3m", [{}]),
+    case("GleanerInvalidPropagationPolicy",
+         [("gleaner_scheduler_propagation_policies_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
 ]
 
 

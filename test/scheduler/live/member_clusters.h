@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,12 @@ class MemberClusters : public ::testing::Test {
       lo.name = n;
       lo.config = m.api->config();
       lo.resync = std::chrono::milliseconds(500);
+      if (hubs_.contains(n)) {
+        lo.hub = true;
+        lo.policy_group = hub_policy_group_;
+        for (const auto& [other, unused] : members_)
+          if (!hubs_.contains(other)) lo.members.push_back(other);
+      }
       m.link = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
     }
     auto route = [this](server::Action a) {
@@ -141,6 +148,8 @@ class MemberClusters : public ::testing::Test {
   SystemClock system_clock_;
   server::LiveMetrics metrics_;
   std::map<std::string, Member> members_;
+  std::set<std::string> hubs_;  // servers whose link is a fleet's hub (set before connect())
+  std::string hub_policy_group_ = "policy.karmada.io";
   std::unique_ptr<server::LiveScheduler> live_;
   uint64_t sequence_ = 0;
   std::mutex routed_mu_;

@@ -1,0 +1,80 @@
+// A cluster link's part as a fleet's hub (docs/fleet.md): the hub's PropagationPolicies and
+// ClusterPropagationPolicies say which of its SparkApplications the scheduler places into
+// the member clusters, and where they may go. A governed application is an origin of the
+// multi-cluster protocol that no operator holds (the hub runs no workloads), so it needs no
+// spec.suspend; its copy runs in the member the core chose, and the copy's state comes back
+// as the hub object's status.
+#include <spdlog/spdlog.h>
+
+#include "scheduler/kube/cluster_link.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+void ClusterLink::on_hub_policies() {
+  std::vector<fleet::PropagationPolicy> parsed;
+  for (const auto* informer : {propagation_policies_.get(), cluster_propagation_policies_.get()}) {
+    for (const Json& obj : informer->list()) {
+      auto policy = fleet::parse_propagation_policy(obj);
+      if (policy) {
+        parsed.push_back(std::move(*policy));
+        continue;
+      }
+      // Logged once per version: the policy governs nothing until it is fixed, and an
+      // application it would have governed stays where it is (on the hub, unplaced).
+      const std::string version =
+          string_at(obj, "metadata/name") + "@" + string_at(obj, "metadata/resourceVersion");
+      bool first = false;
+      {
+        std::lock_guard lock(mu_);
+        first = policy_refusals_.insert(version).second;
+      }
+      if (first) {
+        metrics_.propagation_policy_rejected();
+        spdlog::warn("hub {}: {}; it governs nothing until fixed", options_.name,
+                     policy.error().message);
+      }
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    hub_policies_ = std::move(parsed);
+  }
+  // Which applications are ours, and where they may go, may have changed.
+  for (const Json& app : apps_->list())
+    on_spark_app(app);
+}
+
+std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
+  fleet::HubObject object{"sparkoperator.k8s.io/v1beta2", "SparkApplication", app.namespace_,
+                          app.name, app.labels};
+  std::optional<std::vector<std::string>> allowed;
+  {
+    std::lock_guard lock(mu_);
+    const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
+    if (policy == nullptr) return std::nullopt;
+    std::vector<fleet::MemberCluster> members;
+    for (const std::string& m : options_.members)
+      members.push_back(fleet::MemberCluster{m, {}});
+    allowed = fleet::allowed_clusters(*policy, members);
+  }
+  auto view = app_view(app, options_.name, /*labelled_only=*/false);
+  if (!view) return std::nullopt;
+  view->hub = true;
+  view->allowed_clusters = std::move(allowed);
+  return view;
+}
+
+void ClusterLink::record_hub_status(const std::string& ns, const std::string& name,
+                                    const std::string& uid, const std::string& state) {
+  // The uid makes the write conditional, as for the annotation: a hub object re-created
+  // under this name since is another application.
+  Json patch{{"metadata", {{"uid", uid}}}, {"status", {{"applicationState", {{"state", state}}}}}};
+  auto r = client_.patch(kube::spark_application_path(ns, name) + "/status", patch,
+                         kube::PatchType::kMerge);
+  if (!r && r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
+    spdlog::warn("hub {}: record the state {} of SparkApplication {}/{} in its status: {}",
+                 options_.name, state, ns, name, r.error().message);
+  }
+}
+
+}  // namespace gleaner::scheduler::kube_glue

@@ -1,0 +1,131 @@
+// A fleet's hub (test API server "hub", no nodes) and two members a and b: SparkApplications
+// on the hub that a PropagationPolicy governs run in a member the policy allows, their state
+// shows on the hub, and they go when the hub object goes.
+#include <gtest/gtest.h>
+
+#include "test/scheduler/live/multi_cluster_fixture.h"
+
+namespace gleaner::scheduler::live_testing {
+namespace {
+
+// An application as a user submits it to the hub: no label, no spec.suspend.
+Json hub_app(const std::string& name) {
+  Json app = multi_cluster_app(name, /*suspend=*/false);
+  app["metadata"].erase("labels");
+  app["spec"].erase("suspend");
+  return app;
+}
+
+// A PropagationPolicy (namespace default) or ClusterPropagationPolicy selecting every
+// SparkApplication, with the seeds' placement: clusterNames when given.
+Json policy(const std::string& group, bool cluster_scoped, std::vector<std::string> clusters) {
+  Json placement = Json::object();
+  if (!clusters.empty()) placement["clusterAffinity"] = {{"clusterNames", clusters}};
+  placement["replicaScheduling"] = {{"replicaSchedulingType", "Divided"}};
+  Json meta{{"name", "sparkapp-policy"}};
+  if (!cluster_scoped) meta["namespace"] = "default";
+  return Json{{"apiVersion", group + "/v1alpha1"},
+              {"kind", cluster_scoped ? "ClusterPropagationPolicy" : "PropagationPolicy"},
+              {"metadata", meta},
+              {"spec",
+               {{"resourceSelectors",
+                 {{{"apiVersion", "sparkoperator.k8s.io/v1beta2"}, {"kind", "SparkApplication"}}}},
+                {"placement", placement}}}};
+}
+
+std::string policies_path(const std::string& group, bool cluster_scoped) {
+  return "/apis/" + group + "/v1alpha1/" +
+         (cluster_scoped ? std::string("clusterpropagationpolicies")
+                         : std::string("namespaces/default/propagationpolicies"));
+}
+
+class HubLiveTest : public CopyLifecycleTest {
+ protected:
+  void SetUp() override {
+    if (!start_servers({"hub", "a", "b"})) GTEST_SKIP() << "cannot start test/apiserver";
+    ASSERT_TRUE(member("a").add_node("a1"));
+    ASSERT_TRUE(member("b").add_node("b1"));
+    hubs_ = {"hub"};
+    hub_policy_group_ = group();
+    connect();
+    // a is the better fit (less left over): only a policy keeps the job out of it.
+    report("a", "a1", 4000);
+    report("b", "b1", 8000);
+  }
+  virtual std::string group() const { return "policy.karmada.io"; }
+  std::string hub_state(const std::string& name) {
+    const Json obj = app("hub", name);
+    const Json* state = obj.is_object() ? find_path(obj, "status/applicationState/state") : nullptr;
+    return state != nullptr && state->is_string() ? state->get<std::string>() : "";
+  }
+};
+
+// ACK One Fleet's API group for the same objects (the seeds' policy).
+class AckHubLiveTest : public HubLiveTest {
+ protected:
+  std::string group() const override { return "policy.one.alibabacloud.com"; }
+};
+
+TEST_F(HubLiveTest, ApplicationRunsWhereItsPolicyAllowsAndItsStateShowsOnTheHub) {
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {"b"})));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_FALSE(app("a", "pi").contains("spec")) << "a fits better, but the policy allows b only";
+  const Json copy = app("b", "pi");
+  EXPECT_EQ(annotation(copy, "gleaner.io/origin-cluster"), "hub");
+  EXPECT_TRUE(until([&] { return annotation(app("hub", "pi"), "gleaner.io/placement") == "b"; }));
+
+  // The member's operator runs it: the hub shows the state in the object's status
+  // (kubectl get sparkapplication's STATUS column) and names the member.
+  set_state("b", "pi", "RUNNING");
+  EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; })) << app("hub", "pi").dump();
+  set_state("b", "pi", "COMPLETED");
+  EXPECT_TRUE(until([&] { return hub_state("pi") == "COMPLETED"; }));
+  EXPECT_TRUE(member("hub").has_event("pi", "GleanerRemoteState", "member cluster b"));
+
+  // Deleting the hub object deletes the copy.
+  ASSERT_TRUE(member("hub").client->remove(kube::spark_application_path("default", "pi")).ok());
+  EXPECT_TRUE(until([&] { return !app("b", "pi").contains("spec"); }));
+}
+
+TEST_F(HubLiveTest, AnApplicationNoPolicyGovernsStaysUntilOneDoes) {
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  for (int i = 0; i < 20; ++i)
+    live_->tick();
+  EXPECT_FALSE(routed([](const server::Action& a) {
+    return a.kind == server::ActionKind::kPlaceApp;
+  })) << "no policy governs it: not ours";
+  // A ClusterPropagationPolicy without affinity: any member, the best fit.
+  ASSERT_TRUE(member("hub").create(policies_path(group(), true), policy(group(), true, {})));
+  ASSERT_TRUE(schedule_until([&] { return app("a", "pi").contains("spec"); }));
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+}
+
+TEST_F(HubLiveTest, APolicyGleanerCannotHonourIsRefusedAndCounted) {
+  Json bad = policy(group(), false, {"b"});
+  bad["spec"]["placement"]["clusterAffinity"]["fieldSelector"] = {
+      {"matchExpressions", {{{"key", "region"}, {"operator", "In"}, {"values", {"x"}}}}}};
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), bad));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  EXPECT_TRUE(until([&] {
+    return metrics_.render({}).find("gleaner_scheduler_propagation_policies_rejected_total 1\n") !=
+           std::string::npos;
+  }));
+  for (int i = 0; i < 20; ++i)
+    live_->tick();
+  EXPECT_FALSE(app("a", "pi").contains("spec"));
+  EXPECT_FALSE(app("b", "pi").contains("spec"));
+}
+
+TEST_F(AckHubLiveTest, TheSeedsPolicyUnderAckOneFleetsGroupPlacesTheApplication) {
+  Json seeds = policy(group(), false, {"b"});
+  seeds["spec"]["placement"]["replicaScheduling"]["customSchedulingType"] = "Gang";
+  seeds["spec"]["propagateDeps"] = true;
+  seeds["spec"]["preserveResourcesOnDeletion"] = false;
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), seeds));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("spark-pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "spark-pi").contains("spec"); }));
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::live_testing
