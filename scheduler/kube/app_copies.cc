@@ -62,7 +62,9 @@ void ClusterLink::place_app(const server::Action& a) {
   if (!here) forward_copy(*r, a.target);
   if (recorded_before) return;  // the Event was written the first time
   app_event(a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
-            a.message + (here ? "; released here" : "; this copy stays suspended"));
+            a.message + (here           ? "; released here"
+                         : options_.hub ? "; a copy runs there"
+                                        : "; this copy stays suspended"));
 }
 
 void ClusterLink::app_event(const std::string& ns, const std::string& name, const std::string& uid,
@@ -248,8 +250,8 @@ void ClusterLink::delete_copy(const server::Action& a) {
     return;
   }
   if (s) {
-    spdlog::info("cluster {}: deleted SparkApplication {}/{}: its origin in cluster {} is gone",
-                 options_.name, a.ns, a.name, a.peer);
+    spdlog::info("cluster {}: deleted SparkApplication {}/{}: {}", options_.name, a.ns, a.name,
+                 a.message.empty() ? "its origin in cluster " + a.peer + " is gone" : a.message);
   }
 }
 

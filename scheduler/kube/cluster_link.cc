@@ -334,6 +334,9 @@ void ClusterLink::perform(const server::Action& a) {
     case server::ActionKind::kDeleteCopy:
       delete_copy(a);
       return;
+    case server::ActionKind::kUnplaceApp:
+      unplace_app(a);
+      return;
     case server::ActionKind::kEvent: {
       kube::EventRecord e;
       e.namespace_ = a.ns;

@@ -115,6 +115,7 @@ class ClusterLink {
   void observe_origin_gone(const Json& obj);
   void mirror_app_state(const server::Action& a);
   void delete_copy(const server::Action& a);
+  void unplace_app(const server::Action& a);  // hub_apps.cc
   // A create, mirror or delete the API refused is queued again after a while, with a
   // warning the first time (`why`) and at debug level after. A newer action for the same
   // application, queued meanwhile or later, replaces it, so an old state never overwrites

@@ -77,4 +77,24 @@ void ClusterLink::record_hub_status(const std::string& ns, const std::string& na
   }
 }
 
+void ClusterLink::unplace_app(const server::Action& a) {
+  // Conditional on the uid: a hub object re-created under this name is another application.
+  Json patch{
+      {"metadata",
+       {{"uid", a.uid},
+        {"annotations",
+         {{server::kPlacementAnnotation, nullptr}, {server::kRemoteStateAnnotation, nullptr}}}}}};
+  auto r =
+      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  if (!r && r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
+    defer(a, "forget the placement of SparkApplication " + a.ns + "/" + a.name + " in " + a.peer +
+                 ": " + r.error().message);
+    return;
+  }
+  retry_done(a);
+  std::lock_guard lock(mu_);
+  forwarded_.erase(a.ns + "/" + a.name);  // its next placement asks for a copy afresh
+  recorded_states_.erase(a.uid);
+}
+
 }  // namespace gleaner::scheduler::kube_glue

@@ -56,6 +56,7 @@ void LiveScheduler::observe_app(const AppView& app) {
   added.app_queue = app.queue;
   added.app_priority = app.priority;
   added.app_allowed = app.allowed_clusters;
+  added.hub_origin = app.hub;
   submit(added, app.shape, app.priority, app.queue);
 }
 
@@ -131,6 +132,39 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
   job_gang_[job] = placed_key;
   placed_apps_[g.origin + "/" + g.ns + "/" + g.name] = placed_key;
   send_place_app(gangs_.emplace(placed_key, std::move(g)).first->second);
+}
+
+void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
+  auto it = gangs_.find(key);
+  if (it == gangs_.end() || !it->second.job) return;
+  Gang g = std::move(it->second);
+  gangs_.erase(it);
+  const std::string member = g.cluster;
+  if (actions_) {
+    Action del{ActionKind::kDeleteCopy, member, g.ns, g.name, g.app_uid};
+    del.peer = g.origin;
+    del.message = "reclaimed: " + d.reason;
+    actions_(std::move(del));
+    Action unplace{ActionKind::kUnplaceApp, g.origin, g.ns, g.name, g.app_uid};
+    unplace.peer = member;
+    actions_(std::move(unplace));
+  }
+  placed_apps_.erase(g.origin + "/" + g.ns + "/" + g.name);
+  // No longer pinned to the member: any member the policy allows may take it.
+  if (Status s = core_.set_node_selector(*g.job, g.selector); !s)
+    spdlog::warn("{}", s.error().message);
+  g.cluster.clear();
+  g.key = app_key(g.origin, g.ns, g.name);
+  g.app_recorded = false;
+  g.members.clear();
+  g.waiting.clear();
+  g.last_event.clear();
+  job_gang_[*g.job] = g.key;
+  Gang& back = gangs_[g.key] = std::move(g);
+  app_event(back, "GleanerReclaimed",
+            "reclaimed from member cluster " + member + " (" + d.reason +
+                "); its copy there is deleted and it is placed again",
+            true);
 }
 
 void LiveScheduler::send_place_app(Gang& g) {

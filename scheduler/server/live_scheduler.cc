@@ -426,12 +426,14 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
         attach_waiting(g);
         break;
       case DecisionKind::kPreempt:
-        metrics_.preempted();
-        reclaim(g, d);
-        break;
       case DecisionKind::kReschedule:
-        metrics_.rescheduled();
+        if (d.kind == DecisionKind::kPreempt) {
+          metrics_.preempted();
+        } else {
+          metrics_.rescheduled();
+        }
         reclaim(g, d);
+        if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(key->second), d);
         break;
       case DecisionKind::kUnschedulable:
       case DecisionKind::kReservationExpired:

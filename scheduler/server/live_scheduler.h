@@ -128,8 +128,12 @@ enum class ActionKind {
   // the origin (annotation and Event), or, when the origin is gone, answered with a
   // kDeleteCopy to `peer`.
   kMirrorAppState,
-  // On the target cluster: delete the copy whose origin (cluster `peer`) was deleted.
+  // On the target cluster: delete the copy whose origin (cluster `peer`) was deleted, or
+  // (with a `message` saying why) that was reclaimed from there.
   kDeleteCopy,
+  // On a hub: forget the placement recorded on the SparkApplication (its copy in `peer` was
+  // reclaimed), so that it is placed again.
+  kUnplaceApp,
 };
 struct Action {
   ActionKind kind = ActionKind::kBind;
@@ -240,6 +244,7 @@ class LiveScheduler {
     // for another cluster, the copy created); until then kPlaceApp is sent again every
     // app_retry_seconds (every step of it is idempotent).
     bool app_recorded = false;
+    bool hub_origin = false;  // its origin is a fleet's hub
     double app_retry_at = 0;
     std::string app_message;
     // What it was submitted with, to submit it again when the chosen cluster still held
@@ -294,6 +299,11 @@ class LiveScheduler {
   Tracked* driver_of(Gang& g);
   void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
   void place_app(const std::string& key, JobId job);
+  // A hub's application reclaimed from its member (its driver did not run in time, its pods
+  // were lost, its queue's borrowed quota was taken back): the copy there goes and the
+  // application waits on the hub again, for any member its policy allows (the core backs
+  // off from the one that failed it).
+  void return_to_hub(const std::string& key, const Decision& d);
   void send_place_app(Gang& g);
   void retry_app_placements();
   void emit_pending_events();

@@ -49,11 +49,11 @@ ALLOWED = {
     "scheduler/server": {"common", "kube", "reporter/wire", "reporter/metrics",
                          "scheduler/core", "scheduler/admission"},
     "scheduler/kube": {"common", "kube", "scheduler/core", "scheduler/admission",
-                       "scheduler/server"},
+                       "scheduler/server", "scheduler/fleet"},
     "scheduler/estimator": {"common", "kube", "scheduler/core", "scheduler/kube",
                             "scheduler/server"},
     # Fleet mode's pure pieces (PropagationPolicy matching): Kubernetes vocabulary only.
-    "scheduler/fleet": {"common", "kube", "scheduler/core", "scheduler/kube"},
+    "scheduler/fleet": {"common", "kube", "scheduler/core"},
     "scheduler/cli": {"common", "kube"} | SCHEDULER,
     "scheduler": {"common", "scheduler/cli"},  # scheduler/main.cc
 }

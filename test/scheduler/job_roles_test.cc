@@ -2,13 +2,13 @@
 // request with containers summed and the larger init container counted, GPUs, priority
 // class, selector; unknown roles and bad replica counts named) and SparkApplications (a
 // driver and its executors sized by Spark's memory rules).
-#include "scheduler/fleet/job_roles.h"
+#include "scheduler/kube/job_roles.h"
 
 #include <gtest/gtest.h>
 
 #include "kube/yaml_json.h"
 
-namespace gleaner::scheduler::fleet {
+namespace gleaner::scheduler::kube_glue {
 namespace {
 
 constexpr int64_t kGi = 1024LL * 1024 * 1024;
@@ -153,4 +153,4 @@ spec: {pytorchReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}
 }
 
 }  // namespace
-}  // namespace gleaner::scheduler::fleet
+}  // namespace gleaner::scheduler::kube_glue

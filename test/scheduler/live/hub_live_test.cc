@@ -47,12 +47,14 @@ class HubLiveTest : public CopyLifecycleTest {
     ASSERT_TRUE(member("b").add_node("b1"));
     hubs_ = {"hub"};
     hub_policy_group_ = group();
+    driver_start_timeout_ = driver_start_timeout();
     connect();
     // a is the better fit (less left over): only a policy keeps the job out of it.
     report("a", "a1", 4000);
     report("b", "b1", 8000);
   }
   virtual std::string group() const { return "policy.karmada.io"; }
+  virtual int64_t driver_start_timeout() const { return 300; }
   std::string hub_state(const std::string& name) {
     const Json obj = app("hub", name);
     const Json* state = obj.is_object() ? find_path(obj, "status/applicationState/state") : nullptr;
@@ -115,6 +117,32 @@ TEST_F(HubLiveTest, APolicyGleanerCannotHonourIsRefusedAndCounted) {
     live_->tick();
   EXPECT_FALSE(app("a", "pi").contains("spec"));
   EXPECT_FALSE(app("b", "pi").contains("spec"));
+}
+
+// A driver that cannot start in its member within the timeout (an LS surge there leaves it
+// pending): the application is reclaimed from that member and runs in another.
+class HubReclaimLiveTest : public HubLiveTest {
+ protected:
+  int64_t driver_start_timeout() const override { return 1; }
+};
+
+TEST_F(HubReclaimLiveTest, ADriverThatDoesNotStartIsReclaimedIntoAnotherMember) {
+  ASSERT_TRUE(
+      member("hub").create(policies_path(group(), false), policy(group(), false, {"a", "b"})));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("a", "pi").contains("spec"); })) << "best fit";
+  // a's operator creates the driver, which stays Pending there (no room is left for it).
+  ASSERT_TRUE(member("a").create(kube::pods_path("default"), operator_driver("pi")));
+  // After the 1 s timeout the copy in a goes and one in b takes its place.
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_TRUE(until([&] { return !app("a", "pi").contains("spec"); }));
+  EXPECT_TRUE(until([&] { return annotation(app("hub", "pi"), "gleaner.io/placement") == "b"; }));
+  EXPECT_TRUE(
+      until([&] { return member("hub").has_event("pi", "GleanerReclaimed", "member cluster a"); }));
+  EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-cluster"), "hub");
+  // It runs there, and the hub shows it.
+  set_state("b", "pi", "RUNNING");
+  EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
 }
 
 TEST_F(AckHubLiveTest, TheSeedsPolicyUnderAckOneFleetsGroupPlacesTheApplication) {

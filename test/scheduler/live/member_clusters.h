@@ -81,6 +81,7 @@ class MemberClusters : public ::testing::Test {
     for (const auto& [n, m] : members_)
       options.clusters.push_back(n);
     options.staleness = StalenessPolicy{3600, 7200};
+    options.policy.driver_start_timeout_seconds = driver_start_timeout_;
     options.app_retry_seconds = 0.2;
     auto live = server::LiveScheduler::create(options, {}, system_clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
@@ -150,6 +151,7 @@ class MemberClusters : public ::testing::Test {
   std::map<std::string, Member> members_;
   std::set<std::string> hubs_;  // servers whose link is a fleet's hub (set before connect())
   std::string hub_policy_group_ = "policy.karmada.io";
+  int64_t driver_start_timeout_ = 300;  // seconds (set before connect())
   std::unique_ptr<server::LiveScheduler> live_;
   uint64_t sequence_ = 0;
   std::mutex routed_mu_;

@@ -1,4 +1,4 @@
-#include "scheduler/fleet/job_roles.h"
+#include "scheduler/kube/job_roles.h"
 
 #include <array>
 #include <optional>
@@ -8,7 +8,7 @@
 #include "kube/spark_application.h"
 #include "scheduler/kube/node_affinity.h"
 
-namespace gleaner::scheduler::fleet {
+namespace gleaner::scheduler::kube_glue {
 namespace {
 
 struct Kind {
@@ -53,9 +53,9 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
                kube::pod_request(*parsed, kResourceGpu).value()};
   r.priority_class = parsed->priority_class_name;
   const Json& pod_spec = (*tmpl)["spec"];
-  auto selector = kube_glue::node_selector_of(pod_spec, where + ".template.spec");
+  auto selector = node_selector_of(pod_spec, where + ".template.spec");
   if (!selector) return invalid(where + ".template.spec", selector.error().message);
-  auto tolerations = kube_glue::tolerations_of(pod_spec, where + ".template.spec");
+  auto tolerations = tolerations_of(pod_spec, where + ".template.spec");
   if (!tolerations) return invalid(where + ".template.spec", tolerations.error().message);
   r.selector = std::move(*selector);
   r.selector.tolerations = {std::move(*tolerations)};
@@ -119,9 +119,9 @@ Result<TrainingJob> parse_spark_job(const Json& object) {
     r.request = {role->cpu_request_milli, app->pod_memory_bytes(*role)};
     const Json section = spec.is_object() ? spec.value(field, Json::object()) : Json::object();
     if (section.is_object()) r.priority_class = section.value("priorityClassName", "");
-    auto selector = kube_glue::node_selector_of(section, where + field);
+    auto selector = node_selector_of(section, where + field);
     if (!selector) return invalid(where + field, selector.error().message);
-    auto tolerations = kube_glue::tolerations_of(section, where + field);
+    auto tolerations = tolerations_of(section, where + field);
     if (!tolerations) return invalid(where + field, tolerations.error().message);
     r.selector = std::move(*selector);
     r.selector.tolerations = {std::move(*tolerations)};
@@ -145,4 +145,4 @@ ComponentSet component_set(const TrainingJob& job) {
   return set;
 }
 
-}  // namespace gleaner::scheduler::fleet
+}  // namespace gleaner::scheduler::kube_glue

@@ -18,7 +18,7 @@
 #include "scheduler/core/node_selector.h"
 #include "scheduler/core/resources.h"
 
-namespace gleaner::scheduler::fleet {
+namespace gleaner::scheduler::kube_glue {
 
 struct JobRole {
   std::string name;  // "Master", "Worker", ...
@@ -51,4 +51,4 @@ Result<TrainingJob> parse_hub_job(const Json& object);
 // no replicas left out.
 ComponentSet component_set(const TrainingJob& job);
 
-}  // namespace gleaner::scheduler::fleet
+}  // namespace gleaner::scheduler::kube_glue
