@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""A fleet: a hub and three member clusters (each an instance of the test API server), and
+the real gleaner-scheduler binary run with --hub and --cluster as docs/fleet.md shows. The
+user side speaks through python3-kubernetes, as kubectl would: the seeds' PropagationPolicy
+(ACK One Fleet's group) and spark-pi SparkApplication go to the hub; the application runs
+in the member whose batch capacity fits it best, its state shows on the hub, a driver left
+pending there (an LS surge took the room) is reclaimed after the timeout and the
+application completes in another member; deleting it on the hub deletes it everywhere.
+
+Usage: fleet_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_harness import Proc, deadline_loop, node_report, run_with_bin_dir  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
+BIN_DIR = None
+SPARK = ("sparkoperator.k8s.io", "v1beta2")
+ACK_POLICY = "policy.one.alibabacloud.com"
+TIMEOUT = 2  # --driver-start-timeout, seconds
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def spark_pi():
+    """The seeds' spark-pi, as the ACK One guide submits it to the Fleet instance."""
+    section = {"coreLimit": "1000m", "cores": 1, "priorityClassName": "low-priority",
+               "template": {"metadata": {"annotations": {
+                   "sparkoperator.k8s.io/koordinator-colocation": "true"}}}}
+    return {"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+            "metadata": {"name": "spark-pi", "namespace": "spark"},
+            "spec": {"type": "Scala", "mode": "cluster", "sparkVersion": "3.5.4",
+                     "mainClass": "org.apache.spark.examples.SparkPi",
+                     "mainApplicationFile":
+                         "local:///opt/spark/examples/jars/spark-examples_2.12-3.5.4.jar",
+                     "arguments": ["50000"], "restartPolicy": {"type": "Never"},
+                     "driver": dict(section, memory="512m"),
+                     "executor": dict(section, memory="1g", instances=1)}}
+
+
+def seeds_policy():
+    return {"apiVersion": ACK_POLICY + "/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "sparkapp-policy", "namespace": "spark"},
+            "spec": {"preserveResourcesOnDeletion": False, "propagateDeps": True,
+                     "placement": {"clusterAffinity": {"clusterNames": ["m1", "m2", "m3"]},
+                                   "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                                         "customSchedulingType": "Gang"}},
+                     "resourceSelectors": [{"apiVersion": "sparkoperator.k8s.io/v1beta2",
+                                            "kind": "SparkApplication"}]}}
+
+
+class Fleet(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gleaner-fleet-")
+        self.procs, self.apis, self.kubeconfigs = [], {}, {}
+        for name in ("hub", "m1", "m2", "m3"):
+            api = self.start("apiserver-" + name,
+                             ["/usr/bin/python3", APISERVER, "--port", "0"], stdin=True)
+            url = "http://127.0.0.1:%s" % api.wait_line(r"ready port=(\d+)", 20).group(1)
+            config = client.Configuration(host=url)
+            self.apis[name] = client.ApiClient(config)
+            path = os.path.join(self.tmp.name, name + ".kubeconfig")
+            with open(path, "w") as f:
+                f.write("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "
+                        "%s}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: x, context: "
+                        "{cluster: c, user: u}}]\ncurrent-context: x\n" % url)
+            self.kubeconfigs[name] = path
+        for m in ("m1", "m2", "m3"):
+            client.CoreV1Api(self.apis[m]).create_node(
+                client.V1Node(metadata=client.V1ObjectMeta(name=m + "-n1")))
+        client.SchedulingV1Api(self.apis["hub"]).create_priority_class(client.V1PriorityClass(
+            metadata=client.V1ObjectMeta(name="low-priority"), value=-1000))
+        binary = os.path.join(BIN_DIR, "gleaner-scheduler")
+        argv = [binary, "run", "--listen", "127.0.0.1:0", "--report-auth", "none",
+                "--tick-ms", "50", "--driver-start-timeout", str(TIMEOUT),
+                "--hub", "hub=" + self.kubeconfigs["hub"], "--hub-policy-group", ACK_POLICY]
+        for m in ("m1", "m2", "m3"):
+            argv += ["--cluster", "%s=%s" % (m, self.kubeconfigs[m])]
+        sched = self.start("scheduler", argv)
+        self.sched = "http://127.0.0.1:" + sched.wait_line(r"listening on port (\d+)", 20).group(1)
+        self.seq = 0
+        # Batch capacity as the members' agents report it: m1 is the best fit for spark-pi
+        # (1 driver + 1 executor: 2 CPUs), m3 too small.
+        for m, cpu in (("m1", 3000), ("m2", 8000), ("m3", 1000)):
+            self.report(m, cpu)
+
+    def start(self, name, argv, stdin=False):
+        p = Proc(name, argv, self.tmp.name, stdin=stdin)
+        self.procs.append(p)
+        return p
+
+    def tearDown(self):
+        for api in self.apis.values():
+            api.close()
+            api.rest_client.pool_manager.clear()
+        for p in reversed(self.procs):
+            p.stop()
+        if hasattr(self, "_outcome") and any(
+                e for _, e in getattr(self._outcome, "errors", []) if e):
+            for p in self.procs:
+                print("---- %s\n%s" % (p.name, p.text()[-3000:]))
+        self.tmp.cleanup()
+
+    def report(self, member, cpu_milli):
+        self.seq += 1
+        self.assertEqual(post(self.sched + "/api/v1/reports",
+                              node_report(member + "-n1", self.seq, "fleet-e2e", cpu_milli,
+                                          16 << 30, cluster=member)), 200)
+
+    def apps(self, cluster):
+        return client.CustomObjectsApi(self.apis[cluster])
+
+    def app(self, cluster):
+        try:
+            return self.apps(cluster).get_namespaced_custom_object(
+                *SPARK, "spark", "sparkapplications", "spark-pi")
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def wait(self, what, predicate, timeout=15):
+        for _ in deadline_loop(timeout, 0.05):
+            if predicate():
+                return
+        self.fail("not within %ss: %s" % (timeout, what))
+
+    def set_state(self, cluster, state):
+        self.apps(cluster).patch_namespaced_custom_object_status(
+            *SPARK, "spark", "sparkapplications", "spark-pi",
+            {"status": {"applicationState": {"state": state}}})
+
+    def hub_state(self):
+        obj = self.app("hub") or {}
+        return obj.get("status", {}).get("applicationState", {}).get("state")
+
+    def placement(self):
+        obj = self.app("hub") or {}
+        return obj.get("metadata", {}).get("annotations", {}).get("gleaner.io/placement")
+
+    def test_spark_pi_runs_where_it_fits_and_moves_when_its_driver_cannot_start(self):
+        self.apps("hub").create_namespaced_custom_object(
+            ACK_POLICY, "v1alpha1", "spark", "propagationpolicies", seeds_policy())
+        started = time.monotonic()
+        self.apps("hub").create_namespaced_custom_object(*SPARK, "spark", "sparkapplications",
+                                                         spark_pi())
+        self.wait("a copy in m1", lambda: self.app("m1") is not None)
+        placed = time.monotonic()
+        print("hub -> copy in the best-fit member: %.2f s" % (placed - started))
+        self.assertIsNone(self.app("m2"))
+        self.assertIsNone(self.app("m3"))
+        self.wait("placement m1 recorded on the hub", lambda: self.placement() == "m1")
+        copy = self.app("m1")
+        self.assertEqual(copy["metadata"]["annotations"]["gleaner.io/origin-cluster"], "hub")
+        self.assertEqual(copy["spec"], dict(spark_pi()["spec"], suspend=False))
+
+        # m1's operator creates the driver; an LS surge there leaves it Pending.
+        client.CoreV1Api(self.apis["m1"]).create_namespaced_pod("spark", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "spark-pi-driver", "labels": {
+                "spark-role": "driver", "sparkoperator.k8s.io/app-name": "spark-pi"}},
+            "spec": {"schedulerName": "gleaner-scheduler",
+                     "containers": [{"name": "spark-kubernetes-driver", "image": "spark"}]}})
+        self.set_state("m1", "SUBMITTED")
+        self.wait("SUBMITTED on the hub", lambda: self.hub_state() == "SUBMITTED")
+        # Past the driver start timeout: reclaimed from m1, placed into m2.
+        self.wait("a copy in m2", lambda: self.app("m2") is not None, timeout=TIMEOUT + 15)
+        moved = time.monotonic() - placed
+        print("placed in m1 -> copy in m2: %.2f s (driver start timeout %d s)" % (moved, TIMEOUT))
+        # The core counts whole seconds: the timeout ends between TIMEOUT-1 and TIMEOUT s.
+        self.assertGreaterEqual(moved, TIMEOUT - 1, "reclaimed before its timeout")
+        self.wait("the copy in m1 deleted", lambda: self.app("m1") is None)
+        self.wait("the driver in m1 deleted", lambda: not client.CoreV1Api(
+            self.apis["m1"]).list_namespaced_pod("spark").items)
+        self.wait("placement m2 on the hub", lambda: self.placement() == "m2")
+        self.assertIsNone(self.app("m3"), "m3 is too small")
+        events = client.CoreV1Api(self.apis["hub"]).list_namespaced_event("spark").items
+        self.assertIn("GleanerReclaimed", [e.reason for e in events])
+
+        # m2's operator runs it to the end; the hub shows each state.
+        for state in ("RUNNING", "COMPLETED"):
+            self.set_state("m2", state)
+            self.wait(state + " on the hub", lambda s=state: self.hub_state() == s)
+
+        self.apps("hub").delete_namespaced_custom_object(*SPARK, "spark", "sparkapplications",
+                                                         "spark-pi")
+        self.wait("the copy in m2 deleted with the hub object", lambda: self.app("m2") is None)
+
+
+if __name__ == "__main__":
+    run_with_bin_dir(globals(), "gleaner-scheduler")
