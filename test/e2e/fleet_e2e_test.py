@@ -6,6 +6,9 @@ user side speaks through python3-kubernetes, as kubectl would: the seeds' Propag
 in the member whose batch capacity fits it best, its state shows on the hub, a driver left
 pending there (an LS surge took the room) is reclaimed after the timeout and the
 application completes in another member; deleting it on the hub deletes it everywhere.
+Two tenants of the hub's ElasticQuotaTree: one borrows the whole fleet, the other, within
+its guaranteed min, takes back what it needs (the borrower's newest application is
+reclaimed from its member and waits on the hub).
 
 Usage: fleet_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
@@ -56,6 +59,12 @@ def spark_pi():
                      "arguments": ["50000"], "restartPolicy": {"type": "Never"},
                      "driver": dict(section, memory="512m"),
                      "executor": dict(section, memory="1g", instances=1)}}
+
+
+def named_app(name, ns):
+    app = spark_pi()
+    app["metadata"] = {"name": name, "namespace": ns}
+    return app
 
 
 def seeds_policy():
@@ -157,6 +166,68 @@ class Fleet(unittest.TestCase):
     def placement(self):
         obj = self.app("hub") or {}
         return obj.get("metadata", {}).get("annotations", {}).get("gleaner.io/placement")
+
+    def placed(self, ns, name):
+        try:
+            obj = self.apps("hub").get_namespaced_custom_object(*SPARK, ns, "sparkapplications",
+                                                                name)
+        except ApiException:
+            return None
+        return obj["metadata"].get("annotations", {}).get("gleaner.io/placement")
+
+    def test_two_tenants_borrow_and_reclaim_through_the_hubs_quota_tree(self):
+        # The hub's ElasticQuotaTree: tenant-a (namespace spark-a) is guaranteed 2 CPUs,
+        # tenant-b (spark-b) 4; each may borrow up to 8. Every SparkApplication goes to any
+        # member (a ClusterPropagationPolicy). Members: m1 takes one spark-pi (2 CPUs),
+        # m2 two; m3 none.
+        for ns in ("spark-a", "spark-b"):
+            client.CoreV1Api(self.apis["hub"]).create_namespace(
+                client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+        self.report("m2", 4000)
+        tree = {"apiVersion": "scheduling.sigs.k8s.io/v1beta1", "kind": "ElasticQuotaTree",
+                "metadata": {"name": "elasticquotatree", "namespace": "kube-system"},
+                "spec": {"root": {"name": "root", "max": {"cpu": 40, "memory": "40Gi"},
+                                  "min": {"cpu": 40, "memory": "40Gi"}, "children": [
+                    {"name": "tenant-a", "namespaces": ["spark-a"],
+                     "min": {"cpu": 2, "memory": "4Gi"}, "max": {"cpu": 8, "memory": "16Gi"}},
+                    {"name": "tenant-b", "namespaces": ["spark-b"],
+                     "min": {"cpu": 4, "memory": "8Gi"}, "max": {"cpu": 8, "memory": "16Gi"}}]}}}
+        self.apps("hub").create_namespaced_custom_object(
+            "scheduling.sigs.k8s.io", "v1beta1", "kube-system", "elasticquotatrees", tree)
+        cpp = seeds_policy()
+        cpp["kind"] = "ClusterPropagationPolicy"
+        cpp["metadata"] = {"name": "all-spark"}
+        self.apps("hub").create_cluster_custom_object(ACK_POLICY, "v1alpha1",
+                                                      "clusterpropagationpolicies", cpp)
+        # tenant-a fills the fleet: 6 CPUs, 4 of them borrowed beyond its min.
+        a_apps = ["a-1", "a-2", "a-3"]
+        for name in a_apps:
+            self.apps("hub").create_namespaced_custom_object(*SPARK, "spark-a",
+                                                             "sparkapplications",
+                                                             named_app(name, "spark-a"))
+        self.wait("tenant-a's three placed",
+                  lambda: all(self.placed("spark-a", n) for n in a_apps))
+        # tenant-b, within its guaranteed min, finds no room: tenant-a's borrowed quota is
+        # reclaimed (its most recently admitted application), and tenant-b's runs there.
+        self.apps("hub").create_namespaced_custom_object(*SPARK, "spark-b", "sparkapplications",
+                                                         named_app("b-1", "spark-b"))
+        self.wait("tenant-b placed", lambda: self.placed("spark-b", "b-1") is not None)
+        self.wait("one of tenant-a's unplaced",
+                  lambda: sum(1 for n in a_apps if self.placed("spark-a", n)) == 2)
+        waiting = [n for n in a_apps if not self.placed("spark-a", n)]
+        events = client.CoreV1Api(self.apis["hub"]).list_namespaced_event("spark-a").items
+        self.assertTrue(any(e.reason == "GleanerReclaimed" and e.involved_object.name in waiting
+                            and "preempted" in e.message for e in events),
+                        [(e.reason, e.message) for e in events])
+        member = self.placed("spark-b", "b-1")
+
+        def copies(name):
+            return [m for m in ("m1", "m2", "m3") if name in [
+                o["metadata"]["name"] for o in self.apps(m).list_namespaced_custom_object(
+                    *SPARK, "spark-a", "sparkapplications")["items"]]]
+        self.wait("the reclaimed one's copy deleted", lambda: not copies(waiting[0]))
+        self.assertEqual(len(copies(a_apps[0]) + copies(a_apps[1]) + copies(a_apps[2])), 2)
+        print("tenant-b placed into %s; tenant-a's %s reclaimed and waiting" % (member, waiting))
 
     def test_spark_pi_runs_where_it_fits_and_moves_when_its_driver_cannot_start(self):
         self.apps("hub").create_namespaced_custom_object(
