@@ -53,6 +53,10 @@ struct JobSpec {
   // The clusters the job may go to (a PropagationPolicy's cluster affinity, resolved);
   // nullopt: any; empty: none (the job waits, unschedulable).
   std::optional<std::vector<std::string>> allowed_clusters;
+  // Back off from a cluster that failed the job even when no other cluster may take it
+  // (a fleet's application: its copy there is being deleted, and going straight back
+  // would race that deletion). Otherwise such a job returns at once.
+  bool back_off_without_alternative = false;
 };
 
 // The roles a spec describes: its `roles`, or the Spark driver and executors; roles with
@@ -91,6 +95,7 @@ struct Job {
   std::optional<ClusterId> avoid_cluster;  // the cluster it was reclaimed from
   int64_t avoid_until = 0;                 // its back-off there ends (a reschedule)
   int reclaims_in_a_row = 0;               // reschedules since its driver last ran
+  bool backoff_always = false;             // spec.back_off_without_alternative, at the reclaim
   std::vector<PodState> pods;
   int64_t admitted_at = 0;
   int64_t started_at = 0;

@@ -212,6 +212,7 @@ void Scheduler::reattach(Job& j) {
 
 void Scheduler::requeue(Job& j, const std::string& reason) {
   j.avoid_cluster = j.cluster;
+  j.avoid_until = 0;  // a back-off is set by the caller that wants one (lose_pod)
   j.cluster.reset();
   j.pods.clear();
   j.phase = JobPhase::kPending;
@@ -375,6 +376,7 @@ Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
       backoff *= 2;
     ++j.reclaims_in_a_row;
     j.avoid_until = now + std::min(backoff, policy_.reclaim_backoff_max_seconds);
+    j.backoff_always = j.spec.back_off_without_alternative;
     if (j.avoid_until > now) backoffs_.insert({j.avoid_until, j.id});
   }
   return Decision{DecisionKind::kReschedule, id, reason};

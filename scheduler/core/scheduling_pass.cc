@@ -78,9 +78,11 @@ bool Scheduler::may_use(const Job& j, ClusterId c) const {
 
 bool Scheduler::backing_off(const Job& j, ClusterId c) const {
   if (j.avoid_cluster != c || pass_now_ >= j.avoid_until) return false;
-  // Only while another cluster may take it: with nowhere else to go, waiting helps nothing.
+  if (j.backoff_always) return true;
+  // Only while another cluster could take it: with nowhere else to go, waiting helps nothing.
   for (ClusterId other = 0; other < clusters_.cluster_count(); ++other) {
-    if (other != c && may_use(j, other)) return true;
+    if (other != c && may_use(j, other) && clusters_.fits_when_empty(other, gang_of(j)))
+      return true;
   }
   return false;
 }
@@ -124,7 +126,8 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
       out.push_back(Decision{DecisionKind::kAdmit, j.id, ""});
       return Outcome::kAdmitted;
     }
-    failed[shape] = true;
+    // A job backing off from a cluster failed for a reason its shape does not carry.
+    if (!(j.avoid_cluster && backing_off(j, *j.avoid_cluster))) failed[shape] = true;
   }
   if (!fits_some_empty_cluster(j)) {
     if (!j.spec.node_selector.empty() && !clusters_.any_node_matches(j.spec.node_selector)) {
@@ -175,7 +178,7 @@ bool Scheduler::held_by_regular_only(const Job& j) {
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
-  if (n == 1) return may_use(j, 0) ? clusters_.place(0, req) : std::nullopt;  // no back-off
+  if (n == 1) return may_use(j, 0) && !backing_off(j, 0) ? clusters_.place(0, req) : std::nullopt;
   // Best fit across clusters: the one left with the least free room (keeping big holes
   // elsewhere for big jobs); a job reclaimed from a cluster tries the others first, and
   // otherwise its preferred cluster (where it was created: no copy to another cluster).

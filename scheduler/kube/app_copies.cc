@@ -18,15 +18,6 @@ namespace {
 // A failed mirror or delete is tried again this much later (a newer one replaces it).
 constexpr auto kAppRetry = std::chrono::seconds(5);
 
-// Not find_path: annotation keys contain a '/'.
-std::string annotation(const Json& obj, const char* key) {
-  const Json& meta = obj.value("metadata", Json::object());
-  const Json& annotations = meta.value("annotations", Json::object());
-  if (!annotations.is_object()) return "";
-  auto it = annotations.find(key);
-  return it != annotations.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::string uid_of(const Json& obj) {
   const Json* uid = find_path(obj, "metadata/uid");
   return uid != nullptr && uid->is_string() ? uid->get<std::string>() : "";
@@ -45,7 +36,7 @@ void ClusterLink::place_app(const server::Action& a) {
   }
   const auto before = apps_->get(a.ns + "/" + a.name);
   const bool recorded_before =
-      before && annotation(*before, server::kPlacementAnnotation) == a.target;
+      before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
   Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
   if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
   auto r =
@@ -104,15 +95,15 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
 
 bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
                              const std::string& origin_uid) {
-  const std::string uid = annotation(app, server::kOriginUidAnnotation);
+  const std::string uid = annotation_of(app, server::kOriginUidAnnotation);
   // Copies made before the uid was recorded are known by the origin's cluster alone.
-  return annotation(app, server::kOriginAnnotation) == origin_cluster &&
+  return annotation_of(app, server::kOriginAnnotation) == origin_cluster &&
          (uid.empty() || origin_uid.empty() || uid == origin_uid);
 }
 
 void ClusterLink::create_app(const server::Action& a) {
-  const std::string origin = annotation(a.object, server::kOriginAnnotation);
-  const std::string origin_uid = annotation(a.object, server::kOriginUidAnnotation);
+  const std::string origin = annotation_of(a.object, server::kOriginAnnotation);
+  const std::string origin_uid = annotation_of(a.object, server::kOriginUidAnnotation);
   auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
   if (r) {
     retry_done(a);
@@ -138,7 +129,7 @@ void ClusterLink::create_app(const server::Action& a) {
     live_.app_recorded(origin, a.ns, a.name);
     return;
   }
-  if (annotation(*existing, server::kOriginAnnotation) == origin) {
+  if (annotation_of(*existing, server::kOriginAnnotation) == origin) {
     // The copy of an earlier origin of this name, deleted since: that copy is deleted as
     // soon as its origin is found gone, and this one is created after it.
     defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
@@ -157,16 +148,16 @@ void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
   // answers with a delete when the origin is gone (also one deleted while no scheduler
   // was running: the informer's first list shows every copy).
   server::Action mirror{server::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
-                        annotation(obj, server::kOriginUidAnnotation)};
+                        annotation_of(obj, server::kOriginUidAnnotation)};
   mirror.peer = options_.name;
   mirror.message = copy.state;
   if (forward_) forward_(std::move(mirror));
 }
 
 void ClusterLink::observe_origin_gone(const Json& obj) {
-  const std::string placement = annotation(obj, server::kPlacementAnnotation);
+  const std::string placement = annotation_of(obj, server::kPlacementAnnotation);
   if (placement.empty() || placement == options_.name ||
-      !annotation(obj, server::kOriginAnnotation).empty()) {
+      !annotation_of(obj, server::kOriginAnnotation).empty()) {
     return;  // not an origin placed elsewhere
   }
   const Json& meta = obj.value("metadata", Json::object());
@@ -181,7 +172,7 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
   const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
   std::optional<Json> origin = apps_->get(a.ns + "/" + a.name);
   if (!origin || !same_origin(*origin) ||
-      (!a.message.empty() && annotation(*origin, server::kPlacementAnnotation) != a.peer)) {
+      (!a.message.empty() && annotation_of(*origin, server::kPlacementAnnotation) != a.peer)) {
     // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
     // ask the API server, which is authoritative, before a copy is deleted on its word.
     auto found = client_.find(path);
@@ -200,13 +191,13 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
     origin = std::move(*found);
   }
   const std::string uid = uid_of(*origin);
-  bool recorded = annotation(*origin, server::kRemoteStateAnnotation) == a.message;
+  bool recorded = annotation_of(*origin, server::kRemoteStateAnnotation) == a.message;
   {
     std::lock_guard lock(mu_);
     auto it = recorded_states_.find(uid);
     if (it != recorded_states_.end()) recorded = it->second == a.message;
   }
-  if (annotation(*origin, server::kPlacementAnnotation) != a.peer || a.message.empty() ||
+  if (annotation_of(*origin, server::kPlacementAnnotation) != a.peer || a.message.empty() ||
       recorded) {
     return;  // not placed there, nothing reported yet, or already recorded
   }

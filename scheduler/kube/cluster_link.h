@@ -139,6 +139,7 @@ class ClusterLink {
   std::unique_ptr<kube::Informer> propagation_policies_;          // on a hub
   std::unique_ptr<kube::Informer> cluster_propagation_policies_;  // on a hub
   std::vector<fleet::PropagationPolicy> hub_policies_;            // under mu_
+  std::mutex hub_policies_mu_;             // on_hub_policies runs one call at a time
   std::set<std::string> policy_refusals_;  // name@resourceVersion logged as refused
   // The ElasticQuotaTree versions last applied or refused (each logged once).
   std::string quota_applied_version_;

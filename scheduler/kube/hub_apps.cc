@@ -11,6 +11,9 @@
 namespace gleaner::scheduler::kube_glue {
 
 void ClusterLink::on_hub_policies() {
+  // Both policy informers call this, each on its own thread: one at a time, so that the
+  // policies assigned last are the newest lists of both.
+  std::lock_guard serial(hub_policies_mu_);
   std::vector<fleet::PropagationPolicy> parsed;
   for (const auto* informer : {propagation_policies_.get(), cluster_propagation_policies_.get()}) {
     for (const Json& obj : informer->list()) {
@@ -40,8 +43,12 @@ void ClusterLink::on_hub_policies() {
     hub_policies_ = std::move(parsed);
   }
   // Which applications are ours, and where they may go, may have changed.
-  for (const Json& app : apps_->list())
-    on_spark_app(app);
+  for (const Json& listed : apps_->list()) {
+    // As the cache has it now: one deleted since the list is not brought back.
+    const std::string key =
+        string_at(listed, "metadata/namespace") + "/" + string_at(listed, "metadata/name");
+    if (auto app = apps_->get(key)) on_spark_app(*app);
+  }
 }
 
 std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
@@ -78,23 +85,43 @@ void ClusterLink::record_hub_status(const std::string& ns, const std::string& na
 }
 
 void ClusterLink::unplace_app(const server::Action& a) {
-  // Conditional on the uid: a hub object re-created under this name is another application.
-  Json patch{
-      {"metadata",
-       {{"uid", a.uid},
-        {"annotations",
-         {{server::kPlacementAnnotation, nullptr}, {server::kRemoteStateAnnotation, nullptr}}}}}};
-  auto r =
-      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
-  if (!r && r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
-    defer(a, "forget the placement of SparkApplication " + a.ns + "/" + a.name + " in " + a.peer +
-                 ": " + r.error().message);
+  const std::string path = kube::spark_application_path(a.ns, a.name);
+  const std::string what = "forget the placement of SparkApplication " + a.ns + "/" + a.name +
+                           " in member " + a.peer + ": ";
+  auto forward_delete = [&] {
+    server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+    del.peer = options_.name;
+    del.message = a.message;
+    if (forward_) forward_(std::move(del));
+  };
+  // Read from the API server, not the cache: the annotation is removed only while it still
+  // names that member, and only in the version read (a placement made since is kept).
+  auto found = client_.find(path);
+  if (!found) {
+    defer(a, what + found.error().message);
     return;
   }
+  const bool same = *found && string_at(**found, "metadata/uid") == a.uid;
+  if (same && annotation_of(**found, server::kPlacementAnnotation) == a.peer) {
+    Json patch{
+        {"metadata",
+         {{"uid", a.uid},
+          {"resourceVersion", string_at(**found, "metadata/resourceVersion")},
+          {"annotations",
+           {{server::kPlacementAnnotation, nullptr}, {server::kRemoteStateAnnotation, nullptr}}}}}};
+    auto r = client_.patch(path, patch, kube::PatchType::kMerge);
+    if (!r && r.error().code != ErrorCode::kNotFound) {
+      defer(a, what + r.error().message);  // a conflict too: read again and decide again
+      return;
+    }
+  }
   retry_done(a);
-  std::lock_guard lock(mu_);
-  forwarded_.erase(a.ns + "/" + a.name);  // its next placement asks for a copy afresh
-  recorded_states_.erase(a.uid);
+  {
+    std::lock_guard lock(mu_);
+    forwarded_.erase(a.ns + "/" + a.name);  // its next placement asks for a copy afresh
+    recorded_states_.erase(a.uid);
+  }
+  forward_delete();  // the copy in that member goes, whatever the hub object says now
 }
 
 }  // namespace gleaner::scheduler::kube_glue

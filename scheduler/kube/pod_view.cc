@@ -15,6 +15,15 @@ std::string label(const kube::Pod& pod, const char* key) {
 
 }  // namespace
 
+std::string annotation_of(const Json& obj, const char* key) {
+  // Not find_path: annotation keys contain a '/'.
+  const Json& meta = obj.value("metadata", Json::object());
+  const Json& annotations = meta.value("annotations", Json::object());
+  if (!annotations.is_object()) return "";
+  auto it = annotations.find(key);
+  return it != annotations.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   server::GangShape shape;
   shape.driver = Resources{app.driver.cpu_request_milli, app.pod_memory_bytes(app.driver)};

@@ -37,6 +37,9 @@ using SparkLookup =
 
 server::GangShape spark_gang_shape(const kube::SparkApplication& app);
 
+// An object's annotation `key` ("" when absent or not a string).
+std::string annotation_of(const Json& obj, const char* key);
+
 // A SparkApplication labelled gleaner.io/multi-cluster=true, or a copy one of our links made
 // (annotated gleaner.io/origin-cluster); nullopt for any other, unless `labelled_only` is
 // false (a hub's applications: a policy says which are ours).

@@ -85,6 +85,10 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
         !it->second.members.empty() || !it->second.waiting.empty()) {
       return;
     }
+    // A hub's application is the hub object's: the copy deleted here may be the one a
+    // reclaim retired (this gang is then its next placement), and a copy lost otherwise
+    // is noticed by the driver start timeout, which places the application again.
+    if (it->second.hub_origin) return;
   }
   if (it->second.job && core_.job(*it->second.job).phase != JobPhase::kCompleted &&
       core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
@@ -141,12 +145,12 @@ void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
   gangs_.erase(it);
   const std::string member = g.cluster;
   if (actions_) {
-    Action del{ActionKind::kDeleteCopy, member, g.ns, g.name, g.app_uid};
-    del.peer = g.origin;
-    del.message = "reclaimed: " + d.reason;
-    actions_(std::move(del));
+    // The hub forgets the placement, then asks `member` to delete the copy: queued behind
+    // any placement the hub link is still carrying out, so the copy's create (which that
+    // placement forwards to the member) always comes before its delete.
     Action unplace{ActionKind::kUnplaceApp, g.origin, g.ns, g.name, g.app_uid};
     unplace.peer = member;
+    unplace.message = "reclaimed: " + d.reason;
     actions_(std::move(unplace));
   }
   placed_apps_.erase(g.origin + "/" + g.ns + "/" + g.name);

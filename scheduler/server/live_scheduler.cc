@@ -224,6 +224,7 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
           : merge_selectors(g.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
   spec.preferred_cluster = g.origin;
   if (g.cluster.empty()) spec.allowed_clusters = g.app_allowed;
+  spec.back_off_without_alternative = g.hub_origin;
   auto id = core_.submit(spec);
   if (!id) {
     if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);

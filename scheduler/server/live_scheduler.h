@@ -132,7 +132,8 @@ enum class ActionKind {
   // (with a `message` saying why) that was reclaimed from there.
   kDeleteCopy,
   // On a hub: forget the placement recorded on the SparkApplication (its copy in `peer` was
-  // reclaimed), so that it is placed again.
+  // reclaimed, `message` says why), so that it is placed again, then forward a
+  // kDeleteCopy of that copy to `peer`.
   kUnplaceApp,
 };
 struct Action {

@@ -93,7 +93,8 @@ void Simulator::run() {
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
     apply(decisions);
-    give_up_cycling_jobs(timed_out);
+    // What a job given up held (room, quota, a blocking queue's head) is for the others now.
+    if (give_up_cycling_jobs(timed_out)) apply(scheduler_.schedule(t));
     place_waiting_extras();
     if (auto deadline = scheduler_.next_deadline(); deadline && *deadline > t) {
       if (!tick_at_ || *tick_at_ <= t || *deadline < *tick_at_) {
@@ -284,14 +285,14 @@ bool Simulator::outside_events_ahead() const {
   return false;
 }
 
-void Simulator::give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out) {
+bool Simulator::give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out) {
   std::vector<JobId> cycling;
   for (const auto& [id, reason] : timed_out) {
     if (start_timeouts_[id] >= kGiveUpAfter) cycling.push_back(id);
   }
   // Placed again this instant where its leader starts in time, it is progress, not a cycle
   // (outside_events_ahead sees that leader's start).
-  if (cycling.empty() || outside_events_ahead()) return;
+  if (cycling.empty() || outside_events_ahead()) return false;
   for (JobId id : cycling) {
     given_up_[id] = timed_out.at(id) + ", " + std::to_string(start_timeouts_[id]) +
                     " times in a row with nothing else left to happen: the simulation " +
@@ -300,6 +301,7 @@ void Simulator::give_up_cycling_jobs(const std::map<JobId, std::string>& timed_o
     (void)scheduler_.withdraw(id);
     start_timeouts_.erase(id);
   }
+  return true;
 }
 
 void Simulator::job_event(JobId id, const JobEvent& event) {

@@ -78,7 +78,8 @@ class Simulator {
   // in a row, while nothing ahead can change anything (no submission, node change,
   // completion, pod start in time or pod event), would cycle forever: it is withdrawn and
   // reported Pending. `timed_out`: the jobs reclaimed for it at this instant, with why.
-  void give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out);
+  // True when it withdrew some.
+  bool give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out);
   [[nodiscard]] bool outside_events_ahead() const;
 
   [[nodiscard]] int64_t delay_of(NodeId node) const;

@@ -32,6 +32,16 @@ JobSpec pytorch(const std::string& name, int workers, int64_t gpus_each) {
   return spec;
 }
 
+// Clusters a and b of 8 cores each, and a 6-core job that may go to b only (b is then
+// busy); returns that job.
+JobId a_and_busy_b(Scheduler& s) {
+  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  (void)*s.clusters().upsert_node(NodeInfo{"b-1", "b", {}, cores(8)}, 0);
+  JobSpec filler = pytorch("filler", 1, 0);
+  filler.allowed_clusters = std::vector<std::string>{"b"};
+  return *s.submit(filler);
+}
+
 std::vector<std::string> nodes_of(const Scheduler& s, const Job& j) {
   std::vector<std::string> out;
   for (const PodState& p : j.pods)
@@ -165,12 +175,13 @@ TEST(SchedulerRoles, AReclaimedJobBacksOffFromItsClusterWhileAnotherMayTakeIt) {
   policy.reclaim_backoff_seconds = 60;
   policy.reclaim_backoff_max_seconds = 100;
   Scheduler s(policy, *QuotaTree::build({}), ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
-  NodeId b = *s.clusters().upsert_node(NodeInfo{"b-1", "b", {}, cores(1)}, 0);
-  JobId id = *s.submit(pytorch("j", 1, 0));  // 6 cores: only "a" fits
+  JobId busy = a_and_busy_b(s);              // the best fit for j is then a
+  JobId id = *s.submit(pytorch("j", 1, 0));  // 6 cores
   s.schedule(0);
+  ASSERT_EQ(s.clusters().cluster_name(*s.job(id).cluster), "a");
+  s.pod_running(busy, 0, 1);  // the filler's master runs: only j times out
   ASSERT_EQ(s.check_timeouts(100).size(), 1u) << "its master never ran";
-  EXPECT_TRUE(s.schedule(100).empty()) << "a is avoided for 60 s, b too small";
+  EXPECT_TRUE(s.schedule(100).empty()) << "a is avoided for 60 s, b is busy";
   EXPECT_NE(s.job(id).reason.find("cluster a, which it was reclaimed from, is avoided until 160s"),
             std::string::npos)
       << s.job(id).reason;
@@ -183,9 +194,22 @@ TEST(SchedulerRoles, AReclaimedJobBacksOffFromItsClusterWhileAnotherMayTakeIt) {
   EXPECT_TRUE(s.schedule(260).empty());
   EXPECT_EQ(s.next_deadline(), 360);
   // Room in b ends the wait at once: the back-off keeps it from a, not from elsewhere.
-  ASSERT_TRUE(s.clusters().report(b, cores(8), 270).ok());
+  s.complete(busy, 270);
   ASSERT_EQ(s.schedule(270).size(), 1u);
   EXPECT_EQ(s.clusters().cluster_name(*s.job(id).cluster), "b");
+}
+
+TEST(SchedulerRoles, NoBackOffWhenNoOtherClusterCouldEverTakeIt) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 100;
+  Scheduler s(policy, *QuotaTree::build({}), ClusterState());
+  (void)*s.clusters().upsert_node(NodeInfo{"gpu-1", "gpu", {}, cores(8, 4)}, 0);
+  (void)*s.clusters().upsert_node(NodeInfo{"cpu-1", "cpu", {}, cores(64)}, 0);
+  JobId id = *s.submit(pytorch("train", 1, 1));  // GPUs: only "gpu" can ever hold it
+  s.schedule(0);
+  ASSERT_EQ(s.check_timeouts(100).size(), 1u);
+  ASSERT_EQ(s.schedule(100).size(), 1u) << "waiting would only idle it";
+  EXPECT_EQ(s.clusters().cluster_name(*s.job(id).cluster), "gpu");
 }
 
 TEST(SchedulerRoles, WithNowhereElseToGoAReclaimedJobReturnsAtOnce) {
@@ -197,6 +221,39 @@ TEST(SchedulerRoles, WithNowhereElseToGoAReclaimedJobReturnsAtOnce) {
   s.schedule(0);
   ASSERT_EQ(s.check_timeouts(100).size(), 1u);
   ASSERT_EQ(s.schedule(100).size(), 1u) << "one cluster: backing off would only idle it";
+  EXPECT_EQ(s.job(id).phase, JobPhase::kAdmitted);
+}
+
+TEST(SchedulerRoles, OneJobsBackOffDoesNotHoldBackAnotherOfTheSameShape) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 100;
+  Scheduler s(policy, *QuotaTree::build({}), ClusterState());
+  JobId busy = a_and_busy_b(s);
+  JobId first = *s.submit(pytorch("first", 1, 0));  // 6 cores: into a
+  s.schedule(0);
+  s.pod_running(busy, 0, 1);
+  ASSERT_EQ(s.check_timeouts(100).size(), 1u);
+  // `first` backs off from a (b is busy); `second`, the same shape, has no reason to.
+  JobId second = *s.submit(pytorch("second", 1, 0));
+  auto ds = s.schedule(100);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].job, second) << "room in a is not withheld from it";
+  EXPECT_EQ(s.job(first).phase, JobPhase::kPending);
+}
+
+TEST(SchedulerRoles, AFleetJobBacksOffEvenWithNowhereElseToGo) {
+  SchedulerPolicy policy;
+  policy.driver_start_timeout_seconds = 100;
+  Scheduler s(policy, *QuotaTree::build({}), ClusterState());
+  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  JobSpec spec = pytorch("j", 1, 0);
+  spec.back_off_without_alternative = true;
+  JobId id = *s.submit(spec);
+  s.schedule(0);
+  ASSERT_EQ(s.check_timeouts(100).size(), 1u);
+  EXPECT_TRUE(s.schedule(100).empty()) << "its copy there is still being deleted";
+  (void)s.check_timeouts(160);
+  ASSERT_EQ(s.schedule(160).size(), 1u);
   EXPECT_EQ(s.job(id).phase, JobPhase::kAdmitted);
 }
 
