@@ -137,7 +137,7 @@ class Scheduler {
   // memory) and selector, the job's selector, preferred and allowed clusters.
   struct ShapeKey {
     std::vector<std::tuple<int64_t, int64_t, int64_t, int, int64_t, int64_t>> roles;
-    std::vector<NodeSelector> selectors;
+    std::vector<std::optional<NodeSelector>> selectors;  // absent: the job's own
     NodeSelector node_selector;
     std::string preferred_cluster;
     std::optional<std::vector<std::string>> allowed_clusters;

@@ -57,7 +57,7 @@ Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
   for (const RoleSpec& r : j.roles) {
     key.roles.push_back({r.batch.cpu_milli, r.batch.memory_bytes, r.batch.gpus, r.replicas,
                          r.regular.cpu_milli, r.regular.memory_bytes});
-    key.selectors.push_back(r.selector ? *r.selector : NodeSelector{});
+    key.selectors.push_back(r.selector);
   }
   key.node_selector = j.spec.node_selector;
   key.preferred_cluster = j.spec.preferred_cluster;

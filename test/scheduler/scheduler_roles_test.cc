@@ -108,6 +108,26 @@ TEST(SchedulerRoles, EachRoleHonoursItsOwnSelector) {
   EXPECT_EQ(f.s.job(other).phase, JobPhase::kPending);
 }
 
+TEST(SchedulerRoles, ARoleSelectorThatAllowsAnyNodeIsNotTheJobsSelector) {
+  Fixture f;
+  f.node("x", "c", cores(2), {{"pool", "x"}});
+  f.node("plain", "c", cores(32));
+  NodeSelector pool_x;
+  pool_x.labels = {{"pool", "x"}};
+  // Both: the master in pool x. `inherits` runs its workers there too (they do not fit);
+  // `anywhere` gives its workers a selector of their own that takes any node.
+  JobSpec inherits = pytorch("inherits", 2, 0);
+  inherits.node_selector = pool_x;
+  JobSpec anywhere = inherits;
+  anywhere.name = "anywhere";
+  anywhere.roles[1].selector = NodeSelector{};
+  JobId a = *f.s.submit(inherits);
+  JobId b = *f.s.submit(anywhere);
+  f.s.schedule(0);
+  EXPECT_EQ(f.s.job(a).phase, JobPhase::kPending);
+  EXPECT_EQ(f.s.job(b).phase, JobPhase::kAdmitted) << "not the same shape as `inherits`";
+}
+
 TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
   Fixture f;
   f.node("a-1", "a", cores(32));
