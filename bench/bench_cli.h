@@ -51,4 +51,12 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
   }
 }
 
+// "prefix" followed by n: names of generated nodes and jobs. Appending avoids g++ 12's
+// false -Wrestrict on `"literal" + std::to_string(n)`.
+inline std::string numbered(const char* prefix, int64_t n) {
+  std::string out(prefix);
+  out += std::to_string(n);
+  return out;
+}
+
 }  // namespace gleaner::bench

@@ -25,6 +25,8 @@
 
 namespace {
 
+using gleaner::bench::numbered;
+
 using gleaner::scheduler::JobSpec;
 using gleaner::scheduler::NodeInfo;
 using gleaner::scheduler::QueueSpec;
@@ -37,12 +39,6 @@ using gleaner::scheduler::sim::Simulator;
 
 constexpr int64_t kGi = 1024LL * 1024 * 1024;
 constexpr int kGpuMembers = 3;
-
-std::string numbered(const char* prefix, int64_t n) {
-  std::string out(prefix);
-  out += std::to_string(n);
-  return out;
-}
 
 struct Shape {
   int members = 10;

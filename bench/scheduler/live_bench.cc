@@ -45,6 +45,8 @@
 #include "test/scheduler/live/live_fixture.h"
 
 namespace {
+
+using gleaner::bench::numbered;
 using gleaner::bench::percentile;
 
 using namespace gleaner;
@@ -65,12 +67,6 @@ struct Args {
 
 double ms_between(Steady::time_point a, Steady::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-std::string numbered(const char* prefix, int n) {
-  std::string out(prefix);
-  out += std::to_string(n);
-  return out;
 }
 
 // A report of one node whose batch CPU is `cpu_milli` (96 GiB of batch memory).

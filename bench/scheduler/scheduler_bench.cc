@@ -22,6 +22,8 @@
 
 namespace {
 
+using gleaner::bench::numbered;
+
 using gleaner::scheduler::JobSpec;
 using gleaner::scheduler::NodeInfo;
 using gleaner::scheduler::Resources;
@@ -43,13 +45,6 @@ struct Row {
   double p99_seconds = 0;
   int64_t completed = 0;
 };
-
-// Appending avoids g++ 12's false -Wrestrict on `"literal" + std::to_string(n)`.
-std::string numbered(const char* prefix, int64_t n) {
-  std::string out(prefix);
-  out += std::to_string(n);
-  return out;
-}
 
 Scenario make_scenario(int nodes, int64_t pods) {
   Scenario s;
