@@ -7,7 +7,8 @@
 #
 # Exit code: the command's; 77 when the VM cannot be had (no QEMU, no static busybox, no
 # kernel in the cache, or the VM did not boot), so ctest reports a skip; 124 when the
-# command ran past --timeout; 125 when the VM died before the command finished.
+# command ran past --timeout; 125 when the VM died before the command finished, or its
+# kernel stalled twice (a first stall is retried once in a new VM).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -186,54 +187,80 @@ if [ "$debug" = 1 ]; then append+=" loglevel=7 gleaner.debug=1"; else append+=" 
 # Extra kernel parameters, e.g. to try a boot option without editing this script.
 [ -z "${GLEANER_VM_APPEND:-}" ] || append+=" $GLEANER_VM_APPEND"
 console="$tmp/console.log"
-: >"$console"
-start=$SECONDS
-# The host root is shared read-write: the command runs this machine's binaries and
-# writes its results where it would outside the VM. multidevs=remap keeps inode numbers
-# unique across the host's mounts under /.
-"$qemu" -accel "$accel" -cpu max -m "$mem" -smp "$smp" \
-  -nodefaults -no-user-config -display none -monitor none -no-reboot \
-  -serial "file:$console" \
-  -kernel "$vmlinuz" -initrd "$initrd" -append "$append" \
-  -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,id=hostroot \
-  -virtfs "local,path=$share,mount_tag=gleanerrun,security_model=passthrough,id=gleanerrun" \
-  </dev/null >"$tmp/qemu.log" 2>&1 &
-qpid=$!
-# The guest's console, live, without the serial line's carriage returns.
-tail -n +1 -s 0.2 -F --pid="$qpid" "$console" 2>/dev/null | tr -d '\r' &
-tpid=$!
+# A guest kernel that reports a CPU stuck or RCU stalled has lost its CPU to the emulator
+# (TCG on a loaded host): nothing it runs afterwards can be trusted to finish, so the VM is
+# stopped at once instead of at --timeout, and the command is run once more in a new VM.
+stall_pattern='soft lockup - CPU|rcu_(preempt|sched) detected stalls|rcu: INFO: .* detected stalls'
 
-booted=""
-stopped=""
-while kill -0 "$qpid" 2>/dev/null; do
+# Boots the VM and waits for it; sets booted, stopped (boot, timeout, stall or empty),
+# qrc and elapsed.
+boot_and_wait() {
+  : >"$console"
+  rm -f "$share/booted" "$share/exit"
+  start=$SECONDS
+  # The host root is shared read-write: the command runs this machine's binaries and
+  # writes its results where it would outside the VM. multidevs=remap keeps inode numbers
+  # unique across the host's mounts under /.
+  "$qemu" -accel "$accel" -cpu max -m "$mem" -smp "$smp" \
+    -nodefaults -no-user-config -display none -monitor none -no-reboot \
+    -serial "file:$console" \
+    -kernel "$vmlinuz" -initrd "$initrd" -append "$append" \
+    -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,multidevs=remap,id=hostroot \
+    -virtfs "local,path=$share,mount_tag=gleanerrun,security_model=passthrough,id=gleanerrun" \
+    </dev/null >"$tmp/qemu.log" 2>&1 &
+  qpid=$!
+  # The guest's console, live, without the serial line's carriage returns.
+  tail -n +1 -s 0.2 -F --pid="$qpid" "$console" 2>/dev/null | tr -d '\r' &
+  tpid=$!
+
+  booted=""
+  stopped=""
+  while kill -0 "$qpid" 2>/dev/null; do
+    elapsed=$((SECONDS - start))
+    if [ -z "$booted" ] && [ -e "$share/booted" ]; then
+      booted=$elapsed
+      [ "$debug" != 1 ] || echo "run.sh: booted in ${booted} s" >&2
+    fi
+    if [ -z "$booted" ] && [ "$elapsed" -ge "$boot_timeout" ]; then
+      stopped=boot
+      break
+    fi
+    if [ "$elapsed" -ge "$timeout" ]; then
+      stopped=timeout
+      break
+    fi
+    if [ ! -s "$share/exit" ] && grep -Eq "$stall_pattern" "$console"; then
+      stopped=stall
+      break
+    fi
+    sleep 0.2
+  done
+  if [ -n "$stopped" ]; then
+    kill "$qpid" 2>/dev/null || true
+  fi
+  qrc=0
+  wait "$qpid" || qrc=$?
+  qpid=""
+  wait "$tpid" 2>/dev/null || true
+  tpid=""
+  [ -z "$booted" ] && [ -e "$share/booted" ] && booted=$((SECONDS - start))
   elapsed=$((SECONDS - start))
-  if [ -z "$booted" ] && [ -e "$share/booted" ]; then
-    booted=$elapsed
-    [ "$debug" != 1 ] || echo "run.sh: booted in ${booted} s" >&2
-  fi
-  if [ -z "$booted" ] && [ "$elapsed" -ge "$boot_timeout" ]; then
-    stopped=boot
-    break
-  fi
-  if [ "$elapsed" -ge "$timeout" ]; then
-    stopped=timeout
-    break
-  fi
-  sleep 0.2
-done
-if [ -n "$stopped" ]; then
-  kill "$qpid" 2>/dev/null || true
+}
+
+boot_and_wait
+if [ "$stopped" = stall ]; then
+  echo "run.sh: the guest kernel stalled after ${elapsed} s; VM killed, running the command once more:" >&2
+  grep -E "$stall_pattern" "$console" | head -n 3 | sed 's/^/run.sh:   /' >&2
+  boot_and_wait
 fi
-qrc=0
-wait "$qpid" || qrc=$?
-qpid=""
-wait "$tpid" 2>/dev/null || true
-tpid=""
-[ -z "$booted" ] && [ -e "$share/booted" ] && booted=$((SECONDS - start))
-elapsed=$((SECONDS - start))
 
 if [ "$stopped" = boot ]; then
   skip "the VM did not reach the command within ${boot_timeout} s (GLEANER_VM_BOOT_TIMEOUT; GLEANER_VM_DEBUG=1 shows the boot)"
+fi
+if [ "$stopped" = stall ]; then
+  echo "run.sh: the guest kernel stalled again after ${elapsed} s; VM killed:" >&2
+  grep -E "$stall_pattern" "$console" | head -n 3 | sed 's/^/run.sh:   /' >&2
+  exit 125
 fi
 if [ "$stopped" = timeout ]; then
   echo "run.sh: timed out after ${timeout} s (--timeout); VM killed" >&2
