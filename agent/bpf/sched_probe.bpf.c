@@ -13,7 +13,18 @@
  *   as "now".
  * Pointers are followed by direct BTF loads (field offsets relocated by CO-RE), and the
  * cgroup -> stats index resolution is cached per CPU under the css's serial number, so a
- * task in a cgroup nobody asked about costs a few loads per event. */
+ * task in a cgroup nobody asked about costs a few loads per event.
+ *
+ * Two signals wake user space between samples, through the `wakeups` ring buffer (its
+ * notification goes through irq_work, so it is safe from inside the scheduler), each off
+ * until user space sets its bound:
+ * - a registered cgroup's task waited at least wake_wait_bound_ns for a CPU;
+ * - registered cgroups ran at least wake_demand_ns, summed over CPUs, within one
+ *   GLEANER_DEMAND_WINDOW_NS window (LS demand rising above what the agent last planned
+ *   for). Each CPU keeps its share privately and adds it to the window's shared slot once
+ *   it holds GLEANER_DEMAND_FLUSH_NS, so the shared slot is touched at most once per
+ *   millisecond per CPU; at most one demand signal per window.
+ * Signals are at least wake_min_gap_ns apart. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -31,6 +42,41 @@ const volatile bool v1_cpu_controller = false; /* hybrid/v1: the cpu controller'
 volatile __u64 tracked_gen = 1;
 /* Where the next search for a free stats index starts (a hint, not a lock). */
 __u32 last_index = 0;
+
+/* Wake-up signals; user space writes the bounds at any time (0: off). */
+volatile __u64 wake_wait_bound_ns = 0;
+volatile __u64 wake_demand_ns = 0;
+volatile __u64 wake_min_gap_ns = 5000000;
+__u64 last_wake_ns = 0;
+__u64 demand_signalled_window = 0;
+__u64 wakeups_lost = 0; /* the ring buffer was full */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 16 * 1024);
+} wakeups SEC(".maps");
+
+/* Registered cgroups' CPU time on this CPU not yet added to a window. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u64);
+} demand_pending SEC(".maps");
+
+/* The last windows' CPU time over all CPUs, by window number modulo the slot count. A
+ * slot is reset by the first CPU that sees a new window; a CPU adding to it at that very
+ * moment may lose its share, which only delays a signal (the agent's loop still runs). */
+struct demand_slot {
+  __u64 window;
+  __u64 ns;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, GLEANER_DEMAND_SLOTS);
+  __type(key, __u32);
+  __type(value, struct demand_slot);
+} demand SEC(".maps");
 
 /* Accounted cgroups: kernfs node id (== the directory's inode number) -> stats index. */
 struct {
@@ -197,16 +243,16 @@ static __always_inline struct task_wait *task_slot(struct task_struct *t) {
  * arrives (now - last_queued), plus any earlier part of the same wait already in
  * run_delay (the task was queued on another CPU before a migration), known when the
  * task's previous arrival was seen here. */
-static __always_inline void record_wait(struct task_struct *t, struct task_wait *w,
-                                        struct gleaner_cgroup_stats *s) {
+static __always_inline __u64 record_wait(struct task_struct *t, struct task_wait *w,
+                                         struct gleaner_cgroup_stats *s) {
   __u64 queued = t->sched_info.last_queued;
-  if (!queued) return; /* not queued: the scheduler records no wait either */
+  if (!queued) return 0; /* not queued: the scheduler records no wait either */
   /* This CPU's run queue, through the task's cfs_rq (set for every task on its CPU, any
    * class; `runqueues` itself is not reachable without CONFIG_KALLSYMS_ALL). Its clock
    * was updated by __schedule() before it picked `t`. */
   struct cfs_rq *cfs = t->se.cfs_rq;
   struct rq *rq = cfs ? cfs->rq : NULL;
-  if (!rq) return;
+  if (!rq) return 0;
   __u64 now = rq->clock;
   __u64 segment = now > queued ? now - queued : 0;
   __u64 run_delay = t->sched_info.run_delay;
@@ -229,6 +275,51 @@ static __always_inline void record_wait(struct task_struct *t, struct task_wait 
   s->runq_sum_ns += waited;
   __u32 slot_index = log2_slot(waited);
   if (slot_index < GLEANER_RUNQ_SLOTS) s->runq_slots[slot_index] += 1;
+  return waited;
+}
+
+/* Sends a wake-up unless one went less than wake_min_gap_ns ago; whether it was sent. */
+static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u32 index, __u64 now) {
+  if (now - last_wake_ns < wake_min_gap_ns) return false;
+  last_wake_ns = now; /* racing CPUs may both send: two wake-ups, harmless */
+  struct gleaner_wakeup ev = {};
+  ev.at_ns = now;
+  ev.value_ns = value_ns;
+  ev.kind = kind;
+  ev.cpu = bpf_get_smp_processor_id();
+  if (index != 0) {
+    __u64 *id = bpf_map_lookup_elem(&claimed, &index);
+    if (id) ev.cgroup_id = *id;
+  }
+  if (bpf_ringbuf_output(&wakeups, &ev, sizeof(ev), 0) != 0)
+    __sync_fetch_and_add(&wakeups_lost, 1);
+  return true;
+}
+
+/* Adds `runtime` of a registered cgroup to this CPU's share of the demand window, and
+ * signals once the window's total over all CPUs reaches wake_demand_ns. */
+static __always_inline void account_demand(__u64 runtime) {
+  __u32 zero = 0;
+  __u64 *pending = bpf_map_lookup_elem(&demand_pending, &zero);
+  if (!pending) return;
+  *pending += runtime;
+  if (*pending < GLEANER_DEMAND_FLUSH_NS) return;
+  __u64 share = *pending;
+  *pending = 0;
+  __u64 now = bpf_ktime_get_ns();
+  __u64 window = now / GLEANER_DEMAND_WINDOW_NS;
+  __u32 slot_key = (__u32)(window % GLEANER_DEMAND_SLOTS);
+  struct demand_slot *slot = bpf_map_lookup_elem(&demand, &slot_key);
+  if (!slot) return;
+  if (slot->window != window) {
+    slot->window = window;
+    slot->ns = 0;
+  }
+  __sync_fetch_and_add(&slot->ns, share);
+  __u64 total = slot->ns;
+  __u64 bound = wake_demand_ns;
+  if (bound == 0 || total < bound || demand_signalled_window == window) return;
+  if (signal_wakeup(GLEANER_WAKE_LS_DEMAND, total, 0, now)) demand_signalled_window = window;
 }
 
 /* The stats index `t`'s time and waits go to (0: none; GLEANER_INDEX_FULL: table full). */
@@ -248,6 +339,7 @@ int BPF_PROG(gleaner_runtime, struct task_struct *p, __u64 runtime) {
   if (index == 0 || index == GLEANER_INDEX_FULL) return 0; /* the switch counts drops */
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (s) s->cpu_ns += runtime;
+  if (wake_demand_ns != 0) account_demand(runtime);
   return 0;
 }
 
@@ -265,7 +357,10 @@ int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task
   }
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (!s) return 0;
-  record_wait(next, task_slot(next), s);
+  __u64 waited = record_wait(next, task_slot(next), s);
+  __u64 bound = wake_wait_bound_ns;
+  if (bound != 0 && waited >= bound)
+    signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, index, bpf_ktime_get_ns());
   return 0;
 }
 

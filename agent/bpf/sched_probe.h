@@ -60,6 +60,28 @@ struct ProgramCost {
   double events_per_sec = 0;           // interval
 };
 
+// Signals that wake the agent between samples (docs/agent.md, "Reacting in milliseconds").
+struct WakeSettings {
+  // A registered cgroup's task that waited this long for a CPU signals; 0: off.
+  std::chrono::nanoseconds runq_wait_bound{0};
+  // Registered cgroups using this much CPU (millicores, summed over the node) within one
+  // 10 ms window signal; 0: off.
+  int64_t demand_millicores = 0;
+  // Signals are at least this far apart.
+  std::chrono::nanoseconds min_gap{std::chrono::milliseconds(5)};
+};
+
+enum class WakeKind { kRunqWait, kDemand };
+const char* to_string(WakeKind kind);
+
+struct Wakeup {
+  WakeKind kind = WakeKind::kRunqWait;
+  std::chrono::nanoseconds at{0};     // CLOCK_MONOTONIC (steady_clock's epoch on Linux)
+  std::chrono::nanoseconds value{0};  // the wait; or the window's CPU time so far
+  std::string dir;                    // the waiting task's registered cgroup (runq wait)
+  int cpu = 0;
+};
+
 class SchedProbe {
  public:
   // Loads and attaches. Errors (never exceptions): kUnsupported (built without BPF, no
@@ -82,6 +104,14 @@ class SchedProbe {
   // scheduler charges it (every tick, switch and wake-up), so a task that never leaves its
   // CPU is still measured.
   Result<SchedInterval> sample();
+
+  // Wake-up signals: settings take effect at once; wake_fd() becomes readable when
+  // wake-ups are waiting (-1 without the ring buffer); drain_wakeups() takes them.
+  void set_wake(const WakeSettings& settings);
+  [[nodiscard]] int wake_fd() const;
+  std::vector<Wakeup> drain_wakeups();
+  // Wake-ups the kernel side could not queue (ring buffer full; cumulative).
+  [[nodiscard]] uint64_t wakeups_lost() const;
 
   // Per-program kernel statistics (run time and count are 0 unless stats are enabled).
   Result<std::vector<ProgramCost>> program_costs();

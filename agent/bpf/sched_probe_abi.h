@@ -30,4 +30,23 @@ struct gleaner_cgroup_stats {
   __u64 runq_slots[GLEANER_RUNQ_SLOTS];
 };
 
+/* Signals that wake the agent between samples, sent through the `wakeups` ring buffer
+ * (see sched_probe.bpf.c). */
+#define GLEANER_WAKE_RUNQ_WAIT 1 /* a registered cgroup's task waited >= the wait bound */
+#define GLEANER_WAKE_LS_DEMAND 2 /* registered cgroups ran >= the demand bound in a window */
+/* The demand signal's window: registered cgroups' CPU time is summed over all CPUs per
+ * window of this length (aligned to CLOCK_MONOTONIC). */
+#define GLEANER_DEMAND_WINDOW_NS 10000000ull
+/* Each CPU adds its share to the window once it holds this much (or more). */
+#define GLEANER_DEMAND_FLUSH_NS 1000000ull
+#define GLEANER_DEMAND_SLOTS 4
+
+struct gleaner_wakeup {
+  __u64 at_ns;     /* CLOCK_MONOTONIC */
+  __u64 value_ns;  /* the wait (runq wait); CPU time in the window so far (demand) */
+  __u64 cgroup_id; /* the waiting task's registered cgroup (runq wait); 0 (demand) */
+  __u32 kind;      /* GLEANER_WAKE_* */
+  __u32 cpu;
+};
+
 #endif

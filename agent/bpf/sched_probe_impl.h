@@ -25,6 +25,8 @@ struct Cumulative {
 
 struct SchedProbe::Impl {
   gleaner_sched_probe* skel = nullptr;
+  ring_buffer* wakeups = nullptr;   // the kernel side's wake-up signals
+  void* drain_context = nullptr;    // set by drain_wakeups() while it consumes
   int stats_fd = -1;
   int ncpus = 0;
   std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory
@@ -37,6 +39,7 @@ struct SchedProbe::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() {
+    if (wakeups != nullptr) ring_buffer__free(wakeups);
     if (skel != nullptr) gleaner_sched_probe__destroy(skel);  // detaches, closes, frees
     if (stats_fd >= 0) ::close(stats_fd);
   }
@@ -47,6 +50,8 @@ struct SchedProbe::Impl {
     return out;
   }
   [[nodiscard]] static int fd(const bpf_map* map) { return bpf_map__fd(map); }
+  // The ring buffer's callback; `ctx` is this Impl.
+  static int on_ring_event(void* ctx, void* data, size_t size);
 
   // Every tracked cgroup's counters summed over CPUs.
   [[nodiscard]] std::map<uint64_t, Cumulative> read_counters() const;

@@ -57,6 +57,12 @@ Result<std::unique_ptr<SchedProbe::Impl>> load(const SchedProbeOptions& options)
   if (int err = gleaner_sched_probe__attach(impl->skel); err != 0) {
     return libbpf_error("attach", err);
   }
+  impl->wakeups = ring_buffer__new(bpf_map__fd(impl->skel->maps.wakeups),
+                                   &SchedProbe::Impl::on_ring_event, impl.get(), nullptr);
+  if (impl->wakeups == nullptr) {
+    spdlog::warn("sched probe: no wake-up ring buffer ({}); reacting at the sampling loop's pace",
+                 errno);
+  }
   impl->previous_ns = monotonic_ns();
   impl->previous_costs_ns = impl->previous_ns;
   spdlog::info("sched probe attached ({} cgroups, {})", options.track_all ? "all" : "registered",

@@ -32,6 +32,16 @@ Result<SchedInterval> SchedProbe::sample() {
 Result<std::vector<ProgramCost>> SchedProbe::program_costs() {
   return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
 }
+void SchedProbe::set_wake(const WakeSettings&) {}
+int SchedProbe::wake_fd() const {
+  return -1;
+}
+std::vector<Wakeup> SchedProbe::drain_wakeups() {
+  return {};
+}
+uint64_t SchedProbe::wakeups_lost() const {
+  return 0;
+}
 bool SchedProbe::stats_enabled() const {
   return false;
 }
