@@ -25,8 +25,8 @@ struct Cumulative {
 
 struct SchedProbe::Impl {
   gleaner_sched_probe* skel = nullptr;
-  ring_buffer* wakeups = nullptr;   // the kernel side's wake-up signals
-  void* drain_context = nullptr;    // set by drain_wakeups() while it consumes
+  ring_buffer* wakeups = nullptr;  // the kernel side's wake-up signals
+  void* drain_context = nullptr;   // set by drain_wakeups() while it consumes
   int stats_fd = -1;
   int ncpus = 0;
   std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory

@@ -52,10 +52,10 @@ int on_wakeup(void* ctx, void* data, size_t size) {
 void SchedProbe::set_wake(const WakeSettings& settings) {
   auto* bss = impl_->skel->bss;
   auto* data = impl_->skel->data;
-  const int64_t demand_ns = settings.demand_millicores <= 0
-                                ? 0
-                                : settings.demand_millicores *
-                                      static_cast<int64_t>(GLEANER_DEMAND_WINDOW_NS) / 1000;
+  const int64_t demand_ns =
+      settings.demand_millicores <= 0
+          ? 0
+          : settings.demand_millicores * static_cast<int64_t>(GLEANER_DEMAND_WINDOW_NS) / 1000;
   // Plain stores into the programs' mapped globals; the programs read them on their next
   // event.
   __atomic_store_n(&data->wake_min_gap_ns, static_cast<uint64_t>(settings.min_gap.count()),
