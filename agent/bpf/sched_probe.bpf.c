@@ -19,11 +19,11 @@
  * notification goes through irq_work, so it is safe from inside the scheduler), each off
  * until user space sets its bound:
  * - a registered cgroup's task waited at least wake_wait_bound_ns for a CPU;
- * - registered cgroups ran at least wake_demand_ns, summed over CPUs, within one
- *   GLEANER_DEMAND_WINDOW_NS window (LS demand rising above what the agent last planned
- *   for). Each CPU keeps its share privately and adds it to the window's shared slot once
- *   it holds GLEANER_DEMAND_FLUSH_NS, so the shared slot is touched at most once per
- *   millisecond per CPU; at most one demand signal per window.
+ * - registered cgroups' CPU time over a sliding window of about 10 ms, summed over CPUs,
+ *   reached wake_demand_millicores as a rate (LS demand rising above what the agent last
+ *   planned for); sent with the figure. Each CPU keeps its share privately and adds it
+ *   to the shared slots once it holds GLEANER_DEMAND_FLUSH_NS, so they are touched at
+ *   most once per millisecond per CPU.
  * Signals are at least wake_min_gap_ns apart. */
 #include "vmlinux.h"
 
@@ -45,10 +45,9 @@ __u32 last_index = 0;
 
 /* Wake-up signals; user space writes the bounds at any time (0: off). */
 volatile __u64 wake_wait_bound_ns = 0;
-volatile __u64 wake_demand_ns = 0;
+volatile __u64 wake_demand_millicores = 0;
 volatile __u64 wake_min_gap_ns = 5000000;
 __u64 last_wake_ns = 0;
-__u64 demand_signalled_window = 0;
 __u64 wakeups_lost = 0; /* the ring buffer was full */
 
 struct {
@@ -64,11 +63,11 @@ struct {
   __type(value, __u64);
 } demand_pending SEC(".maps");
 
-/* The last windows' CPU time over all CPUs, by window number modulo the slot count. A
- * slot is reset by the first CPU that sees a new window; a CPU adding to it at that very
- * moment may lose its share, which only delays a signal (the agent's loop still runs). */
+/* The last slots' CPU time over all CPUs, by slot number modulo the ring's size. A slot
+ * is reset by the first CPU that sees it anew; a CPU adding to it at that very moment may
+ * lose its share, which only delays a signal (the agent's loop still runs). */
 struct demand_slot {
-  __u64 window;
+  __u64 id;
   __u64 ns;
 };
 struct {
@@ -279,12 +278,14 @@ static __always_inline __u64 record_wait(struct task_struct *t, struct task_wait
 }
 
 /* Sends a wake-up unless one went less than wake_min_gap_ns ago; whether it was sent. */
-static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u32 index, __u64 now) {
+static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u64 span_ns, __u32 index,
+                                          __u64 now) {
   if (now - last_wake_ns < wake_min_gap_ns) return false;
   last_wake_ns = now; /* racing CPUs may both send: two wake-ups, harmless */
   struct gleaner_wakeup ev = {};
   ev.at_ns = now;
   ev.value_ns = value_ns;
+  ev.span_ns = span_ns;
   ev.kind = kind;
   ev.cpu = bpf_get_smp_processor_id();
   if (index != 0) {
@@ -296,8 +297,9 @@ static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u32 inde
   return true;
 }
 
-/* Adds `runtime` of a registered cgroup to this CPU's share of the demand window, and
- * signals once the window's total over all CPUs reaches wake_demand_ns. */
+/* Adds `runtime` of a registered cgroup to this CPU's share of the demand slots, and
+ * signals when the CPU time in the sliding window, as a rate, reaches
+ * wake_demand_millicores: the figure itself goes to user space, not only the crossing. */
 static __always_inline void account_demand(__u64 runtime) {
   __u32 zero = 0;
   __u64 *pending = bpf_map_lookup_elem(&demand_pending, &zero);
@@ -307,19 +309,26 @@ static __always_inline void account_demand(__u64 runtime) {
   __u64 share = *pending;
   *pending = 0;
   __u64 now = bpf_ktime_get_ns();
-  __u64 window = now / GLEANER_DEMAND_WINDOW_NS;
-  __u32 slot_key = (__u32)(window % GLEANER_DEMAND_SLOTS);
-  struct demand_slot *slot = bpf_map_lookup_elem(&demand, &slot_key);
+  __u64 id = now / GLEANER_DEMAND_SLOT_NS;
+  __u32 key = (__u32)(id % GLEANER_DEMAND_SLOTS);
+  struct demand_slot *slot = bpf_map_lookup_elem(&demand, &key);
   if (!slot) return;
-  if (slot->window != window) {
-    slot->window = window;
+  if (slot->id != id) {
+    slot->id = id;
     slot->ns = 0;
   }
   __sync_fetch_and_add(&slot->ns, share);
-  __u64 total = slot->ns;
-  __u64 bound = wake_demand_ns;
-  if (bound == 0 || total < bound || demand_signalled_window == window) return;
-  if (signal_wakeup(GLEANER_WAKE_LS_DEMAND, total, 0, now)) demand_signalled_window = window;
+  __u64 bound = wake_demand_millicores;
+  if (bound == 0) return;
+  __u64 total = 0;
+#pragma unroll
+  for (__u32 i = 0; i < GLEANER_DEMAND_SPAN_SLOTS; i++) {
+    __u32 k = (__u32)((id - i) % GLEANER_DEMAND_SLOTS);
+    struct demand_slot *s = bpf_map_lookup_elem(&demand, &k);
+    if (s && s->id == id - i) total += s->ns;
+  }
+  __u64 span = now - (id - (GLEANER_DEMAND_SPAN_SLOTS - 1)) * GLEANER_DEMAND_SLOT_NS;
+  if (total * 1000 >= bound * span) signal_wakeup(GLEANER_WAKE_LS_DEMAND, total, span, 0, now);
 }
 
 /* The stats index `t`'s time and waits go to (0: none; GLEANER_INDEX_FULL: table full). */
@@ -339,7 +348,7 @@ int BPF_PROG(gleaner_runtime, struct task_struct *p, __u64 runtime) {
   if (index == 0 || index == GLEANER_INDEX_FULL) return 0; /* the switch counts drops */
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (s) s->cpu_ns += runtime;
-  if (wake_demand_ns != 0) account_demand(runtime);
+  if (wake_demand_millicores != 0) account_demand(runtime);
   return 0;
 }
 
@@ -360,7 +369,7 @@ int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task
   __u64 waited = record_wait(next, task_slot(next), s);
   __u64 bound = wake_wait_bound_ns;
   if (bound != 0 && waited >= bound)
-    signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, index, bpf_ktime_get_ns());
+    signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, 0, index, bpf_ktime_get_ns());
   return 0;
 }
 

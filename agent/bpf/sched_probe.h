@@ -64,8 +64,8 @@ struct ProgramCost {
 struct WakeSettings {
   // A registered cgroup's task that waited this long for a CPU signals; 0: off.
   std::chrono::nanoseconds runq_wait_bound{0};
-  // Registered cgroups using this much CPU (millicores, summed over the node) within one
-  // 10 ms window signal; 0: off.
+  // Registered cgroups using this much CPU (millicores, summed over the node) over a
+  // sliding window of about 10 ms signal; 0: off.
   int64_t demand_millicores = 0;
   // Signals are at least this far apart.
   std::chrono::nanoseconds min_gap{std::chrono::milliseconds(5)};
@@ -77,8 +77,11 @@ const char* to_string(WakeKind kind);
 struct Wakeup {
   WakeKind kind = WakeKind::kRunqWait;
   std::chrono::nanoseconds at{0};     // CLOCK_MONOTONIC (steady_clock's epoch on Linux)
-  std::chrono::nanoseconds value{0};  // the wait; or the window's CPU time so far
-  std::string dir;                    // the waiting task's registered cgroup (runq wait)
+  std::chrono::nanoseconds value{0};  // the wait; or the CPU time within `span`
+  std::chrono::nanoseconds span{0};   // the demand signal's sliding window (7.5 to 10 ms)
+  // A demand wake-up's figure: the registered cgroups' CPU over the span, millicores.
+  [[nodiscard]] int64_t demand_millicores() const;
+  std::string dir;  // the waiting task's registered cgroup (runq wait)
   int cpu = 0;
 };
 

@@ -34,16 +34,19 @@ struct gleaner_cgroup_stats {
  * (see sched_probe.bpf.c). */
 #define GLEANER_WAKE_RUNQ_WAIT 1 /* a registered cgroup's task waited >= the wait bound */
 #define GLEANER_WAKE_LS_DEMAND 2 /* registered cgroups ran >= the demand bound in a window */
-/* The demand signal's window: registered cgroups' CPU time is summed over all CPUs per
- * window of this length (aligned to CLOCK_MONOTONIC). */
-#define GLEANER_DEMAND_WINDOW_NS 10000000ull
-/* Each CPU adds its share to the window once it holds this much (or more). */
+/* The demand signal's measure: registered cgroups' CPU time summed over all CPUs in slots
+ * of GLEANER_DEMAND_SLOT_NS (aligned to CLOCK_MONOTONIC), over the current slot and the
+ * ones before it, GLEANER_DEMAND_SPAN_SLOTS in all (a sliding window of 7.5 to 10 ms). */
+#define GLEANER_DEMAND_SLOT_NS 2500000ull
+#define GLEANER_DEMAND_SLOTS 8
+#define GLEANER_DEMAND_SPAN_SLOTS 4
+/* Each CPU adds its share to the slots once it holds this much (or more). */
 #define GLEANER_DEMAND_FLUSH_NS 1000000ull
-#define GLEANER_DEMAND_SLOTS 4
 
 struct gleaner_wakeup {
   __u64 at_ns;     /* CLOCK_MONOTONIC */
-  __u64 value_ns;  /* the wait (runq wait); CPU time in the window so far (demand) */
+  __u64 value_ns;  /* the wait (runq wait); CPU time within the span (demand) */
+  __u64 span_ns;   /* the sliding window's length at the signal (demand) */
   __u64 cgroup_id; /* the waiting task's registered cgroup (runq wait); 0 (demand) */
   __u32 kind;      /* GLEANER_WAKE_* */
   __u32 cpu;

@@ -14,6 +14,10 @@ const char* to_string(WakeKind kind) {
   return "unknown";
 }
 
+int64_t Wakeup::demand_millicores() const {
+  return span.count() > 0 ? value.count() * 1000 / span.count() : 0;
+}
+
 }  // namespace gleaner::agent::bpf
 
 #if GLEANER_HAVE_BPF
@@ -41,6 +45,7 @@ int on_wakeup(void* ctx, void* data, size_t size) {
   w.kind = ev->kind == GLEANER_WAKE_LS_DEMAND ? WakeKind::kDemand : WakeKind::kRunqWait;
   w.at = std::chrono::nanoseconds(static_cast<int64_t>(ev->at_ns));
   w.value = std::chrono::nanoseconds(static_cast<int64_t>(ev->value_ns));
+  w.span = std::chrono::nanoseconds(static_cast<int64_t>(ev->span_ns));
   w.cpu = static_cast<int>(ev->cpu);
   if (auto it = drain->dirs->find(ev->cgroup_id); it != drain->dirs->end()) w.dir = it->second;
   drain->out->push_back(std::move(w));
@@ -52,15 +57,13 @@ int on_wakeup(void* ctx, void* data, size_t size) {
 void SchedProbe::set_wake(const WakeSettings& settings) {
   auto* bss = impl_->skel->bss;
   auto* data = impl_->skel->data;
-  const int64_t demand_ns =
-      settings.demand_millicores <= 0
-          ? 0
-          : settings.demand_millicores * static_cast<int64_t>(GLEANER_DEMAND_WINDOW_NS) / 1000;
   // Plain stores into the programs' mapped globals; the programs read them on their next
   // event.
   __atomic_store_n(&data->wake_min_gap_ns, static_cast<uint64_t>(settings.min_gap.count()),
                    __ATOMIC_RELAXED);
-  __atomic_store_n(&bss->wake_demand_ns, static_cast<uint64_t>(demand_ns), __ATOMIC_RELAXED);
+  __atomic_store_n(&bss->wake_demand_millicores,
+                   static_cast<uint64_t>(std::max<int64_t>(0, settings.demand_millicores)),
+                   __ATOMIC_RELAXED);
   __atomic_store_n(&bss->wake_wait_bound_ns,
                    static_cast<uint64_t>(std::max<int64_t>(0, settings.runq_wait_bound.count())),
                    __ATOMIC_RELAXED);

@@ -277,6 +277,9 @@ void register_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("!--no-enforce", o.enforce, "measure and report only; no QoS writes");
   cmd->add_flag("!--no-ebpf", o.ebpf, "do not load the eBPF run-queue latency probe");
+  cmd->add_flag("!--no-ebpf-wakeups", o.ebpf_wakeups,
+                "do not let the eBPF probe wake the fast path between ticks (an LS wait beyond "
+                "the interference bound, LS demand beyond the last plan)");
   cmd->add_flag("!--no-node-metric", o.node_metric,
                 "with --kubeconfig: do not keep the node's NodeMetric (slo.koordinator.sh) "
                 "status, which koord-scheduler and koord-descheduler read");

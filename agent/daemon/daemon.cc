@@ -218,6 +218,7 @@ void Daemon::start() {
   tick();
   impl_->schedule_next();
   if (impl_->opt.enforce && impl_->opt.fast_interval.count() > 0) impl_->schedule_fast();
+  impl_->start_wakeups();
   auto& d = *impl_;
   std::vector<std::string> qos_dirs;
   for (auto qos :
@@ -290,6 +291,7 @@ void Daemon::stop() {
   d.timer.cancel();
   d.fast_timer.cancel();
   if (d.watch_descriptor) d.watch_descriptor->close();
+  if (d.wake_descriptor) d.wake_descriptor->close();
   const StopDecision decision = d.decide_stop();
   if (decision.hand_over) {
     // The values stay in force and on record; the next agent adopts the record and

@@ -74,6 +74,9 @@ struct DaemonOptions {
   // eBPF run-queue latency of LS pods as an interference signal (falls back silently to
   // usage and PSI when the kernel or privileges do not allow it).
   bool ebpf = true;
+  // The probe wakes the fast path when an LS task waits beyond the interference bound or LS
+  // demand rises beyond the last plan (needs the fast path and enforcement).
+  bool ebpf_wakeups = true;
   bool bpf_stats = false;
   std::string interference_runq_p99_bound = "5ms";
   std::string interference_hold = "30s";
@@ -117,7 +120,9 @@ class Daemon {
   [[nodiscard]] uint16_t metrics_port() const;
   [[nodiscard]] std::string last_calc_json() const;
   // One fast-path suppression step; exposed for tests and the reaction benchmark.
-  void fast_tick();
+  // `trigger` names what ran it, for gleaner_agent_fast_passes_total: "timer" (the fast
+  // loop) or "wakeup" (the eBPF probe's signal).
+  void fast_tick(const char* trigger = "timer");
 
  private:
   struct Impl;

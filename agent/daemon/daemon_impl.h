@@ -82,6 +82,11 @@ struct Daemon::Impl {
   bool force_pod_refresh = false;
   SteadyTime last_fast_sample{};
   std::unique_ptr<bpf::SchedProbe> probe;
+  // The probe's wake-up ring buffer in the event loop (null: wake-ups off).
+  std::unique_ptr<boost::asio::posix::stream_descriptor> wake_descriptor;
+  bpf::WakeSettings wake_settings;                    // in force in the probe
+  std::map<std::string, uint64_t> wakeups_total;      // by signal
+  std::map<std::string, uint64_t> fast_passes_total;  // by trigger (timer, wakeup)
   bpf::InterferenceConfig interference;
   bool warned_no_signal = false;
   std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
@@ -119,6 +124,12 @@ struct Daemon::Impl {
   void schedule_next();
   void schedule_fast();
   void wait_for_cgroup_change();
+  // Wake-ups (wakeups.cc): listens on the probe's ring buffer when it can act on them;
+  // keeps the probe's bounds in step with the fast path's latest non-BE figure.
+  void start_wakeups();
+  void wait_for_wakeup();
+  void on_wakeups();
+  void update_wake_bounds(std::optional<int64_t> non_be_milli);
   void describe_suppress(TickOutcome& outcome);
   // The interference signals of this tick: LS pods tracked by the eBPF probe (their
   // run-queue p99 over the interval) and the node's cpu PSI.

@@ -22,16 +22,19 @@ std::pair<double, int64_t> self_usage() {
 
 }  // namespace
 
-void Daemon::fast_tick() {
+void Daemon::fast_tick(const char* trigger) {
   auto& d = *impl_;
+  ++d.fast_passes_total[trigger];
   const SteadyTime now = d.clock.now();
   // Without a ceiling in force (suppression off, or an onInterference ceiling disarmed)
   // there is nothing to follow at 50 ms: the full pass arms, lifts and recovers.
   if (!qos::suppress_ceiling_applies(d.step->engine().threshold(), d.step->suppress_armed())) {
+    d.update_wake_bounds(std::nullopt);
     return;
   }
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;
+  d.update_wake_bounds(sample->non_be_cpu_milli);
   // The fast path only ever reacts to the latest counters; staleness is judged by the
   // full pass, whose node facts the fast path reuses.
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
@@ -233,6 +236,9 @@ void Daemon::tick() {
   outcome.state.evictions_total = d.evictions_total;
   d.describe_suppress(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;
+  outcome.state.ebpf_wakeups_total = d.wakeups_total;
+  outcome.state.fast_passes_total = d.fast_passes_total;
+  if (d.probe) outcome.state.ebpf_wakeups_lost_total = d.probe->wakeups_lost();
   if (d.probe && d.probe->stats_enabled()) {
     if (auto costs = d.probe->program_costs()) {
       for (const auto& c : *costs) {

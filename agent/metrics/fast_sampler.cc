@@ -22,11 +22,21 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
   if (!current) return std::nullopt;
   std::optional<FastSample> out;
   if (last_ && current->at > last_->at) {
+    // cgroup CPU counters move in scheduler ticks on each CPU, so a figure over a few
+    // milliseconds (a sample a wake-up brought forward) would be mostly tick noise: it is
+    // taken over at least kMinNonBeSpan, from an earlier sample where needed.
+    const Counters* base = &*last_;
+    for (auto it = history_.rbegin();
+         it != history_.rend() && current->at - base->at < kMinNonBeSpan; ++it) {
+      base = &*it;
+    }
     const double elapsed_ns =
-        std::chrono::duration<double, std::nano>(current->at - last_->at).count();
-    const double non_be_ns = static_cast<double>((current->kubepods_ns - last_->kubepods_ns) -
-                                                 (current->besteffort_ns - last_->besteffort_ns));
-    non_be_.emplace_back(now, non_be_ns > 0 ? std::llround(non_be_ns / elapsed_ns * 1000.0) : 0);
+        std::chrono::duration<double, std::nano>(current->at - base->at).count();
+    const double non_be_ns = static_cast<double>((current->kubepods_ns - base->kubepods_ns) -
+                                                 (current->besteffort_ns - base->besteffort_ns));
+    if (current->at - base->at >= kMinNonBeSpan || base == &*last_) {
+      non_be_.emplace_back(now, non_be_ns > 0 ? std::llround(non_be_ns / elapsed_ns * 1000.0) : 0);
+    }
     while (!non_be_.empty() && now - non_be_.front().first > window_)
       non_be_.pop_front();
     while (history_.size() > 1 && now - history_[1].at >= window_)
@@ -47,6 +57,10 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
   history_.push_back(*current);
   last_ = current;
   return out;
+}
+
+void FastSampler::note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores) {
+  non_be_.emplace_back(now, millicores);
 }
 
 std::optional<FastSampler::Counters> FastSampler::read(std::chrono::steady_clock::time_point now) {

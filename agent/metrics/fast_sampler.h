@@ -33,6 +33,12 @@ class FastSampler {
               std::chrono::milliseconds window = std::chrono::seconds(1));
   // nullopt on the first call (no delta yet) or when a counter cannot be read.
   std::optional<FastSample> sample(std::chrono::steady_clock::time_point now);
+  // A non-BE figure measured elsewhere (the eBPF probe's demand window): it counts in the
+  // window's maximum like a sampled one.
+  void note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores);
+
+  // The shortest span a sampled non-BE figure is taken over.
+  static constexpr std::chrono::milliseconds kMinNonBeSpan{20};
 
  private:
   struct Counters {

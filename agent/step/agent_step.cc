@@ -41,6 +41,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   // not running, whatever the batch formula's average says).
   bpf::InterferenceInput signal;
   signal.be_running = be_running(*in.latest);
+  be_running_ = signal.be_running;
   signal.cpu_psi_some_avg10 = in.probe.cpu_psi_some_avg10;
   for (const auto& [pod, p99] : in.probe.runq_p99_ns)
     signal.ls_pods.push_back({pod, p99});
@@ -95,6 +96,31 @@ qos::Plan AgentStep::fast(const FastInputs& in) const {
     cap_.cap(plan, engine_.threshold(), *ctx, *in.reader);
   }
   return plan;
+}
+
+StepResult AgentStep::ls_waited(const LsWait& wait) {
+  StepResult out;
+  const config::ResourceThresholdStrategy& threshold = engine_.threshold();
+  if (!threshold.enable || wait.reader == nullptr) return out;
+  bpf::InterferenceInput signal;
+  signal.be_running = be_running_;
+  signal.ls_pods.push_back({wait.pod, wait.waited_ns});
+  out.interference = rule_.evaluate(signal, at_seconds(wait.now_s));
+  if (out.interference.action != bpf::InterferenceAction::kTightenNow) return out;
+  if (last_wait_step_s_ && wait.now_s - *last_wait_step_s_ < kWaitStepGapSeconds) {
+    out.interference.action = bpf::InterferenceAction::kHold;
+    return out;
+  }
+  last_wait_step_s_ = wait.now_s;
+  cap_.follow(bpf::InterferenceAction::kTightenNow, threshold, *wait.reader);
+  const bool on_interference =
+      threshold.cpu_suppress_mode == config::CpuSuppressMode::kOnInterference;
+  if (on_interference && !suppress_armed_) {
+    out.events.push_back("cpu suppress ceiling armed (" + out.interference.reason + ")");
+  }
+  suppress_armed_ = true;
+  out.events.push_back("interference between ticks: " + out.interference.reason);
+  return out;
 }
 
 AgentMemory AgentStep::memory() const {

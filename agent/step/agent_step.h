@@ -67,6 +67,19 @@ struct FastInputs {
   qos::QosReader* reader = nullptr;
 };
 
+// An LS task's wait beyond the interference bound, seen by the probe between ticks.
+struct LsWait {
+  std::string pod;       // pod key, for the reason
+  double waited_ns = 0;  // the wait
+  double now_s = 0;      // monotonic seconds
+  qos::QosReader* reader = nullptr;
+};
+
+// Interference steps taken on waits seen between ticks are at least this far apart, so a
+// burst of waits takes BE down step by step (a tenth of the node each) rather than to the
+// floor at once; the full tick takes at most one step per pass.
+constexpr double kWaitStepGapSeconds = 0.1;
+
 class AgentStep {
  public:
   // `cpus`: the node's CPUs (one interference step is a tenth of them).
@@ -77,6 +90,12 @@ class AgentStep {
   // The fast path: BE CPU suppression alone from a fresh sample and the node facts of the
   // last tick; empty while no ceiling is in force (the full tick arms, lifts and recovers).
   qos::Plan fast(const FastInputs& in) const;
+  // Between ticks, BE gives way to a waiting LS task at once: the wait is a breach of the
+  // interference rule (the hold restarts from it); while BE was running at the last tick,
+  // BE's ceiling takes one interference step (at most one per kWaitStepGapSeconds) and an
+  // onInterference ceiling is armed. Only the step's memory changes: the fast path that
+  // follows writes the ceiling.
+  StepResult ls_waited(const LsWait& wait);
 
   [[nodiscard]] AgentMemory memory() const;
   void adopt(const AgentMemory& memory);
@@ -92,6 +111,8 @@ class AgentStep {
   bpf::InterferenceRule rule_;
   InterferenceCap cap_;
   bool suppress_armed_ = true;
+  bool be_running_ = false;                 // at the last tick
+  std::optional<double> last_wait_step_s_;  // the last step taken on a wait between ticks
 };
 
 // Whether BE is running as the interference rule asks it: a BE pod used more than 50

@@ -89,6 +89,12 @@ struct AgentState {
   // The eBPF run-queue probe: loaded (1) or running on cgroup and PSI sampling only (0), and
   // its programs' own cost by program name when kernel BPF statistics are on.
   bool ebpf_probe_loaded = false;
+  // The probe's wake-ups of the fast path, by signal (runqueue_wait, ls_demand), and those
+  // lost because its ring buffer was full.
+  std::map<std::string, uint64_t> ebpf_wakeups_total;
+  uint64_t ebpf_wakeups_lost_total = 0;
+  // Fast CPU-suppress passes, by what ran them (timer, wakeup).
+  std::map<std::string, uint64_t> fast_passes_total;
   std::map<std::string, BpfProgramCost> bpf_program_costs;
 };
 

@@ -251,6 +251,20 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
                       "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "
                       "cgroup and PSI sampling only.",
                       s.ebpf_probe_loaded ? 1 : 0));
+  out.push_back(labelled_counter(
+      "gleaner_agent_ebpf_wakeups_total",
+      "Times the eBPF probe woke the fast path between ticks, by signal (runqueue_wait: an LS "
+      "task waited beyond the interference bound; ls_demand: LS CPU over a 10 ms window rose "
+      "beyond the last plan).",
+      "signal", s.ebpf_wakeups_total));
+  out.push_back(labelled_counter(
+      "gleaner_agent_fast_passes_total",
+      "Fast CPU-suppress passes, by what ran them (timer: the fast loop; wakeup: the eBPF "
+      "probe's signal).",
+      "trigger", s.fast_passes_total));
+  out.push_back(counter("gleaner_agent_ebpf_wakeups_lost_total",
+                        "Wake-ups the eBPF probe could not queue (its ring buffer was full).",
+                        static_cast<double>(s.ebpf_wakeups_lost_total)));
   // Program names are the probe's own (a handful), so the label is bounded.
   auto run_seconds =
       family("gleaner_bpf_program_run_seconds_total",

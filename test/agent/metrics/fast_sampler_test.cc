@@ -55,6 +55,29 @@ TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
   EXPECT_EQ(step(350, 500)->non_be_cpu_milli, 500);  // the surge left the window
 }
 
+TEST(FastSampler, AnEarlySampleTakesItsFigureOverTheMinimumSpanAndNotedFiguresCount) {
+  TempDir t;
+  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
+  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
+  FastSampler sampler(fs, layout, t / "proc", 4, 200ms);
+  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  write_counters(t, 10, 10, 0, 0);
+  sampler.sample(t0);
+  // 50 ms at 1 core, then a counter that moved by a whole 4 ms tick within 2 ms: over those
+  // 2 ms alone that would read as 2 cores.
+  write_counters(t, 20, 20, 50'000'000, 0);
+  EXPECT_EQ(sampler.sample(t0 + 50ms)->non_be_cpu_milli, 1000);
+  write_counters(t, 21, 21, 54'000'000, 0);
+  auto early = sampler.sample(t0 + 52ms);
+  ASSERT_TRUE(early.has_value());
+  // Over the 52 ms since t0: 54 ms of CPU.
+  EXPECT_EQ(early->non_be_cpu_milli, 1038);
+  // A figure the probe measured counts in the window's maximum.
+  sampler.note_non_be(t0 + 53ms, 1800);
+  write_counters(t, 30, 30, 100'000'000, 0);
+  EXPECT_EQ(sampler.sample(t0 + 100ms)->non_be_cpu_milli, 1800);
+}
+
 TEST(FastSampler, MissingCgroupGivesNoSample) {
   TempDir t;
   t.write("proc/stat", "cpu  1 0 0 1 0 0 0 0 0 0\n");

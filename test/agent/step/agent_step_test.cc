@@ -147,6 +147,68 @@ TEST_F(AgentStepTest, MemoryRoundTripsThroughAnotherStep) {
     EXPECT_EQ(a.plan.writes[i].value, b.plan.writes[i].value);
 }
 
+LsWait waited(double ms, double now_s, qos::QosReader& reader) {
+  return {"default/web", ms * 1e6, now_s, &reader};
+}
+
+TEST_F(AgentStepTest, AWaitBetweenTicksArmsAndTheFastPathWritesTheCeiling) {
+  AgentStep step(rule_, kLayout, 8);
+  const auto mode = config::CpuSuppressMode::kOnInterference;
+  step.tick(inputs(mode, 100, waiting(0.1)));
+  ASSERT_FALSE(step.suppress_armed());
+  ASSERT_TRUE(step.fast({4000, 2000, false, &reader_}).writes.empty());
+  auto out = step.ls_waited(waited(8, 100.4, reader_));
+  EXPECT_EQ(out.interference.action, bpf::InterferenceAction::kTightenNow);
+  EXPECT_TRUE(step.suppress_armed());
+  ASSERT_FALSE(out.events.empty());
+  EXPECT_NE(out.events.front().find("armed"), std::string::npos);
+  ASSERT_TRUE(step.memory().ceiling_quota_us.has_value());
+  // The fast pass that follows writes BE's quota, at most the ceiling.
+  auto plan = step.fast({4000, 2000, false, &reader_});
+  ASSERT_TRUE(writes_be_quota(plan));
+  for (const auto& w : plan.writes) {
+    if (w.resource == Resource::kCpuQuota && w.cgroup == kBeQos) {
+      EXPECT_LE(std::stoll(w.value), *step.memory().ceiling_quota_us);
+    }
+  }
+  // The wait restarted the hold: a quiet tick 20 s later still holds.
+  step.tick(inputs(mode, 120, waiting(0.1)));
+  EXPECT_TRUE(step.suppress_armed());
+}
+
+TEST_F(AgentStepTest, WaitsBetweenTicksTakeAtMostOneStepPerGap) {
+  AgentStep step(rule_, kLayout, 8);
+  step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
+  step.ls_waited(waited(8, 100.20, reader_));
+  const auto first = step.memory().ceiling_quota_us;
+  ASSERT_TRUE(first.has_value());
+  // Within the gap: held, the ceiling stays.
+  EXPECT_EQ(step.ls_waited(waited(9, 100.25, reader_)).interference.action,
+            bpf::InterferenceAction::kHold);
+  EXPECT_EQ(step.memory().ceiling_quota_us, first);
+  // After it: one more step down (a tenth of 8 CPUs).
+  step.ls_waited(waited(9, 100.31, reader_));
+  ASSERT_TRUE(step.memory().ceiling_quota_us.has_value());
+  EXPECT_EQ(*step.memory().ceiling_quota_us, *first - 80'000);
+}
+
+TEST_F(AgentStepTest, AWaitBetweenTicksWithoutBeRunningOrBeforeAnyTickChangesNothing) {
+  AgentStep fresh(rule_, kLayout, 8);
+  EXPECT_TRUE(fresh.ls_waited(waited(8, 99, reader_)).events.empty());
+  EXPECT_FALSE(fresh.memory().ceiling_quota_us.has_value());
+
+  pods_[1].cpu_usage = "0";
+  FakeNode n;
+  n.node_cpu_usage = "3";
+  n.system_cpu = "500m";
+  snap_ = make_snapshot(n, pods_);
+  AgentStep step(rule_, kLayout, 8);
+  step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
+  EXPECT_EQ(step.ls_waited(waited(8, 100.5, reader_)).interference.action,
+            bpf::InterferenceAction::kHold);
+  EXPECT_FALSE(step.memory().ceiling_quota_us.has_value());
+}
+
 TEST(StepRecord, RoundTripsAndNamesBadFields) {
   StepRecord r;
   r.probe.runqueue_probe = true;

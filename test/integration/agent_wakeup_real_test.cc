@@ -1,0 +1,147 @@
+// The gleaner-agent binary with its eBPF probe on real cgroups: an LS surge wakes the fast
+// path through the probe's demand signal, so BE's quota comes down long before the fast
+// loop's own timer would have run it. The fast loop is slowed to 3 s and the surge begins
+// just after one of its passes; the run-queue interference rule is kept out of the way
+// (1 s bound), so nothing but the wake-up can land a lower quota within a second.
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/bpf/sched_probe.h"
+#include "cgroup/cgroup_fs.h"
+#include "test/support/colocated_node.h"
+#include "test/support/eventually.h"
+#include "test/support/net.h"
+#include "test/support/temp_tree.h"
+
+namespace gleaner {
+namespace {
+using gleaner::testing::eventually;
+using namespace std::chrono_literals;
+using cgroup::Resource;
+
+std::string agent_binary() {
+  return std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
+}
+
+class AgentWakeupReal : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto reason = testing::real_cgroup_skip_reason();
+    if (!reason.empty()) GTEST_SKIP() << reason;
+    if (!agent::bpf::sched_probe_built()) GTEST_SKIP() << agent::bpf::sched_probe_build_reason();
+    if (::access(agent_binary().c_str(), X_OK) != 0) GTEST_SKIP() << agent_binary() << " not built";
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
+    node_ = std::make_unique<testing::ColocatedNode>(
+        testing::ColocatedNodeSpec{.threshold_config = R"({"clusterStrategy":{"enable":true,
+            "cpuSuppressThresholdPercent":90,"cpuSuppressPolicy":"cfsQuota"}})"});
+    fs_ = std::make_unique<cgroup::CgroupFs>(node_->root(), node_->scratch().version());
+    for (int i = 0; i < 2; ++i)
+      node_->scratch().spawn_busy(node_->be_pod());
+  }
+  void TearDown() override {
+    if (agent_ > 0) {
+      ::kill(agent_, SIGTERM);
+      int status = 0;
+      if (!eventually([&] { return ::waitpid(agent_, &status, WNOHANG) == agent_; }, 5s)) {
+        ::kill(agent_, SIGKILL);
+        ::waitpid(agent_, &status, 0);
+      }
+    }
+  }
+
+  void start_agent(uint16_t port) {
+    std::vector<std::string> args = {agent_binary(),
+                                     "run",
+                                     "--cgroup-root",
+                                     node_->root(),
+                                     "--pods-file",
+                                     node_->pods_file(),
+                                     "--config-dir",
+                                     node_->config_dir(),
+                                     "--metrics-addr",
+                                     "127.0.0.1:" + std::to_string(port),
+                                     "--interval",
+                                     "200",
+                                     "--fast-interval",
+                                     "3000",
+                                     "--interference-runq-p99-bound",
+                                     "1s",
+                                     "--node-name",
+                                     "node-a",
+                                     "--log-level",
+                                     "warn",
+                                     "--state-dir",
+                                     state_.path()};
+    agent_ = ::fork();
+    if (agent_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  double metric(uint16_t port, const std::string& series) const {
+    return testing::metric_value(testing::http_get_loopback(port, "/metrics"), series).value_or(-1);
+  }
+  int64_t be_quota() const {
+    return fs_->read_int(Resource::kCpuQuota, node_->be_qos()).value_or(-2);
+  }
+
+  std::unique_ptr<testing::ColocatedNode> node_;
+  std::unique_ptr<cgroup::CgroupFs> fs_;
+  testing::TempDir state_;
+  pid_t agent_ = -1;
+};
+
+TEST_F(AgentWakeupReal, AnLsSurgeWakesTheFastPathBeforeItsTimer) {
+  const uint16_t port = testing::free_loopback_port();
+  start_agent(port);
+  ASSERT_GT(agent_, 0);
+  const std::string timer = R"(gleaner_agent_fast_passes_total{trigger="timer"})";
+  const std::string by_wakeup = R"(gleaner_agent_fast_passes_total{trigger="wakeup"})";
+  const std::string demand = R"(gleaner_agent_ebpf_wakeups_total{signal="ls_demand"})";
+  ASSERT_TRUE(eventually([&] { return metric(port, "gleaner_ebpf_probe_loaded") == 1; }, 10s))
+      << "the eBPF probe did not load";
+  // The fast path is live (one timer pass) and holds BE at its idle allowance.
+  ASSERT_TRUE(eventually([&] { return metric(port, timer) >= 1 && be_quota() > 0; }, 15s))
+      << "timer passes " << metric(port, timer) << ", BE quota " << be_quota();
+  ASSERT_TRUE(eventually([&] { return be_quota() >= 100000; }, 10s))
+      << "BE quota " << be_quota() << " us with LS idle: the host leaves BE too little to measure";
+
+  // Just after a timer pass (seen within one 200 ms full pass), the LS pod surges on both
+  // CPUs. The next timer pass is more than two seconds away.
+  const double passes = metric(port, timer);
+  ASSERT_TRUE(eventually([&] { return metric(port, timer) > passes; }, 10s));
+  const int64_t before = be_quota();
+  const auto surge = std::chrono::steady_clock::now();
+  std::vector<pid_t> ls = {node_->scratch().spawn_busy(node_->ls_pod()),
+                           node_->scratch().spawn_busy(node_->ls_pod())};
+  const bool landed =
+      eventually([&] { return be_quota() > 0 && be_quota() <= before - 50000; }, 1s);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - surge);
+  EXPECT_TRUE(landed) << "BE quota " << be_quota() << " from " << before << " after "
+                      << took.count() << " ms";
+  std::cout << "[ wakeup ] BE quota " << before << " -> " << be_quota() << " us within "
+            << took.count() << " ms of the surge\n";
+  // The metrics (updated each full pass) show what ran it.
+  EXPECT_TRUE(
+      eventually([&] { return metric(port, demand) >= 1 && metric(port, by_wakeup) >= 1; }, 2s))
+      << "ls_demand wake-ups " << metric(port, demand) << ", passes by wake-up "
+      << metric(port, by_wakeup);
+  for (pid_t p : ls)
+    node_->scratch().kill_child(p);
+}
+
+}  // namespace
+}  // namespace gleaner
