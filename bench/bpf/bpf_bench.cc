@@ -123,7 +123,8 @@ struct Row {
 };
 
 Row run(const std::string& name, std::optional<SchedProbeOptions> options, double seconds,
-        const std::string& extra_dir = "") {
+        const std::string& extra_dir = "",
+        const std::optional<gleaner::agent::bpf::WakeSettings>& wake = std::nullopt) {
   Row row{name};
   std::unique_ptr<SchedProbe> probe;
   if (options) {
@@ -138,6 +139,7 @@ Row run(const std::string& name, std::optional<SchedProbeOptions> options, doubl
         throw ProbeUnavailable(name + ": " + tracked.error().describe());
       }
     }
+    if (wake) probe->set_wake(*wake);
     (void)probe->program_costs();
   }
   row.trips_per_sec = ping_pong(seconds);
@@ -178,6 +180,7 @@ struct Config {
   std::string extra_dir;
   bool shown = true;  // the empty program's run only gives the floor
   std::vector<Row> rounds;
+  std::optional<gleaner::agent::bpf::WakeSettings> wake;
 };
 
 // The values `get` gives for the rounds that have one.
@@ -230,6 +233,17 @@ int measure(double seconds, int rounds) {
   configs.push_back({"probe on, load outside registered pods", registered});
   if (!own_dir.empty()) {
     configs.push_back({"probe on, load in a registered cgroup", registered, own_dir});
+    // The agent's wake-up signals armed with bounds the load never reaches: every runtime
+    // event adds to the demand window and every switch compares its wait, as on a node.
+    gleaner::agent::bpf::WakeSettings armed;
+    armed.runq_wait_bound = std::chrono::seconds(1);
+    armed.demand_millicores = 1'000'000;
+    configs.push_back({"probe on, load in a registered cgroup, wake-ups armed",
+                       registered,
+                       own_dir,
+                       true,
+                       {},
+                       armed});
   }
   configs.push_back({"probe on, every cgroup", all});
   configs.push_back({"empty program beside the probe", calibrate, "", false});
@@ -237,7 +251,7 @@ int measure(double seconds, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     for (size_t i = 0; i < configs.size(); ++i) {
       Config& c = configs[(i + static_cast<size_t>(round)) % configs.size()];
-      c.rounds.push_back(run(c.name, c.options, seconds, c.extra_dir));
+      c.rounds.push_back(run(c.name, c.options, seconds, c.extra_dir, c.wake));
     }
   }
   const std::vector<Row>& off = configs.front().rounds;
