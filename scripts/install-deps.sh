@@ -19,6 +19,9 @@ packages=(
   # real peers used by integration tests, the demo and benchmarks
   prometheus prometheus-node-exporter python3 python3-kubernetes python3-yaml wrk procps iproute2
   python3-grpcio python3-protobuf
+  # real LS services and BE stressors of the frontier benchmark (bench/frontier), and the
+  # charts of its report; their system services are left stopped and disabled (below)
+  memcached redis-server nginx-light stress-ng gnuplot-nox
   # the cgroup v2 VM of test/vm: QEMU (TCG), a static busybox for its initramfs, cpio and
   # xz to build that image
   qemu-system-x86 busybox-static cpio xz-utils
@@ -47,8 +50,33 @@ else
 
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # The benchmark starts its own instances of memcached, Redis and nginx on loopback ports
+  # of its own; the packages' system-wide services must not start (nginx would take port
+  # 80). policy-rc.d tells the packages' scripts so, unless the machine has its own.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    own_policy=1
+  fi
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  status=0
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" || status=$?
+  [ "$own_policy" = 0 ] || $SUDO rm -f "$policy"
+  [ "$status" = 0 ] || exit "$status"
+  # Under systemd the units of the packages installed here are still enabled for the next
+  # boot: disable them (a service the machine had before is left alone).
+  if [ -d /run/systemd/system ]; then
+    for p in "${missing[@]}"; do
+      case "$p" in
+        memcached | redis-server) unit="$p" ;;
+        nginx-light) unit=nginx ;;
+        *) continue ;;
+      esac
+      $SUDO systemctl disable --now "$unit" >/dev/null 2>&1 || true
+    done
+  fi
 fi
 
 # The VM's kernel: Debian's kernel package, downloaded once into a cache outside the tree

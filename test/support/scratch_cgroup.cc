@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -56,6 +57,22 @@ bool pid_alive(pid_t pid) {
 }
 
 // Removes a cgroup directory tree bottom-up (cgroupfs only allows rmdir of empty dirs).
+// SIGKILLs every process left in `dir` (a child's own children, say stress-ng's workers)
+// and waits, up to 2 s, until the kernel has taken them out of it.
+void empty_cgroup(const fs::path& dir) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (;;) {
+    std::ifstream procs(dir / "cgroup.procs");
+    bool any = false;
+    for (pid_t pid = 0; procs >> pid;) {
+      any = true;
+      ::kill(pid, SIGKILL);
+    }
+    if (!any || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 void remove_tree(const fs::path& dir) {
   std::error_code ec;
   std::vector<fs::path> dirs;
@@ -66,8 +83,11 @@ void remove_tree(const fs::path& dir) {
   std::sort(dirs.begin(), dirs.end(), [](const fs::path& a, const fs::path& b) {
     return a.string().size() > b.string().size();
   });
-  for (const auto& d : dirs)
+  for (const auto& d : dirs) {
+    empty_cgroup(d);
     ::rmdir(d.c_str());
+  }
+  empty_cgroup(dir);
   ::rmdir(dir.c_str());
 }
 
@@ -159,6 +179,7 @@ ScratchCgroups::ScratchCgroups() {
 
 ScratchCgroups::~ScratchCgroups() {
   for (pid_t pid : children_) {
+    if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
   }
@@ -299,7 +320,32 @@ pid_t ScratchCgroups::spawn_idle(const std::string& relative) {
       });
 }
 
+pid_t ScratchCgroups::spawn_exec(const std::string& relative, const std::vector<std::string>& argv,
+                                 const std::string& log_file) {
+  if (argv.empty()) throw std::runtime_error("spawn_exec: no program");
+  return spawn(
+      relative,
+      [&log_file] {
+        ::setpgid(0, 0);  // its own group: kill_child reaches what it forks
+        int log = ::open(log_file.empty() ? "/dev/null" : log_file.c_str(),
+                         O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (log >= 0) {
+          ::dup2(log, STDOUT_FILENO);
+          ::dup2(log, STDERR_FILENO);
+        }
+      },
+      [argv] {
+        std::vector<char*> args;
+        for (const auto& a : argv)
+          args.push_back(const_cast<char*>(a.c_str()));
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        ::_exit(127);
+      });
+}
+
 void ScratchCgroups::kill_child(pid_t pid) {
+  if (::getpgid(pid) == pid) ::kill(-pid, SIGKILL);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());

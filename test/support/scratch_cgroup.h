@@ -51,6 +51,12 @@ class ScratchCgroups {
   // `work`, and sleeps again (a server handling a steady trickle of requests).
   pid_t spawn_periodic(const std::string& relative, std::chrono::microseconds work,
                        std::chrono::microseconds period);
+  // Runs `argv` (argv[0] an absolute path) inside `relative` from its first instruction, in
+  // a process group of its own, output appended to `log_file` ("" discards it). It dies
+  // with this process; kill_child and the destructor kill its whole group, and the
+  // destructor kills whatever is left in the scratch cgroups before removing them.
+  pid_t spawn_exec(const std::string& relative, const std::vector<std::string>& argv,
+                   const std::string& log_file = "");
   // Starts a child that sleeps (blocked on a pipe) inside `relative`.
   pid_t spawn_idle(const std::string& relative);
   // Moves an existing process into `relative` in every controller.

@@ -1,0 +1,73 @@
+#pragma once
+// The frontier benchmark's points: one configuration measured on a node running a real
+// service (PointRunner), the rate calibration, and the report (table, goal check, chart).
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "bench/frontier/services.h"
+#include "test/support/colocated_node.h"
+
+namespace gleaner::bench::frontier {
+
+enum class Family {
+  kAlone,           // LS alone
+  kKubelet,         // BE at cpu.shares 2, no agent
+  kKoordletStyle,   // 1 s loop, eBPF off, ceiling always
+  kGleanerAlways,   // 1 s pass + 50 ms fast loop + eBPF wake-ups, ceiling always
+  kGleanerShipped,  // the same, ceiling on interference (the shipped mode)
+};
+const char* to_string(Family family);
+
+struct Point {
+  BeMix mix = BeMix::kCpu;
+  Family family = Family::kAlone;
+  int threshold = 0;  // cpuSuppressThresholdPercent; 0 without an agent
+  double p50_ms = 0, p99_ms = 0;
+  double be_cpu_s = 0, ls_cpu_s = 0, wall_s = 0;
+  double be_share_of_idle = 0;  // BE CPU / (CPUs x wall - LS CPU)
+  int64_t sent = 0, late = 0, failed = 0;
+};
+
+struct Calibration {
+  double rate = 0;   // requests per second
+  double share = 0;  // of the node's CPUs the service alone used at that rate
+};
+
+// Where the benchmark's SIGINT handler records an interruption (checked between steps).
+void set_interrupt_flag(volatile std::sig_atomic_t* flag);
+
+class PointRunner {
+ public:
+  PointRunner(testing::ColocatedNode& node, const LsService& service, bool fifo,
+              std::chrono::seconds measured);
+  // The rate at which the service alone uses about half the node's CPUs, or the highest the
+  // generator keeps up with (its share then says so).
+  Calibration calibrate();
+  void set_rate(double rate) { rate_ = rate; }
+  // One point: the family's agent (if any) started with `threshold`, warmed up for 2 s, then
+  // the service measured under load for the measured duration.
+  Point measure(BeMix mix, Family family, int threshold);
+
+ private:
+  struct Window;
+  Window run_load(std::chrono::milliseconds duration) const;
+
+  testing::ColocatedNode& node_;
+  const LsService& service_;
+  bool fifo_;
+  std::chrono::seconds measured_;
+  double rate_ = 0;
+  int cpus_;
+};
+
+// Markdown: the points of one service, and whether Gleaner's frontier lies on or below the
+// others at every harvest level, per BE mix.
+void print_table(ServiceKind kind, const std::vector<Point>& points);
+// <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png;
+// whether the chart was drawn.
+bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir);
+
+}  // namespace gleaner::bench::frontier
