@@ -50,6 +50,9 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
       s.node_cpu_milli = std::llround(busy / total * cpus_ * 1000.0);
       for (const auto& [at, milli] : non_be_)
         s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);
+      std::erase_if(noted_, [now](const auto& n) { return n.first <= now; });
+      for (const auto& [until, milli] : noted_)
+        s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);
       out = s;
     }
   }
@@ -59,8 +62,9 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
   return out;
 }
 
-void FastSampler::note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores) {
-  non_be_.emplace_back(now, millicores);
+void FastSampler::note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores,
+                              std::chrono::milliseconds hold) {
+  noted_.emplace_back(now + hold, millicores);
 }
 
 std::optional<FastSampler::Counters> FastSampler::read(std::chrono::steady_clock::time_point now) {

@@ -33,9 +33,12 @@ class FastSampler {
               std::chrono::milliseconds window = std::chrono::seconds(1));
   // nullopt on the first call (no delta yet) or when a counter cannot be read.
   std::optional<FastSample> sample(std::chrono::steady_clock::time_point now);
-  // A non-BE figure measured elsewhere (the eBPF probe's demand window): it counts in the
-  // window's maximum like a sampled one.
-  void note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores);
+  // A non-BE figure measured elsewhere (the eBPF probe's demand over ~10 ms): it counts in
+  // the maximum for `hold` only. A surge that lasts shows in the next sampled figures, which
+  // then hold it for the whole window; a burst of a few milliseconds does not keep BE down
+  // for a second.
+  void note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores,
+                   std::chrono::milliseconds hold = std::chrono::milliseconds(200));
 
   // The shortest span a sampled non-BE figure is taken over.
   static constexpr std::chrono::milliseconds kMinNonBeSpan{20};
@@ -61,6 +64,8 @@ class FastSampler {
   // Counters and instantaneous non-BE figures within the window, oldest first.
   std::deque<Counters> history_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> non_be_;
+  // Noted figures and when each stops counting.
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> noted_;
 };
 
 }  // namespace gleaner::agent

@@ -14,7 +14,8 @@
 // (frontier-<service>.dat) and a chart per service (frontier-<service>.png, gnuplot).
 //
 // Usage: frontier_bench [--services memcached,redis,nginx] [--be cpu,memory] [--seconds S]
-//                       [--thresholds 40,55,70,85,100] [--out-dir DIR] [--link-prefix P]
+//                       [--repeats N] [--thresholds 40,60,80,100] [--out-dir DIR]
+//                       [--link-prefix P]
 //                       [--client fifo|normal]
 // Needs root (real cgroups) and the service packages; what is missing is skipped and said.
 // Every process it starts is in its scratch cgroups and dies with it.
@@ -49,7 +50,8 @@ struct Options {
   std::vector<ServiceKind> services;
   std::vector<BeMix> mixes;
   std::vector<int> thresholds;
-  int seconds = 8;
+  int seconds = 5;
+  int repeats = 3;
   std::string out_dir;
   std::string link_prefix;
   bool fifo = true;
@@ -65,7 +67,7 @@ std::vector<Point> sweep_service(ServiceKind kind, const Options& opt) {
     gleaner::testing::TempDir work;
     LsService service(kind, node.scratch(), node.ls_pod(), work.path());
     preload(service.protocol(), service.port());
-    PointRunner runner(node, service, opt.fifo, std::chrono::seconds(opt.seconds));
+    PointRunner runner(node, service, opt.fifo, std::chrono::seconds(opt.seconds), opt.repeats);
     if (!calibration) calibration = runner.calibrate();
     runner.set_rate(calibration->rate);
     std::fprintf(stderr, "frontier_bench: %s at %.0f req/s (alone: %.0f%% of the node), BE %s\n",
@@ -103,14 +105,16 @@ int main(int argc, char** argv) {
   Options opt;
   std::string services = "memcached,redis,nginx";
   std::string mixes = "cpu,memory";
-  std::string thresholds = "40,55,70,85,100";
+  std::string thresholds = "40,60,80,100";
   std::string client = "fifo";
   CLI::App app{"frontier_bench: BE harvest against LS p99 on memcached, Redis and nginx"};
   app.add_option("--services", services, "services, comma-separated")->capture_default_str();
   app.add_option("--be", mixes, "stress-ng BE mixes: cpu, memory")->capture_default_str();
   app.add_option("--thresholds", thresholds, "cpuSuppressThresholdPercent values")
       ->capture_default_str();
-  gleaner::bench::positive_option(app, "--seconds", opt.seconds, "measured seconds per point");
+  gleaner::bench::positive_option(app, "--seconds", opt.seconds, "seconds per measured window");
+  gleaner::bench::positive_option(app, "--repeats", opt.repeats,
+                                  "measured windows per point (the median one stands)");
   app.add_option("--out-dir", opt.out_dir, "where the points and charts go (none: tables only)");
   app.add_option("--link-prefix", opt.link_prefix,
                  "with --out-dir: show each chart under its table, as a markdown image at this "

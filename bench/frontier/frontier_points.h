@@ -27,7 +27,9 @@ struct Point {
   int threshold = 0;  // cpuSuppressThresholdPercent; 0 without an agent
   double p50_ms = 0, p99_ms = 0;
   double be_cpu_s = 0, ls_cpu_s = 0, wall_s = 0;
-  double be_share_of_idle = 0;  // BE CPU / (CPUs x wall - LS CPU)
+  double other_cpu_s = 0;  // the load generator, the agent and the rest of the node
+  // BE CPU / (CPUs x wall - LS CPU - other CPU): BE's share of what nobody else used.
+  double be_share_of_idle = 0;
   int64_t sent = 0, late = 0, failed = 0;
 };
 
@@ -41,24 +43,28 @@ void set_interrupt_flag(volatile std::sig_atomic_t* flag);
 
 class PointRunner {
  public:
+  // `repeats` measured windows per point (the median one stands).
   PointRunner(testing::ColocatedNode& node, const LsService& service, bool fifo,
-              std::chrono::seconds measured);
+              std::chrono::seconds measured, int repeats);
   // The rate at which the service alone uses about half the node's CPUs, or the highest the
   // generator keeps up with (its share then says so).
   Calibration calibrate();
   void set_rate(double rate) { rate_ = rate; }
   // One point: the family's agent (if any) started with `threshold`, warmed up for 2 s, then
-  // the service measured under load for the measured duration.
+  // the service measured under load for `repeats` windows of the measured duration; the
+  // window with the median p99 is the point.
   Point measure(BeMix mix, Family family, int threshold);
 
  private:
   struct Window;
   Window run_load(std::chrono::milliseconds duration) const;
+  Point to_point(const Window& w, BeMix mix, Family family, int threshold) const;
 
   testing::ColocatedNode& node_;
   const LsService& service_;
   bool fifo_;
   std::chrono::seconds measured_;
+  int repeats_;
   double rate_ = 0;
   int cpus_;
 };

@@ -60,8 +60,8 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
   std::printf("### %s\n\n", to_string(kind));
   std::printf(
       "| BE | configuration | threshold | LS p50 (ms) | LS p99 (ms) | p99 / alone | BE share of "
-      "idle CPU | BE CPU-s | LS CPU-s | requests (late, failed) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "idle CPU | BE CPU-s | LS CPU-s | other CPU-s | requests (late, failed) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (BeMix mix : mixes_of(points)) {
     const double alone = alone_p99(points, mix);
     for (Family family : kFamilies) {
@@ -70,9 +70,10 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
         std::string threshold = "-";
         if (p.threshold > 0) threshold = std::to_string(p.threshold).append("%");
         std::printf(
-            "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %lld (%lld, %lld) |\n",
+            "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %lld (%lld, %lld) "
+            "|\n",
             to_string(mix), to_string(family), threshold.c_str(), p.p50_ms, p.p99_ms,
-            ratio(p, alone), p.be_share_of_idle, p.be_cpu_s, p.ls_cpu_s,
+            ratio(p, alone), p.be_share_of_idle, p.be_cpu_s, p.ls_cpu_s, p.other_cpu_s,
             static_cast<long long>(p.sent), static_cast<long long>(p.late),
             static_cast<long long>(p.failed));
       }
@@ -114,10 +115,24 @@ bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::
       std::sort(series.begin(), series.end(), [](const Point* a, const Point* b) {
         return a->be_share_of_idle < b->be_share_of_idle;
       });
-      out << "# " << to_string(mix) << " / " << to_string(family) << "\n";
+      // Every point, then the family's frontier: the points no other of its points beats
+      // on both harvest and latency.
+      out << "# " << to_string(mix) << " / " << to_string(family) << ": points\n";
       for (const Point* p : series)
         out << p->be_share_of_idle << " " << ratio(*p, alone) << " " << p->threshold << "\n";
       if (series.empty()) out << "NaN NaN 0\n";  // keeps the index numbering
+      out << "\n\n# " << to_string(mix) << " / " << to_string(family) << ": frontier\n";
+      std::vector<const Point*> frontier;
+      double best = 1e300;
+      for (auto it = series.rbegin(); it != series.rend(); ++it) {
+        if (ratio(**it, alone) < best) {
+          best = ratio(**it, alone);
+          frontier.insert(frontier.begin(), *it);
+        }
+      }
+      for (const Point* p : frontier)
+        out << p->be_share_of_idle << " " << ratio(*p, alone) << " " << p->threshold << "\n";
+      if (frontier.empty()) out << "NaN NaN 0\n";
       out << "\n\n";
     }
   }
@@ -131,19 +146,23 @@ bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::
   gp << "set terminal pngcairo size " << 560 * mixes.size() << ",520 font 'sans,10'\n"
      << "set output '" << dir << "/" << name << ".png'\n"
      << "set multiplot layout 1," << mixes.size() << " title '" << to_string(kind)
-     << ": harvest against LS tail latency (lower right is better)'\n"
+     << ": harvest against LS tail latency (lower right is better; lines: each agent's "
+        "frontier)'\n"
      << "set xlabel 'BE share of the CPU LS left idle'\nset ylabel 'LS p99 / LS-alone p99'\n"
      << "set key below\nset grid\nset xrange [0:1]\n";
   const char* styles[] = {"pt 7 ps 1.5 lc rgb 'black'", "pt 5 ps 1.5 lc rgb 'gray40'",
-                          "lw 2 pt 9 lc rgb 'orange'", "lw 2 pt 13 lc rgb 'skyblue'",
-                          "lw 2 pt 11 lc rgb 'dark-green'"};
+                          "lw 2 pt 9 ps 1.2 lc rgb 'orange'", "lw 2 pt 13 ps 1.2 lc rgb 'skyblue'",
+                          "lw 2 pt 11 ps 1.2 lc rgb 'dark-green'"};
   for (size_t m = 0; m < mixes.size(); ++m) {
     gp << "set title 'BE: stress-ng " << to_string(mixes[m]) << "'\nplot ";
     for (size_t f = 0; f < std::size(kFamilies); ++f) {
-      const bool line = f >= 2;
-      gp << (f ? ", " : "") << "'" << dat << "' index " << m * std::size(kFamilies) + f
-         << " using 1:2 with " << (line ? "linespoints" : "points") << " " << styles[f]
-         << " title '" << to_string(kFamilies[f]) << "'";
+      const size_t index = (m * std::size(kFamilies) + f) * 2;
+      gp << (f ? ", " : "") << "'" << dat << "' index " << index << " using 1:2 with points "
+         << styles[f] << " title '" << to_string(kFamilies[f]) << "'";
+      if (f >= 2) {  // the agents' frontiers as lines
+        gp << ", '" << dat << "' index " << index + 1 << " using 1:2 with lines " << styles[f]
+           << " notitle";
+      }
     }
     gp << "\n";
   }

@@ -72,10 +72,16 @@ TEST(FastSampler, AnEarlySampleTakesItsFigureOverTheMinimumSpanAndNotedFiguresCo
   ASSERT_TRUE(early.has_value());
   // Over the 52 ms since t0: 54 ms of CPU.
   EXPECT_EQ(early->non_be_cpu_milli, 1038);
-  // A figure the probe measured counts in the window's maximum.
+  // A figure the probe measured counts in the maximum for its hold (200 ms), not for the
+  // whole window as sampled figures do.
   sampler.note_non_be(t0 + 53ms, 1800);
   write_counters(t, 30, 30, 100'000'000, 0);
   EXPECT_EQ(sampler.sample(t0 + 100ms)->non_be_cpu_milli, 1800);
+  write_counters(t, 40, 40, 150'000'000, 0);
+  EXPECT_EQ(sampler.sample(t0 + 150ms)->non_be_cpu_milli, 1800);
+  write_counters(t, 50, 50, 200'000'000, 0);
+  // The noted figure has gone; the largest sampled one within the window stands.
+  EXPECT_EQ(sampler.sample(t0 + 260ms)->non_be_cpu_milli, 1000);
 }
 
 TEST(FastSampler, MissingCgroupGivesNoSample) {
