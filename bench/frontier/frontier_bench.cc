@@ -169,10 +169,19 @@ int main(int argc, char** argv) {
     }
     if (g_interrupted) return 130;
     print_table(kind, points);
-    if (!opt.out_dir.empty() && write_chart(kind, points, opt.out_dir) &&
-        !opt.link_prefix.empty()) {
-      std::printf("![%s: BE harvest against LS p99](%sfrontier-%s.png)\n\n", to_string(kind),
-                  opt.link_prefix.c_str(), to_string(kind));
+    if (!opt.out_dir.empty()) {
+      switch (write_chart(kind, points, opt.out_dir)) {
+        case Chart::kDrawn:
+          if (!opt.link_prefix.empty()) {
+            std::printf("![%s: BE harvest against LS p99](%sfrontier-%s.png)\n\n", to_string(kind),
+                        opt.link_prefix.c_str(), to_string(kind));
+          }
+          break;
+        case Chart::kNoGnuplot:
+          break;
+        case Chart::kFailed:
+          return 1;  // a chart that should have been drawn was not: said on stderr
+      }
     }
     std::fflush(stdout);
   }

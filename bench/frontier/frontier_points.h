@@ -72,8 +72,8 @@ class PointRunner {
 // Markdown: the points of one service, and whether Gleaner's frontier lies on or below the
 // others at every harvest level, per BE mix.
 void print_table(ServiceKind kind, const std::vector<Point>& points);
-// <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png;
-// whether the chart was drawn.
-bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir);
+// <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png.
+enum class Chart { kDrawn, kNoGnuplot, kFailed };
+Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir);
 
 }  // namespace gleaner::bench::frontier

@@ -54,6 +54,16 @@ std::vector<const Point*> not_matched(const std::vector<Point>& points, BeMix mi
   return misses;
 }
 
+// `text` as a single-quoted gnuplot string (a quote inside is written twice).
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    out += c;
+    if (c == '\'') out += '\'';
+  }
+  return out + "'";
+}
+
 }  // namespace
 
 void print_table(ServiceKind kind, const std::vector<Point>& points) {
@@ -100,7 +110,7 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
   std::printf("\n");
 }
 
-bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir) {
+Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir) {
   const std::string name = std::string("frontier-") + to_string(kind);
   const std::string dat = dir + "/" + name + ".dat";
   std::ofstream out(dat);
@@ -139,29 +149,33 @@ bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::
   out.close();
   if (::access("/usr/bin/gnuplot", X_OK) != 0) {
     std::fprintf(stderr, "frontier_bench: gnuplot not installed; %s has the points\n", dat.c_str());
-    return false;
+    return Chart::kNoGnuplot;
   }
   const std::string script = dir + "/" + name + ".gp";
   std::ofstream gp(script);
   gp << "set terminal pngcairo size " << 560 * mixes.size() << ",520 font 'sans,10'\n"
-     << "set output '" << dir << "/" << name << ".png'\n"
-     << "set multiplot layout 1," << mixes.size() << " title '" << to_string(kind)
-     << ": harvest against LS tail latency (lower right is better; lines: each agent's "
-        "frontier)'\n"
-     << "set xlabel 'BE share of the CPU LS left idle'\nset ylabel 'LS p99 / LS-alone p99'\n"
+     << "set output " << quoted(dir + "/" + name + ".png") << "\n"
+     << "set multiplot layout 1," << mixes.size() << " title "
+     << quoted(std::string(to_string(kind)) +
+               ": harvest against LS tail latency (lower right is better; lines: the frontier "
+               "of each agent)")
+     << "\n"
+     << "set xlabel 'BE share of the CPU nobody else used'\nset ylabel 'LS p99 / LS-alone p99'\n"
      << "set key below\nset grid\nset xrange [0:1]\n";
   const char* styles[] = {"pt 7 ps 1.5 lc rgb 'black'", "pt 5 ps 1.5 lc rgb 'gray40'",
                           "lw 2 pt 9 ps 1.2 lc rgb 'orange'", "lw 2 pt 13 ps 1.2 lc rgb 'skyblue'",
                           "lw 2 pt 11 ps 1.2 lc rgb 'dark-green'"};
+  const char* line_styles[] = {"", "", "lw 2 lc rgb 'orange'", "lw 2 lc rgb 'skyblue'",
+                               "lw 2 lc rgb 'dark-green'"};
   for (size_t m = 0; m < mixes.size(); ++m) {
     gp << "set title 'BE: stress-ng " << to_string(mixes[m]) << "'\nplot ";
     for (size_t f = 0; f < std::size(kFamilies); ++f) {
       const size_t index = (m * std::size(kFamilies) + f) * 2;
-      gp << (f ? ", " : "") << "'" << dat << "' index " << index << " using 1:2 with points "
-         << styles[f] << " title '" << to_string(kFamilies[f]) << "'";
+      gp << (f ? ", " : "") << quoted(dat) << " index " << index << " using 1:2 with points "
+         << styles[f] << " title " << quoted(to_string(kFamilies[f]));
       if (f >= 2) {  // the agents' frontiers as lines
-        gp << ", '" << dat << "' index " << index + 1 << " using 1:2 with lines " << styles[f]
-           << " notitle";
+        gp << ", " << quoted(dat) << " index " << index + 1 << " using 1:2 with lines "
+           << line_styles[f] << " notitle";
       }
     }
     gp << "\n";
@@ -171,9 +185,9 @@ bool write_chart(ServiceKind kind, const std::vector<Point>& points, const std::
   const std::string cmd = "/usr/bin/gnuplot '" + script + "'";
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "frontier_bench: gnuplot failed on %s\n", script.c_str());
-    return false;
+    return Chart::kFailed;
   }
-  return true;
+  return Chart::kDrawn;
 }
 
 }  // namespace gleaner::bench::frontier
