@@ -33,14 +33,32 @@ std::optional<uint64_t> leading_number(std::string_view s) {
   return v;
 }
 
-class Memcached final : public Protocol {
+// memcached and Redis: 90% reads and 10% writes of 256-byte values over `keys` keys; a
+// preload writes every key once.
+class KeyValue : public Protocol {
  public:
-  explicit Memcached(uint64_t keys) : keys_(keys) {}
+  explicit KeyValue(uint64_t keys) : keys_(keys) {}
   [[nodiscard]] std::string request(uint64_t n, uint64_t seed) const override {
     const std::string key = key_name(key_of(n, seed, keys_));
-    if (n % 10 == 9) return set(key);
-    return "get " + key + "\r\n";
+    return n % 10 == 9 ? set(key) : get(key);
   }
+  [[nodiscard]] std::string preload(uint64_t from, uint64_t count) const override {
+    std::string out;
+    for (uint64_t k = from; k < from + count && k < keys_; ++k)
+      out += set(key_name(k));
+    return out;
+  }
+  [[nodiscard]] uint64_t preload_keys() const override { return keys_; }
+
+ private:
+  [[nodiscard]] virtual std::string get(const std::string& key) const = 0;
+  [[nodiscard]] virtual std::string set(const std::string& key) const = 0;
+  uint64_t keys_;
+};
+
+class Memcached final : public KeyValue {
+ public:
+  using KeyValue::KeyValue;
   [[nodiscard]] std::optional<size_t> response_end(std::string_view buf) const override {
     const size_t line = buf.find("\r\n");
     if (line == std::string_view::npos) return 0;
@@ -63,29 +81,19 @@ class Memcached final : public Protocol {
     return response.starts_with("ERROR") || response.starts_with("SERVER_ERROR") ||
            response.starts_with("CLIENT_ERROR") || response.starts_with("NOT_STORED");
   }
-  [[nodiscard]] std::string preload(uint64_t from, uint64_t count) const override {
-    std::string out;
-    for (uint64_t k = from; k < from + count && k < keys_; ++k)
-      out += set(key_name(k));
-    return out;
-  }
-  [[nodiscard]] uint64_t preload_keys() const override { return keys_; }
 
  private:
-  static std::string set(const std::string& key) {
+  [[nodiscard]] std::string get(const std::string& key) const override {
+    return "get " + key + "\r\n";
+  }
+  [[nodiscard]] std::string set(const std::string& key) const override {
     return "set " + key + " 0 0 256\r\n" + value_256() + "\r\n";
   }
-  uint64_t keys_;
 };
 
-class Redis final : public Protocol {
+class Redis final : public KeyValue {
  public:
-  explicit Redis(uint64_t keys) : keys_(keys) {}
-  [[nodiscard]] std::string request(uint64_t n, uint64_t seed) const override {
-    const std::string key = key_name(key_of(n, seed, keys_));
-    if (n % 10 == 9) return set(key);
-    return std::string("*2\r\n$3\r\nGET\r\n$") + std::to_string(key.size()) + "\r\n" + key + "\r\n";
-  }
+  using KeyValue::KeyValue;
   [[nodiscard]] std::optional<size_t> response_end(std::string_view buf) const override {
     const size_t line = buf.find("\r\n");
     if (line == std::string_view::npos) return 0;
@@ -109,20 +117,15 @@ class Redis final : public Protocol {
   [[nodiscard]] bool failed(std::string_view response) const override {
     return response.starts_with("-");
   }
-  [[nodiscard]] std::string preload(uint64_t from, uint64_t count) const override {
-    std::string out;
-    for (uint64_t k = from; k < from + count && k < keys_; ++k)
-      out += set(key_name(k));
-    return out;
-  }
-  [[nodiscard]] uint64_t preload_keys() const override { return keys_; }
 
  private:
-  static std::string set(const std::string& key) {
+  [[nodiscard]] std::string get(const std::string& key) const override {
+    return std::string("*2\r\n$3\r\nGET\r\n$") + std::to_string(key.size()) + "\r\n" + key + "\r\n";
+  }
+  [[nodiscard]] std::string set(const std::string& key) const override {
     return std::string("*3\r\n$3\r\nSET\r\n$") + std::to_string(key.size()) + "\r\n" + key +
            "\r\n$256\r\n" + value_256() + "\r\n";
   }
-  uint64_t keys_;
 };
 
 class Http final : public Protocol {

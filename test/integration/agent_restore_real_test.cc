@@ -24,6 +24,7 @@
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
 #include "test/support/net.h"
+#include "test/support/spawn.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner {
@@ -75,16 +76,7 @@ pid_t start_agent(testing::ColocatedNode& node, const std::string& state_dir,
                                    "--state-dir",
                                    state_dir};
   args.insert(args.end(), extra.begin(), extra.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return testing::spawn_program(std::move(args));
 }
 
 // Waits for the agent to exit (killing it after `deadline`); returns its wait status.

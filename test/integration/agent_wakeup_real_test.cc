@@ -19,6 +19,7 @@
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
 #include "test/support/net.h"
+#include "test/support/spawn.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner {
@@ -80,15 +81,7 @@ class AgentWakeupReal : public ::testing::Test {
                                      "warn",
                                      "--state-dir",
                                      state_.path()};
-    agent_ = ::fork();
-    if (agent_ == 0) {
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    agent_ = testing::spawn_program(std::move(args));
   }
   double metric(uint16_t port, const std::string& series) const {
     return testing::metric_value(testing::http_get_loopback(port, "/metrics"), series).value_or(-1);

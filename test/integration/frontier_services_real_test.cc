@@ -112,12 +112,9 @@ TEST(FrontierStressorsReal, NothingOutlivesABenchmarkKilledWithSigkill) {
     const pid_t stress =
         scratch.spawn_exec("kubepods/besteffort/podbe", stress_ng_argv(BeMix::kMemory, 2));
     // stress-ng forks its workers after it starts: wait for them (one of each kind).
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
     std::set<pid_t> be;
-    while ((be = pids_in(scratch, "kubepods/besteffort/podbe")).size() < 4 &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(20ms);
-    }
+    eventually([&] { return (be = pids_in(scratch, "kubepods/besteffort/podbe")).size() >= 4; },
+               10s, 20ms);
     // The benchmark's own children first, then stress-ng's workers.
     std::string line = std::to_string(service.pid());
     line.append(" ").append(std::to_string(stress)).append(" |");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/file_io.h"
+#include "test/support/eventually.h"
 
 namespace gleaner::testing {
 namespace fs = std::filesystem;
@@ -60,17 +61,17 @@ bool pid_alive(pid_t pid) {
 // SIGKILLs every process left in `dir` (a child's own children, say stress-ng's workers)
 // and waits, up to 2 s, until the kernel has taken them out of it.
 void empty_cgroup(const fs::path& dir) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  for (;;) {
-    std::ifstream procs(dir / "cgroup.procs");
-    bool any = false;
-    for (pid_t pid = 0; procs >> pid;) {
-      any = true;
-      ::kill(pid, SIGKILL);
-    }
-    if (!any || std::chrono::steady_clock::now() >= deadline) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  eventually(
+      [&dir] {
+        std::ifstream procs(dir / "cgroup.procs");
+        bool any = false;
+        for (pid_t pid = 0; procs >> pid;) {
+          any = true;
+          ::kill(pid, SIGKILL);
+        }
+        return !any;
+      },
+      std::chrono::seconds(2), std::chrono::milliseconds(5));
 }
 
 void remove_tree(const fs::path& dir) {

@@ -50,6 +50,14 @@ class AgentStepTest : public ::testing::Test {
       return w.resource == Resource::kCpuQuota && w.cgroup == kBeQos;
     });
   }
+  // The BE pod used nothing in the latest sample.
+  void be_idle() {
+    pods_[1].cpu_usage = "0";
+    FakeNode n;
+    n.node_cpu_usage = "3";
+    n.system_cpu = "500m";
+    snap_ = make_snapshot(n, pods_);
+  }
   static ProbeReadings waiting(double p99_ms) {
     ProbeReadings p;
     p.runqueue_probe = true;
@@ -121,11 +129,7 @@ TEST_F(AgentStepTest, ThePrimingPassLeavesBeAsItIs) {
 TEST_F(AgentStepTest, BeRunningIsJudgedOnTheLatestSample) {
   // The BE pod used nothing in the latest sample (whatever it averaged before): an LS wait
   // holds the ceiling but does not tighten it.
-  pods_[1].cpu_usage = "0";
-  FakeNode n;
-  n.node_cpu_usage = "3";
-  n.system_cpu = "500m";
-  snap_ = make_snapshot(n, pods_);
+  be_idle();
   AgentStep step(rule_, kLayout, 8);
   auto out = step.tick(inputs(config::CpuSuppressMode::kOnInterference, 100, waiting(8)));
   EXPECT_EQ(out.interference.action, bpf::InterferenceAction::kHold);
@@ -197,11 +201,7 @@ TEST_F(AgentStepTest, AWaitBetweenTicksWithoutBeRunningOrBeforeAnyTickChangesNot
   EXPECT_TRUE(fresh.ls_waited(waited(8, 99, reader_)).events.empty());
   EXPECT_FALSE(fresh.memory().ceiling_quota_us.has_value());
 
-  pods_[1].cpu_usage = "0";
-  FakeNode n;
-  n.node_cpu_usage = "3";
-  n.system_cpu = "500m";
-  snap_ = make_snapshot(n, pods_);
+  be_idle();
   AgentStep step(rule_, kLayout, 8);
   step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
   EXPECT_EQ(step.ls_waited(waited(8, 100.5, reader_)).interference.action,

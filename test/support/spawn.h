@@ -1,0 +1,29 @@
+#pragma once
+// Starts a program (argv[0] an absolute path) as a child that dies with this process, for
+// tests that run the real binaries. Header-only.
+
+#include <string>
+#include <vector>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+namespace gleaner::testing {
+
+// The child's pid (-1 when fork fails); an exec failure makes the child exit 127.
+inline pid_t spawn_program(std::vector<std::string> args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+}  // namespace gleaner::testing
