@@ -30,7 +30,7 @@ Result<std::string> CgroupFs::path_of(Resource resource, const std::string& cgro
 
 bool CgroupFs::has(Resource resource, const std::string& cgroup) const {
   auto path = path_of(resource, cgroup);
-  return path.ok() && path_exists(*path);
+  return path.ok() && (open_files_.count(*path) > 0 || path_exists(*path));
 }
 
 bool CgroupFs::exists(const std::string& cgroup) const {
@@ -40,6 +40,7 @@ bool CgroupFs::exists(const std::string& cgroup) const {
 Result<std::string> CgroupFs::read_cached(const std::string& path) {
   auto it = open_files_.find(path);
   if (it == open_files_.end()) {
+    if (open_files_.size() >= descriptor_cap_) return read_file(path);
     auto opened = OpenFile::open(path);
     if (!opened) return opened.error();
     it = open_files_.emplace(path, std::move(*opened)).first;

@@ -37,6 +37,8 @@ class CgroupFs {
   // Absolute file path; kUnsupported when this version has no such file.
   [[nodiscard]] Result<std::string> path_of(Resource resource, const std::string& cgroup) const;
   // Whether the file exists for this cgroup (kernels differ: cpu.idle, memory.high on v1).
+  // A file with a kept descriptor counts as present without a lookup: a removed cgroup
+  // shows on the next read of it, which drops the descriptor.
   [[nodiscard]] bool has(Resource resource, const std::string& cgroup) const;
   [[nodiscard]] bool exists(const std::string& cgroup) const;
 
@@ -57,15 +59,24 @@ class CgroupFs {
   // Task or process ids, or CPU lists for the cpuset resources.
   Result<std::vector<int>> read_ids(Resource resource, const std::string& cgroup);
 
-  // Closes cached descriptors of cgroups that are gone (call after a pod is deleted).
-  void forget(const std::string& cgroup);
-
- private:
+  // Whole content of a file under this root through the open-file cache: a kept
+  // descriptor is read again from offset 0 (kernfs regenerates the text), which spares
+  // the path walk an open costs on every pass.
   Result<std::string> read_cached(const std::string& path);
 
+  // Closes cached descriptors of cgroups that are gone (call after a pod is deleted).
+  void forget(const std::string& cgroup);
+  [[nodiscard]] size_t cached_descriptors() const { return open_files_.size(); }
+  static constexpr size_t kDefaultDescriptorCap = 16384;
+  // Beyond this many kept descriptors reads open and close (a node with more cgroups
+  // than the descriptor limit allows keeps working, just slower).
+  void set_descriptor_cap(size_t cap) { descriptor_cap_ = cap; }
+
+ private:
   std::string root_;
   CgroupVersion version_;
   std::unordered_map<std::string, OpenFile> open_files_;
+  size_t descriptor_cap_ = kDefaultDescriptorCap;
 };
 
 }  // namespace gleaner::cgroup

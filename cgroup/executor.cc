@@ -125,7 +125,7 @@ std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& write
       reject(w, path.error());
       continue;
     }
-    auto current = read_file(*path);
+    auto current = fs_.read_cached(*path);
     if (!current) {
       reject(w, current.error());
       continue;
@@ -178,7 +178,7 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
     if (tree.count(cg) > 0) return true;
     auto path = fs_.path_of(resource, cg);
     if (!path) return false;
-    auto content = read_file(*path);
+    auto content = fs_.read_cached(*path);
     if (!content) return false;
     auto logical = logical_from_file(resource, v, *content);
     if (!logical) return false;
@@ -403,7 +403,7 @@ bool WriteExecutor::narrows_over_refused(
 void WriteExecutor::remember_weight_under_idle(const std::string& cgroup) {
   auto path = fs_.path_of(Resource::kCpuShares, cgroup);
   if (!path) return;
-  auto current = read_file(*path);
+  auto current = fs_.read_cached(*path);
   if (!current) return;
   originals_.try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
                                           std::string(trim(*current)), "restore"});

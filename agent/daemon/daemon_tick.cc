@@ -84,8 +84,8 @@ void Daemon::Impl::schedule_next() {
 
 void Daemon::Impl::refresh_pods(SteadyTime now) {
   // A pods file is cheap to check (stat) every tick; kubelet is asked every pods_refresh.
-  if (have_pods && !force_pod_refresh && opt.pods_file.empty() &&
-      now - last_pod_fetch < opt.pods_refresh) {
+  if (have_pods && !force_pod_refresh &&
+      (opt.pods_file.empty() ? now - last_pod_fetch < opt.pods_refresh : pod_source->unchanged())) {
     return;
   }
   force_pod_refresh = false;
@@ -123,10 +123,9 @@ void Daemon::tick() {
     return;
   }
   std::vector<PodCgroup> cgroups;
-  for (const auto& pod : d.pods) {
-    auto classified = snapshot::classify_pod(pod);
-    cgroups.push_back({pod.key(), d.layout->pod_dir(classified.kube_qos, pod.metadata.uid)});
-  }
+  cgroups.reserve(d.pods.size());
+  for (const auto& pod : d.pods)
+    cgroups.push_back({pod.key(), d.layout->pod_dir(states::kube_qos(pod), pod.metadata.uid)});
   PodSamplingPass pass = d.pod_sampler->sample(cgroups, now);
   for (const auto& key : pass.vanished)
     d.store->drop_prefix("pod/" + key + "/");
@@ -175,10 +174,14 @@ void Daemon::tick() {
   for (const auto& s : pass.pods) {
     latest.pods[s.key] = {s.cpu_valid ? s.cpu_milli : usage.pods[s.key].cpu_milli, s.memory_bytes};
   }
-  auto latest_snap = build_snapshot(d.node, d.pods, latest);
   auto batch_result = batch::calculate_batch(snap, resolved);
   d.last_calc = batch::explain(batch_result, resolved).dump();
   d.last_full_sample = now;
+  // One snapshot serves both views, which differ in their metrics only: the step sees the
+  // latest sample, the report (below) the averages. Building a second one copied every
+  // pod again each pass.
+  snapshot::NodeMetrics averaged = std::exchange(snap.metrics, metrics_of(latest));
+  const snapshot::NodeSnapshot& latest_snap = snap;
   step::ProbeReadings probe = d.read_probe(latest_snap, *node_usage);
 
   if (d.opt.enforce) {
@@ -217,6 +220,7 @@ void Daemon::tick() {
     d.system_executor->apply(result.plan.system);
   }
 
+  snap.metrics = std::move(averaged);
   const double unix_now =
       std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
   TickOutcome outcome =

@@ -33,12 +33,19 @@ snapshot::NodeSnapshot build_snapshot(const kube::Node& node, const std::vector<
                                       const SampledUsage& usage) {
   snapshot::NodeSnapshot snap;
   snap.node = node;
+  snap.pods.reserve(pods.size());
   for (const auto& pod : pods)
     snap.pods.push_back(snapshot::classify_pod(pod));
-  snap.metrics.age_seconds = usage.age_seconds;
-  snap.metrics.node = usage.node;
-  snap.metrics.pods = usage.pods;
+  snap.metrics = metrics_of(usage);
   return snap;
+}
+
+snapshot::NodeMetrics metrics_of(const SampledUsage& usage) {
+  snapshot::NodeMetrics metrics;
+  metrics.age_seconds = usage.age_seconds;
+  metrics.node = usage.node;
+  metrics.pods = usage.pods;
+  return metrics;
 }
 
 std::string new_report_epoch() {

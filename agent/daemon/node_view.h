@@ -24,6 +24,7 @@ struct SampledUsage {
 
 snapshot::NodeSnapshot build_snapshot(const kube::Node& node, const std::vector<kube::Pod>& pods,
                                       const SampledUsage& usage);
+snapshot::NodeMetrics metrics_of(const SampledUsage& usage);
 
 struct TickOutcome {
   reporter::AgentState state;

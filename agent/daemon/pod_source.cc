@@ -7,11 +7,29 @@
 
 namespace gleaner::agent {
 
-Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
+namespace {
+struct FileStamp {
+  int64_t mtime_ns = 0;
+  int64_t size = 0;
+};
+Result<FileStamp> stamp_of(const std::string& path) {
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) return errno_error(errno, "stat " + path_);
-  int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (mtime == mtime_ns_ && st.st_size == size_) return cached_;
+  if (::stat(path.c_str(), &st) != 0) return errno_error(errno, "stat " + path);
+  return FileStamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_size)};
+}
+}  // namespace
+
+bool PodsFileSource::unchanged() {
+  auto stamp = stamp_of(path_);
+  return stamp && stamp->mtime_ns == mtime_ns_ && stamp->size == size_;
+}
+
+Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
+  auto stamp = stamp_of(path_);
+  if (!stamp) return stamp.error();
+  const int64_t mtime = stamp->mtime_ns;
+  if (mtime == mtime_ns_ && stamp->size == size_) return cached_;
   auto text = read_file(path_);
   if (!text) return text.error();
   auto json = parse_json(*text, path_);
@@ -19,7 +37,7 @@ Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
   auto pods = kube::parse_pod_list(*json);
   if (!pods) return make_error(pods.error().code, path_ + ": " + pods.error().message);
   mtime_ns_ = mtime;
-  size_ = st.st_size;
+  size_ = stamp->size;
   cached_ = std::move(*pods);
   return cached_;
 }

@@ -22,6 +22,8 @@ class PodSource {
   virtual ~PodSource() = default;
   virtual Result<std::vector<kube::Pod>> fetch() = 0;
   [[nodiscard]] virtual std::string name() const = 0;
+  // True when a fetch now would return what the last one did, known without fetching.
+  virtual bool unchanged() { return false; }
 };
 
 // A v1 PodList (or pod array) file, re-parsed only when its mtime or size changes.
@@ -30,6 +32,7 @@ class PodsFileSource final : public PodSource {
   explicit PodsFileSource(std::string path) : path_(std::move(path)) {}
   Result<std::vector<kube::Pod>> fetch() override;
   [[nodiscard]] std::string name() const override { return "pods-file " + path_; }
+  bool unchanged() override;
 
  private:
   std::string path_;

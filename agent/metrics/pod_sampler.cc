@@ -1,17 +1,34 @@
 #include "agent/metrics/pod_sampler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 namespace gleaner::agent {
+
+Result<PodSampler::Memory> PodSampler::read_memory(const PodCgroup& pod, const Last* last) {
+  auto usage = fs_.read_int(cgroup::Resource::kMemoryUsage, pod.cgroup);
+  if (!usage) return usage.error();
+  const bool due = last == nullptr || last->passes_since_stat + 1 >= kMemoryStatEvery;
+  if (!due) {
+    const int64_t estimate = last->working_set + (*usage - last->usage_at_stat);
+    return Memory{std::clamp<int64_t>(estimate, 0, *usage), *usage, false};
+  }
+  auto working_set = fs_.read_memory_working_set(pod.cgroup);
+  if (!working_set) return working_set.error();
+  return Memory{*working_set, *usage, true};
+}
 
 PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
                                    std::chrono::steady_clock::time_point now) {
   PodSamplingPass pass;
   std::set<std::string> seen;
   for (const auto& pod : pods) {
+    auto it = last_.find(pod.key);
+    const Last* last = it == last_.end() ? nullptr : &it->second;
     auto cpu_ns = fs_.read_cpu_usage_ns(pod.cgroup);
-    auto memory = fs_.read_memory_working_set(pod.cgroup);
+    auto memory = cpu_ns ? read_memory(pod, last) : Result<Memory>(cpu_ns.error());
     if (!cpu_ns || !memory) {
       // Routine when a pod is deleted: forget it and its kept descriptors.
       pass.vanished.push_back(pod.key);
@@ -22,17 +39,33 @@ PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
     seen.insert(pod.key);
     PodSample s;
     s.key = pod.key;
-    s.memory_bytes = *memory;
-    auto it = last_.find(pod.key);
-    if (it != last_.end() && now > it->second.at && *cpu_ns >= it->second.cpu_ns) {
-      double elapsed_ns = std::chrono::duration<double, std::nano>(now - it->second.at).count();
-      s.cpu_milli =
-          std::llround(static_cast<double>(*cpu_ns - it->second.cpu_ns) / elapsed_ns * 1000.0);
+    s.memory_bytes = memory->working_set;
+    if (last != nullptr && now > last->at && *cpu_ns >= last->cpu_ns) {
+      double elapsed_ns = std::chrono::duration<double, std::nano>(now - last->at).count();
+      s.cpu_milli = std::llround(static_cast<double>(*cpu_ns - last->cpu_ns) / elapsed_ns * 1000.0);
       s.cpu_valid = true;
     }
-    last_[pod.key] = Last{*cpu_ns, now};
+    Last next;
+    next.cpu_ns = *cpu_ns;
+    next.at = now;
+    next.has_pressure =
+        last != nullptr ? last->has_pressure : fs_.has(cgroup::Resource::kCpuPressure, pod.cgroup);
+    if (memory->from_stat) {
+      next.working_set = memory->working_set;
+      next.usage_at_stat = memory->usage;
+      // A pod seen for the first time enters the cycle at a place set by its key.
+      next.passes_since_stat =
+          last != nullptr ? 0
+                          : static_cast<int>(std::hash<std::string>{}(pod.key) % kMemoryStatEvery);
+    } else {
+      next.working_set = last->working_set;
+      next.usage_at_stat = last->usage_at_stat;
+      next.passes_since_stat = last->passes_since_stat + 1;
+    }
+    const bool has_pressure = next.has_pressure;
+    last_[pod.key] = next;
     if (auto throttle = fs_.read_cpu_throttle(pod.cgroup)) s.throttle = *throttle;
-    if (fs_.has(cgroup::Resource::kCpuPressure, pod.cgroup)) {
+    if (has_pressure) {
       if (auto psi = fs_.read_pressure(cgroup::Resource::kCpuPressure, pod.cgroup)) {
         s.cpu_pressure = *psi;
       }
