@@ -57,22 +57,27 @@ PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
       next.passes_since_stat =
           last != nullptr ? 0
                           : static_cast<int>(std::hash<std::string>{}(pod.key) % kMemoryStatEvery);
+      // Throttling counters (cumulative) and PSI (10 s averages) follow the same cycle:
+      // they feed metrics only, and scrapes come seconds apart.
+      if (auto throttle = fs_.read_cpu_throttle(pod.cgroup)) next.throttle = *throttle;
+      if (next.has_pressure) {
+        if (auto psi = fs_.read_pressure(cgroup::Resource::kCpuPressure, pod.cgroup))
+          next.cpu_pressure = *psi;
+        if (auto psi = fs_.read_pressure(cgroup::Resource::kMemoryPressure, pod.cgroup))
+          next.memory_pressure = *psi;
+      }
     } else {
       next.working_set = last->working_set;
       next.usage_at_stat = last->usage_at_stat;
       next.passes_since_stat = last->passes_since_stat + 1;
+      next.throttle = last->throttle;
+      next.cpu_pressure = last->cpu_pressure;
+      next.memory_pressure = last->memory_pressure;
     }
-    const bool has_pressure = next.has_pressure;
+    s.throttle = next.throttle;
+    s.cpu_pressure = next.cpu_pressure;
+    s.memory_pressure = next.memory_pressure;
     last_[pod.key] = next;
-    if (auto throttle = fs_.read_cpu_throttle(pod.cgroup)) s.throttle = *throttle;
-    if (has_pressure) {
-      if (auto psi = fs_.read_pressure(cgroup::Resource::kCpuPressure, pod.cgroup)) {
-        s.cpu_pressure = *psi;
-      }
-      if (auto psi = fs_.read_pressure(cgroup::Resource::kMemoryPressure, pod.cgroup)) {
-        s.memory_pressure = *psi;
-      }
-    }
     pass.pods.push_back(std::move(s));
   }
   // Pods no longer listed: forget their counters so memory stays bounded.

@@ -9,7 +9,8 @@
 // passes; in between, the change of the pod's memory usage counter (one cheap read) is
 // added to the last working set, bounded by the usage. Growth of page cache between two
 // reads therefore counts as working set for at most that many passes: an overestimate,
-// which only ever makes batch capacity smaller and eviction candidates larger.
+// which only ever makes batch capacity smaller and eviction candidates larger. The
+// throttling counters and PSI, which feed metrics only, are read on the same passes.
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +64,9 @@ class PodSampler {
     int64_t working_set = 0;
     int64_t usage_at_stat = 0;
     int passes_since_stat = 0;
+    cgroup::CpuThrottle throttle;
+    std::optional<cgroup::Psi> cpu_pressure;
+    std::optional<cgroup::Psi> memory_pressure;
   };
   struct Memory {
     int64_t working_set = 0;

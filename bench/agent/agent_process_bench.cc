@@ -12,7 +12,7 @@
 // 3 s); RSS is sampled every second (printed every 10 s) and its growth after the first
 // minute is reported.
 //
-// Usage: agent_process_bench [--pods 50,100,200] [--seconds S] [--soak-minutes M]
+// Usage: agent_process_bench [--pods 50,100,200,500] [--seconds S] [--soak-minutes M]
 // Needs root (real cgroups); cleans up its cgroups and processes even when interrupted.
 #include <algorithm>
 #include <chrono>
@@ -379,7 +379,7 @@ void soak(double minutes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> sizes = {50, 100, 200};
+  std::vector<int> sizes = {50, 100, 200, 500};
   int seconds = 30;
   double soak_minutes = 10;
   CLI::App app{"agent_process_bench: gleaner-agent beside prometheus-node-exporter, and a soak"};

@@ -63,6 +63,26 @@ TEST(PodSampler, MemoryStatIsReadEveryFewPassesAndUsageCarriesTheFigureBetween) 
   EXPECT_EQ(sample_memory(sampler, now), 10 * kMi);
 }
 
+TEST(PodSampler, ThrottlingCountersFollowTheMemoryStatCycle) {
+  TempDir t;
+  write_pod(t, 300 * kMi, 100 * kMi);
+  cgroup::CgroupFs fs(t.path(), cgroup::CgroupVersion::kV1);
+  PodSampler sampler(fs);
+  auto now = std::chrono::steady_clock::now();
+  (void)sample_memory(sampler, now);
+  t.write("cpu/" + kPod + "/cpu.stat", "nr_periods 9\nnr_throttled 7\nthrottled_time 5000\n");
+  t.write("memory/" + kPod + "/memory.stat", memory_stat(200 * kMi));
+  for (int pass = 0; pass < PodSampler::kMemoryStatEvery; ++pass) {
+    now += std::chrono::seconds(1);
+    auto sampled = sampler.sample({{"web/api-0", kPod}}, now);
+    ASSERT_EQ(sampled.pods.size(), 1u);
+    const bool refreshed = sampled.pods[0].memory_bytes == 200 * kMi;
+    EXPECT_EQ(sampled.pods[0].throttle.nr_throttled, refreshed ? 7 : 0) << "pass " << pass;
+    if (refreshed) return;
+  }
+  ADD_FAILURE() << "memory.stat was not read again within a cycle";
+}
+
 TEST(PodSampler, PodsCreatedTogetherReadMemoryStatOnDifferentPasses) {
   TempDir t;
   std::vector<PodCgroup> pods;
