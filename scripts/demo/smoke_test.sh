@@ -18,7 +18,8 @@ status=$?
 cat "$out"
 fail=0
 [ "$status" -eq 0 ] || { echo "FAIL: demo.sh exited with $status"; fail=1; }
-for line in "== Summary" "LS p99, worst step" "BE CPU harvested"; do
+for line in "== Summary" "LS p99, worst step" "BE CPU harvested" "What this run showed:" \
+  "LS latency: " "BE harvest: "; do
   grep -q "$line" "$out" || { echo "FAIL: no '$line' in the output"; fail=1; }
 done
 

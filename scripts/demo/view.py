@@ -144,4 +144,37 @@ def print_summary(phases, evictions, cpus, run_dir):
         a["ls_cpu_s"], b["ls_cpu_s"]))
     print(" suppress reactions       %d BE quota writes; evictions %d" % (
         b["quota_writes"], evictions))
+    for line in verdict(a, b):
+        print(" " + line)
     print(" logs                     %s (agent.log, scheduler.log, wrk-*.txt)" % run_dir)
+
+
+# Differences smaller than this are within what one run on a shared machine repeats.
+NOISE = 0.10
+
+
+def verdict(unmanaged, managed):
+    """What this run showed, in plain words, including when Gleaner showed no benefit."""
+    out = ["What this run showed:"]
+    before, after = mean(unmanaged["steps"]), mean(managed["steps"])
+    if before is None or after is None:
+        out.append("  LS latency: not measured (wrk reported no percentiles).")
+    elif after < before * (1 - NOISE):
+        out.append("  LS latency: better with Gleaner (mean step p99 %.1f -> %.1f ms)." % (
+            before, after))
+    elif after > before * (1 + NOISE):
+        out.append("  LS latency: NO benefit in this run: mean step p99 was %.1f ms with Gleaner"
+                   " against %.1f ms unmanaged. One short run on a shared machine moves p99 by"
+                   " more than BE does; docs/benchmarks.md has repeated measurements." % (
+                       after, before))
+    else:
+        out.append("  LS latency: no clear difference in this run (mean step p99 %.1f ms"
+                   " unmanaged, %.1f ms with Gleaner; within %d%%)." % (
+                       before, after, NOISE * 100))
+    if managed["be_cpu_s"] <= 0.0:
+        out.append("  BE harvest: none with Gleaner in this run.")
+    else:
+        out.append("  BE harvest: %.1f cpu-s with Gleaner (%.1f cpu-s unmanaged, where nothing"
+                   " held BE back)." % (
+                       managed["be_cpu_s"], unmanaged["be_cpu_s"]))
+    return out
