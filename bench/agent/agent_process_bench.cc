@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -277,6 +278,11 @@ struct AgentOverPods {
   bool serving() { return wait_serving(port, *agent); }
 };
 
+// The agent's cost goal: a node's worth of pods for about a hundredth of a core.
+constexpr int kGoalPods = 200;
+constexpr double kGoalCpuPercent = 1.0;
+constexpr double kGoalRssMib = 24.0;
+
 void print_row(const char* what, int pods, const Measured& m) {
   std::printf("| %s | %d | %.2f | %.1f | %.2f | %.2f | %.0f | %d |\n", what, pods, m.cpu_percent,
               m.rss_mib, percentile(m.scrapes.ms, 0.5), percentile(m.scrapes.ms, 0.99),
@@ -303,6 +309,7 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
     std::printf("| prometheus-node-exporter | - | not installed (%s) | | | | | |\n",
                 NODE_EXPORTER_BINARY);
   }
+  std::optional<Measured> at_goal_size;
   for (int n : sizes) {
     if (g_interrupted) return;
     AgentOverPods run(n);
@@ -310,9 +317,19 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
       std::printf("| gleaner-agent | %d | did not start | | | | | |\n", n);
       continue;
     }
-    print_row("gleaner-agent (as shipped)", n, measure(*run.agent, run.port, window));
+    Measured m = measure(*run.agent, run.port, window);
+    print_row("gleaner-agent (as shipped)", n, m);
+    if (n == kGoalPods) at_goal_size = m;
   }
   std::printf("\nreference: %s\n", gleaner::bench::kKoordletPublished);
+  if (at_goal_size) {
+    const bool met = at_goal_size->cpu_percent <= kGoalCpuPercent &&
+                     at_goal_size->rss_mib <= kGoalRssMib;
+    std::printf("\n- Goal, the agent at %d pods within %.0f%% of a core and %.0f MiB RSS: %s "
+                "(%.2f%%, %.1f MiB)\n",
+                kGoalPods, kGoalCpuPercent, kGoalRssMib, met ? "met" : "not met",
+                at_goal_size->cpu_percent, at_goal_size->rss_mib);
+  }
 }
 
 void soak(double minutes) {
