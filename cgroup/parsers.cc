@@ -75,14 +75,6 @@ Result<PsiLine> parse_psi_fields(std::string_view line) {
 
 }  // namespace
 
-std::string_view trim(std::string_view text) {
-  const char* ws = " \t\r\n";
-  size_t start = text.find_first_not_of(ws);
-  if (start == std::string_view::npos) return {};
-  size_t end = text.find_last_not_of(ws);
-  return text.substr(start, end - start + 1);
-}
-
 Result<int64_t> parse_int_value(std::string_view text) {
   auto t = trim(text);
   if (t == "max" || t == "-1") return kUnlimited;

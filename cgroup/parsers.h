@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/strings.h"  // trim: kernel files end in '\n'
 
 namespace gleaner::cgroup {
 
@@ -78,8 +79,5 @@ Result<int64_t> memory_working_set_from_text(std::string_view memory_stat, bool 
 
 // A list of task ids (tasks, cgroup.procs, cgroup.threads).
 Result<std::vector<int>> parse_id_list(std::string_view text);
-
-// Surrounding whitespace removed: kernel files end in '\n'.
-std::string_view trim(std::string_view text);
 
 }  // namespace gleaner::cgroup

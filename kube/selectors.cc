@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "common/strings.h"
+
 namespace gleaner::kube {
 namespace {
 
@@ -32,14 +34,6 @@ bool valid_key(std::string_view k) {
     }
   }
   return !name.empty() && valid_value(name);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.remove_suffix(1);
-  return s;
 }
 
 Error bad(std::string_view text, const std::string& why) {

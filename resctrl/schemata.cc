@@ -5,16 +5,10 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/strings.h"
+
 namespace gleaner::resctrl {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
 
 Error bad(std::string_view why, std::string_view text) {
   return make_error(ErrorCode::kParse,

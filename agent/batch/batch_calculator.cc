@@ -117,18 +117,6 @@ nlohmann::ordered_json terms_json(const ResourceTerms& t) {
 
 }  // namespace
 
-const char* to_string(ColocationState state) {
-  switch (state) {
-    case ColocationState::kEnabled:
-      return "enabled";
-    case ColocationState::kDisabled:
-      return "disabled";
-    case ColocationState::kDegraded:
-      return "degraded";
-  }
-  return "disabled";
-}
-
 snapshot::Usage reservation_from_annotation(const kube::StringMap& annotations) {
   snapshot::Usage out;
   auto it = annotations.find(kAnnotationReservation);

@@ -20,13 +20,13 @@
 
 #include "agent/config/colocation_config.h"
 #include "agent/snapshot/node_snapshot.h"
+#include "common/colocation_state.h"
 
 namespace gleaner::agent::batch {
 
 inline constexpr const char* kAnnotationReservation = "node.koordinator.sh/reservation";
 
-enum class ColocationState { kEnabled, kDisabled, kDegraded };
-const char* to_string(ColocationState state);
+using gleaner::ColocationState;
 
 // One resource's terms, CPU in millicores, memory in bytes.
 struct ResourceTerms {

@@ -48,7 +48,7 @@ int run_calc(const CalcOptions& opts) {
 
   nlohmann::ordered_json out;
   out["node"] = snap->node.metadata.name;
-  out["colocation"] = batch::to_string(result.state);
+  out["colocation"] = gleaner::to_string(result.state);
   if (result.batch_cpu_milli && result.batch_memory_bytes) {
     out["batch"] = {{"kubernetes.io/batch-cpu", *result.batch_cpu_milli},
                     {"kubernetes.io/batch-memory", *result.batch_memory_bytes}};

@@ -102,19 +102,17 @@ TickOutcome describe_tick(const snapshot::NodeSnapshot& snap, const batch::Batch
     }
   }
 
+  state.colocation = batch.state;
   switch (batch.state) {
-    case batch::ColocationState::kEnabled:
-      state.colocation = reporter::ColocationState::kEnabled;
+    case ColocationState::kEnabled:
       state.batch_allocatable = reporter::ResourceAmounts{batch.batch_cpu_milli.value_or(0),
                                                           batch.batch_memory_bytes.value_or(0)};
       report.batch_allocatable = state.batch_allocatable;
       break;
-    case batch::ColocationState::kDisabled:
-      state.colocation = reporter::ColocationState::kDisabled;
+    case ColocationState::kDisabled:
       report.batch_unavailable_reason = reporter::BatchUnavailableReason::kDisabled;
       break;
-    case batch::ColocationState::kDegraded:
-      state.colocation = reporter::ColocationState::kDegraded;
+    case ColocationState::kDegraded:
       report.batch_unavailable_reason = reporter::BatchUnavailableReason::kDegraded;
       break;
   }

@@ -17,7 +17,7 @@ constexpr auto kLongestRetry = 30s;
 constexpr auto kWarnEvery = 60s;
 
 std::string trimmed(std::string_view s) {
-  return std::string(cgroup::trim(s));
+  return std::string(trim(s));
 }
 
 }  // namespace

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "common/colocation_state.h"
 #include "reporter/wire/node_report.h"
 
 namespace gleaner::reporter {
 
-enum class ColocationState { kEnabled, kDisabled, kDegraded };
-const char* to_string(ColocationState state);
+using gleaner::ColocationState;
 
 // Pressure stall information, avg10 window, as the kernel prints it (percent, 0..100).
 // Unset when the kernel or cgroup version does not offer that line.

@@ -300,18 +300,6 @@ void append_pod_families(const AgentState& s, std::vector<MetricFamily>& out) {
 
 }  // namespace
 
-const char* to_string(ColocationState state) {
-  switch (state) {
-    case ColocationState::kEnabled:
-      return "enabled";
-    case ColocationState::kDisabled:
-      return "disabled";
-    case ColocationState::kDegraded:
-      return "degraded";
-  }
-  return "unknown";
-}
-
 struct MetricsRegistry::Impl {
   // The histogram is the one family with state of its own (buckets accumulate across
   // ticks), so it lives in a prometheus-cpp registry; everything else renders from state.

@@ -34,14 +34,20 @@ int64_t sample_memory(PodSampler& sampler, std::chrono::steady_clock::time_point
   return pass.pods.empty() ? -1 : pass.pods[0].memory_bytes;
 }
 
-TEST(PodSampler, MemoryStatIsReadEveryFewPassesAndUsageCarriesTheFigureBetween) {
+// One pod at 300 MiB of usage, 100 MiB of it anonymous, sampled once.
+class OnePod : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_pod(t, 300 * kMi, 100 * kMi);
+    EXPECT_EQ(sample_memory(sampler, now), 100 * kMi);  // a new pod: memory.stat at once
+  }
   TempDir t;
-  write_pod(t, 300 * kMi, 100 * kMi);
-  cgroup::CgroupFs fs(t.path(), cgroup::CgroupVersion::kV1);
-  PodSampler sampler(fs);
-  auto now = std::chrono::steady_clock::now();
-  EXPECT_EQ(sample_memory(sampler, now), 100 * kMi);  // a new pod: memory.stat at once
+  cgroup::CgroupFs fs{t.path(), cgroup::CgroupVersion::kV1};
+  PodSampler sampler{fs};
+  std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+};
 
+TEST_F(OnePod, MemoryStatIsReadEveryFewPassesAndUsageCarriesTheFigureBetween) {
   // memory.stat now says 400 MiB of anonymous memory, but its next read is not due: the
   // usage counter grew by 50 MiB, and that is what the figure grows by.
   write_pod(t, 350 * kMi, 400 * kMi);
@@ -63,13 +69,7 @@ TEST(PodSampler, MemoryStatIsReadEveryFewPassesAndUsageCarriesTheFigureBetween) 
   EXPECT_EQ(sample_memory(sampler, now), 10 * kMi);
 }
 
-TEST(PodSampler, ThrottlingCountersFollowTheMemoryStatCycle) {
-  TempDir t;
-  write_pod(t, 300 * kMi, 100 * kMi);
-  cgroup::CgroupFs fs(t.path(), cgroup::CgroupVersion::kV1);
-  PodSampler sampler(fs);
-  auto now = std::chrono::steady_clock::now();
-  (void)sample_memory(sampler, now);
+TEST_F(OnePod, ThrottlingCountersFollowTheMemoryStatCycle) {
   t.write("cpu/" + kPod + "/cpu.stat", "nr_periods 9\nnr_throttled 7\nthrottled_time 5000\n");
   t.write("memory/" + kPod + "/memory.stat", memory_stat(200 * kMi));
   for (int pass = 0; pass < PodSampler::kMemoryStatEvery; ++pass) {

@@ -73,7 +73,7 @@ TEST_P(PlanGolden, ApplyWritesThemAndASecondRunFindsNothing) {
   for (const auto& w : expected["writes"]) {
     std::string path = w["path"].get<std::string>();
     path.replace(0, std::string("<cgroup>").size(), tree.path() + "/cgroup");
-    EXPECT_EQ(std::string(cgroup::trim(*read_file(path))), w["value"].get<std::string>()) << path;
+    EXPECT_EQ(std::string(gleaner::trim(*read_file(path))), w["value"].get<std::string>()) << path;
   }
   // Restart adoption: the tree the first run left needs no writes.
   PlanRun again = run_plan(args(tree));
