@@ -46,6 +46,7 @@ PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
       s.cpu_valid = true;
     }
     Last next;
+    next.cgroup = pod.cgroup;
     next.cpu_ns = *cpu_ns;
     next.at = now;
     next.has_pressure =
@@ -80,9 +81,17 @@ PodSamplingPass PodSampler::sample(const std::vector<PodCgroup>& pods,
     last_[pod.key] = next;
     pass.pods.push_back(std::move(s));
   }
-  // Pods no longer listed: forget their counters so memory stays bounded.
+  // Pods no longer listed: forget their counters, and close the descriptors kept for their
+  // cgroup files (the sampler's and the write executor's alike), so neither memory nor
+  // open files grow with pod churn, whichever of the pod list and kubelet's cgroup
+  // removal comes first.
   for (auto it = last_.begin(); it != last_.end();) {
-    it = seen.count(it->first) ? std::next(it) : last_.erase(it);
+    if (seen.count(it->first) > 0) {
+      ++it;
+      continue;
+    }
+    fs_.forget(it->second.cgroup);
+    it = last_.erase(it);
   }
   return pass;
 }

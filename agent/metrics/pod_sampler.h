@@ -53,6 +53,7 @@ class PodSampler {
 
  private:
   struct Last {
+    std::string cgroup;
     int64_t cpu_ns = 0;
     std::chrono::steady_clock::time_point at;
     // Whether the pod's cgroup has PSI files, looked up once: on a hybrid hierarchy the

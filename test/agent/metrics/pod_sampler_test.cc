@@ -83,6 +83,14 @@ TEST_F(OnePod, ThrottlingCountersFollowTheMemoryStatCycle) {
   ADD_FAILURE() << "memory.stat was not read again within a cycle";
 }
 
+TEST_F(OnePod, APodNoLongerListedHasItsDescriptorsClosed) {
+  ASSERT_GT(fs.cached_descriptors(), 0u);
+  now += std::chrono::seconds(1);
+  // Deleted from the pod list while kubelet has not removed its cgroup yet.
+  EXPECT_TRUE(sampler.sample({}, now).pods.empty());
+  EXPECT_EQ(fs.cached_descriptors(), 0u);
+}
+
 TEST(PodSampler, PodsCreatedTogetherReadMemoryStatOnDifferentPasses) {
   TempDir t;
   std::vector<PodCgroup> pods;
