@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -88,6 +89,17 @@ class Child {
  private:
   pid_t pid_ = -1;
 };
+
+// Open file descriptors of `pid` (entries of /proc/<pid>/fd).
+size_t open_descriptors(pid_t pid) {
+  std::error_code ec;
+  size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
 
 double process_cpu_seconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -323,12 +335,13 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
   }
   std::printf("\nreference: %s\n", gleaner::bench::kKoordletPublished);
   if (at_goal_size) {
-    const bool met = at_goal_size->cpu_percent <= kGoalCpuPercent &&
-                     at_goal_size->rss_mib <= kGoalRssMib;
-    std::printf("\n- Goal, the agent at %d pods within %.0f%% of a core and %.0f MiB RSS: %s "
-                "(%.2f%%, %.1f MiB)\n",
-                kGoalPods, kGoalCpuPercent, kGoalRssMib, met ? "met" : "not met",
-                at_goal_size->cpu_percent, at_goal_size->rss_mib);
+    const bool met =
+        at_goal_size->cpu_percent <= kGoalCpuPercent && at_goal_size->rss_mib <= kGoalRssMib;
+    std::printf(
+        "\n- Goal, the agent at %d pods within %.0f%% of a core and %.0f MiB RSS: %s "
+        "(%.2f%%, %.1f MiB)\n",
+        kGoalPods, kGoalCpuPercent, kGoalRssMib, met ? "met" : "not met", at_goal_size->cpu_percent,
+        at_goal_size->rss_mib);
   }
 }
 
@@ -344,7 +357,8 @@ void soak(double minutes) {
   const auto t0 = Clock::now();
   const auto end = t0 + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double, std::ratio<60>>(minutes));
-  std::vector<std::pair<double, double>> rss;  // (seconds since start, MiB)
+  std::vector<std::pair<double, double>> rss;          // (seconds since start, MiB)
+  std::vector<std::pair<double, size_t>> descriptors;  // (seconds since start, open files)
   int replaced = 0;
   double cpu0 = process_cpu_seconds(agent.pid());
   gleaner::kube::HttpConnection conn({"http", "127.0.0.1", run.port}, {});
@@ -361,6 +375,7 @@ void soak(double minutes) {
     }
     (void)conn.request(req, {});  // scraped every second, as in production
     rss.emplace_back(at, process_rss_mib(agent.pid()));
+    descriptors.emplace_back(at, open_descriptors(agent.pid()));
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   const double cpu = (process_cpu_seconds(agent.pid()) - cpu0) / wall * 100.0;
@@ -373,17 +388,33 @@ void soak(double minutes) {
     if (at >= settled_s && first == 0) first = mib;
     peak = std::max(peak, mib);
   }
+  size_t files_first = 0;
+  for (const auto& [at, n] : descriptors) {
+    if (at >= settled_s) {
+      files_first = n;
+      break;
+    }
+  }
+  const size_t files_last = descriptors.empty() ? 0 : descriptors.back().second;
   const double last = rss.empty() ? 0 : rss.back().second;
   std::printf(
       "| minutes | pods | pods replaced | agent CPU (%% of a core) | RSS at 1 min (MiB) | RSS at "
-      "end (MiB) | peak (MiB) | growth after 1 min (MiB) |\n|---|---|---|---|---|---|---|---|\n");
-  std::printf("| %.1f | %d | %d | %.2f | %.1f | %.1f | %.1f | %+.2f |\n", wall / 60.0, kPods,
-              replaced, cpu, first, last, peak, first > 0 ? last - first : 0.0);
+      "end (MiB) | peak (MiB) | growth after 1 min (MiB) | open files at 1 min | at end "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| %.1f | %d | %d | %.2f | %.1f | %.1f | %.1f | %+.2f | %zu | %zu |\n", wall / 60.0,
+              kPods, replaced, cpu, first, last, peak, first > 0 ? last - first : 0.0, files_first,
+              files_last);
   // Flat: no more than 1 MiB, or 5% of the settled RSS if that is more, over the run.
   const double allowed = std::max(1.0, 0.05 * first);
   if (first > 0) {
     std::printf("\n- Goal, RSS flat after the first minute (growth at most %.1f MiB): %s\n",
                 allowed, last - first <= allowed ? "met" : "missed");
+  }
+  // Each pod keeps a handful of cgroup files open; churn must not leave the replaced pods'.
+  if (files_first > 0) {
+    const size_t files_allowed = files_first + files_first / 10;
+    std::printf("- Goal, open files flat with pods replaced (at most %zu at the end): %s\n",
+                files_allowed, files_last <= files_allowed ? "met" : "missed");
   }
   std::printf("\nRSS samples every 10 s (s: MiB):");
   for (size_t i = 0; i < rss.size(); i += 10) {
