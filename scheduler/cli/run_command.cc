@@ -138,6 +138,7 @@ int run(const RunOptions& o) {
     if (name == hub_name) {
       lo.hub = true;
       lo.policy_group = o.hub_policy_group;
+      lo.cluster_objects = o.hub_cluster_objects;
       for (const auto& [member, unused] : configs)
         if (member != hub_name) lo.members.push_back(member);
     }
@@ -411,6 +412,10 @@ void register_run_command(CLI::App& app) {
   cmd->add_option("--hub-policy-group", o->hub_policy_group,
                   "API group of the hub's PropagationPolicies (policy.karmada.io or "
                   "policy.one.alibabacloud.com)")
+      ->capture_default_str();
+  cmd->add_option("--hub-cluster-objects", o->hub_cluster_objects,
+                  "read the members' labels and taints from the hub's Karmada Cluster objects "
+                  "(cluster.karmada.io/v1alpha1); false for a hub without them")
       ->capture_default_str();
   cmd->add_option("--scheduler-name", o->scheduler_name, "spec.schedulerName of pods to place")
       ->capture_default_str();

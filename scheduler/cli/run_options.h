@@ -31,6 +31,8 @@ struct RunOptions {
   // hub_policy_group governs are placed into the --cluster members (docs/fleet.md).
   std::string hub;
   std::string hub_policy_group = "policy.karmada.io";
+  // Members' labels and taints from the hub's Karmada Cluster objects.
+  bool hub_cluster_objects = true;
   std::string scheduler_name = "gleaner-scheduler";
   double qps = 50;
   int burst = 100;

@@ -364,6 +364,16 @@ Status Scheduler::set_node_selector(JobId id, NodeSelector selector) {
   return ok_status();
 }
 
+Status Scheduler::set_allowed_clusters(JobId id, std::optional<std::vector<std::string>> allowed) {
+  if (id >= jobs_.size()) {
+    return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
+  }
+  jobs_[id].spec.allowed_clusters = std::move(allowed);
+  assign_shape(jobs_[id]);
+  jobs_[id].unschedulable = false;  // judged again against the new members
+  return ok_status();
+}
+
 Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
   Job& j = jobs_[id];
   if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {

@@ -93,6 +93,10 @@ class Scheduler {
   // SparkApplication to the member cluster it was copied into); pods already placed
   // stay. Error: unknown id.
   Status set_node_selector(JobId id, NodeSelector selector);
+  // Replaces the member clusters a job's placement allows (JobSpec::allowed_clusters: a hub
+  // policy or a member's labels edited while the job waits). A job already admitted or
+  // running keeps its cluster. Error: unknown id.
+  Status set_allowed_clusters(JobId id, std::optional<std::vector<std::string>> allowed);
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
   // An executor of a running application went (Spark deletes executors on scale-down, on

@@ -4,6 +4,8 @@
 #include <limits>
 #include <tuple>
 
+#include "scheduler/kube/node_affinity.h"
+
 namespace gleaner::scheduler::fleet {
 namespace {
 
@@ -142,8 +144,38 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
       }
       p.gang = custom == "Gang";
     }
+    if (auto tol = pl->find("clusterTolerations"); tol != pl->end()) {
+      auto parsed = kube_glue::tolerations_in(*tol, s + ".placement.clusterTolerations");
+      if (!parsed) return parsed.error();
+      p.cluster_tolerations = std::move(*parsed);
+    }
   }
   return p;
+}
+
+Result<MemberCluster> parse_member_cluster(const Json& object) {
+  if (!object.is_object()) return invalid("Cluster", "expected an object");
+  const Json* name = find_path(object, "metadata/name");
+  if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
+    return invalid("Cluster", "metadata.name is required");
+  }
+  MemberCluster out{name->get<std::string>(), {}, {}};
+  const std::string where = "Cluster " + out.name;
+  if (const Json* labels = find_path(object, "metadata/labels");
+      labels != nullptr && !labels->is_null()) {
+    if (!labels->is_object()) return invalid(where + ": metadata.labels", "expected an object");
+    for (const auto& [k, v] : labels->items()) {
+      if (!v.is_string()) return invalid(where + ": metadata.labels." + k, "expected a string");
+      out.labels.emplace(k, v.get<std::string>());
+    }
+  }
+  if (const Json* taints = find_path(object, "spec/taints"); taints != nullptr) {
+    if (!taints->is_null() && !taints->is_array()) {
+      return invalid(where + ": spec.taints", "expected a list");
+    }
+    out.taints = kube_glue::taints_in(*taints);
+  }
+  return out;
 }
 
 SelectorMatch match(const PropagationPolicy& policy, const HubObject& object) {
@@ -198,6 +230,8 @@ std::vector<std::string> allowed_clusters(const PropagationPolicy& policy,
     if (!a.cluster_names.empty() &&
         std::find(a.cluster_names.begin(), a.cluster_names.end(), m.name) == a.cluster_names.end())
       continue;
+    // A job's pods never see a cluster's taints: the policy's tolerations stand for them.
+    if (!taints_tolerated(m.taints, {policy.cluster_tolerations})) continue;
     out.push_back(m.name);
   }
   return out;

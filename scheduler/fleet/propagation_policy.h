@@ -9,8 +9,10 @@
 // highest spec.priority (default 0), then the closest selector match (by name, over by label
 // selector, over by kind alone), then the name that sorts first. Cluster affinity, as
 // Karmada's ClusterMatches: excluded names out, then the label selector, then clusterNames
-// (empty: every cluster). fieldSelector (provider/region/zones) is not read: a policy with one
-// is an error naming the field, rather than a placement broader than asked.
+// (empty: every cluster); then, as Karmada's TaintToleration filter, a cluster with a
+// NoSchedule or NoExecute taint is out unless placement.clusterTolerations tolerates it.
+// fieldSelector (provider/region/zones) is not read: a policy with one is an error naming
+// the field, rather than a placement broader than asked.
 
 #include <optional>
 #include <string>
@@ -19,6 +21,7 @@
 #include "common/json_util.h"
 #include "common/result.h"
 #include "kube/selectors.h"
+#include "scheduler/core/node_selector.h"
 
 namespace gleaner::scheduler::fleet {
 
@@ -42,7 +45,8 @@ struct PropagationPolicy {
   int32_t priority = 0;
   std::vector<ResourceSelector> selectors;
   ClusterAffinity affinity;
-  std::string scheduler_name;      // spec.schedulerName, "" = Karmada's default
+  std::vector<Toleration> cluster_tolerations;  // placement.clusterTolerations
+  std::string scheduler_name;                   // spec.schedulerName, "" = Karmada's default
   bool gang = false;               // ACK's placement.replicaScheduling.customSchedulingType Gang
   std::string replica_scheduling;  // Duplicated | Divided, "" unset
   bool preserve_resources_on_deletion = false;
@@ -74,7 +78,12 @@ const PropagationPolicy* governing_policy(const std::vector<PropagationPolicy>& 
 struct MemberCluster {
   std::string name;
   kube::Labels labels;
+  Taints taints;
 };
+// A Karmada Cluster object (cluster.karmada.io/v1alpha1): its name, labels and spec.taints
+// (Karmada's cluster controller taints a cluster that is not ready or unreachable). Errors
+// (kInvalidArgument) name the object and the field.
+Result<MemberCluster> parse_member_cluster(const Json& object);
 // The members the policy allows, in the order given.
 std::vector<std::string> allowed_clusters(const PropagationPolicy& policy,
                                           const std::vector<MemberCluster>& members);

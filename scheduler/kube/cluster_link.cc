@@ -74,6 +74,17 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
     kube::InformerOptions cpp;
     cpp.path = "/apis/" + options_.policy_group + "/v1alpha1/clusterpropagationpolicies";
     cluster_propagation_policies_ = std::make_unique<kube::Informer>(client_, cpp, handlers);
+    if (options_.cluster_objects) {
+      auto clusters_changed = [this] { on_hub_clusters(); };
+      kube::InformerOptions clusters;
+      clusters.path = "/apis/cluster.karmada.io/v1alpha1/clusters";
+      member_clusters_ = std::make_unique<kube::Informer>(
+          client_, clusters,
+          kube::InformerHandlers{
+              [clusters_changed](const Json&) { clusters_changed(); },
+              [clusters_changed](const Json&, const Json&) { clusters_changed(); },
+              [clusters_changed](const Json&) { clusters_changed(); }});
+    }
   }
   if (options_.watch_quota_tree) {
     kube::InformerOptions trees;
@@ -103,6 +114,15 @@ void ClusterLink::start() {
         !cluster_propagation_policies_->wait_for_sync(std::chrono::seconds(10)))
       spdlog::warn("hub {}: propagation policies of {} not listed within 10 s", options_.name,
                    options_.policy_group);
+    if (member_clusters_) {
+      member_clusters_->start();
+      if (!member_clusters_->wait_for_sync(std::chrono::seconds(10)))
+        spdlog::warn(
+            "hub {}: Karmada Cluster objects not listed within 10 s; members have no "
+            "labels or taints until they are (--hub-cluster-objects=false if the hub "
+            "has none)",
+            options_.name);
+    }
   }
   nodes_->start();
   // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
@@ -124,6 +144,7 @@ void ClusterLink::stop() {
   if (quota_trees_) quota_trees_->stop();
   if (propagation_policies_) propagation_policies_->stop();
   if (cluster_propagation_policies_) cluster_propagation_policies_->stop();
+  if (member_clusters_) member_clusters_->stop();
   if (thread_.joinable()) {
     thread_.request_stop();
     cv_.notify_all();

@@ -48,6 +48,10 @@ struct ClusterLinkOptions {
   bool hub = false;
   std::string policy_group = "policy.karmada.io";
   std::vector<std::string> members;
+  // Read the members' labels and taints from the hub's Karmada Cluster objects
+  // (cluster.karmada.io/v1alpha1), for clusterAffinity.labelSelector and
+  // placement.clusterTolerations. A member without one has neither.
+  bool cluster_objects = true;
 };
 
 // Actions that are tried again later are known by kind and application.
@@ -88,6 +92,11 @@ class ClusterLink {
   // The hub's part (hub_apps.cc): the policies, and an application as a policy governs it
   // (nullopt: none does, it is not ours).
   void on_hub_policies();
+  // The hub's Cluster objects: members' labels and taints.
+  void on_hub_clusters();
+  // Which applications are ours, and where they may go, may have changed: each is looked
+  // at again.
+  void revisit_hub_apps();
   std::optional<server::AppView> hub_app_view(const kube::SparkApplication& app);
   // On the hub the state of the copy is also the hub object's status, so that
   // `kubectl get sparkapplication` there shows it.
@@ -138,9 +147,13 @@ class ClusterLink {
   std::unique_ptr<kube::Informer> slo_config_;                    // when options_.slo_config is set
   std::unique_ptr<kube::Informer> propagation_policies_;          // on a hub
   std::unique_ptr<kube::Informer> cluster_propagation_policies_;  // on a hub
-  std::vector<fleet::PropagationPolicy> hub_policies_;            // under mu_
-  std::mutex hub_policies_mu_;             // on_hub_policies runs one call at a time
-  std::set<std::string> policy_refusals_;  // name@resourceVersion logged as refused
+  std::unique_ptr<kube::Informer> member_clusters_;     // on a hub, Karmada's Cluster objects
+  std::vector<fleet::PropagationPolicy> hub_policies_;  // under mu_
+  std::mutex hub_policies_mu_;                          // on_hub_policies runs one call at a time
+  std::set<std::string> policy_refusals_;               // name@resourceVersion logged as refused
+  // Member name -> labels and taints from its last good Cluster object (under mu_).
+  std::map<std::string, fleet::MemberCluster> member_objects_;
+  std::set<std::string> cluster_refusals_;  // name@resourceVersion logged as refused
   // The ElasticQuotaTree versions last applied or refused (each logged once).
   std::string quota_applied_version_;
   std::string quota_refused_version_;

@@ -42,7 +42,38 @@ void ClusterLink::on_hub_policies() {
     std::lock_guard lock(mu_);
     hub_policies_ = std::move(parsed);
   }
-  // Which applications are ours, and where they may go, may have changed.
+  revisit_hub_apps();
+}
+
+void ClusterLink::on_hub_clusters() {
+  std::lock_guard serial(hub_policies_mu_);
+  std::map<std::string, fleet::MemberCluster> parsed;
+  for (const Json& obj : member_clusters_->list()) {
+    const std::string name = string_at(obj, "metadata/name");
+    auto cluster = fleet::parse_member_cluster(obj);
+    if (cluster) {
+      parsed[name] = std::move(*cluster);
+      continue;
+    }
+    const std::string version = name + "@" + string_at(obj, "metadata/resourceVersion");
+    std::lock_guard lock(mu_);
+    // Bad input loses nothing: the member keeps the labels and taints last read well.
+    if (auto last = member_objects_.find(name); last != member_objects_.end())
+      parsed[name] = last->second;
+    if (cluster_refusals_.insert(version).second) {
+      metrics_.member_cluster_rejected();
+      spdlog::warn("hub {}: {}; the member keeps its last good labels and taints", options_.name,
+                   cluster.error().message);
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    member_objects_ = std::move(parsed);
+  }
+  revisit_hub_apps();
+}
+
+void ClusterLink::revisit_hub_apps() {
   for (const Json& listed : apps_->list()) {
     // As the cache has it now: one deleted since the list is not brought back.
     const std::string key =
@@ -60,8 +91,11 @@ std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplic
     const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
     if (policy == nullptr) return std::nullopt;
     std::vector<fleet::MemberCluster> members;
-    for (const std::string& m : options_.members)
-      members.push_back(fleet::MemberCluster{m, {}});
+    for (const std::string& m : options_.members) {
+      auto object = member_objects_.find(m);
+      members.push_back(object != member_objects_.end() ? object->second
+                                                        : fleet::MemberCluster{m, {}, {}});
+    }
     allowed = fleet::allowed_clusters(*policy, members);
   }
   auto view = app_view(app, options_.name, /*labelled_only=*/false);

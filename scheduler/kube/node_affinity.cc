@@ -116,14 +116,19 @@ void add_if_absent(Taints& taints, Taint taint) {
 }  // namespace
 
 Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::string& where) {
-  std::vector<Toleration> out;
-  if (!spec.is_object()) return out;
+  if (!spec.is_object()) return std::vector<Toleration>();
   auto list = spec.find("tolerations");
-  if (list == spec.end() || list->is_null()) return out;
-  if (!list->is_array()) return field_error(where + ".tolerations", "expected an array");
-  for (size_t i = 0; i < list->size(); ++i) {
-    const Json& t = (*list)[i];
-    const std::string at = where + ".tolerations[" + std::to_string(i) + "]";
+  if (list == spec.end()) return std::vector<Toleration>();
+  return tolerations_in(*list, where + ".tolerations");
+}
+
+Result<std::vector<Toleration>> tolerations_in(const Json& list, const std::string& where) {
+  std::vector<Toleration> out;
+  if (list.is_null()) return out;
+  if (!list.is_array()) return field_error(where, "expected an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& t = list[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
     if (!t.is_object()) return field_error(at, "expected an object");
     Toleration tol;
     tol.key = t.value("key", "");
@@ -143,18 +148,23 @@ Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::stri
   return out;
 }
 
+Taints taints_in(const Json& list) {
+  Taints out;
+  if (!list.is_array()) return out;
+  for (const auto& t : list) {
+    if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) continue;
+    auto effect = effect_named(t.value("effect", ""));
+    if (!effect) continue;
+    out.push_back(Taint{t["key"].get<std::string>(), t.value("value", ""), *effect});
+  }
+  return out;
+}
+
 Taints node_taints(const Json& node) {
   Taints out;
   const Json* spec = find_path(node, "spec");
   if (spec != nullptr && spec->is_object()) {
-    if (auto list = spec->find("taints"); list != spec->end() && list->is_array()) {
-      for (const auto& t : *list) {
-        if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) continue;
-        auto effect = effect_named(t.value("effect", ""));
-        if (!effect) continue;
-        out.push_back(Taint{t["key"].get<std::string>(), t.value("value", ""), *effect});
-      }
-    }
+    if (auto list = spec->find("taints"); list != spec->end()) out = taints_in(*list);
     if (spec->value("unschedulable", false)) {
       add_if_absent(out, Taint{"node.kubernetes.io/unschedulable", "", TaintEffect::kNoSchedule});
     }

@@ -27,7 +27,20 @@ void LiveScheduler::observe_app(const AppView& app) {
     // Decided (by us before a restart, or it is a copy we made): nothing to place.
     return;
   }
-  if (it != gangs_.end()) return;  // already queued
+  if (it != gangs_.end()) {
+    // Already queued. A hub's policy or its members' labels and taints may have changed
+    // since: a job still waiting goes by the members allowed now.
+    Gang& g = it->second;
+    if (app.hub && g.job && core_.job(*g.job).phase == JobPhase::kPending &&
+        g.app_allowed != app.allowed_clusters) {
+      if (Status s = core_.set_allowed_clusters(*g.job, app.allowed_clusters); !s) {
+        spdlog::warn("{}", s.error().message);
+        return;
+      }
+      g.app_allowed = app.allowed_clusters;
+    }
+    return;
+  }
   if (placed_apps_.contains(app.cluster + "/" + app.ns + "/" + app.name)) return;
   Gang g;
   g.key = key;

@@ -136,6 +136,10 @@ void LiveMetrics::propagation_policy_rejected() {
   std::lock_guard lock(mu_);
   ++policies_rejected_;
 }
+void LiveMetrics::member_cluster_rejected() {
+  std::lock_guard lock(mu_);
+  ++member_clusters_rejected_;
+}
 uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   std::lock_guard lock(mu_);
   auto it = webhook_reviews_.find(outcome);
@@ -249,6 +253,10 @@ std::string LiveMetrics::render(const StateGauges& g) const {
          "A hub's PropagationPolicy or ClusterPropagationPolicy versions refused as invalid "
          "(such a policy governs nothing until fixed).",
          static_cast<double>(policies_rejected_));
+  single(out, "gleaner_scheduler_member_clusters_rejected_total", "counter",
+         "A hub's Karmada Cluster object versions refused as invalid (the member keeps its "
+         "last good labels and taints).",
+         static_cast<double>(member_clusters_rejected_));
   single(out, "gleaner_scheduler_webhook_certificate_errors_total", "counter",
          "Failed checks or renewals of the webhook's certificates.",
          static_cast<double>(certificate_errors_));

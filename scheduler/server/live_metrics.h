@@ -69,6 +69,9 @@ class LiveMetrics {
   void quota_tree_rejected();
   // A hub's PropagationPolicy version refused (it governs nothing until fixed).
   void propagation_policy_rejected();
+  // A hub's Karmada Cluster object version refused (the member keeps its last good labels
+  // and taints).
+  void member_cluster_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
@@ -102,6 +105,7 @@ class LiveMetrics {
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;
   uint64_t policies_rejected_ = 0;
+  uint64_t member_clusters_rejected_ = 0;
   bool leading_ = false;
   std::function<reporter::HttpListener::Stats()> listener_source_;
   Histogram admission_latency_;

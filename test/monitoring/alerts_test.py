@@ -155,6 +155,11 @@ CASES = [
          "3m", [{}]),
     case("GleanerInvalidPropagationPolicy",
          [("gleaner_scheduler_propagation_policies_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
+    case("GleanerInvalidMemberCluster",
+         [("gleaner_scheduler_member_clusters_rejected_total{%s}" % SCHED, "0 0 1 1 1")],
+         "3m", [{}]),
+    case("GleanerInvalidMemberCluster",
+         [("gleaner_scheduler_member_clusters_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
 ]
 
 

@@ -1,7 +1,8 @@
 // Karmada's PropagationPolicy semantics in the fleet's pure core: the ACK One Fleet policies
 // of the Spark-on-idle-resources guide parse (Gang, Divided, clusterNames); the governing
 // policy is chosen as karmada-controller-manager chooses it; cluster affinity filters members
-// as Karmada's ClusterMatches does; bad policies name the field.
+// as Karmada's ClusterMatches does, and cluster taints as its TaintToleration filter does;
+// Karmada Cluster objects give members' labels and taints; bad policies name the field.
 #include "scheduler/fleet/propagation_policy.h"
 
 #include <gtest/gtest.h>
@@ -110,6 +111,73 @@ spec:
             std::vector<std::string>{"g1"});
 }
 
+TEST(PropagationPolicy, TaintedClustersAreOutUnlessThePolicyToleratesThem) {
+  const std::string head = R"(
+apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: p, namespace: spark}
+spec:
+  resourceSelectors: [{apiVersion: sparkoperator.k8s.io/v1beta2, kind: SparkApplication}]
+)";
+  // What Karmada's cluster controller puts on a member that stopped answering, a taint an
+  // operator set to drain another, and one that only prefers.
+  const std::vector<MemberCluster> members{
+      {"down", {}, {{"cluster.karmada.io/unreachable", "", TaintEffect::kNoSchedule}}},
+      {"drain", {}, {{"maintenance", "true", TaintEffect::kNoExecute}}},
+      {"soft", {}, {{"busy", "", TaintEffect::kPreferNoSchedule}}},
+      {"clean", {}, {}}};
+  EXPECT_EQ(allowed_clusters(parse_yaml(head), members),
+            (std::vector<std::string>{"soft", "clean"}));
+  const PropagationPolicy tolerant = parse_yaml(head + R"(  placement:
+    clusterTolerations:
+    - {key: maintenance, operator: Equal, value: "true", effect: NoExecute}
+)");
+  ASSERT_EQ(tolerant.cluster_tolerations.size(), 1U);
+  EXPECT_EQ(allowed_clusters(tolerant, members),
+            (std::vector<std::string>{"drain", "soft", "clean"}));
+  const PropagationPolicy all = parse_yaml(head +
+                                           "  placement:\n    clusterTolerations: "
+                                           "[{operator: Exists}]\n");
+  EXPECT_EQ(allowed_clusters(all, members).size(), 4U);
+}
+
+TEST(MemberCluster, AKarmadaClusterObjectGivesLabelsAndTaints) {
+  auto json = kube::yaml_to_json(R"(
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata:
+  name: c1
+  labels: {tier: batch, region: eu}
+spec:
+  syncMode: Push
+  apiEndpoint: https://c1.example:6443
+  taints:
+  - {key: cluster.karmada.io/not-ready, effect: NoSchedule, timeAdded: "2026-11-24T10:00:00Z"}
+status:
+  conditions: [{type: Ready, status: "False"}]
+)",
+                                 "cluster.yaml");
+  ASSERT_TRUE(json.ok());
+  auto c = parse_member_cluster(*json);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->name, "c1");
+  EXPECT_EQ(c->labels, (kube::Labels{{"tier", "batch"}, {"region", "eu"}}));
+  ASSERT_EQ(c->taints.size(), 1U);
+  EXPECT_EQ(c->taints[0].key, "cluster.karmada.io/not-ready");
+  EXPECT_EQ(c->taints[0].effect, TaintEffect::kNoSchedule);
+
+  auto bad = [](const std::string& yaml) {
+    auto j = kube::yaml_to_json(yaml, "cluster.yaml");
+    auto parsed = parse_member_cluster(*j);
+    return parsed.ok() ? std::string("ok") : parsed.error().message;
+  };
+  EXPECT_NE(bad("metadata: {labels: {a: b}}").find("metadata.name"), std::string::npos);
+  EXPECT_NE(bad("metadata: {name: c2, labels: {a: [b]}}").find("Cluster c2: metadata.labels.a"),
+            std::string::npos);
+  EXPECT_NE(bad("metadata: {name: c2}\nspec: {taints: {key: a}}").find("spec.taints"),
+            std::string::npos);
+}
+
 TEST(PropagationPolicy, BadPoliciesNameTheField) {
   auto error = [](const std::string& yaml) {
     auto json = kube::yaml_to_json(yaml, "p.yaml");
@@ -130,6 +198,10 @@ TEST(PropagationPolicy, BadPoliciesNameTheField) {
   EXPECT_NE(error(head + "spec: {resourceSelectors: [{apiVersion: v1, kind: X}], placement: "
                          "{clusterAffinity: {fieldSelector: {matchExpressions: []}}}}")
                 .find("fieldSelector"),
+            std::string::npos);
+  EXPECT_NE(error(head + "spec: {resourceSelectors: [{apiVersion: v1, kind: X}], placement: "
+                         "{clusterTolerations: [{key: a, operator: Above}]}}")
+                .find("spec.placement.clusterTolerations[0].operator"),
             std::string::npos);
   EXPECT_NE(error("apiVersion: v1\nkind: PropagationPolicy\nmetadata: {name: p, namespace: n}\n"
                   "spec: {}")

@@ -154,6 +154,23 @@ TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
   EXPECT_EQ(f.s.job(nowhere).reason, "its placement allows none of the known clusters");
 }
 
+TEST(SchedulerRoles, AWaitingJobGoesByTheClustersAllowedNow) {
+  Fixture f;
+  f.node("a-1", "a", cores(32));
+  JobSpec spec = pytorch("pinned", 1, 0);
+  spec.allowed_clusters = std::vector<std::string>{"z"};  // a label the member lacks yet
+  JobId id = *f.s.submit(spec);
+  f.s.schedule(0);
+  ASSERT_TRUE(f.s.job(id).unschedulable);
+  // The member's labels (or the policy) changed: a is allowed now.
+  ASSERT_TRUE(f.s.set_allowed_clusters(id, std::vector<std::string>{"a"}).ok());
+  EXPECT_FALSE(f.s.job(id).unschedulable);
+  f.s.schedule(1);
+  ASSERT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(id).cluster), "a");
+  EXPECT_FALSE(f.s.set_allowed_clusters(99, std::nullopt).ok());
+}
+
 TEST(SchedulerRoles, AQueueMaxOnGpusHoldsGpuJobsOnly) {
   QueueSpec team{"team", "root", std::nullopt, Resources{1000 * 1000, 1000 * kGi, 2}, {}};
   Fixture f({team});

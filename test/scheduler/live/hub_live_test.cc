@@ -1,6 +1,7 @@
 // A fleet's hub (test API server "hub", no nodes) and two members a and b: SparkApplications
-// on the hub that a PropagationPolicy governs run in a member the policy allows, their state
-// shows on the hub, and they go when the hub object goes.
+// on the hub that a PropagationPolicy governs run in a member the policy allows (by name, by
+// the labels and taints of the hub's Karmada Cluster objects), their state shows on the hub,
+// and they go when the hub object goes.
 #include <gtest/gtest.h>
 
 #include "test/scheduler/live/multi_cluster_fixture.h"
@@ -131,6 +132,63 @@ TEST_F(HubLiveTest, APolicyGleanerCannotHonourIsRefusedAndCounted) {
   // been seen and left alone (the refused policy governs nothing).
   place_other_by_name("other-policy");
   EXPECT_FALSE(placement_sent("pi"));
+}
+
+// A Karmada Cluster object on the hub for member `name`.
+Json karmada_cluster(const std::string& name, const kube::Labels& labels, const Json& taints) {
+  return Json{{"apiVersion", "cluster.karmada.io/v1alpha1"},
+              {"kind", "Cluster"},
+              {"metadata", {{"name", name}, {"labels", labels}}},
+              {"spec", {{"syncMode", "Push"}, {"taints", taints}}}};
+}
+constexpr const char* kClustersPath = "/apis/cluster.karmada.io/v1alpha1/clusters";
+
+TEST_F(HubLiveTest, ClusterAffinityByLabelReadsTheHubsKarmadaClusterObjects) {
+  ASSERT_TRUE(member("hub").create(kClustersPath,
+                                   karmada_cluster("a", {{"tier", "online"}}, Json::array())));
+  ASSERT_TRUE(member("hub").create(kClustersPath,
+                                   karmada_cluster("b", {{"tier", "batch"}}, Json::array())));
+  Json by_label = policy(group(), false, {});
+  by_label["spec"]["placement"]["clusterAffinity"] = {
+      {"labelSelector", {{"matchLabels", {{"tier", "batch"}}}}}};
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), by_label));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }));
+  EXPECT_FALSE(app("a", "pi").contains("spec")) << "a fits better, but is labelled online";
+}
+
+TEST_F(HubLiveTest, ATaintedMemberIsSkippedAndAWaitingJobTakesAMemberLabelledLater) {
+  // Karmada's cluster controller taints a member that stopped answering.
+  ASSERT_TRUE(member("hub").create(
+      kClustersPath, karmada_cluster("a", {},
+                                     Json::array({{{"key", "cluster.karmada.io/unreachable"},
+                                                   {"effect", "NoSchedule"}}}))));
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {})));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }))
+      << "a fits better, but is tainted";
+  EXPECT_FALSE(app("a", "pi").contains("spec"));
+
+  // A job for members labelled gpu=true waits while none is; labelling a lets it go there
+  // (the policy's tolerations take a's taint).
+  Json gpu = policy(group(), false, {});
+  gpu["metadata"]["name"] = "gpu-policy";
+  gpu["spec"]["resourceSelectors"][0]["name"] = "train";
+  gpu["spec"]["placement"]["clusterAffinity"] = {
+      {"labelSelector", {{"matchLabels", {{"gpu", "true"}}}}}};
+  gpu["spec"]["placement"]["clusterTolerations"] = Json::array({{{"operator", "Exists"}}});
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), gpu));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("train")));
+  ASSERT_TRUE(schedule_until([&] {
+    return member("hub").has_event("train", "GleanerUnschedulable", "allows none");
+  })) << "no member is labelled gpu=true";
+  ASSERT_TRUE(member("hub")
+                  .client
+                  ->patch(std::string(kClustersPath) + "/a",
+                          Json{{"metadata", {{"labels", {{"gpu", "true"}}}}}},
+                          kube::PatchType::kMerge)
+                  .ok());
+  EXPECT_TRUE(schedule_until([&] { return app("a", "train").contains("spec"); }));
 }
 
 // A driver that cannot start in its member within the timeout (an LS surge there leaves it
