@@ -4,7 +4,7 @@
 #include <limits>
 #include <tuple>
 
-#include "scheduler/kube/node_affinity.h"
+#include "scheduler/fleet/taints.h"
 
 namespace gleaner::scheduler::fleet {
 namespace {
@@ -145,7 +145,7 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
       p.gang = custom == "Gang";
     }
     if (auto tol = pl->find("clusterTolerations"); tol != pl->end()) {
-      auto parsed = kube_glue::tolerations_in(*tol, s + ".placement.clusterTolerations");
+      auto parsed = tolerations_in(*tol, s + ".placement.clusterTolerations");
       if (!parsed) return parsed.error();
       p.cluster_tolerations = std::move(*parsed);
     }
@@ -173,7 +173,7 @@ Result<MemberCluster> parse_member_cluster(const Json& object) {
     if (!taints->is_null() && !taints->is_array()) {
       return invalid(where + ": spec.taints", "expected a list");
     }
-    out.taints = kube_glue::taints_in(*taints);
+    out.taints = taints_in(*taints);
   }
   return out;
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "scheduler/fleet/taints.h"
+
 namespace gleaner::scheduler::kube_glue {
 
 namespace {
@@ -101,13 +103,6 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
 
 namespace {
 
-std::optional<TaintEffect> effect_named(const std::string& name) {
-  if (name == "NoSchedule") return TaintEffect::kNoSchedule;
-  if (name == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
-  if (name == "NoExecute") return TaintEffect::kNoExecute;
-  return std::nullopt;
-}
-
 void add_if_absent(Taints& taints, Taint taint) {
   auto same_key = [&](const Taint& t) { return t.key == taint.key && t.effect == taint.effect; };
   if (std::none_of(taints.begin(), taints.end(), same_key)) taints.push_back(std::move(taint));
@@ -119,52 +114,14 @@ Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::stri
   if (!spec.is_object()) return std::vector<Toleration>();
   auto list = spec.find("tolerations");
   if (list == spec.end()) return std::vector<Toleration>();
-  return tolerations_in(*list, where + ".tolerations");
-}
-
-Result<std::vector<Toleration>> tolerations_in(const Json& list, const std::string& where) {
-  std::vector<Toleration> out;
-  if (list.is_null()) return out;
-  if (!list.is_array()) return field_error(where, "expected an array");
-  for (size_t i = 0; i < list.size(); ++i) {
-    const Json& t = list[i];
-    const std::string at = where + "[" + std::to_string(i) + "]";
-    if (!t.is_object()) return field_error(at, "expected an object");
-    Toleration tol;
-    tol.key = t.value("key", "");
-    const std::string op = t.value("operator", "Equal");
-    if (op != "Equal" && op != "Exists") {
-      return field_error(at + ".operator", "expected Equal or Exists, got " + op);
-    }
-    tol.exists = op == "Exists";
-    tol.value = t.value("value", "");
-    const std::string effect = t.value("effect", "");
-    if (!effect.empty()) {
-      tol.effect = effect_named(effect);
-      if (!tol.effect) return field_error(at + ".effect", "unknown effect " + effect);
-    }
-    out.push_back(std::move(tol));
-  }
-  return out;
-}
-
-Taints taints_in(const Json& list) {
-  Taints out;
-  if (!list.is_array()) return out;
-  for (const auto& t : list) {
-    if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) continue;
-    auto effect = effect_named(t.value("effect", ""));
-    if (!effect) continue;
-    out.push_back(Taint{t["key"].get<std::string>(), t.value("value", ""), *effect});
-  }
-  return out;
+  return fleet::tolerations_in(*list, where + ".tolerations");
 }
 
 Taints node_taints(const Json& node) {
   Taints out;
   const Json* spec = find_path(node, "spec");
   if (spec != nullptr && spec->is_object()) {
-    if (auto list = spec->find("taints"); list != spec->end()) out = taints_in(*list);
+    if (auto list = spec->find("taints"); list != spec->end()) out = fleet::taints_in(*list);
     if (spec->value("unschedulable", false)) {
       add_if_absent(out, Taint{"node.kubernetes.io/unschedulable", "", TaintEffect::kNoSchedule});
     }

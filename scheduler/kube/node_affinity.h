@@ -18,13 +18,6 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
 
 // `spec.tolerations` of a pod spec (or a SparkApplication driver/executor section).
 Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::string& where);
-// A list of tolerations (corev1.Toleration), `where` naming the list itself (a
-// PropagationPolicy's placement.clusterTolerations has the same shape).
-Result<std::vector<Toleration>> tolerations_in(const Json& list, const std::string& where);
-
-// A list of taints (corev1.Taint: a Node's, or a Karmada Cluster's spec.taints); malformed
-// ones are skipped.
-Taints taints_in(const Json& list);
 
 // A Node's taints as placement sees them: spec.taints, plus the taints Kubernetes uses for
 // a cordon (spec.unschedulable: node.kubernetes.io/unschedulable:NoSchedule) and for a Ready

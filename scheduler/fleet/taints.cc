@@ -1,0 +1,59 @@
+#include "scheduler/fleet/taints.h"
+
+#include <optional>
+
+namespace gleaner::scheduler::fleet {
+namespace {
+
+Error field_error(const std::string& where, const std::string& message) {
+  return make_error(ErrorCode::kInvalidArgument, where + ": " + message);
+}
+
+std::optional<TaintEffect> effect_named(const std::string& name) {
+  if (name == "NoSchedule") return TaintEffect::kNoSchedule;
+  if (name == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
+  if (name == "NoExecute") return TaintEffect::kNoExecute;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<Toleration>> tolerations_in(const Json& list, const std::string& where) {
+  std::vector<Toleration> out;
+  if (list.is_null()) return out;
+  if (!list.is_array()) return field_error(where, "expected an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& t = list[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!t.is_object()) return field_error(at, "expected an object");
+    Toleration tol;
+    tol.key = t.value("key", "");
+    const std::string op = t.value("operator", "Equal");
+    if (op != "Equal" && op != "Exists") {
+      return field_error(at + ".operator", "expected Equal or Exists, got " + op);
+    }
+    tol.exists = op == "Exists";
+    tol.value = t.value("value", "");
+    const std::string effect = t.value("effect", "");
+    if (!effect.empty()) {
+      tol.effect = effect_named(effect);
+      if (!tol.effect) return field_error(at + ".effect", "unknown effect " + effect);
+    }
+    out.push_back(std::move(tol));
+  }
+  return out;
+}
+
+Taints taints_in(const Json& list) {
+  Taints out;
+  if (!list.is_array()) return out;
+  for (const auto& t : list) {
+    if (!t.is_object() || !t.contains("key") || !t["key"].is_string()) continue;
+    auto effect = effect_named(t.value("effect", ""));
+    if (!effect) continue;
+    out.push_back(Taint{t["key"].get<std::string>(), t.value("value", ""), *effect});
+  }
+  return out;
+}
+
+}  // namespace gleaner::scheduler::fleet
