@@ -7,8 +7,6 @@
 #include "kube/selectors.h"
 
 namespace gleaner::kube {
-namespace {
-
 std::string rfc3339(WallTime t) {
   const std::time_t secs = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};
@@ -17,6 +15,8 @@ std::string rfc3339(WallTime t) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+namespace {
 
 ErrorCode code_for_status(int status) {
   switch (status) {

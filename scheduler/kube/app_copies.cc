@@ -26,6 +26,10 @@ std::string uid_of(const Json& obj) {
 }  // namespace
 
 void ClusterLink::place_app(const server::Action& a) {
+  if (options_.hub && by_karmada(a.ns, a.name)) {
+    place_by_binding(a);
+    return;
+  }
   // The decision is written on the origin first: it is the record that this application
   // is placed (a restart finds it there), and it keeps the origin suspended when the
   // application goes elsewhere. The copy is created only after it is recorded. The live

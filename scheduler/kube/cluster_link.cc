@@ -278,7 +278,14 @@ void ClusterLink::on_spark_app(const Json& obj) {
           std::lock_guard lock(mu_);
           first = forwarded_.insert(view->ns + "/" + view->name).second;
         }
-        if (first) forward_copy(obj, view->placement);
+        if (first && options_.hub && by_karmada(view->ns, view->name)) {
+          server::Action again{server::ActionKind::kPlaceApp, options_.name, view->ns, view->name,
+                               string_at(obj, "metadata/uid")};
+          again.target = view->placement;
+          enqueue(std::move(again));  // the binding must say the same
+        } else if (first) {
+          forward_copy(obj, view->placement);
+        }
       }
     }
   }

@@ -125,6 +125,14 @@ class ClusterLink {
   void mirror_app_state(const server::Action& a);
   void delete_copy(const server::Action& a);
   void unplace_app(const server::Action& a);  // hub_apps.cc
+  // Karmada mode (hub_bindings.cc): the application's governing policy names this
+  // scheduler, so its ResourceBinding is written instead of a copy created.
+  bool by_karmada(const std::string& ns, const std::string& name);
+  void place_by_binding(const server::Action& a);
+  // Sets the binding's spec.clusters to `target` ("" none); with `only_from`, only while
+  // it names that member alone.
+  Status write_binding(const std::string& ns, const std::string& name, const std::string& uid,
+                       const std::string& target, const std::string& only_from);
   // A create, mirror or delete the API refused is queued again after a while, with a
   // warning the first time (`why`) and at debug level after. A newer action for the same
   // application, queued meanwhile or later, replaces it, so an old state never overwrites

@@ -149,13 +149,22 @@ void ClusterLink::unplace_app(const server::Action& a) {
       return;
     }
   }
+  if (by_karmada(a.ns, a.name)) {
+    // Karmada withdraws the object from the member the binding no longer names.
+    if (Status s = write_binding(a.ns, a.name, a.uid, "", a.peer); !s) {
+      defer(a, what + s.error().message);
+      return;
+    }
+  }
   retry_done(a);
   {
     std::lock_guard lock(mu_);
     forwarded_.erase(a.ns + "/" + a.name);  // its next placement asks for a copy afresh
     recorded_states_.erase(a.uid);
   }
-  forward_delete();  // the copy in that member goes, whatever the hub object says now
+  // The copy in that member goes, whatever the hub object says now (in Karmada mode too:
+  // its pods must not hold the member's room while Karmada catches up).
+  forward_delete();
 }
 
 }  // namespace gleaner::scheduler::kube_glue

@@ -8,10 +8,10 @@ creates with ?dryRun=All (answered, nothing stored).
 Resources: pods, nodes, events, namespaces, secrets, configmaps, serviceaccounts,
 daemonsets, priorityclasses, leases, mutatingwebhookconfigurations, and the custom
 resources sparkapplications, elasticquotatrees, clustercolocationprofiles, nodemetrics,
-propagation policies and Karmada clusters (merge and JSON patches only). Writes get the
-server's defaulting and validation where Gleaner depends on it (resources.py): webhook
-configurations, secrets' stringData, PriorityClass values, a namespace's
-kubernetes.io/metadata.name label. Pods may be created in namespaces that have
+propagation policies, Karmada clusters and resourcebindings (merge and JSON patches
+only). Writes get the server's defaulting and validation where Gleaner depends on it
+(resources.py): webhook configurations, secrets' stringData, PriorityClass values, a
+namespace's kubernetes.io/metadata.name label. Pods may be created in namespaces that have
 no Namespace object; such a namespace has just that label.
 
 ServiceAccount tokens (tokens.py): the token subresource (TokenRequest) issues bound JWTs
@@ -83,13 +83,16 @@ RESOURCES = {
         ("ClusterPropagationPolicy", False, True),
     # A Karmada control plane's member clusters (labels, taints).
     ("cluster.karmada.io", "clusters"): ("Cluster", False, True),
+    # Karmada's binding of a resource template to member clusters (its scheduler's output).
+    ("work.karmada.io", "resourcebindings"): ("ResourceBinding", True, True),
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
             "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
             "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
             "authentication.k8s.io": "v1", "policy.karmada.io": "v1alpha1",
-            "policy.one.alibabacloud.com": "v1alpha1", "cluster.karmada.io": "v1alpha1"}
+            "policy.one.alibabacloud.com": "v1alpha1", "cluster.karmada.io": "v1alpha1",
+            "work.karmada.io": "v1alpha2"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
                    "coordination.k8s.io", "authentication.k8s.io"}

@@ -45,8 +45,9 @@ def expired(message):
 
 
 # Resources whose metadata.generation the server keeps (spec changes bump it), as the API
-# server does for workload objects such as DaemonSets.
-GENERATED = {"daemonsets"}
+# server does for workload objects such as DaemonSets, and for custom resources with a
+# status subresource (Karmada reads a ResourceBinding's generation).
+GENERATED = {"daemonsets", "resourcebindings"}
 TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
 
 

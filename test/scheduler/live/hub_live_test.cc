@@ -217,6 +217,95 @@ TEST_F(HubReclaimLiveTest, ADriverThatDoesNotStartIsReclaimedIntoAnotherMember) 
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
 }
 
+// Karmada mode: a policy naming gleaner-scheduler. The test plays Karmada's controllers:
+// the detector's ResourceBinding, the execution controller's copy in the member the binding
+// names.
+class KarmadaHubLiveTest : public HubReclaimLiveTest {
+ protected:
+  static inline const std::string kBindings =
+      "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings";
+  // What Karmada's detector creates for a template the policy governs.
+  void detect(const std::string& name) {
+    const Json hub_obj = app("hub", name);
+    Json binding{{"apiVersion", "work.karmada.io/v1alpha2"},
+                 {"kind", "ResourceBinding"},
+                 {"metadata", {{"name", name + "-sparkapplication"}, {"namespace", "default"}}},
+                 {"spec",
+                  {{"resource",
+                    {{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+                     {"kind", "SparkApplication"},
+                     {"namespace", "default"},
+                     {"name", name},
+                     {"uid", hub_obj["metadata"]["uid"]},
+                     {"resourceVersion", hub_obj["metadata"]["resourceVersion"]}}},
+                   {"schedulerName", "gleaner-scheduler"},
+                   {"placement", {{"clusterAffinity", {{"clusterNames", {"a", "b"}}}}}}}}};
+    ASSERT_TRUE(member("hub").create(kBindings, binding));
+  }
+  std::vector<std::string> bound_clusters(const std::string& name) {
+    std::vector<std::string> out;
+    const Json b = member("hub").get(kBindings + "/" + name + "-sparkapplication");
+    if (const Json* c = b.is_object() ? find_path(b, "spec/clusters") : nullptr;
+        c != nullptr && c->is_array())
+      for (const Json& t : *c)
+        out.push_back(t.value("name", ""));
+    return out;
+  }
+  // What Karmada's execution controller creates in a member the binding names: the hub
+  // object's metadata (labels, annotations) and spec.
+  void propagate(const std::string& member_name, const std::string& name) {
+    const Json hub_obj = app("hub", name);
+    Json copy{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+              {"kind", "SparkApplication"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "default"},
+                {"labels", hub_obj["metadata"].value("labels", Json::object())},
+                {"annotations", hub_obj["metadata"]["annotations"]}}},
+              {"spec", hub_obj["spec"]}};
+    copy["metadata"]["labels"]["karmada.io/managed"] = "true";
+    ASSERT_TRUE(member(member_name).create(kube::spark_applications_path("default"), copy));
+  }
+};
+
+TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMember) {
+  Json karmada = policy(group(), false, {"a", "b"});
+  karmada["spec"]["schedulerName"] = "gleaner-scheduler";
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), karmada));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  detect("pi");
+  ASSERT_TRUE(schedule_until([&] { return bound_clusters("pi") == std::vector<std::string>{"a"}; }))
+      << "a is the best fit";
+  // The condition `kubectl get resourcebinding` shows (written just after spec.clusters).
+  EXPECT_TRUE(until([&] {
+    const Json binding = member("hub").get(kBindings + "/pi-sparkapplication");
+    const Json* conditions = find_path(binding, "status/conditions");
+    return conditions != nullptr && conditions->is_array() && conditions->size() == 1 &&
+           (*conditions)[0].value("type", "") == "Scheduled" &&
+           (*conditions)[0].value("status", "") == "True";
+  }));
+  const Json hub_obj = app("hub", "pi");
+  EXPECT_EQ(annotation(hub_obj, "gleaner.io/placement"), "a");
+  EXPECT_EQ(annotation(hub_obj, "gleaner.io/origin-cluster"), "hub");
+  EXPECT_FALSE(app("a", "pi").contains("spec")) << "Karmada propagates it, not the scheduler";
+
+  // Karmada runs it in a, where its driver stays Pending (no room there).
+  propagate("a", "pi");
+  ASSERT_TRUE(member("a").create(kube::pods_path("default"), operator_driver("pi")));
+  // After the 1 s timeout the binding names b, and the hub object says so.
+  ASSERT_TRUE(
+      schedule_until([&] { return bound_clusters("pi") == std::vector<std::string>{"b"}; }));
+  EXPECT_TRUE(until([&] { return annotation(app("hub", "pi"), "gleaner.io/placement") == "b"; }));
+  EXPECT_TRUE(
+      until([&] { return member("hub").has_event("pi", "GleanerReclaimed", "member cluster a"); }));
+  EXPECT_TRUE(until([&] { return !app("a", "pi").contains("spec"); }));
+  EXPECT_FALSE(app("b", "pi").contains("spec")) << "no copy of the scheduler's own";
+  // Karmada runs it in b; its state shows on the hub.
+  propagate("b", "pi");
+  set_state("b", "pi", "RUNNING");
+  EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
+}
+
 TEST_F(AckHubLiveTest, TheSeedsPolicyUnderAckOneFleetsGroupPlacesTheApplication) {
   Json seeds = policy(group(), false, {"b"});
   seeds["spec"]["placement"]["replicaScheduling"]["customSchedulingType"] = "Gang";

@@ -1,0 +1,111 @@
+// A hub link's Karmada mode (docs/fleet.md, "Karmada mode"): an application whose governing
+// policy names this scheduler (spec.schedulerName) is placed by writing the spec.clusters of
+// its ResourceBinding, which Karmada's detector created from the policy; Karmada's binding
+// and execution controllers then propagate the hub object to that member, and withdraw it
+// from a member the binding no longer names. The hub object carries the placement and its
+// own cluster and uid as annotations, which Karmada propagates with it, so the member link
+// knows the propagated object as this hub's copy (its pods take the room reserved for it,
+// its state comes back to the hub, a driver that does not start is reclaimed).
+#include <spdlog/spdlog.h>
+
+#include "scheduler/fleet/resource_binding.h"
+#include "scheduler/kube/cluster_link.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+namespace {
+
+std::string bindings_path(const std::string& ns) {
+  return "/apis/work.karmada.io/v1alpha2/namespaces/" + ns + "/resourcebindings";
+}
+
+}  // namespace
+
+bool ClusterLink::by_karmada(const std::string& ns, const std::string& name) {
+  auto obj = apps_->get(ns + "/" + name);
+  if (!obj) return false;
+  auto app = kube::parse_spark_application(*obj);
+  if (!app) return false;
+  fleet::HubObject object{"sparkoperator.k8s.io/v1beta2", "SparkApplication", ns, name,
+                          app->labels};
+  std::lock_guard lock(mu_);
+  const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
+  return policy != nullptr && policy->scheduler_name == options_.scheduler_name;
+}
+
+Status ClusterLink::write_binding(const std::string& ns, const std::string& name,
+                                  const std::string& uid, const std::string& target,
+                                  const std::string& only_from) {
+  auto listed = client_.list_all(bindings_path(ns), {});
+  if (!listed) return listed.error();
+  auto binding = fleet::binding_of(listed->items, "SparkApplication", name, uid);
+  const std::string what = "the ResourceBinding of SparkApplication " + ns + "/" + name;
+  if (!binding) {
+    return make_error(ErrorCode::kNotFound,
+                      "no " + what + " yet (Karmada's detector creates it from the policy)");
+  }
+  if (binding->scheduler_name != options_.scheduler_name) {
+    return make_error(ErrorCode::kInvalidArgument, what + " names scheduler \"" +
+                                                       binding->scheduler_name + "\", not \"" +
+                                                       options_.scheduler_name + "\"");
+  }
+  const std::vector<std::string> wanted =
+      target.empty() ? std::vector<std::string>{} : std::vector<std::string>{target};
+  if (binding->clusters == wanted) return ok_status();
+  // Withdrawing from a member: only while the binding still names it alone (a placement
+  // written since stays).
+  if (!only_from.empty() && binding->clusters != std::vector<std::string>{only_from}) {
+    return ok_status();
+  }
+  const std::string path = bindings_path(ns) + "/" + binding->name;
+  auto r = client_.patch(path, fleet::schedule_patch(*binding, target), kube::PatchType::kMerge);
+  if (!r) return r.error();
+  // The condition `kubectl get resourcebinding` shows; Karmada acts on spec.clusters alone.
+  auto s = client_.patch(
+      path + "/status",
+      fleet::scheduled_status_patch(*binding, target, kube::rfc3339(clock_.wall_now())),
+      kube::PatchType::kMerge);
+  if (!s) {
+    spdlog::debug("hub {}: status of ResourceBinding {}/{}: {}", options_.name, ns, binding->name,
+                  s.error().message);
+  }
+  return ok_status();
+}
+
+void ClusterLink::place_by_binding(const server::Action& a) {
+  // The decision is recorded on the hub object first (a restart finds it there and makes
+  // sure the binding says the same); Karmada copies these annotations to the member.
+  const auto before = apps_->get(a.ns + "/" + a.name);
+  const bool recorded_before =
+      before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
+  Json patch{{"metadata",
+              {{"uid", a.uid},
+               {"annotations",
+                {{server::kPlacementAnnotation, a.target},
+                 {server::kOriginAnnotation, options_.name},
+                 {server::kOriginUidAnnotation, a.uid}}}}}};
+  auto r =
+      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  if (!r) {
+    if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) {
+      live_.forget_app(options_.name, a.ns, a.name);  // gone, or another object by now
+      return;
+    }
+    defer(a,
+          "record placement of SparkApplication " + a.ns + "/" + a.name + ": " + r.error().message);
+    return;
+  }
+  if (Status s = write_binding(a.ns, a.name, a.uid, a.target, ""); !s) {
+    defer(a, "schedule SparkApplication " + a.ns + "/" + a.name + " into member " + a.target +
+                 ": " + s.error().message);
+    return;
+  }
+  retry_done(a);
+  live_.app_recorded(options_.name, a.ns, a.name);
+  if (!recorded_before) {
+    app_event(a.ns, a.name, a.uid, "GleanerPlacedRemote",
+              a.message + "; Karmada propagates it (ResourceBinding)");
+  }
+}
+
+}  // namespace gleaner::scheduler::kube_glue
