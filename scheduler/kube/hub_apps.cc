@@ -4,6 +4,9 @@
 // multi-cluster protocol that no operator holds (the hub runs no workloads), so it needs no
 // spec.suspend; its copy runs in the member the core chose, and the copy's state comes back
 // as the hub object's status.
+#include <algorithm>
+#include <string>
+
 #include <spdlog/spdlog.h>
 
 #include "scheduler/kube/cluster_link.h"
@@ -137,12 +140,22 @@ void ClusterLink::unplace_app(const server::Action& a) {
   }
   const bool same = *found && string_at(**found, "metadata/uid") == a.uid;
   if (same && annotation_of(**found, server::kPlacementAnnotation) == a.peer) {
+    // Counted on the object (`kubectl get` shows it), in the same conditional write.
+    int64_t reclaims = 0;
+    try {
+      reclaims = std::stoll(annotation_of(**found, server::kReclaimsAnnotation));
+    } catch (const std::exception&) {
+      reclaims = 0;  // none yet, or not ours to trust: start again
+    }
     Json patch{
         {"metadata",
          {{"uid", a.uid},
           {"resourceVersion", string_at(**found, "metadata/resourceVersion")},
           {"annotations",
-           {{server::kPlacementAnnotation, nullptr}, {server::kRemoteStateAnnotation, nullptr}}}}}};
+           {{server::kPlacementAnnotation, nullptr},
+            {server::kRemoteStateAnnotation, nullptr},
+            {server::kReclaimsAnnotation, std::to_string(std::max<int64_t>(reclaims, 0) + 1)},
+            {server::kLastReclaimAnnotation, "member " + a.peer + ": " + a.message}}}}}};
     auto r = client_.patch(path, patch, kube::PatchType::kMerge);
     if (!r && r.error().code != ErrorCode::kNotFound) {
       defer(a, what + r.error().message);  // a conflict too: read again and decide again

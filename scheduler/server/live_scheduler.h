@@ -114,6 +114,11 @@ inline constexpr const char* kOriginAnnotation = "gleaner.io/origin-cluster";
 inline constexpr const char* kOriginUidAnnotation = "gleaner.io/origin-uid";
 // On an origin placed elsewhere: the state of its copy, as that cluster's operator reports it.
 inline constexpr const char* kRemoteStateAnnotation = "gleaner.io/remote-state";
+// On a hub's application: how many times it was reclaimed from a member, and the last
+// reason (an annotation, not status: a CRD's structural schema would prune an unknown
+// status field).
+inline constexpr const char* kReclaimsAnnotation = "gleaner.io/reclaims";
+inline constexpr const char* kLastReclaimAnnotation = "gleaner.io/last-reclaim";
 
 enum class ActionKind {
   kBind,

@@ -212,6 +212,10 @@ TEST_F(HubReclaimLiveTest, ADriverThatDoesNotStartIsReclaimedIntoAnotherMember) 
   EXPECT_TRUE(
       until([&] { return member("hub").has_event("pi", "GleanerReclaimed", "member cluster a"); }));
   EXPECT_EQ(annotation(app("b", "pi"), "gleaner.io/origin-cluster"), "hub");
+  const Json hub_obj = app("hub", "pi");
+  EXPECT_EQ(annotation(hub_obj, "gleaner.io/reclaims"), "1");
+  EXPECT_NE(annotation(hub_obj, "gleaner.io/last-reclaim").find("member a: "), std::string::npos)
+      << annotation(hub_obj, "gleaner.io/last-reclaim");
   // It runs there, and the hub shows it.
   set_state("b", "pi", "RUNNING");
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
