@@ -1,6 +1,7 @@
 #include "agent/daemon/daemon.h"
 
 #include "agent/daemon/daemon_impl.h"
+#include "agent/daemon/descriptor_limit.h"
 
 namespace gleaner::agent {
 namespace {
@@ -33,21 +34,6 @@ Result<kube::Node> load_node_file(const std::string& path) {
   return node;
 }
 
-// The agent keeps a descriptor open per cgroup file it reads every pass (a few per pod):
-// the soft limit goes up to the hard one (as Go programs such as koordlet do by default),
-// and half of what it allows may be kept, leaving the rest for HTTP, BPF and the API link.
-size_t raise_descriptor_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 512;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
-  const rlim_t usable = limit.rlim_cur == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_cur;
-  return std::min<size_t>(static_cast<size_t>(usable / 2), cgroup::CgroupFs::kDefaultDescriptorCap);
-}
-
 }  // namespace
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -70,7 +56,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   if (!version) return version.error();
   d.version = *version;
   d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
-  d.fs->set_descriptor_cap(raise_descriptor_limit());
+  d.fs->set_descriptor_cap(raise_descriptor_limit(cgroup::CgroupFs::kDefaultDescriptorCap));
   d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
 
   const std::string cpu_root = d.fs->dir_of(cgroup::Resource::kCpuShares, "");

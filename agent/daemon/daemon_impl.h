@@ -101,6 +101,10 @@ struct Daemon::Impl {
   std::vector<kube::Pod> pods;
   SteadyTime last_pod_fetch{};
   bool have_pods = false;
+  // Failed pod list fetches, and the last failure's message (warned once until it changes
+  // or the list works again: kubelet away for an hour is one warning, not 3,600).
+  uint64_t pod_list_errors = 0;
+  std::string last_pod_list_error;
   reporter::MetricsRegistry registry;
   std::unique_ptr<reporter::HealthMonitor> health;
   std::unique_ptr<reporter::MetricsServer> metrics_server;

@@ -92,9 +92,20 @@ void Daemon::Impl::refresh_pods(SteadyTime now) {
   last_pod_fetch = now;
   auto fetched = pod_source->fetch();
   if (!fetched) {
-    spdlog::warn("pod list from {} failed, keeping {} known pods: {}", pod_source->name(),
-                 pods.size(), fetched.error().message);
+    ++pod_list_errors;
+    if (fetched.error().message != last_pod_list_error) {
+      spdlog::warn("pod list from {} failed, keeping {} known pods: {}", pod_source->name(),
+                   pods.size(), fetched.error().message);
+      last_pod_list_error = fetched.error().message;
+    } else {
+      spdlog::debug("pod list from {} failed again: {}", pod_source->name(),
+                    fetched.error().message);
+    }
     return;
+  }
+  if (!last_pod_list_error.empty()) {
+    spdlog::info("pod list from {} works again", pod_source->name());
+    last_pod_list_error.clear();
   }
   if (fetched->empty() && !pods.empty() && opt.pods_file.empty()) {
     spdlog::warn("{} returned no pods; keeping {} known pods", pod_source->name(), pods.size());
@@ -237,6 +248,7 @@ void Daemon::tick() {
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.config_warnings = d.config->warning_counts();
   outcome.state.state_file_errors_total = d.state ? d.state->errors() : 0;
+  outcome.state.pod_list_errors_total = d.pod_list_errors;
   outcome.state.evictions_total = d.evictions_total;
   d.describe_suppress(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;

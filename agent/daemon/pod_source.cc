@@ -1,5 +1,7 @@
 #include "agent/daemon/pod_source.h"
 
+#include <utility>
+
 #include <sys/stat.h>
 
 #include "common/file_io.h"
@@ -7,37 +9,45 @@
 
 namespace gleaner::agent {
 
-namespace {
-struct FileStamp {
-  int64_t mtime_ns = 0;
-  int64_t size = 0;
-};
-Result<FileStamp> stamp_of(const std::string& path) {
+Result<PodsFileSource::Stamp> PodsFileSource::stamp_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return errno_error(errno, "stat " + path);
-  return FileStamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
-                   static_cast<int64_t>(st.st_size)};
+  return Stamp{static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+               static_cast<int64_t>(st.st_size)};
 }
-}  // namespace
 
 bool PodsFileSource::unchanged() {
   auto stamp = stamp_of(path_);
-  return stamp && stamp->mtime_ns == mtime_ns_ && stamp->size == size_;
+  if (!stamp) return false;  // fetch() says why
+  peeked_ = *stamp;
+  return *peeked_ == parsed_ || *peeked_ == refused_;
 }
 
 Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
-  auto stamp = stamp_of(path_);
-  if (!stamp) return stamp.error();
-  const int64_t mtime = stamp->mtime_ns;
-  if (mtime == mtime_ns_ && stamp->size == size_) return cached_;
-  auto text = read_file(path_);
-  if (!text) return text.error();
-  auto json = parse_json(*text, path_);
-  if (!json) return json.error();
-  auto pods = kube::parse_pod_list(*json);
-  if (!pods) return make_error(pods.error().code, path_ + ": " + pods.error().message);
-  mtime_ns_ = mtime;
-  size_ = stamp->size;
+  // The stamp unchanged() just read, when it did: one stat per pass.
+  std::optional<Stamp> stamp = std::exchange(peeked_, std::nullopt);
+  if (!stamp) {
+    auto now = stamp_of(path_);
+    if (!now) return now.error();
+    stamp = *now;
+  }
+  if (*stamp == parsed_) return cached_;
+  if (*stamp == refused_) return refused_error_;
+  auto pods = [&]() -> Result<std::vector<kube::Pod>> {
+    auto text = read_file(path_);
+    if (!text) return text.error();
+    auto json = parse_json(*text, path_);
+    if (!json) return json.error();
+    auto parsed = kube::parse_pod_list(*json);
+    if (!parsed) return make_error(parsed.error().code, path_ + ": " + parsed.error().message);
+    return parsed;
+  }();
+  if (!pods) {
+    refused_ = *stamp;
+    refused_error_ = pods.error();
+    return pods.error();
+  }
+  parsed_ = *stamp;
   cached_ = std::move(*pods);
   return cached_;
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ class PodSource {
   virtual bool unchanged() { return false; }
 };
 
-// A v1 PodList (or pod array) file, re-parsed only when its mtime or size changes.
+// A v1 PodList (or pod array) file, re-parsed only when its mtime or size changes; content
+// that failed to parse is not read again until the file changes (one stat per pass).
 class PodsFileSource final : public PodSource {
  public:
   explicit PodsFileSource(std::string path) : path_(std::move(path)) {}
@@ -35,9 +37,17 @@ class PodsFileSource final : public PodSource {
   bool unchanged() override;
 
  private:
+  struct Stamp {
+    int64_t mtime_ns = -1;
+    int64_t size = -1;
+    bool operator==(const Stamp&) const = default;
+  };
+  static Result<Stamp> stamp_of(const std::string& path);
   std::string path_;
-  int64_t mtime_ns_ = -1;
-  int64_t size_ = -1;
+  Stamp parsed_;   // of the content in cached_
+  Stamp refused_;  // of content that failed to parse (not read again)
+  Error refused_error_;
+  std::optional<Stamp> peeked_;  // read by unchanged(), for the fetch() that follows
   std::vector<kube::Pod> cached_;
 };
 

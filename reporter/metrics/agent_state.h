@@ -68,6 +68,8 @@ struct AgentState {
   std::map<std::string, uint64_t> cgroup_writes_deferred_total;
   // Failures to read or write the record of original values (the state file).
   uint64_t state_file_errors_total = 0;
+  // Pod list fetches (kubelet, the pods file) that failed; the known pods were kept.
+  uint64_t pod_list_errors_total = 0;
   std::map<std::string, uint64_t> config_load_errors_total;  // by ConfigMap key
   // Fields of the config in force that are not enforced or unknown, by ConfigMap key.
   std::map<std::string, uint64_t> config_warnings;

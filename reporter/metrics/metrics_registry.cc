@@ -213,6 +213,10 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(counter("gleaner_agent_state_file_errors_total",
                         "Failures to read or write the record of original cgroup values.",
                         static_cast<double>(s.state_file_errors_total)));
+  out.push_back(counter("gleaner_agent_pod_list_errors_total",
+                        "Pod list fetches (kubelet or the pods file) that failed; the pods known "
+                        "before were kept.",
+                        static_cast<double>(s.pod_list_errors_total)));
   out.push_back(labelled_counter("gleaner_config_load_errors_total",
                                  "ack-slo-config keys that failed to parse or validate.", "key",
                                  s.config_load_errors_total));
