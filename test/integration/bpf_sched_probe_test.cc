@@ -173,11 +173,13 @@ TEST_F(BpfSchedProbe, SharingOneCpuRaisesRunQueueLatencyAndTheRuleTightens) {
   EXPECT_GT(wait_fraction(shared[ls_id], kWindow), 5 * alone_wait) << figures;
   EXPECT_GT(wait_fraction(shared[be_id], kWindow), 5 * alone_wait) << figures;
   // A lone spinner waits only for short preemptions by kernel threads, and rarely: its
-  // typical wait is far below the slice-long waits of two spinners.
+  // typical wait is well below the slice-long waits of two spinners. Not ten times below
+  // everywhere: in a TCG guest on a loaded host the lone p50 was 0.79 ms against 6.4 ms
+  // shared (the host deschedules the vCPU itself).
   ASSERT_TRUE(shared[ls_id].runq_p50_ns && shared[be_id].runq_p50_ns) << figures;
   double alone_p50 = alone[ls_id].runq_p50_ns.value_or(0);
-  EXPECT_GT(*shared[ls_id].runq_p50_ns, 10 * alone_p50) << figures;
-  EXPECT_GT(*shared[be_id].runq_p50_ns, 10 * alone_p50) << figures;
+  EXPECT_GT(*shared[ls_id].runq_p50_ns, 4 * alone_p50) << figures;
+  EXPECT_GT(*shared[be_id].runq_p50_ns, 4 * alone_p50) << figures;
   // With a handful of waits the lone p99 is just their maximum (one unrelated slice on a
   // busy machine); compare tails only when the baseline has enough waits to have one.
   if (alone[ls_id].runq.count >= 100) {
