@@ -33,6 +33,9 @@ class LabelSelector {
   // Canonical string form, accepted by the API server's labelSelector parameter.
   [[nodiscard]] std::string to_string() const;
   [[nodiscard]] const std::vector<Requirement>& requirements() const { return reqs_; }
+  // For readers with rules of their own (ack-slo-config's field reader): one requirement
+  // more, which every matching label set must meet too.
+  void add(Requirement requirement) { reqs_.push_back(std::move(requirement)); }
 
  private:
   std::vector<Requirement> reqs_;

@@ -1,36 +1,8 @@
 #include "agent/config/label_selector.h"
 
-#include <algorithm>
+#include <utility>
 
 namespace gleaner::agent::config {
-
-bool LabelSelector::matches(const kube::StringMap& labels) const {
-  for (const auto& [key, value] : match_labels) {
-    auto it = labels.find(key);
-    if (it == labels.end() || it->second != value) return false;
-  }
-  for (const auto& req : match_expressions) {
-    auto it = labels.find(req.key);
-    bool has = it != labels.end();
-    bool in =
-        has && std::find(req.values.begin(), req.values.end(), it->second) != req.values.end();
-    switch (req.op) {
-      case LabelRequirement::Op::kIn:
-        if (!in) return false;
-        break;
-      case LabelRequirement::Op::kNotIn:
-        if (in) return false;  // a node without the label satisfies NotIn, as in Kubernetes
-        break;
-      case LabelRequirement::Op::kExists:
-        if (!has) return false;
-        break;
-      case LabelRequirement::Op::kDoesNotExist:
-        if (has) return false;
-        break;
-    }
-  }
-  return true;
-}
 
 void read_label_selector(FieldReader& reader, const Json& obj, const std::string& path,
                          LabelSelector& out) {
@@ -41,7 +13,7 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
                     std::string("expected a string, got ") + value.type_name(), ErrorCode::kParse);
         return;
       }
-      out.match_labels[key] = value.get<std::string>();
+      out.add({key, LabelSelector::Op::kIn, {value.get<std::string>()}});
     }
   }
   const Json* exprs = reader.array(obj, path, "matchExpressions");
@@ -54,24 +26,27 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
       return reader.fail(at, std::string("expected an object, got ") + e.type_name(),
                          ErrorCode::kParse);
     }
-    LabelRequirement req;
+    LabelSelector::Requirement req;
     reader.read_string(e, at, "key", req.key);
     auto op = reader.read_enum(e, at, "operator", {"In", "NotIn", "Exists", "DoesNotExist"});
     if (reader.failed()) return;
     if (req.key.empty())
       return reader.fail(at + ".key", "must be set", ErrorCode::kInvalidArgument);
     if (!op) return reader.fail(at + ".operator", "must be set", ErrorCode::kInvalidArgument);
-    req.op = static_cast<LabelRequirement::Op>(*op);
+    constexpr LabelSelector::Op kOps[] = {LabelSelector::Op::kIn, LabelSelector::Op::kNotIn,
+                                          LabelSelector::Op::kExists,
+                                          LabelSelector::Op::kDoesNotExist};
+    req.op = kOps[*op];
     if (const Json* values = reader.array(e, at, "values")) {
       for (size_t j = 0; j < values->size(); ++j) {
         if (!(*values)[j].is_string()) {
           return reader.fail(FieldReader::index(at + ".values", j), "expected a string",
                              ErrorCode::kParse);
         }
-        req.values.push_back((*values)[j].get<std::string>());
+        req.values.insert((*values)[j].get<std::string>());
       }
     }
-    bool set_op = req.op == LabelRequirement::Op::kIn || req.op == LabelRequirement::Op::kNotIn;
+    const bool set_op = req.op == LabelSelector::Op::kIn || req.op == LabelSelector::Op::kNotIn;
     if (set_op && req.values.empty()) {
       return reader.fail(at + ".values", "must be non-empty for In and NotIn",
                          ErrorCode::kInvalidArgument);
@@ -80,7 +55,7 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
       return reader.fail(at + ".values", "must be empty for Exists and DoesNotExist",
                          ErrorCode::kInvalidArgument);
     }
-    out.match_expressions.push_back(std::move(req));
+    out.add(std::move(req));
   }
 }
 

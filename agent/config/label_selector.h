@@ -1,29 +1,16 @@
 #pragma once
-// Kubernetes label selectors (matchLabels + matchExpressions) for the nodeSelector of
-// ack-slo-config node strategies. An empty selector matches every node.
+// The nodeSelector of ack-slo-config node strategies, read with the config's field reader
+// (positions in errors, field names matched as Koordinator's Go decoder matches them) into
+// Kubernetes' label selector (kube/selectors.h). An empty selector matches every node.
 
-#include <map>
 #include <string>
-#include <vector>
 
 #include "agent/config/field_reader.h"
-#include "kube/objects.h"
+#include "kube/selectors.h"
 
 namespace gleaner::agent::config {
 
-struct LabelRequirement {
-  enum class Op { kIn, kNotIn, kExists, kDoesNotExist };
-  std::string key;
-  Op op = Op::kExists;
-  std::vector<std::string> values;
-};
-
-struct LabelSelector {
-  std::map<std::string, std::string> match_labels;
-  std::vector<LabelRequirement> match_expressions;
-
-  [[nodiscard]] bool matches(const kube::StringMap& labels) const;
-};
+using LabelSelector = kube::LabelSelector;
 
 // Reads `obj` (a selector object at `path`) into `out`; errors go to `reader`.
 void read_label_selector(FieldReader& reader, const Json& obj, const std::string& path,
