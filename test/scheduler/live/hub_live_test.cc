@@ -310,6 +310,33 @@ TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMem
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
 }
 
+TEST_F(KarmadaHubLiveTest, APlacementRecordedBeforeARestartIsWrittenIntoTheBindingNotMadeAgain) {
+  // As a scheduler that stopped between recording the placement and writing the binding
+  // left it: the hub object says b, its binding names no member.
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  detect("pi");
+  const std::string uid = app("hub", "pi")["metadata"].value("uid", "");
+  ASSERT_TRUE(member("hub")
+                  .client
+                  ->patch(kube::spark_application_path("default", "pi"),
+                          Json{{"metadata",
+                                {{"annotations",
+                                  {{"gleaner.io/placement", "b"},
+                                   {"gleaner.io/origin-cluster", "hub"},
+                                   {"gleaner.io/origin-uid", uid}}}}}},
+                          kube::PatchType::kMerge)
+                  .ok());
+  // The policy comes (as the hub's informers catch up after a restart): the recorded
+  // member goes into the binding, though a fits better, and nothing is placed anew.
+  Json karmada = policy(group(), false, {"a", "b"});
+  karmada["spec"]["schedulerName"] = "gleaner-scheduler";
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), karmada));
+  ASSERT_TRUE(
+      schedule_until([&] { return bound_clusters("pi") == std::vector<std::string>{"b"}; }));
+  EXPECT_FALSE(placement_sent("pi")) << "the decision was already made";
+  EXPECT_FALSE(member("hub").has_event("pi", "GleanerPlacedRemote"));
+}
+
 TEST_F(AckHubLiveTest, TheSeedsPolicyUnderAckOneFleetsGroupPlacesTheApplication) {
   Json seeds = policy(group(), false, {"b"});
   seeds["spec"]["placement"]["replicaScheduling"]["customSchedulingType"] = "Gang";
