@@ -8,7 +8,9 @@ pending there (an LS surge took the room) is reclaimed after the timeout and the
 application completes in another member; deleting it on the hub deletes it everywhere.
 Two tenants of the hub's ElasticQuotaTree: one borrows the whole fleet, the other, within
 its guaranteed min, takes back what it needs (the borrower's newest application is
-reclaimed from its member and waits on the hub).
+reclaimed from its member and waits on the hub). Karmada mode: a policy naming
+gleaner-scheduler, members labelled by the hub's Karmada Cluster objects; the application's
+ResourceBinding gets the member its labels allow.
 
 Usage: fleet_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
@@ -276,6 +278,55 @@ class Fleet(unittest.TestCase):
         self.apps("hub").delete_namespaced_custom_object(*SPARK, "spark", "sparkapplications",
                                                          "spark-pi")
         self.wait("the copy in m2 deleted with the hub object", lambda: self.app("m2") is None)
+
+    def test_karmada_mode_writes_the_binding_for_a_member_chosen_by_cluster_labels(self):
+        # Karmada's Cluster objects on the hub: m1 (the best fit) serves online traffic only.
+        for m, pool in (("m1", "online"), ("m2", "batch"), ("m3", "batch")):
+            self.apps("hub").create_cluster_custom_object(
+                "cluster.karmada.io", "v1alpha1", "clusters",
+                {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                 "metadata": {"name": m, "labels": {"pool": pool}},
+                 "spec": {"syncMode": "Push", "apiEndpoint": "https://%s.example" % m}})
+        policy = seeds_policy()
+        policy["spec"]["schedulerName"] = "gleaner-scheduler"
+        policy["spec"]["placement"]["clusterAffinity"] = {
+            "labelSelector": {"matchLabels": {"pool": "batch"}}}
+        self.apps("hub").create_namespaced_custom_object(
+            ACK_POLICY, "v1alpha1", "spark", "propagationpolicies", policy)
+        hub_obj = self.apps("hub").create_namespaced_custom_object(
+            *SPARK, "spark", "sparkapplications", spark_pi())
+        # Karmada's detector binds the template to the policy's scheduler.
+        work = ("work.karmada.io", "v1alpha2")
+        self.apps("hub").create_namespaced_custom_object(*work, "spark", "resourcebindings", {
+            "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+            "metadata": {"name": "spark-pi-sparkapplication", "namespace": "spark"},
+            "spec": {"resource": {"apiVersion": "sparkoperator.k8s.io/v1beta2",
+                                  "kind": "SparkApplication", "namespace": "spark",
+                                  "name": "spark-pi", "uid": hub_obj["metadata"]["uid"]},
+                     "schedulerName": "gleaner-scheduler",
+                     "placement": policy["spec"]["placement"]}})
+
+        def bound():
+            b = self.apps("hub").get_namespaced_custom_object(
+                *work, "spark", "resourcebindings", "spark-pi-sparkapplication")
+            return [c["name"] for c in b["spec"].get("clusters") or []], b
+        self.wait("the binding names a member", lambda: bound()[0])
+        clusters, binding = bound()
+        self.assertEqual(clusters, ["m2"], "m1 is labelled online, m3 is too small")
+        self.assertEqual(binding["status"]["conditions"][0]["type"], "Scheduled")
+        self.assertEqual(self.placement(), "m2")
+        for m in ("m1", "m2", "m3"):
+            self.assertIsNone(self.app(m), "Karmada propagates it, not the scheduler")
+
+        # Karmada's execution controller creates it in m2, from the hub object.
+        hub_obj = self.app("hub")
+        self.apps("m2").create_namespaced_custom_object(*SPARK, "spark", "sparkapplications", {
+            "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+            "metadata": {"name": "spark-pi", "namespace": "spark",
+                         "annotations": hub_obj["metadata"]["annotations"]},
+            "spec": hub_obj["spec"]})
+        self.set_state("m2", "RUNNING")
+        self.wait("RUNNING on the hub", lambda: self.hub_state() == "RUNNING")
 
 
 if __name__ == "__main__":
