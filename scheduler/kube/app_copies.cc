@@ -251,6 +251,25 @@ void ClusterLink::delete_copy(const server::Action& a) {
 }
 
 void ClusterLink::defer(const server::Action& a, const std::string& why) {
+  switch (a.kind) {
+    case server::ActionKind::kPlaceApp:
+      metrics_.fleet_retry("place");
+      break;
+    case server::ActionKind::kCreateApp:
+      metrics_.fleet_retry("create");
+      break;
+    case server::ActionKind::kMirrorAppState:
+      metrics_.fleet_retry("mirror");
+      break;
+    case server::ActionKind::kDeleteCopy:
+      metrics_.fleet_retry("delete");
+      break;
+    case server::ActionKind::kUnplaceApp:
+      metrics_.fleet_retry("unplace");
+      break;
+    default:
+      break;
+  }
   const std::string key = deferral_key(a);
   const bool first = retry_warned_.insert(key).second;  // worker thread only
   if (first) {

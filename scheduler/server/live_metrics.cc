@@ -106,6 +106,16 @@ void LiveMetrics::set_listener_source(std::function<reporter::HttpListener::Stat
   listener_source_ = std::move(source);
 }
 
+void LiveMetrics::fleet_retry(const std::string& step) {
+  std::lock_guard lock(mu_);
+  ++fleet_retries_[step];
+}
+uint64_t LiveMetrics::fleet_retries(const std::string& step) const {
+  std::lock_guard lock(mu_);
+  auto it = fleet_retries_.find(step);
+  return it == fleet_retries_.end() ? 0 : it->second;
+}
+
 void LiveMetrics::token_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++token_reviews_[outcome];
@@ -220,6 +230,15 @@ std::string LiveMetrics::render(const StateGauges& g) const {
     single(out, "gleaner_scheduler_http_connection_cap_reached_total", "counter",
            "Times the HTTP port reached its connection cap.",
            static_cast<double>(http.capacity_reached));
+  }
+  header(out, "gleaner_scheduler_fleet_retries_total", "counter",
+         "Multi-cluster steps the API refused and that are tried again every 5 s (place: the "
+         "placement on the origin or the ResourceBinding, create: the copy, mirror: the "
+         "copy's state, delete: the copy, unplace: a reclaim on the hub).");
+  for (const char* s : {"place", "create", "mirror", "delete", "unplace"}) {
+    auto it = fleet_retries_.find(s);
+    out += fmt::format("gleaner_scheduler_fleet_retries_total{{step=\"{}\"}} {}\n", s,
+                       it == fleet_retries_.end() ? 0 : it->second);
   }
   header(out, "gleaner_scheduler_token_reviews_total", "counter",
          "Agent tokens reviewed with the API server (TokenReview), by outcome.");

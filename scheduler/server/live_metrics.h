@@ -56,6 +56,10 @@ class LiveMetrics {
   // "denied"), a request it could not read or answer ("bad_request", "not_ready"), a
   // ClusterColocationProfile or certificate check that failed.
   void webhook_review(const std::string& outcome);
+  // A multi-cluster step the API refused, to be tried again ("place", "create", "mirror",
+  // "delete", "unplace"): gleaner_scheduler_fleet_retries_total{step}.
+  void fleet_retry(const std::string& step);
+  [[nodiscard]] uint64_t fleet_retries(const std::string& step) const;
   void colocation_profile_rejected();
   void webhook_certificate_error();
   // An agent token reviewed with the API server: "authenticated", "unauthenticated",
@@ -99,6 +103,7 @@ class LiveMetrics {
   uint64_t events_ = 0;
   std::map<std::string, uint64_t> webhook_reviews_;
   std::map<std::string, uint64_t> token_reviews_;
+  std::map<std::string, uint64_t> fleet_retries_;
   std::map<std::pair<std::string, std::string>, uint64_t> estimator_calls_;
   Histogram estimator_latency_;
   uint64_t profiles_rejected_ = 0;

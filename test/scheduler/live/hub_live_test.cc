@@ -310,6 +310,21 @@ TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMem
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
 }
 
+TEST_F(KarmadaHubLiveTest, ABindingKarmadaHasNotCreatedYetIsWaitedForAndCounted) {
+  Json karmada = policy(group(), false, {"a", "b"});
+  karmada["spec"]["schedulerName"] = "gleaner-scheduler";
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), karmada));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return metrics_.fleet_retries("place") >= 1; }));
+  EXPECT_TRUE(bound_clusters("pi").empty());
+  // Karmada's detector catches up: the next try writes it.
+  detect("pi");
+  EXPECT_TRUE(
+      schedule_until([&] { return bound_clusters("pi") == std::vector<std::string>{"a"}; }));
+  EXPECT_NE(metrics_.render({}).find("gleaner_scheduler_fleet_retries_total{step=\"place\"}"),
+            std::string::npos);
+}
+
 TEST_F(KarmadaHubLiveTest, APlacementRecordedBeforeARestartIsWrittenIntoTheBindingNotMadeAgain) {
   // As a scheduler that stopped between recording the placement and writing the binding
   // left it: the hub object says b, its binding names no member.
