@@ -70,6 +70,21 @@ Result<SparkRole> parse_role(const Json& spec, const std::string& where, bool ex
     if (!mib) return fail("memoryOverhead: " + mib.error().message);
     role.memory_overhead_mib = *mib;
   }
+  if (auto it = spec.find("gpu"); it != spec.end() && !it->is_null()) {
+    if (!it->is_object()) return fail("gpu must be an object with name and quantity");
+    const auto name = string_at(*it, "name");
+    // Other vendors' devices are not counted anywhere: placing such a pod could land it
+    // where kubelet refuses it.
+    if (name != "nvidia.com/gpu") {
+      return fail("gpu.name: only nvidia.com/gpu is placed, got \"" + name.value_or("") + "\"");
+    }
+    auto q = it->find("quantity");
+    if (q == it->end() || !q->is_number_integer() || q->get<int64_t>() < 0 ||
+        q->get<int64_t>() > 1024) {
+      return fail("gpu.quantity must be a whole number of devices");
+    }
+    role.gpus = q->get<int64_t>();
+  }
   if (executor) {
     if (auto it = spec.find("instances"); it != spec.end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 100000) {

@@ -27,6 +27,9 @@ struct SparkRole {
   int64_t memory_mib = 1024;               // memory (Spark's default 1g)
   std::optional<int64_t> memory_overhead_mib;
   int32_t instances = 1;
+  // gpu: {name, quantity}: whole nvidia.com/gpu devices per pod (the operator sets them as
+  // the container's limit; kubelet admits them against the node's allocatable).
+  int64_t gpus = 0;
 };
 
 // spec.dynamicAllocation (the operator passes it to Spark as spark.dynamicAllocation.*;

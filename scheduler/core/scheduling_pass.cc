@@ -151,7 +151,7 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
   }
   j.reason = held_by_regular_only(j)
                  ? "waiting for regular allocatable: its pods request cpu/memory (not converted to "
-                   "batch resources), which kubelet admits against the node's regular "
+                   "batch resources) or GPUs, which kubelet admits against the node's "
                    "allocatable, and no node with batch room has enough of it"
                  : "waiting for batch capacity";
   if (j.avoid_cluster && backing_off(j, *j.avoid_cluster)) {

@@ -184,7 +184,13 @@ void ClusterLink::on_node(const Json& obj) {
       alloc->contains("memory")) {
     auto cpu = quantity_from_json((*alloc)["cpu"], "status.allocatable.cpu");
     auto memory = quantity_from_json((*alloc)["memory"], "status.allocatable.memory");
-    if (cpu && memory) allocatable = Resources{cpu->milli_value(), memory->value()};
+    // nvidia.com/gpu: whole devices the device plugin advertises (none: 0).
+    int64_t gpus = 0;
+    if (auto g = alloc->find(kResourceGpu); g != alloc->end()) {
+      auto q = quantity_from_json(*g, "status.allocatable.nvidia.com/gpu");
+      if (q) gpus = q->value();
+    }
+    if (cpu && memory) allocatable = Resources{cpu->milli_value(), memory->value(), gpus};
   }
   live_.observe_node(options_.name, name.get<std::string>(), labels, node_taints(obj), allocatable);
 }

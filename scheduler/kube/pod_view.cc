@@ -29,6 +29,10 @@ server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   shape.driver = Resources{app.driver.cpu_request_milli, app.pod_memory_bytes(app.driver)};
   shape.executor = Resources{app.executor.cpu_request_milli, app.pod_memory_bytes(app.executor)};
   shape.executors = app.gang_executors();
+  // GPUs are never batch resources: kubelet admits them against allocatable, as it does
+  // the cpu/memory requests a pod keeps.
+  shape.driver_regular.gpus = app.driver.gpus;
+  shape.executor_regular.gpus = app.executor.gpus;
   return shape;
 }
 
@@ -114,7 +118,8 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   const int64_t batch_memory = kube::pod_request(pod, kube::kResourceBatchMemory).value();
   v.batch = batch_cpu > 0 || batch_memory > 0;
   v.regular = Resources{kube::pod_request(pod, kube::kResourceCpu).milli_value(),
-                        kube::pod_request(pod, kube::kResourceMemory).value()};
+                        kube::pod_request(pod, kube::kResourceMemory).value(),
+                        kube::pod_request(pod, kResourceGpu).value()};
   v.request.cpu_milli =
       batch_cpu > 0 ? batch_cpu : kube::pod_request(pod, kube::kResourceCpu).milli_value();
   v.request.memory_bytes =

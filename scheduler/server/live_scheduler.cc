@@ -138,6 +138,8 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
             std::max(shape.executor_regular.cpu_milli, members[i]->view.regular.cpu_milli);
         shape.executor_regular.memory_bytes =
             std::max(shape.executor_regular.memory_bytes, members[i]->view.regular.memory_bytes);
+        shape.executor_regular.gpus =
+            std::max(shape.executor_regular.gpus, members[i]->view.regular.gpus);
       }
       for (size_t i = 0; i < members.size(); ++i) {
         members[i]->index = static_cast<int>(i);
@@ -185,12 +187,15 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
         }
         shape = *v.shape;
       }
-      if (v.regular != Resources{}) {
+      if (v.regular.cpu_milli != 0 || v.regular.memory_bytes != 0) {
         // A driver that kept its cpu/memory requests: Spark gives its executors the same
-        // treatment, cpu/memory from the application's sizing.
+        // treatment, cpu/memory from the application's sizing (GPUs stay as sized).
+        const int64_t executor_gpus = shape.executor_regular.gpus;
         shape.driver_regular = v.regular;
         shape.executor_regular = shape.executor;
+        shape.executor_regular.gpus = executor_gpus;
       }
+      shape.driver_regular.gpus = std::max(shape.driver_regular.gpus, v.regular.gpus);
       t.index = 0;
       g.members[0] = v.uid;
       g.selector = v.selector;

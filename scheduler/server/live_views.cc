@@ -6,7 +6,9 @@ namespace gleaner::scheduler::server {
 namespace {
 
 Json amounts(const Resources& r) {
-  return Json{{"cpuMillicores", r.cpu_milli}, {"memoryBytes", r.memory_bytes}};
+  Json out{{"cpuMillicores", r.cpu_milli}, {"memoryBytes", r.memory_bytes}};
+  if (r.gpus != 0) out["gpus"] = r.gpus;  // nvidia.com/gpu, where a node or pod has any
+  return out;
 }
 
 Json optional_amounts(const std::optional<Resources>& r) {

@@ -37,6 +37,25 @@ TEST(SparkApplication, JvmOverheadIsTenPercentWithA384MiBFloor) {
   EXPECT_EQ(a->pod_memory_bytes(a->executor), (8192 + 819) * kMiB);
 }
 
+TEST(SparkApplication, GpusPerPodAreReadAndOtherDevicesRefused) {
+  auto a = parse_spark_application(app(R"({"type":"Python",
+      "driver":{"cores":1,"memory":"1g"},
+      "executor":{"cores":4,"instances":2,"memory":"8g",
+                  "gpu":{"name":"nvidia.com/gpu","quantity":1}}})"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->driver.gpus, 0);
+  EXPECT_EQ(a->executor.gpus, 1);
+  auto amd = parse_spark_application(app(R"({"type":"Python",
+      "executor":{"gpu":{"name":"amd.com/gpu","quantity":1}}})"));
+  ASSERT_FALSE(amd.ok());
+  EXPECT_NE(amd.error().message.find("spec.executor: gpu.name"), std::string::npos)
+      << amd.error().message;
+  auto half = parse_spark_application(app(R"({"type":"Python",
+      "driver":{"gpu":{"name":"nvidia.com/gpu","quantity":0.5}}})"));
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.error().message.find("gpu.quantity"), std::string::npos);
+}
+
 TEST(SparkApplication, NonJvmOverheadIsFortyPercent) {
   auto a = parse_spark_application(app(R"({"type":"Python","executor":{"memory":"4g"}})"));
   ASSERT_TRUE(a.ok()) << a.error().message;

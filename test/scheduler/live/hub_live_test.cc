@@ -134,6 +134,35 @@ TEST_F(HubLiveTest, APolicyGleanerCannotHonourIsRefusedAndCounted) {
   EXPECT_FALSE(placement_sent("pi"));
 }
 
+TEST_F(HubLiveTest, AnApplicationAskingForGpusGoesOnlyWhereGpusAreFree) {
+  // Both members have room for its cpu and memory; only b1 has GPUs (two).
+  for (const auto& [m, node, gpus] : {std::tuple{"a", "a1", 0}, std::tuple{"b", "b1", 2}}) {
+    Json allocatable{{"cpu", "8"}, {"memory", "32Gi"}};
+    if (gpus > 0) allocatable["nvidia.com/gpu"] = std::to_string(gpus);
+    ASSERT_TRUE(member(m)
+                    .client
+                    ->patch(kube::node_status_path(node),
+                            Json{{"status", {{"allocatable", allocatable}}}},
+                            kube::PatchType::kMerge)
+                    .ok());
+  }
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {})));
+  auto gpu_app = [](const std::string& name) {
+    Json app = hub_app(name);
+    app["spec"]["executor"]["gpu"] = {{"name", "nvidia.com/gpu"}, {"quantity", 1}};
+    return app;
+  };
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), gpu_app("train")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "train").contains("spec"); }))
+      << "a fits its cpu and memory better, but has no GPU";
+  EXPECT_FALSE(app("a", "train").contains("spec"));
+  // Its two executors hold both of b1's GPUs: a second one waits.
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), gpu_app("train2")));
+  ASSERT_TRUE(schedule_until(
+      [&] { return member("hub").has_event("train2", "GleanerPending", "or GPUs"); }));
+  EXPECT_FALSE(placement_sent("train2"));
+}
+
 // A Karmada Cluster object on the hub for member `name`.
 Json karmada_cluster(const std::string& name, const kube::Labels& labels, const Json& taints) {
   return Json{{"apiVersion", "cluster.karmada.io/v1alpha1"},
