@@ -138,6 +138,15 @@ void ClusterLink::unplace_app(const server::Action& a) {
     defer(a, what + found.error().message);
     return;
   }
+  if (by_karmada(a.ns, a.name)) {
+    // The binding first: Karmada withdraws the object from the member it no longer names,
+    // and does not carry the annotation change below into that member's copy (which would
+    // then look unplaced there).
+    if (Status s = write_binding(a.ns, a.name, a.uid, "", a.peer); !s) {
+      defer(a, what + s.error().message);
+      return;
+    }
+  }
   const bool same = *found && string_at(**found, "metadata/uid") == a.uid;
   if (same && annotation_of(**found, server::kPlacementAnnotation) == a.peer) {
     // Counted on the object (`kubectl get` shows it), in the same conditional write.
@@ -159,13 +168,6 @@ void ClusterLink::unplace_app(const server::Action& a) {
     auto r = client_.patch(path, patch, kube::PatchType::kMerge);
     if (!r && r.error().code != ErrorCode::kNotFound) {
       defer(a, what + r.error().message);  // a conflict too: read again and decide again
-      return;
-    }
-  }
-  if (by_karmada(a.ns, a.name)) {
-    // Karmada withdraws the object from the member the binding no longer names.
-    if (Status s = write_binding(a.ns, a.name, a.uid, "", a.peer); !s) {
-      defer(a, what + s.error().message);
       return;
     }
   }
