@@ -62,9 +62,14 @@ LoadResult generate(const Protocol& protocol, uint16_t port, const LoadOptions& 
   std::vector<std::thread> threads;
   std::atomic<bool> no_fifo{false};
   std::atomic<bool> no_connect{false};
-  const double period_s = conns / options.rate;
-  const auto period =
-      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(period_s));
+  // A connection's period at `offset_s` into the run (longer in the low steps).
+  auto period_at = [&](double offset_s) {
+    const bool low = options.steps && static_cast<int64_t>(offset_s / 2.0) % 2 == 0;
+    return conns / (low ? options.rate / 4 : options.rate);
+  };
+  auto as_duration = [](double seconds) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  };
   const auto t0 = Clock::now() + std::chrono::milliseconds(50);
   const auto end = t0 + options.duration;
   for (int c = 0; c < conns; ++c) {
@@ -85,16 +90,15 @@ LoadResult generate(const Protocol& protocol, uint16_t port, const LoadOptions& 
       }
       std::string buf;
       const uint64_t seed = options.seed * 1000003 + static_cast<uint64_t>(c);
-      for (uint64_t n = 0;; ++n) {
-        const auto at =
-            t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                     period_s * (static_cast<double>(n) + static_cast<double>(c) / conns)));
-        if (at >= end) break;
+      double offset_s = period_at(0) * c / conns;  // phases staggered
+      for (uint64_t n = 0;; ++n, offset_s += period_at(offset_s)) {
+        const auto at = t0 + as_duration(offset_s);
+        if (at >= end || (options.stop != nullptr && options.stop->load())) break;
         ++out.scheduled;
         const auto now = Clock::now();
         if (now < at) {
           std::this_thread::sleep_until(at);
-        } else if (now - at > period) {
+        } else if (now - at > as_duration(period_at(offset_s))) {
           ++out.late;
         }
         if (!send_all(fd, protocol.request(n, seed))) {

@@ -8,6 +8,7 @@
 // on a node the clients of an LS service are elsewhere, and a generator at normal
 // priority would measure its own wake-up delays as the service's.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -33,6 +34,11 @@ struct LoadOptions {
   int connections = 8;
   bool fifo = true;  // SCHED_FIFO threads (needs root or CAP_SYS_NICE)
   uint64_t seed = 1;
+  // Load steps: the rate alternates every 2 s between a quarter of `rate` (first) and
+  // `rate`, the steps in which an agent has to take CPU back from BE quickly.
+  bool steps = false;
+  // Set (by a signal handler) to end the run early.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Drives `protocol` on 127.0.0.1:`port`. Throws std::runtime_error when it cannot connect

@@ -41,7 +41,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -51,8 +50,6 @@
 #include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -60,6 +57,9 @@
 
 #include "bench/bench_cli.h"
 #include "bench/bench_stats.h"
+#include "bench/frontier/load.h"
+#include "bench/frontier/protocols.h"
+#include "bench/ls/ls_service.h"
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
 #include "common/log.h"
@@ -71,86 +71,16 @@ using gleaner::bench::median;
 using gleaner::bench::percentile;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using gleaner::bench::ls::calibrate_iterations;
+using gleaner::bench::ls::serve;
+using gleaner::bench::ls::service_table;
 using gleaner::cgroup::Resource;
 
-volatile std::sig_atomic_t g_interrupted = 0;
-volatile uint32_t g_sink = 0;  // where the service's work ends, so the compiler keeps it
+std::atomic<bool> g_interrupted{false};  // lock-free: set from the signal handler
 constexpr int kConnections = 8;
 int g_threshold = 65;       // cpuSuppressThresholdPercent for (c), (d) and (f)
 bool g_client_fifo = true;  // the load generator's threads run SCHED_FIFO (an off-node client)
 bool g_be_cache = true;     // BE sweeps a buffer (CPU and cache); false: CPU only
-constexpr char kResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-
-double thread_cpu_us() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
-}
-
-// One request's work: `iterations` steps of a pointer chase through a 1 MiB table, each
-// load's address the previous load's value, so a request takes longer when another task
-// has evicted the table from the caches or shares the core.
-uint32_t request_work(const std::vector<uint32_t>& table, uint32_t at, int64_t iterations) {
-  for (int64_t i = 0; i < iterations; ++i)
-    at = table[at];
-  return at;
-}
-
-// A single cycle through every entry in a fixed pseudo-random order (Sattolo's shuffle),
-// so every chase visits the whole table whatever its starting point.
-std::vector<uint32_t> service_table() {
-  constexpr uint32_t kEntries = 1 << 18;
-  std::vector<uint32_t> next(kEntries);
-  for (uint32_t i = 0; i < kEntries; ++i)
-    next[i] = i;
-  std::mt19937 random(42);
-  for (uint32_t i = kEntries - 1; i > 0; --i)
-    std::swap(next[i], next[std::uniform_int_distribution<uint32_t>(0, i - 1)(random)]);
-  return next;
-}
-
-// How many iterations of request_work take `work_us` of CPU on this machine with nothing
-// else running: the median of several timed batches, measured before any run starts.
-int64_t calibrate_iterations(const std::vector<uint32_t>& table, int work_us) {
-  constexpr int64_t kBatch = 1 << 20;
-  std::vector<double> per_us;
-  uint32_t at = 0;
-  for (int i = 0; i < 9; ++i) {
-    const double start = thread_cpu_us();
-    at = request_work(table, at, kBatch);
-    per_us.push_back(static_cast<double>(kBatch) / std::max(1.0, thread_cpu_us() - start));
-  }
-  g_sink = at;
-  return std::max<int64_t>(1, std::llround(median(per_us) * work_us));
-}
-
-// The service: a fixed amount of work per request (see request_work), a thread per
-// connection.
-[[noreturn]] void serve(int listener, const std::vector<uint32_t>& table, int64_t iterations) {
-  for (;;) {
-    int conn = ::accept(listener, nullptr, nullptr);
-    if (conn < 0) continue;
-    std::thread([conn, iterations, &table] {
-      std::string buf;
-      char chunk[4096];
-      // Each connection's chase starts at its own place in the cycle.
-      auto at = static_cast<uint32_t>((static_cast<size_t>(conn) * 7919U) % table.size());
-      for (;;) {
-        ssize_t n = ::read(conn, chunk, sizeof chunk);
-        if (n <= 0) break;
-        buf.append(chunk, static_cast<size_t>(n));
-        size_t end;
-        while ((end = buf.find("\r\n\r\n")) != std::string::npos) {
-          buf.erase(0, end + 4);
-          at = request_work(table, at, iterations);
-          g_sink = at;
-          if (::write(conn, kResponse, sizeof kResponse - 1) < 0) break;
-        }
-      }
-      ::close(conn);
-    }).detach();
-  }
-}
 
 // A forked child killed and reaped when the run ends, also when it ends by an exception.
 struct ChildProcess {
@@ -167,87 +97,29 @@ struct ChildProcess {
   }
 };
 
-struct Load {
-  std::vector<double> latencies_ms;
-  int64_t served = 0;
-  int64_t failed = 0;
-};
-
-// Open loop: each connection sends on its own fixed schedule, latency from the schedule.
-// `steps`: the rate alternates every 2 s between a quarter of `rate` and `rate` (load steps).
-// Throws std::runtime_error when the load generator cannot run as asked.
-Load generate(uint16_t port, double rate, std::chrono::milliseconds duration, bool steps) {
-  std::vector<Load> per(kConnections);
-  std::vector<std::thread> threads;
-  threads.reserve(kConnections);
-  std::atomic<bool> no_fifo{false};
-  auto t0 = Clock::now() + 50ms;
-  auto period_at = [rate, steps](double offset_s) {
-    bool low = steps && static_cast<int64_t>(offset_s / 2.0) % 2 == 0;
-    return kConnections / (low ? rate / 4 : rate);
-  };
-  for (int c = 0; c < kConnections; ++c) {
-    threads.emplace_back([&, c] {
-      Load& out = per[c];
-      sched_param fifo{};
-      fifo.sched_priority = 1;
-      if (g_client_fifo && ::sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
-        no_fifo = true;
-        return;
-      }
-      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      sockaddr_in addr{};
-      addr.sin_family = AF_INET;
-      addr.sin_port = htons(port);
-      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        out.failed = 1;
-        ::close(fd);
-        return;
-      }
-      const std::string req = "GET / HTTP/1.1\r\nHost: ls\r\n\r\n";
-      const size_t want = sizeof kResponse - 1;
-      char buf[256];
-      double offset_s = period_at(0) * c / kConnections;
-      for (;; offset_s += period_at(offset_s)) {
-        auto at = t0 + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(offset_s));
-        if (at >= t0 + duration || g_interrupted) break;
-        std::this_thread::sleep_until(at);
-        if (::write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) break;
-        size_t got = 0;
-        while (got < want) {
-          ssize_t n = ::read(fd, buf, std::min(sizeof buf, want - got));
-          if (n <= 0) break;
-          got += static_cast<size_t>(n);
-        }
-        if (got < want) {
-          ++out.failed;
-          break;
-        }
-        ++out.served;
-        out.latencies_ms.push_back(
-            std::chrono::duration<double, std::milli>(Clock::now() - at).count());
-      }
-      ::close(fd);
-    });
+// The load: the frontier benchmark's open-loop generator (bench/frontier/load.h) speaking
+// HTTP/1.1 keep-alive to the service, which answers every request alike, whatever its path.
+gleaner::bench::frontier::LoadResult generate(uint16_t port, double rate,
+                                              std::chrono::milliseconds duration, bool steps) {
+  static const auto http = gleaner::bench::frontier::http_protocol();
+  gleaner::bench::frontier::LoadOptions options;
+  options.rate = rate;
+  options.duration = duration;
+  options.connections = kConnections;
+  options.fifo = g_client_fifo;
+  options.steps = steps;
+  options.stop = &g_interrupted;
+  try {
+    return gleaner::bench::frontier::generate(*http, port, options);
+  } catch (const std::runtime_error& e) {
+    // The advice fits this benchmark's flag.
+    if (std::string(e.what()).starts_with("SCHED_FIFO")) {
+      throw std::runtime_error(
+          "SCHED_FIFO for the load generator refused (needs root or CAP_SYS_NICE; or use "
+          "--client normal)");
+    }
+    throw;
   }
-  for (auto& t : threads)
-    t.join();
-  if (no_fifo) {
-    throw std::runtime_error(
-        "SCHED_FIFO for the load generator refused (needs root or CAP_SYS_NICE; or use "
-        "--client normal)");
-  }
-  Load all;
-  for (auto& l : per) {
-    all.latencies_ms.insert(all.latencies_ms.end(), l.latencies_ms.begin(), l.latencies_ms.end());
-    all.served += l.served;
-    all.failed += l.failed;
-  }
-  return all;
 }
 
 struct CpuTimes {
@@ -369,7 +241,7 @@ Run run_once(char config, double rate, const Service& service, std::chrono::mill
   double ls0 = cpu_seconds(fs, ls_pod);
   const double throttled0 = throttled_periods(fs, be_qos);
   auto wall0 = Clock::now();
-  Load load = generate(ntohs(addr.sin_port), rate, duration, steps);
+  gleaner::bench::frontier::LoadResult load = generate(ntohs(addr.sin_port), rate, duration, steps);
   double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
   const CpuTimes stat1 = proc_stat_cpu();
   run.be_cpu_s = cpu_seconds(fs, be_qos) - be0;
@@ -383,7 +255,7 @@ Run run_once(char config, double rate, const Service& service, std::chrono::mill
   run.p50 = percentile(load.latencies_ms, 0.5);
   run.p99 = percentile(load.latencies_ms, 0.99);
   run.p999 = percentile(load.latencies_ms, 0.999);
-  run.served = static_cast<double>(load.served);
+  run.served = static_cast<double>(load.sent - load.failed);
   if (load.failed > 0)
     std::fprintf(stderr, "ls_bench: %lld requests failed\n", static_cast<long long>(load.failed));
 
@@ -560,8 +432,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   (void)gleaner::init_logging("warn");
-  std::signal(SIGINT, [](int) { g_interrupted = 1; });
-  std::signal(SIGTERM, [](int) { g_interrupted = 1; });
+  std::signal(SIGINT, [](int) { g_interrupted = true; });
+  std::signal(SIGTERM, [](int) { g_interrupted = true; });
   std::signal(SIGPIPE, SIG_IGN);
   if (service.iterations == 0) {
     service.iterations = calibrate_iterations(service.table, service.work_us);

@@ -18,6 +18,24 @@ namespace {
 // A failed mirror or delete is tried again this much later (a newer one replaces it).
 constexpr auto kAppRetry = std::chrono::seconds(5);
 
+// The multi-cluster step an action is, as gleaner_scheduler_fleet_retries_total names it.
+const char* fleet_step(server::ActionKind kind) {
+  switch (kind) {
+    case server::ActionKind::kPlaceApp:
+      return "place";
+    case server::ActionKind::kCreateApp:
+      return "create";
+    case server::ActionKind::kMirrorAppState:
+      return "mirror";
+    case server::ActionKind::kDeleteCopy:
+      return "delete";
+    case server::ActionKind::kUnplaceApp:
+      return "unplace";
+    default:
+      return nullptr;
+  }
+}
+
 std::string uid_of(const Json& obj) {
   const Json* uid = find_path(obj, "metadata/uid");
   return uid != nullptr && uid->is_string() ? uid->get<std::string>() : "";
@@ -251,25 +269,7 @@ void ClusterLink::delete_copy(const server::Action& a) {
 }
 
 void ClusterLink::defer(const server::Action& a, const std::string& why) {
-  switch (a.kind) {
-    case server::ActionKind::kPlaceApp:
-      metrics_.fleet_retry("place");
-      break;
-    case server::ActionKind::kCreateApp:
-      metrics_.fleet_retry("create");
-      break;
-    case server::ActionKind::kMirrorAppState:
-      metrics_.fleet_retry("mirror");
-      break;
-    case server::ActionKind::kDeleteCopy:
-      metrics_.fleet_retry("delete");
-      break;
-    case server::ActionKind::kUnplaceApp:
-      metrics_.fleet_retry("unplace");
-      break;
-    default:
-      break;
-  }
+  if (const char* step = fleet_step(a.kind)) metrics_.fleet_retry(step);
   const std::string key = deferral_key(a);
   const bool first = retry_warned_.insert(key).second;  // worker thread only
   if (first) {
