@@ -1,9 +1,11 @@
 #include "scheduler/kube/elastic_quota_tree.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <set>
 
+#include "common/strings.h"
 #include "kube/objects.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -95,6 +97,37 @@ struct Walk {
   }
 };
 
+// The annotation's "queue=policy" entries onto the queues they name.
+Status read_queueing(const Json& object, Walk& w) {
+  // Not find_path: the annotation key contains a '/'.
+  const Json* annotations = find_path(object, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return ok_status();
+  auto it = annotations->find(kQueueingAnnotation);
+  if (it == annotations->end() || !it->is_string()) return ok_status();
+  const std::string at = std::string("metadata.annotations[") + kQueueingAnnotation + "]";
+  std::string_view rest = it->get_ref<const std::string&>();
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view entry = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (entry.empty()) continue;
+    const size_t eq = entry.find('=');
+    const std::string queue(trim(entry.substr(0, eq)));
+    const std::string policy(eq == std::string_view::npos ? "" : trim(entry.substr(eq + 1)));
+    if (policy != "blocking" && policy != "nonblocking") {
+      return w.error(
+          at, "\"" + std::string(entry) + "\": expected QUEUE=blocking or QUEUE=nonblocking");
+    }
+    auto q = std::find_if(w.out.queues.begin(), w.out.queues.end(),
+                          [&](const QueueSpec& s) { return s.name == queue; });
+    if (q == w.out.queues.end()) {
+      return w.error(at, "no queue " + queue + " below the root (the whole tree follows --policy)");
+    }
+    q->queueing = policy == "blocking" ? QueueingPolicy::kBlocking : QueueingPolicy::kNonBlocking;
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<QuotaConfig> parse_elastic_quota_tree(const Json& object) {
@@ -113,6 +146,7 @@ Result<QuotaConfig> parse_elastic_quota_tree(const Json& object) {
       return w.error(q.name, "the name root is reserved");
     if (q.parent == root_name) q.parent = "root";
   }
+  if (Status s = read_queueing(object, w); !s) return s.error();
   if (auto built = QuotaTree::build(w.out.queues, w.out.root_max); !built)
     return w.error("spec.root", built.error().message);
   return std::move(w.out);

@@ -7,6 +7,11 @@
 // kubernetes.io/batch-cpu (millicores) and kubernetes.io/batch-memory (bytes); a
 // resource a node omits from max is unlimited, from min is 0. Other resources are named
 // in `warnings` and ignored.
+//
+// The tree's schema has no place for a queue's queueing policy (a structural CRD schema
+// would prune an unknown field), so it is an annotation on the object:
+//   gleaner.io/queueing: "team-a=blocking, team-b=nonblocking"
+// naming queues of the tree; the others follow the scheduler-wide --policy.
 
 #include <map>
 #include <optional>
@@ -16,6 +21,10 @@
 #include "common/json_util.h"
 #include "common/result.h"
 #include "scheduler/core/quota_tree.h"
+
+namespace gleaner::scheduler::kube_glue {
+inline constexpr const char* kQueueingAnnotation = "gleaner.io/queueing";
+}  // namespace gleaner::scheduler::kube_glue
 
 namespace gleaner::scheduler::kube_glue {
 

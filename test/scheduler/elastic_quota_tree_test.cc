@@ -43,6 +43,51 @@ TEST(ElasticQuotaTree, AckTreeBecomesQueuesWithNamespacesOnLeaves) {
   EXPECT_NE(c->warnings[0].find("example.com/fpga"), std::string::npos);
 }
 
+TEST(ElasticQuotaTree, AnAnnotationSetsQueuesBlockingOrNonBlocking) {
+  Json t = tree(R"({"name": "root", "children": [{"name": "team-a"}, {"name": "team-b"},
+                                                  {"name": "team-c"}]})");
+  t["metadata"]["annotations"] = {
+      {"gleaner.io/queueing", " team-a=blocking,team-b = nonblocking ,"}};
+  auto c = kube_glue::parse_elastic_quota_tree(t);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->queues.size(), 3u);
+  EXPECT_EQ(c->queues[0].queueing, QueueingPolicy::kBlocking);
+  EXPECT_EQ(c->queues[1].queueing, QueueingPolicy::kNonBlocking);
+  EXPECT_FALSE(c->queues[2].queueing.has_value()) << "unnamed: the scheduler-wide policy";
+  // The core holds a blocking queue's later jobs behind one that does not fit.
+  auto quotas = QuotaTree::build(c->queues, c->root_max);
+  ASSERT_TRUE(quotas.ok());
+  Scheduler s(SchedulerPolicy{}, *quotas, ClusterState());
+  (void)*s.clusters().upsert_node(NodeInfo{"n1", "c1", {}, Resources{4000, 16 * kGi}}, 0);
+  auto job = [&](const std::string& name, const std::string& queue, int64_t cpu, int64_t at) {
+    JobSpec spec;
+    spec.name = name;
+    spec.queue = queue;
+    spec.submit_time = at;
+    spec.driver = Resources{cpu, kGi};
+    return *s.submit(spec);
+  };
+  const JobId filler = job("filler", "team-c", 2000, 0);  // leaves 2 cores
+  (void)s.schedule(0);
+  ASSERT_EQ(s.job(filler).phase, JobPhase::kAdmitted);
+  const JobId big_a = job("big-a", "team-a", 3000, 1);
+  (void)s.schedule(1);
+  ASSERT_EQ(s.job(big_a).phase, JobPhase::kPending);
+  const JobId small_a = job("small-a", "team-a", 500, 2);
+  const JobId small_b = job("small-b", "team-b", 500, 2);
+  (void)s.schedule(2);
+  EXPECT_EQ(s.job(small_a).phase, JobPhase::kPending) << "behind big-a in a blocking queue";
+  EXPECT_EQ(s.job(small_b).phase, JobPhase::kAdmitted);
+
+  for (const char* bad : {"team-a=fifo", "nobody=blocking", "team-a"}) {
+    t["metadata"]["annotations"]["gleaner.io/queueing"] = bad;
+    auto r = kube_glue::parse_elastic_quota_tree(t);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("gleaner.io/queueing"), std::string::npos)
+        << r.error().message;
+  }
+}
+
 TEST(ElasticQuotaTree, BadTreesAreNamedByObjectAndNode) {
   struct Case {
     const char* root;
