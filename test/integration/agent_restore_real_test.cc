@@ -142,7 +142,7 @@ TEST_F(AgentRestoreReal, SuppressionLandsUnderABatchLimitedPodAndSigtermRestores
       << "BE quota " << be_quota() << ", container quota " << container_quota();
   EXPECT_TRUE(path_exists(state_ / "originals.json"));
 
-  // LS load arrives (both CPUs): the time until a lower BE quota has landed, and then
+  // LS load arrives (both CPUs): the time until BE's quota is down by a quarter, and then
   // until it has come down by half (usage rules see LS's use grow as BE gives way). Five
   // trials and the best one asserted: one slow trial on a busy host says nothing of the
   // agent, the best of five does.
@@ -167,7 +167,10 @@ TEST_F(AgentRestoreReal, SuppressionLandsUnderABatchLimitedPodAndSigtermRestores
     std::vector<pid_t> ls = {node_->scratch().spawn_busy(node_->ls_pod()),
                              node_->scratch().spawn_busy(node_->ls_pod())};
     const auto started = std::chrono::steady_clock::now();
-    const bool landed = eventually([&] { return be_quota() > 0 && be_quota() < before; }, 2s);
+    // Landed: down by a quarter at least, more than the usage rules move it with LS idle
+    // (a quota found a little lower at the first poll is not a reaction).
+    const bool landed =
+        eventually([&] { return be_quota() > 0 && be_quota() <= before * 3 / 4; }, 2s);
     reactions.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - started));
     EXPECT_TRUE(landed) << "trial " << trial << ": BE quota " << be_quota() << " from " << before;
@@ -183,7 +186,7 @@ TEST_F(AgentRestoreReal, SuppressionLandsUnderABatchLimitedPodAndSigtermRestores
     std::string all;
     for (auto r : reactions)
       all += std::to_string(r.count() / 1000) + " ms ";
-    std::cout << "[ reaction ] a lower BE quota landed after " << all << "\n";
+    std::cout << "[ reaction ] BE quota down by a quarter after " << all << "\n";
     // Timing only where it is measured on the host, never under emulation.
     if (std::getenv("GLEANER_IN_VM") == nullptr) {
       EXPECT_LE(best, 100ms) << all;
