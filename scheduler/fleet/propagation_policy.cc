@@ -165,7 +165,10 @@ Result<MemberCluster> parse_member_cluster(const Json& object) {
       labels != nullptr && !labels->is_null()) {
     if (!labels->is_object()) return invalid(where + ": metadata.labels", "expected an object");
     for (const auto& [k, v] : labels->items()) {
-      if (!v.is_string()) return invalid(where + ": metadata.labels." + k, "expected a string");
+      if (!v.is_string()) {
+        return invalid(std::string(where).append(": metadata.labels.").append(k),
+                       "expected a string");
+      }
       out.labels.emplace(k, v.get<std::string>());
     }
   }

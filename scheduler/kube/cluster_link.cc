@@ -111,25 +111,28 @@ void ClusterLink::start() {
     propagation_policies_->start();
     cluster_propagation_policies_->start();
     if (!propagation_policies_->wait_for_sync(std::chrono::seconds(10)) ||
-        !cluster_propagation_policies_->wait_for_sync(std::chrono::seconds(10)))
+        !cluster_propagation_policies_->wait_for_sync(std::chrono::seconds(10))) {
       spdlog::warn("hub {}: propagation policies of {} not listed within 10 s", options_.name,
                    options_.policy_group);
+    }
     if (member_clusters_) {
       member_clusters_->start();
-      if (!member_clusters_->wait_for_sync(std::chrono::seconds(10)))
+      if (!member_clusters_->wait_for_sync(std::chrono::seconds(10))) {
         spdlog::warn(
             "hub {}: Karmada Cluster objects not listed within 10 s; members have no "
             "labels or taints until they are (--hub-cluster-objects=false if the hub "
             "has none)",
             options_.name);
+      }
     }
   }
   nodes_->start();
   // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
   // nodes are known would ignore its selector and kubelet's regular allocatable.
-  if (!nodes_->wait_for_sync(std::chrono::seconds(10)))
+  if (!nodes_->wait_for_sync(std::chrono::seconds(10))) {
     spdlog::warn("cluster {}: Nodes not listed within 10 s; starting the pod watch anyway",
                  options_.name);
+  }
   apps_->start();
   pods_->start();
   thread_ = std::jthread([this](const std::stop_token& st) { run(st); });
