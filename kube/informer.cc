@@ -66,6 +66,17 @@ void Informer::sleep(std::stop_token& stop, std::chrono::milliseconds d) {
   cv_.wait_for(lock, stop, d, [] { return false; });
 }
 
+void Informer::warn_failure(const std::string& message) {
+  if (message == last_warned_) {
+    spdlog::debug("informer {}: {}", options_.path, message);
+    return;
+  }
+  ++stats_.warnings;
+  last_warned_ = message;
+  spdlog::warn("informer {}: {} (said once until it changes or works again)", options_.path,
+               message);
+}
+
 bool Informer::relist() {
   auto page = client_.list_all(options_.path, {options_.label_selector, options_.field_selector,
                                                options_.page_size, "", ""});
@@ -73,8 +84,12 @@ bool Informer::relist() {
   ++stats_.lists;
   if (!page) {
     ++stats_.errors;
-    spdlog::warn("informer {}: list failed: {}", options_.path, page.error().describe());
+    warn_failure("list failed: " + page.error().describe());
     return false;
+  }
+  if (!last_warned_.empty()) {
+    spdlog::info("informer {}: listed again", options_.path);
+    last_warned_.clear();
   }
   // Reconcile: what the list has is added or updated, what it lacks was deleted meanwhile.
   std::map<std::string, Json> fresh;
@@ -157,7 +172,7 @@ Informer::WatchEnd Informer::watch_once(std::stop_token& stop, bool& got_events)
       ++stats_.errors;
       const bool gone = stream.error().message.find(": 410 ") != std::string::npos;
       if (gone) ++stats_.expired;
-      spdlog::warn("informer {}: {}", options_.path, stream.error().describe());
+      warn_failure(stream.error().describe());
       return gone ? WatchEnd::kRelist : WatchEnd::kBackoff;
     }
     current_ = stream->get();

@@ -46,6 +46,9 @@ struct InformerStats {
   int expired = 0;  // 410 Gone answers (relists forced by the server)
   int broken_streams = 0;
   int errors = 0;
+  // Failures logged as warnings: a list or watch that fails again the same way (a resource
+  // the server does not serve, an API server away) is logged once until it works again.
+  int warnings = 0;
 };
 
 class Informer {
@@ -76,6 +79,9 @@ class Informer {
   void apply(const WatchEvent& event);
   void maybe_resync();
   void sleep(std::stop_token& stop, std::chrono::milliseconds d);
+  // Under mu_: a failure's message, as a warning unless it repeats the last one warned
+  // (then at debug level).
+  void warn_failure(const std::string& message);
 
   KubeClient& client_;
   InformerOptions options_;
@@ -85,6 +91,7 @@ class Informer {
   std::map<std::string, Json> cache_;
   std::string rv_;
   InformerStats stats_;
+  std::string last_warned_;  // the failure last warned about, "" once a list works again
   std::atomic<bool> synced_{false};
   std::chrono::steady_clock::time_point last_resync_;
   WatchStream* current_ = nullptr;  // guarded by mu_, for interrupting on stop

@@ -173,7 +173,22 @@ TEST_F(InformerTest, BacksOffWhileTheServerFailsThenRecovers) {
   inf.start();
   ASSERT_TRUE(inf.wait_for_sync(std::chrono::seconds(10)));
   EXPECT_EQ(inf.stats().errors, 3);
+  EXPECT_EQ(inf.stats().warnings, 1) << "the same refusal three times";
   EXPECT_TRUE(rec.saw("add a"));
+}
+
+TEST_F(InformerTest, AResourceTheServerDoesNotServeIsWarnedAboutOnce) {
+  // A CRD not installed (Karmada's Cluster objects on a hub without Karmada): every list
+  // fails the same way, backing off; one warning, not one per attempt.
+  Recorder rec;
+  InformerOptions opts;
+  opts.path = "/apis/example.com/v1/widgets";
+  opts.backoff = {std::chrono::milliseconds(5), std::chrono::milliseconds(10), 2.0, 0.2};
+  Informer inf(*client_, opts, rec.handlers());
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.stats().errors >= 5; }));
+  EXPECT_EQ(inf.stats().warnings, 1);
+  EXPECT_FALSE(inf.has_synced());
 }
 
 TEST_F(InformerTest, StopInterruptsABlockedWatch) {
