@@ -76,7 +76,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kubeapi  # noqa: E402
 from kubelet import GarbageCollector, Kubelet  # noqa: E402
-from sparkdriver import SparkRuntime  # noqa: E402
+from sparkruntime import SparkRuntime  # noqa: E402
 from sparkoperator import Operator  # noqa: E402
 
 

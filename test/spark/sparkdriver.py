@@ -4,16 +4,14 @@ ExecutorAllocationManager do to executor pods, with the job itself replaced by t
 test-only script in the SparkApplication's spark-emulator.gleaner.io/ annotations."""
 
 import copy
-import threading
 import time
-import zlib
 
 from kubernetes.client.rest import ApiException
 
 import kubeapi
 import sparkpods
 from kubeapi import Actor, log
-from sparkoperator import SCRIPT, Submission, fabric8_retry
+from sparkoperator import SCRIPT, fabric8_retry
 from sparkpods import conf_bool, conf_int, time_as_seconds
 
 EXIT_MAX_EXECUTOR_FAILURES = 11  # SparkExitCode.EXIT_MAX_EXECUTOR_FAILURES
@@ -47,102 +45,6 @@ class Script:
             if at <= t:
                 current = n
         return current
-
-
-class SparkRuntime:
-    """Starts a driver actor when a driver pod it submitted starts running, routes
-    executor pod events to their driver, and stops drivers whose pod ended or went."""
-
-    def __init__(self, api, cache, kubelet, namespace=None):
-        self.api, self.cache, self.kubelet, self.namespace = api, cache, kubelet, namespace
-        self.lock = threading.Lock()
-        self.submissions = {}  # (ns, driver pod name, submission id) -> Submission
-        self.drivers = {}  # driver pod uid -> SparkDriver
-        self.by_app_id = {}  # spark-app-selector -> SparkDriver
-        cache.subscribe(self.on_cache_event)
-
-    def rng_for(self, app, attempt):
-        seed = (app["metadata"].get("annotations") or {}).get(SCRIPT + "seed")
-        if seed is None:
-            return sparkpods.Rng()
-        key = "%s/%s/%s/%d" % (app["metadata"].get("namespace"), app["metadata"]["name"],
-                               seed, attempt)
-        return sparkpods.Rng(zlib.crc32(key.encode()))
-
-    def register(self, submission, pod_name):
-        with self.lock:
-            self.submissions[(submission.ns, pod_name, submission.submission_id)] = submission
-
-    def unregister(self, submission, pod_name):
-        with self.lock:
-            self.submissions.pop((submission.ns, pod_name, submission.submission_id), None)
-
-    def on_cache_event(self, kind, etype, pod, old):
-        if kind != "pods":
-            return
-        meta, labels = pod["metadata"], kubeapi.labels_of(pod)
-        if self.namespace is not None and meta.get("namespace") != self.namespace:
-            return
-        role = labels.get(sparkpods.ROLE)
-        if role == "executor":
-            with self.lock:
-                driver = self.by_app_id.get(labels.get(sparkpods.APP_SELECTOR))
-            if driver is not None:
-                driver.post(driver.on_executor_event, etype, pod)
-            return
-        if role != "driver":
-            return
-        uid = meta.get("uid")
-        with self.lock:
-            driver = self.drivers.get(uid)
-        if driver is not None:
-            if etype == "DELETED" or (pod.get("status") or {}).get("phase") in \
-                    ("Succeeded", "Failed"):
-                driver.post(driver.jvm_gone)
-            return
-        status = pod.get("status") or {}
-        if etype == "DELETED":  # it never ran: nothing will start from that submission
-            with self.lock:
-                self.submissions.pop((meta.get("namespace"), meta.get("name"),
-                                      labels.get(sparkpods.OP_SUBMISSION)), None)
-            return
-        if status.get("phase") != "Running" or meta.get("deletionTimestamp"):
-            return
-        if any((c.get("state") or {}).get("terminated")
-               for c in status.get("containerStatuses") or []):
-            return
-        submission = self.find_submission(pod)
-        if submission is None:
-            return
-        driver = SparkDriver(self, submission, pod)
-        with self.lock:
-            self.drivers[uid] = driver
-            self.by_app_id[submission.app_id] = driver
-        driver.start()
-        driver.post(driver.begin)
-
-    def find_submission(self, pod):
-        meta, labels = pod["metadata"], kubeapi.labels_of(pod)
-        key = (meta["namespace"], meta["name"], labels.get(sparkpods.OP_SUBMISSION))
-        with self.lock:
-            submission = self.submissions.pop(key, None)
-        if submission is not None:
-            return submission
-        # A driver submitted before this emulator started: rebuild what spark-submit
-        # handed it from the SparkApplication, if that still names this submission.
-        app = self.cache.get("sparkapplications", (meta["namespace"],
-                                                   labels.get(sparkpods.OP_APP_NAME)))
-        if app is None or (app.get("status") or {}).get("submissionID") != key[2]:
-            return None
-        conf = sparkpods.submission_conf(app, key[2])
-        return Submission(app, key[2], conf, sparkpods.operator_templates(app),
-                          labels.get(sparkpods.APP_SELECTOR), sparkpods.Rng())
-
-    def forget(self, driver):
-        with self.lock:
-            self.drivers.pop(driver.driver_uid, None)
-            if self.by_app_id.get(driver.app_id) is driver:
-                del self.by_app_id[driver.app_id]
 
 
 class SparkDriver(Actor):
