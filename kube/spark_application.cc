@@ -134,9 +134,10 @@ Result<DynamicAllocation> parse_dynamic_allocation(const Json& spec,
           std::pair{"maxExecutors", &d.max_executors}}) {
       const Json* v = find_path(*da, key);
       if (v == nullptr || v->is_null()) continue;
-      if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 100000)
+      if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > 100000) {
         return fail(std::string("spec.dynamicAllocation.") + key +
                     " must be a non-negative integer");
+      }
       *out = v->get<int32_t>();
     }
   }

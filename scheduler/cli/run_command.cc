@@ -340,9 +340,10 @@ int run(const RunOptions& o) {
     link->stop();
   (*live)->set_sinks(nullptr, nullptr);
   if (elector) elector->stop();
-  if (exit_status != 0)
+  if (exit_status != 0) {
     std::cerr << "gleaner-scheduler run: lost the leader Lease; exiting (a restart makes this "
                  "replica a candidate again)\n";
+  }
   return exit_status;
 }
 

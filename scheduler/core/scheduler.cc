@@ -61,9 +61,10 @@ std::vector<RoleSpec> roles_of(const JobSpec& spec) {
   std::vector<RoleSpec> roles;
   if (spec.roles.empty()) {
     roles.push_back(RoleSpec{"driver", spec.driver, 1, spec.driver_regular, std::nullopt});
-    if (spec.executors > 0)
+    if (spec.executors > 0) {
       roles.push_back(
           RoleSpec{"executor", spec.executor, spec.executors, spec.executor_regular, std::nullopt});
+    }
     return roles;
   }
   for (const RoleSpec& r : spec.roles) {

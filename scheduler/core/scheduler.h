@@ -138,9 +138,9 @@ class Scheduler {
 
   PendingKey pending_key(const Job& j) const;
   // What placement depends on: per role (batch cpu, memory, GPUs, replicas, regular cpu,
-  // memory) and selector, the job's selector, preferred and allowed clusters.
+  // memory, GPUs) and selector, the job's selector, preferred and allowed clusters.
   struct ShapeKey {
-    std::vector<std::tuple<int64_t, int64_t, int64_t, int, int64_t, int64_t>> roles;
+    std::vector<std::tuple<int64_t, int64_t, int64_t, int, int64_t, int64_t, int64_t>> roles;
     std::vector<std::optional<NodeSelector>> selectors;  // absent: the job's own
     NodeSelector node_selector;
     std::string preferred_cluster;

@@ -55,8 +55,8 @@ Scheduler::ShapeKey Scheduler::shape_of(const Job& j) {
   ShapeKey key;
   key.roles.reserve(j.roles.size());
   for (const RoleSpec& r : j.roles) {
-    key.roles.push_back({r.batch.cpu_milli, r.batch.memory_bytes, r.batch.gpus, r.replicas,
-                         r.regular.cpu_milli, r.regular.memory_bytes});
+    key.roles.emplace_back(r.batch.cpu_milli, r.batch.memory_bytes, r.batch.gpus, r.replicas,
+                           r.regular.cpu_milli, r.regular.memory_bytes, r.regular.gpus);
     key.selectors.push_back(r.selector);
   }
   key.node_selector = j.spec.node_selector;

@@ -154,6 +154,26 @@ TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
   EXPECT_EQ(f.s.job(nowhere).reason, "its placement allows none of the known clusters");
 }
 
+TEST(SchedulerRoles, AJobAskingForGpusDoesNotHoldBackTheSameShapeWithout) {
+  Fixture f;
+  const NodeId n = f.node("a-1", "a", cores(8));
+  f.s.clusters().set_regular_outside(n, Resources{8000, 8 * kGi, 0});  // no GPU on the node
+  JobSpec gpu;
+  gpu.name = "gpu";
+  gpu.driver = cores(1);
+  gpu.driver_regular = Resources{0, 0, 1};
+  gpu.submit_time = 0;
+  JobSpec plain = gpu;
+  plain.name = "plain";
+  plain.driver_regular = {};
+  plain.submit_time = 1;
+  const JobId g = *f.s.submit(gpu);
+  const JobId p = *f.s.submit(plain);
+  f.s.schedule(2);
+  EXPECT_EQ(f.s.job(g).phase, JobPhase::kPending);
+  EXPECT_EQ(f.s.job(p).phase, JobPhase::kAdmitted) << "a different shape: its GPUs differ";
+}
+
 TEST(SchedulerRoles, AWaitingJobGoesByTheClustersAllowedNow) {
   Fixture f;
   f.node("a-1", "a", cores(32));
