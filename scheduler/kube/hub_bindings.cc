@@ -60,10 +60,15 @@ Status ClusterLink::write_binding(const std::string& ns, const std::string& name
   const std::string path = bindings_path(ns) + "/" + binding->name;
   auto r = client_.patch(path, fleet::schedule_patch(*binding, target), kube::PatchType::kMerge);
   if (!r) return r.error();
-  // The condition `kubectl get resourcebinding` shows; Karmada acts on spec.clusters alone.
+  // The condition `kubectl get resourcebinding` shows, and the generation the schedule
+  // answers: the one our own write made (Karmada's controllers take a binding whose
+  // schedulerObservedGeneration lags its generation as not scheduled yet).
+  fleet::ResourceBinding written = *binding;
+  if (const Json* g = find_path(*r, "metadata/generation"); g != nullptr && g->is_number_integer())
+    written.generation = g->get<int64_t>();
   auto s = client_.patch(
       path + "/status",
-      fleet::scheduled_status_patch(*binding, target, kube::rfc3339(clock_.wall_now())),
+      fleet::scheduled_status_patch(written, target, kube::rfc3339(clock_.wall_now())),
       kube::PatchType::kMerge);
   if (!s) {
     spdlog::debug("hub {}: status of ResourceBinding {}/{}: {}", options_.name, ns, binding->name,

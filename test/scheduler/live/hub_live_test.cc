@@ -313,9 +313,11 @@ TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMem
   EXPECT_TRUE(until([&] {
     const Json binding = member("hub").get(kBindings + "/pi-sparkapplication");
     const Json* conditions = find_path(binding, "status/conditions");
+    const Json* observed = find_path(binding, "status/schedulerObservedGeneration");
     return conditions != nullptr && conditions->is_array() && conditions->size() == 1 &&
            (*conditions)[0].value("type", "") == "Scheduled" &&
-           (*conditions)[0].value("status", "") == "True";
+           (*conditions)[0].value("status", "") == "True" && observed != nullptr &&
+           *observed == binding["metadata"]["generation"];
   }));
   const Json hub_obj = app("hub", "pi");
   EXPECT_EQ(annotation(hub_obj, "gleaner.io/placement"), "a");
