@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/job_kinds.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -44,7 +45,7 @@ std::string uid_of(const Json& obj) {
 }  // namespace
 
 void ClusterLink::place_app(const server::Action& a) {
-  if (options_.hub && by_karmada(a.ns, a.name)) {
+  if (options_.hub && by_karmada(a.app_kind, a.ns, a.name)) {
     place_by_binding(a);
     return;
   }
@@ -54,38 +55,41 @@ void ClusterLink::place_app(const server::Action& a) {
   // loop sends this again until the placement is complete, so every step is idempotent.
   {
     std::lock_guard lock(mu_);
-    forwarded_.insert(a.ns + "/" + a.name);
+    forwarded_.insert(a.ns + "/" + server::gang_name(a.app_kind, a.name));
   }
-  const auto before = apps_->get(a.ns + "/" + a.name);
+  const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
       before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
   Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
   if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
-  auto r =
-      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
-    spdlog::warn("cluster {}: record placement of SparkApplication {}/{}: {}", options_.name, a.ns,
+    spdlog::warn("cluster {}: record placement of {} {}/{}: {}", options_.name, a.app_kind, a.ns,
                  a.name, r.error().message);
     // Gone: its job gives the room back. Otherwise the live loop sends this again.
-    if (r.error().code == ErrorCode::kNotFound) live_.forget_app(options_.name, a.ns, a.name);
+    if (r.error().code == ErrorCode::kNotFound)
+      live_.forget_app(options_.name, a.ns, a.name, a.app_kind);
     return;
   }
   const bool here = a.target == options_.name;
-  if (here) live_.app_recorded(options_.name, a.ns, a.name);
+  if (here) live_.app_recorded(options_.name, a.ns, a.name, a.app_kind);
   if (!here) forward_copy(*r, a.target);
   if (recorded_before) return;  // the Event was written the first time
-  app_event(a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
+  app_event(a.app_kind, a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
             a.message + (here           ? "; released here"
                          : options_.hub ? "; a copy runs there"
                                         : "; this copy stays suspended"));
 }
 
-void ClusterLink::app_event(const std::string& ns, const std::string& name, const std::string& uid,
-                            const std::string& reason, const std::string& message) {
+void ClusterLink::app_event(const std::string& kind, const std::string& ns, const std::string& name,
+                            const std::string& uid, const std::string& reason,
+                            const std::string& message, bool warning) {
   server::Action note{server::ActionKind::kEvent, options_.name, ns, name, uid};
-  note.object_kind = "SparkApplication";
+  note.object_kind = kind;
+  note.app_kind = kind;
   note.reason = reason;
   note.message = message;
+  note.warning = warning;
   perform(note);
 }
 
@@ -100,17 +104,19 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
   annotations[server::kPlacementAnnotation] = target;
   annotations[server::kOriginAnnotation] = options_.name;
   annotations[server::kOriginUidAnnotation] = uid_of(origin);
-  Json copy{{"apiVersion", kube::kSparkApiVersion},
-            {"kind", "SparkApplication"},
+  const std::string kind = origin.value("kind", server::kSparkKind);
+  Json copy{{"apiVersion", app_api_version(kind)},
+            {"kind", kind},
             {"metadata",
              {{"name", meta.value("name", "")},
               {"namespace", meta.value("namespace", "")},
               {"labels", meta.value("labels", Json::object())},
               {"annotations", annotations}}},
             {"spec", origin.value("spec", Json::object())}};
-  copy["spec"]["suspend"] = false;
+  if (kind == server::kSparkKind) copy["spec"]["suspend"] = false;
   server::Action create{server::ActionKind::kCreateApp, target, meta.value("namespace", ""),
                         meta.value("name", "")};
+  create.app_kind = kind;
   create.object = std::move(copy);
   if (forward_) forward_(std::move(create));
 }
@@ -126,43 +132,41 @@ bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
 void ClusterLink::create_app(const server::Action& a) {
   const std::string origin = annotation_of(a.object, server::kOriginAnnotation);
   const std::string origin_uid = annotation_of(a.object, server::kOriginUidAnnotation);
-  auto r = client_.create(kube::spark_applications_path(a.ns), a.object);
+  const std::string what =
+      "create " + a.app_kind + " " + a.ns + "/" + a.name + " (from cluster " + origin + "): ";
+  auto r = client_.create(app_object_path(a.app_kind, a.ns), a.object);
   if (r) {
     retry_done(a);
-    live_.app_recorded(origin, a.ns, a.name);
+    live_.app_recorded(origin, a.ns, a.name, a.app_kind);
     return;
   }
   if (r.error().code != ErrorCode::kConflict) {
     // Sent again by the live loop until the placement is complete; after a restart
     // (the origin found recorded and suspended) only this retry creates it.
-    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
-                 "): " + r.error().message);
+    defer(a, what + r.error().message);
     return;
   }
   // Created before (a retry, or after a restart) when it names the same origin.
-  auto existing = client_.get(kube::spark_application_path(a.ns, a.name));
+  auto existing = client_.get(app_object_path(a.app_kind, a.ns, a.name));
   if (!existing) {
-    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
-                 "): it exists and cannot be read: " + existing.error().message);
+    defer(a, what + "it exists and cannot be read: " + existing.error().message);
     return;
   }
   if (is_copy_of(*existing, origin, origin_uid)) {
     retry_done(a);
-    live_.app_recorded(origin, a.ns, a.name);
+    live_.app_recorded(origin, a.ns, a.name, a.app_kind);
     return;
   }
   if (annotation_of(*existing, server::kOriginAnnotation) == origin) {
     // The copy of an earlier origin of this name, deleted since: that copy is deleted as
     // soon as its origin is found gone, and this one is created after it.
-    defer(a, "create SparkApplication " + a.ns + "/" + a.name + " (from cluster " + origin +
-                 "): the copy of an earlier application of that name is still there; "
-                 "created once it is gone");
+    defer(a, what +
+                 "the copy of an earlier application of that name is still there; created once "
+                 "it is gone");
     return;
   }
-  spdlog::warn(
-      "cluster {}: create SparkApplication {}/{} (from cluster {}): an application of that name "
-      "from elsewhere exists; left alone",
-      options_.name, a.ns, a.name, origin);
+  spdlog::warn("cluster {}: {}an application of that name from elsewhere exists; left alone",
+               options_.name, what);
 }
 
 void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
@@ -171,6 +175,7 @@ void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
   // was running: the informer's first list shows every copy).
   server::Action mirror{server::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
                         annotation_of(obj, server::kOriginUidAnnotation)};
+  mirror.app_kind = copy.kind;
   mirror.peer = options_.name;
   mirror.message = copy.state;
   if (forward_) forward_(std::move(mirror));
@@ -185,27 +190,30 @@ void ClusterLink::observe_origin_gone(const Json& obj) {
   const Json& meta = obj.value("metadata", Json::object());
   server::Action del{server::ActionKind::kDeleteCopy, placement, meta.value("namespace", ""),
                      meta.value("name", ""), uid_of(obj)};
+  del.app_kind = obj.value("kind", server::kSparkKind);
   del.peer = options_.name;
   if (forward_) forward_(std::move(del));
 }
 
 void ClusterLink::mirror_app_state(const server::Action& a) {
-  const std::string path = kube::spark_application_path(a.ns, a.name);
+  const std::string path = app_object_path(a.app_kind, a.ns, a.name);
+  const std::string what = a.app_kind + " " + a.ns + "/" + a.name;
   const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
-  std::optional<Json> origin = apps_->get(a.ns + "/" + a.name);
+  std::optional<Json> origin = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   if (!origin || !same_origin(*origin) ||
       (!a.message.empty() && annotation_of(*origin, server::kPlacementAnnotation) != a.peer)) {
     // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
     // ask the API server, which is authoritative, before a copy is deleted on its word.
     auto found = client_.find(path);
     if (!found) {
-      defer(a, "look up SparkApplication " + a.ns + "/" + a.name + " for its copy in cluster " +
-                   a.peer + ": " + found.error().message);
+      defer(a, "look up " + what + " for its copy in cluster " + a.peer + ": " +
+                   found.error().message);
       return;
     }
     retry_done(a);
     if (!*found || !same_origin(**found)) {
       server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+      del.app_kind = a.app_kind;
       del.peer = options_.name;
       if (forward_) forward_(std::move(del));
       return;
@@ -231,8 +239,7 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
   if (!r) {
     // Deleted or replaced meanwhile: its informer event follows and settles the copy.
     if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) return;
-    defer(a, "record the state of SparkApplication " + a.ns + "/" + a.name + " in cluster " +
-                 a.peer + ": " + r.error().message);
+    defer(a, "record the state of " + what + " in cluster " + a.peer + ": " + r.error().message);
     return;
   }
   retry_done(a);
@@ -240,14 +247,17 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
     std::lock_guard lock(mu_);
     recorded_states_[uid] = a.message;
   }
-  app_event(a.ns, a.name, uid, "GleanerRemoteState",
+  app_event(a.app_kind, a.ns, a.name, uid, "GleanerRemoteState",
             "its copy in member cluster " + a.peer + " is " + a.message);
-  if (options_.hub) record_hub_status(a.ns, a.name, uid, a.message);
+  // A SparkApplication's state has a status field every client shows; a training job's
+  // conditions belong to its operator, so on the hub its state is the annotation above.
+  if (options_.hub && a.app_kind == server::kSparkKind)
+    record_hub_status(a.ns, a.name, uid, a.message);
 }
 
 void ClusterLink::delete_copy(const server::Action& a) {
-  const std::string path = kube::spark_application_path(a.ns, a.name);
-  const std::string what = "delete SparkApplication " + a.ns + "/" + a.name +
+  const std::string path = app_object_path(a.app_kind, a.ns, a.name);
+  const std::string what = "delete " + a.app_kind + " " + a.ns + "/" + a.name +
                            " (its origin in cluster " + a.peer + " is gone): ";
   auto copy = client_.find(path);
   if (!copy) {
@@ -263,7 +273,7 @@ void ClusterLink::delete_copy(const server::Action& a) {
     return;
   }
   if (s) {
-    spdlog::info("cluster {}: deleted SparkApplication {}/{}: {}", options_.name, a.ns, a.name,
+    spdlog::info("cluster {}: deleted {} {}/{}: {}", options_.name, a.app_kind, a.ns, a.name,
                  a.message.empty() ? "its origin in cluster " + a.peer + " is gone" : a.message);
   }
 }

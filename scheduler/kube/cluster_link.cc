@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -14,7 +15,8 @@ constexpr auto kPublishSweep = std::chrono::seconds(1);
 }  // namespace
 
 std::string deferral_key(const server::Action& a) {
-  return std::to_string(static_cast<int>(a.kind)) + "/" + a.ns + "/" + a.name;
+  return std::to_string(static_cast<int>(a.kind)) + "/" + a.ns + "/" +
+         server::gang_name(a.app_kind, a.name);
 }
 
 ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
@@ -42,8 +44,20 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
       client_, apps,
       kube::InformerHandlers{
           [this](const Json& o) { on_spark_app(o); },
-          [this](const Json& old, const Json& o) { on_spark_app_update(old, o); },
-          [this](const Json& o) { on_spark_app_gone(o); }});
+          [this](const Json& old, const Json& o) { on_app_update(server::kSparkKind, old, o); },
+          [this](const Json& o) { on_app_gone(server::kSparkKind, o); }});
+  for (const AppKind& k : app_kinds()) {
+    const std::string kind = k.kind;
+    if (kind == server::kSparkKind) continue;
+    kube::InformerOptions jobs;
+    jobs.path = app_object_path(kind, "");
+    training_jobs_[kind] = std::make_unique<kube::Informer>(
+        client_, jobs,
+        kube::InformerHandlers{
+            [this, kind](const Json& o) { on_training_job(kind, o); },
+            [this, kind](const Json& old, const Json& o) { on_app_update(kind, old, o); },
+            [this, kind](const Json& o) { on_app_gone(kind, o); }});
+  }
   kube::InformerOptions nodes;
   nodes.path = kube::nodes_path();
   nodes_ = std::make_unique<kube::Informer>(
@@ -134,6 +148,9 @@ void ClusterLink::start() {
                  options_.name);
   }
   apps_->start();
+  // Not waited for: a cluster without Kubeflow's CRDs has none (its informer warns once).
+  for (auto& [kind, informer] : training_jobs_)
+    informer->start();
   pods_->start();
   thread_ = std::jthread([this](const std::stop_token& st) { run(st); });
 }
@@ -142,6 +159,8 @@ void ClusterLink::stop() {
   if (slo_config_) slo_config_->stop();
   pods_->stop();
   apps_->stop();
+  for (auto& [kind, informer] : training_jobs_)
+    informer->stop();
   nodes_->stop();
   priority_classes_->stop();
   if (quota_trees_) quota_trees_->stop();
@@ -245,26 +264,31 @@ void ClusterLink::on_pod(const Json& obj, bool gone) {
   }
 }
 
-void ClusterLink::on_spark_app_gone(const Json& obj) {
+void ClusterLink::on_app_gone(const std::string& kind, const Json& obj) {
   const Json* ns = find_path(obj, "metadata/namespace");
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
-  live_.forget_app(options_.name, ns->get<std::string>(), name->get<std::string>());
+  live_.forget_app(options_.name, ns->get<std::string>(), name->get<std::string>(), kind);
   {
     // A later application of this name is another origin: its copy is asked for afresh.
     std::lock_guard lock(mu_);
-    forwarded_.erase(ns->get<std::string>() + "/" + name->get<std::string>());
+    forwarded_.erase(ns->get<std::string>() + "/" +
+                     server::gang_name(kind, name->get<std::string>()));
     if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string())
       recorded_states_.erase(uid->get<std::string>());
   }
   observe_origin_gone(obj);
 }
 
-void ClusterLink::on_spark_app_update(const Json& old_obj, const Json& obj) {
+void ClusterLink::on_app_update(const std::string& kind, const Json& old_obj, const Json& obj) {
   const Json* old_uid = find_path(old_obj, "metadata/uid");
   const Json* uid = find_path(obj, "metadata/uid");
-  if (old_uid != nullptr && uid != nullptr && *old_uid != *uid) on_spark_app_gone(old_obj);
-  on_spark_app(obj);
+  if (old_uid != nullptr && uid != nullptr && *old_uid != *uid) on_app_gone(kind, old_obj);
+  if (kind == server::kSparkKind) {
+    on_spark_app(obj);
+  } else {
+    on_training_job(kind, obj);
+  }
 }
 
 void ClusterLink::on_spark_app(const Json& obj) {
@@ -274,28 +298,7 @@ void ClusterLink::on_spark_app(const Json& obj) {
   if (auto app = kube::parse_spark_application(obj); app) {
     if (auto view = options_.hub ? hub_app_view(*app) : app_view(*app, options_.name)) {
       view->priority = priority_of_class(string_at(obj, "spec/driver/priorityClassName"));
-      if (view->placement.empty()) {
-        live_.observe_app(*view);
-      } else if (!view->origin.empty() && view->origin != options_.name) {
-        if (find_path(obj, "metadata/deletionTimestamp") == nullptr) observe_copy(*view, obj);
-      } else if (view->placement != options_.name && (view->suspended || view->hub)) {
-        // An origin whose copy should exist in another cluster (a restart may have come
-        // between recording the decision and creating the copy): make sure it does,
-        // once per process. Creating an existing copy is harmless.
-        bool first = false;
-        {
-          std::lock_guard lock(mu_);
-          first = forwarded_.insert(view->ns + "/" + view->name).second;
-        }
-        if (first && options_.hub && by_karmada(view->ns, view->name)) {
-          server::Action again{server::ActionKind::kPlaceApp, options_.name, view->ns, view->name,
-                               string_at(obj, "metadata/uid")};
-          again.target = view->placement;
-          enqueue(std::move(again));  // the binding must say the same
-        } else if (first) {
-          forward_copy(obj, view->placement);
-        }
-      }
+      route_app(obj, *view);
     }
   }
   // A driver seen before its SparkApplication waits; feed it again now.
@@ -378,7 +381,7 @@ void ClusterLink::perform(const server::Action& a) {
       kube::EventRecord e;
       e.namespace_ = a.ns;
       e.involved_object =
-          Json{{"apiVersion", a.object_kind == "Pod" ? "v1" : kube::kSparkApiVersion},
+          Json{{"apiVersion", a.object_kind == "Pod" ? "v1" : app_api_version(a.object_kind)},
                {"kind", a.object_kind},
                {"namespace", a.ns},
                {"name", a.name},

@@ -89,6 +89,14 @@ class ClusterLink {
   void on_pod(const Json& obj, bool gone);
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
+  // Kubeflow training jobs (training_jobs.cc): on a hub, those a policy governs are placed
+  // like SparkApplications; in a member, a hub's copy reports its state back.
+  void on_training_job(const std::string& kind, const Json& obj);
+  // An application (any kind) as this link sees it: queued for placement, a copy whose
+  // state goes back to its origin, or an origin whose copy or binding must exist.
+  void route_app(const Json& obj, server::AppView& view);
+  // The informer of the applications of `kind`.
+  kube::Informer& apps_of(const std::string& kind);
   // The hub's part (hub_apps.cc): the policies, and an application as a policy governs it
   // (nullopt: none does, it is not ours).
   void on_hub_policies();
@@ -98,6 +106,10 @@ class ClusterLink {
   // at again.
   void revisit_hub_apps();
   std::optional<server::AppView> hub_app_view(const kube::SparkApplication& app);
+  // The members the policy governing `object` allows (nullopt inside: any); nullopt when no
+  // policy governs it (it is not ours).
+  std::optional<std::optional<std::vector<std::string>>> hub_allowed(
+      const fleet::HubObject& object);
   // On the hub the state of the copy is also the hub object's status, so that
   // `kubectl get sparkapplication` there shows it.
   void record_hub_status(const std::string& ns, const std::string& name, const std::string& uid,
@@ -108,14 +120,15 @@ class ClusterLink {
   PublishPolicy publish_policy(const std::string& node);
   void on_quota_trees();
   int32_t priority_of_class(const std::string& name) const;
-  void on_spark_app_gone(const Json& obj);
+  void on_app_gone(const std::string& kind, const Json& obj);
   // An informer relist can show a deleted and re-created application as an update.
-  void on_spark_app_update(const Json& old_obj, const Json& obj);
+  void on_app_update(const std::string& kind, const Json& old_obj, const Json& obj);
   // Multi-cluster SparkApplications (app_copies.cc; docs/scheduler.md, "Multi-cluster
   // placement").
   void place_app(const server::Action& a);
-  void app_event(const std::string& ns, const std::string& name, const std::string& uid,
-                 const std::string& reason, const std::string& message);
+  void app_event(const std::string& kind, const std::string& ns, const std::string& name,
+                 const std::string& uid, const std::string& reason, const std::string& message,
+                 bool warning = false);
   void forward_copy(const Json& origin, const std::string& target);
   static bool is_copy_of(const Json& app, const std::string& origin_cluster,
                          const std::string& origin_uid);
@@ -127,12 +140,13 @@ class ClusterLink {
   void unplace_app(const server::Action& a);  // hub_apps.cc
   // Karmada mode (hub_bindings.cc): the application's governing policy names this
   // scheduler, so its ResourceBinding is written instead of a copy created.
-  bool by_karmada(const std::string& ns, const std::string& name);
+  bool by_karmada(const std::string& kind, const std::string& ns, const std::string& name);
   void place_by_binding(const server::Action& a);
   // Sets the binding's spec.clusters to `target` ("" none); with `only_from`, only while
   // it names that member alone.
-  Status write_binding(const std::string& ns, const std::string& name, const std::string& uid,
-                       const std::string& target, const std::string& only_from);
+  Status write_binding(const std::string& kind, const std::string& ns, const std::string& name,
+                       const std::string& uid, const std::string& target,
+                       const std::string& only_from);
   // A create, mirror or delete the API refused is queued again after a while, with a
   // warning the first time (`why`) and at debug level after. A newer action for the same
   // application, queued meanwhile or later, replaces it, so an old state never overwrites
@@ -149,7 +163,10 @@ class ClusterLink {
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> apps_;
-  std::unique_ptr<kube::Informer> nodes_;                         // labels, for node selectors
+  // PyTorchJob and TFJob (kubeflow.org/v1), by kind.
+  std::map<std::string, std::unique_ptr<kube::Informer>> training_jobs_;
+  std::set<std::string> job_refusals_;     // kind/ns/name@resourceVersion refused (under mu_)
+  std::unique_ptr<kube::Informer> nodes_;  // labels, for node selectors
   std::unique_ptr<kube::Informer> priority_classes_;              // a SparkApplication's priority
   std::unique_ptr<kube::Informer> quota_trees_;                   // when watch_quota_tree
   std::unique_ptr<kube::Informer> slo_config_;                    // when options_.slo_config is set

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/job_kinds.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -77,34 +78,45 @@ void ClusterLink::on_hub_clusters() {
 }
 
 void ClusterLink::revisit_hub_apps() {
-  for (const Json& listed : apps_->list()) {
-    // As the cache has it now: one deleted since the list is not brought back.
-    const std::string key =
-        string_at(listed, "metadata/namespace") + "/" + string_at(listed, "metadata/name");
-    if (auto app = apps_->get(key)) on_spark_app(*app);
+  for (const AppKind& k : app_kinds()) {
+    kube::Informer& informer = apps_of(k.kind);
+    for (const Json& listed : informer.list()) {
+      // As the cache has it now: one deleted since the list is not brought back.
+      const std::string key =
+          string_at(listed, "metadata/namespace") + "/" + string_at(listed, "metadata/name");
+      auto app = informer.get(key);
+      if (!app) continue;
+      if (std::string(k.kind) == server::kSparkKind) {
+        on_spark_app(*app);
+      } else {
+        on_training_job(k.kind, *app);
+      }
+    }
   }
 }
 
-std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
-  fleet::HubObject object{"sparkoperator.k8s.io/v1beta2", "SparkApplication", app.namespace_,
-                          app.name, app.labels};
-  std::optional<std::vector<std::string>> allowed;
-  {
-    std::lock_guard lock(mu_);
-    const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
-    if (policy == nullptr) return std::nullopt;
-    std::vector<fleet::MemberCluster> members;
-    for (const std::string& m : options_.members) {
-      auto object = member_objects_.find(m);
-      members.push_back(object != member_objects_.end() ? object->second
-                                                        : fleet::MemberCluster{m, {}, {}});
-    }
-    allowed = fleet::allowed_clusters(*policy, members);
+std::optional<std::optional<std::vector<std::string>>> ClusterLink::hub_allowed(
+    const fleet::HubObject& object) {
+  std::lock_guard lock(mu_);
+  const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
+  if (policy == nullptr) return std::nullopt;
+  std::vector<fleet::MemberCluster> members;
+  for (const std::string& m : options_.members) {
+    auto found = member_objects_.find(m);
+    members.push_back(found != member_objects_.end() ? found->second
+                                                     : fleet::MemberCluster{m, {}, {}});
   }
+  return fleet::allowed_clusters(*policy, members);
+}
+
+std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
+  auto allowed = hub_allowed(fleet::HubObject{kube::kSparkApiVersion, server::kSparkKind,
+                                              app.namespace_, app.name, app.labels});
+  if (!allowed) return std::nullopt;
   auto view = app_view(app, options_.name, /*labelled_only=*/false);
   if (!view) return std::nullopt;
   view->hub = true;
-  view->allowed_clusters = std::move(allowed);
+  view->allowed_clusters = std::move(*allowed);
   return view;
 }
 
@@ -122,11 +134,12 @@ void ClusterLink::record_hub_status(const std::string& ns, const std::string& na
 }
 
 void ClusterLink::unplace_app(const server::Action& a) {
-  const std::string path = kube::spark_application_path(a.ns, a.name);
-  const std::string what = "forget the placement of SparkApplication " + a.ns + "/" + a.name +
+  const std::string path = app_object_path(a.app_kind, a.ns, a.name);
+  const std::string what = "forget the placement of " + a.app_kind + " " + a.ns + "/" + a.name +
                            " in member " + a.peer + ": ";
   auto forward_delete = [&] {
     server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+    del.app_kind = a.app_kind;
     del.peer = options_.name;
     del.message = a.message;
     if (forward_) forward_(std::move(del));
@@ -138,11 +151,11 @@ void ClusterLink::unplace_app(const server::Action& a) {
     defer(a, what + found.error().message);
     return;
   }
-  if (by_karmada(a.ns, a.name)) {
+  if (by_karmada(a.app_kind, a.ns, a.name)) {
     // The binding first: Karmada withdraws the object from the member it no longer names,
     // and does not carry the annotation change below into that member's copy (which would
     // then look unplaced there).
-    if (Status s = write_binding(a.ns, a.name, a.uid, "", a.peer); !s) {
+    if (Status s = write_binding(a.app_kind, a.ns, a.name, a.uid, "", a.peer); !s) {
       defer(a, what + s.error().message);
       return;
     }
@@ -174,7 +187,8 @@ void ClusterLink::unplace_app(const server::Action& a) {
   retry_done(a);
   {
     std::lock_guard lock(mu_);
-    forwarded_.erase(a.ns + "/" + a.name);  // its next placement asks for a copy afresh
+    // Its next placement asks for a copy afresh.
+    forwarded_.erase(a.ns + "/" + server::gang_name(a.app_kind, a.name));
     recorded_states_.erase(a.uid);
   }
   // The copy in that member goes, whatever the hub object says now (in Karmada mode too:

@@ -10,6 +10,7 @@
 
 #include "scheduler/fleet/resource_binding.h"
 #include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/job_kinds.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -21,28 +22,27 @@ std::string bindings_path(const std::string& ns) {
 
 }  // namespace
 
-bool ClusterLink::by_karmada(const std::string& ns, const std::string& name) {
-  auto obj = apps_->get(ns + "/" + name);
+bool ClusterLink::by_karmada(const std::string& kind, const std::string& ns,
+                             const std::string& name) {
+  auto obj = apps_of(kind).get(ns + "/" + name);
   if (!obj) return false;
-  auto app = kube::parse_spark_application(*obj);
-  if (!app) return false;
-  fleet::HubObject object{"sparkoperator.k8s.io/v1beta2", "SparkApplication", ns, name,
-                          app->labels};
+  fleet::HubObject object{app_api_version(kind), kind, ns, name, object_labels(*obj)};
   std::lock_guard lock(mu_);
   const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
   return policy != nullptr && policy->scheduler_name == options_.scheduler_name;
 }
 
-Status ClusterLink::write_binding(const std::string& ns, const std::string& name,
-                                  const std::string& uid, const std::string& target,
-                                  const std::string& only_from) {
+Status ClusterLink::write_binding(const std::string& kind, const std::string& ns,
+                                  const std::string& name, const std::string& uid,
+                                  const std::string& target, const std::string& only_from) {
   auto listed = client_.list_all(bindings_path(ns), {});
   if (!listed) return listed.error();
-  auto binding = fleet::binding_of(listed->items, "SparkApplication", name, uid);
-  const std::string what = "the ResourceBinding of SparkApplication " + ns + "/" + name;
+  auto binding = fleet::binding_of(listed->items, kind, name, uid);
+  const std::string what = "the ResourceBinding of " + kind + " " + ns + "/" + name;
   if (!binding) {
     return make_error(ErrorCode::kNotFound,
-                      "no " + what + " yet (Karmada's detector creates it from the policy)");
+                      "no ResourceBinding of " + kind + " " + ns + "/" + name +
+                          " yet (Karmada's detector creates it from the policy)");
   }
   if (binding->scheduler_name != options_.scheduler_name) {
     return make_error(ErrorCode::kInvalidArgument, what + " names scheduler \"" +
@@ -80,7 +80,7 @@ Status ClusterLink::write_binding(const std::string& ns, const std::string& name
 void ClusterLink::place_by_binding(const server::Action& a) {
   // The decision is recorded on the hub object first (a restart finds it there and makes
   // sure the binding says the same); Karmada copies these annotations to the member.
-  const auto before = apps_->get(a.ns + "/" + a.name);
+  const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
       before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
   Json patch{{"metadata",
@@ -89,26 +89,26 @@ void ClusterLink::place_by_binding(const server::Action& a) {
                 {{server::kPlacementAnnotation, a.target},
                  {server::kOriginAnnotation, options_.name},
                  {server::kOriginUidAnnotation, a.uid}}}}}};
-  auto r =
-      client_.patch(kube::spark_application_path(a.ns, a.name), patch, kube::PatchType::kMerge);
+  auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
     if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) {
-      live_.forget_app(options_.name, a.ns, a.name);  // gone, or another object by now
+      // Gone, or another object by now.
+      live_.forget_app(options_.name, a.ns, a.name, a.app_kind);
       return;
     }
-    defer(a,
-          "record placement of SparkApplication " + a.ns + "/" + a.name + ": " + r.error().message);
+    defer(a, "record placement of " + a.app_kind + " " + a.ns + "/" + a.name + ": " +
+                 r.error().message);
     return;
   }
-  if (Status s = write_binding(a.ns, a.name, a.uid, a.target, ""); !s) {
-    defer(a, "schedule SparkApplication " + a.ns + "/" + a.name + " into member " + a.target +
+  if (Status s = write_binding(a.app_kind, a.ns, a.name, a.uid, a.target, ""); !s) {
+    defer(a, "schedule " + a.app_kind + " " + a.ns + "/" + a.name + " into member " + a.target +
                  ": " + s.error().message);
     return;
   }
   retry_done(a);
-  live_.app_recorded(options_.name, a.ns, a.name);
+  live_.app_recorded(options_.name, a.ns, a.name, a.app_kind);
   if (!recorded_before) {
-    app_event(a.ns, a.name, a.uid, "GleanerPlacedRemote",
+    app_event(a.app_kind, a.ns, a.name, a.uid, "GleanerPlacedRemote",
               a.message + "; Karmada propagates it (ResourceBinding)");
   }
 }

@@ -48,9 +48,14 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
   auto parsed = kube::parse_pod(pod);
   if (!parsed) return invalid(where + ".template", parsed.error().message);
   if (parsed->containers.empty()) return invalid(where + ".template.spec", "no containers");
-  r.request = {kube::pod_request(*parsed, kube::kResourceCpu).milli_value(),
-               kube::pod_request(*parsed, kube::kResourceMemory).value(),
-               kube::pod_request(*parsed, kResourceGpu).value()};
+  // A template sized in batch resources (kubernetes.io/batch-cpu in millicores,
+  // batch-memory in bytes, as the colocation webhook writes them) counts those.
+  const int64_t batch_cpu = kube::pod_request(*parsed, kube::kResourceBatchCpu).value();
+  const int64_t batch_memory = kube::pod_request(*parsed, kube::kResourceBatchMemory).value();
+  r.request = {
+      batch_cpu > 0 ? batch_cpu : kube::pod_request(*parsed, kube::kResourceCpu).milli_value(),
+      batch_memory > 0 ? batch_memory : kube::pod_request(*parsed, kube::kResourceMemory).value(),
+      kube::pod_request(*parsed, kResourceGpu).value()};
   r.priority_class = parsed->priority_class_name;
   const Json& pod_spec = (*tmpl)["spec"];
   auto selector = node_selector_of(pod_spec, where + ".template.spec");

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -140,6 +141,25 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
       }
     }
     return v;
+  }
+  const std::string training_job = label(pod, kTrainingJobNameLabel);
+  const std::string replica_type = label(pod, kTrainingReplicaTypeLabel);
+  const std::string training_operator = label(pod, kTrainingOperatorLabel);
+  if (!training_job.empty() && !replica_type.empty()) {
+    // The operator's name says the job's kind (pytorchjob-controller, tfjob-controller).
+    const char* kind = training_operator.find("tfjob") != std::string::npos     ? "TFJob"
+                       : training_operator.find("pytorch") != std::string::npos ? "PyTorchJob"
+                                                                                : nullptr;
+    const std::string index = label(pod, kTrainingReplicaIndexLabel);
+    int value = -1;
+    auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
+    if (kind != nullptr && ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
+      v.role = server::PodRole::kReplica;
+      v.gang = server::gang_name(kind, training_job);
+      v.replica_type = replica_type;
+      v.replica_index = value;
+      return v;
+    }
   }
   if (!group.empty()) {
     v.role = server::PodRole::kMember;

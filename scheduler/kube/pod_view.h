@@ -6,6 +6,9 @@
 //     operator label the SparkApplication sizes the gang (executor instances, cores,
 //     memory + overhead as Spark computes it); without it the driver is a gang of one
 //     unless a pod group says otherwise.
+//   Kubeflow training jobs: training.kubeflow.org/job-name, replica-type and replica-index
+//     (the job's kind from operator-name): the pod takes the room its job holds for that
+//     role and index, when the job was placed from a fleet's hub.
 //   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.
 //   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
 //     asks for them (colocation), else its cpu and memory requests.

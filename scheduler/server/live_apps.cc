@@ -5,6 +5,8 @@
 // origin (annotation gleaner.io/placement) and, for another cluster, a copy is created
 // there; the gang is then keyed and pinned like any gang of that cluster, and the driver
 // pod the operator creates takes the room the core reserved.
+#include <cctype>
+
 #include <spdlog/spdlog.h>
 
 #include "scheduler/server/live_scheduler.h"
@@ -13,15 +15,23 @@ namespace gleaner::scheduler::server {
 
 namespace {
 
-std::string app_key(const std::string& cluster, const std::string& ns, const std::string& name) {
-  return "app:" + cluster + "/" + ns + "/" + name;
+// An application not placed yet, by its own cluster (origin).
+std::string app_key(const std::string& kind, const std::string& cluster, const std::string& ns,
+                    const std::string& name) {
+  return "app:" + cluster + "/" + ns + "/" + gang_name(kind, name);
+}
+
+// An application of `cluster`, placed or not: its placement record, or its gang there.
+std::string placed_key(const std::string& kind, const std::string& cluster, const std::string& ns,
+                       const std::string& name) {
+  return cluster + "/" + ns + "/" + gang_name(kind, name);
 }
 
 }  // namespace
 
 void LiveScheduler::observe_app(const AppView& app) {
   std::lock_guard lock(mu_);
-  const std::string key = app_key(app.cluster, app.ns, app.name);
+  const std::string key = app_key(app.kind, app.cluster, app.ns, app.name);
   auto it = gangs_.find(key);
   if (!app.placement.empty()) {
     // Decided (by us before a restart, or it is a copy we made): nothing to place.
@@ -41,13 +51,14 @@ void LiveScheduler::observe_app(const AppView& app) {
     }
     return;
   }
-  if (placed_apps_.contains(app.cluster + "/" + app.ns + "/" + app.name)) return;
+  if (placed_apps_.contains(placed_key(app.kind, app.cluster, app.ns, app.name))) return;
   Gang g;
   g.key = key;
   g.ns = app.ns;
   g.name = app.name;
   g.origin = app.cluster;
   g.app_uid = app.uid;
+  g.app_kind = app.kind;
   g.first_seen = steady_s();
   // Kept (without a job when it cannot be placed) so that each warning is written once.
   Gang& added = gangs_[key] = std::move(g);
@@ -74,10 +85,10 @@ void LiveScheduler::observe_app(const AppView& app) {
 }
 
 void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns,
-                               const std::string& name) {
+                               const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto it = gangs_.find(app_key(cluster, ns, name));
-  if (auto placed = placed_apps_.find(cluster + "/" + ns + "/" + name);
+  auto it = gangs_.find(app_key(kind, cluster, ns, name));
+  if (auto placed = placed_apps_.find(placed_key(kind, cluster, ns, name));
       placed != placed_apps_.end()) {
     // Placed already. Released in its own cluster and still waiting for its driver:
     // that driver will not come, the room goes back. Copied elsewhere: the copy is an
@@ -93,7 +104,7 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
   if (it == gangs_.end()) {
     // A copy made here for another cluster's application, deleted before its driver
     // came: its room goes back (once pods exist, they leave with their own deletion).
-    it = gangs_.find(cluster + "/" + ns + "/" + name);
+    it = gangs_.find(placed_key(kind, cluster, ns, name));
     if (it == gangs_.end() || it->second.origin.empty() || it->second.origin == cluster ||
         !it->second.members.empty() || !it->second.waiting.empty()) {
       return;
@@ -118,8 +129,8 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
   const std::string target = core_.clusters().cluster_name(*j.cluster);
   Gang g = std::move(it->second);
   gangs_.erase(it);
-  const std::string placed_key = target + "/" + g.ns + "/" + g.name;
-  if (gangs_.contains(placed_key)) {
+  const std::string placed = placed_key(g.app_kind, target, g.ns, g.name);
+  if (gangs_.contains(placed)) {
     // Another application of that name holds the key there (often the copy of an earlier
     // origin of this name, about to be deleted with it): the room goes back and the
     // application is submitted again after app_retry_seconds.
@@ -141,14 +152,17 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
       !s) {
     spdlog::warn("{}", s.error().message);
   }
-  g.app_message = "placed into member cluster " + target + " (driver on node " +
+  std::string leader = g.app_kind == kSparkKind ? "driver" : j.roles.front().name;
+  for (char& c : leader)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  g.app_message = "placed into member cluster " + target + " (" + leader + " on node " +
                   core_.clusters().node(j.pods[0].node).name + ")";
   g.cluster = target;
-  g.key = placed_key;
+  g.key = placed;
   g.last_event.clear();
-  job_gang_[job] = placed_key;
-  placed_apps_[g.origin + "/" + g.ns + "/" + g.name] = placed_key;
-  send_place_app(gangs_.emplace(placed_key, std::move(g)).first->second);
+  job_gang_[job] = placed;
+  placed_apps_[placed_key(g.app_kind, g.origin, g.ns, g.name)] = placed;
+  send_place_app(gangs_.emplace(placed, std::move(g)).first->second);
 }
 
 void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
@@ -162,16 +176,17 @@ void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
     // any placement the hub link is still carrying out, so the copy's create (which that
     // placement forwards to the member) always comes before its delete.
     Action unplace{ActionKind::kUnplaceApp, g.origin, g.ns, g.name, g.app_uid};
+    unplace.app_kind = g.app_kind;
     unplace.peer = member;
     unplace.message = "reclaimed: " + d.reason;
     actions_(std::move(unplace));
   }
-  placed_apps_.erase(g.origin + "/" + g.ns + "/" + g.name);
+  placed_apps_.erase(placed_key(g.app_kind, g.origin, g.ns, g.name));
   // No longer pinned to the member: any member the policy allows may take it.
   if (Status s = core_.set_node_selector(*g.job, g.selector); !s)
     spdlog::warn("{}", s.error().message);
   g.cluster.clear();
-  g.key = app_key(g.origin, g.ns, g.name);
+  g.key = app_key(g.app_kind, g.origin, g.ns, g.name);
   g.app_recorded = false;
   g.members.clear();
   g.waiting.clear();
@@ -188,6 +203,7 @@ void LiveScheduler::send_place_app(Gang& g) {
   g.app_retry_at = steady_s() + options_.app_retry_seconds;
   if (!actions_) return;
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
+  a.app_kind = g.app_kind;
   a.target = g.cluster;
   a.message = g.app_message;
   actions_(std::move(a));
@@ -207,9 +223,9 @@ void LiveScheduler::retry_app_placements() {
 }
 
 void LiveScheduler::app_recorded(const std::string& origin, const std::string& ns,
-                                 const std::string& name) {
+                                 const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto placed = placed_apps_.find(origin + "/" + ns + "/" + name);
+  auto placed = placed_apps_.find(placed_key(kind, origin, ns, name));
   if (placed == placed_apps_.end()) return;
   if (auto it = gangs_.find(placed->second); it != gangs_.end()) it->second.app_recorded = true;
 }
@@ -221,7 +237,8 @@ void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::str
   metrics_.event_emitted();
   if (!actions_) return;
   Action a{ActionKind::kEvent, g.origin, g.ns, g.name, g.app_uid};
-  a.object_kind = "SparkApplication";
+  a.object_kind = g.app_kind;
+  a.app_kind = g.app_kind;
   a.reason = reason;
   a.message = message;
   a.warning = warning;

@@ -150,6 +150,10 @@ void LiveMetrics::member_cluster_rejected() {
   std::lock_guard lock(mu_);
   ++member_clusters_rejected_;
 }
+void LiveMetrics::hub_job_rejected() {
+  std::lock_guard lock(mu_);
+  ++hub_jobs_rejected_;
+}
 uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   std::lock_guard lock(mu_);
   auto it = webhook_reviews_.find(outcome);
@@ -276,6 +280,10 @@ std::string LiveMetrics::render(const StateGauges& g) const {
          "A hub's Karmada Cluster object versions refused as invalid (the member keeps its "
          "last good labels and taints).",
          static_cast<double>(member_clusters_rejected_));
+  single(out, "gleaner_scheduler_hub_jobs_rejected_total", "counter",
+         "A hub's PyTorchJob or TFJob versions refused as unreadable (a Warning Event on the "
+         "job names the field; nothing is propagated).",
+         static_cast<double>(hub_jobs_rejected_));
   single(out, "gleaner_scheduler_webhook_certificate_errors_total", "counter",
          "Failed checks or renewals of the webhook's certificates.",
          static_cast<double>(certificate_errors_));

@@ -76,6 +76,8 @@ class LiveMetrics {
   // A hub's Karmada Cluster object version refused (the member keeps its last good labels
   // and taints).
   void member_cluster_rejected();
+  // A hub's job (PyTorchJob, TFJob) version refused as unreadable (nothing is propagated).
+  void hub_job_rejected();
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
@@ -111,6 +113,7 @@ class LiveMetrics {
   uint64_t quota_trees_rejected_ = 0;
   uint64_t policies_rejected_ = 0;
   uint64_t member_clusters_rejected_ = 0;
+  uint64_t hub_jobs_rejected_ = 0;
   bool leading_ = false;
   std::function<reporter::HttpListener::Stats()> listener_source_;
   Histogram admission_latency_;

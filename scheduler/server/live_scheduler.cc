@@ -90,6 +90,7 @@ void LiveScheduler::observe_pod(const PodView& pod) {
 
 void LiveScheduler::observe_ours_unbound(Tracked& t) {
   const PodView& v = t.view;
+  if (v.role == PodRole::kReplica) return observe_replica(t);
   const std::string gang_name = v.gang.empty() ? v.name : v.gang;
   const std::string key = v.cluster + "/" + v.ns + "/" + gang_name;
   Gang& g = gangs_[key];
@@ -102,6 +103,8 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
   }
   t.gang = key;
   switch (v.role) {
+    case PodRole::kReplica:
+      return;  // observe_replica, above
     case PodRole::kExecutor:
       g.waiting.insert(v.uid);
       if (g.job) attach_waiting(g);
@@ -216,11 +219,16 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
     if (auto q = namespace_queue_.find(g.ns); q != namespace_queue_.end()) spec.queue = q->second;
   spec.priority = priority;
   spec.submit_time = now_s();
-  spec.driver = shape.driver;
-  spec.executor = shape.executor;
-  spec.executors = shape.executors;
-  spec.driver_regular = shape.driver_regular;
-  spec.executor_regular = shape.executor_regular;
+  if (shape.roles.empty()) {
+    spec.driver = shape.driver;
+    spec.executor = shape.executor;
+    spec.executors = shape.executors;
+    spec.driver_regular = shape.driver_regular;
+    spec.executor_regular = shape.executor_regular;
+  } else {
+    spec.roles = shape.roles;
+    spec.kind = g.app_kind;
+  }
   // Pinned to the cluster its pods were created in: a bound pod cannot change cluster.
   // A multi-cluster application not placed yet may go to any member, its own first.
   spec.node_selector =
@@ -362,6 +370,10 @@ void LiveScheduler::forget_pod(const PodView& pod) {
       (void)core_.executor_gone(*gang.job, t.index, now_s());
       event_gone_executor(gang, pod.name);
       attach_waiting(gang);
+    } else if (active && t.view.role == PodRole::kReplica) {
+      // The training operator re-creates a failed replica (its restartPolicy): the room
+      // stays with the job for the pod of that role and index.
+      (void)core_.executor_gone(*gang.job, t.index, now_s());
     } else if (active && pod.phase != "Succeeded") {
       handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
     }

@@ -48,9 +48,21 @@ inline std::string core_name(const std::string& cluster, const std::string& node
 }
 inline constexpr const char* kDefaultCluster = "default";
 
-enum class PodRole { kNone, kDriver, kExecutor, kMember };
+// kReplica: a pod of a Kubeflow training job (PyTorchJob, TFJob), known by its role
+// (replica type) and index within the role.
+enum class PodRole { kNone, kDriver, kExecutor, kMember, kReplica };
 
-// A gang's size as its owner (a SparkApplication) declares it.
+inline constexpr const char* kSparkKind = "SparkApplication";
+
+// The gang of a job of `kind` named `name`: a SparkApplication's is its name (its driver
+// and executors carry it); another kind's is prefixed with the kind, so that a PyTorchJob
+// and a SparkApplication of one name in one namespace are two gangs.
+inline std::string gang_name(const std::string& kind, const std::string& name) {
+  return kind == kSparkKind ? name : kind + ":" + name;
+}
+
+// A gang's size as its owner declares it: a SparkApplication's driver and executors, or a
+// training job's roles.
 struct GangShape {
   Resources driver;
   Resources executor;
@@ -59,6 +71,9 @@ struct GangShape {
   // resources): kubelet admits them against the node's regular allocatable.
   Resources driver_regular;
   Resources executor_regular;
+  // A training job's roles, the leader's (Master, Chief) first; given, the fields above
+  // are unused.
+  std::vector<RoleSpec> roles;
 };
 
 // What the live loop needs from a pod; scheduler/kube builds it from the Pod object.
@@ -73,6 +88,10 @@ struct PodView {
   PodRole role = PodRole::kNone;
   std::string gang;  // application or pod-group name within the namespace
   int min_available = 0;
+  // kReplica: its role as the training operator labels it ("master", "worker") and its
+  // index within the role.
+  std::string replica_type;
+  int replica_index = -1;
   Resources request;   // batch resources, else cpu/memory requests
   bool batch = false;  // `request` is kubernetes.io/batch-cpu / batch-memory
   Resources regular;   // its cpu/memory requests (what kubelet admits against allocatable)
@@ -87,6 +106,7 @@ struct PodView {
 // A SparkApplication that opts into multi-cluster placement (label
 // gleaner.io/multi-cluster=true), as its member cluster's informer sees it.
 struct AppView {
+  std::string kind = kSparkKind;  // SparkApplication, PyTorchJob or TFJob
   std::string cluster;
   std::string ns;
   std::string name;
@@ -151,10 +171,11 @@ struct Action {
   std::string reason;
   std::string message;
   bool warning = false;
-  std::string object_kind = "Pod";  // kEvent: Pod or SparkApplication
-  std::string target;               // kPlaceApp: the chosen member cluster
-  std::string peer;                 // kMirrorAppState, kDeleteCopy: the other cluster
-  Json object;                      // kCreateApp
+  std::string object_kind = "Pod";    // kEvent: Pod or the application's kind
+  std::string app_kind = kSparkKind;  // the application's kind (kPlaceApp ... kUnplaceApp)
+  std::string target;                 // kPlaceApp: the chosen member cluster
+  std::string peer;                   // kMirrorAppState, kDeleteCopy: the other cluster
+  Json object;                        // kCreateApp
 };
 
 // A node's batch resources to publish on its Node status; nullopt removes the keys.
@@ -199,10 +220,12 @@ class LiveScheduler {
   void observe_app(const AppView& app);
   // The SparkApplication was deleted, or recording the decision on it failed: a job
   // not yet placed is withdrawn (a later informer event submits it again).
-  void forget_app(const std::string& cluster, const std::string& ns, const std::string& name);
+  void forget_app(const std::string& cluster, const std::string& ns, const std::string& name,
+                  const std::string& kind = kSparkKind);
   // The placement of the application created in `origin` is complete (recorded and
   // released there, or its copy exists in the target): stop re-sending it.
-  void app_recorded(const std::string& origin, const std::string& ns, const std::string& name);
+  void app_recorded(const std::string& origin, const std::string& ns, const std::string& name,
+                    const std::string& kind = kSparkKind);
   // The pod was deleted, or left the non-terminal set (`pod.phase` says how it ended).
   void forget_pod(const PodView& pod);
   void bind_done(const std::string& cluster, const std::string& uid, const Status& result);
@@ -246,6 +269,7 @@ class LiveScheduler {
     // arrives only after the application is released or copied there.
     std::string origin;
     std::string app_uid;
+    std::string app_kind = kSparkKind;
     // Placed: whether the placement is complete (decision recorded on the origin and,
     // for another cluster, the copy created); until then kPlaceApp is sent again every
     // app_retry_seconds (every step of it is idempotent).
@@ -296,6 +320,9 @@ class LiveScheduler {
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
+  // A training job's pod (live_replicas.cc): it takes the room its gang holds for its role
+  // and index; a job no gang holds room for (not placed from a hub) is a lone pod.
+  void observe_replica(Tracked& t);
   // An Event on the driver: an executor went and its room waits for a replacement.
   void event_gone_executor(Gang& g, const std::string& executor);
   void bind_member(Gang& g, int index);

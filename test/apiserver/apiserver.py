@@ -8,7 +8,8 @@ creates with ?dryRun=All (answered, nothing stored).
 Resources: pods, nodes, events, namespaces, secrets, configmaps, serviceaccounts,
 daemonsets, priorityclasses, leases, mutatingwebhookconfigurations, and the custom
 resources sparkapplications, elasticquotatrees, clustercolocationprofiles, nodemetrics,
-propagation policies, Karmada clusters and resourcebindings (merge and JSON patches
+propagation policies, Karmada clusters and resourcebindings, Kubeflow pytorchjobs and
+tfjobs (merge and JSON patches
 only). Writes get the server's defaulting and validation where Gleaner depends on it
 (resources.py): webhook configurations, secrets' stringData, PriorityClass values, a
 namespace's kubernetes.io/metadata.name label. Pods may be created in namespaces that have
@@ -85,6 +86,9 @@ RESOURCES = {
     ("cluster.karmada.io", "clusters"): ("Cluster", False, True),
     # Karmada's binding of a resource template to member clusters (its scheduler's output).
     ("work.karmada.io", "resourcebindings"): ("ResourceBinding", True, True),
+    # Kubeflow's training jobs (the training operator's CRDs).
+    ("kubeflow.org", "pytorchjobs"): ("PyTorchJob", True, True),
+    ("kubeflow.org", "tfjobs"): ("TFJob", True, True),
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
@@ -92,7 +96,7 @@ VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
             "authentication.k8s.io": "v1", "policy.karmada.io": "v1alpha1",
             "policy.one.alibabacloud.com": "v1alpha1", "cluster.karmada.io": "v1alpha1",
-            "work.karmada.io": "v1alpha2"}
+            "work.karmada.io": "v1alpha2", "kubeflow.org": "v1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
                    "coordination.k8s.io", "authentication.k8s.io"}

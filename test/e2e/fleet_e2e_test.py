@@ -10,7 +10,9 @@ Two tenants of the hub's ElasticQuotaTree: one borrows the whole fleet, the othe
 its guaranteed min, takes back what it needs (the borrower's newest application is
 reclaimed from its member and waits on the hub). Karmada mode: a policy naming
 gleaner-scheduler, members labelled by the hub's Karmada Cluster objects; the application's
-ResourceBinding gets the member its labels allow.
+ResourceBinding gets the member its labels allow. A PyTorchJob asking for GPUs lands in the
+member whose Nodes have them free, and the pods its training operator creates there are bound
+to the nodes reserved for their roles.
 
 Usage: fleet_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)"""
 
@@ -327,6 +329,69 @@ class Fleet(unittest.TestCase):
             "spec": hub_obj["spec"]})
         self.set_state("m2", "RUNNING")
         self.wait("RUNNING on the hub", lambda: self.hub_state() == "RUNNING")
+
+    def test_a_pytorchjob_with_gpus_lands_where_gpus_are_free(self):
+        # Only m2's node has GPUs (m1 fits the job's cpu better).
+        for m, gpus in (("m1", 0), ("m2", 2), ("m3", 0)):
+            allocatable = {"cpu": "8", "memory": "32Gi"}
+            if gpus:
+                allocatable["nvidia.com/gpu"] = str(gpus)
+            client.CoreV1Api(self.apis[m]).patch_node_status(
+                m + "-n1", {"status": {"allocatable": allocatable}})
+        policy = seeds_policy()
+        policy["metadata"] = {"name": "training", "namespace": "ml"}
+        policy["spec"]["resourceSelectors"] = [{"apiVersion": "kubeflow.org/v1",
+                                                "kind": "PyTorchJob"}]
+        self.apps("hub").create_namespaced_custom_object(
+            ACK_POLICY, "v1alpha1", "ml", "propagationpolicies", policy)
+
+        def replica_spec():
+            return {"replicas": 1, "restartPolicy": "OnFailure", "template": {"spec": {
+                "schedulerName": "gleaner-scheduler",
+                "priorityClassName": "low-priority",
+                "containers": [{"name": "pytorch", "image": "pytorch/pytorch",
+                                "resources": {"requests": {"cpu": "1", "memory": "2Gi"},
+                                              "limits": {"nvidia.com/gpu": "1"}}}]}}}
+        kubeflow = ("kubeflow.org", "v1")
+        self.apps("hub").create_namespaced_custom_object(*kubeflow, "ml", "pytorchjobs", {
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "mnist", "namespace": "ml"},
+            "spec": {"pytorchReplicaSpecs": {"Master": replica_spec(),
+                                             "Worker": replica_spec()}}})
+
+        def job(cluster):
+            try:
+                return self.apps(cluster).get_namespaced_custom_object(
+                    *kubeflow, "ml", "pytorchjobs", "mnist")
+            except ApiException as e:
+                if e.status == 404:
+                    return None
+                raise
+        self.wait("the copy in m2", lambda: job("m2") is not None)
+        self.assertIsNone(job("m1"), "m1 has no GPU")
+        self.assertEqual(job("hub")["metadata"]["annotations"]["gleaner.io/placement"], "m2")
+
+        # m2's training operator creates the master and the worker.
+        core = client.CoreV1Api(self.apis["m2"])
+        for role in ("master", "worker"):
+            core.create_namespaced_pod("ml", client.V1Pod(
+                metadata=client.V1ObjectMeta(name="mnist-%s-0" % role, labels={
+                    "training.kubeflow.org/job-name": "mnist",
+                    "training.kubeflow.org/operator-name": "pytorchjob-controller",
+                    "training.kubeflow.org/replica-type": role,
+                    "training.kubeflow.org/replica-index": "0"}),
+                spec=client.V1PodSpec(scheduler_name="gleaner-scheduler", containers=[
+                    client.V1Container(name="pytorch", image="pytorch/pytorch")])))
+        for role in ("master", "worker"):
+            self.wait("mnist-%s-0 bound" % role, lambda r=role: core.read_namespaced_pod(
+                "mnist-%s-0" % r, "ml").spec.node_name == "m2-n1")
+
+        self.apps("m2").patch_namespaced_custom_object_status(
+            *kubeflow, "ml", "pytorchjobs", "mnist",
+            {"status": {"conditions": [{"type": "Created", "status": "True"},
+                                       {"type": "Running", "status": "True"}]}})
+        self.wait("Running on the hub", lambda: job("hub")["metadata"]["annotations"].get(
+            "gleaner.io/remote-state") == "Running")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,93 @@
+// A cluster link's applications of every kind: SparkApplications, and Kubeflow's training
+// jobs (PyTorchJob, TFJob, kubeflow.org/v1). On a fleet's hub, a training job that a
+// PropagationPolicy governs is placed like a SparkApplication: one gang of all its roles,
+// into a member whose batch capacity (and free GPUs) fits the whole job; its copy, or in
+// Karmada mode its ResourceBinding, takes it there, and the copy's state comes back. In a
+// member, only the hub's copies are the fleet's: a member's own training job is scheduled
+// pod by pod.
+#include <spdlog/spdlog.h>
+
+#include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/job_kinds.h"
+
+namespace gleaner::scheduler::kube_glue {
+
+void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
+  const std::string ns = string_at(obj, "metadata/namespace");
+  const std::string name = string_at(obj, "metadata/name");
+  if (ns.empty() || name.empty()) return;
+  const std::string origin = annotation_of(obj, server::kOriginAnnotation);
+  std::optional<std::vector<std::string>> allowed;
+  if (options_.hub) {
+    auto governed =
+        hub_allowed(fleet::HubObject{app_api_version(kind), kind, ns, name, object_labels(obj)});
+    if (!governed) return;  // no policy governs it: not ours
+    allowed = std::move(*governed);
+  } else if (origin.empty() || origin == options_.name) {
+    return;  // the member's own job: its pods are scheduled one by one
+  }
+  auto job = parse_training_job(obj);
+  if (!job) {
+    // Bad input loses nothing: the job stays where it is, unplaced; told once per version.
+    const std::string version =
+        kind + "/" + ns + "/" + name + "@" + string_at(obj, "metadata/resourceVersion");
+    bool first = false;
+    {
+      std::lock_guard lock(mu_);
+      first = job_refusals_.insert(version).second;
+    }
+    if (first) {
+      metrics_.hub_job_rejected();
+      spdlog::warn("cluster {}: {}; not placed until fixed", options_.name, job.error().message);
+      app_event(kind, ns, name, string_at(obj, "metadata/uid"), "GleanerInvalid",
+                job.error().message + "; not placed until fixed", true);
+    }
+    return;
+  }
+  server::AppView view = training_app_view(*job, obj, options_.name);
+  view.hub = options_.hub;
+  view.allowed_clusters = std::move(allowed);
+  for (const JobRole& r : job->roles) {
+    if (r.replicas <= 0) continue;
+    view.priority = priority_of_class(r.priority_class);  // the leader's
+    break;
+  }
+  if (view.shape.roles.empty()) {
+    app_event(kind, ns, name, view.uid, "GleanerInvalid", "the job has no replicas", true);
+    return;
+  }
+  route_app(obj, view);
+}
+
+kube::Informer& ClusterLink::apps_of(const std::string& kind) {
+  auto it = training_jobs_.find(kind);
+  return it != training_jobs_.end() ? *it->second : *apps_;
+}
+
+void ClusterLink::route_app(const Json& obj, server::AppView& view) {
+  if (view.placement.empty()) {
+    live_.observe_app(view);
+  } else if (!view.origin.empty() && view.origin != options_.name) {
+    if (find_path(obj, "metadata/deletionTimestamp") == nullptr) observe_copy(view, obj);
+  } else if (view.placement != options_.name && (view.suspended || view.hub)) {
+    // An origin whose copy should exist in another cluster (a restart may have come
+    // between recording the decision and creating the copy): make sure it does,
+    // once per process. Creating an existing copy is harmless.
+    bool first = false;
+    {
+      std::lock_guard lock(mu_);
+      first = forwarded_.insert(view.ns + "/" + server::gang_name(view.kind, view.name)).second;
+    }
+    if (first && options_.hub && by_karmada(view.kind, view.ns, view.name)) {
+      server::Action again{server::ActionKind::kPlaceApp, options_.name, view.ns, view.name,
+                           string_at(obj, "metadata/uid")};
+      again.app_kind = view.kind;
+      again.target = view.placement;
+      enqueue(std::move(again));  // the binding must say the same
+    } else if (first) {
+      forward_copy(obj, view.placement);
+    }
+  }
+}
+
+}  // namespace gleaner::scheduler::kube_glue

@@ -1,0 +1,143 @@
+// The kinds a fleet places (API paths), a training job's state from its conditions, a
+// training job as the live loop's application (roles, GPUs as regular resources, merged
+// selectors, a template sized in batch resources), and the training operator's pods read
+// as replicas of their job's role and index.
+#include "scheduler/kube/job_kinds.h"
+
+#include <gtest/gtest.h>
+
+#include "kube/yaml_json.h"
+#include "scheduler/kube/pod_view.h"
+
+namespace gleaner::scheduler::kube_glue {
+namespace {
+
+constexpr int64_t kGi = 1024LL * 1024 * 1024;
+
+Json yaml(const std::string& text) {
+  auto json = kube::yaml_to_json(text, "object.yaml");
+  EXPECT_TRUE(json.ok());
+  return json.ok() ? *json : Json();
+}
+
+TEST(JobKinds, PathsOfEachKind) {
+  EXPECT_EQ(app_object_path("PyTorchJob", "ml", "mnist"),
+            "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/mnist");
+  EXPECT_EQ(app_object_path("TFJob", "ml"), "/apis/kubeflow.org/v1/namespaces/ml/tfjobs");
+  EXPECT_EQ(app_object_path("TFJob", ""), "/apis/kubeflow.org/v1/tfjobs");
+  EXPECT_EQ(app_object_path("SparkApplication", "spark", "pi"),
+            "/apis/sparkoperator.k8s.io/v1beta2/namespaces/spark/sparkapplications/pi");
+  EXPECT_EQ(find_app_kind("MPIJob"), nullptr);
+  EXPECT_EQ(app_api_version("TFJob"), "kubeflow.org/v1");
+}
+
+TEST(JobKinds, TheStateIsTheNewestTrueCondition) {
+  EXPECT_EQ(training_job_state(yaml("status: {}")), "");
+  EXPECT_EQ(training_job_state(yaml(R"(
+status:
+  conditions:
+  - {type: Created, status: "True"}
+  - {type: Running, status: "True"}
+  - {type: Succeeded, status: "False"}
+)")),
+            "Running");
+  EXPECT_EQ(training_job_state(yaml(R"(
+status:
+  conditions:
+  - {type: Created, status: "True"}
+  - {type: Running, status: "False"}
+  - {type: Failed, status: "True"}
+)")),
+            "Failed");
+}
+
+TEST(JobKinds, ATrainingJobIsOneGangOfItsRoles) {
+  const Json object = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: mnist
+  namespace: ml
+  uid: u-1
+  labels: {gleaner.io/queue: team-a}
+  annotations: {gleaner.io/placement: b, gleaner.io/origin-cluster: hub}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          nodeSelector: {pool: gpu}
+          containers:
+          - name: pytorch
+            resources:
+              requests: {kubernetes.io/batch-cpu: "2000", kubernetes.io/batch-memory: 4Gi}
+              limits: {nvidia.com/gpu: 1}
+    Worker:
+      replicas: 0
+      template:
+        spec:
+          containers: [{name: pytorch, resources: {requests: {cpu: "1"}}}]
+)");
+  auto job = parse_training_job(object);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  const server::AppView v = training_app_view(*job, object, "hub");
+  EXPECT_EQ(v.kind, "PyTorchJob");
+  EXPECT_EQ(v.uid, "u-1");
+  EXPECT_EQ(v.queue, "team-a");
+  EXPECT_EQ(v.placement, "b");
+  EXPECT_EQ(v.origin, "hub");
+  ASSERT_EQ(v.shape.roles.size(), 1U) << "a role without replicas is left out";
+  const RoleSpec& master = v.shape.roles[0];
+  EXPECT_EQ(master.name, "Master");
+  EXPECT_EQ(master.replicas, 1);
+  EXPECT_EQ(master.batch, (Resources{2000, 4 * kGi, 0})) << "the template's batch resources";
+  EXPECT_EQ(master.regular, (Resources{0, 0, 1})) << "GPUs are admitted against allocatable";
+  EXPECT_TRUE(v.selector.matches({{"pool", "gpu"}}));
+  EXPECT_FALSE(v.selector.matches({{"pool", "cpu"}}));
+}
+
+Json operator_pod(const std::string& operator_name, const std::string& index) {
+  return yaml(R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: mnist-worker-3
+  namespace: ml
+  uid: p-1
+  labels:
+    training.kubeflow.org/job-name: mnist
+    training.kubeflow.org/operator-name: )" +
+              operator_name + R"(
+    training.kubeflow.org/replica-type: worker
+    training.kubeflow.org/replica-index: ")" +
+              index + R"("
+spec:
+  schedulerName: gleaner-scheduler
+  containers: [{name: pytorch, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+)");
+}
+
+TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
+  auto pod = kube::parse_pod(operator_pod("pytorchjob-controller", "3"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  const server::PodView v = pod_view(*pod, "b", "gleaner-scheduler", nullptr);
+  EXPECT_EQ(v.role, server::PodRole::kReplica);
+  EXPECT_EQ(v.gang, "PyTorchJob:mnist") << "apart from a SparkApplication of that name";
+  EXPECT_EQ(v.replica_type, "worker");
+  EXPECT_EQ(v.replica_index, 3);
+
+  auto tf = kube::parse_pod(operator_pod("tfjob-controller", "0"));
+  ASSERT_TRUE(tf.ok());
+  EXPECT_EQ(pod_view(*tf, "b", "gleaner-scheduler", nullptr).gang, "TFJob:mnist");
+  // An index that is not a number, or an operator of another kind: a pod like any other.
+  for (const auto& [op, index] :
+       {std::pair{"pytorchjob-controller", "x"}, std::pair{"mpijob-controller", "0"}}) {
+    auto other = kube::parse_pod(operator_pod(op, index));
+    ASSERT_TRUE(other.ok());
+    EXPECT_EQ(pod_view(*other, "b", "gleaner-scheduler", nullptr).role, server::PodRole::kNone)
+        << op << " " << index;
+  }
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::kube_glue

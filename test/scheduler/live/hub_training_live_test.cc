@@ -1,0 +1,197 @@
+// Kubeflow training jobs (PyTorchJob, TFJob) from a fleet's hub: a job a policy governs is
+// placed whole (every role) into a member whose batch capacity and free GPUs fit it; the
+// pods the member's training operator creates take the room reserved for their role and
+// index; the copy's state comes back to the hub; Karmada mode writes the job's
+// ResourceBinding; a job the hub cannot read is refused with an Event naming the field.
+#include <gtest/gtest.h>
+
+#include "test/scheduler/live/hub_fixture.h"
+
+namespace gleaner::scheduler::live_testing {
+namespace {
+
+const std::string kPyTorchJobs = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs";
+const std::string kTfJobs = "/apis/kubeflow.org/v1/namespaces/default/tfjobs";
+const std::string kBindings = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings";
+
+// A replica spec: `replicas` pods of 1 core, 1 GiB and `gpus` GPUs, for gleaner-scheduler.
+Json replica(int replicas, int gpus) {
+  Json resources{{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}};
+  if (gpus > 0) resources["limits"] = {{"nvidia.com/gpu", std::to_string(gpus)}};
+  return Json{{"replicas", replicas},
+              {"restartPolicy", "OnFailure"},
+              {"template",
+               {{"spec",
+                 {{"schedulerName", "gleaner-scheduler"},
+                  {"containers",
+                   {{{"name", "pytorch"}, {"image", "pytorch"}, {"resources", resources}}}}}}}}};
+}
+
+// A PyTorchJob as a user submits it to the hub: a master and `workers` workers.
+Json pytorch_job(const std::string& name, int workers, int gpus) {
+  return Json{{"apiVersion", "kubeflow.org/v1"},
+              {"kind", "PyTorchJob"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec",
+               {{"pytorchReplicaSpecs",
+                 {{"Master", replica(1, gpus)}, {"Worker", replica(workers, gpus)}}}}}};
+}
+
+// A policy of the hub's group selecting every job of `kind` (kubeflow.org/v1).
+Json job_policy(const std::string& group, const std::string& kind) {
+  Json p = policy(group, false, {});
+  p["metadata"]["name"] = "training-policy";
+  p["spec"]["resourceSelectors"] =
+      Json::array({{{"apiVersion", "kubeflow.org/v1"}, {"kind", kind}}});
+  return p;
+}
+
+// The pod the training operator creates for role `type` (lower case) index `index`.
+Json operator_replica(const std::string& job, const std::string& type, int index) {
+  const std::string i = std::to_string(index);
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", job + "-" + type + "-" + i},
+                {"namespace", "default"},
+                {"labels",
+                 {{"training.kubeflow.org/job-name", job},
+                  {"training.kubeflow.org/operator-name", "pytorchjob-controller"},
+                  {"training.kubeflow.org/replica-type", type},
+                  {"training.kubeflow.org/replica-index", i}}}}},
+              {"spec",
+               {{"schedulerName", "gleaner-scheduler"},
+                {"containers",
+                 {{{"name", "pytorch"},
+                   {"image", "pytorch"},
+                   {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}}}}}};
+}
+
+class HubTrainingLiveTest : public HubLiveTest {
+ protected:
+  // Both members have room for cpu and memory; only b1 has GPUs (`b_gpus`).
+  void give_gpus(int b_gpus) {
+    for (const auto& [m, node, gpus] : {std::tuple{"a", "a1", 0}, std::tuple{"b", "b1", b_gpus}}) {
+      Json allocatable{{"cpu", "8"}, {"memory", "32Gi"}};
+      if (gpus > 0) allocatable["nvidia.com/gpu"] = std::to_string(gpus);
+      ASSERT_TRUE(member(m)
+                      .client
+                      ->patch(kube::node_status_path(node),
+                              Json{{"status", {{"allocatable", allocatable}}}},
+                              kube::PatchType::kMerge)
+                      .ok());
+    }
+  }
+  Json job(const std::string& cluster, const std::string& collection, const std::string& name) {
+    return member(cluster).get(collection + "/" + name);
+  }
+};
+
+TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTakeItsRoom) {
+  give_gpus(2);
+  ASSERT_TRUE(
+      member("hub").create(policies_path(group(), false), job_policy(group(), "PyTorchJob")));
+  ASSERT_TRUE(member("hub").create(kPyTorchJobs, pytorch_job("mnist", 1, 1)));
+  ASSERT_TRUE(schedule_until([&] { return job("b", kPyTorchJobs, "mnist").contains("spec"); }))
+      << "a fits its cpu and memory better, but has no GPU";
+  EXPECT_FALSE(job("a", kPyTorchJobs, "mnist").contains("spec"));
+  const Json copy = job("b", kPyTorchJobs, "mnist");
+  EXPECT_EQ(annotation(copy, "gleaner.io/origin-cluster"), "hub");
+  EXPECT_EQ(copy["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"], 1);
+  EXPECT_TRUE(until([&] {
+    return annotation(job("hub", kPyTorchJobs, "mnist"), "gleaner.io/placement") == "b";
+  }));
+  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerPlacedRemote", "master on node b/b1"));
+
+  // b's training operator creates the master and the worker: each takes its reserved room.
+  ASSERT_TRUE(
+      member("b").create(kube::pods_path("default"), operator_replica("mnist", "worker", 0)));
+  ASSERT_TRUE(
+      member("b").create(kube::pods_path("default"), operator_replica("mnist", "master", 0)));
+  EXPECT_TRUE(until([&] {
+    return member("b").node_of("mnist-master-0") == "b1" &&
+           member("b").node_of("mnist-worker-0") == "b1";
+  }));
+
+  // The operator's state shows on the hub object.
+  ASSERT_TRUE(member("b")
+                  .client
+                  ->patch(kPyTorchJobs + "/mnist/status",
+                          Json{{"status",
+                                {{"conditions",
+                                  {{{"type", "Created"}, {"status", "True"}},
+                                   {{"type", "Running"}, {"status", "True"}}}}}}},
+                          kube::PatchType::kMerge)
+                  .ok());
+  EXPECT_TRUE(until([&] {
+    return annotation(job("hub", kPyTorchJobs, "mnist"), "gleaner.io/remote-state") == "Running";
+  }));
+  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerRemoteState", "member cluster b"));
+
+  // Its two pods hold both of b1's GPUs: a second job waits for GPUs.
+  ASSERT_TRUE(member("hub").create(kPyTorchJobs, pytorch_job("mnist2", 1, 1)));
+  ASSERT_TRUE(schedule_until(
+      [&] { return member("hub").has_event("mnist2", "GleanerPending", "or GPUs"); }));
+  EXPECT_FALSE(placement_sent("mnist2"));
+
+  // Deleting the hub object deletes the copy.
+  ASSERT_TRUE(member("hub").client->remove(kPyTorchJobs + "/mnist").ok());
+  EXPECT_TRUE(until([&] { return !job("b", kPyTorchJobs, "mnist").contains("spec"); }));
+}
+
+TEST_F(HubTrainingLiveTest, AJobTheHubCannotReadIsRefusedWithAnEventNamingTheField) {
+  ASSERT_TRUE(
+      member("hub").create(policies_path(group(), false), job_policy(group(), "PyTorchJob")));
+  Json bad = pytorch_job("typo", 1, 0);
+  bad["spec"]["pytorchReplicaSpecs"]["Wrker"] = replica(1, 0);
+  ASSERT_TRUE(member("hub").create(kPyTorchJobs, bad));
+  EXPECT_TRUE(until([&] {
+    return member("hub").has_event("typo", "GleanerInvalid", "pytorchReplicaSpecs.Wrker");
+  }));
+  EXPECT_TRUE(until([&] {
+    return metrics_.render({}).find("gleaner_scheduler_hub_jobs_rejected_total 1\n") !=
+           std::string::npos;
+  }));
+  for (int i = 0; i < 5; ++i)
+    live_->tick();
+  EXPECT_FALSE(placement_sent("typo")) << "nothing is propagated";
+  EXPECT_FALSE(job("a", kPyTorchJobs, "typo").contains("spec"));
+  EXPECT_FALSE(job("b", kPyTorchJobs, "typo").contains("spec"));
+}
+
+TEST_F(HubTrainingLiveTest, ATfJobsResourceBindingNamesTheMemberItsRolesFit) {
+  Json karmada = job_policy(group(), "TFJob");
+  karmada["spec"]["schedulerName"] = "gleaner-scheduler";
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), karmada));
+  // A chief, two parameter servers and two workers: 5 cores, which only b has.
+  Json tf{{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "TFJob"},
+          {"metadata", {{"name", "dist"}, {"namespace", "default"}}},
+          {"spec",
+           {{"tfReplicaSpecs",
+             {{"Chief", replica(1, 0)}, {"PS", replica(2, 0)}, {"Worker", replica(2, 0)}}}}}};
+  ASSERT_TRUE(member("hub").create(kTfJobs, tf));
+  const Json hub_obj = member("hub").get(kTfJobs + "/dist");
+  Json binding{{"apiVersion", "work.karmada.io/v1alpha2"},
+               {"kind", "ResourceBinding"},
+               {"metadata", {{"name", "dist-tfjob"}, {"namespace", "default"}}},
+               {"spec",
+                {{"resource",
+                  {{"apiVersion", "kubeflow.org/v1"},
+                   {"kind", "TFJob"},
+                   {"namespace", "default"},
+                   {"name", "dist"},
+                   {"uid", hub_obj["metadata"]["uid"]}}},
+                 {"schedulerName", "gleaner-scheduler"}}}};
+  ASSERT_TRUE(member("hub").create(kBindings, binding));
+  ASSERT_TRUE(schedule_until([&] {
+    const Json b = member("hub").get(kBindings + "/dist-tfjob");
+    const Json* c = b.is_object() ? find_path(b, "spec/clusters") : nullptr;
+    return c != nullptr && c->is_array() && c->size() == 1 && (*c)[0].value("name", "") == "b";
+  })) << "a has 4 cores, the job needs 5";
+  EXPECT_EQ(annotation(member("hub").get(kTfJobs + "/dist"), "gleaner.io/placement"), "b");
+  EXPECT_FALSE(job("b", kTfJobs, "dist").contains("spec")) << "Karmada propagates it";
+}
+
+}  // namespace
+}  // namespace gleaner::scheduler::live_testing
