@@ -143,10 +143,10 @@ class Fleet(unittest.TestCase):
     def apps(self, cluster):
         return client.CustomObjectsApi(self.apis[cluster])
 
-    def app(self, cluster):
+    def app(self, cluster, kind=SPARK + ("spark", "sparkapplications", "spark-pi")):
+        """The object (group, version, namespace, plural, name) in `cluster`; None: absent."""
         try:
-            return self.apps(cluster).get_namespaced_custom_object(
-                *SPARK, "spark", "sparkapplications", "spark-pi")
+            return self.apps(cluster).get_namespaced_custom_object(*kind)
         except ApiException as e:
             if e.status == 404:
                 return None
@@ -360,13 +360,7 @@ class Fleet(unittest.TestCase):
                                              "Worker": replica_spec()}}})
 
         def job(cluster):
-            try:
-                return self.apps(cluster).get_namespaced_custom_object(
-                    *kubeflow, "ml", "pytorchjobs", "mnist")
-            except ApiException as e:
-                if e.status == 404:
-                    return None
-                raise
+            return self.app(cluster, kubeflow + ("ml", "pytorchjobs", "mnist"))
         self.wait("the copy in m2", lambda: job("m2") is not None)
         self.assertIsNone(job("m1"), "m1 has no GPU")
         self.assertEqual(job("hub")["metadata"]["annotations"]["gleaner.io/placement"], "m2")

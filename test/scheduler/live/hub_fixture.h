@@ -4,6 +4,7 @@
 // detector (the ResourceBinding) and execution controller (the copy in a member).
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -69,6 +70,20 @@ class HubLiveTest : public CopyLifecycleTest {
     ASSERT_TRUE(member("hub").create(policies_path(group(), false), by_name));
     ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("other")));
     ASSERT_TRUE(schedule_until([&] { return app("a", "other").contains("spec"); }));
+  }
+  // Both members have room for cpu and memory (8 cores, 32 GiB allocatable); only b1 has
+  // GPUs (`b_gpus`).
+  void give_gpus(int b_gpus) {
+    for (const auto& [m, node, gpus] : {std::tuple{"a", "a1", 0}, std::tuple{"b", "b1", b_gpus}}) {
+      Json allocatable{{"cpu", "8"}, {"memory", "32Gi"}};
+      if (gpus > 0) allocatable["nvidia.com/gpu"] = std::to_string(gpus);
+      ASSERT_TRUE(member(m)
+                      .client
+                      ->patch(kube::node_status_path(node),
+                              Json{{"status", {{"allocatable", allocatable}}}},
+                              kube::PatchType::kMerge)
+                      .ok());
+    }
   }
   bool placement_sent(const std::string& name) {
     return routed([&](const server::Action& a) {

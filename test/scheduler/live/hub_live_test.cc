@@ -60,17 +60,7 @@ TEST_F(HubLiveTest, APolicyGleanerCannotHonourIsRefusedAndCounted) {
 }
 
 TEST_F(HubLiveTest, AnApplicationAskingForGpusGoesOnlyWhereGpusAreFree) {
-  // Both members have room for its cpu and memory; only b1 has GPUs (two).
-  for (const auto& [m, node, gpus] : {std::tuple{"a", "a1", 0}, std::tuple{"b", "b1", 2}}) {
-    Json allocatable{{"cpu", "8"}, {"memory", "32Gi"}};
-    if (gpus > 0) allocatable["nvidia.com/gpu"] = std::to_string(gpus);
-    ASSERT_TRUE(member(m)
-                    .client
-                    ->patch(kube::node_status_path(node),
-                            Json{{"status", {{"allocatable", allocatable}}}},
-                            kube::PatchType::kMerge)
-                    .ok());
-  }
+  give_gpus(2);
   ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {})));
   auto gpu_app = [](const std::string& name) {
     Json app = hub_app(name);

@@ -69,19 +69,6 @@ Json operator_replica(const std::string& job, const std::string& type, int index
 
 class HubTrainingLiveTest : public HubLiveTest {
  protected:
-  // Both members have room for cpu and memory; only b1 has GPUs (`b_gpus`).
-  void give_gpus(int b_gpus) {
-    for (const auto& [m, node, gpus] : {std::tuple{"a", "a1", 0}, std::tuple{"b", "b1", b_gpus}}) {
-      Json allocatable{{"cpu", "8"}, {"memory", "32Gi"}};
-      if (gpus > 0) allocatable["nvidia.com/gpu"] = std::to_string(gpus);
-      ASSERT_TRUE(member(m)
-                      .client
-                      ->patch(kube::node_status_path(node),
-                              Json{{"status", {{"allocatable", allocatable}}}},
-                              kube::PatchType::kMerge)
-                      .ok());
-    }
-  }
   Json job(const std::string& cluster, const std::string& collection, const std::string& name) {
     return member(cluster).get(collection + "/" + name);
   }
