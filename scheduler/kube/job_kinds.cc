@@ -51,7 +51,7 @@ std::string training_job_state(const Json& object) {
   // The operator appends conditions as the job moves on; the newest true one is its state.
   for (auto it = conditions->rbegin(); it != conditions->rend(); ++it) {
     if (!it->is_object() || it->value("status", "") != "True") continue;
-    const std::string type = it->value("type", "");
+    std::string type = it->value("type", "");
     if (!type.empty()) return type;
   }
   return "";
