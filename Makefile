@@ -8,7 +8,13 @@ ifeq ($(CI),true)
 CMAKE_FLAGS += -DGLEANER_WERROR=ON
 endif
 
-.PHONY: all deps build test demo bench lint format clean
+.PHONY: all deps build test test-sanitize demo bench lint format clean
+
+# The unit tests (every GoogleTest binary labelled unit) built apart with AddressSanitizer
+# and UndefinedBehaviorSanitizer; the fuzz targets of `make test` already are.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_TARGETS = common_test cgroup_test resctrl_test kube_test reporter_test agent_test \
+	scheduler_test bench_test
 
 all: build
 
@@ -21,6 +27,13 @@ build: deps
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O0 -g1" \
+		-DGLEANER_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(SANITIZE_BUILD) -j$(JOBS) --target $(SANITIZE_TARGETS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --test-dir $(SANITIZE_BUILD) -L sanitize --output-on-failure -j$(JOBS)
 
 demo: build
 	bash scripts/demo.sh $(BUILD)

@@ -32,7 +32,11 @@ function(gleaner_test)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test)
   target_compile_definitions(${T_NAME} PRIVATE
     GLEANER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" GLEANER_BINARY_DIR="${CMAKE_BINARY_DIR}")
-  if(NOT T_LABELS)
+  if(NOT T_LABELS AND GLEANER_SANITIZE)
+    # `make test-sanitize`: the unit binaries built with ASan and UBSan (one label: a list
+    # would not survive gtest_discover_tests' PROPERTIES).
+    set(T_LABELS sanitize)
+  elseif(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
   # SERIAL: tests that measure real CPU time must not share the 2 cores with others.
