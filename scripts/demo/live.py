@@ -2,11 +2,12 @@
 
 A scratch kubepods tree (scratch.py) holds an LS "web" pod (web_server.py) under wrk load
 that rises and falls, and three BE "Spark executor" pods (be_executor.py) that want every
-CPU. gleaner-scheduler runs in reports-only mode and gleaner-agent reports to it. The run
-has two phases with the same load profile: the agent measuring only (--no-enforce, BE
+CPU. gleaner-scheduler runs in reports-only mode and gleaner-agent reports to it. The CPU
+part has two phases with the same load profile: the agent measuring only (--no-enforce, BE
 unmanaged), then the agent enforcing cfsQuota suppression and CPU-satisfaction eviction.
 The demo plays kubelet for the agent's evictions (it has no API server): the evicted
-executor is killed and taken out of the pods file, and re-placed 20 s later.
+executor is killed and taken out of the pods file, and re-placed 20 s later. Then the
+memory phase (memory_phase.py), unmanaged and with Gleaner, on a scratch node of 1 GiB.
 
 usage: live.py --build DIR --run-dir DIR [--seconds N]      (the demo)
        live.py --cleanup DIR                                  (the shell trap's fallback)
@@ -24,12 +25,13 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import memory_phase  # noqa: E402
 import scratch  # noqa: E402
+from pods import NODE, pod_json, write_json  # noqa: E402
 import view  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
-NODE = "demo-node"
 WEB = {"name": "web-0", "ns": "web", "uid": "demo-web-0", "dir": "kubepods/burstable/poddemo-web-0"}
 EXECUTORS = [  # name, uid, priority (koord-batch range; the lowest is evicted first)
     ("exec-1", "demo-exec-1", 5900), ("exec-2", "demo-exec-2", 5500),
@@ -86,21 +88,6 @@ def parse_wrk(text):
         return None
     scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}[p99.group(2)]
     return {"rps": float(rps.group(1)), "p99": float(p99.group(1)) * scale}
-
-
-def pod_json(name, ns, uid, qos_class, requests, labels=None, priority=None):
-    spec = {"nodeName": NODE, "containers": [{"name": "main", "resources": {"requests": requests}}]}
-    if priority is not None:
-        spec["priority"] = priority
-    return {"metadata": {"name": name, "namespace": ns, "uid": uid, "labels": labels or {}},
-            "spec": spec, "status": {"phase": "Running", "qosClass": qos_class}}
-
-
-def write_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=1)
-    os.replace(tmp, path)  # the agent never sees a half-written file
 
 
 class Demo:
@@ -169,12 +156,13 @@ class Demo:
         self.running_execs[name] = (uid, prio)
         self.write_pods()
 
-    def start_agent(self, enforce):
+    def start_agent(self, enforce, proc_root="/proc", node_file="node.json",
+                    config_dir="ack-slo-config"):
         self.stop("agent")
         argv = [os.path.join(self.bin, "gleaner-agent"), "run", "--node-name", NODE,
                 "--cgroup-root", self.cg.root, "--pods-file", os.path.join(self.run_dir, "pods.json"),
-                "--node-file", os.path.join(self.run_dir, "node.json"),
-                "--config-dir", os.path.join(self.run_dir, "ack-slo-config"),
+                "--node-file", os.path.join(self.run_dir, node_file), "--proc-root", proc_root,
+                "--config-dir", os.path.join(self.run_dir, config_dir),
                 "--scheduler-url", "http://127.0.0.1:%d/api/v1/reports" % self.sched_port,
                 "--token-file", os.path.join(self.run_dir, "token"),
                 "--state-dir", os.path.join(self.run_dir, "state"),
@@ -227,7 +215,9 @@ class Demo:
             self.start_executor(name, uid, prio)
 
     # --- evictions: the demo plays kubelet ----------------------------------------------
-    def handle_evictions(self, now, phase_end):
+    def new_evictions(self):
+        """(pod name, reason) of each eviction the agent asked for since the last call (with
+        no API server, it logs them: the demo plays kubelet)."""
         try:
             with open(os.path.join(self.run_dir, "agent.log"), errors="replace") as f:
                 f.seek(self.log_pos)
@@ -235,8 +225,11 @@ class Demo:
                 self.log_pos = f.tell()
         except OSError:
             text = ""
-        for pod in re.findall(r"would evict (\S+) \(", text):
-            name = pod.split("/")[-1]
+        return [(pod.split("/")[-1], reason)
+                for pod, reason in re.findall(r"would evict (\S+) \(([^)]*)\)", text)]
+
+    def handle_evictions(self, now, phase_end):
+        for name, _ in self.new_evictions():
             if name not in self.running_execs:
                 continue
             uid, prio = self.running_execs.pop(name)
@@ -301,20 +294,34 @@ class Demo:
                 "batch_cpu": metrics.get("gleaner_batch_cpu_allocatable_cores")}
 
     def run(self):
-        ui = view.Ui(sys.stdout.isatty())
-        self.total = float(self.args.seconds)
+        self.tty = sys.stdout.isatty()
+        ui = view.Ui(self.tty)
+        # A third of the run (at least MIN_SECONDS each) for the two memory runs; the rest
+        # for the two CPU phases.
+        memory_s = max(memory_phase.MIN_SECONDS, self.args.seconds / 6)
+        cpu_s = max(2.0, (self.args.seconds - 2 * memory_s) / 2)
+        self.total = 2 * cpu_s
         self.setup()
         print("scratch kubepods tree (cgroup %s): %s; cgroup root for the agent: %s" % (
             self.cg.version, " ".join(self.cg.bases), self.cg.root), flush=True)
         self.t0 = time.monotonic()
         self.start_agent(enforce=False)
         phases = [self.run_phase(1, "BE unmanaged (agent measuring only, --no-enforce)",
-                                 self.total / 2, ui)]
+                                 cpu_s, ui)]
         self.start_agent(enforce=True)
-        phases.append(self.run_phase(2, "with Gleaner (cfsQuota suppress + eviction)",
-                                     self.total / 2, ui))
+        phases.append(self.run_phase(2, "with Gleaner (cfsQuota suppress + eviction)", cpu_s, ui))
         ui.done()
-        view.print_summary(phases, self.evictions, os.cpu_count(), self.run_dir)
+        # The memory phase has its own pods: the CPU phase's go first.
+        self.stop("agent")
+        for name in [n for n in self.running_execs] + ["web"]:
+            self.stop(name, grace_s=1)
+        memory_phase.write_files(self.run_dir)
+        print("memory phase: a scratch node of %d MiB, %.0f s unmanaged then %.0f s with "
+              "Gleaner" % (memory_phase.NODE_MIB, memory_s, memory_s), flush=True)
+        memory = [memory_phase.run(self, "memory, BE unmanaged", False, memory_s),
+                  memory_phase.run(self, "memory, with Gleaner", True, memory_s)]
+        view.print_summary(phases, self.evictions, os.cpu_count(), self.run_dir,
+                           memory_phase.summary(*memory))
 
     def cleanup(self):
         for name in ["wrk", "agent"] + [n for n in list(self.procs) if n not in ("wrk", "agent")]:

@@ -251,6 +251,36 @@ class Scratch:
         except (OSError, ValueError):
             return 0
 
+    def memory_working_set(self, rel):
+        """Usage less the inactive page cache (what kubelet calls the working set)."""
+        key = "inactive_file" if self.version == "v2" else "total_inactive_file"
+        inactive = self._keyed("memory", rel, "memory.stat", key)
+        return max(0, self.memory_bytes(rel) - inactive)
+
+    def set_memory_limit(self, rel, value):
+        """Bytes, or None for no limit."""
+        if self.version == "v2":
+            write(self._file("", rel, "memory.max"), "max" if value is None else str(value))
+        else:
+            write(self._file("memory", rel, "memory.limit_in_bytes"),
+                  "-1" if value is None else str(value))
+
+    def oom_kills(self, rel):
+        """Processes the kernel's OOM killer has killed for this cgroup's limit so far."""
+        if self.version == "v2":
+            return self._keyed("", rel, "memory.events", "oom_kill")
+        return self._keyed("memory", rel, "memory.oom_control", "oom_kill")
+
+    def _keyed(self, controller, rel, name, key):
+        try:
+            for line in read(self._file(controller, rel, name)).splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] == key:
+                    return int(parts[1])
+        except (OSError, ValueError):
+            pass
+        return 0
+
 
 def cleanup_run_dir(run_dir):
     """Removes what a demo recorded in <run_dir>/state.json: processes, cgroups, symlinks.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest `demo_live_smoke`: the live demo for a short run. Passes when it printed the
-# summary and left no scratch cgroup directory, symlink root or process behind.
+# summary, the memory phase with Gleaner evicted and was not OOM-killed, and it left no
+# scratch cgroup directory, symlink root or process behind.
 # Exit 77 (skipped) without root or without wrk.
 # usage: smoke_test.sh SOURCE_DIR BUILD_DIR [SECONDS]
 set -uo pipefail
@@ -19,9 +20,16 @@ cat "$out"
 fail=0
 [ "$status" -eq 0 ] || { echo "FAIL: demo.sh exited with $status"; fail=1; }
 for line in "== Summary" "LS p99, worst step" "BE CPU harvested" "What this run showed:" \
-  "LS latency: " "BE harvest: "; do
+  "LS latency: " "BE harvest: " "Memory (a scratch node" "Memory: "; do
   grep -q "$line" "$out" || { echo "FAIL: no '$line' in the output"; fail=1; }
 done
+# The memory phase does not hinge on CPU noise: with Gleaner the agent evicts BE executors at
+# memoryEvictThresholdPercent and the kernel kills nothing.
+if ! grep -Eq "with Gleaner +peak +[0-9]+% of the node; kernel OOM kills 0; agent evictions [1-9]" \
+  "$out"; then
+  echo "FAIL: with Gleaner, the memory phase had OOM kills or no eviction"
+  fail=1
+fi
 
 run_dir=$(sed -n 's/^ logs *\(\/tmp\/gleaner-demo-[A-Za-z0-9]*\) .*/\1/p' "$out" | head -1)
 if [ -z "$run_dir" ]; then

@@ -125,7 +125,8 @@ def ms(v):
     return "n/a" if v is None else "%.1f ms" % v
 
 
-def print_summary(phases, evictions, cpus, run_dir):
+def print_summary(phases, evictions, cpus, run_dir, memory=((), ())):
+    """`memory`: the memory phase's table lines and its lines of the verdict."""
     a, b = phases
     print("== Summary (measured on this machine in this run: %d CPUs)" % cpus)
     print(" LS web latency per load step (wrk, same load profile in both phases)")
@@ -144,7 +145,9 @@ def print_summary(phases, evictions, cpus, run_dir):
         a["ls_cpu_s"], b["ls_cpu_s"]))
     print(" suppress reactions       %d BE quota writes; evictions %d" % (
         b["quota_writes"], evictions))
-    for line in verdict(a, b):
+    for line in memory[0]:
+        print(line)
+    for line in verdict(a, b) + list(memory[1]):
         print(" " + line)
     print(" logs                     %s (agent.log, scheduler.log, wrk-*.txt)" % run_dir)
 

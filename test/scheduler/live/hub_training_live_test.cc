@@ -180,5 +180,33 @@ TEST_F(HubTrainingLiveTest, ATfJobsResourceBindingNamesTheMemberItsRolesFit) {
   EXPECT_FALSE(job("b", kTfJobs, "dist").contains("spec")) << "Karmada propagates it";
 }
 
+// A master that does not run within the start timeout (1 s here): the job is withdrawn from
+// its member (copy and pods) and placed into another.
+class HubTrainingReclaimLiveTest : public HubTrainingLiveTest {
+ protected:
+  int64_t driver_start_timeout() const override { return 1; }
+};
+
+TEST_F(HubTrainingReclaimLiveTest, AMasterThatDoesNotRunIsReclaimedIntoAnotherMember) {
+  ASSERT_TRUE(
+      member("hub").create(policies_path(group(), false), job_policy(group(), "PyTorchJob")));
+  ASSERT_TRUE(member("hub").create(kPyTorchJobs, pytorch_job("mnist", 1, 0)));
+  ASSERT_TRUE(schedule_until([&] { return job("a", kPyTorchJobs, "mnist").contains("spec"); }))
+      << "a is the best fit";
+  // a's operator creates the master; it is bound but never runs (no kubelet starts it).
+  ASSERT_TRUE(
+      member("a").create(kube::pods_path("default"), operator_replica("mnist", "master", 0)));
+  EXPECT_TRUE(until([&] { return member("a").node_of("mnist-master-0") == "a1"; }));
+  ASSERT_TRUE(schedule_until([&] { return job("b", kPyTorchJobs, "mnist").contains("spec"); }));
+  EXPECT_TRUE(until([&] { return !job("a", kPyTorchJobs, "mnist").contains("spec"); }));
+  EXPECT_TRUE(until([&] {
+    return !member("a").get(kube::pod_path("default", "mnist-master-0")).contains("spec");
+  }));
+  const Json hub_obj = job("hub", kPyTorchJobs, "mnist");
+  EXPECT_EQ(annotation(hub_obj, "gleaner.io/placement"), "b");
+  EXPECT_EQ(annotation(hub_obj, "gleaner.io/reclaims"), "1");
+  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerReclaimed", "member cluster a"));
+}
+
 }  // namespace
 }  // namespace gleaner::scheduler::live_testing
