@@ -268,6 +268,7 @@ class Demo:
             self.procs["wrk"] = wrk
             self.cg.remember_pid(wrk.pid)
             next_tick = time.monotonic()
+            batch_milli = None  # what the scheduler publishes as the step ends
             while wrk.poll() is None:
                 next_tick += 1.0
                 time.sleep(max(0.0, next_tick - time.monotonic()))
@@ -277,6 +278,8 @@ class Demo:
                 metrics = parse_metrics(http_get("http://127.0.0.1:%d/metrics" % self.agent_port))
                 nodes = json.loads(http_get("http://127.0.0.1:%d/api/v1/nodes" % self.sched_port)
                                    or '{"nodes":[]}')["nodes"]
+                if nodes:
+                    batch_milli = nodes[0]["batch"]["cpuMillicores"]
                 ui.render(view.Frame(
                     phase=index, title=title, elapsed=now - self.t0, total=self.total,
                     conns=conns, step=step + 1, steps=steps, last=results[-1] if results else None,
@@ -285,7 +288,8 @@ class Demo:
                     events=self.events))
             self.procs.pop("wrk", None)
             r = parse_wrk(open(out, errors="replace").read())
-            results.append(dict(r or {"rps": 0.0, "p99": None}, conns=conns))
+            results.append(dict(r or {"rps": 0.0, "p99": None}, conns=conns,
+                                batch_milli=batch_milli))
         metrics = parse_metrics(http_get("http://127.0.0.1:%d/metrics" % self.agent_port))
         return {"title": title, "steps": results, "seconds": time.monotonic() - start,
                 "be_cpu_s": self.cg.cpu_seconds(BE_QOS) - be_start,

@@ -145,6 +145,11 @@ def print_summary(phases, evictions, cpus, run_dir, memory=((), ())):
         a["ls_cpu_s"], b["ls_cpu_s"]))
     print(" suppress reactions       %d BE quota writes; evictions %d" % (
         b["quota_writes"], evictions))
+    print(" batch-cpu offered        %s (the scheduler's Node value at the end of each step,"
+          " with Gleaner)" % ", ".join(
+              "%d conns: %s" % (r["conns"], "n/a" if r.get("batch_milli") is None
+                                else "%.2f cores" % (r["batch_milli"] / 1000.0))
+              for r in b["steps"]))
     for line in memory[0]:
         print(line)
     for line in verdict(a, b) + list(memory[1]):
@@ -174,6 +179,18 @@ def verdict(unmanaged, managed):
         out.append("  LS latency: no clear difference in this run (mean step p99 %.1f ms"
                    " unmanaged, %.1f ms with Gleaner; within %d%%)." % (
                        before, after, NOISE * 100))
+    offered = [(r["conns"], r["batch_milli"]) for r in managed["steps"]
+               if r.get("batch_milli") is not None]
+    if len(offered) >= 2:
+        low, high = min(offered), max(offered)  # by wrk connections
+        if high[1] < low[1]:
+            out.append("  Batch capacity: the scheduler offered %.2f cores at %d connections "
+                       "and %.2f at %d: it shrinks as LS load grows." % (
+                           low[1] / 1000.0, low[0], high[1] / 1000.0, high[0]))
+        else:
+            out.append("  Batch capacity: did not shrink with LS load in this run (%.2f cores at"
+                       " %d connections, %.2f at %d)." % (
+                           low[1] / 1000.0, low[0], high[1] / 1000.0, high[0]))
     if managed["be_cpu_s"] <= 0.0:
         out.append("  BE harvest: none with Gleaner in this run.")
     else:
