@@ -27,7 +27,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import memory_phase  # noqa: E402
 import scratch  # noqa: E402
-from pods import NODE, pod_json, write_json  # noqa: E402
+from pods import NODE, pod_json, write_agent_files, write_json  # noqa: E402
 import view  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,22 +106,10 @@ class Demo:
 
     # --- set-up -------------------------------------------------------------------------
     def write_files(self):
-        cfg = os.path.join(self.run_dir, "ack-slo-config")
-        os.makedirs(cfg)
-        write_json(os.path.join(cfg, "colocation-config"), {
-            "enable": True, "metricAggregateDurationSeconds": 10,
-            "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
-            "memoryCalculatePolicy": "usage"})
-        write_json(os.path.join(cfg, "resource-threshold-config"), {"clusterStrategy": {
-            "enable": True, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota",
-            "cpuEvictBESatisfactionLowerPercent": 30, "cpuEvictBESatisfactionUpperPercent": 50,
-            "cpuEvictBEUsageThresholdPercent": 90, "memoryEvictThresholdPercent": 70}})
         mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo")
                        if line.startswith("MemTotal:"))
-        cap = {"cpu": str(os.cpu_count()), "memory": "%dKi" % mem_kib, "pods": "110"}
-        write_json(os.path.join(self.run_dir, "node.json"), {
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
-            "status": {"capacity": cap, "allocatable": cap}})
+        write_agent_files(self.run_dir, "ack-slo-config", "node.json", "%dKi" % mem_kib,
+                          cpu_evict=True)
         with open(os.path.join(self.run_dir, "token"), "w") as f:
             f.write(os.urandom(16).hex())
         shutil.copy(os.path.join(HERE, "pace.lua"), os.path.join(self.run_dir, "pace.lua"))

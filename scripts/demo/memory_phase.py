@@ -17,7 +17,7 @@ import signal
 import threading
 import time
 
-from pods import pod_json, write_json
+from pods import pod_json, write_agent_files, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -91,19 +91,7 @@ def write_files(run_dir):
     """The scratch node's Node file, and the agent's configuration for this phase: memory
     eviction on; CPU eviction off, so that a busy machine's CPU contention does not evict the
     executors before their memory does."""
-    cap = {"cpu": str(os.cpu_count()), "memory": "%dMi" % NODE_MIB, "pods": "110"}
-    write_json(os.path.join(run_dir, NODE_FILE), {
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": "demo-node"},
-        "status": {"capacity": cap, "allocatable": cap}})
-    cfg = os.path.join(run_dir, CONFIG_DIR)
-    os.makedirs(cfg, exist_ok=True)
-    write_json(os.path.join(cfg, "colocation-config"), {
-        "enable": True, "metricAggregateDurationSeconds": 10,
-        "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
-        "memoryCalculatePolicy": "usage"})
-    write_json(os.path.join(cfg, "resource-threshold-config"), {"clusterStrategy": {
-        "enable": True, "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cfsQuota",
-        "memoryEvictThresholdPercent": EVICT_THRESHOLD_PERCENT}})
+    write_agent_files(run_dir, CONFIG_DIR, NODE_FILE, "%dMi" % NODE_MIB, cpu_evict=False)
 
 
 def write_pods(run_dir, running):

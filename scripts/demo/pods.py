@@ -18,3 +18,26 @@ def write_json(path, value):
     with open(tmp, "w") as f:
         json.dump(value, f, indent=1)
     os.replace(tmp, path)  # the agent never sees a half-written file
+
+
+def write_agent_files(run_dir, config_dir, node_file, memory, cpu_evict):
+    """The agent's ack-slo-config in `config_dir` (colocation on, cfsQuota suppression at
+    65 %, memory eviction at 70 %, and with `cpu_evict` BE CPU eviction below 30 %
+    satisfaction) and the Node file `node_file` (`memory`: its capacity, a quantity)."""
+    cfg = os.path.join(run_dir, config_dir)
+    os.makedirs(cfg, exist_ok=True)
+    write_json(os.path.join(cfg, "colocation-config"), {
+        "enable": True, "metricAggregateDurationSeconds": 10,
+        "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
+        "memoryCalculatePolicy": "usage"})
+    strategy = {"enable": True, "cpuSuppressThresholdPercent": 65,
+                "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 70}
+    if cpu_evict:
+        strategy.update({"cpuEvictBESatisfactionLowerPercent": 30,
+                         "cpuEvictBESatisfactionUpperPercent": 50,
+                         "cpuEvictBEUsageThresholdPercent": 90})
+    write_json(os.path.join(cfg, "resource-threshold-config"), {"clusterStrategy": strategy})
+    cap = {"cpu": str(os.cpu_count()), "memory": memory, "pods": "110"}
+    write_json(os.path.join(run_dir, node_file), {
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+        "status": {"capacity": cap, "allocatable": cap}})
