@@ -181,7 +181,7 @@ class PodRecorder(threading.Thread):
 
     def __init__(self, core):
         super().__init__(daemon=True)
-        self.core, self.lock, self.events = core, threading.Lock(), []
+        self.core, self.lock, self.events, self.times = core, threading.Lock(), [], []
         self.stopping = threading.Event()
         self.rv = json.loads(core.list_pod_for_all_namespaces(
             _preload_content=False).data)["metadata"]["resourceVersion"]
@@ -199,6 +199,7 @@ class PodRecorder(threading.Thread):
                     if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                         with self.lock:
                             self.events.append((event["type"], event["object"]))
+                            self.times.append(time.monotonic())
             except Exception:  # noqa: BLE001 - the server going away at the end
                 if self.stopping.wait(0.1):
                     return
@@ -206,7 +207,8 @@ class PodRecorder(threading.Thread):
                 if resp is not None:
                     resp.close()
 
-    def seen(self, ns, predicate=lambda etype, pod: True):
+    def seen(self, ns, predicate=lambda etype, pod: True, times=False):
+        """(type, pod) of the matching events, or with `times` (type, pod, when received)."""
         with self.lock:
-            return [(t, p) for t, p in self.events
+            return [((t, p, at) if times else (t, p)) for (t, p), at in zip(self.events, self.times)
                     if p["metadata"].get("namespace") == ns and predicate(t, p)]

@@ -7,15 +7,18 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import unittest
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+from e2e_harness import PodRecorder, deadline_loop  # noqa: E402
 APISERVER = os.path.join(os.path.dirname(HERE), "apiserver", "apiserver.py")
 EMULATOR = os.path.join(HERE, "spark_emulator.py")
 GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
@@ -37,37 +40,6 @@ def read_line(proc, what, timeout=15):
             raise RuntimeError("%s exited before it was ready" % what)
         line += byte
     return line.decode().strip()
-
-
-class Recorder(threading.Thread):
-    """Every pod event the API server sends, in order: phases and states come and go
-    faster than polling would see them."""
-
-    def __init__(self, core):
-        super().__init__(daemon=True)
-        self.core, self.lock, self.events, self.times = core, threading.Lock(), [], []
-        self.rv = core.list_pod_for_all_namespaces().metadata.resource_version
-
-    def run(self):
-        while True:
-            try:
-                for event in watch.Watch().stream(
-                        self.core.list_pod_for_all_namespaces, resource_version=self.rv,
-                        timeout_seconds=60, _preload_content=False):
-                    obj = event["raw_object"] if "raw_object" in event else event["object"]
-                    if event["type"] == "BOOKMARK":
-                        continue
-                    self.rv = obj["metadata"]["resourceVersion"]
-                    with self.lock:
-                        self.events.append((event["type"], obj))
-                        self.times.append(time.monotonic())
-            except Exception:  # noqa: BLE001 - the server going away at the end
-                time.sleep(0.1)
-
-    def seen(self, ns, predicate=lambda etype, pod: True, times=False):
-        with self.lock:
-            return [((t, p, at) if times else (t, p)) for (t, p), at in zip(self.events, self.times)
-                    if p["metadata"]["namespace"] == ns and predicate(t, p)]
 
 
 class EmulatorCase(unittest.TestCase):
@@ -100,7 +72,7 @@ class EmulatorCase(unittest.TestCase):
              "--exit-on-stdin-eof", "--verbose"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=cls.log)
         assert read_line(cls.emu, "the emulator") == "ready"
-        cls.recorder = Recorder(cls.core)
+        cls.recorder = PodRecorder(cls.core)
         cls.recorder.start()
         cls.policies = {}  # namespace -> pod -> node name (or None: leave it pending)
         cls.stop_binding = threading.Event()
@@ -109,6 +81,7 @@ class EmulatorCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stop_binding.set()
+        cls.recorder.stopping.set()
         cls.emu.send_signal(signal.SIGTERM)
         try:
             cls.emu.wait(10)
@@ -116,6 +89,7 @@ class EmulatorCase(unittest.TestCase):
             cls.emu.kill()
         cls.api_proc.kill()
         cls.api_proc.wait()
+        cls.recorder.join(2)  # its watch ends with the API server
         cls.log.close()
         os.unlink(cls.log.name)
 
@@ -147,16 +121,14 @@ class EmulatorCase(unittest.TestCase):
 
     # --- helpers -------------------------------------------------------------------------
     def wait_for(self, what, fn, timeout=8.0):
-        deadline = time.monotonic() + timeout
         last = None
-        while time.monotonic() < deadline:
+        for _ in deadline_loop(timeout, 0.03):
             try:
                 last = fn()
             except ApiException as e:
                 last = e
             if last and not isinstance(last, Exception):
                 return last
-            time.sleep(0.03)
         with open(self.log.name) as f:
             tail = "".join(f.readlines()[-40:])
         self.fail("timed out waiting for %s (last: %r)\nemulator log tail:\n%s"
