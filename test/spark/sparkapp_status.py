@@ -65,19 +65,17 @@ def should_retry(app):
     state = status["applicationState"].get("state")
     if state == SUCCEEDING:
         return kind == "Always"
-    if state == FAILING:
-        if kind == "Always":
-            return True
-        retries = restart.get("onFailureRetries")
-        return kind == "OnFailure" and retries is not None and \
-            status.get("executionAttempts", 0) <= retries
-    if state == SUBMISSION_FAILED:
-        if kind == "Always":
-            return True
-        retries = restart.get("onSubmissionFailureRetries")
-        return kind == "OnFailure" and retries is not None and \
-            status.get("submissionAttempts", 0) <= retries
-    return False
+    # A failure is retried always, or on failure while the attempts are within the limit.
+    limits = {FAILING: ("onFailureRetries", "executionAttempts"),
+              SUBMISSION_FAILED: ("onSubmissionFailureRetries", "submissionAttempts")}
+    if state not in limits:
+        return False
+    if kind == "Always":
+        return True
+    retries_field, attempts_field = limits[state]
+    retries = restart.get(retries_field)
+    return kind == "OnFailure" and retries is not None and \
+        status.get(attempts_field, 0) <= retries
 
 
 def time_until_retry(app):
