@@ -48,93 +48,13 @@ import admin  # noqa: E402
 from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
 import resources  # noqa: E402
+from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
 import tokens  # noqa: E402
 from store import ApiError, Store, now_rfc3339  # noqa: E402
 import watch  # noqa: E402
 from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
 from kselectors import (SelectorError, fields_match, labels_match,  # noqa: E402
                        parse_field_selector, parse_label_selector)
-
-# (group, resource) -> (kind, namespaced, has status subresource)
-RESOURCES = {
-    ("", "pods"): ("Pod", True, True),
-    ("", "nodes"): ("Node", False, True),
-    ("", "events"): ("Event", True, False),
-    ("", "bindings"): ("Binding", True, False),
-    ("sparkoperator.k8s.io", "sparkapplications"): ("SparkApplication", True, True),
-    ("apps", "daemonsets"): ("DaemonSet", True, True),
-    ("", "namespaces"): ("Namespace", False, True),
-    ("", "secrets"): ("Secret", True, False),
-    ("", "configmaps"): ("ConfigMap", True, False),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):
-        ("MutatingWebhookConfiguration", False, False),
-    ("scheduling.k8s.io", "priorityclasses"): ("PriorityClass", False, False),
-    ("scheduling.sigs.k8s.io", "elasticquotatrees"): ("ElasticQuotaTree", True, True),
-    ("config.koordinator.sh", "clustercolocationprofiles"):
-        ("ClusterColocationProfile", False, True),
-    ("coordination.k8s.io", "leases"): ("Lease", True, False),
-    ("slo.koordinator.sh", "nodemetrics"): ("NodeMetric", False, True),
-    ("", "serviceaccounts"): ("ServiceAccount", True, False),
-    ("authentication.k8s.io", "tokenreviews"): ("TokenReview", False, False),  # create only
-    # A fleet hub's policies, under Karmada's group and ACK One Fleet's.
-    ("policy.karmada.io", "propagationpolicies"): ("PropagationPolicy", True, True),
-    ("policy.karmada.io", "clusterpropagationpolicies"): ("ClusterPropagationPolicy", False, True),
-    ("policy.one.alibabacloud.com", "propagationpolicies"): ("PropagationPolicy", True, True),
-    ("policy.one.alibabacloud.com", "clusterpropagationpolicies"):
-        ("ClusterPropagationPolicy", False, True),
-    # A Karmada control plane's member clusters (labels, taints).
-    ("cluster.karmada.io", "clusters"): ("Cluster", False, True),
-    # Karmada's binding of a resource template to member clusters (its scheduler's output).
-    ("work.karmada.io", "resourcebindings"): ("ResourceBinding", True, True),
-    # Kubeflow's training jobs (the training operator's CRDs).
-    ("kubeflow.org", "pytorchjobs"): ("PyTorchJob", True, True),
-    ("kubeflow.org", "tfjobs"): ("TFJob", True, True),
-}
-VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
-            "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
-            "scheduling.sigs.k8s.io": "v1beta1", "config.koordinator.sh": "v1alpha1",
-            "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
-            "authentication.k8s.io": "v1", "policy.karmada.io": "v1alpha1",
-            "policy.one.alibabacloud.com": "v1alpha1", "cluster.karmada.io": "v1alpha1",
-            "work.karmada.io": "v1alpha2", "kubeflow.org": "v1"}
-# Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
-BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
-                   "coordination.k8s.io", "authentication.k8s.io"}
-
-
-# Plurals that more than one group serves: stored apart, keyed plural@group.
-SHARED_PLURALS = {r for g, r in RESOURCES if sum(1 for _, o in RESOURCES if o == r) > 1}
-
-
-class Route:
-    def __init__(self, group, resource, ns, name, sub):
-        self.kind, self.namespaced, self.has_status = RESOURCES[(group, resource)]
-        if resource in SHARED_PLURALS:
-            resource = resource + "@" + group  # the store's key (store.plural strips it)
-        self.group, self.resource, self.ns, self.name, self.sub = group, resource, ns, name, sub
-        self.api_version = (group + "/" if group else "") + VERSIONS[group]
-
-
-def parse_route(path):
-    parts = [p for p in path.split("/") if p]
-    if parts[:2] == ["api", "v1"]:
-        group, rest = "", parts[2:]
-    elif len(parts) >= 3 and parts[0] == "apis" and VERSIONS.get(parts[1]) == parts[2]:
-        group, rest = parts[1], parts[3:]
-    else:
-        return None
-    ns = None
-    if len(rest) >= 3 and rest[0] == "namespaces" and not (
-            group == "" and len(rest) == 3 and (group, rest[2]) not in RESOURCES):
-        ns, rest = rest[1], rest[2:]  # else /api/v1/namespaces/{name}/{subresource}
-    if not rest or len(rest) > 3 or (group, rest[0]) not in RESOURCES:
-        return None
-    route = Route(group, rest[0], ns, rest[1] if len(rest) > 1 else None,
-                  rest[2] if len(rest) > 2 else None)
-    if route.namespaced != (ns is not None) and not (route.namespaced and route.name is None):
-        return None  # cluster-wide lists of namespaced resources are fine; the rest is 404
-    return route
-
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
