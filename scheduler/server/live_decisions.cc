@@ -1,0 +1,100 @@
+// The core's decisions in the live loop: an admitted job's pods are bound (or, for a
+// multi-cluster application, its placement is recorded), a preempted or rescheduled job's
+// pods are deleted (a hub's application goes back to the hub), and a pending job's reason is
+// written once as an Event.
+#include <spdlog/spdlog.h>
+
+#include "scheduler/server/live_scheduler.h"
+
+namespace gleaner::scheduler::server {
+
+void LiveScheduler::handle(const std::vector<Decision>& decisions) {
+  for (const Decision& d : decisions) {
+    auto key = job_gang_.find(d.job);
+    if (key == job_gang_.end()) continue;
+    Gang& g = gangs_[key->second];
+    switch (d.kind) {
+      case DecisionKind::kAdmit:
+        if (!g.origin.empty() && !g.members.contains(0)) {
+          // A multi-cluster application: record the cluster the core chose (first time),
+          // or wait for the driver its operator re-creates (after a reclaim).
+          if (g.cluster.empty()) {
+            metrics_.admitted(steady_s() - g.first_seen);
+            place_app(std::string(key->second), d.job);
+          }
+          break;
+        }
+        if (!g.members.contains(0)) {
+          // Its driver pod was reclaimed and its owner did not re-create it while the job
+          // waited: nothing to bind. The job is withdrawn (its room goes back now) and a
+          // driver that appears later starts a new job.
+          if (Status s = core_.withdraw(d.job); !s) spdlog::warn("{}", s.error().message);
+          g.job.reset();
+          if (g.waiting.empty()) gangs_.erase(key->second);
+          job_gang_.erase(key);
+          break;
+        }
+        metrics_.admitted(steady_s() - g.first_seen);
+        bind_member(g, 0);
+        for (const auto& [index, uid] : g.members)
+          if (index > 0) bind_member(g, index);
+        attach_waiting(g);
+        break;
+      case DecisionKind::kPreempt:
+      case DecisionKind::kReschedule:
+        if (d.kind == DecisionKind::kPreempt) {
+          metrics_.preempted();
+        } else {
+          metrics_.rescheduled();
+        }
+        reclaim(g, d);
+        if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(key->second), d);
+        break;
+      case DecisionKind::kUnschedulable:
+      case DecisionKind::kReservationExpired:
+        break;  // pending reasons are written by emit_pending_events
+    }
+  }
+}
+
+void LiveScheduler::reclaim(Gang& g, const Decision& d) {
+  // Bound pods cannot move: the job's pods are deleted and its driver, when its owner
+  // re-creates it, takes the job's place in the queue again.
+  if (Tracked* driver = driver_of(g)) {
+    event(*driver, d.kind == DecisionKind::kPreempt ? "GleanerPreempted" : "GleanerRescheduled",
+          d.reason, true);
+  }
+  for (const auto& [index, uid] : g.members) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    p->second.index = -1;
+    p->second.gang.clear();
+    p->second.deleting = true;
+    if (actions_) {
+      actions_(Action{ActionKind::kDelete, g.cluster, p->second.view.ns, p->second.view.name, uid});
+    }
+  }
+  g.members.clear();
+  g.first_seen = steady_s();
+  g.last_event.clear();
+}
+
+void LiveScheduler::emit_pending_events() {
+  for (auto& [key, g] : gangs_) {
+    if (!g.job) continue;
+    const Job& j = core_.job(*g.job);
+    if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) continue;
+    Tracked* d = driver_of(g);
+    if (d == nullptr && !g.origin.empty() && g.cluster.empty()) {
+      app_event(g, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
+                j.unschedulable);
+      continue;
+    }
+    if (d == nullptr) continue;
+    g.last_event = j.reason;
+    event(*d, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
+          j.unschedulable);
+  }
+}
+
+}  // namespace gleaner::scheduler::server
