@@ -27,8 +27,13 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
     return;  // the member's own job: its pods are scheduled one by one
   }
   auto job = parse_training_job(obj);
+  if (job && component_set(*job).empty()) {
+    job = make_error(ErrorCode::kInvalidArgument,
+                     kind + " " + ns + "/" + name + ": no role has replicas");
+  }
   if (!job) {
-    // Bad input loses nothing: the job stays where it is, unplaced; told once per version.
+    // Bad input loses nothing: the job stays where it is, unplaced; told once per version
+    // (every resync shows it again).
     const std::string version =
         kind + "/" + ns + "/" + name + "@" + string_at(obj, "metadata/resourceVersion");
     bool first = false;
@@ -39,22 +44,26 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
     if (first) {
       metrics_.hub_job_rejected();
       spdlog::warn("cluster {}: {}; not placed until fixed", options_.name, job.error().message);
-      app_event(kind, ns, name, string_at(obj, "metadata/uid"), "GleanerInvalid",
-                job.error().message + "; not placed until fixed", true);
+      // Queued: the worker thread writes the Event, not the informer's.
+      server::Action note{server::ActionKind::kEvent, options_.name, ns, name,
+                          string_at(obj, "metadata/uid")};
+      note.object_kind = kind;
+      note.app_kind = kind;
+      note.reason = "GleanerInvalid";
+      note.message = job.error().message + "; not placed until fixed";
+      note.warning = true;
+      enqueue(std::move(note));
     }
     return;
   }
   server::AppView view = training_app_view(*job, obj, options_.name);
   view.hub = options_.hub;
   view.allowed_clusters = std::move(allowed);
+  // The leader's PriorityClass: the first role with replicas.
   for (const JobRole& r : job->roles) {
     if (r.replicas <= 0) continue;
-    view.priority = priority_of_class(r.priority_class);  // the leader's
+    view.priority = priority_of_class(r.priority_class);
     break;
-  }
-  if (view.shape.roles.empty()) {
-    app_event(kind, ns, name, view.uid, "GleanerInvalid", "the job has no replicas", true);
-    return;
   }
   route_app(obj, view);
 }

@@ -166,6 +166,11 @@ CASES = [
          "3m", [{}]),
     case("GleanerInvalidMemberCluster",
          [("gleaner_scheduler_member_clusters_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
+    case("GleanerInvalidHubJob",
+         [("gleaner_scheduler_hub_jobs_rejected_total{%s}" % SCHED, "0 0 1 1 1")],
+         "3m", [{}]),
+    case("GleanerInvalidHubJob",
+         [("gleaner_scheduler_hub_jobs_rejected_total{%s}" % SCHED, "0x4")], "3m", []),
 ]
 
 
