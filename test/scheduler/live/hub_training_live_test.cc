@@ -99,6 +99,19 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
     return member("b").node_of("mnist-master-0") == "b1" &&
            member("b").node_of("mnist-worker-0") == "b1";
   }));
+  // The worker fails and its operator re-creates it (restartPolicy OnFailure): the new pod
+  // takes the room its role and index keep; the job is not reclaimed.
+  ASSERT_TRUE(member("b").client->remove(kube::pod_path("default", "mnist-worker-0")).ok());
+  ASSERT_TRUE(until([&] {
+    return !member("b").get(kube::pod_path("default", "mnist-worker-0")).contains("spec");
+  }));
+  ASSERT_TRUE(
+      member("b").create(kube::pods_path("default"), operator_replica("mnist", "worker", 0)));
+  EXPECT_TRUE(until([&] { return member("b").node_of("mnist-worker-0") == "b1"; }));
+  for (int i = 0; i < 3; ++i)
+    live_->tick();
+  EXPECT_TRUE(job("b", kPyTorchJobs, "mnist").contains("spec")) << "not reclaimed";
+  EXPECT_FALSE(member("hub").has_event("mnist", "GleanerReclaimed"));
 
   // The operator's state shows on the hub object.
   ASSERT_TRUE(member("b")
