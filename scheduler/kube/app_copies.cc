@@ -86,7 +86,6 @@ void ClusterLink::app_event(const std::string& kind, const std::string& ns, cons
                             const std::string& message, bool warning) {
   server::Action note{server::ActionKind::kEvent, options_.name, ns, name, uid};
   note.object_kind = kind;
-  note.app_kind = kind;
   note.reason = reason;
   note.message = message;
   note.warning = warning;

@@ -48,7 +48,6 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
       server::Action note{server::ActionKind::kEvent, options_.name, ns, name,
                           string_at(obj, "metadata/uid")};
       note.object_kind = kind;
-      note.app_kind = kind;
       note.reason = "GleanerInvalid";
       note.message = job.error().message + "; not placed until fixed";
       note.warning = true;

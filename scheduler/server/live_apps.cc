@@ -238,7 +238,6 @@ void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::str
   if (!actions_) return;
   Action a{ActionKind::kEvent, g.origin, g.ns, g.name, g.app_uid};
   a.object_kind = g.app_kind;
-  a.app_kind = g.app_kind;
   a.reason = reason;
   a.message = message;
   a.warning = warning;
