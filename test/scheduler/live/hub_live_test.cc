@@ -229,6 +229,9 @@ TEST_F(KarmadaHubLiveTest, APlacementRecordedBeforeARestartIsWrittenIntoTheBindi
                                    {"gleaner.io/origin-uid", uid}}}}}},
                           kube::PatchType::kMerge)
                   .ok());
+  // The applications' watch is ordered, the policies' is another stream: once "other"
+  // (created after the patch) is placed, the scheduler has seen the recorded placement.
+  place_other_by_name("other-policy");
   // The policy comes (as the hub's informers catch up after a restart): the recorded
   // member goes into the binding, though a fits better, and nothing is placed anew.
   Json karmada = policy(group(), false, {"a", "b"});
