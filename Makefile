@@ -13,7 +13,7 @@ endif
 # The unit tests (every GoogleTest binary labelled unit) built apart with AddressSanitizer
 # and UndefinedBehaviorSanitizer; the fuzz targets of `make test` already are.
 SANITIZE_BUILD ?= build-sanitize
-SANITIZE_TARGETS = common_test cgroup_test resctrl_test kube_test reporter_test agent_test \
+SANITIZE_TARGETS = common_test net_test cgroup_test resctrl_test kube_test reporter_test agent_test \
 	scheduler_test bench_test
 
 all: build

@@ -21,6 +21,7 @@
 #include "kube/http_client.h"
 #include "kube/rate_limiter.h"
 #include "kube/watch_event.h"
+#include "net/token_source.h"
 
 namespace gleaner::kube {
 
@@ -125,7 +126,7 @@ class KubeClient {
 
   KubeConfig config_;
   const Clock& clock_;
-  TokenSource token_;
+  net::TokenSource token_;
   RateLimiter limiter_;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<HttpConnection>> pool_;

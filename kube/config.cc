@@ -10,13 +10,6 @@
 namespace gleaner::kube {
 namespace {
 
-std::string trim_token(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) {
-    text.pop_back();
-  }
-  return text;
-}
-
 std::string resolve_path(std::string_view path, std::string_view base_dir) {
   if (path.empty() || path.front() == '/' || base_dir.empty()) return std::string(path);
   return std::string(base_dir) + "/" + std::string(path);
@@ -112,7 +105,8 @@ Result<KubeConfig> in_cluster_config(const EnvLookup& env, const std::string& sa
                       "(pass --kubeconfig outside a pod)");
   }
   const bool v6 = host->find(':') != std::string::npos;
-  auto endpoint = parse_endpoint("https://" + (v6 ? "[" + *host + "]" : *host) + ":" + *port);
+  auto endpoint = net::parse_http_url("https://" + (v6 ? "[" + *host + "]" : *host) + ":" + *port,
+                                      "in-cluster API server URL");
   if (!endpoint) return endpoint.error();
   KubeConfig config;
   config.endpoint = *endpoint;
@@ -145,7 +139,7 @@ Result<KubeConfig> kubeconfig_from_text(std::string_view text, std::string_view 
   KubeConfig config;
   const std::string server = string_field(*cluster, "server");
   if (server.empty()) return fail("cluster \"" + cluster_name + "\" has no server");
-  auto endpoint = parse_endpoint(server);
+  auto endpoint = net::parse_http_url(server, "server URL");
   if (!endpoint) return fail(endpoint.error().message);
   config.endpoint = *endpoint;
   auto skip = cluster->find("insecure-skip-tls-verify");
@@ -208,30 +202,6 @@ Result<KubeConfig> resolve_config(const KubeFlags& flags, const EnvLookup& env) 
   config->timeout = std::chrono::milliseconds(flags.timeout_ms);
   config->max_response_bytes = flags.max_response_bytes;
   return config;
-}
-
-Result<std::string> TokenSource::get() {
-  std::lock_guard lock(mu_);
-  if (file_.empty()) return token_;
-  struct stat st {};
-  if (::stat(file_.c_str(), &st) != 0) return errno_error(errno, "token file " + file_);
-  // The kubelet swaps projected tokens through a symlink; any change of inode, size or
-  // mtime means a new token.
-  const std::string identity = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
-                               std::to_string(st.st_mtim.tv_sec) + "." +
-                               std::to_string(st.st_mtim.tv_nsec);
-  if (identity != identity_) {
-    auto text = read_file(file_);
-    if (!text) return text.error();
-    token_ = trim_token(*text);
-    identity_ = identity;
-  }
-  return token_;
-}
-
-void TokenSource::invalidate() {
-  std::lock_guard lock(mu_);
-  identity_.clear();
 }
 
 }  // namespace gleaner::kube

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,7 +16,7 @@ namespace gleaner::kube {
 inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 struct KubeConfig {
-  Endpoint endpoint;
+  net::HttpUrl endpoint;
   TlsOptions tls;
   std::string token;       // a fixed bearer token
   std::string token_file;  // or a file, re-read when it changes (token rotation)
@@ -53,22 +52,5 @@ Result<KubeConfig> resolve_config(const KubeFlags& flags, const EnvLookup& env);
 // Standard base64 (kubeconfig *-data fields).
 Result<std::string> base64_decode(std::string_view text);
 std::string base64_encode(std::string_view bytes);
-
-// The bearer token, re-read from its file whenever the file changes (kubelet rotates
-// projected ServiceAccount tokens) or after the server rejected it (invalidate()).
-class TokenSource {
- public:
-  TokenSource(std::string token, std::string file)
-      : token_(std::move(token)), file_(std::move(file)) {}
-  // "" when neither a token nor a file is configured.
-  Result<std::string> get();
-  void invalidate();
-
- private:
-  std::mutex mu_;
-  std::string token_;
-  std::string file_;
-  std::string identity_;  // inode, size and mtime of the file last read
-};
 
 }  // namespace gleaner::kube

@@ -31,7 +31,7 @@ bool is_ip_literal(const std::string& host) {
 }  // namespace
 
 struct HttpConnection::Impl {
-  Endpoint ep;
+  net::HttpUrl ep;
   TlsOptions tls;
   asio::io_context ioc{1};
   std::unique_ptr<ssl::context> ssl_ctx;
@@ -41,12 +41,10 @@ struct HttpConnection::Impl {
   std::unique_ptr<Parser> stream_parser;  // set while this connection carries a stream
   std::atomic<bool> interrupted{false};
 
-  Impl(Endpoint e, TlsOptions t) : ep(std::move(e)), tls(std::move(t)) {}
+  Impl(net::HttpUrl e, TlsOptions t) : ep(std::move(e)), tls(std::move(t)) {}
 
   [[nodiscard]] bool connected() const { return plain || secure; }
-  std::string where(const std::string& target) const {
-    return ep.scheme + "://" + ep.host + ":" + std::to_string(ep.port) + target;
-  }
+  std::string where(const std::string& target) const { return ep.origin() + target; }
   tcp::socket& socket() {
     return secure ? beast::get_lowest_layer(*secure).socket() : plain->socket();
   }
@@ -146,7 +144,7 @@ struct HttpConnection::Impl {
   }
 
   Status connect(Clock::time_point deadline) {
-    if (ep.scheme == "https") {
+    if (ep.tls()) {
       if (auto st = make_ssl_context(); !st) return st;
     }
     const std::string what = "connect to " + where("");
@@ -165,7 +163,7 @@ struct HttpConnection::Impl {
     if (outcome != Outcome::kDone || ec) {
       return transport_error(outcome, ec, what, ErrorCode::kUnavailable);
     }
-    if (ep.scheme == "https") {
+    if (ep.tls()) {
       secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc, *ssl_ctx);
       if (!is_ip_literal(ep.host))
         SSL_set_tlsext_host_name(secure->native_handle(), ep.host.c_str());
@@ -197,7 +195,7 @@ struct HttpConnection::Impl {
 
   Status send(const HttpRequest& req, Clock::time_point deadline) {
     http::request<http::string_body> msg{http::string_to_verb(req.method), req.target, 11};
-    msg.set(http::field::host, ep.host);
+    msg.set(http::field::host, ep.host_header());
     msg.set(http::field::user_agent, "gleaner");
     for (const auto& [name, value] : req.headers)
       msg.set(name, value);
@@ -260,7 +258,7 @@ constexpr auto kReadSome = [](auto& s, auto& buf, auto& p, auto h) {
 
 }  // namespace
 
-HttpConnection::HttpConnection(Endpoint endpoint, TlsOptions tls)
+HttpConnection::HttpConnection(net::HttpUrl endpoint, TlsOptions tls)
     : impl_(std::make_unique<Impl>(std::move(endpoint), std::move(tls))) {}
 HttpConnection::~HttpConnection() = default;
 

@@ -11,19 +11,9 @@
 #include <vector>
 
 #include "common/result.h"
+#include "net/url.h"
 
 namespace gleaner::kube {
-
-// Where to connect. `scheme` is "https" or "http" (plain HTTP is for loopback tests and
-// kubelet's read-only port).
-struct Endpoint {
-  std::string scheme = "https";
-  std::string host;
-  uint16_t port = 443;
-};
-
-// Parses "https://10.0.0.1:6443", "http://127.0.0.1:8080", "https://[::1]:443".
-Result<Endpoint> parse_endpoint(std::string_view url);
 
 struct TlsOptions {
   bool verify = true;   // false: accept any server certificate (insecure-skip-tls-verify)
@@ -58,7 +48,9 @@ class HttpStream;
 // per thread (KubeClient keeps a pool).
 class HttpConnection {
  public:
-  HttpConnection(Endpoint endpoint, TlsOptions tls);
+  // `endpoint`: where to connect ("http" is for loopback tests and kubelet's read-only
+  // port); its target is ignored (each request names its own).
+  HttpConnection(net::HttpUrl endpoint, TlsOptions tls);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;

@@ -15,7 +15,7 @@ KubeletClient::KubeletClient(KubeletOptions options, const Clock& clock)
   tls.verify = options_.verify_tls;
   tls.ca_file = options_.ca_file;
   conn_ = std::make_unique<HttpConnection>(
-      Endpoint{options_.https ? "https" : "http", options_.host, options_.port}, tls);
+      net::HttpUrl{options_.https ? "https" : "http", options_.host, options_.port}, tls);
 }
 
 KubeletClient::~KubeletClient() = default;

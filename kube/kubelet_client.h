@@ -16,6 +16,7 @@
 #include "common/result.h"
 #include "kube/config.h"
 #include "kube/http_client.h"
+#include "net/token_source.h"
 
 namespace gleaner::kube {
 
@@ -54,7 +55,7 @@ class KubeletClient {
  private:
   KubeletOptions options_;
   const Clock& clock_;
-  TokenSource token_;
+  net::TokenSource token_;
   std::unique_ptr<HttpConnection> conn_;
   KubeletPods last_good_;
   bool have_good_ = false;

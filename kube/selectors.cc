@@ -1,5 +1,6 @@
 #include "kube/selectors.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/strings.h"
@@ -59,11 +60,11 @@ Result<LabelSelector> LabelSelector::parse(std::string_view text) {
   }
   if (depth != 0) return bad(text, "unbalanced parentheses");
   for (std::string_view term : terms) {
-    Requirement req;
+    LabelRequirement req;
     if (term.empty()) return bad(text, "empty requirement");
     if (term.front() == '!') {
       req.key = std::string(trim(term.substr(1)));
-      req.op = Op::kDoesNotExist;
+      req.op = LabelOp::kDoesNotExist;
     } else {
       size_t end = 0;
       while (end < term.size() &&
@@ -72,21 +73,21 @@ Result<LabelSelector> LabelSelector::parse(std::string_view text) {
       }
       req.key = std::string(term.substr(0, end));
       std::string_view rest = trim(term.substr(end));
-      auto single = [&](size_t op_len, Op op) {
+      auto single = [&](size_t op_len, LabelOp op) {
         req.op = op;
         req.values.insert(std::string(trim(rest.substr(op_len))));
       };
       if (rest.empty()) {
-        req.op = Op::kExists;
+        req.op = LabelOp::kExists;
       } else if (rest.starts_with("==")) {
-        single(2, Op::kIn);
+        single(2, LabelOp::kIn);
       } else if (rest.starts_with("!=")) {
-        single(2, Op::kNotIn);
+        single(2, LabelOp::kNotIn);
       } else if (rest.starts_with("=")) {
-        single(1, Op::kIn);
+        single(1, LabelOp::kIn);
       } else if (rest.starts_with("in") || rest.starts_with("notin")) {
-        req.op = rest.starts_with("in") ? Op::kIn : Op::kNotIn;
-        rest = trim(rest.substr(req.op == Op::kIn ? 2 : 5));
+        req.op = rest.starts_with("in") ? LabelOp::kIn : LabelOp::kNotIn;
+        rest = trim(rest.substr(req.op == LabelOp::kIn ? 2 : 5));
         if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')') {
           return bad(text, "expected a parenthesised value set after \"" + req.key + " in\"");
         }
@@ -124,7 +125,7 @@ Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_vie
       if (!valid_key(key) || !valid_value(value.get<std::string>())) {
         return fail("invalid label " + key + "=" + value.dump());
       }
-      sel.reqs_.push_back({key, Op::kIn, {value.get<std::string>()}});
+      sel.reqs_.push_back({key, LabelOp::kIn, {value.get<std::string>()}});
     }
   }
   if (auto it = json.find("matchExpressions"); it != json.end() && !it->is_null()) {
@@ -134,16 +135,16 @@ Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_vie
           !expr.contains("operator") || !expr["operator"].is_string()) {
         return fail("each matchExpressions entry needs a string key and operator");
       }
-      Requirement req{expr["key"].get<std::string>(), Op::kIn, {}};
+      LabelRequirement req{expr["key"].get<std::string>(), LabelOp::kIn, {}};
       const auto op = expr["operator"].get<std::string>();
       if (op == "In") {
-        req.op = Op::kIn;
+        req.op = LabelOp::kIn;
       } else if (op == "NotIn") {
-        req.op = Op::kNotIn;
+        req.op = LabelOp::kNotIn;
       } else if (op == "Exists") {
-        req.op = Op::kExists;
+        req.op = LabelOp::kExists;
       } else if (op == "DoesNotExist") {
-        req.op = Op::kDoesNotExist;
+        req.op = LabelOp::kDoesNotExist;
       } else {
         return fail("unknown operator \"" + op + "\"");
       }
@@ -154,7 +155,7 @@ Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_vie
           req.values.insert(v.get<std::string>());
         }
       }
-      const bool set_op = req.op == Op::kIn || req.op == Op::kNotIn;
+      const bool set_op = req.op == LabelOp::kIn || req.op == LabelOp::kNotIn;
       if (set_op == req.values.empty()) {
         return fail("operator " + op + (set_op ? " needs values" : " takes no values"));
       }
@@ -165,25 +166,8 @@ Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_vie
 }
 
 bool LabelSelector::matches(const Labels& labels) const {
-  for (const auto& req : reqs_) {
-    auto it = labels.find(req.key);
-    const bool present = it != labels.end();
-    switch (req.op) {
-      case Op::kExists:
-        if (!present) return false;
-        break;
-      case Op::kDoesNotExist:
-        if (present) return false;
-        break;
-      case Op::kIn:
-        if (!present || !req.values.contains(it->second)) return false;
-        break;
-      case Op::kNotIn:
-        if (present && req.values.contains(it->second)) return false;
-        break;
-    }
-  }
-  return true;
+  return std::all_of(reqs_.begin(), reqs_.end(),
+                     [&](const LabelRequirement& r) { return r.matches(labels); });
 }
 
 std::string LabelSelector::to_string() const {
@@ -192,19 +176,19 @@ std::string LabelSelector::to_string() const {
     if (!out.empty()) out += ',';
     const bool single = req.values.size() == 1;
     switch (req.op) {
-      case Op::kExists:
+      case LabelOp::kExists:
         out += req.key;
         break;
-      case Op::kDoesNotExist:
+      case LabelOp::kDoesNotExist:
         out += "!" + req.key;
         break;
-      case Op::kIn:
-      case Op::kNotIn: {
+      case LabelOp::kIn:
+      case LabelOp::kNotIn: {
         if (single) {
-          out += req.key + (req.op == Op::kIn ? "=" : "!=") + *req.values.begin();
+          out += req.key + (req.op == LabelOp::kIn ? "=" : "!=") + *req.values.begin();
           break;
         }
-        out += req.key + (req.op == Op::kIn ? " in (" : " notin (");
+        out += req.key + (req.op == LabelOp::kIn ? " in (" : " notin (");
         bool first = true;
         for (const auto& v : req.values) {
           out += (first ? "" : ",") + v;

@@ -2,28 +2,19 @@
 // Label selectors (the string form "a=b,c!=d,e in (x,y),!f,g" and metav1.LabelSelector's
 // matchLabels/matchExpressions) and the query-string encoding of list/watch requests.
 
-#include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/json_util.h"
+#include "common/labels.h"
 #include "common/result.h"
 
 namespace gleaner::kube {
 
-using Labels = std::map<std::string, std::string>;
-
+// Every requirement must hold (common/labels.h: the requirement itself).
 class LabelSelector {
  public:
-  enum class Op { kIn, kNotIn, kExists, kDoesNotExist };
-  struct Requirement {
-    std::string key;
-    Op op = Op::kExists;
-    std::set<std::string> values;
-  };
-
   // The empty selector matches everything.
   static Result<LabelSelector> parse(std::string_view text);
   // metav1.LabelSelector; `where` names the field in errors.
@@ -32,13 +23,13 @@ class LabelSelector {
   [[nodiscard]] bool matches(const Labels& labels) const;
   // Canonical string form, accepted by the API server's labelSelector parameter.
   [[nodiscard]] std::string to_string() const;
-  [[nodiscard]] const std::vector<Requirement>& requirements() const { return reqs_; }
+  [[nodiscard]] const std::vector<LabelRequirement>& requirements() const { return reqs_; }
   // For readers with rules of their own (ack-slo-config's field reader): one requirement
   // more, which every matching label set must meet too.
-  void add(Requirement requirement) { reqs_.push_back(std::move(requirement)); }
+  void add(LabelRequirement requirement) { reqs_.push_back(std::move(requirement)); }
 
  private:
-  std::vector<Requirement> reqs_;
+  std::vector<LabelRequirement> reqs_;
 };
 
 // Percent-encodes a query parameter value (RFC 3986 unreserved characters stay).

@@ -26,8 +26,8 @@
 #include "common/log.h"
 #include "kube/config.h"
 #include "kube/objects.h"
-#include "reporter/client/endpoint.h"
-#include "reporter/metrics/metrics_server.h"
+#include "net/http_listener.h"
+#include "net/url.h"
 
 namespace gleaner::agent {
 namespace {
@@ -84,7 +84,7 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
     errors.push_back("--interference-*: " + i.error().message);
   }
   if (!o.metrics_addr.empty()) {
-    if (auto a = reporter::parse_listen_address(o.metrics_addr, "--metrics-addr"); !a)
+    if (auto a = net::parse_listen_address(o.metrics_addr, "--metrics-addr"); !a)
       errors.push_back(a.error().message);
   }
   if (!o.kubeconfig.empty() && o.kubeconfig != "in-cluster") {
@@ -103,7 +103,7 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
     if (!node) errors.push_back("--node-file " + o.node_file + ": " + node.error().message);
   }
   if (!o.scheduler_url.empty()) {
-    if (auto url = reporter::parse_http_url(o.scheduler_url); !url) {
+    if (auto url = net::parse_http_url(o.scheduler_url, "scheduler URL"); !url) {
       errors.push_back("--scheduler-url: " + url.error().message);
     }
   }

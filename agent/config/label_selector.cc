@@ -13,7 +13,7 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
                     std::string("expected a string, got ") + value.type_name(), ErrorCode::kParse);
         return;
       }
-      out.add({key, LabelSelector::Op::kIn, {value.get<std::string>()}});
+      out.add({key, LabelOp::kIn, {value.get<std::string>()}});
     }
   }
   const Json* exprs = reader.array(obj, path, "matchExpressions");
@@ -26,16 +26,15 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
       return reader.fail(at, std::string("expected an object, got ") + e.type_name(),
                          ErrorCode::kParse);
     }
-    LabelSelector::Requirement req;
+    LabelRequirement req;
     reader.read_string(e, at, "key", req.key);
     auto op = reader.read_enum(e, at, "operator", {"In", "NotIn", "Exists", "DoesNotExist"});
     if (reader.failed()) return;
     if (req.key.empty())
       return reader.fail(at + ".key", "must be set", ErrorCode::kInvalidArgument);
     if (!op) return reader.fail(at + ".operator", "must be set", ErrorCode::kInvalidArgument);
-    constexpr LabelSelector::Op kOps[] = {LabelSelector::Op::kIn, LabelSelector::Op::kNotIn,
-                                          LabelSelector::Op::kExists,
-                                          LabelSelector::Op::kDoesNotExist};
+    constexpr LabelOp kOps[] = {LabelOp::kIn, LabelOp::kNotIn, LabelOp::kExists,
+                                LabelOp::kDoesNotExist};
     req.op = kOps[*op];
     if (const Json* values = reader.array(e, at, "values")) {
       for (size_t j = 0; j < values->size(); ++j) {
@@ -46,7 +45,7 @@ void read_label_selector(FieldReader& reader, const Json& obj, const std::string
         req.values.insert((*values)[j].get<std::string>());
       }
     }
-    const bool set_op = req.op == LabelSelector::Op::kIn || req.op == LabelSelector::Op::kNotIn;
+    const bool set_op = req.op == LabelOp::kIn || req.op == LabelOp::kNotIn;
     if (set_op && req.values.empty()) {
       return reader.fail(at + ".values", "must be non-empty for In and NotIn",
                          ErrorCode::kInvalidArgument);

@@ -26,7 +26,7 @@ const Json* label_or_annotation(const Json& obj, const char* map, const char* ke
 }
 
 // One nodeSelectorTerm: every matchExpression holds. nullopt: cannot tell.
-std::optional<bool> term_selects(const Json& term, const kube::Labels& labels) {
+std::optional<bool> term_selects(const Json& term, const Labels& labels) {
   if (!term.is_object()) return std::nullopt;
   if (term.contains("matchFields") && !term["matchFields"].empty()) return std::nullopt;
   auto expressions = term.find("matchExpressions");
@@ -55,7 +55,7 @@ std::string owning_daemon_set(const Json& pod) {
   return "";
 }
 
-std::optional<bool> template_selects(const Json& pod_template, const kube::Labels& labels) {
+std::optional<bool> template_selects(const Json& pod_template, const Labels& labels) {
   if (const Json* selector = find_path(pod_template, "spec/nodeSelector")) {
     if (!selector->is_object()) return std::nullopt;
     for (const auto& [key, value] : selector->items()) {
@@ -82,7 +82,7 @@ std::optional<bool> template_selects(const Json& pod_template, const kube::Label
 }
 
 StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,
-                            const kube::Labels& node_labels) {
+                            const Labels& node_labels) {
   if (!pod) return {false, "this agent's Pod is gone"};
   if (owning_daemon_set(*pod).empty()) return {false, "this agent's Pod has no DaemonSet owner"};
   if (!daemon_set) return {false, "the DaemonSet is gone (uninstall)"};

@@ -26,13 +26,13 @@ struct StopDecision {
 // deprecated.daemonset.template.generation annotation, which only template changes move),
 // and the new template still selects this node (nodeSelector and required node affinity).
 StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,
-                            const kube::Labels& node_labels);
+                            const Labels& node_labels);
 
 // The name of the DaemonSet owning `pod` (its controller ownerReference), or "".
 std::string owning_daemon_set(const Json& pod);
 
 // Whether a pod template's nodeSelector and required node affinity select a node with
 // `labels`; nullopt when it cannot tell (matchFields, Gt/Lt, malformed terms).
-std::optional<bool> template_selects(const Json& pod_template, const kube::Labels& labels);
+std::optional<bool> template_selects(const Json& pod_template, const Labels& labels);
 
 }  // namespace gleaner::agent

@@ -93,7 +93,7 @@ int ingestion(const Args& a) {
   IoThread io;
   auto http = server::HttpServer::create(io.io(), "127.0.0.1:0", routes);
   if (!http) return std::fprintf(stderr, "%s\n", http.error().message.c_str()), 1;
-  const kube::Endpoint endpoint{"http", "127.0.0.1", (*http)->port()};
+  const net::HttpUrl endpoint{"http", "127.0.0.1", (*http)->port()};
 
   // Bodies are serialized before the clock starts: the agents' own JSON cost is theirs.
   std::vector<std::vector<std::string>> bodies(static_cast<size_t>(a.agents));

@@ -20,8 +20,8 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include "reporter/client/endpoint.h"
-#include "reporter/client/token_source.h"
+#include "net/token_source.h"
+#include "net/url.h"
 
 namespace gleaner::reporter {
 
@@ -51,19 +51,19 @@ Error status_error(unsigned status, const std::string& body) {
 }  // namespace
 
 struct ReportClient::Impl {
-  Impl(asio::io_context& io, const Clock& c, ReportClientOptions o, HttpEndpoint ep)
+  Impl(asio::io_context& io, const Clock& c, ReportClientOptions o, net::HttpUrl ep)
       : clock(c),
         opts(std::move(o)),
         endpoint(std::move(ep)),
         strand(asio::make_strand(io)),
         wake(strand),
         resolver(strand),
-        token(opts.token_file),
+        token("", opts.token_file),
         rng(std::random_device{}()) {}
 
   const Clock& clock;
   const ReportClientOptions opts;
-  const HttpEndpoint endpoint;
+  const net::HttpUrl endpoint;
   asio::strand<asio::io_context::executor_type> strand;
   asio::steady_timer wake;  // heartbeat, backoff and "new report" wake-ups
   tcp::resolver resolver;
@@ -73,7 +73,7 @@ struct ReportClient::Impl {
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
   beast::flat_buffer buffer;
-  TokenSource token;
+  net::TokenSource token;
   std::mt19937_64 rng;
 
   // Shared with submitting threads.
@@ -152,13 +152,13 @@ struct ReportClient::Impl {
 
   asio::awaitable<Status> connect() {
     error_code ec;
-    if (endpoint.tls) {
+    if (endpoint.tls()) {
       if (Status trust = refresh_trust(); !trust) co_return trust.error();
     }
-    auto results = co_await resolver.async_resolve(endpoint.host, endpoint.port,
+    auto results = co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port),
                                                    asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return net_error("resolve " + endpoint.host, ec);
-    if (endpoint.tls) {
+    if (endpoint.tls()) {
       secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(strand, *tls_context);
       if (!SSL_set_tlsext_host_name(secure->native_handle(), endpoint.host.c_str())) {
         co_return make_error(ErrorCode::kInternal, "cannot set TLS SNI for " + endpoint.host);
@@ -198,7 +198,7 @@ struct ReportClient::Impl {
   }
 
   asio::awaitable<Status> send_once(const NodeReport& report) {
-    auto bearer = token.current();
+    auto bearer = token.get();
     if (!bearer) co_return bearer.error();
     http::request<http::string_body> req{http::verb::post, endpoint.target, 11};
     req.set(http::field::host, endpoint.host_header());
@@ -332,9 +332,9 @@ struct ReportClient::Impl {
 
 Result<std::unique_ptr<ReportClient>> ReportClient::create(asio::io_context& io, const Clock& clock,
                                                            ReportClientOptions options) {
-  auto endpoint = parse_http_url(options.scheduler_url);
+  auto endpoint = net::parse_http_url(options.scheduler_url, "scheduler URL");
   if (!endpoint) return endpoint.error();
-  const bool tls = endpoint->tls;
+  const bool tls = endpoint->tls();
   auto impl = std::make_shared<Impl>(io, clock, std::move(options), std::move(*endpoint));
   if (tls) {
     // A CA file that is not there yet (a ConfigMap published after the agent started) is

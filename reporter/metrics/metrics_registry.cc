@@ -1,72 +1,28 @@
 #include "reporter/metrics/metrics_registry.h"
 
 #include <mutex>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
+
+#include "net/prometheus_text.h"
 
 namespace gleaner::reporter {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
 
 constexpr double kMilli = 1000.0;
 
-MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
-void add(MetricFamily& f, double value, Labels labels = {}) {
-  ClientMetric m;
-  m.label = std::move(labels);
-  if (f.type == MetricType::Counter) {
-    m.counter.value = value;
-  } else {
-    m.gauge.value = value;
-  }
-  f.metric.push_back(std::move(m));
-}
-
-MetricFamily gauge(std::string name, std::string help, double value) {
-  auto f = family(std::move(name), std::move(help), MetricType::Gauge);
-  add(f, value);
-  return f;
-}
-
-MetricFamily counter(std::string name, std::string help, double value) {
-  auto f = family(std::move(name), std::move(help), MetricType::Counter);
-  add(f, value);
-  return f;
-}
-
-// A counter (or gauge) family keyed by one label whose values come from the agent; bounded.
+// A family keyed by one label whose values come from the agent; bounded.
 MetricFamily labelled_counter(std::string name, std::string help, const std::string& label,
                               const std::map<std::string, uint64_t>& totals,
                               MetricType type = MetricType::Counter) {
-  auto f = family(std::move(name), std::move(help), type);
-  double other = 0;
-  bool has_other = false;
-  for (const auto& [value, total] : totals) {
-    if (f.metric.size() + 1 >= kMaxLabelValuesPerFamily) {
-      other += static_cast<double>(total);
-      has_other = true;
-      continue;
-    }
-    add(f, static_cast<double>(total), {{label, value}});
-  }
-  if (has_other) add(f, other, {{label, "other"}});
-  return f;
+  return net::labelled_family(std::move(name), std::move(help), label, totals, type,
+                              kMaxLabelValuesPerFamily);
 }
 
 std::string bounded_qos(const std::string& qos) {
@@ -132,63 +88,69 @@ static_assert(std::size(kPodFamilies) <= kMaxSeriesPerPod);
 void append_node_families(const AgentState& s, std::vector<MetricFamily>& out) {
   auto cores = [](int64_t milli) { return static_cast<double>(milli) / kMilli; };
   auto bytes = [](int64_t b) { return static_cast<double>(b); };
-  out.push_back(gauge("gleaner_node_cpu_capacity_cores", "CPU capacity of the node.",
-                      cores(s.node_capacity.cpu_millicores)));
-  out.push_back(gauge("gleaner_node_memory_capacity_bytes", "Memory capacity of the node.",
-                      bytes(s.node_capacity.memory_bytes)));
-  out.push_back(gauge("gleaner_node_cpu_allocatable_cores", "CPU allocatable on the node.",
-                      cores(s.node_allocatable.cpu_millicores)));
-  out.push_back(gauge("gleaner_node_memory_allocatable_bytes", "Memory allocatable on the node.",
-                      bytes(s.node_allocatable.memory_bytes)));
-  out.push_back(gauge("gleaner_node_cpu_usage_cores", "CPU used on the node.",
-                      cores(s.node_usage.cpu_millicores)));
-  out.push_back(gauge("gleaner_node_memory_usage_bytes", "Memory used on the node.",
-                      bytes(s.node_usage.memory_bytes)));
-  out.push_back(gauge("gleaner_system_cpu_usage_cores", "CPU used outside pods.",
-                      cores(s.system_usage.cpu_millicores)));
-  out.push_back(gauge("gleaner_system_memory_usage_bytes", "Memory used outside pods.",
-                      bytes(s.system_usage.memory_bytes)));
+  out.push_back(net::gauge_family("gleaner_node_cpu_capacity_cores", "CPU capacity of the node.",
+                                  cores(s.node_capacity.cpu_millicores)));
+  out.push_back(net::gauge_family("gleaner_node_memory_capacity_bytes",
+                                  "Memory capacity of the node.",
+                                  bytes(s.node_capacity.memory_bytes)));
+  out.push_back(net::gauge_family("gleaner_node_cpu_allocatable_cores",
+                                  "CPU allocatable on the node.",
+                                  cores(s.node_allocatable.cpu_millicores)));
+  out.push_back(net::gauge_family("gleaner_node_memory_allocatable_bytes",
+                                  "Memory allocatable on the node.",
+                                  bytes(s.node_allocatable.memory_bytes)));
+  out.push_back(net::gauge_family("gleaner_node_cpu_usage_cores", "CPU used on the node.",
+                                  cores(s.node_usage.cpu_millicores)));
+  out.push_back(net::gauge_family("gleaner_node_memory_usage_bytes", "Memory used on the node.",
+                                  bytes(s.node_usage.memory_bytes)));
+  out.push_back(net::gauge_family("gleaner_system_cpu_usage_cores", "CPU used outside pods.",
+                                  cores(s.system_usage.cpu_millicores)));
+  out.push_back(net::gauge_family("gleaner_system_memory_usage_bytes", "Memory used outside pods.",
+                                  bytes(s.system_usage.memory_bytes)));
 
-  auto cls_cpu = family("gleaner_class_cpu_usage_cores", "CPU used by the pods of a class.",
-                        MetricType::Gauge);
-  add(cls_cpu, cores(s.ls_usage.cpu_millicores), {{"class", "ls"}});
-  add(cls_cpu, cores(s.be_usage.cpu_millicores), {{"class", "be"}});
+  auto cls_cpu = net::metric_family("gleaner_class_cpu_usage_cores",
+                                    "CPU used by the pods of a class.", MetricType::Gauge);
+  net::add_series(cls_cpu, cores(s.ls_usage.cpu_millicores), {{"class", "ls"}});
+  net::add_series(cls_cpu, cores(s.be_usage.cpu_millicores), {{"class", "be"}});
   out.push_back(std::move(cls_cpu));
-  auto cls_mem = family("gleaner_class_memory_usage_bytes", "Memory used by the pods of a class.",
-                        MetricType::Gauge);
-  add(cls_mem, bytes(s.ls_usage.memory_bytes), {{"class", "ls"}});
-  add(cls_mem, bytes(s.be_usage.memory_bytes), {{"class", "be"}});
+  auto cls_mem = net::metric_family("gleaner_class_memory_usage_bytes",
+                                    "Memory used by the pods of a class.", MetricType::Gauge);
+  net::add_series(cls_mem, bytes(s.ls_usage.memory_bytes), {{"class", "ls"}});
+  net::add_series(cls_mem, bytes(s.be_usage.memory_bytes), {{"class", "be"}});
   out.push_back(std::move(cls_mem));
 
   // Absent (no series) when the node offers no batch capacity: a 0 would read as "full".
-  auto batch_cpu =
-      family("gleaner_batch_cpu_allocatable_cores",
-             "Batch CPU (kubernetes.io/batch-cpu) the node can offer.", MetricType::Gauge);
-  auto batch_mem =
-      family("gleaner_batch_memory_allocatable_bytes",
-             "Batch memory (kubernetes.io/batch-memory) the node can offer.", MetricType::Gauge);
+  auto batch_cpu = net::metric_family("gleaner_batch_cpu_allocatable_cores",
+                                      "Batch CPU (kubernetes.io/batch-cpu) the node can offer.",
+                                      MetricType::Gauge);
+  auto batch_mem = net::metric_family(
+      "gleaner_batch_memory_allocatable_bytes",
+      "Batch memory (kubernetes.io/batch-memory) the node can offer.", MetricType::Gauge);
   if (s.batch_allocatable) {
-    add(batch_cpu, cores(s.batch_allocatable->cpu_millicores));
-    add(batch_mem, bytes(s.batch_allocatable->memory_bytes));
+    net::add_series(batch_cpu, cores(s.batch_allocatable->cpu_millicores));
+    net::add_series(batch_mem, bytes(s.batch_allocatable->memory_bytes));
   }
   out.push_back(std::move(batch_cpu));
   out.push_back(std::move(batch_mem));
 
-  auto state =
-      family("gleaner_colocation_state",
-             "1 for the node's current colocation state, 0 for the others.", MetricType::Gauge);
+  auto state = net::metric_family("gleaner_colocation_state",
+                                  "1 for the node's current colocation state, 0 for the others.",
+                                  MetricType::Gauge);
   for (auto c :
        {ColocationState::kEnabled, ColocationState::kDisabled, ColocationState::kDegraded}) {
-    add(state, s.colocation == c ? 1 : 0, {{"state", to_string(c)}});
+    net::add_series(state, s.colocation == c ? 1 : 0, {{"state", to_string(c)}});
   }
   out.push_back(std::move(state));
 
-  out.push_back(gauge("gleaner_be_suppress_active", "1 while BE CPU suppression is in force.",
-                      s.suppress.active ? 1 : 0));
-  auto target = family("gleaner_be_suppress_cpu_cores",
-                       "CPU the BE tier may use under suppression, by policy.", MetricType::Gauge);
+  out.push_back(net::gauge_family("gleaner_be_suppress_active",
+                                  "1 while BE CPU suppression is in force.",
+                                  s.suppress.active ? 1 : 0));
+  auto target = net::metric_family("gleaner_be_suppress_cpu_cores",
+                                   "CPU the BE tier may use under suppression, by policy.",
+                                   MetricType::Gauge);
   if (s.suppress.active && s.suppress.policy != "none") {
-    add(target, cores(s.suppress.be_cpu_limit_millicores), {{"policy", s.suppress.policy}});
+    net::add_series(target, cores(s.suppress.be_cpu_limit_millicores),
+                    {{"policy", s.suppress.policy}});
   }
   out.push_back(std::move(target));
 }
@@ -210,13 +172,15 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(labelled_counter("gleaner_cgroup_writes_deferred_total",
                                  "Refused cgroup writes held back by the retry backoff.",
                                  "resource", s.cgroup_writes_deferred_total));
-  out.push_back(counter("gleaner_agent_state_file_errors_total",
-                        "Failures to read or write the record of original cgroup values.",
-                        static_cast<double>(s.state_file_errors_total)));
-  out.push_back(counter("gleaner_agent_pod_list_errors_total",
-                        "Pod list fetches (kubelet or the pods file) that failed; the pods known "
-                        "before were kept.",
-                        static_cast<double>(s.pod_list_errors_total)));
+  out.push_back(
+      net::counter_family("gleaner_agent_state_file_errors_total",
+                          "Failures to read or write the record of original cgroup values.",
+                          static_cast<double>(s.state_file_errors_total)));
+  out.push_back(
+      net::counter_family("gleaner_agent_pod_list_errors_total",
+                          "Pod list fetches (kubelet or the pods file) that failed; the pods known "
+                          "before were kept.",
+                          static_cast<double>(s.pod_list_errors_total)));
   out.push_back(labelled_counter("gleaner_config_load_errors_total",
                                  "ack-slo-config keys that failed to parse or validate.", "key",
                                  s.config_load_errors_total));
@@ -225,36 +189,44 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
       "Fields of the ack-slo-config in force that this agent does not enforce, or does not "
       "know (the log names them), by ConfigMap key.",
       "key", s.config_warnings, MetricType::Gauge));
-  out.push_back(counter("gleaner_report_sends_total", "Node reports the scheduler accepted.",
-                        static_cast<double>(s.report_sends_total)));
-  out.push_back(counter("gleaner_report_send_failures_total", "Node report sends that failed.",
-                        static_cast<double>(s.report_send_failures_total)));
-  out.push_back(counter("gleaner_node_metric_updates_total",
-                        "NodeMetric (slo.koordinator.sh) status writes done.",
-                        static_cast<double>(s.node_metric_updates_total)));
-  out.push_back(counter("gleaner_node_metric_update_failures_total",
-                        "NodeMetric status writes that failed (the CRD not served included).",
-                        static_cast<double>(s.node_metric_update_failures_total)));
-  out.push_back(gauge("gleaner_agent_http_connections",
-                      "Open connections to the agent's /metrics port.",
-                      static_cast<double>(s.http_open_connections)));
-  out.push_back(counter("gleaner_agent_http_accept_errors_total",
-                        "accept() failures on the /metrics port (out of file descriptors).",
-                        static_cast<double>(s.http_accept_errors_total)));
-  out.push_back(counter("gleaner_agent_http_connection_cap_reached_total",
-                        "Times the /metrics port reached its connection cap (new ones wait).",
-                        static_cast<double>(s.http_connection_cap_reached_total)));
-  out.push_back(counter("gleaner_agent_cpu_seconds_total", "CPU time used by the agent itself.",
-                        s.agent_cpu_seconds_total));
-  out.push_back(gauge("gleaner_agent_resident_memory_bytes", "Resident memory of the agent.",
-                      static_cast<double>(s.agent_resident_memory_bytes)));
-  out.push_back(gauge("gleaner_last_sample_timestamp_seconds",
-                      "Unix time of the newest sample the exported values come from.",
-                      s.last_sample_unix_seconds));
-  out.push_back(gauge("gleaner_ebpf_probe_loaded",
-                      "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "
-                      "cgroup and PSI sampling only.",
-                      s.ebpf_probe_loaded ? 1 : 0));
+  out.push_back(net::counter_family("gleaner_report_sends_total",
+                                    "Node reports the scheduler accepted.",
+                                    static_cast<double>(s.report_sends_total)));
+  out.push_back(net::counter_family("gleaner_report_send_failures_total",
+                                    "Node report sends that failed.",
+                                    static_cast<double>(s.report_send_failures_total)));
+  out.push_back(net::counter_family("gleaner_node_metric_updates_total",
+                                    "NodeMetric (slo.koordinator.sh) status writes done.",
+                                    static_cast<double>(s.node_metric_updates_total)));
+  out.push_back(
+      net::counter_family("gleaner_node_metric_update_failures_total",
+                          "NodeMetric status writes that failed (the CRD not served included).",
+                          static_cast<double>(s.node_metric_update_failures_total)));
+  out.push_back(net::gauge_family("gleaner_agent_http_connections",
+                                  "Open connections to the agent's /metrics port.",
+                                  static_cast<double>(s.http_open_connections)));
+  out.push_back(
+      net::counter_family("gleaner_agent_http_accept_errors_total",
+                          "accept() failures on the /metrics port (out of file descriptors).",
+                          static_cast<double>(s.http_accept_errors_total)));
+  out.push_back(
+      net::counter_family("gleaner_agent_http_connection_cap_reached_total",
+                          "Times the /metrics port reached its connection cap (new ones wait).",
+                          static_cast<double>(s.http_connection_cap_reached_total)));
+  out.push_back(net::counter_family("gleaner_agent_cpu_seconds_total",
+                                    "CPU time used by the agent itself.",
+                                    s.agent_cpu_seconds_total));
+  out.push_back(net::gauge_family("gleaner_agent_resident_memory_bytes",
+                                  "Resident memory of the agent.",
+                                  static_cast<double>(s.agent_resident_memory_bytes)));
+  out.push_back(net::gauge_family("gleaner_last_sample_timestamp_seconds",
+                                  "Unix time of the newest sample the exported values come from.",
+                                  s.last_sample_unix_seconds));
+  out.push_back(
+      net::gauge_family("gleaner_ebpf_probe_loaded",
+                        "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "
+                        "cgroup and PSI sampling only.",
+                        s.ebpf_probe_loaded ? 1 : 0));
   out.push_back(labelled_counter(
       "gleaner_agent_ebpf_wakeups_total",
       "Times the eBPF probe woke the fast path between ticks, by signal (runqueue_wait: an LS "
@@ -266,22 +238,24 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
       "Fast CPU-suppress passes, by what ran them (timer: the fast loop; wakeup: the eBPF "
       "probe's signal).",
       "trigger", s.fast_passes_total));
-  out.push_back(counter("gleaner_agent_ebpf_wakeups_lost_total",
-                        "Wake-ups the eBPF probe could not queue (its ring buffer was full).",
-                        static_cast<double>(s.ebpf_wakeups_lost_total)));
+  out.push_back(
+      net::counter_family("gleaner_agent_ebpf_wakeups_lost_total",
+                          "Wake-ups the eBPF probe could not queue (its ring buffer was full).",
+                          static_cast<double>(s.ebpf_wakeups_lost_total)));
   // Program names are the probe's own (a handful), so the label is bounded.
-  auto run_seconds =
-      family("gleaner_bpf_program_run_seconds_total",
-             "Time the kernel spent running each BPF program (--bpf-stats).", MetricType::Counter);
-  auto runs = family("gleaner_bpf_program_runs_total", "Times each BPF program ran (--bpf-stats).",
-                     MetricType::Counter);
-  auto per_event =
-      family("gleaner_bpf_program_seconds_per_run",
-             "Average run time of each BPF program over the last interval.", MetricType::Gauge);
+  auto run_seconds = net::metric_family(
+      "gleaner_bpf_program_run_seconds_total",
+      "Time the kernel spent running each BPF program (--bpf-stats).", MetricType::Counter);
+  auto runs = net::metric_family("gleaner_bpf_program_runs_total",
+                                 "Times each BPF program ran (--bpf-stats).", MetricType::Counter);
+  auto per_event = net::metric_family(
+      "gleaner_bpf_program_seconds_per_run",
+      "Average run time of each BPF program over the last interval.", MetricType::Gauge);
   for (const auto& [program, cost] : s.bpf_program_costs) {
-    add(run_seconds, cost.run_seconds_total, {{"program", program}});
-    add(runs, static_cast<double>(cost.runs_total), {{"program", program}});
-    if (cost.ns_per_event) add(per_event, *cost.ns_per_event / 1e9, {{"program", program}});
+    net::add_series(run_seconds, cost.run_seconds_total, {{"program", program}});
+    net::add_series(runs, static_cast<double>(cost.runs_total), {{"program", program}});
+    if (cost.ns_per_event)
+      net::add_series(per_event, *cost.ns_per_event / 1e9, {{"program", program}});
   }
   out.push_back(std::move(run_seconds));
   out.push_back(std::move(runs));
@@ -290,12 +264,13 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
 
 void append_pod_families(const AgentState& s, std::vector<MetricFamily>& out) {
   for (const auto& pf : kPodFamilies) {
-    auto f = family(pf.name, pf.help, pf.type);
+    auto f = net::metric_family(pf.name, pf.help, pf.type);
     f.metric.reserve(s.pods.size());
     for (const auto& pod : s.pods) {
       auto v = pf.value(pod);
       if (!v) continue;
-      add(f, *v,
+      net::add_series(
+          f, *v,
           {{"namespace", pod.namespace_name}, {"pod", pod.name}, {"qos", bounded_qos(pod.qos)}});
     }
     out.push_back(std::move(f));
@@ -348,9 +323,7 @@ std::string MetricsRegistry::serialize() const {
   append_agent_families(*state, families);
   for (auto& f : impl_->registry.Collect())
     families.push_back(std::move(f));
-  std::ostringstream out;
-  prometheus::TextSerializer().Serialize(out, families);
-  return out.str();
+  return net::serialize_families(families);
 }
 
 }  // namespace gleaner::reporter

@@ -14,12 +14,9 @@
 #include <string_view>
 #include <utility>  // before Boost.Asio's awaitable.hpp, which uses std::exchange
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-
 #include "common/result.h"
-#include "reporter/metrics/routes.h"
+#include "net/http_listener.h"
+#include "net/http_reply.h"
 
 namespace boost::asio {
 class io_context;
@@ -29,82 +26,9 @@ namespace gleaner::reporter {
 
 inline constexpr const char* kDefaultMetricsAddr = ":9316";
 
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" when the address names none
-  uint16_t port = 0;
-};
-// ":9316", "127.0.0.1:9316", "[::1]:0" (0 = any free port). `what` names the address in
-// errors ("metrics address ':x': bad port 'x'").
-Result<ListenAddress> parse_listen_address(std::string_view text,
-                                           std::string_view what = "metrics address");
-
-// The TCP side of a small Beast HTTP server, shared by this metrics server and the
-// scheduler's HTTP port: binds and listens at once (a taken port fails at start-up),
-// accepts on a strand of the composition root's io_context (TCP_NODELAY: keep-alive
-// answers are not held back; a cap on open connections; accept failures back off), hands
-// each connection to `on_connection` on that strand
-// (which runs its own session coroutine on the stream's executor), and keeps weak
-// references to the connections so stop() can close them.
-class HttpListener {
- public:
-  using Stream = boost::beast::tcp_stream;
-  using OnConnection = std::function<void(std::shared_ptr<Stream>)>;
-
-  static Result<std::shared_ptr<HttpListener>> listen(
-      boost::asio::io_context& io, std::string_view address, std::string_view what,
-      OnConnection on_connection, size_t max_connections = kDefaultMaxConnections);
-  [[nodiscard]] size_t max_connections() const;
-  // Does not stop: its owner calls stop() (its last reference may go while the
-  // io_context is being destroyed, when nothing can be posted any more).
-  ~HttpListener() = default;
-  HttpListener(const HttpListener&) = delete;
-  HttpListener& operator=(const HttpListener&) = delete;
-
-  // Open connections at most, by default: beyond it new ones wait in the kernel's backlog
-  // (each costs a file descriptor and a coroutine; a flood of idle ones must not exhaust
-  // the descriptors the process's real work needs). Never more than half the process's
-  // descriptor limit (RLIMIT_NOFILE), whatever is asked.
-  static constexpr size_t kDefaultMaxConnections = 128;
-
-  [[nodiscard]] uint16_t port() const;
-  // accept() failures so far (out of descriptors, mostly); each is followed by a pause
-  // (50 ms doubling to 1 s) and logged at most once a minute with a count.
-  [[nodiscard]] uint64_t accept_errors() const;
-  // For /metrics: how full the listener is, and how often it was out of room.
-  struct Stats {
-    size_t open_connections = 0;
-    size_t max_connections = 0;
-    uint64_t accept_errors = 0;
-    uint64_t capacity_reached = 0;  // times the cap was reached (new ones then wait)
-  };
-  [[nodiscard]] Stats stats() const;
-  // Thread-safe: stops accepting and closes open connections (on the strand).
-  void stop();
-
-  // The usual OnConnection: each connection runs `session(owner, stream)` (a coroutine)
-  // on the stream's strand while `owner` lives. Weak, so that an owner holding its
-  // listener does not keep itself alive through this callback.
-  template <class Owner, class Session>
-  static OnConnection spawn_sessions(const std::shared_ptr<Owner>& owner, Session session) {
-    return [weak = std::weak_ptr<Owner>(owner), session](std::shared_ptr<Stream> stream) {
-      if (auto self = weak.lock()) {
-        auto executor = stream->get_executor();
-        boost::asio::co_spawn(executor, session(std::move(self), std::move(stream)),
-                              boost::asio::detached);
-      }
-    };
-  }
-
-  struct Impl;
-
- private:
-  explicit HttpListener(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<Impl> impl_;
-};
-
 class MetricsServer {
  public:
-  using Handler = std::function<HttpReply(std::string_view method, std::string_view target)>;
+  using Handler = std::function<net::HttpReply(std::string_view method, std::string_view target)>;
 
   // Binds and listens now (so a taken port fails at start-up); accepts once the root
   // runs `io`. The handler is called on the io_context's thread.
@@ -116,7 +40,7 @@ class MetricsServer {
 
   // The bound port (useful with port 0).
   [[nodiscard]] uint16_t port() const;
-  [[nodiscard]] HttpListener::Stats listener_stats() const;
+  [[nodiscard]] net::HttpListener::Stats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections.
   void stop();
 

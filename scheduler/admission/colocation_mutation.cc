@@ -36,8 +36,8 @@ Json add_op(const std::string& path, Json value) {
   return Json{{"op", "add"}, {"path", path}, {"value", std::move(value)}};
 }
 
-kube::Labels string_map_at(const Json& pod, const char* field) {
-  kube::Labels out;
+Labels string_map_at(const Json& pod, const char* field) {
+  Labels out;
   const Json* m = find_path(pod, std::string("metadata/") + field);
   if (m == nullptr || !m->is_object()) return out;
   for (const auto& [k, v] : m->items())
@@ -46,8 +46,8 @@ kube::Labels string_map_at(const Json& pod, const char* field) {
 }
 
 // Ops that make metadata.<field> hold every entry of `wanted` (others are left alone).
-void patch_string_map(const Json& pod, const char* field, const kube::Labels& wanted, Json& patch) {
-  const kube::Labels have = string_map_at(pod, field);
+void patch_string_map(const Json& pod, const char* field, const Labels& wanted, Json& patch) {
+  const Labels have = string_map_at(pod, field);
   const Json* existing = find_path(pod, std::string("metadata/") + field);
   if (existing == nullptr || !existing->is_object()) {
     if (!wanted.empty()) patch.push_back(add_op(std::string("/metadata/") + field, Json(wanted)));
@@ -124,7 +124,7 @@ Result<std::optional<Converted>> convert_container(const Json& container,
 
 }  // namespace
 
-kube::Labels namespace_labels_of(const std::string& ns, kube::Labels own) {
+Labels namespace_labels_of(const std::string& ns, Labels own) {
   own["kubernetes.io/metadata.name"] = ns;
   return own;
 }
@@ -132,8 +132,8 @@ kube::Labels namespace_labels_of(const std::string& ns, kube::Labels own) {
 Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   Mutation m;
   if (!pod.is_object()) return make_error(ErrorCode::kParse, "the pod is not a JSON object");
-  const kube::Labels pod_labels = string_map_at(pod, "labels");
-  const kube::Labels pod_annotations = string_map_at(pod, "annotations");
+  const Labels pod_labels = string_map_at(pod, "labels");
+  const Labels pod_annotations = string_map_at(pod, "annotations");
   if (auto a = pod_annotations.find(kAckColocationAnnotation);
       a != pod_annotations.end() && a->second == "true") {
     m.ack_annotation = true;
@@ -151,8 +151,8 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
       [](const ColocationProfile* a, const ColocationProfile* b) { return a->name < b->name; });
   if (matched.empty() && !m.ack_annotation) return m;
 
-  kube::Labels labels;
-  kube::Labels annotations;
+  Labels labels;
+  Labels annotations;
   std::string qos = m.ack_annotation ? "BE" : "";
   std::string priority_class;
   std::string priority_class_from;

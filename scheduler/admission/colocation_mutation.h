@@ -37,7 +37,7 @@ struct PriorityClassInfo {
 
 struct MutationInputs {
   const std::vector<ColocationProfile>* profiles = nullptr;
-  kube::Labels namespace_labels;
+  Labels namespace_labels;
   // PriorityClass by name; nullopt when no such class exists.
   std::function<std::optional<PriorityClassInfo>(const std::string&)> priority_class;
 };
@@ -52,7 +52,7 @@ struct Mutation {
 
 // The labels a namespace has as the API server sees it: its own plus
 // kubernetes.io/metadata.name, which the API server sets on every namespace.
-kube::Labels namespace_labels_of(const std::string& ns, kube::Labels own);
+Labels namespace_labels_of(const std::string& ns, Labels own);
 
 // Errors (the pod is refused): a profile names a PriorityClass that does not exist, or a
 // container's resources cannot be read.

@@ -54,7 +54,7 @@ int run_mutate(const MutateArgs& args) {
     if (!parsed) return fail(args.priority_classes + ": " + parsed.error().message);
     classes = std::move(*parsed);
   }
-  kube::Labels ns_labels;
+  Labels ns_labels;
   for (const auto& kv : args.namespace_labels) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)

@@ -23,6 +23,7 @@
 #include "common/file_io.h"
 #include "common/log.h"
 #include "kube/config.h"
+#include "net/http_listener.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"
@@ -231,7 +232,7 @@ int run(const RunOptions& o) {
   metrics.set_listener_source([&http] { return (*http)->listener_stats(); });
   std::unique_ptr<estimator::EstimatorServer> karmada_estimator;
   if (!o.estimator_listen.empty()) {
-    if (auto address = server::parse_listen_address(o.estimator_listen); !address) {
+    if (auto address = net::parse_listen_address(o.estimator_listen); !address) {
       std::cerr << "gleaner-scheduler run: --estimator-listen: " << address.error().message << "\n";
       return kBadInput;
     }

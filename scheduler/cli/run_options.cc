@@ -9,6 +9,7 @@
 
 #include "common/cli_main.h"
 #include "common/file_io.h"
+#include "net/http_listener.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/kube/agent_tokens.h"
 #include "scheduler/server/http_server.h"
@@ -98,7 +99,7 @@ std::vector<std::string> config_errors(const RunOptions& o) {
   auto add = [&](const std::string& flag, const std::string& message) {
     errors.push_back(flag + ": " + message);
   };
-  if (auto l = server::parse_listen_address(o.listen); !l) add("--listen", l.error().message);
+  if (auto l = net::parse_listen_address(o.listen); !l) add("--listen", l.error().message);
   const std::set<std::string> levels{"trace", "debug", "info", "warn", "error", "critical", "off"};
   if (levels.count(o.log_level) == 0) add("--log-level", "unknown level " + o.log_level);
   if (o.log_format != "text" && o.log_format != "json")
@@ -167,7 +168,7 @@ std::vector<std::string> config_errors(const RunOptions& o) {
       add("--report-service", "expected NAMESPACE/NAME, got " + o.report_service);
   }
   if (!o.webhook.listen.empty()) {
-    if (auto l = server::parse_listen_address(o.webhook.listen); !l)
+    if (auto l = net::parse_listen_address(o.webhook.listen); !l)
       add("--webhook-listen", l.error().message);
     if (o.clusters.empty() && o.kubeconfig.empty())
       add("--webhook-listen", "needs a cluster (--kubeconfig or --cluster)");
@@ -178,7 +179,7 @@ std::vector<std::string> config_errors(const RunOptions& o) {
     }
   }
   if (!o.estimator_listen.empty()) {
-    if (auto l = server::parse_listen_address(o.estimator_listen); !l)
+    if (auto l = net::parse_listen_address(o.estimator_listen); !l)
       add("--estimator-listen", l.error().message);
     if (!o.estimator_tls_cert_dir.empty()) {
       if (auto pair = admission::read_key_pair_dir(o.estimator_tls_cert_dir,
@@ -231,7 +232,7 @@ std::vector<std::string> config_errors(const RunOptions& o) {
 
 estimator::EstimatorOptions estimator_options(const RunOptions& o) {
   estimator::EstimatorOptions e;
-  auto address = server::parse_listen_address(o.estimator_listen);
+  auto address = net::parse_listen_address(o.estimator_listen);
   if (address) {
     const bool v6 = address->host.find(':') != std::string::npos;
     e.listen =

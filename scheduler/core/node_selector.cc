@@ -4,25 +4,6 @@
 
 namespace gleaner::scheduler {
 
-bool LabelRequirement::matches(const Labels& labels) const {
-  auto it = labels.find(key);
-  const bool present = it != labels.end();
-  const auto listed = [&] {
-    return present && std::find(values.begin(), values.end(), it->second) != values.end();
-  };
-  switch (op) {
-    case LabelOp::kIn:
-      return listed();
-    case LabelOp::kNotIn:
-      return !listed();  // like Kubernetes: a node without the label matches NotIn
-    case LabelOp::kExists:
-      return present;
-    case LabelOp::kDoesNotExist:
-      return !present;
-  }
-  return false;
-}
-
 bool NodeSelector::matches(const Labels& node_labels) const {
   for (const auto& [k, v] : labels) {
     auto it = node_labels.find(k);
@@ -55,8 +36,11 @@ std::string NodeSelector::to_string() const {
         case LabelOp::kIn:
         case LabelOp::kNotIn: {
           t += r.key + (r.op == LabelOp::kIn ? " in (" : " notin (");
-          for (size_t i = 0; i < r.values.size(); ++i)
-            t += (i ? "," : "") + r.values[i];
+          bool first = true;
+          for (const auto& v : r.values) {
+            t += (first ? "" : ",") + v;
+            first = false;
+          }
           t += ")";
           break;
         }

@@ -12,20 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "common/labels.h"
+
 namespace gleaner::scheduler {
-
-using Labels = std::map<std::string, std::string>;
-
-enum class LabelOp { kIn, kNotIn, kExists, kDoesNotExist };
-
-struct LabelRequirement {
-  std::string key;
-  LabelOp op = LabelOp::kExists;
-  std::vector<std::string> values;  // In / NotIn
-
-  [[nodiscard]] bool matches(const Labels& labels) const;
-  auto operator<=>(const LabelRequirement&) const = default;
-};
 
 // A node taint as Kubernetes has it; cordons (spec.unschedulable) and a node that is not
 // Ready are expressed as the taints Kubernetes uses for them (node.kubernetes.io/

@@ -64,7 +64,7 @@ struct HubObject {
   std::string kind;
   std::string ns;
   std::string name;
-  kube::Labels labels;
+  Labels labels;
 };
 
 // How closely a policy's selectors match (Karmada's implicit priority).
@@ -77,7 +77,7 @@ const PropagationPolicy* governing_policy(const std::vector<PropagationPolicy>& 
 
 struct MemberCluster {
   std::string name;
-  kube::Labels labels;
+  Labels labels;
   Taints taints;
 };
 // A Karmada Cluster object (cluster.karmada.io/v1alpha1): its name, labels and spec.taints

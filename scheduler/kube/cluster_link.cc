@@ -413,7 +413,7 @@ void ClusterLink::on_slo_config(const Json* config_map) {
 }
 
 PublishPolicy ClusterLink::publish_policy(const std::string& node) {
-  kube::Labels labels;
+  Labels labels;
   if (auto raw = nodes_->get(node)) {
     if (const Json* l = find_path(*raw, "metadata/labels"); l != nullptr && l->is_object()) {
       for (auto it = l->begin(); it != l->end(); ++it) {

@@ -8,8 +8,8 @@ namespace gleaner::scheduler::kube_glue {
 
 namespace {
 
-server::HttpReply json_reply(unsigned status, const Json& body) {
-  return server::HttpReply{status, "application/json", dump_json(body) + "\n"};
+net::HttpReply json_reply(unsigned status, const Json& body) {
+  return net::HttpReply{status, "application/json", dump_json(body) + "\n"};
 }
 
 std::string name_of(const Json& obj) {
@@ -89,7 +89,7 @@ void ColocationSource::refresh_profiles() {
     ordered_.push_back(p);
 }
 
-server::HttpReply ColocationSource::handle(std::string_view body) {
+net::HttpReply ColocationSource::handle(std::string_view body) {
   auto json = parse_json(body, "AdmissionReview");
   auto request = json ? admission::parse_admission_review(*json)
                       : Result<admission::AdmissionRequest>(json.error());
@@ -110,7 +110,7 @@ server::HttpReply ColocationSource::handle(std::string_view body) {
   }
   admission::MutationInputs in;
   in.profiles = &profiles;
-  kube::Labels own;
+  Labels own;
   if (auto ns = namespaces_->get(request->namespace_name)) {
     if (const Json* labels = find_path(*ns, "metadata/labels");
         labels != nullptr && labels->is_object()) {

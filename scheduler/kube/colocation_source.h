@@ -14,9 +14,9 @@
 
 #include "kube/api_client.h"
 #include "kube/informer.h"
+#include "net/http_reply.h"
 #include "scheduler/admission/admission_review.h"
 #include "scheduler/admission/colocation_profile.h"
-#include "scheduler/server/api_routes.h"
 #include "scheduler/server/live_metrics.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -34,7 +34,7 @@ class ColocationSource {
 
   // The HTTP answer for one AdmissionReview body: 200 with the review response, 400 for
   // a review it cannot read, 503 before the informers have synced.
-  server::HttpReply handle(std::string_view body);
+  net::HttpReply handle(std::string_view body);
 
  private:
   void refresh_profiles();

@@ -35,8 +35,8 @@ std::string app_object_path(const std::string& kind, const std::string& ns,
   return path;
 }
 
-kube::Labels object_labels(const Json& object) {
-  kube::Labels labels;
+Labels object_labels(const Json& object) {
+  Labels labels;
   const Json& meta = object.value("metadata", Json::object());
   const Json& l = meta.is_object() ? meta.value("labels", Json::object()) : Json::object();
   if (!l.is_object()) return labels;

@@ -30,7 +30,7 @@ std::string app_object_path(const std::string& kind, const std::string& ns,
 std::string app_api_version(const std::string& kind);
 
 // An object's metadata.labels (those with string values).
-kube::Labels object_labels(const Json& object);
+Labels object_labels(const Json& object);
 
 // The labels the training operator puts on a job's pods.
 inline constexpr const char* kTrainingJobNameLabel = "training.kubeflow.org/job-name";

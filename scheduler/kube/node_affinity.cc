@@ -39,7 +39,7 @@ Result<LabelRequirement> requirement(const Json& e, const std::string& where) {
     if (!v->is_array()) return field_error(where + ".values", "expected an array of strings");
     for (const Json& s : *v) {
       if (!s.is_string()) return field_error(where + ".values", "expected an array of strings");
-      r.values.push_back(s.get<std::string>());
+      r.values.insert(s.get<std::string>());
     }
   }
   const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;

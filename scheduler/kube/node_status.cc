@@ -28,7 +28,7 @@ Json batch_status_patch(const std::optional<Resources>& batch) {
   return Json{{"status", {{"capacity", list}, {"allocatable", list}}}};
 }
 
-PublishPolicy PublishPolicies::for_node(const kube::Labels& labels) const {
+PublishPolicy PublishPolicies::for_node(const Labels& labels) const {
   for (const auto& [selector, policy] : nodes) {
     if (selector.matches(labels)) return policy;
   }

@@ -33,7 +33,7 @@ struct PublishPolicy {
 struct PublishPolicies {
   PublishPolicy cluster;
   std::vector<std::pair<kube::LabelSelector, PublishPolicy>> nodes;
-  [[nodiscard]] PublishPolicy for_node(const kube::Labels& labels) const;
+  [[nodiscard]] PublishPolicy for_node(const Labels& labels) const;
 };
 // From the ConfigMap object (its data["colocation-config"]); a missing key gives `flags`.
 // An error names the field; the caller keeps the policies it had.

@@ -4,11 +4,11 @@ namespace gleaner::scheduler::server {
 
 namespace {
 
-HttpReply json_reply(unsigned status, const Json& doc) {
-  return HttpReply{status, "application/json", dump_json(doc) + "\n"};
+net::HttpReply json_reply(unsigned status, const Json& doc) {
+  return net::HttpReply{status, "application/json", dump_json(doc) + "\n"};
 }
 
-HttpReply error_reply(unsigned status, const std::string& reason, const std::string& message) {
+net::HttpReply error_reply(unsigned status, const std::string& reason, const std::string& message) {
   return json_reply(status, Json{{"error", reason}, {"message", message}});
 }
 
@@ -20,7 +20,7 @@ bool ApiRoutes::is_report_path(std::string_view target) {
   return path == "/api/v1/reports" || path == "/v1/reports";
 }
 
-HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
+net::HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
   metrics_.report_rejected(reason);
   unsigned status = 400;
   if (reason == RejectReason::kUnauthorized) status = 401;
@@ -29,12 +29,12 @@ HttpReply ApiRoutes::rejected(RejectReason reason, const std::string& message) {
   return error_reply(status, to_string(reason), message);
 }
 
-HttpReply ApiRoutes::refusal(const IngestVerdict& v) {
+net::HttpReply ApiRoutes::refusal(const IngestVerdict& v) {
   metrics_.report_rejected(*v.rejected);
   return error_reply(v.status, to_string(*v.rejected), v.message);
 }
 
-HttpReply ApiRoutes::post_report(std::string_view authorization, std::string_view body) {
+net::HttpReply ApiRoutes::post_report(std::string_view authorization, std::string_view body) {
   ReportAttempt attempt = begin_report(authorization, body);
   return attempt.reply ? std::move(*attempt.reply) : finish_report(attempt);
 }
@@ -67,7 +67,7 @@ ReportAttempt ApiRoutes::begin_report(std::string_view authorization, std::strin
   return attempt;
 }
 
-HttpReply ApiRoutes::finish_report(ReportAttempt& attempt) {
+net::HttpReply ApiRoutes::finish_report(ReportAttempt& attempt) {
   if (attempt.reply) return std::move(*attempt.reply);
   IdentityVerdict identity =
       validator_.check_identity(attempt.authorization, *attempt.report, true);
@@ -75,7 +75,7 @@ HttpReply ApiRoutes::finish_report(ReportAttempt& attempt) {
   return apply(*attempt.report);
 }
 
-HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
+net::HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
   IngestVerdict v = validator_.admit(std::move(report));
   if (v.rejected) return refusal(v);
   if (v.duplicate) {
@@ -90,19 +90,19 @@ HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
   return json_reply(200, Json{{"accepted", true}});
 }
 
-HttpReply ApiRoutes::get(std::string_view method, std::string_view target) {
+net::HttpReply ApiRoutes::get(std::string_view method, std::string_view target) {
   const std::string_view path = target.substr(0, target.find('?'));
   if (method != "GET" && method != "HEAD") {
     return error_reply(405, "method_not_allowed", "only GET here (reports: POST /api/v1/reports)");
   }
-  if (path == "/healthz") return HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
+  if (path == "/healthz") return net::HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
   if (path == "/readyz") {
-    return active() ? HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
-                    : HttpReply{503, "text/plain; charset=utf-8", "standby: not the leader\n"};
+    return active() ? net::HttpReply{200, "text/plain; charset=utf-8", "ok\n"}
+                    : net::HttpReply{503, "text/plain; charset=utf-8", "standby: not the leader\n"};
   }
   if (path == "/metrics") {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
-                     metrics_.render(live_.gauges())};
+    return net::HttpReply{200, "text/plain; version=0.0.4; charset=utf-8",
+                          metrics_.render(live_.gauges())};
   }
   if (path == "/api/v1/queues") return json_reply(200, live_.queues_json());
   if (path == "/api/v1/jobs") return json_reply(200, live_.jobs_json());

@@ -10,21 +10,16 @@
 #include <string>
 #include <string_view>
 
+#include "net/http_reply.h"
 #include "scheduler/server/live_metrics.h"
 #include "scheduler/server/live_scheduler.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
 
-struct HttpReply {
-  unsigned status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-};
-
 // A report on its way in: answered already, or waiting for its token to be reviewed.
 struct ReportAttempt {
-  std::optional<HttpReply> reply;
+  std::optional<net::HttpReply> reply;
   std::string authorization;
   std::optional<reporter::NodeReport> report;  // parsed, awaiting review (reply empty)
 };
@@ -40,14 +35,14 @@ class ApiRoutes {
   // Before the body is read: a request without the token is refused unread.
   bool authorized(std::string_view authorization) { return validator_.authorized(authorization); }
   // All of a report, blocking on a token review when one is due.
-  HttpReply post_report(std::string_view authorization, std::string_view body);
+  net::HttpReply post_report(std::string_view authorization, std::string_view body);
   // The same in two steps, so a review (an API server round trip) runs off the I/O
   // thread: begin never blocks; an attempt it leaves unanswered goes to finish, which may.
   ReportAttempt begin_report(std::string_view authorization, std::string_view body);
-  HttpReply finish_report(ReportAttempt& attempt);
+  net::HttpReply finish_report(ReportAttempt& attempt);
   // The server refused the request before it reached post_report.
-  HttpReply rejected(RejectReason reason, const std::string& message);
-  HttpReply get(std::string_view method, std::string_view target);
+  net::HttpReply rejected(RejectReason reason, const std::string& message);
+  net::HttpReply get(std::string_view method, std::string_view target);
   // Whether this replica schedules (always, without leader election). A standby answers
   // /readyz with 503, so Services route reports and webhook calls to the leader, and
   // refuses reports (503) sent to it directly.
@@ -55,8 +50,8 @@ class ApiRoutes {
 
  private:
   [[nodiscard]] bool active() const { return !active_ || active_(); }
-  HttpReply refusal(const IngestVerdict& v);
-  HttpReply apply(reporter::NodeReport& report);
+  net::HttpReply refusal(const IngestVerdict& v);
+  net::HttpReply apply(reporter::NodeReport& report);
   std::function<bool()> active_;
   ReportValidator& validator_;
   LiveScheduler& live_;

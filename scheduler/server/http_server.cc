@@ -48,13 +48,14 @@ struct HttpServer::Impl {
   explicit Impl(ApiRoutes& r) : routes(r) {}
 
   ApiRoutes& routes;
-  std::shared_ptr<reporter::HttpListener> listener;
+  std::shared_ptr<net::HttpListener> listener;
 
   // Answers one request; `close` when the rest of the request was left unread.
   template <class Stream>
-  static asio::awaitable<HttpReply> answer(Impl& self, Stream& stream, beast::flat_buffer& buffer,
-                                           http::request_parser<http::string_body>& parser,
-                                           bool too_large, bool& close) {
+  static asio::awaitable<net::HttpReply> answer(Impl& self, Stream& stream,
+                                                beast::flat_buffer& buffer,
+                                                http::request_parser<http::string_body>& parser,
+                                                bool too_large, bool& close) {
     auto& req = parser.get();
     const std::string_view target = view(req.target());
     if (!ApiRoutes::is_report_path(target)) {
@@ -64,9 +65,9 @@ struct HttpServer::Impl {
     }
     if (req.method() != http::verb::post) {
       close = !parser.is_done();
-      co_return HttpReply{405, "application/json",
-                          R"({"error":"method_not_allowed","message":"POST a NodeReport"})"
-                          "\n"};
+      co_return net::HttpReply{405, "application/json",
+                               R"({"error":"method_not_allowed","message":"POST a NodeReport"})"
+                               "\n"};
     }
     const std::string_view auth = view(req[http::field::authorization]);
     if (!self.routes.authorized(auth)) {
@@ -99,9 +100,9 @@ struct HttpServer::Impl {
                                      "too many token reviews at once; retry later");
     }
     ++self.reviews_in_flight;  // only the I/O thread touches the count
-    HttpReply reply = co_await asio::co_spawn(
+    net::HttpReply reply = co_await asio::co_spawn(
         self.review_pool->get_executor(),
-        [&]() -> asio::awaitable<HttpReply> { co_return self.routes.finish_report(attempt); },
+        [&]() -> asio::awaitable<net::HttpReply> { co_return self.routes.finish_report(attempt); },
         asio::use_awaitable);
     --self.reviews_in_flight;
     co_return reply;
@@ -176,7 +177,7 @@ struct HttpServer::Impl {
       }
       if (ec && !too_large) co_return;  // closed, timed out or not HTTP: nothing to answer
       bool close = false;
-      HttpReply reply = co_await answer(self, stream, buffer, parser, too_large, close);
+      net::HttpReply reply = co_await answer(self, stream, buffer, parser, too_large, close);
       const auto& req = parser.get();
       http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
       res.set(http::field::server, "gleaner-scheduler");
@@ -218,9 +219,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
   // Agents keep their report connection open: room for a large cluster's nodes, capped by
   // the descriptor limit (half of it) so a flood cannot take them all.
   constexpr size_t kMaxConnections = 16384;
-  auto listener = reporter::HttpListener::listen(
-      io, address, "listen address", reporter::HttpListener::spawn_sessions(impl, &Impl::session),
-      kMaxConnections);
+  auto listener = net::HttpListener::listen(io, address, "listen address",
+                                            net::HttpListener::spawn_sessions(impl, &Impl::session),
+                                            kMaxConnections);
   if (!listener) return listener.error();
   impl->listener = std::move(*listener);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
@@ -243,7 +244,7 @@ uint16_t HttpServer::port() const {
   return impl_->listener->port();
 }
 
-reporter::HttpListener::Stats HttpServer::listener_stats() const {
+net::HttpListener::Stats HttpServer::listener_stats() const {
   return impl_->listener->stats();
 }
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "reporter/metrics/metrics_server.h"
+#include "net/http_listener.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/server/api_routes.h"
 
@@ -21,12 +21,6 @@ class io_context;
 }  // namespace boost::asio
 
 namespace gleaner::scheduler::server {
-
-using reporter::ListenAddress;
-// ":8080", "127.0.0.1:8080", "[::1]:0" (0 = any free port).
-inline Result<ListenAddress> parse_listen_address(std::string_view text) {
-  return reporter::parse_listen_address(text, "listen address");
-}
 
 class HttpServer {
  public:
@@ -42,7 +36,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   [[nodiscard]] uint16_t port() const;
-  [[nodiscard]] reporter::HttpListener::Stats listener_stats() const;
+  [[nodiscard]] net::HttpListener::Stats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections (on the io_context).
   void stop();
 

@@ -1,7 +1,7 @@
 #pragma once
-// The live scheduler's Prometheus metrics, rendered in the text exposition format by
-// hand: a dozen families do not need a client library, and only `reporter` names
-// prometheus-cpp types (DESIGN.md). Thread-safe; every family has bounded labels.
+// The live scheduler's Prometheus metrics (docs/metrics.md): plain counters under one
+// lock, rendered at scrape time through net/prometheus_text.h (prometheus-cpp's families
+// and TextSerializer, as the agent's). Thread-safe; every family has bounded labels.
 
 #include <array>
 #include <cstdint>
@@ -11,25 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "reporter/metrics/metrics_server.h"
+#include <prometheus/histogram.h>
+
+#include "net/http_listener.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
-
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-  void observe(double value);
-  // Appends the _bucket/_sum/_count lines of family `name`.
-  void render(const std::string& name, std::string& out) const;
-  [[nodiscard]] uint64_t count() const { return count_; }
-
- private:
-  std::vector<double> bounds_;
-  std::vector<uint64_t> buckets_;  // cumulative at render time, per-bucket here
-  double sum_ = 0;
-  uint64_t count_ = 0;
-};
 
 // Gauges computed from the scheduler's state when /metrics is scraped.
 struct StateGauges {
@@ -81,7 +68,7 @@ class LiveMetrics {
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
-  void set_listener_source(std::function<reporter::HttpListener::Stats()> source);
+  void set_listener_source(std::function<net::HttpListener::Stats()> source);
   [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
@@ -107,7 +94,7 @@ class LiveMetrics {
   std::map<std::string, uint64_t> token_reviews_;
   std::map<std::string, uint64_t> fleet_retries_;
   std::map<std::pair<std::string, std::string>, uint64_t> estimator_calls_;
-  Histogram estimator_latency_;
+  prometheus::Histogram estimator_latency_;
   uint64_t profiles_rejected_ = 0;
   uint64_t certificate_errors_ = 0;
   uint64_t quota_trees_rejected_ = 0;
@@ -115,9 +102,9 @@ class LiveMetrics {
   uint64_t member_clusters_rejected_ = 0;
   uint64_t hub_jobs_rejected_ = 0;
   bool leading_ = false;
-  std::function<reporter::HttpListener::Stats()> listener_source_;
-  Histogram admission_latency_;
-  Histogram report_lag_;
+  std::function<net::HttpListener::Stats()> listener_source_;
+  prometheus::Histogram admission_latency_;
+  prometheus::Histogram report_lag_;
 };
 
 }  // namespace gleaner::scheduler::server

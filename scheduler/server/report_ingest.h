@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "kube/config.h"
+#include "net/token_source.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/server/report_auth.h"
 
@@ -83,7 +83,7 @@ class ReportValidator {
   static constexpr std::chrono::hours kForgetAfter{1};
   void forget_silent(std::chrono::steady_clock::time_point now);
 
-  kube::TokenSource token_;
+  net::TokenSource token_;
   bool auth_required_;
   AgentTokenReviewer* reviewer_ = nullptr;
   std::size_t max_body_bytes_;

@@ -13,7 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
-#include "reporter/metrics/metrics_server.h"
+#include "net/http_listener.h"
 #include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
@@ -42,7 +42,7 @@ struct WebhookServer::Impl {
   explicit Impl(Handler h) : handler(std::move(h)) {}
 
   Handler handler;
-  std::shared_ptr<reporter::HttpListener> listener;
+  std::shared_ptr<net::HttpListener> listener;
   std::mutex mu;
   std::shared_ptr<ssl::context> context;  // guarded by mu
 
@@ -51,15 +51,15 @@ struct WebhookServer::Impl {
     return context;
   }
 
-  HttpReply answer(const http::request<http::string_body>& req) const {
+  net::HttpReply answer(const http::request<http::string_body>& req) const {
     const std::string_view target = view(req.target());
     const std::string_view path = target.substr(0, target.find('?'));
     if (path == "/healthz" && req.method() == http::verb::get) {
-      return HttpReply{200, "text/plain", "ok\n"};
+      return net::HttpReply{200, "text/plain", "ok\n"};
     }
-    if (path != "/mutate-pod") return HttpReply{404, "application/json", kNotFound};
+    if (path != "/mutate-pod") return net::HttpReply{404, "application/json", kNotFound};
     if (req.method() != http::verb::post) {
-      return HttpReply{405, "application/json", kMethodNotAllowed};
+      return net::HttpReply{405, "application/json", kMethodNotAllowed};
     }
     return handler(req.body());
   }
@@ -84,12 +84,12 @@ struct WebhookServer::Impl {
       tcp->expires_after(kIdleTimeout);
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
-      HttpReply reply;
+      net::HttpReply reply;
       bool keep_alive = false;
       if (ec == http::error::body_limit) {
-        reply = HttpReply{413, "application/json",
-                          R"({"error":"too_large"})"
-                          "\n"};
+        reply = net::HttpReply{413, "application/json",
+                               R"({"error":"too_large"})"
+                               "\n"};
       } else if (ec) {
         break;
       } else {
@@ -119,8 +119,8 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::create(asio::io_context& i
   auto ctx = server_tls_context(serving);
   if (!ctx) return ctx.error();
   impl->context = std::move(*ctx);
-  auto listener = reporter::HttpListener::listen(
-      io, address, "webhook address", reporter::HttpListener::spawn_sessions(impl, &Impl::session));
+  auto listener = net::HttpListener::listen(
+      io, address, "webhook address", net::HttpListener::spawn_sessions(impl, &Impl::session));
   if (!listener) return listener.error();
   impl->listener = std::move(*listener);
   return std::unique_ptr<WebhookServer>(new WebhookServer(std::move(impl)));

@@ -13,8 +13,8 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "net/http_reply.h"
 #include "scheduler/admission/certificates.h"
-#include "scheduler/server/api_routes.h"
 
 namespace boost::asio {
 class io_context;
@@ -25,7 +25,7 @@ namespace gleaner::scheduler::server {
 class WebhookServer {
  public:
   // Answers a POST to /mutate-pod with the request body.
-  using Handler = std::function<HttpReply(std::string_view body)>;
+  using Handler = std::function<net::HttpReply(std::string_view body)>;
   static constexpr std::size_t kMaxBody = 4 << 20;
 
   static Result<std::unique_ptr<WebhookServer>> create(boost::asio::io_context& io,

@@ -364,7 +364,7 @@ class AgentHandoverReal : public AgentRestoreReal {
                             port);
     const bool ready = eventually(
         [&] {
-          kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", port}, {});
+          kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", port}, {});
           auto resp = conn.request(kube::HttpRequest{"GET", "/readyz", {}, ""}, {});
           return resp && resp->status == 200;
         },

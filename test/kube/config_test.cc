@@ -97,19 +97,6 @@ TEST(InCluster, UsesServiceEnvAndMountedServiceAccount) {
   EXPECT_NE(outside.error().message.find("KUBERNETES_SERVICE_HOST"), std::string::npos);
 }
 
-TEST(TokenSource, RereadsTheFileWhenItChanges) {
-  TempDir dir;
-  dir.write("token", "first\n");
-  TokenSource source("", dir / "token");
-  EXPECT_EQ(source.get().value_or(""), "first");
-  dir.write("token.new", "second-longer\n");
-  ASSERT_EQ(::rename((dir / "token.new").c_str(), (dir / "token").c_str()), 0);  // like kubelet
-  EXPECT_EQ(source.get().value_or(""), "second-longer");
-  EXPECT_EQ(TokenSource("fixed", "").get().value_or(""), "fixed");
-  TokenSource missing("", dir / "nope");
-  EXPECT_FALSE(missing.get().ok());
-}
-
 TEST(Base64, DecodesPaddedAndRejectsJunk) {
   EXPECT_EQ(base64_decode("aGVsbG8=").value_or("?"), "hello");
   EXPECT_EQ(base64_decode("aGVs\nbG8h").value_or("?"), "hello!");
@@ -123,13 +110,6 @@ TEST(Yaml, ScalarsKeepTheirTypes) {
   auto bad = yaml_to_json("a: [1,\n", "y.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("y.yaml:"), std::string::npos);
-}
-
-TEST(Endpoint, ParsesUrls) {
-  EXPECT_EQ(parse_endpoint("https://[::1]:6443")->host, "::1");
-  EXPECT_EQ(parse_endpoint("https://k8s.local/")->port, 443);
-  EXPECT_FALSE(parse_endpoint("https://h:99999").ok());
-  EXPECT_FALSE(parse_endpoint("h:80").ok());
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ class TestApiServer {
   [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   [[nodiscard]] KubeConfig config() const {
     KubeConfig c;
-    c.endpoint = Endpoint{"http", "127.0.0.1", port_};
+    c.endpoint = net::HttpUrl{"http", "127.0.0.1", port_};
     c.qps = 0;
     c.timeout = std::chrono::milliseconds(5000);
     return c;
@@ -104,7 +104,7 @@ class TestApiServer {
   HttpResponse raw(const std::string& method, const std::string& target,
                    const std::string& body = "",
                    const std::string& content_type = "application/json") {
-    HttpConnection conn(Endpoint{"http", "127.0.0.1", port_}, {});
+    HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", port_}, {});
     HttpRequest req{method, target, {{"Content-Type", content_type}}, body};
     auto resp = conn.request(req, {});
     return resp ? *resp : HttpResponse{};

@@ -29,7 +29,7 @@ class TlsTest : public ::testing::Test {
   }
   KubeConfig https_config() {
     KubeConfig c;
-    c.endpoint = Endpoint{"https", "127.0.0.1", server_->port()};
+    c.endpoint = net::HttpUrl{"https", "127.0.0.1", server_->port()};
     c.token = "tls-token";
     c.qps = 0;
     c.timeout = std::chrono::milliseconds(5000);

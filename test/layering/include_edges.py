@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The module table of docs/architecture.md, enforced: every `#include "dir/..."` in the
-project's sources (common/, cgroup/, resctrl/, kube/, reporter/, agent/, scheduler/) must be
+project's sources (common/, net/, cgroup/, resctrl/, kube/, reporter/, agent/, scheduler/) must be
 an edge the table allows. A module is a top-level folder, or for reporter/, agent/ and
 scheduler/ a folder below it (agent/qos, scheduler/core...). Includes inside a module are
 always allowed; generated headers (no folder) are not checked.
@@ -23,12 +23,14 @@ SCHEDULER = {"scheduler/core", "scheduler/sim", "scheduler/admission", "schedule
 # module -> the modules it may include. Keep docs/architecture.md's table in step.
 ALLOWED = {
     "common": set(),
+    # HTTP: URLs, bearer tokens, the listener and replies of both binaries' servers.
+    "net": {"common"},
     "cgroup": {"common"},
     "resctrl": {"common"},
-    "kube": {"common"},
+    "kube": {"common", "net"},
     "reporter/wire": {"common"},
-    "reporter/client": {"common", "reporter/wire"},
-    "reporter/metrics": {"common", "reporter/wire"},
+    "reporter/client": {"common", "net", "reporter/wire"},
+    "reporter/metrics": {"common", "net", "reporter/wire"},
     "agent/states": {"common", "kube", "cgroup"},  # cgroup::KubeQos
     "agent/config": {"common", "kube"},
     "agent/snapshot": {"common", "kube", "agent/states"},
@@ -38,26 +40,26 @@ ALLOWED = {
     "agent/qos": {"common", "kube", "cgroup", "resctrl", "agent/states", "agent/config",
                   "agent/snapshot", "agent/batch"},
     "agent/step": {"common", "kube", "cgroup", "resctrl"} | (AGENT_CORE - {"agent/step"}),
-    "agent/daemon": {"common", "kube", "cgroup", "resctrl"} | AGENT_CORE | REPORTER,
-    "agent/cli": {"common", "kube", "cgroup", "resctrl", "agent/daemon"} | AGENT_CORE | REPORTER,
+    "agent/daemon": {"common", "net", "kube", "cgroup", "resctrl"} | AGENT_CORE | REPORTER,
+    "agent/cli": {"common", "net", "kube", "cgroup", "resctrl", "agent/daemon"} | AGENT_CORE
+                 | REPORTER,
     "agent": {"common", "agent/cli"},  # agent/main.cc
     # The pure core: decisions only, no Kubernetes, no I/O modules.
     "scheduler/core": {"common"},
     "scheduler/sim": {"common", "scheduler/core"},
     "scheduler/admission": {"common", "kube"},
-    # reporter/metrics: the HTTP listener both binaries serve on, for now in reporter/.
-    "scheduler/server": {"common", "kube", "reporter/wire", "reporter/metrics",
-                         "scheduler/core", "scheduler/admission"},
-    "scheduler/kube": {"common", "kube", "scheduler/core", "scheduler/admission",
+    "scheduler/server": {"common", "net", "kube", "reporter/wire", "scheduler/core",
+                         "scheduler/admission"},
+    "scheduler/kube": {"common", "net", "kube", "scheduler/core", "scheduler/admission",
                        "scheduler/server", "scheduler/fleet"},
     "scheduler/estimator": {"common", "kube", "scheduler/core", "scheduler/kube",
                             "scheduler/server"},
     # Fleet mode's pure pieces (PropagationPolicy matching): Kubernetes vocabulary only.
     "scheduler/fleet": {"common", "kube", "scheduler/core"},
-    "scheduler/cli": {"common", "kube"} | SCHEDULER,
+    "scheduler/cli": {"common", "net", "kube"} | SCHEDULER,
     "scheduler": {"common", "scheduler/cli"},  # scheduler/main.cc
 }
-TOP = ("common", "cgroup", "resctrl", "kube", "reporter", "agent", "scheduler")
+TOP = ("common", "net", "cgroup", "resctrl", "kube", "reporter", "agent", "scheduler")
 SPLIT = ("reporter", "agent", "scheduler")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

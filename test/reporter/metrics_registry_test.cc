@@ -215,7 +215,7 @@ TEST(Routes, ServesMetricsAndProbes) {
   reg.update(sample_state(1));
   auto m = route_request("GET", "/metrics", reg, health);
   EXPECT_EQ(m.status, 200u);
-  EXPECT_EQ(m.content_type, kPrometheusTextType);
+  EXPECT_EQ(m.content_type, net::kPrometheusTextType);
   EXPECT_NE(m.body.find("gleaner_node_cpu_usage_cores"), std::string::npos);
   EXPECT_EQ(route_request("GET", "/readyz", reg, health).status, 503u);
   health.mark_first_sample();

@@ -18,6 +18,7 @@
 #include "reporter/metrics/health.h"
 #include "reporter/metrics/metrics_registry.h"
 #include "reporter/metrics/metrics_server.h"
+#include "reporter/metrics/routes.h"
 #include "test/reporter/http_get.h"
 #include "test/reporter/report_fixtures.h"
 #include "test/support/eventually.h"

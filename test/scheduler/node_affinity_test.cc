@@ -2,6 +2,8 @@
 // (scheduler/core/node_selector.h).
 #include "scheduler/kube/node_affinity.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 namespace gleaner::scheduler {
@@ -29,7 +31,7 @@ TEST(NodeAffinity, ReadsNodeSelectorAndRequiredTerms) {
   EXPECT_EQ(s->labels, (Labels{{"disk", "ssd"}}));
   ASSERT_EQ(s->terms.size(), 2u);
   EXPECT_EQ(s->terms[0][0].op, LabelOp::kIn);
-  EXPECT_EQ(s->terms[0][0].values, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(s->terms[0][0].values, (std::set<std::string>{"a", "b"}));
   EXPECT_EQ(s->terms[0][1].op, LabelOp::kDoesNotExist);
   EXPECT_TRUE(s->matches({{"disk", "ssd"}, {"zone", "b"}}));
   EXPECT_TRUE(s->matches({{"disk", "ssd"}, {"pool", "x"}, {"gpu", "1"}}));

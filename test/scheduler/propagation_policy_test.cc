@@ -43,7 +43,7 @@ spec:
     kind: SparkApplication
 )";
 
-HubObject spark_app(const std::string& name, kube::Labels labels = {}) {
+HubObject spark_app(const std::string& name, Labels labels = {}) {
   return {"sparkoperator.k8s.io/v1beta2", "SparkApplication", "spark", name, std::move(labels)};
 }
 
@@ -161,7 +161,7 @@ status:
   auto c = parse_member_cluster(*json);
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->name, "c1");
-  EXPECT_EQ(c->labels, (kube::Labels{{"tier", "batch"}, {"region", "eu"}}));
+  EXPECT_EQ(c->labels, (Labels{{"tier", "batch"}, {"region", "eu"}}));
   ASSERT_EQ(c->taints.size(), 1U);
   EXPECT_EQ(c->taints[0].key, "cluster.karmada.io/not-ready");
   EXPECT_EQ(c->taints[0].effect, TaintEffect::kNoSchedule);

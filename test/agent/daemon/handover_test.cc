@@ -29,7 +29,7 @@ Json daemon_set(int generation, bool deleting = false) {
   return ds;
 }
 
-const kube::Labels kOnline{{"pool", "online"}};
+const Labels kOnline{{"pool", "online"}};
 
 TEST(Handover, ARollingUpdateHandsOver) {
   auto d = decide_on_stop(pod("3"), daemon_set(4), kOnline);
@@ -39,7 +39,7 @@ TEST(Handover, ARollingUpdateHandsOver) {
 
 TEST(Handover, EverythingElseRestores) {
   auto stop = [](const std::optional<Json>& p, const std::optional<Json>& ds,
-                 const kube::Labels& labels = kOnline) {
+                 const Labels& labels = kOnline) {
     return decide_on_stop(p, ds, labels).hand_over;
   };
   // The same template: a change elsewhere in the spec (metadata.generation moved) replaces

@@ -48,8 +48,7 @@ const char* kSparkProfile = R"({
 struct Fixture {
   std::vector<ColocationProfile> profiles;
   MutationInputs in;
-  explicit Fixture(std::vector<ColocationProfile> p,
-                   kube::Labels ns_labels = {{"colocation", "on"}})
+  explicit Fixture(std::vector<ColocationProfile> p, Labels ns_labels = {{"colocation", "on"}})
       : profiles(std::move(p)) {
     in.profiles = &profiles;
     in.namespace_labels = namespace_labels_of("spark", std::move(ns_labels));

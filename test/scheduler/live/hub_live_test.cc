@@ -79,7 +79,7 @@ TEST_F(HubLiveTest, AnApplicationAskingForGpusGoesOnlyWhereGpusAreFree) {
 }
 
 // A Karmada Cluster object on the hub for member `name`.
-Json karmada_cluster(const std::string& name, const kube::Labels& labels, const Json& taints) {
+Json karmada_cluster(const std::string& name, const Labels& labels, const Json& taints) {
   return Json{{"apiVersion", "cluster.karmada.io/v1alpha1"},
               {"kind", "Cluster"},
               {"metadata", {{"name", name}, {"labels", labels}}},

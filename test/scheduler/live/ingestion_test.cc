@@ -30,7 +30,7 @@ class IngestionTest : public ::testing::Test {
 
   kube::HttpResponse send(const std::string& method, const std::string& target,
                           const std::string& body, const std::string& token = "s3cret") {
-    kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+    kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
     kube::HttpRequest req{method, target, {{"Content-Type", "application/json"}}, body};
     if (!token.empty()) req.headers.emplace_back("Authorization", "Bearer " + token);
     auto resp = conn.request(req, {});
@@ -150,7 +150,7 @@ TEST_F(IngestionTest, BytesThatAreNotUtf8GetAnAnswerNotADroppedConnection) {
 }
 
 TEST_F(IngestionTest, OversizedHeadersAreAnswered431) {
-  kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
   kube::HttpRequest req{"GET", "/healthz", {{"X-Padding", std::string(20000, 'x')}}, ""};
   auto resp = conn.request(req, {});
   ASSERT_TRUE(resp.ok()) << resp.error().message;
@@ -168,7 +168,7 @@ TEST_F(IngestionTest, ReportsOverTlsAreVerifiedAgainstTheServingCertificatesCa) 
   auto post_tls = [&](const std::string& ca_pem) {
     kube::TlsOptions tls;
     tls.ca_pem = ca_pem;
-    kube::HttpConnection conn(kube::Endpoint{"https", "localhost", (*https)->port()}, tls);
+    kube::HttpConnection conn(net::HttpUrl{"https", "localhost", (*https)->port()}, tls);
     kube::HttpRequest req{
         "POST",
         "/api/v1/reports",

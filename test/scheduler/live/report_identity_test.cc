@@ -83,7 +83,7 @@ class ReportIdentityTest : public ::testing::Test {
   }
 
   kube::HttpResponse post(const std::string& node, const std::string& token) {
-    kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+    kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
     kube::HttpRequest req{"POST",
                           "/api/v1/reports",
                           {{"Content-Type", "application/json"}},
@@ -147,7 +147,7 @@ TEST_F(ReportIdentityTest, ReviewsRunOffTheIoThreadAndAFloodIsBounded) {
     }));
   }
   ASSERT_TRUE(reviewer_.wait_for_waiting(4)) << "reviews did not start";
-  kube::HttpConnection conn(kube::Endpoint{"http", "127.0.0.1", server_->port()}, {});
+  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
   auto health = conn.request(kube::HttpRequest{"GET", "/healthz", {}, ""}, {});
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->status, 200);

@@ -1,0 +1,192 @@
+#include "net/http_listener.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <list>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+namespace gleaner::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+// Accept failures (out of file descriptors: EMFILE/ENFILE) are not retried at once: the
+// pending connection stays in the backlog and accept would fail again in a tight loop,
+// starving the process (an agent that cannot open cgroup files cannot re-assert them).
+constexpr auto kAcceptBackoffMin = std::chrono::milliseconds(50);
+constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
+constexpr auto kWarnEvery = std::chrono::seconds(60);
+
+Error addr_error(std::string_view what, std::string_view text, const std::string& why) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    std::string(what) + " '" + std::string(text) + "': " + why);
+}
+
+}  // namespace
+
+Result<ListenAddress> parse_listen_address(std::string_view text, std::string_view what) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) return addr_error(what, text, "expected [host]:port");
+  ListenAddress out;
+  std::string_view host = text.substr(0, colon);
+  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
+  out.host = host.empty() ? "0.0.0.0" : std::string(host);
+  std::string_view port = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535) {
+    return addr_error(what, text, "bad port '" + std::string(port) + "'");
+  }
+  out.port = static_cast<uint16_t>(value);
+  return out;
+}
+
+struct HttpListener::Impl {
+  Impl(asio::io_context& io, std::string w, OnConnection c)
+      : strand(asio::make_strand(io)),
+        acceptor(strand),
+        what(std::move(w)),
+        on_connection(std::move(c)) {}
+
+  asio::strand<asio::io_context::executor_type> strand;
+  tcp::acceptor acceptor;
+  std::string what;
+  OnConnection on_connection;
+  std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // touched on the strand only
+  uint16_t bound_port = 0;
+
+  size_t max_connections = HttpListener::kDefaultMaxConnections;
+  std::atomic<uint64_t> accept_errors{0};
+  std::atomic<uint64_t> capacity_reached{0};
+  std::atomic<size_t> open_connections{0};
+  bool at_capacity = false;  // touched on the strand only
+  std::chrono::steady_clock::time_point last_warning{};
+  uint64_t unreported = 0;  // failures since the last warning
+
+  static asio::awaitable<void> pause(std::shared_ptr<Impl> self, std::chrono::milliseconds d) {
+    asio::steady_timer timer(self->strand);
+    timer.expires_after(d);
+    error_code ignored;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+
+  static asio::awaitable<void> accept_loop(std::shared_ptr<Impl> self) {
+    auto backoff = std::chrono::milliseconds(0);
+    for (;;) {
+      if (!self->acceptor.is_open()) co_return;
+      // At the cap, new connections wait in the kernel's backlog until one closes.
+      self->sessions.remove_if([](const auto& w) { return w.expired(); });
+      self->open_connections = self->sessions.size();
+      if (self->sessions.size() >= self->max_connections) {
+        if (!self->at_capacity) ++self->capacity_reached;
+        self->at_capacity = true;
+        co_await pause(self, kAcceptBackoffMin);
+        continue;
+      }
+      self->at_capacity = false;
+      error_code ec;
+      tcp::socket socket(self->strand);
+      co_await self->acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !self->acceptor.is_open()) co_return;
+      if (ec) {
+        ++self->accept_errors;
+        ++self->unreported;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - self->last_warning >= kWarnEvery) {
+          spdlog::warn(
+              "{} port {}: accept failed ({} time(s) since the last warning): {}; "
+              "backing off",
+              self->what, self->bound_port, self->unreported, ec.message());
+          self->last_warning = now;
+          self->unreported = 0;
+        }
+        backoff =
+            std::clamp(backoff * 2, kAcceptBackoffMin,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(kAcceptBackoffMax));
+        co_await pause(self, backoff);
+        continue;
+      }
+      backoff = std::chrono::milliseconds(0);
+      socket.set_option(tcp::no_delay(true), ec);
+      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+      self->sessions.push_back(stream);
+      self->open_connections = self->sessions.size();
+      self->on_connection(std::move(stream));
+    }
+  }
+};
+
+Result<std::shared_ptr<HttpListener>> HttpListener::listen(asio::io_context& io,
+                                                           std::string_view address,
+                                                           std::string_view what,
+                                                           OnConnection on_connection,
+                                                           size_t max_connections) {
+  auto addr = parse_listen_address(address, what);
+  if (!addr) return addr.error();
+  error_code ec;
+  auto ip = asio::ip::make_address(addr->host, ec);
+  if (ec) return addr_error(what, address, "host must be an IP address: " + ec.message());
+  auto impl = std::make_shared<Impl>(io, std::string(what), std::move(on_connection));
+  tcp::endpoint endpoint(ip, addr->port);
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return addr_error(what, address, "cannot listen: " + ec.message());
+  impl->bound_port = impl->acceptor.local_endpoint().port();
+  rlimit files{};
+  size_t cap = max_connections;
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY)
+    cap = std::min<size_t>(cap, std::max<size_t>(8, files.rlim_cur / 2));
+  impl->max_connections = std::max<size_t>(cap, 1);
+  asio::co_spawn(impl->strand, Impl::accept_loop(impl), asio::detached);
+  return std::shared_ptr<HttpListener>(new HttpListener(std::move(impl)));
+}
+
+uint16_t HttpListener::port() const {
+  return impl_->bound_port;
+}
+
+size_t HttpListener::max_connections() const {
+  return impl_->max_connections;
+}
+
+uint64_t HttpListener::accept_errors() const {
+  return impl_->accept_errors.load();
+}
+
+HttpListener::Stats HttpListener::stats() const {
+  return Stats{impl_->open_connections.load(), impl_->max_connections, impl_->accept_errors.load(),
+               impl_->capacity_reached.load()};
+}
+
+void HttpListener::stop() {
+  asio::post(impl_->strand, [impl = impl_] {
+    error_code ignored;
+    impl->acceptor.close(ignored);
+    for (auto& w : impl->sessions) {
+      if (auto s = w.lock()) s->socket().close(ignored);
+    }
+    impl->sessions.clear();
+  });
+}
+
+}  // namespace gleaner::net
