@@ -11,6 +11,7 @@
 
 #include "agent/cli/commands.h"
 #include "agent/metrics/node_sampler.h"
+#include "agent/step/node_environment.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
 #include "common/file_io.h"
@@ -38,21 +39,18 @@ Json build_report(const ReportOptions& opt) {
     out["node"] = uts.nodename;
     out["kernel"] = uts.release;
   }
-  std::optional<cgroup::CgroupVersion> forced;
-  if (!opt.cgroup_version.empty()) {
-    if (auto v = cgroup::parse_version(opt.cgroup_version)) forced = *v;
-  }
-  auto version = cgroup::detect_version(opt.cgroup_root, forced);
+  auto env = step::discover_environment(step::EnvironmentFlags{
+      .cgroup_root = opt.cgroup_root,
+      .cgroup_version = opt.cgroup_version,
+      .resctrl_root = opt.resctrl_root,
+  });
   out["cgroup"]["root"] = opt.cgroup_root;
-  if (version) {
-    out["cgroup"]["version"] = cgroup::to_string(*version);
-    const std::string cpu_root = *version == cgroup::CgroupVersion::kV2
-                                     ? opt.cgroup_root
-                                     : join_path(opt.cgroup_root, "cpu");
-    auto driver = cgroup::detect_driver(cpu_root);
-    out["cgroup"]["kubeletDriver"] = driver ? cgroup::to_string(*driver) : "none (no kubepods)";
+  if (env) {
+    out["cgroup"]["version"] = cgroup::to_string(env->version);
+    out["cgroup"]["kubeletDriver"] =
+        env->driver ? cgroup::to_string(*env->driver) : "none (no kubepods)";
   } else {
-    out["cgroup"]["error"] = version.error().message;
+    out["cgroup"]["error"] = env.error().message;
   }
   NodeSampler sampler(opt.proc_root);
   auto first = sampler.sample();
@@ -69,12 +67,15 @@ Json build_report(const ReportOptions& opt) {
   }
   out["features"]["psi"] = sampler.has_psi();
   out["features"]["btf"] = path_exists(opt.btf_path);
-  auto rdt = resctrl::ResctrlFs(opt.resctrl_root).detect();
-  auto cpuinfo = read_file(join_path(opt.proc_root, "cpuinfo"));
-  out["features"]["resctrl"] =
-      rdt.ok() ? (rdt->l3 ? (rdt->mba ? "L3 CAT + MBA" : "L3 CAT") : (rdt->mba ? "MBA" : "mounted"))
-               : resctrl::describe(resctrl::classify(is_directory(opt.resctrl_root), false,
-                                                     cpuinfo ? *cpuinfo : std::string()));
+  if (env && env->resctrl) {
+    const resctrl::Capability& rdt = *env->resctrl;
+    out["features"]["resctrl"] =
+        rdt.l3 ? (rdt.mba ? "L3 CAT + MBA" : "L3 CAT") : (rdt.mba ? "MBA" : "mounted");
+  } else {
+    auto cpuinfo = read_file(join_path(opt.proc_root, "cpuinfo"));
+    out["features"]["resctrl"] = resctrl::describe(resctrl::classify(
+        is_directory(opt.resctrl_root), false, cpuinfo ? *cpuinfo : std::string()));
+  }
   return out;
 }
 

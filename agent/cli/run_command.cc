@@ -18,8 +18,7 @@
 #include "agent/daemon/daemon.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/node_sampler.h"
-#include "cgroup/layout.h"
-#include "cgroup/version.h"
+#include "agent/step/node_environment.h"
 #include "common/cli_main.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
@@ -45,24 +44,13 @@ struct RunFlags {
 // anything (no servers, no cgroup writes, no kubelet or scheduler calls), so a
 // DaemonSet's args can be validated offline. Returns every problem found, not only the first.
 std::vector<std::string> check_config(const DaemonOptions& o) {
-  std::vector<std::string> errors;
-  std::optional<cgroup::CgroupVersion> forced;
-  if (!o.cgroup_version.empty()) {
-    if (auto v = cgroup::parse_version(o.cgroup_version)) {
-      forced = *v;
-    } else {
-      errors.push_back("--cgroup-version: " + v.error().message);
-    }
-  }
-  if (!std::filesystem::is_directory(o.cgroup_root)) {
-    errors.push_back("--cgroup-root " + o.cgroup_root + ": not a directory");
-  } else if (auto v = cgroup::detect_version(o.cgroup_root, forced); !v) {
-    errors.push_back("--cgroup-root " + o.cgroup_root + ": " + v.error().message);
-  }
-  if (!o.cgroup_driver.empty()) {
-    if (auto d = cgroup::parse_driver(o.cgroup_driver); !d) {
-      errors.push_back("--cgroup-driver: " + d.error().message);
-    }
+  const step::EnvironmentFlags flags{.cgroup_root = o.cgroup_root,
+                                     .cgroup_version = o.cgroup_version,
+                                     .cgroup_driver = o.cgroup_driver,
+                                     .cgroup_parent = o.cgroup_parent};
+  std::vector<std::string> errors = step::environment_flag_errors(flags);
+  if (errors.empty()) {
+    if (auto env = step::discover_environment(flags); !env) errors.push_back(env.error().message);
   }
   if (auto usage = NodeSampler(o.proc_root).sample(); !usage) {
     errors.push_back("--proc-root " + o.proc_root + ": " + usage.error().message);

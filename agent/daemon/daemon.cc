@@ -2,6 +2,7 @@
 
 #include "agent/daemon/daemon_impl.h"
 #include "agent/daemon/descriptor_limit.h"
+#include "agent/step/node_environment.h"
 
 namespace gleaner::agent {
 namespace {
@@ -46,33 +47,26 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   auto& d = *impl;
   if (d.opt.node_name.empty()) d.opt.node_name = host_name();
 
-  std::optional<cgroup::CgroupVersion> forced;
-  if (!d.opt.cgroup_version.empty()) {
-    auto v = cgroup::parse_version(d.opt.cgroup_version);
-    if (!v) return v.error();
-    forced = *v;
-  }
-  auto version = cgroup::detect_version(d.opt.cgroup_root, forced);
-  if (!version) return version.error();
-  d.version = *version;
+  // resctrl mounted first (when asked), so that discovery finds it.
+  prepare_resctrl(d.opt.resctrl_root, d.opt.proc_root, d.opt.resctrl_mount && !d.opt.dry_run);
+  auto env = step::discover_environment(step::EnvironmentFlags{
+      .cgroup_root = d.opt.cgroup_root,
+      .cgroup_version = d.opt.cgroup_version,
+      .cgroup_driver = d.opt.cgroup_driver,
+      .cgroup_parent = d.opt.cgroup_parent,
+      .resctrl_root = d.opt.resctrl_root,
+      .sys_root = d.opt.sys_root,
+  });
+  if (!env) return env.error();
+  d.version = env->version;
   d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
   d.fs->set_descriptor_cap(raise_descriptor_limit(cgroup::CgroupFs::kDefaultDescriptorCap));
   d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
-
-  const std::string cpu_root = d.fs->dir_of(cgroup::Resource::kCpuShares, "");
-  if (!d.opt.cgroup_driver.empty()) {
-    auto driver = cgroup::parse_driver(d.opt.cgroup_driver);
-    if (!driver) return driver.error();
-    d.layout.emplace(*driver, d.opt.cgroup_parent);
-  } else if (auto driver = cgroup::detect_driver(cpu_root, d.opt.cgroup_parent)) {
-    d.layout.emplace(*driver, d.opt.cgroup_parent);
-  } else {
-    spdlog::warn("{}; assuming cgroupfs until kubepods appears", driver.error().message);
-    d.layout.emplace(cgroup::CgroupDriver::kCgroupfs, d.opt.cgroup_parent);
+  if (!env->driver) {
+    spdlog::warn("{}; assuming cgroupfs until kubepods appears", env->driver_problem);
   }
-
-  prepare_resctrl(d.opt.resctrl_root, d.opt.proc_root, d.opt.resctrl_mount && !d.opt.dry_run);
-  if (resctrl::ResctrlFs rdt(d.opt.resctrl_root); rdt.detect().ok()) {
+  d.layout.emplace(env->driver.value_or(cgroup::CgroupDriver::kCgroupfs), d.opt.cgroup_parent);
+  if (env->resctrl) {
     d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
     d.resctrl_executor = std::make_unique<qos::ResctrlExecutor>(*d.resctrl_fs, d.opt.dry_run);
   }
@@ -83,7 +77,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
                                             d.resctrl_executor.get(), *d.system_executor);
   }
   d.qos_reader = std::make_unique<qos::FsQosReader>(*d.fs, d.resctrl_fs.get());
-  if (auto topo = qos::read_cpu_topology(d.opt.sys_root)) d.topology = std::move(*topo);
+  if (env->topology) d.topology = std::move(*env->topology);
 
   d.node_sampler = std::make_unique<NodeSampler>(d.opt.proc_root);
   d.be_qos_dir = d.layout->qos_dir(cgroup::KubeQos::kBestEffort);
@@ -129,7 +123,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     }
     d.pod_source = std::make_unique<KubeletPodSource>(std::move(k));
   } else {
-    d.pod_source = std::make_unique<CgroupTreePodSource>(cpu_root, *d.layout);
+    d.pod_source = std::make_unique<CgroupTreePodSource>(env->cpu_root, *d.layout);
   }
 
   if (!d.opt.kubeconfig.empty()) {

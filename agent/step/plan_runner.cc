@@ -9,6 +9,7 @@
 #include "agent/qos/system_executor.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
+#include "agent/step/node_environment.h"
 #include "agent/step/step_record.h"
 #include "cgroup/executor.h"
 #include "common/file_io.h"
@@ -40,30 +41,19 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     err << kCmd << interference.error().message << "\n";
     return 2;
   }
-  if (!is_directory(opts.cgroup_root)) {
-    err << kCmd << "--cgroup-root " << opts.cgroup_root << " is not a directory\n";
+  auto env = discover_environment(EnvironmentFlags{.cgroup_root = opts.cgroup_root,
+                                                   .cgroup_version = opts.cgroup_version,
+                                                   .sys_root = opts.sys_root});
+  if (!env) {
+    err << kCmd << env.error().message << "\n";
     return 2;
   }
-  std::optional<cgroup::CgroupVersion> forced;
-  if (!opts.cgroup_version.empty()) {
-    auto v = cgroup::parse_version(opts.cgroup_version);
-    if (!v) {
-      err << kCmd << "--cgroup-version: " << v.error().message << "\n";
-      return 2;
-    }
-    forced = *v;
-  }
-  auto version = cgroup::detect_version(opts.cgroup_root, forced);
-  if (!version) {
-    err << kCmd << "--cgroup-root " << opts.cgroup_root << ": " << version.error().message << "\n";
+  if (!env->driver) {
+    err << kCmd << "--cgroup-root " << opts.cgroup_root << ": " << env->driver_problem << "\n";
     return 2;
   }
-  cgroup::CgroupFs fs(opts.cgroup_root, *version);
-  auto driver = cgroup::detect_driver(fs.dir_of(cgroup::Resource::kCpuShares, ""));
-  if (!driver) {
-    err << kCmd << "--cgroup-root " << opts.cgroup_root << ": " << driver.error().message << "\n";
-    return 2;
-  }
+  cgroup::CgroupFs fs(opts.cgroup_root, env->version);
+  const cgroup::CgroupDriver driver = *env->driver;
   if (!is_directory(opts.config_dir)) {
     err << kCmd << "config dir " << opts.config_dir
         << " is not a directory; using the defaults for every key\n";
@@ -74,15 +64,10 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     err << kCmd << "config key " << e.key << " rejected, using its defaults: " << e.error.message
         << "\n";
   }
-  std::optional<CpuTopology> topology;
-  if (!opts.sys_root.empty()) {
-    auto topo = read_cpu_topology(opts.sys_root);
-    if (topo) {
-      topology = std::move(*topo);
-    } else {
-      err << kCmd << "no CPU topology (" << topo.error().message
-          << "); the cpuset policy uses the kubepods CPU list\n";
-    }
+  const std::optional<CpuTopology>& topology = env->topology;
+  if (!opts.sys_root.empty() && !topology) {
+    err << kCmd << "no CPU topology (" << env->topology_problem
+        << "); the cpuset policy uses the kubepods CPU list\n";
   }
   std::optional<resctrl::ResctrlFs> rfs;
   if (!opts.resctrl_root.empty()) rfs.emplace(opts.resctrl_root);
@@ -94,7 +79,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
   in.cpu_burst = loaded.config.cpu_burst.for_node(snap->node.metadata.labels);
   in.system = loaded.config.system.for_node(snap->node.metadata.labels);
-  in.layout = cgroup::KubeletLayout(*driver);
+  in.layout = cgroup::KubeletLayout(driver);
   in.topology = topology;
   in.reader = &reader;
   in.now_s = kSnapshotNow;
