@@ -81,6 +81,8 @@ class ClusterLink {
   // Refused multi-cluster actions (copy create, state record, copy delete) waiting for
   // their retry.
   [[nodiscard]] std::size_t retries_waiting();
+  // On a hub: its members' labels and taints as last read from Karmada's Cluster objects.
+  [[nodiscard]] std::map<std::string, fleet::MemberCluster> member_clusters();
 
  private:
   void run(const std::stop_token& stop);

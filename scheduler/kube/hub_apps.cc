@@ -77,6 +77,11 @@ void ClusterLink::on_hub_clusters() {
   revisit_hub_apps();
 }
 
+std::map<std::string, fleet::MemberCluster> ClusterLink::member_clusters() {
+  std::lock_guard lock(mu_);
+  return member_objects_;
+}
+
 void ClusterLink::revisit_hub_apps() {
   for (const AppKind& k : app_kinds()) {
     kube::Informer& informer = apps_of(k.kind);

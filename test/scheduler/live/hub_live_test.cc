@@ -24,7 +24,8 @@ TEST_F(HubLiveTest, ApplicationRunsWhereItsPolicyAllowsAndItsStateShowsOnTheHub)
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; })) << app("hub", "pi").dump();
   set_state("b", "pi", "COMPLETED");
   EXPECT_TRUE(until([&] { return hub_state("pi") == "COMPLETED"; }));
-  EXPECT_TRUE(member("hub").has_event("pi", "GleanerRemoteState", "member cluster b"));
+  EXPECT_TRUE(until(
+      [&] { return member("hub").has_event("pi", "GleanerRemoteState", "member cluster b"); }));
 
   // Deleting the hub object deletes the copy.
   ASSERT_TRUE(member("hub").client->remove(kube::spark_application_path("default", "pi")).ok());
@@ -107,6 +108,11 @@ TEST_F(HubLiveTest, ATaintedMemberIsSkippedAndAWaitingJobTakesAMemberLabelledLat
       kClustersPath, karmada_cluster("a", {},
                                      Json::array({{{"key", "cluster.karmada.io/unreachable"},
                                                    {"effect", "NoSchedule"}}}))));
+  // Cluster objects and applications are two watch streams: the taint first.
+  ASSERT_TRUE(until([&] {
+    const auto known = member("hub").link->member_clusters();
+    return known.contains("a") && !known.at("a").taints.empty();
+  }));
   ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {})));
   ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
   ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }))

@@ -88,7 +88,9 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
   EXPECT_TRUE(until([&] {
     return annotation(job("hub", kPyTorchJobs, "mnist"), "gleaner.io/placement") == "b";
   }));
-  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerPlacedRemote", "master on node b/b1"));
+  EXPECT_TRUE(until([&] {
+    return member("hub").has_event("mnist", "GleanerPlacedRemote", "master on node b/b1");
+  }));
 
   // b's training operator creates the master and the worker: each takes its reserved room.
   ASSERT_TRUE(
@@ -126,7 +128,9 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
   EXPECT_TRUE(until([&] {
     return annotation(job("hub", kPyTorchJobs, "mnist"), "gleaner.io/remote-state") == "Running";
   }));
-  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerRemoteState", "member cluster b"));
+  // The Event follows the annotation (two writes): wait for it as well.
+  EXPECT_TRUE(until(
+      [&] { return member("hub").has_event("mnist", "GleanerRemoteState", "member cluster b"); }));
 
   // Its two pods hold both of b1's GPUs: a second job waits for GPUs.
   ASSERT_TRUE(member("hub").create(kPyTorchJobs, pytorch_job("mnist2", 1, 1)));
@@ -218,7 +222,8 @@ TEST_F(HubTrainingReclaimLiveTest, AMasterThatDoesNotRunIsReclaimedIntoAnotherMe
   const Json hub_obj = job("hub", kPyTorchJobs, "mnist");
   EXPECT_EQ(annotation(hub_obj, "gleaner.io/placement"), "b");
   EXPECT_EQ(annotation(hub_obj, "gleaner.io/reclaims"), "1");
-  EXPECT_TRUE(member("hub").has_event("mnist", "GleanerReclaimed", "member cluster a"));
+  EXPECT_TRUE(until(
+      [&] { return member("hub").has_event("mnist", "GleanerReclaimed", "member cluster a"); }));
 }
 
 }  // namespace
