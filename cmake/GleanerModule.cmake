@@ -1,10 +1,17 @@
-# gleaner_module(NAME <name> [DIRS <dir>...] [LIBS <target>...])
-# One static library per top-level module, built from every .cc under the module's
-# folder except main.cc files (those belong to the executables). Globbing keeps
+# gleaner_module(NAME <name> [DIR <subfolder>] [LIBS <target>...] [EXCLUDE <regex>...])
+# One static library gleaner_<name>, built from every .cc under the calling folder (or its
+# subfolder DIR) except main.cc files (those belong to the executables). Globbing keeps
 # module CMakeLists free of file lists; CONFIGURE_DEPENDS picks up new files.
+# LIBS are the module's allowed edges: the gleaner_* targets among them are the modules
+# whose headers it may include. ctest include_layering reads these calls and fails on any
+# #include that crosses another edge (test/layering/include_edges.py).
 function(gleaner_module)
-  cmake_parse_arguments(M "" "NAME" "LIBS;EXCLUDE" ${ARGN})
-  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  cmake_parse_arguments(M "" "NAME;DIR" "LIBS;EXCLUDE" ${ARGN})
+  set(dir ${CMAKE_CURRENT_SOURCE_DIR})
+  if(M_DIR)
+    set(dir ${dir}/${M_DIR})
+  endif()
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cc)
   list(FILTER srcs EXCLUDE REGEX "/main\\.cc$")
   foreach(pattern IN LISTS M_EXCLUDE)
     list(FILTER srcs EXCLUDE REGEX "${pattern}")
@@ -17,6 +24,17 @@ function(gleaner_module)
   endif()
   add_library(gleaner_${M_NAME} STATIC ${srcs})
   target_link_libraries(gleaner_${M_NAME} PUBLIC ${M_LIBS})
+endfunction()
+
+# gleaner_module_group(NAME <name> PARTS <module>...)
+# gleaner_<name>: every part of a folder split into per-subfolder modules, for the tests
+# and benchmarks that exercise all of it.
+function(gleaner_module_group)
+  cmake_parse_arguments(G "" "NAME" "PARTS" ${ARGN})
+  add_library(gleaner_${G_NAME} INTERFACE)
+  foreach(part IN LISTS G_PARTS)
+    target_link_libraries(gleaner_${G_NAME} INTERFACE gleaner_${part})
+  endforeach()
 endfunction()
 
 # gleaner_test(NAME <name> DIR <dir under test/> LIBS <targets>... [LABELS <labels>...] [SERIAL])
