@@ -34,7 +34,12 @@ void Daemon::fast_tick(const char* trigger) {
   }
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;
-  d.update_wake_bounds(sample->non_be_cpu_milli);
+  // Re-armed from what the counters show, not from a demand a wake-up noted: a surge's
+  // first signal carries a rate that still averages in the moments before it, and a bound
+  // above that rate could lie beyond what the surge can reach (one busy core), leaving the
+  // rest of the cut to the 50 ms loop. From the counters, a surge keeps signalling (at
+  // most every 5 ms) with its rising rate until the counters see it.
+  d.update_wake_bounds(sample->non_be_counted_milli);
   // The fast path only ever reacts to the latest counters; staleness is judged by the
   // full pass, whose node facts the fast path reuses.
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;

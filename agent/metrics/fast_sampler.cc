@@ -50,6 +50,7 @@ std::optional<FastSample> FastSampler::sample(std::chrono::steady_clock::time_po
       s.node_cpu_milli = std::llround(busy / total * cpus_ * 1000.0);
       for (const auto& [at, milli] : non_be_)
         s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);
+      s.non_be_counted_milli = s.non_be_cpu_milli;
       std::erase_if(noted_, [now](const auto& n) { return n.first <= now; });
       for (const auto& [until, milli] : noted_)
         s.non_be_cpu_milli = std::max(s.non_be_cpu_milli, milli);

@@ -23,7 +23,8 @@ namespace gleaner::agent {
 
 struct FastSample {
   int64_t node_cpu_milli = 0;
-  int64_t non_be_cpu_milli = 0;
+  int64_t non_be_cpu_milli = 0;      // the counters' figure, or a noted one when higher
+  int64_t non_be_counted_milli = 0;  // the counters' figure alone
 };
 
 class FastSampler {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -223,11 +224,14 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
     const int64_t target = *settled - 50000;
     auto start = Clock::now();
     surge.release();
+    spdlog::info("trial {}: LS surge released (BE allowance {})", t, *settled);
     auto landed = wait_landed([&] { return allowance() <= target; }, start + 10s);
     if (landed) {
       result.ms.push_back(std::chrono::duration<double, std::milli>(*landed - start).count());
+      spdlog::info("trial {}: landed after {:.1f} ms", t, result.ms.back());
     } else {
       ++result.missed;
+      spdlog::info("trial {}: not landed within 10 s", t);
     }
   }  // the surge process is killed here, LS goes idle again
 
@@ -242,6 +246,7 @@ int main(int argc, char** argv) {
   std::string policies = "both";
   std::string which = "both";
   int budget_seconds = 0;
+  std::string log_level = "warn";
   CLI::App app{"reaction_bench: LS surge -> BE throttle landed, per policy and configuration"};
   gleaner::bench::positive_option(app, "--trials", trials, "surges per configuration");
   app.add_option("--policy", policies, "CPU suppress policy")
@@ -253,6 +258,11 @@ int main(int argc, char** argv) {
   gleaner::bench::non_negative_option(
       app, "--budget-seconds", budget_seconds,
       "wall-clock budget for all trials (0: none); trials left when it runs out are reported");
+  app.add_option("--log-level", log_level,
+                 "the agent's log level; info also logs each trial's surge and landing, beside "
+                 "the agent's cgroup writes (to see where a slow trial's time went)")
+      ->check(CLI::IsMember({"warn", "info", "debug"}))
+      ->capture_default_str();
   if (auto exit_code = gleaner::bench::parse_command_line(app, argc, argv)) return *exit_code;
   if (budget_seconds > 0) g_budget_end = Clock::now() + std::chrono::seconds(budget_seconds);
   auto skip = gleaner::testing::real_cgroup_skip_reason();
@@ -260,7 +270,7 @@ int main(int argc, char** argv) {
     std::printf("reaction_bench: skipped: %s\n", skip.c_str());
     return 0;
   }
-  (void)gleaner::init_logging("warn");
+  (void)gleaner::init_logging(log_level);
   std::signal(SIGINT, [](int) { g_interrupted = 1; });
   std::signal(SIGTERM, [](int) { g_interrupted = 1; });
 
