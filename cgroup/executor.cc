@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cgroup/parsers.h"
+#include "common/strings.h"
 
 namespace gleaner::cgroup {
 namespace {
@@ -195,7 +196,7 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
     auto children = list_directories(fs_.dir_of(resource, cg));
     if (!children) return;
     for (const auto& child : *children)
-      add_subtree(cg.empty() ? child : cg + "/" + child);
+      add_subtree(join_below(cg, "/", child));
   };
   for (const auto& [cg, value] : wishes) {
     for (std::string p = cg; !p.empty();) {

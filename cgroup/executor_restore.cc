@@ -9,6 +9,7 @@
 
 #include "cgroup/executor.h"
 #include "cgroup/parsers.h"
+#include "common/strings.h"
 
 namespace gleaner::cgroup {
 
@@ -56,7 +57,7 @@ void WriteExecutor::add_cpusets_copied_at_creation(std::vector<FileWrite>& back)
       auto children = list_directories(fs_.dir_of(Resource::kCpusetCpus, cg));
       if (!children) return;
       for (const auto& child : *children) {
-        const std::string sub = cg.empty() ? child : cg + "/" + child;
+        const std::string sub = join_below(cg, "/", child);
         auto path = fs_.path_of(Resource::kCpusetCpus, sub);
         if (!path || originals_.count(*path) > 0) continue;  // its own original is restored
         auto current = read_file(*path);

@@ -9,7 +9,7 @@ namespace gleaner {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRuntime = 1;
-inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUsage = 2;  // a flag, or an input file it names, refused
 
 // "0.1.0 (commit abc1234)", set by the build.
 const char* build_version();

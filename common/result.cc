@@ -41,6 +41,10 @@ Error make_error(ErrorCode code, std::string message) {
   return Error{code, std::move(message)};
 }
 
+Error invalid_field(const std::string& where, const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
+}
+
 Error errno_error(int err, const std::string& what) {
   ErrorCode code = ErrorCode::kIo;
   switch (err) {

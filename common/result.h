@@ -34,6 +34,9 @@ struct Error {
 };
 
 Error make_error(ErrorCode code, std::string message);
+// Input refused at a field: kInvalidArgument, "<where>: <what>" (where: a path such as
+// "spec.placement.clusterAffinity" or "nodes[2].batch.cpu").
+Error invalid_field(const std::string& where, const std::string& what);
 // Maps an errno value to a code and appends strerror to the message.
 Error errno_error(int err, const std::string& what);
 

@@ -3,23 +3,18 @@
 #include <atomic>
 
 #include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+
+#include "net/beast_names.h"
 
 namespace gleaner::kube {
 namespace {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+using namespace net::beast_names;
 namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using Parser = http::response_parser<http::string_body>;
 
 bool is_ip_literal(const std::string& host) {
@@ -28,11 +23,22 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
+// An API server behind a path (a kubeconfig's `server: https://proxy/k8s/clusters/c1`, as
+// Rancher and other proxies hand out): every request goes below that path, as client-go
+// does. "" for a URL with no path.
+std::string path_prefix_of(const net::HttpUrl& endpoint) {
+  std::string path = endpoint.target.substr(0, endpoint.target.find('?'));
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  return path;
+}
+
 }  // namespace
 
 struct HttpConnection::Impl {
   net::HttpUrl ep;
   TlsOptions tls;
+  std::string path_prefix;
   asio::io_context ioc{1};
   std::unique_ptr<ssl::context> ssl_ctx;
   std::unique_ptr<beast::tcp_stream> plain;
@@ -41,10 +47,15 @@ struct HttpConnection::Impl {
   std::unique_ptr<Parser> stream_parser;  // set while this connection carries a stream
   std::atomic<bool> interrupted{false};
 
-  Impl(net::HttpUrl e, TlsOptions t) : ep(std::move(e)), tls(std::move(t)) {}
+  Impl(net::HttpUrl e, TlsOptions t)
+      : ep(std::move(e)), tls(std::move(t)), path_prefix(path_prefix_of(ep)) {}
 
   [[nodiscard]] bool connected() const { return plain || secure; }
-  std::string where(const std::string& target) const { return ep.origin() + target; }
+  // The request line's target: the endpoint's path, then the request's own.
+  [[nodiscard]] std::string target_of(const std::string& target) const {
+    return path_prefix + target;
+  }
+  std::string where(const std::string& target) const { return ep.origin() + target_of(target); }
   tcp::socket& socket() {
     return secure ? beast::get_lowest_layer(*secure).socket() : plain->socket();
   }
@@ -60,14 +71,14 @@ struct HttpConnection::Impl {
   // giving up (and closing the socket) at `deadline`: synchronous calls with real timeouts.
   enum class Outcome { kDone, kTimeout, kInterrupted };
   template <typename Start>
-  Outcome run(Start&& start, Clock::time_point deadline, boost::system::error_code& ec) {
+  Outcome run(Start&& start, SteadyClock::time_point deadline, boost::system::error_code& ec) {
     bool done = false;
     ioc.restart();
     start([&](boost::system::error_code e) {
       ec = e;
       done = true;
     });
-    while (!done && !interrupted && Clock::now() < deadline) {
+    while (!done && !interrupted && SteadyClock::now() < deadline) {
       ioc.run_one_until(deadline);
     }
     if (done) return Outcome::kDone;
@@ -143,7 +154,7 @@ struct HttpConnection::Impl {
     return make_error(code, what + ": " + ec.message());
   }
 
-  Status connect(Clock::time_point deadline) {
+  Status connect(SteadyClock::time_point deadline) {
     if (ep.tls()) {
       if (auto st = make_ssl_context(); !st) return st;
     }
@@ -193,8 +204,9 @@ struct HttpConnection::Impl {
     return ok_status();
   }
 
-  Status send(const HttpRequest& req, Clock::time_point deadline) {
-    http::request<http::string_body> msg{http::string_to_verb(req.method), req.target, 11};
+  Status send(const HttpRequest& req, SteadyClock::time_point deadline) {
+    http::request<http::string_body> msg{http::string_to_verb(req.method), target_of(req.target),
+                                         11};
     msg.set(http::field::host, ep.host_header());
     msg.set(http::field::user_agent, "gleaner");
     for (const auto& [name, value] : req.headers)
@@ -217,7 +229,8 @@ struct HttpConnection::Impl {
   }
 
   template <typename ReadOp>
-  Status read(Parser& parser, ReadOp op, const std::string& what, Clock::time_point deadline) {
+  Status read(Parser& parser, ReadOp op, const std::string& what,
+              SteadyClock::time_point deadline) {
     boost::system::error_code ec;
     auto outcome = run(
         [&](auto done) {
@@ -263,7 +276,7 @@ HttpConnection::HttpConnection(net::HttpUrl endpoint, TlsOptions tls)
 HttpConnection::~HttpConnection() = default;
 
 Result<HttpResponse> HttpConnection::request(const HttpRequest& req, const HttpLimits& limits) {
-  const auto deadline = Clock::now() + limits.timeout;
+  const auto deadline = SteadyClock::now() + limits.timeout;
   const std::string what = req.method + " " + impl_->where(req.target);
   for (int attempt = 0;; ++attempt) {
     // A kept-alive connection may have been closed by the server while idle; one fresh
@@ -309,7 +322,7 @@ Result<HttpResponse> HttpConnection::request(const HttpRequest& req, const HttpL
 Result<HttpConnection::StreamOpen> HttpConnection::open_stream(const HttpRequest& req,
                                                                const HttpLimits& limits) {
   auto conn = std::make_unique<Impl>(impl_->ep, impl_->tls);
-  const auto deadline = Clock::now() + limits.timeout;
+  const auto deadline = SteadyClock::now() + limits.timeout;
   const std::string what = req.method + " " + conn->where(req.target);
   if (auto st = conn->connect(deadline); !st) return st.error();
   if (auto st = conn->send(req, deadline); !st) return st.error();
@@ -346,7 +359,7 @@ HttpStream::~HttpStream() = default;
 Result<std::string> HttpStream::read_some(std::chrono::milliseconds idle) {
   auto& conn = *state_->conn;
   Parser& parser = *conn.stream_parser;
-  const auto deadline = Clock::now() + idle;
+  const auto deadline = SteadyClock::now() + idle;
   const std::string what = "stream from " + conn.where("");
   while (true) {
     std::string& body = parser.get().body();

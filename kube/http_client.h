@@ -49,7 +49,8 @@ class HttpStream;
 class HttpConnection {
  public:
   // `endpoint`: where to connect ("http" is for loopback tests and kubelet's read-only
-  // port); its target is ignored (each request names its own).
+  // port). Its path, if any, prefixes every request's target (an API server behind a
+  // proxy path); its query is ignored.
   HttpConnection(net::HttpUrl endpoint, TlsOptions tls);
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;

@@ -6,25 +6,17 @@
 #include <chrono>
 #include <list>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include "net/beast_names.h"
+
 namespace gleaner::net {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
+using namespace net::beast_names;
 
 namespace {
 

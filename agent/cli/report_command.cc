@@ -2,6 +2,7 @@
 // cgroup hierarchy and kubelet driver, kernel features, CPU and memory usage.
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -67,8 +68,12 @@ Json build_report(const ReportOptions& opt) {
   }
   out["features"]["psi"] = sampler.has_psi();
   out["features"]["btf"] = path_exists(opt.btf_path);
-  if (env && env->resctrl) {
-    const resctrl::Capability& rdt = *env->resctrl;
+  // Looked for on its own: a cgroup root not recognised says nothing about RDT.
+  std::optional<resctrl::Capability> found;
+  if (!env) found = step::discover_resctrl(opt.resctrl_root);
+  const std::optional<resctrl::Capability>& resctrl = env ? env->resctrl : found;
+  if (resctrl) {
+    const resctrl::Capability& rdt = *resctrl;
     out["features"]["resctrl"] =
         rdt.l3 ? (rdt.mba ? "L3 CAT + MBA" : "L3 CAT") : (rdt.mba ? "MBA" : "mounted");
   } else {
@@ -121,7 +126,7 @@ void register_report_command(CLI::App& app) {
   cmd->callback([opt] {
     Json report = build_report(*opt);
     if (opt->json) {
-      std::printf("%s\n", report.dump(2).c_str());
+      std::cout << report.dump(2) << '\n';
     } else {
       print_human(report);
     }

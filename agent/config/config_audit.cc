@@ -4,6 +4,8 @@
 #include <cctype>
 #include <map>
 
+#include "common/strings.h"
+
 namespace gleaner::agent::config {
 namespace {
 
@@ -233,8 +235,8 @@ void walk(const Schema& schema, const Json& value, const std::string& shown,
   for (auto it = value.begin(); it != value.end(); ++it) {
     if (it->is_null()) continue;
     const std::string& name = it.key();
-    const std::string shown_child = shown.empty() ? name : shown + "." + name;
-    const std::string norm_child = norm.empty() ? lower(name) : norm + "." + lower(name);
+    const std::string shown_child = join_below(shown, ".", name);
+    const std::string norm_child = join_below(norm, ".", lower(name));
     const Schema::Entry* entry = find_entry(schema, norm_child);
     if (entry == nullptr) {
       auto kids = schema.children.find(norm);

@@ -36,8 +36,8 @@ void read_class(FieldReader& r, const Json& obj, const std::string& path, Resour
   }
 }
 
-void read_fields(FieldReader& r, const Json& obj, const std::string& path,
-                 ResourceQoSStrategy& out) {
+void read_qos_fields(FieldReader& r, const Json& obj, const std::string& path,
+                     ResourceQoSStrategy& out) {
   if (const Json* policies = r.object(obj, path, "policies")) {
     if (auto p = r.read_enum(*policies, FieldReader::join(path, "policies"), "cpuPolicy",
                              {"groupIdentity", "coreSched"})) {
@@ -65,7 +65,7 @@ void check_class(FieldReader& r, const std::string& path, const ResourceQoS& q) 
   }
 }
 
-void check(FieldReader& r, const std::string& path, const ResourceQoSStrategy& s) {
+void check_qos(FieldReader& r, const std::string& path, const ResourceQoSStrategy& s) {
   check_class(r, FieldReader::join(path, "lsrClass"), s.lsr);
   check_class(r, FieldReader::join(path, "lsClass"), s.ls);
   check_class(r, FieldReader::join(path, "beClass"), s.be);
@@ -92,7 +92,7 @@ Result<ResourceQoSConfig> parse_qos_config(std::string_view text, const std::str
   const Json* cluster = reader.object(*json, "", "clusterStrategy");
   auto set = read_strategy_set<ResourceQoSStrategy>(reader, *json, cluster, "clusterStrategy",
                                                     "nodeStrategies", ResourceQoSStrategy{},
-                                                    read_fields, check);
+                                                    read_qos_fields, check_qos);
   if (reader.failed()) return reader.error();
   return set;
 }

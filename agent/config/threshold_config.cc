@@ -6,8 +6,8 @@
 namespace gleaner::agent::config {
 namespace {
 
-void read_fields(FieldReader& r, const Json& obj, const std::string& path,
-                 ResourceThresholdStrategy& out) {
+void read_threshold_fields(FieldReader& r, const Json& obj, const std::string& path,
+                           ResourceThresholdStrategy& out) {
   r.read_bool(obj, path, "enable", out.enable);
   r.read_percent(obj, path, "cpuSuppressThresholdPercent", out.cpu_suppress_threshold_percent);
   r.read_percent(obj, path, "cpuSuppressMinPercent", out.cpu_suppress_min_percent);
@@ -32,7 +32,7 @@ void read_fields(FieldReader& r, const Json& obj, const std::string& path,
 
 // Cross-field rules, checked on the resolved (merged) strategy so that a node strategy
 // cannot produce an inverted pair by overriding only one side.
-void check(FieldReader& r, const std::string& path, const ResourceThresholdStrategy& s) {
+void check_threshold(FieldReader& r, const std::string& path, const ResourceThresholdStrategy& s) {
   if (s.memory_evict_lower_percent &&
       *s.memory_evict_lower_percent >= s.memory_evict_threshold_percent) {
     r.fail(FieldReader::join(path, "memoryEvictLowerPercent"),
@@ -77,7 +77,7 @@ Result<ResourceThresholdConfig> parse_threshold_config(std::string_view text,
   const Json* cluster = reader.object(*json, "", "clusterStrategy");
   auto set = read_strategy_set<ResourceThresholdStrategy>(
       reader, *json, cluster, "clusterStrategy", "nodeStrategies", ResourceThresholdStrategy{},
-      read_fields, check);
+      read_threshold_fields, check_threshold);
   if (reader.failed()) return reader.error();
   return set;
 }

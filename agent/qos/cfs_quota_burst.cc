@@ -10,7 +10,6 @@ namespace {
 
 using cgroup::Resource;
 
-constexpr int64_t kDefaultPeriodUs = 100000;
 constexpr double kIncreaseStep = 1.2;
 constexpr double kDecreaseStep = 0.8;
 constexpr double kCoolingRatio = 0.9;    // of the threshold: the band where nothing grows
@@ -120,7 +119,8 @@ Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::Kube
           base, static_cast<int64_t>(static_cast<double>(base) *
                                      static_cast<double>(burst.cfs_quota_burst_percent) / 100.0));
       // Counters only while the policy is on: with it off nothing but a reset can happen.
-      const auto counters = on ? reader.cpu_counters(dir) : std::nullopt;
+      std::optional<CpuCounters> counters;
+      if (on) counters = reader.cpu_counters(dir);
       auto before = memory.find(dir);
       const bool seen_before = before != memory.end();
       QuotaBurstMemory m = seen_before ? before->second : QuotaBurstMemory{};

@@ -9,8 +9,6 @@ namespace {
 
 using cgroup::Resource;
 
-constexpr int64_t kDefaultPeriodUs = 100000;
-
 bool static_burst_on(config::CpuBurstPolicy policy) {
   return policy == config::CpuBurstPolicy::kCpuBurstOnly || policy == config::CpuBurstPolicy::kAuto;
 }

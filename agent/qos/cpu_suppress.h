@@ -15,7 +15,6 @@
 namespace gleaner::agent::qos {
 
 inline constexpr int64_t kMinSuppressQuotaUs = 2000;
-inline constexpr int64_t kDefaultPeriodUs = 100000;
 inline constexpr int kMinSuppressCpus = 2;  // cpuSuppressMinCPUs' default (koordlet's)
 
 // The parts of a node that change slowly: kept between full passes so the fast path only

@@ -23,6 +23,10 @@
 
 namespace gleaner::agent::qos {
 
+// The kernel's default CFS period in microseconds (cpu.cfs_period_us, cpu.max's second
+// field), for a cgroup whose period cannot be read.
+inline constexpr int64_t kDefaultPeriodUs = 100000;
+
 inline constexpr const char* kReasonCpuSuppress = "cpu-suppress";
 inline constexpr const char* kReasonBeCgroup = "be-cgroup";
 inline constexpr const char* kReasonMemoryEvict = "memory-evict";

@@ -168,8 +168,8 @@ Result<ResctrlOriginals> parse_resctrl_originals(const Json& json, const std::st
                                        : Result<resctrl::Schemata>(make_error(
                                              ErrorCode::kParse, "expected a schemata line"));
         if (!parsed || parsed->count(resource) == 0) {
-          return bad("schemata." + group + "." + resource + ": expected \"" + resource +
-                     ":<id>=<value>;...\"");
+          return bad(fmt::format("schemata.{}.{}: expected \"{}:<id>=<value>;...\"", group,
+                                 resource, resource));
         }
         out.schemata[group][resource] = parsed->at(resource);
       }
@@ -246,7 +246,7 @@ ResctrlApplyReport ResctrlExecutor::apply(const std::vector<ResctrlAction>& acti
 
 ResctrlApplyReport ResctrlExecutor::restore_all() {
   ResctrlApplyReport report;
-  auto count = [&](Status status) {
+  auto count = [&](const Status& status) {
     if (status) {
       ++report.written;
     } else if (status.error().code != ErrorCode::kNotFound) {

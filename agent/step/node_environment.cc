@@ -20,6 +20,13 @@ std::vector<std::string> environment_flag_errors(const EnvironmentFlags& flags) 
   return errors;
 }
 
+std::optional<resctrl::Capability> discover_resctrl(const std::string& resctrl_root) {
+  if (resctrl_root.empty()) return std::nullopt;
+  auto rdt = resctrl::ResctrlFs(resctrl_root).detect();
+  if (!rdt) return std::nullopt;
+  return *rdt;
+}
+
 Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags) {
   if (auto errors = environment_flag_errors(flags); !errors.empty())
     return make_error(ErrorCode::kInvalidArgument, errors.front());
@@ -41,9 +48,7 @@ Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags) {
   } else {
     env.driver_problem = driver.error().message;
   }
-  if (!flags.resctrl_root.empty()) {
-    if (auto rdt = resctrl::ResctrlFs(flags.resctrl_root).detect()) env.resctrl = *rdt;
-  }
+  env.resctrl = discover_resctrl(flags.resctrl_root);
   if (!flags.sys_root.empty()) {
     if (auto topology = qos::read_cpu_topology(flags.sys_root)) {
       env.topology = std::move(*topology);

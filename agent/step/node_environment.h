@@ -43,6 +43,11 @@ struct NodeEnvironment {
 // what `run --check-config` lists and what every entry point refuses.
 std::vector<std::string> environment_flag_errors(const EnvironmentFlags& flags);
 
+// RDT as mounted at `resctrl_root` (empty: not looked for): what it offers, nullopt when
+// nothing is mounted there. Independent of the cgroup hierarchy, so `report` can tell it
+// on a node whose cgroup root it does not recognise.
+std::optional<resctrl::Capability> discover_resctrl(const std::string& resctrl_root);
+
 // The node; an error names the first bad flag, or the cgroup root whose hierarchy cannot
 // be recognised ("--cgroup-root /x: ...").
 Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags);

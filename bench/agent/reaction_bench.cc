@@ -316,9 +316,10 @@ int main(int argc, char** argv) {
                   static_cast<int>(r.ms.size()) + r.missed, r.not_settled, percentile(r.ms, 0.5),
                   p99, r.ms.empty() ? 0.0 : *std::max_element(r.ms.begin(), r.ms.end()),
                   shipped_p99 > 0 ? p99 / shipped_p99 : 0.0);
-      if (r.not_run > 0)
+      if (r.not_run > 0) {
         std::printf("| %s | %s: %d trial(s) not run, the budget of %d s ran out | | | | | | |\n",
                     policy_label.c_str(), cfg.label.c_str(), r.not_run, budget_seconds);
+      }
       std::fflush(stdout);
     }
   }

@@ -183,7 +183,7 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
   gp << "unset multiplot\n";
   gp.close();
   const std::string cmd = "/usr/bin/gnuplot '" + script + "'";
-  if (std::system(cmd.c_str()) != 0) {
+  if (std::system(cmd.c_str()) != 0) {  // NOLINT(concurrency-mt-unsafe): no other thread forks
     std::fprintf(stderr, "frontier_bench: gnuplot failed on %s\n", script.c_str());
     return Chart::kFailed;
   }

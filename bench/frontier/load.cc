@@ -72,6 +72,7 @@ LoadResult generate(const Protocol& protocol, uint16_t port, const LoadOptions& 
   };
   const auto t0 = Clock::now() + std::chrono::milliseconds(50);
   const auto end = t0 + options.duration;
+  threads.reserve(static_cast<size_t>(conns));
   for (int c = 0; c < conns; ++c) {
     threads.emplace_back([&, c] {
       LoadResult& out = per[static_cast<size_t>(c)];

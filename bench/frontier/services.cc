@@ -95,7 +95,7 @@ void create_file(const std::string& path, const std::string& text) {
 
 std::string nginx_config(const std::string& dir, uint16_t port) {
   create_file(dir + "/www/static", page_text(4096));
-  create_file(dir + "/www/cpu", page_text(128 * 1024));
+  create_file(dir + "/www/cpu", page_text(size_t{128} * 1024));
   std::ostringstream c;
   c << "daemon off;\nmaster_process off;\nworker_processes 1;\n"
     << "pid " << dir << "/nginx.pid;\nerror_log " << dir << "/error.log warn;\n"
@@ -109,7 +109,7 @@ std::string nginx_config(const std::string& dir, uint16_t port) {
     << "    location = /cpu { default_type text/plain; gzip on; gzip_comp_level 6;\n"
     << "      gzip_types *; gzip_min_length 0; gzip_http_version 1.0; }\n"
     << "  }\n}\n";
-  const std::string path = dir + "/nginx.conf";
+  std::string path = dir + "/nginx.conf";
   create_file(path, c.str());
   std::error_code ec;
   std::filesystem::create_directories(dir + "/tmp", ec);

@@ -69,8 +69,8 @@ Scenario make_scenario(const Shape& shape) {
   for (int q = 0; q < 4; ++q) {
     QueueSpec spec;
     spec.name = numbered("tenant-", q);
-    spec.min = Resources{20000 * 1000, 80000 * kGi};
-    spec.max = Resources{80000 * 1000, 320000 * kGi, gleaner::scheduler::kGpusUnlimited};
+    spec.min = Resources{int64_t{20000} * 1000, 80000 * kGi};
+    spec.max = Resources{int64_t{80000} * 1000, 320000 * kGi, gleaner::scheduler::kGpusUnlimited};
     s.queues.push_back(spec);
   }
   std::vector<std::string> gpu_members;

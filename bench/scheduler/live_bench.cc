@@ -76,6 +76,8 @@ reporter::NodeReport report_of(const std::string& node, uint64_t sequence, int64
 }
 
 using scheduler::live_testing::IoThread;
+using scheduler::live_testing::small_spark_application;
+using scheduler::live_testing::spark_operator_pod;
 
 int ingestion(const Args& a) {
   char token_path[] = "/tmp/gleaner-live-bench-token.XXXXXX";
@@ -153,31 +155,6 @@ int ingestion(const Args& a) {
   return failures.load() == 0 ? 0 : 1;
 }
 
-Json spark_pod(const std::string& app, const std::string& name, const std::string& role) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", "default"},
-                {"labels",
-                 {{"spark-role", role},
-                  {"spark-app-selector", "spark-" + app},
-                  {"sparkoperator.k8s.io/app-name", app}}}}},
-              {"spec",
-               {{"schedulerName", "gleaner-scheduler"},
-                {"containers", {{{"name", "spark"}, {"image", "spark"}}}}}}};
-}
-
-Json spark_application(const std::string& app, int executors) {
-  return Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
-              {"kind", "SparkApplication"},
-              {"metadata", {{"name", app}, {"namespace", "default"}}},
-              {"spec",
-               {{"type", "Scala"},
-                {"driver", {{"cores", 1}, {"memory", "512m"}}},
-                {"executor", {{"cores", 1}, {"instances", executors}, {"memory", "512m"}}}}}};
-}
-
 int pending_to_bound(const Args& a) {
   auto api = kube::testing::TestApiServer::start();
   if (!api) {
@@ -251,7 +228,7 @@ int pending_to_bound(const Args& a) {
   for (int g = 0; g < a.apps; ++g) {
     const std::string app = numbered("app-", g);
     (void)client.create(kube::spark_applications_path("default"),
-                        spark_application(app, a.executors));
+                        small_spark_application(app, a.executors));
     for (int p = 0; p <= a.executors; ++p) {
       const std::string name = p == 0 ? app + "-driver" : app + "-exec-" + std::to_string(p);
       {
@@ -259,7 +236,7 @@ int pending_to_bound(const Args& a) {
         created[name] = Steady::now();
       }
       if (auto r = client.create(kube::pods_path("default"),
-                                 spark_pod(app, name, p == 0 ? "driver" : "executor"));
+                                 spark_operator_pod(app, name, p == 0 ? "driver" : "executor"));
           !r) {
         std::fprintf(stderr, "create pod %s: %s\n", name.c_str(), r.error().message.c_str());
       }

@@ -4,33 +4,22 @@
 #include <optional>
 #include <random>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include "net/beast_names.h"
 #include "net/token_source.h"
 #include "net/url.h"
 
 namespace gleaner::reporter {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+using namespace net::beast_names;
 namespace ssl = asio::ssl;
-using tcp = asio::ip::tcp;
-using boost::system::error_code;
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_main.h"
 #include "kube/config.h"
 #include "scheduler/admission/admission_review.h"
 #include "scheduler/admission/manifest_files.h"
@@ -15,8 +16,6 @@
 
 namespace gleaner::scheduler {
 namespace {
-
-constexpr int kBadInput = 2;
 
 struct MutateArgs {
   std::string pod;
@@ -28,7 +27,7 @@ struct MutateArgs {
 
 int fail(const std::string& message) {
   std::cerr << "gleaner-scheduler mutate: " << message << "\n";
-  return kBadInput;
+  return kExitUsage;
 }
 
 int run_mutate(const MutateArgs& args) {

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include "common/cli_main.h"
 #include "common/file_io.h"
 #include "common/log.h"
 #include "kube/config.h"
@@ -38,13 +39,11 @@
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int kBadInput = 2;
-
 int run(const RunOptions& o) {
   if (o.check_config) return check_config(o);
   if (Status s = init_logging(o.log_level, o.log_format); !s) {
     std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
   SchedulerPolicy policy;
   std::vector<QueueSpec> queues;
@@ -52,14 +51,14 @@ int run(const RunOptions& o) {
     auto s = load_queues(o.queues_file);
     if (!s) {
       std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
     queues = s->queues;
     policy = s->policy;
   }
   if (o.policy != "blocking" && o.policy != "nonblocking") {
     std::cerr << "gleaner-scheduler run: --policy: expected blocking or nonblocking\n";
-    return kBadInput;
+    return kExitUsage;
   }
   policy.queueing =
       o.policy == "blocking" ? QueueingPolicy::kBlocking : QueueingPolicy::kNonBlocking;
@@ -72,13 +71,13 @@ int run(const RunOptions& o) {
     const auto eq = pair.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == pair.size()) {
       std::cerr << "gleaner-scheduler run: --cluster " << pair << ": expected NAME=KUBECONFIG\n";
-      return kBadInput;
+      return kExitUsage;
     }
     auto cfg = cluster_config(pair.substr(eq + 1), o);
     if (!cfg || !configs.emplace(pair.substr(0, eq), *cfg).second) {
       std::cerr << "gleaner-scheduler run: --cluster " << pair << ": "
                 << (cfg ? "duplicate cluster name" : cfg.error().message) << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
   }
   std::string hub_name;
@@ -92,7 +91,7 @@ int run(const RunOptions& o) {
     if (!cfg || hub_name.empty() || !configs.emplace(hub_name, *cfg).second) {
       std::cerr << "gleaner-scheduler run: --hub " << o.hub << ": "
                 << (cfg ? "name also given with --cluster" : cfg.error().message) << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
   }
   if (!o.kubeconfig.empty()) {
@@ -100,14 +99,14 @@ int run(const RunOptions& o) {
     if (!cfg || !configs.emplace(o.cluster_name, *cfg).second) {
       std::cerr << "gleaner-scheduler run: --kubeconfig: "
                 << (cfg ? "cluster name also given with --cluster" : cfg.error().message) << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
   }
 
   if (!o.quota_tree_cluster.empty() && configs.count(o.quota_tree_cluster) == 0) {
     std::cerr << "gleaner-scheduler run: --quota-tree-cluster: no cluster named "
               << o.quota_tree_cluster << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
 
   server::LiveOptions live_options;
@@ -121,7 +120,7 @@ int run(const RunOptions& o) {
   auto live = server::LiveScheduler::create(live_options, queues, clock, metrics);
   if (!live) {
     std::cerr << "gleaner-scheduler run: queues: " << live.error().message << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
   std::map<std::string, std::unique_ptr<kube_glue::ClusterLink>> links;
   for (const auto& [name, cfg] : configs) {
@@ -160,7 +159,7 @@ int run(const RunOptions& o) {
   if (auto errors = report_auth_errors(o); !errors.empty()) {
     for (const auto& e : errors)
       std::cerr << "gleaner-scheduler run: " << e << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
   std::map<std::string, std::unique_ptr<kube::KubeClient>> review_clients;
   std::unique_ptr<kube_glue::TokenReviewer> reviewer;
@@ -191,7 +190,7 @@ int run(const RunOptions& o) {
     auto pair = admission::read_key_pair_dir(o.tls_cert_dir, std::chrono::system_clock::now());
     if (!pair) {
       std::cerr << "gleaner-scheduler run: --tls-cert-dir: " << pair.error().message << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
     tls = *pair;
   }
@@ -200,13 +199,13 @@ int run(const RunOptions& o) {
     if (configs.empty()) {
       std::cerr << "gleaner-scheduler run: --webhook-listen: needs a cluster (--kubeconfig or "
                    "--cluster)\n";
-      return kBadInput;
+      return kExitUsage;
     }
     const std::string home = o.webhook.cluster.empty() ? configs.begin()->first : o.webhook.cluster;
     auto cfg = configs.find(home);
     if (cfg == configs.end()) {
       std::cerr << "gleaner-scheduler run: --webhook-cluster: no cluster named " << home << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
     WebhookFlags flags = o.webhook;
     if (o.tls_from_webhook) flags.extra_services.push_back(o.report_service);
@@ -220,7 +219,7 @@ int run(const RunOptions& o) {
   if (o.tls_from_webhook) {
     if (!webhook) {
       std::cerr << "gleaner-scheduler run: --tls-from-webhook: needs --webhook-listen\n";
-      return kBadInput;
+      return kExitUsage;
     }
     tls = webhook->serving();
   }
@@ -234,7 +233,7 @@ int run(const RunOptions& o) {
   if (!o.estimator_listen.empty()) {
     if (auto address = net::parse_listen_address(o.estimator_listen); !address) {
       std::cerr << "gleaner-scheduler run: --estimator-listen: " << address.error().message << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
     auto started = estimator::EstimatorServer::start(estimator_options(o), **live, metrics);
     if (!started) {
@@ -298,12 +297,12 @@ int run(const RunOptions& o) {
   if (o.leader_elect) {
     if (configs.empty()) {
       std::cerr << "gleaner-scheduler run: --leader-elect: needs a cluster to hold the Lease\n";
-      return kBadInput;
+      return kExitUsage;
     }
     const auto e = election_options(o);
     if (Status s = kube_glue::check_leader_election(e); !s) {
       std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
-      return kBadInput;
+      return kExitUsage;
     }
     lease_client = std::make_unique<kube::KubeClient>(configs.begin()->second, clock);
     elector = std::make_unique<kube_glue::LeaderElector>(*lease_client, e, clock);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "common/cli_main.h"
 #include "common/file_io.h"
 #include "scheduler/cli/commands.h"
 #include "scheduler/sim/simulator.h"
@@ -12,18 +13,16 @@ namespace gleaner::scheduler {
 namespace {
 
 // Bad input (unreadable file, malformed JSON, a field out of range) exits with 2.
-constexpr int kBadInput = 2;
-
 int run_simulate(const std::string& path) {
   auto text = read_file(path);
   if (!text) {
     std::cerr << "gleaner-scheduler simulate: " << text.error().describe() << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
   auto out = sim::simulate(*text, path);
   if (!out) {
     std::cerr << "gleaner-scheduler simulate: " << out.error().message << "\n";
-    return kBadInput;
+    return kExitUsage;
   }
   std::cout << *out;
   std::cout.flush();

@@ -186,13 +186,18 @@ void Scheduler::refresh_timer(Job& j) {
   timers_.insert({*next, j.id});
 }
 
-void Scheduler::detach(Job& j) {
+void Scheduler::for_each_held_room(
+    const Job& j, const std::function<void(NodeId, const RoleSpec&, bool driver)>& visit) {
   for (size_t i = 0; i < j.pods.size(); ++i) {
     const PodState& p = j.pods[i];
-    if (!p.holds_room) continue;
-    const RoleSpec& role = j.role_of(i);
-    clusters_.release(p.node, role.batch, i == 0, role.regular);
+    if (p.holds_room) visit(p.node, j.role_of(i), i == 0);
   }
+}
+
+void Scheduler::detach(Job& j) {
+  for_each_held_room(j, [&](NodeId node, const RoleSpec& role, bool driver) {
+    clusters_.release(node, role.batch, driver, role.regular);
+  });
   quotas_.refund(j.queue, j.total);
   active_.erase(j.id);
   if (j.timer_at) timers_.erase({*j.timer_at, j.id});
@@ -200,12 +205,9 @@ void Scheduler::detach(Job& j) {
 }
 
 void Scheduler::reattach(Job& j) {
-  for (size_t i = 0; i < j.pods.size(); ++i) {
-    const PodState& p = j.pods[i];
-    if (!p.holds_room) continue;
-    const RoleSpec& role = j.role_of(i);
-    clusters_.acquire(p.node, role.batch, i == 0, role.regular);
-  }
+  for_each_held_room(j, [&](NodeId node, const RoleSpec& role, bool driver) {
+    clusters_.acquire(node, role.batch, driver, role.regular);
+  });
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
   refresh_timer(j);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -180,6 +181,10 @@ class Scheduler {
   // Frees the job's room and quota; the pods are kept so reattach() can undo.
   void detach(Job& j);
   void reattach(Job& j);
+  // Calls `visit` for each of the job's pods that holds room: its node, role, and whether
+  // it is the driver (index 0).
+  static void for_each_held_room(
+      const Job& j, const std::function<void(NodeId, const RoleSpec&, bool driver)>& visit);
   void requeue(Job& j, const std::string& reason);
   // Keeps the job's entry in timers_ equal to its next driver or reservation deadline.
   void refresh_timer(Job& j);

@@ -10,10 +10,6 @@ namespace {
 constexpr const char* kBatchCpu = "kubernetes.io/batch-cpu";
 constexpr const char* kBatchMemory = "kubernetes.io/batch-memory";
 
-Error invalid(const std::string& field, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, field + ": " + what);
-}
-
 // The pieces of one component, whichever message (and Karmada version) carried them.
 struct Parts {
   const pb::NodeClaim* claim = nullptr;
@@ -26,7 +22,7 @@ struct Parts {
 Result<Json> affinity_json(const std::string& bytes, const std::string& field,
                            std::string& no_opinion) {
   gleaner::kubewire::NodeSelector selector;
-  if (!selector.ParseFromString(bytes)) return invalid(field, "not a NodeSelector");
+  if (!selector.ParseFromString(bytes)) return invalid_field(field, "not a NodeSelector");
   Json terms = Json::array();
   for (const auto& term : selector.nodeselectorterms()) {
     if (term.matchfields_size() > 0) no_opinion = field + ": matchFields is not modelled";
@@ -55,7 +51,7 @@ Result<Json> tolerations_json(const google::protobuf::RepeatedPtrField<std::stri
   for (int i = 0; i < list.size(); ++i) {
     gleaner::kubewire::Toleration t;
     if (!t.ParseFromString(list.Get(i))) {
-      return invalid(field + "[" + std::to_string(i) + "]", "not a Toleration");
+      return invalid_field(field + "[" + std::to_string(i) + "]", "not a Toleration");
     }
     Json j = {{"key", t.key()}, {"operator", t.operator_()}, {"value", t.value()}};
     if (!t.effect().empty()) j["effect"] = t.effect();
@@ -91,9 +87,9 @@ Result<NodeSelector> selector_of(const pb::NodeClaim* claim, const std::string& 
   }
   if (!no_opinion.empty()) return NodeSelector{};
   auto selector = kube_glue::node_selector_of(spec, field);
-  if (!selector) return invalid(field, selector.error().message);
+  if (!selector) return invalid_field(field, selector.error().message);
   auto tolerations = kube_glue::tolerations_of(spec, field);
-  if (!tolerations) return invalid(field, tolerations.error().message);
+  if (!tolerations) return invalid_field(field, tolerations.error().message);
   selector->tolerations = {std::move(*tolerations)};
   return selector;
 }
@@ -101,8 +97,8 @@ Result<NodeSelector> selector_of(const pb::NodeClaim* claim, const std::string& 
 Result<ComponentDemand> component(const Parts& p, const std::string& name, const std::string& field,
                                   const DecodePolicy& policy, std::string& no_opinion) {
   if (p.replicas < 0 || p.replicas > policy.max_replicas) {
-    return invalid(field + ".replicas", std::to_string(p.replicas) + " is outside 0.." +
-                                            std::to_string(policy.max_replicas));
+    return invalid_field(field + ".replicas", std::to_string(p.replicas) + " is outside 0.." +
+                                                  std::to_string(policy.max_replicas));
   }
   ComponentDemand c;
   c.name = name;
@@ -112,10 +108,10 @@ Result<ComponentDemand> component(const Parts& p, const std::string& name, const
     for (const auto& [resource, bytes] : *p.requests) {
       const std::string at = std::string(field).append("[").append(resource).append("]");
       gleaner::kubewire::Quantity wire;
-      if (!wire.ParseFromString(bytes)) return invalid(at, "not a Quantity");
+      if (!wire.ParseFromString(bytes)) return invalid_field(at, "not a Quantity");
       auto q = Quantity::parse(wire.string());
-      if (!q) return invalid(at, q.error().message);
-      if (q->milli_value() < 0) return invalid(at, "negative");
+      if (!q) return invalid_field(at, q.error().message);
+      if (q->milli_value() < 0) return invalid_field(at, "negative");
       if (resource == kBatchCpu) {
         c.batch.cpu_milli += q->value();  // batch-cpu counts millicores
       } else if (resource == kBatchMemory) {
@@ -154,8 +150,8 @@ Result<ComponentSet> components(const google::protobuf::RepeatedPtrField<pb::Com
                                 const std::string& field, const DecodePolicy& policy,
                                 std::string& no_opinion) {
   if (list.size() > policy.max_components) {
-    return invalid(field, std::to_string(list.size()) + " components, at most " +
-                              std::to_string(policy.max_components));
+    return invalid_field(field, std::to_string(list.size()) + " components, at most " +
+                                    std::to_string(policy.max_components));
   }
   ComponentSet set;
   for (int i = 0; i < list.size(); ++i) {

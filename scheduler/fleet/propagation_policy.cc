@@ -20,14 +20,10 @@ std::optional<Error> take(T& target, Result<U> result) {
   return std::nullopt;
 }
 
-Error invalid(const std::string& where, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
-}
-
 Result<std::string> optional_string(const Json& obj, const char* key, const std::string& where) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return std::string();
-  if (!it->is_string()) return invalid(where + "." + key, "expected a string");
+  if (!it->is_string()) return invalid_field(where + "." + key, "expected a string");
   return it->get<std::string>();
 }
 
@@ -36,9 +32,9 @@ Result<std::vector<std::string>> string_list(const Json& obj, const char* key,
   std::vector<std::string> out;
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return out;
-  if (!it->is_array()) return invalid(where + "." + key, "expected a list of strings");
+  if (!it->is_array()) return invalid_field(where + "." + key, "expected a list of strings");
   for (const auto& v : *it) {
-    if (!v.is_string()) return invalid(where + "." + key, "expected a list of strings");
+    if (!v.is_string()) return invalid_field(where + "." + key, "expected a list of strings");
     out.push_back(v.get<std::string>());
   }
   return out;
@@ -49,17 +45,17 @@ Result<std::optional<kube::LabelSelector>> label_selector(const Json& obj,
   auto it = obj.find("labelSelector");
   if (it == obj.end() || it->is_null()) return std::optional<kube::LabelSelector>();
   auto s = kube::LabelSelector::from_json(*it, where + ".labelSelector");
-  if (!s) return invalid(where + ".labelSelector", s.error().message);
+  if (!s) return invalid_field(where + ".labelSelector", s.error().message);
   return std::optional<kube::LabelSelector>(std::move(*s));
 }
 
 Result<ResourceSelector> resource_selector(const Json& rs, const std::string& where) {
-  if (!rs.is_object()) return invalid(where, "expected an object");
+  if (!rs.is_object()) return invalid_field(where, "expected an object");
   ResourceSelector out;
   if (auto e = take(out.api_version, optional_string(rs, "apiVersion", where))) return *e;
   if (auto e = take(out.kind, optional_string(rs, "kind", where))) return *e;
   if (out.api_version.empty() || out.kind.empty()) {
-    return invalid(where, "apiVersion and kind are required");
+    return invalid_field(where, "apiVersion and kind are required");
   }
   if (auto e = take(out.ns, optional_string(rs, "namespace", where))) return *e;
   if (auto e = take(out.name, optional_string(rs, "name", where))) return *e;
@@ -72,9 +68,9 @@ Result<ClusterAffinity> cluster_affinity(const Json& placement, const std::strin
   auto it = placement.find("clusterAffinity");
   if (it == placement.end() || it->is_null()) return out;
   const std::string at = where + ".clusterAffinity";
-  if (!it->is_object()) return invalid(at, "expected an object");
+  if (!it->is_object()) return invalid_field(at, "expected an object");
   if (it->contains("fieldSelector") && !(*it)["fieldSelector"].is_null()) {
-    return invalid(at + ".fieldSelector", "provider/region/zone selection is not supported");
+    return invalid_field(at + ".fieldSelector", "provider/region/zone selection is not supported");
   }
   if (auto e = take(out.cluster_names, string_list(*it, "clusterNames", at))) return *e;
   if (auto e = take(out.exclude, string_list(*it, "exclude", at))) return *e;
@@ -85,7 +81,7 @@ Result<ClusterAffinity> cluster_affinity(const Json& placement, const std::strin
 }  // namespace
 
 Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
-  if (!object.is_object()) return invalid("policy", "expected an object");
+  if (!object.is_object()) return invalid_field("policy", "expected an object");
   const std::string api_version = object.value("apiVersion", "");
   const std::string kind = object.value("kind", "");
   const Json meta = object.value("metadata", Json::object());
@@ -94,29 +90,31 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
   p.ns = kind == "PropagationPolicy" && meta.is_object() ? meta.value("namespace", "") : "";
   const std::string where = kind + " " + (p.ns.empty() ? p.name : p.ns + "/" + p.name);
   if (api_version != kKarmadaGroup && api_version != kAckGroup) {
-    return invalid(where + ": apiVersion", "expected " + std::string(kKarmadaGroup) + " or " +
-                                               kAckGroup + ", got \"" + api_version + "\"");
+    return invalid_field(where + ": apiVersion", "expected " + std::string(kKarmadaGroup) + " or " +
+                                                     kAckGroup + ", got \"" + api_version + "\"");
   }
   if (kind != "PropagationPolicy" && kind != "ClusterPropagationPolicy") {
-    return invalid(where + ": kind", "expected PropagationPolicy or ClusterPropagationPolicy");
+    return invalid_field(where + ": kind",
+                         "expected PropagationPolicy or ClusterPropagationPolicy");
   }
-  if (p.name.empty()) return invalid(where, "metadata.name is required");
+  if (p.name.empty()) return invalid_field(where, "metadata.name is required");
   if (kind == "PropagationPolicy" && p.ns.empty()) {
-    return invalid(where, "metadata.namespace is required for a PropagationPolicy");
+    return invalid_field(where, "metadata.namespace is required for a PropagationPolicy");
   }
   auto spec = object.find("spec");
-  if (spec == object.end() || !spec->is_object()) return invalid(where + ": spec", "required");
+  if (spec == object.end() || !spec->is_object())
+    return invalid_field(where + ": spec", "required");
   const std::string s = where + ": spec";
   if (auto pr = spec->find("priority"); pr != spec->end() && !pr->is_null()) {
     if (!pr->is_number_integer() || pr->get<int64_t>() < std::numeric_limits<int32_t>::min() ||
         pr->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return invalid(s + ".priority", "expected a 32-bit integer");
+      return invalid_field(s + ".priority", "expected a 32-bit integer");
     }
     p.priority = pr->get<int32_t>();
   }
   auto selectors = spec->find("resourceSelectors");
   if (selectors == spec->end() || !selectors->is_array() || selectors->empty()) {
-    return invalid(s + ".resourceSelectors", "expected a non-empty list");
+    return invalid_field(s + ".resourceSelectors", "expected a non-empty list");
   }
   for (size_t i = 0; i < selectors->size(); ++i) {
     auto rs =
@@ -126,21 +124,22 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
   }
   if (auto e = take(p.scheduler_name, optional_string(*spec, "schedulerName", s))) return *e;
   if (auto pd = spec->find("preserveResourcesOnDeletion"); pd != spec->end() && !pd->is_null()) {
-    if (!pd->is_boolean()) return invalid(s + ".preserveResourcesOnDeletion", "expected a bool");
+    if (!pd->is_boolean())
+      return invalid_field(s + ".preserveResourcesOnDeletion", "expected a bool");
     p.preserve_resources_on_deletion = pd->get<bool>();
   }
   if (auto pl = spec->find("placement"); pl != spec->end() && !pl->is_null()) {
-    if (!pl->is_object()) return invalid(s + ".placement", "expected an object");
+    if (!pl->is_object()) return invalid_field(s + ".placement", "expected an object");
     if (auto e = take(p.affinity, cluster_affinity(*pl, s + ".placement"))) return *e;
     if (auto rsch = pl->find("replicaScheduling"); rsch != pl->end() && !rsch->is_null()) {
       const std::string at = s + ".placement.replicaScheduling";
-      if (!rsch->is_object()) return invalid(at, "expected an object");
+      if (!rsch->is_object()) return invalid_field(at, "expected an object");
       if (auto e = take(p.replica_scheduling, optional_string(*rsch, "replicaSchedulingType", at)))
         return *e;
       std::string custom;
       if (auto e = take(custom, optional_string(*rsch, "customSchedulingType", at))) return *e;
       if (!custom.empty() && custom != "Gang") {
-        return invalid(at + ".customSchedulingType", "expected Gang, got \"" + custom + "\"");
+        return invalid_field(at + ".customSchedulingType", "expected Gang, got \"" + custom + "\"");
       }
       p.gang = custom == "Gang";
     }
@@ -154,27 +153,28 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
 }
 
 Result<MemberCluster> parse_member_cluster(const Json& object) {
-  if (!object.is_object()) return invalid("Cluster", "expected an object");
+  if (!object.is_object()) return invalid_field("Cluster", "expected an object");
   const Json* name = find_path(object, "metadata/name");
   if (name == nullptr || !name->is_string() || name->get<std::string>().empty()) {
-    return invalid("Cluster", "metadata.name is required");
+    return invalid_field("Cluster", "metadata.name is required");
   }
   MemberCluster out{name->get<std::string>(), {}, {}};
   const std::string where = "Cluster " + out.name;
   if (const Json* labels = find_path(object, "metadata/labels");
       labels != nullptr && !labels->is_null()) {
-    if (!labels->is_object()) return invalid(where + ": metadata.labels", "expected an object");
+    if (!labels->is_object())
+      return invalid_field(where + ": metadata.labels", "expected an object");
     for (const auto& [k, v] : labels->items()) {
       if (!v.is_string()) {
-        return invalid(std::string(where).append(": metadata.labels.").append(k),
-                       "expected a string");
+        return invalid_field(std::string(where).append(": metadata.labels.").append(k),
+                             "expected a string");
       }
       out.labels.emplace(k, v.get<std::string>());
     }
   }
   if (const Json* taints = find_path(object, "spec/taints"); taints != nullptr) {
     if (!taints->is_null() && !taints->is_array()) {
-      return invalid(where + ": spec.taints", "expected a list");
+      return invalid_field(where + ": spec.taints", "expected a list");
     }
     out.taints = taints_in(*taints);
   }

@@ -1,59 +1,52 @@
 #include "scheduler/fleet/resource_binding.h"
 
 namespace gleaner::scheduler::fleet {
-namespace {
-
-Error invalid(const std::string& where, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
-}
-
-}  // namespace
-
 Result<ResourceBinding> parse_resource_binding(const Json& object) {
-  if (!object.is_object()) return invalid("ResourceBinding", "expected an object");
+  if (!object.is_object()) return invalid_field("ResourceBinding", "expected an object");
   ResourceBinding b;
   b.ns = string_at(object, "metadata/namespace");
   b.name = string_at(object, "metadata/name");
   const std::string where = "ResourceBinding " + b.ns + "/" + b.name;
-  if (b.name.empty()) return invalid(where, "metadata.name is required");
+  if (b.name.empty()) return invalid_field(where, "metadata.name is required");
   b.resource_version = string_at(object, "metadata/resourceVersion");
   if (const Json* g = find_path(object, "metadata/generation"); g != nullptr && !g->is_null()) {
     if (!g->is_number_integer())
-      return invalid(where + ": metadata.generation", "expected an integer");
+      return invalid_field(where + ": metadata.generation", "expected an integer");
     b.generation = g->get<int64_t>();
   }
   const Json* resource = find_path(object, "spec/resource");
   if (resource == nullptr || !resource->is_object()) {
-    return invalid(where + ": spec.resource", "required");
+    return invalid_field(where + ": spec.resource", "required");
   }
   for (const auto& [field, target] :
        {std::pair{"apiVersion", &b.resource_api_version}, std::pair{"kind", &b.resource_kind},
         std::pair{"name", &b.resource_name}, std::pair{"uid", &b.resource_uid}}) {
     auto it = resource->find(field);
     if (it == resource->end() || it->is_null()) continue;
-    if (!it->is_string()) return invalid(where + ": spec.resource." + field, "expected a string");
+    if (!it->is_string())
+      return invalid_field(where + ": spec.resource." + field, "expected a string");
     *target = it->get<std::string>();
   }
   if (b.resource_kind.empty() || b.resource_name.empty()) {
-    return invalid(where + ": spec.resource", "kind and name are required");
+    return invalid_field(where + ": spec.resource", "kind and name are required");
   }
   if (const Json* s = find_path(object, "spec/schedulerName"); s != nullptr && !s->is_null()) {
-    if (!s->is_string()) return invalid(where + ": spec.schedulerName", "expected a string");
+    if (!s->is_string()) return invalid_field(where + ": spec.schedulerName", "expected a string");
     b.scheduler_name = s->get<std::string>();
   }
   if (const Json* r = find_path(object, "spec/replicas"); r != nullptr && !r->is_null()) {
     if (!r->is_number_integer() || r->get<int64_t>() < 0 || r->get<int64_t>() > INT32_MAX) {
-      return invalid(where + ": spec.replicas", "expected a non-negative 32-bit integer");
+      return invalid_field(where + ": spec.replicas", "expected a non-negative 32-bit integer");
     }
     b.replicas = r->get<int32_t>();
   }
   if (const Json* c = find_path(object, "spec/clusters"); c != nullptr && !c->is_null()) {
-    if (!c->is_array()) return invalid(where + ": spec.clusters", "expected a list");
+    if (!c->is_array()) return invalid_field(where + ": spec.clusters", "expected a list");
     for (size_t i = 0; i < c->size(); ++i) {
       const Json* n = find_path((*c)[i], "name");
       if (n == nullptr || !n->is_string()) {
-        return invalid(where + ": spec.clusters[" + std::to_string(i) + "].name",
-                       "expected a string");
+        return invalid_field(where + ": spec.clusters[" + std::to_string(i) + "].name",
+                             "expected a string");
       }
       b.clusters.push_back(n->get<std::string>());
     }

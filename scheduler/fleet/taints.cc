@@ -5,10 +5,6 @@
 namespace gleaner::scheduler::fleet {
 namespace {
 
-Error field_error(const std::string& where, const std::string& message) {
-  return make_error(ErrorCode::kInvalidArgument, where + ": " + message);
-}
-
 std::optional<TaintEffect> effect_named(const std::string& name) {
   if (name == "NoSchedule") return TaintEffect::kNoSchedule;
   if (name == "PreferNoSchedule") return TaintEffect::kPreferNoSchedule;
@@ -21,23 +17,23 @@ std::optional<TaintEffect> effect_named(const std::string& name) {
 Result<std::vector<Toleration>> tolerations_in(const Json& list, const std::string& where) {
   std::vector<Toleration> out;
   if (list.is_null()) return out;
-  if (!list.is_array()) return field_error(where, "expected an array");
+  if (!list.is_array()) return invalid_field(where, "expected an array");
   for (size_t i = 0; i < list.size(); ++i) {
     const Json& t = list[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
-    if (!t.is_object()) return field_error(at, "expected an object");
+    if (!t.is_object()) return invalid_field(at, "expected an object");
     Toleration tol;
     tol.key = t.value("key", "");
     const std::string op = t.value("operator", "Equal");
     if (op != "Equal" && op != "Exists") {
-      return field_error(at + ".operator", "expected Equal or Exists, got " + op);
+      return invalid_field(at + ".operator", "expected Equal or Exists, got " + op);
     }
     tol.exists = op == "Exists";
     tol.value = t.value("value", "");
     const std::string effect = t.value("effect", "");
     if (!effect.empty()) {
       tol.effect = effect_named(effect);
-      if (!tol.effect) return field_error(at + ".effect", "unknown effect " + effect);
+      if (!tol.effect) return invalid_field(at + ".effect", "unknown effect " + effect);
     }
     out.push_back(std::move(tol));
   }

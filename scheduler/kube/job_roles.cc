@@ -4,6 +4,8 @@
 #include <optional>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "kube/objects.h"
 #include "kube/spark_application.h"
 #include "scheduler/kube/node_affinity.h"
@@ -24,30 +26,26 @@ const std::array<Kind, 2>& kinds() {
   return k;
 }
 
-Error invalid(const std::string& where, const std::string& what) {
-  return make_error(ErrorCode::kInvalidArgument, where + ": " + what);
-}
-
 Result<JobRole> role(const std::string& name, const Json& spec, const std::string& where) {
-  if (!spec.is_object()) return invalid(where, "expected an object");
+  if (!spec.is_object()) return invalid_field(where, "expected an object");
   JobRole r;
   r.name = name;
   if (auto n = spec.find("replicas"); n != spec.end() && !n->is_null()) {
     if (!n->is_number_integer() || n->get<int64_t>() < 0 || n->get<int64_t>() > 100000) {
-      return invalid(where + ".replicas", "expected an integer in 0..100000");
+      return invalid_field(where + ".replicas", "expected an integer in 0..100000");
     }
     r.replicas = n->get<int>();
   }
   auto tmpl = spec.find("template");
   if (tmpl == spec.end() || !tmpl->is_object() || !tmpl->contains("spec")) {
-    return invalid(where + ".template", "a pod template with a spec is required");
+    return invalid_field(where + ".template", "a pod template with a spec is required");
   }
   // The template as a pod: what the scheduler will count of each of the role's pods.
   Json pod = {{"metadata", tmpl->value("metadata", Json::object())}, {"spec", (*tmpl)["spec"]}};
   if (!pod["metadata"].contains("name")) pod["metadata"]["name"] = name;
   auto parsed = kube::parse_pod(pod);
-  if (!parsed) return invalid(where + ".template", parsed.error().message);
-  if (parsed->containers.empty()) return invalid(where + ".template.spec", "no containers");
+  if (!parsed) return invalid_field(where + ".template", parsed.error().message);
+  if (parsed->containers.empty()) return invalid_field(where + ".template.spec", "no containers");
   // A template sized in batch resources (kubernetes.io/batch-cpu in millicores,
   // batch-memory in bytes, as the colocation webhook writes them) counts those.
   const int64_t batch_cpu = kube::pod_request(*parsed, kube::kResourceBatchCpu).value();
@@ -59,9 +57,9 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
   r.priority_class = parsed->priority_class_name;
   const Json& pod_spec = (*tmpl)["spec"];
   auto selector = node_selector_of(pod_spec, where + ".template.spec");
-  if (!selector) return invalid(where + ".template.spec", selector.error().message);
+  if (!selector) return invalid_field(where + ".template.spec", selector.error().message);
   auto tolerations = tolerations_of(pod_spec, where + ".template.spec");
-  if (!tolerations) return invalid(where + ".template.spec", tolerations.error().message);
+  if (!tolerations) return invalid_field(where + ".template.spec", tolerations.error().message);
   r.selector = std::move(*selector);
   r.selector.tolerations = {std::move(*tolerations)};
   return r;
@@ -70,7 +68,7 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
 }  // namespace
 
 Result<TrainingJob> parse_training_job(const Json& object) {
-  if (!object.is_object()) return invalid("job", "expected an object");
+  if (!object.is_object()) return invalid_field("job", "expected an object");
   TrainingJob job;
   job.kind = object.value("kind", "");
   const Json meta = object.value("metadata", Json::object());
@@ -78,23 +76,27 @@ Result<TrainingJob> parse_training_job(const Json& object) {
   job.name = meta.is_object() ? meta.value("name", "") : "";
   const std::string where = job.kind + " " + job.ns + "/" + job.name;
   if (object.value("apiVersion", "") != "kubeflow.org/v1") {
-    return invalid(where + ": apiVersion", "expected kubeflow.org/v1");
+    return invalid_field(where + ": apiVersion", "expected kubeflow.org/v1");
   }
   const Kind* kind = nullptr;
   for (const auto& k : kinds()) {
     if (job.kind == k.kind) kind = &k;
   }
-  if (kind == nullptr) return invalid(where + ": kind", "expected PyTorchJob or TFJob");
+  if (kind == nullptr) return invalid_field(where + ": kind", "expected PyTorchJob or TFJob");
   const Json spec = object.value("spec", Json::object());
   auto specs = spec.is_object() ? spec.find(kind->specs_field) : spec.end();
   if (!spec.is_object() || specs == spec.end() || !specs->is_object() || specs->empty()) {
-    return invalid(where + ": spec." + kind->specs_field, "expected the replica specs by role");
+    return invalid_field(where + ": spec." + kind->specs_field,
+                         "expected the replica specs by role");
   }
   for (const auto& [name, _] : specs->items()) {
     bool known = false;
     for (const char* r : kind->roles)
       known = known || name == r;
-    if (!known) return invalid(where + ": spec." + kind->specs_field + "." + name, "unknown role");
+    if (!known) {
+      return invalid_field(fmt::format("{}: spec.{}.{}", where, kind->specs_field, name),
+                           "unknown role");
+    }
   }
   for (const char* r : kind->roles) {
     auto it = specs->find(r);
@@ -108,7 +110,7 @@ Result<TrainingJob> parse_training_job(const Json& object) {
 
 Result<TrainingJob> parse_spark_job(const Json& object) {
   auto app = kube::parse_spark_application(object);
-  if (!app) return invalid("SparkApplication", app.error().message);
+  if (!app) return invalid_field("SparkApplication", app.error().message);
   TrainingJob job;
   job.kind = "SparkApplication";
   job.ns = app->namespace_;
@@ -125,9 +127,9 @@ Result<TrainingJob> parse_spark_job(const Json& object) {
     const Json section = spec.is_object() ? spec.value(field, Json::object()) : Json::object();
     if (section.is_object()) r.priority_class = section.value("priorityClassName", "");
     auto selector = node_selector_of(section, where + field);
-    if (!selector) return invalid(where + field, selector.error().message);
+    if (!selector) return invalid_field(where + field, selector.error().message);
     auto tolerations = tolerations_of(section, where + field);
-    if (!tolerations) return invalid(where + field, tolerations.error().message);
+    if (!tolerations) return invalid_field(where + field, tolerations.error().message);
     r.selector = std::move(*selector);
     r.selector.tolerations = {std::move(*tolerations)};
     job.roles.push_back(std::move(r));

@@ -9,18 +9,14 @@ namespace gleaner::scheduler::kube_glue {
 
 namespace {
 
-Error field_error(const std::string& where, const std::string& message) {
-  return make_error(ErrorCode::kInvalidArgument, where + ": " + message);
-}
-
 Result<LabelRequirement> requirement(const Json& e, const std::string& where) {
-  if (!e.is_object()) return field_error(where, "expected an object");
+  if (!e.is_object()) return invalid_field(where, "expected an object");
   auto key = e.find("key");
   auto op = e.find("operator");
   if (key == e.end() || !key->is_string() || key->get<std::string>().empty()) {
-    return field_error(where + ".key", "expected a label key");
+    return invalid_field(where + ".key", "expected a label key");
   }
-  if (op == e.end() || !op->is_string()) return field_error(where + ".operator", "required");
+  if (op == e.end() || !op->is_string()) return invalid_field(where + ".operator", "required");
   LabelRequirement r;
   r.key = key->get<std::string>();
   const std::string o = op->get<std::string>();
@@ -33,19 +29,19 @@ Result<LabelRequirement> requirement(const Json& e, const std::string& where) {
   } else if (o == "DoesNotExist") {
     r.op = LabelOp::kDoesNotExist;
   } else {
-    return field_error(where + ".operator", "operator " + o + " is not supported by gleaner");
+    return invalid_field(where + ".operator", "operator " + o + " is not supported by gleaner");
   }
   if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
-    if (!v->is_array()) return field_error(where + ".values", "expected an array of strings");
+    if (!v->is_array()) return invalid_field(where + ".values", "expected an array of strings");
     for (const Json& s : *v) {
-      if (!s.is_string()) return field_error(where + ".values", "expected an array of strings");
+      if (!s.is_string()) return invalid_field(where + ".values", "expected an array of strings");
       r.values.insert(s.get<std::string>());
     }
   }
   const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;
   if (wants_values == r.values.empty()) {
-    return field_error(where + ".values",
-                       wants_values ? "required for " + o : "must be empty for " + o);
+    return invalid_field(where + ".values",
+                         wants_values ? "required for " + o : "must be empty for " + o);
   }
   return r;
 }
@@ -56,11 +52,11 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
   NodeSelector out;
   if (!spec.is_object()) return out;
   if (auto ns = spec.find("nodeSelector"); ns != spec.end() && !ns->is_null()) {
-    if (!ns->is_object()) return field_error(where + ".nodeSelector", "expected an object");
+    if (!ns->is_object()) return invalid_field(where + ".nodeSelector", "expected an object");
     for (const auto& [k, v] : ns->items()) {
       if (!v.is_string()) {
-        return field_error(std::string(where).append(".nodeSelector.").append(k),
-                           "expected a string");
+        return invalid_field(std::string(where).append(".nodeSelector.").append(k),
+                             "expected a string");
       }
       out.labels.emplace(k, v.get<std::string>());
     }
@@ -78,18 +74,18 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
   if (required == node_affinity.end() || required->is_null()) return out;
   auto terms = required->find("nodeSelectorTerms");
   if (!required->is_object() || terms == required->end() || !terms->is_array()) {
-    return field_error(rp + ".nodeSelectorTerms", "expected an array");
+    return invalid_field(rp + ".nodeSelectorTerms", "expected an array");
   }
   for (size_t i = 0; i < terms->size(); ++i) {
     const Json& term = (*terms)[i];
     const std::string tp = rp + ".nodeSelectorTerms[" + std::to_string(i) + "]";
-    if (!term.is_object()) return field_error(tp, "expected an object");
+    if (!term.is_object()) return invalid_field(tp, "expected an object");
     if (auto f = term.find("matchFields"); f != term.end() && f->is_array() && !f->empty()) {
-      return field_error(tp + ".matchFields", "not supported by gleaner");
+      return invalid_field(tp + ".matchFields", "not supported by gleaner");
     }
     std::vector<LabelRequirement> reqs;
     if (auto m = term.find("matchExpressions"); m != term.end() && !m->is_null()) {
-      if (!m->is_array()) return field_error(tp + ".matchExpressions", "expected an array");
+      if (!m->is_array()) return invalid_field(tp + ".matchExpressions", "expected an array");
       for (size_t j = 0; j < m->size(); ++j) {
         auto r = requirement((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]");
         if (!r) return r.error();

@@ -3,26 +3,17 @@
 #include <chrono>
 #include <mutex>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "net/beast_names.h"
 #include "net/http_listener.h"
 #include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+using namespace net::beast_names;
 namespace ssl = asio::ssl;
-using boost::system::error_code;
 
 namespace {
 

@@ -21,24 +21,24 @@ Result<ScenarioNode> parse_node(const Json& n, const std::string& p,
   GLEANER_TRY(cluster, get_string(n, p, "cluster", false));
   if (cluster.empty()) cluster = "default";
   if (clusters.count(cluster) == 0) {
-    return field_error(p + ".cluster",
-                       "unknown cluster " + cluster + (declared ? " (not in clusters)" : ""));
+    return invalid_field(p + ".cluster",
+                         "unknown cluster " + cluster + (declared ? " (not in clusters)" : ""));
   }
   GLEANER_TRY(labels, get_labels(n, p, "labels"));
-  if (!n.contains("batch")) return field_error(p + ".batch", "required");
+  if (!n.contains("batch")) return invalid_field(p + ".batch", "required");
   GLEANER_TRY(batch, get_resources(n["batch"], p + ".batch"));
   GLEANER_TRY(delay, get_count(n, p, "startDelaySeconds"));
   node.info = NodeInfo{name, cluster, labels, batch};
   node.start_delay_seconds = delay.value_or(0);
   if (auto it = n.find("changes"); it != n.end()) {
-    if (!it->is_array()) return field_error(p + ".changes", "expected an array");
+    if (!it->is_array()) return invalid_field(p + ".changes", "expected an array");
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string cp = p + ".changes[" + std::to_string(i) + "]";
       const Json& c = (*it)[i];
       GLEANER_CHECK(only_known(c, cp, {"at", "batch"}));
       GLEANER_TRY(at, get_count(c, cp, "at"));
-      if (!at) return field_error(cp + ".at", "required");
-      if (!c.contains("batch")) return field_error(cp + ".batch", "required");
+      if (!at) return invalid_field(cp + ".at", "required");
+      if (!c.contains("batch")) return invalid_field(cp + ".batch", "required");
       GLEANER_TRY(b, get_resources(c["batch"], cp + ".batch"));
       node.changes.push_back(NodeChange{*at, b});
     }
@@ -67,17 +67,19 @@ Result<QueueSpec> parse_queue(const Json& q, const std::string& p, Scenario& out
   if (queueing == "blocking") spec.queueing = QueueingPolicy::kBlocking;
   if (queueing == "nonblocking") spec.queueing = QueueingPolicy::kNonBlocking;
   if (!queueing.empty() && !spec.queueing) {
-    return field_error(p + ".queueing", "expected blocking or nonblocking, got " + queueing);
+    return invalid_field(p + ".queueing", "expected blocking or nonblocking, got " + queueing);
   }
   if (auto ns = q.find("namespaces"); ns != q.end()) {
-    if (!ns->is_array()) return field_error(p + ".namespaces", "expected an array of names");
+    if (!ns->is_array()) return invalid_field(p + ".namespaces", "expected an array of names");
     for (const Json& n : *ns) {
-      if (!n.is_string() || n.get_ref<const std::string&>().empty())
-        return field_error(p + ".namespaces", "expected an array of names");
+      if (!n.is_string() || n.get_ref<const std::string&>().empty()) {
+        return invalid_field(p + ".namespaces", "expected an array of names");
+      }
       auto [it, fresh] = out.namespace_queue.emplace(n.get<std::string>(), name);
-      if (!fresh)
-        return field_error(p + ".namespaces",
-                           "namespace " + it->first + " is already in queue " + it->second);
+      if (!fresh) {
+        return invalid_field(p + ".namespaces",
+                             "namespace " + it->first + " is already in queue " + it->second);
+      }
     }
   }
   return spec;
@@ -92,8 +94,10 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
   ScenarioJob job;
   GLEANER_TRY(kind, get_string(j, p, "kind", false));
   if (kind.empty()) kind = "SparkApplication";
-  if (kind != "SparkApplication" && kind != "PyTorchJob" && kind != "TFJob")
-    return field_error(p + ".kind", "expected SparkApplication, PyTorchJob or TFJob, got " + kind);
+  if (kind != "SparkApplication" && kind != "PyTorchJob" && kind != "TFJob") {
+    return invalid_field(p + ".kind",
+                         "expected SparkApplication, PyTorchJob or TFJob, got " + kind);
+  }
   job.spec.kind = kind;
   GLEANER_TRY(ns, get_string(j, p, "namespace", false));
   job.ns = ns;
@@ -105,47 +109,49 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
     GLEANER_CHECK(parse_placement(*pl, p + ".placement", placement));
     extras.placement = std::move(placement);
   }
-  if (auto ev = j.find("events"); ev != j.end())
+  if (auto ev = j.find("events"); ev != j.end()) {
     GLEANER_CHECK(parse_events(*ev, p + ".events", job));
+  }
   GLEANER_TRY(name, get_string(j, p, "name", true));
   GLEANER_TRY(queue, get_string(j, p, "queue", false));
   job.spec.name = name;
   job.spec.queue = queue;
   if (auto it = j.find("priority"); it != j.end()) {
-    if (!it->is_number_integer()) return field_error(p + ".priority", "expected an integer");
+    if (!it->is_number_integer()) return invalid_field(p + ".priority", "expected an integer");
     auto v = it->get<int64_t>();
-    if (v < INT32_MIN || v > INT32_MAX) return field_error(p + ".priority", "out of int32 range");
+    if (v < INT32_MIN || v > INT32_MAX) return invalid_field(p + ".priority", "out of int32 range");
     job.spec.priority = static_cast<int32_t>(v);
   }
   GLEANER_TRY(submit, get_count(j, p, "submitAt"));
   GLEANER_TRY(duration, get_count(j, p, "durationSeconds"));
-  if (!duration) return field_error(p + ".durationSeconds", "required");
+  if (!duration) return invalid_field(p + ".durationSeconds", "required");
   job.spec.submit_time = submit.value_or(0);
   job.duration_seconds = *duration;
   if (j.contains("roles")) {
-    if (j.contains("driver") || j.contains("executor"))
-      return field_error(p + ".roles", "give roles or driver/executor, not both");
+    if (j.contains("driver") || j.contains("executor")) {
+      return invalid_field(p + ".roles", "give roles or driver/executor, not both");
+    }
     GLEANER_CHECK(parse_roles(j["roles"], p + ".roles", job));
     if (kind == "SparkApplication") GLEANER_CHECK(spark_from_roles(p + ".roles", job));
   } else if (kind != "SparkApplication") {
-    return field_error(p + ".roles", "required for a " + kind);
+    return invalid_field(p + ".roles", "required for a " + kind);
   } else if (!j.contains("driver")) {
-    return field_error(p + ".driver", "required");
+    return invalid_field(p + ".driver", "required");
   } else {
     GLEANER_TRY(driver, get_resources(j["driver"], p + ".driver"));
     job.spec.driver = driver;
   }
   if (kind != "SparkApplication" &&
       (j.contains("executorLosses") || j.contains("executorRequests")))
-    return field_error(p, "executorLosses and executorRequests are a SparkApplication's");
+    return invalid_field(p, "executorLosses and executorRequests are a SparkApplication's");
   if (j.contains("executor") && !j.contains("roles")) {
     const std::string ep = p + ".executor";
     GLEANER_TRY(executor, get_resources(j["executor"], ep, {"instances"}));
     GLEANER_TRY(instances, get_count(j["executor"], ep, "instances"));
-    if (!instances) return field_error(ep + ".instances", "required");
-    if (*instances > 100000) return field_error(ep + ".instances", "more than 100000");
+    if (!instances) return invalid_field(ep + ".instances", "required");
+    if (*instances > 100000) return invalid_field(ep + ".instances", "more than 100000");
     if (*instances > 0 && executor == Resources{}) {
-      return field_error(ep, "executors must request cpu or memory");
+      return invalid_field(ep, "executors must request cpu or memory");
     }
     job.spec.executor = executor;
     job.spec.executors = static_cast<int>(*instances);
@@ -153,39 +159,41 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
   GLEANER_TRY(selector, get_labels(j, p, "nodeSelector"));
   job.spec.node_selector.labels = selector;
   if (auto losses = j.find("executorLosses"); losses != j.end()) {
-    if (!losses->is_array()) return field_error(p + ".executorLosses", "expected an array");
+    if (!losses->is_array()) return invalid_field(p + ".executorLosses", "expected an array");
     for (size_t i = 0; i < losses->size(); ++i) {
       const Json& l = (*losses)[i];
       const std::string lp = p + ".executorLosses[" + std::to_string(i) + "]";
-      if (!l.is_object()) return field_error(lp, "expected an object");
+      if (!l.is_object()) return invalid_field(lp, "expected an object");
       GLEANER_CHECK(only_known(l, lp, {"afterSeconds", "executor", "replaceAfterSeconds"}));
       GLEANER_TRY(after, get_count(l, lp, "afterSeconds"));
       GLEANER_TRY(executor, get_count(l, lp, "executor"));
       GLEANER_TRY(replace, get_count(l, lp, "replaceAfterSeconds"));
-      if (!after) return field_error(lp + ".afterSeconds", "required");
+      if (!after) return invalid_field(lp + ".afterSeconds", "required");
       if (!executor || *executor < 1 || *executor > job.spec.executors) {
-        return field_error(lp + ".executor", "expected 1.." + std::to_string(job.spec.executors) +
-                                                 " (an executor of the job)");
+        return invalid_field(lp + ".executor", "expected 1.." + std::to_string(job.spec.executors) +
+                                                   " (an executor of the job)");
       }
       job.executor_losses.push_back(
           ExecutorLoss{*after, static_cast<int>(*executor), replace.value_or(0)});
     }
   }
   if (auto requests = j.find("executorRequests"); requests != j.end()) {
-    if (!requests->is_array()) return field_error(p + ".executorRequests", "expected an array");
-    if (job.spec.executors == 0 && job.spec.executor == Resources{})
-      return field_error(p + ".executorRequests", "needs executor sizes (executor)");
+    if (!requests->is_array()) return invalid_field(p + ".executorRequests", "expected an array");
+    if (job.spec.executors == 0 && job.spec.executor == Resources{}) {
+      return invalid_field(p + ".executorRequests", "needs executor sizes (executor)");
+    }
     for (size_t i = 0; i < requests->size(); ++i) {
       const Json& r = (*requests)[i];
       const std::string rp = p + ".executorRequests[" + std::to_string(i) + "]";
-      if (!r.is_object()) return field_error(rp, "expected an object");
+      if (!r.is_object()) return invalid_field(rp, "expected an object");
       GLEANER_CHECK(only_known(r, rp, {"afterSeconds", "count", "releaseAfterSeconds"}));
       GLEANER_TRY(after, get_count(r, rp, "afterSeconds"));
       GLEANER_TRY(count, get_count(r, rp, "count"));
       GLEANER_TRY(release, get_count(r, rp, "releaseAfterSeconds"));
-      if (!after) return field_error(rp + ".afterSeconds", "required");
-      if (!count || *count < 1 || *count > 10000)
-        return field_error(rp + ".count", "expected 1..10000");
+      if (!after) return invalid_field(rp + ".afterSeconds", "required");
+      if (!count || *count < 1 || *count > 10000) {
+        return invalid_field(rp + ".count", "expected 1..10000");
+      }
       job.executor_requests.push_back(ExecutorRequest{*after, static_cast<int>(*count), release});
     }
   }
@@ -202,7 +210,7 @@ Status parse_policy(const Json& pol, Scenario& out) {
   } else if (queueing.empty() || queueing == "nonblocking") {
     out.policy.queueing = QueueingPolicy::kNonBlocking;
   } else {
-    return field_error("policy.queueing", "expected blocking or nonblocking, got " + queueing);
+    return invalid_field("policy.queueing", "expected blocking or nonblocking, got " + queueing);
   }
   GLEANER_TRY(timeout, get_count(pol, "policy", "driverStartTimeoutSeconds"));
   GLEANER_TRY(ttl, get_count(pol, "policy", "reservationTtlSeconds"));
@@ -222,18 +230,21 @@ Result<Scenario> parse_scenario(const Json& doc) {
   bool declared = doc.contains("clusters");
   if (declared) {
     const Json& cs = doc["clusters"];
-    if (!cs.is_array() || cs.empty()) return field_error("clusters", "expected a non-empty array");
+    if (!cs.is_array() || cs.empty()) {
+      return invalid_field("clusters", "expected a non-empty array");
+    }
     for (size_t i = 0; i < cs.size(); ++i)
       GLEANER_CHECK(parse_cluster_entry(cs[i], "clusters[" + std::to_string(i) + "]", out));
   } else {
     GLEANER_CHECK(parse_cluster_entry(Json("default"), "clusters[0]", out));
   }
   const std::set<std::string> clusters(out.clusters.begin(), out.clusters.end());
-  if (doc.contains("priorityClasses"))
+  if (doc.contains("priorityClasses")) {
     GLEANER_CHECK(parse_priority_classes(doc["priorityClasses"], out));
+  }
   auto array_of = [&](const char* key) -> Result<const Json*> {
     if (!doc.contains(key)) return static_cast<const Json*>(nullptr);
-    if (!doc[key].is_array()) return field_error(key, "expected an array");
+    if (!doc[key].is_array()) return invalid_field(key, "expected an array");
     return &doc[key];
   };
   GLEANER_TRY(nodes, array_of("nodes"));
@@ -242,7 +253,7 @@ Result<Scenario> parse_scenario(const Json& doc) {
     const std::string p = "nodes[" + std::to_string(i) + "]";
     GLEANER_TRY(node, parse_node((*nodes)[i], p, clusters, declared));
     if (!node_names.insert(node.info.name).second) {
-      return field_error(p + ".name", "duplicate node " + node.info.name);
+      return invalid_field(p + ".name", "duplicate node " + node.info.name);
     }
     out.nodes.push_back(std::move(node));
   }

@@ -14,7 +14,6 @@
 
 namespace gleaner::scheduler::sim::fields {
 
-Error field_error(const std::string& path, const std::string& what);
 Status only_known(const Json& obj, const std::string& path,
                   std::initializer_list<const char*> known);
 Result<std::string> get_string(const Json& obj, const std::string& path, const char* key,

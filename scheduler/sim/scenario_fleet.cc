@@ -23,52 +23,52 @@ Status parse_cluster_entry(const Json& c, const std::string& p, Scenario& out) {
     name = std::move(n);
     labels = std::move(l);
   } else {
-    return field_error(p, "expected a name or an object with name and labels");
+    return invalid_field(p, "expected a name or an object with name and labels");
   }
-  if (name.empty()) return field_error(p, "expected a non-empty name");
+  if (name.empty()) return invalid_field(p, "expected a non-empty name");
   if (std::find(out.clusters.begin(), out.clusters.end(), name) != out.clusters.end())
-    return field_error(p, "duplicate cluster " + name);
+    return invalid_field(p, "duplicate cluster " + name);
   out.clusters.push_back(name);
   out.cluster_labels[name] = std::move(labels);
   return ok_status();
 }
 
 Status parse_priority_classes(const Json& pc, Scenario& out) {
-  if (!pc.is_object()) return field_error("priorityClasses", "expected an object of name: value");
+  if (!pc.is_object()) return invalid_field("priorityClasses", "expected an object of name: value");
   for (const auto& [name, value] : pc.items()) {
     const std::string p = "priorityClasses." + name;
-    if (!value.is_number_integer()) return field_error(p, "expected an integer");
+    if (!value.is_number_integer()) return invalid_field(p, "expected an integer");
     auto v = value.get<int64_t>();
     // PriorityClass values: up to one billion for user classes, as the API server allows.
-    if (v < -2'147'483'648LL || v > 1'000'000'000) return field_error(p, "out of range");
+    if (v < -2'147'483'648LL || v > 1'000'000'000) return invalid_field(p, "out of range");
     out.priority_classes[name] = static_cast<int32_t>(v);
   }
   return ok_status();
 }
 
 Status parse_roles(const Json& roles, const std::string& p, ScenarioJob& job) {
-  if (!roles.is_array() || roles.empty()) return field_error(p, "expected a non-empty array");
+  if (!roles.is_array() || roles.empty()) return invalid_field(p, "expected a non-empty array");
   for (size_t i = 0; i < roles.size(); ++i) {
     const std::string rp = p + "[" + std::to_string(i) + "]";
     const Json& r = roles[i];
-    if (!r.is_object()) return field_error(rp, "expected an object");
+    if (!r.is_object()) return invalid_field(rp, "expected an object");
     GLEANER_TRY(batch, get_resources(r, rp, {"name", "replicas"}));
     GLEANER_TRY(name, get_string(r, rp, "name", true));
     GLEANER_TRY(replicas, get_count(r, rp, "replicas"));
-    if (replicas && *replicas > 100000) return field_error(rp + ".replicas", "more than 100000");
+    if (replicas && *replicas > 100000) return invalid_field(rp + ".replicas", "more than 100000");
     for (const RoleSpec& earlier : job.spec.roles) {
-      if (earlier.name == name) return field_error(rp + ".name", "role " + name + " given twice");
+      if (earlier.name == name) return invalid_field(rp + ".name", "role " + name + " given twice");
     }
     RoleSpec role;
     role.name = name;
     role.batch = batch;
     role.replicas = static_cast<int>(replicas.value_or(1));
     if (i > 0 && role.replicas > 0 && batch == Resources{})
-      return field_error(rp, "must request cpu, memory or GPUs");
+      return invalid_field(rp, "must request cpu, memory or GPUs");
     job.spec.roles.push_back(std::move(role));
   }
   if (job.spec.roles[0].replicas < 1)
-    return field_error(p + "[0].replicas", "the first role leads the job: at least 1");
+    return invalid_field(p + "[0].replicas", "the first role leads the job: at least 1");
   return ok_status();
 }
 
@@ -77,9 +77,9 @@ Status parse_roles(const Json& roles, const std::string& p, ScenarioJob& job) {
 Status spark_from_roles(const std::string& p, ScenarioJob& job) {
   auto& roles = job.spec.roles;
   if (roles[0].name != "driver" || roles[0].replicas != 1)
-    return field_error(p + "[0]", "a SparkApplication's first role is driver, with 1 replica");
+    return invalid_field(p + "[0]", "a SparkApplication's first role is driver, with 1 replica");
   if (roles.size() > 2 || (roles.size() == 2 && roles[1].name != "executor"))
-    return field_error(p, "a SparkApplication has roles driver and executor only");
+    return invalid_field(p, "a SparkApplication has roles driver and executor only");
   job.spec.driver = roles[0].batch;
   if (roles.size() == 2) {
     job.spec.executor = roles[1].batch;
@@ -95,11 +95,11 @@ Status parse_placement(const Json& pl, const std::string& p, Placement& out) {
     auto it = pl.find(key);
     if (it == pl.end()) return ok_status();
     const std::string kp = p + "." + key;
-    if (!it->is_array()) return field_error(kp, "expected an array of cluster names");
+    if (!it->is_array()) return invalid_field(kp, "expected an array of cluster names");
     std::vector<std::string> list;
     for (const Json& n : *it) {
       if (!n.is_string() || n.get_ref<const std::string&>().empty())
-        return field_error(kp, "expected an array of cluster names");
+        return invalid_field(kp, "expected an array of cluster names");
       list.push_back(n.get<std::string>());
     }
     into = std::move(list);
@@ -115,7 +115,7 @@ Status parse_placement(const Json& pl, const std::string& p, Placement& out) {
 }
 
 Status parse_events(const Json& events, const std::string& p, ScenarioJob& job) {
-  if (!events.is_array()) return field_error(p, "expected an array");
+  if (!events.is_array()) return invalid_field(p, "expected an array");
   for (size_t i = 0; i < events.size(); ++i) {
     const std::string ep = p + "[" + std::to_string(i) + "]";
     const Json& e = events[i];
@@ -123,7 +123,7 @@ Status parse_events(const Json& events, const std::string& p, ScenarioJob& job) 
     GLEANER_TRY(at, get_count(e, ep, "at"));
     GLEANER_TRY(type, get_string(e, ep, "type", true));
     GLEANER_TRY(count, get_count(e, ep, "count"));
-    if (!at) return field_error(ep + ".at", "required");
+    if (!at) return invalid_field(ep + ".at", "required");
     JobEvent ev;
     ev.at = *at;
     if (type == "executorDeleted") {
@@ -132,13 +132,13 @@ Status parse_events(const Json& events, const std::string& p, ScenarioJob& job) 
       ev.type = JobEvent::Type::kExecutorFailed;
     } else if (type == "driverFailed") {
       ev.type = JobEvent::Type::kDriverFailed;
-      if (count) return field_error(ep + ".count", "a driverFailed event has no count");
+      if (count) return invalid_field(ep + ".count", "a driverFailed event has no count");
     } else {
-      return field_error(ep + ".type",
-                         "expected executorDeleted, executorFailed or driverFailed, got " + type);
+      return invalid_field(ep + ".type",
+                           "expected executorDeleted, executorFailed or driverFailed, got " + type);
     }
     if (count && (*count < 1 || *count > 100000))
-      return field_error(ep + ".count", "expected 1..100000");
+      return invalid_field(ep + ".count", "expected 1..100000");
     ev.count = static_cast<int>(count.value_or(1));
     job.events.push_back(ev);
   }
@@ -173,7 +173,7 @@ Status resolve_job(ScenarioJob& job, const JobExtras& extras, const std::string&
   if (!extras.priority_given && !extras.priority_class.empty()) {
     auto pc = scenario.priority_classes.find(extras.priority_class);
     if (pc == scenario.priority_classes.end()) {
-      return field_error(
+      return invalid_field(
           p + ".priorityClassName",
           "unknown PriorityClass " + extras.priority_class + " (not in priorityClasses)");
     }
@@ -184,7 +184,7 @@ Status resolve_job(ScenarioJob& job, const JobExtras& extras, const std::string&
                                   ? *extras.placement->cluster_names
                                   : std::vector<std::string>{}) {
     if (scenario.cluster_labels.count(c) == 0)
-      return field_error(p + ".placement.clusterNames", "unknown cluster " + c);
+      return invalid_field(p + ".placement.clusterNames", "unknown cluster " + c);
   }
   return ok_status();
 }

@@ -118,6 +118,15 @@ class Handler(BaseHTTPRequestHandler):
         self.warnings = []
         if url.path.startswith("/_admin/"):
             return admin.handle(self, method, url.path[len("/_admin/"):], query)
+        prefix = self.server.path_prefix
+        if prefix:
+            # Served below a path, as a proxy does (Rancher's /k8s/clusters/<id>): a request
+            # outside it is not the API server's.
+            if not url.path.startswith(prefix + "/"):
+                return self.send_json(404, {"kind": "Status", "status": "Failure",
+                                            "reason": "NotFound", "code": 404,
+                                            "message": "outside " + prefix})
+            url = url._replace(path=url.path[len(prefix):])
         self.logged = {"method": method, "path": url.path, "query": query,
                        "contentType": self.headers.get("Content-Type", "")}
         faults.log(self.logged)
@@ -391,6 +400,8 @@ def main():
     parser.add_argument("--kubelet-node", default="node-1", help="node whose pods /pods lists")
     parser.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate chain")
     parser.add_argument("--tls-key", help="private key of --tls-cert")
+    parser.add_argument("--path-prefix", default="",
+                        help="serve the API below this path (e.g. /k8s/clusters/c-1), as a proxy")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     server = Server((args.host, args.port), Handler)
@@ -399,6 +410,7 @@ def main():
     server.tokens = tokens.Tokens(server.store, server.faults)
     server.bookmark_interval, server.kubelet_node = args.bookmark_interval, args.kubelet_node
     server.verbose = args.verbose
+    server.path_prefix = args.path_prefix.rstrip("/")
     if args.tls_cert:
         import ssl
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

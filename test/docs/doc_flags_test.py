@@ -23,7 +23,7 @@ OTHER_TOOLS = {
 }
 # Pages (or lines) about tools with flags of their own: benchmarks, the test VM, scripts.
 OWN_TOOL_PAGES = {"benchmarks.md", "testing-vm.md"}
-OWN_TOOL_LINE = re.compile(r"bench/|_bench|run\.sh|scripts/|live\.py|fetch-kernel|bench_smoke")
+OWN_TOOL_LINE = re.compile(r"bench/|_bench|run\.sh|scripts/|live\.py|fetch-kernel|bench_smoke|LINT_FLAGS|clang_tidy_tree")
 
 
 def subcommands(binary):

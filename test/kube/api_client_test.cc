@@ -260,6 +260,40 @@ TEST_F(ApiClientTest, StalledServerTimesOut) {
   EXPECT_TRUE(impatient.get(nodes_path()).ok());  // a fresh connection works again
 }
 
+// A kubeconfig whose server URL has a path (an API server behind a proxy, as Rancher hands
+// out): every verb, the watch included, goes below it.
+TEST(ApiClientBehindAPath, EveryRequestGoesBelowTheServerUrlsPath) {
+  auto server = TestApiServer::start({"--path-prefix", "/k8s/clusters/c-1"});
+  if (!server) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py with /usr/bin/python3";
+  SystemClock clock;
+  KubeConfig config = server->config();
+  KubeClient outside(config, clock);
+  auto refused = outside.get(pod_path("default", "p1"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kNotFound) << "the server serves only below the path";
+
+  config.endpoint.target = "/k8s/clusters/c-1/";
+  KubeClient client(config, clock);
+  auto list = client.list(pods_path("default"), {});
+  ASSERT_TRUE(list.ok()) << list.error().message;
+  auto w = client.watch(pods_path("default"),
+                        {"", "", list->resource_version, true, std::chrono::seconds(30)});
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  ASSERT_TRUE(client.create(pods_path("default"), pod("p1")).ok());
+  auto got = client.get(pod_path("default", "p1"));
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  EXPECT_EQ((*got)["metadata"]["name"], "p1");
+  for (int events = 0; events < 100; ++events) {  // bookmarks come every 0.2 s meanwhile
+    auto ev = (*w)->next();
+    ASSERT_TRUE(ev.ok()) << ev.error().message;
+    ASSERT_TRUE(ev->has_value());
+    if ((*ev)->type == WatchEventType::kBookmark) continue;
+    EXPECT_EQ((*ev)->type, WatchEventType::kAdded);
+    return;
+  }
+  FAIL() << "no ADDED event among 100";
+}
+
 TEST_F(ApiClientTest, HugeAnswersAreCapped) {
   for (int i = 0; i < 20; ++i)
     create_pod(pod(numbered("h", i)));

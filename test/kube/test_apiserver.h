@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "kube/config.h"
 #include "kube/http_client.h"
 #include "test/support/eventually.h"
+#include "test/support/spawn.h"
 
 namespace gleaner::kube::testing {
 
@@ -37,20 +37,12 @@ class TestApiServer {
                                      "--bookmark-interval",
                                      "0.2"};
     args.insert(args.end(), extra.begin(), extra.end());
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const pid_t pid = gleaner::testing::spawn_program(args, [&] {
       ::dup2(out[1], STDOUT_FILENO);
       ::dup2(in[0], STDIN_FILENO);
       ::close(out[0]);
       ::close(in[1]);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    });
     ::close(out[1]);
     ::close(in[0]);
     auto server = std::unique_ptr<TestApiServer>(new TestApiServer(pid, out[0], in[1]));

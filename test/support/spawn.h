@@ -2,6 +2,7 @@
 // Starts a program (argv[0] an absolute path) as a child that dies with this process, for
 // tests that run the real binaries. Header-only.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,13 @@
 namespace gleaner::testing {
 
 // The child's pid (-1 when fork fails); an exec failure makes the child exit 127.
-inline pid_t spawn_program(std::vector<std::string> args) {
+// `in_child` runs in the child just before the exec (to wire its standard streams).
+inline pid_t spawn_program(std::vector<std::string> args,
+                           const std::function<void()>& in_child = {}) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (in_child) in_child();
     std::vector<char*> argv;
     for (auto& a : args)
       argv.push_back(a.data());

@@ -11,10 +11,6 @@
 
 namespace gleaner::agent::qos {
 namespace {
-using cgroup::CgroupDriver;
-using cgroup::CgroupVersion;
-using cgroup::KubeQos;
-using cgroup::Resource;
 using namespace test;
 
 FakePod batch_pod() {
@@ -34,20 +30,20 @@ TEST(BeCgroups, SharesFromBatchCpuClamped) {
   EXPECT_EQ(shares_from_milli(2000000), 262144);
 }
 
-struct Case {
-  CgroupVersion version;
-  CgroupDriver driver;
+using Case = test::TreeCase;
+// A scratch node tree for the suite's parameter (each test writes its pods into it first).
+class BeTree : public ::testing::TestWithParam<Case> {
+ protected:
+  TempDir t;
+  cgroup::KubeletLayout layout{GetParam().driver};
+  cgroup::CgroupFs fs{t.path(), GetParam().version};
+  FsQosReader reader{fs, nullptr};
 };
-class BeTree : public ::testing::TestWithParam<Case> {};
 
 TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
-  TempDir t;
-  cgroup::KubeletLayout layout(GetParam().driver);
   auto pods = std::vector<FakePod>{batch_pod()};
   make_node_tree(t, GetParam().version, layout, pods);
   auto snap = make_snapshot({}, pods);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
   cgroup::WriteExecutor exec(fs);
   exec.apply(plan_be_cgroups(snap, layout, false, false, reader).writes);
   const std::string pod = layout.pod_dir(KubeQos::kBestEffort, "be-1");
@@ -82,24 +78,16 @@ TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
 }
 
 TEST_P(BeTree, UnlabelledBestEffortPodsAreLeftToKubelet) {
-  TempDir t;
-  cgroup::KubeletLayout layout(GetParam().driver);
   FakePod p = batch_pod();
   p.qos_label = "";
   make_node_tree(t, GetParam().version, layout, {p});
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
   EXPECT_TRUE(plan_be_cgroups(make_snapshot({}, {p}), layout, false, false, reader).writes.empty());
 }
 
 TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
-  TempDir t;
-  cgroup::KubeletLayout layout(GetParam().driver);
   auto pods = std::vector<FakePod>{batch_pod()};
   make_node_tree(t, GetParam().version, layout, pods);
   auto snap = make_snapshot({}, pods);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
   config::ResourceQoSStrategy qos;
   qos.be.cpu.enable = true;
   // No cpu.idle file anywhere (kernel < 5.15): nothing.
@@ -123,14 +111,10 @@ TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
 }
 
 TEST_P(BeTree, MemoryQosAtContainerPodAndQosLevel) {
-  TempDir t;
-  cgroup::KubeletLayout layout(GetParam().driver);
   FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable"};
   ls.containers = Json::array({container("app", {{"memory", "1Gi"}}, {{"memory", "3Gi"}})});
   make_node_tree(t, GetParam().version, layout, {ls});
   auto snap = make_snapshot({}, {ls});
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
   config::ResourceQoSStrategy qos;
   qos.ls.memory.enable = true;
   qos.ls.memory.min_limit_percent = 50;
@@ -150,13 +134,9 @@ TEST_P(BeTree, MemoryQosAtContainerPodAndQosLevel) {
 }
 
 TEST_P(BeTree, MemoryQosSkippedSilentlyWhereFilesAreAbsent) {
-  TempDir t;
-  cgroup::KubeletLayout layout(GetParam().driver);
   FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable"};
   ls.containers = Json::array({container("app", {{"memory", "1Gi"}})});
   make_node_tree(t, GetParam().version, layout, {ls}, "0-7", /*memory_qos_files=*/false);
-  cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
   config::ResourceQoSStrategy qos;
   qos.ls.memory.enable = true;
   qos.ls.memory.min_limit_percent = 100;
@@ -165,15 +145,7 @@ TEST_P(BeTree, MemoryQosSkippedSilentlyWhereFilesAreAbsent) {
   EXPECT_TRUE(plan.notes.empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Trees, BeTree,
-                         ::testing::Values(Case{CgroupVersion::kV1, CgroupDriver::kCgroupfs},
-                                           Case{CgroupVersion::kV1, CgroupDriver::kSystemd},
-                                           Case{CgroupVersion::kV2, CgroupDriver::kCgroupfs},
-                                           Case{CgroupVersion::kV2, CgroupDriver::kSystemd}),
-                         [](const auto& info) {
-                           return std::string(cgroup::to_string(info.param.version)) + "_" +
-                                  cgroup::to_string(info.param.driver);
-                         });
+INSTANTIATE_TEST_SUITE_P(Trees, BeTree, test::every_kubelet_tree(), test::tree_case_name);
 
 }  // namespace
 }  // namespace gleaner::agent::qos

@@ -13,12 +13,7 @@
 namespace gleaner::agent::qos {
 namespace {
 
-using cgroup::Resource;
-using test::container;
-using test::FakeNode;
-using test::FakePod;
-using test::make_snapshot;
-using test::MapReader;
+using namespace test;
 
 class CfsQuotaBurst : public ::testing::Test {
  protected:

@@ -11,11 +11,7 @@
 namespace gleaner::agent::qos {
 namespace {
 
-using cgroup::Resource;
-using test::container;
-using test::FakeNode;
-using test::FakePod;
-using test::make_snapshot;
+using namespace test;
 
 using BurstReader = test::MapReader;
 

@@ -9,9 +9,6 @@
 
 namespace gleaner::agent::qos {
 namespace {
-using cgroup::CgroupDriver;
-using cgroup::CgroupVersion;
-using cgroup::Resource;
 using namespace test;
 
 // 8 CPUs: LS pod uses 2 cores, system 0.5, nothing reserved by kubelet.
@@ -126,10 +123,7 @@ TEST(CpuTopology, MissingSysfsIsAnErrorNamingThePath) {
   EXPECT_NE(topo.error().message.find("sys/devices/system/cpu"), std::string::npos);
 }
 
-struct Case {
-  CgroupVersion version;
-  CgroupDriver driver;
-};
+using Case = test::TreeCase;
 
 class SuppressTree : public ::testing::TestWithParam<Case> {
  protected:
@@ -319,15 +313,7 @@ TEST_P(SuppressTree, OnInterferenceModeAppliesTheCeilingOnlyWhileArmed) {
   EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be_dir()), 270000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Trees, SuppressTree,
-                         ::testing::Values(Case{CgroupVersion::kV1, CgroupDriver::kCgroupfs},
-                                           Case{CgroupVersion::kV1, CgroupDriver::kSystemd},
-                                           Case{CgroupVersion::kV2, CgroupDriver::kCgroupfs},
-                                           Case{CgroupVersion::kV2, CgroupDriver::kSystemd}),
-                         [](const auto& info) {
-                           return std::string(cgroup::to_string(info.param.version)) + "_" +
-                                  cgroup::to_string(info.param.driver);
-                         });
+INSTANTIATE_TEST_SUITE_P(Trees, SuppressTree, test::every_kubelet_tree(), test::tree_case_name);
 
 }  // namespace
 }  // namespace gleaner::agent::qos

@@ -8,10 +8,6 @@
 
 namespace gleaner::agent::qos {
 namespace {
-using cgroup::CgroupDriver;
-using cgroup::CgroupVersion;
-using cgroup::KubeQos;
-using cgroup::Resource;
 using namespace test;
 
 std::vector<FakePod> pods() {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "agent/qos/qos_types.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "cgroup/layout.h"
@@ -16,6 +18,11 @@
 namespace gleaner::agent::qos::test {
 
 using gleaner::testing::TempDir;
+// The cgroup vocabulary of every QoS test (`using namespace test;` brings it in).
+using cgroup::CgroupDriver;
+using cgroup::CgroupVersion;
+using cgroup::KubeQos;
+using cgroup::Resource;
 
 // Current values from maps; CPU counters for the CFS quota burst.
 class MapReader : public QosReader {
@@ -193,6 +200,35 @@ inline void make_node_tree(const TempDir& t, cgroup::CgroupVersion v,
                   memory_qos_files);
     }
   }
+}
+
+// The four kubelet trees a strategy must handle: cgroup v1 and v2, each under the cgroupfs
+// and the systemd driver; a parameterised suite runs on each, named e.g. "v1_systemd".
+struct TreeCase {
+  cgroup::CgroupVersion version;
+  cgroup::CgroupDriver driver;
+};
+inline auto every_kubelet_tree() {
+  using cgroup::CgroupDriver;
+  using cgroup::CgroupVersion;
+  return ::testing::Values(TreeCase{CgroupVersion::kV1, CgroupDriver::kCgroupfs},
+                           TreeCase{CgroupVersion::kV1, CgroupDriver::kSystemd},
+                           TreeCase{CgroupVersion::kV2, CgroupDriver::kCgroupfs},
+                           TreeCase{CgroupVersion::kV2, CgroupDriver::kSystemd});
+}
+inline std::string tree_case_name(const ::testing::TestParamInfo<TreeCase>& info) {
+  return std::string(cgroup::to_string(info.param.version)) + "_" +
+         cgroup::to_string(info.param.driver);
+}
+
+// A resctrl mount whose L3 cache ids are 0 and 2 (two sockets, ids not contiguous).
+inline void make_resctrl(const TempDir& t) {
+  t.write("schemata", "    L3:0=7ff;2=7ff\n    MB:0=100;2=100\n");
+  t.write("tasks", "1\n2\n");
+  t.write("info/L3/cbm_mask", "7ff\n");
+  t.write("info/L3/min_cbm_bits", "1\n");
+  t.write("info/MB/min_bandwidth", "10\n");
+  t.write("info/MB/bandwidth_gran", "10\n");
 }
 
 }  // namespace gleaner::agent::qos::test

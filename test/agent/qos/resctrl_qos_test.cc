@@ -8,20 +8,7 @@
 
 namespace gleaner::agent::qos {
 namespace {
-using cgroup::CgroupDriver;
-using cgroup::CgroupVersion;
-using cgroup::KubeQos;
 using namespace test;
-
-// A resctrl mount whose L3 cache ids are 0 and 2 (two sockets, ids not contiguous).
-void make_resctrl(const TempDir& t) {
-  t.write("schemata", "    L3:0=7ff;2=7ff\n    MB:0=100;2=100\n");
-  t.write("tasks", "1\n2\n");
-  t.write("info/L3/cbm_mask", "7ff\n");
-  t.write("info/L3/min_cbm_bits", "1\n");
-  t.write("info/MB/min_bandwidth", "10\n");
-  t.write("info/MB/bandwidth_gran", "10\n");
-}
 
 FakePod be_pod() {
   FakePod p{.name = "exec", .uid = "be-1", .qos_label = "BE"};

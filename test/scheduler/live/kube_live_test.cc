@@ -20,28 +20,11 @@ using live_testing::node_report;
 constexpr int64_t kGi = int64_t{1} << 30;
 
 Json spark_pod(const std::string& name, const std::string& role) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", name},
-                {"namespace", "default"},
-                {"labels",
-                 {{"spark-role", role},
-                  {"spark-app-selector", "spark-0001"},
-                  {"sparkoperator.k8s.io/app-name", "pi"}}}}},
-              {"spec",
-               {{"schedulerName", "gleaner-scheduler"},
-                {"containers", {{{"name", "spark"}, {"image", "spark"}}}}}}};
+  return live_testing::spark_operator_pod("pi", name, role);
 }
 
 Json spark_application() {
-  return Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
-              {"kind", "SparkApplication"},
-              {"metadata", {{"name", "pi"}, {"namespace", "default"}}},
-              {"spec",
-               {{"type", "Scala"},
-                {"driver", {{"cores", 1}, {"memory", "512m"}}},
-                {"executor", {{"cores", 1}, {"instances", 2}, {"memory", "512m"}}}}}};
+  return live_testing::small_spark_application("pi", 2);
 }
 
 class KubeLiveTest : public ::testing::Test {

@@ -12,8 +12,10 @@
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
+#include "common/json_util.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/server/http_server.h"
+#include "scheduler/server/live_scheduler.h"
 
 namespace gleaner::scheduler::live_testing {
 
@@ -69,5 +71,46 @@ class IoThread {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
   std::thread thread_;
 };
+
+// A pod as the Spark operator creates it for the SparkApplication `app`: labelled with its
+// role (driver or executor) and application, scheduled by gleaner-scheduler.
+inline Json spark_operator_pod(const std::string& app, const std::string& name,
+                               const std::string& role) {
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "default"},
+                {"labels",
+                 {{"spark-role", role},
+                  {"spark-app-selector", "spark-" + app},
+                  {"sparkoperator.k8s.io/app-name", app}}}}},
+              {"spec",
+               {{"schedulerName", "gleaner-scheduler"},
+                {"containers", {{{"name", "spark"}, {"image", "spark"}}}}}}};
+}
+
+// A SparkApplication in "default": a driver and `executors` executors of 1 core and 512m each.
+inline Json small_spark_application(const std::string& app, int executors) {
+  return Json{{"apiVersion", "sparkoperator.k8s.io/v1beta2"},
+              {"kind", "SparkApplication"},
+              {"metadata", {{"name", app}, {"namespace", "default"}}},
+              {"spec",
+               {{"type", "Scala"},
+                {"driver", {{"cores", 1}, {"memory", "512m"}}},
+                {"executor", {{"cores", 1}, {"instances", executors}, {"memory", "512m"}}}}}};
+}
+
+// A live loop managing the one cluster c1, whose node n1 has reported 8 CPUs and `memory`
+// bytes of batch capacity; nullptr when either step is refused.
+inline std::unique_ptr<server::LiveScheduler> one_node_live(const Clock& clock,
+                                                            server::LiveMetrics& metrics,
+                                                            int64_t memory) {
+  server::LiveOptions options;
+  options.clusters = {"c1"};
+  auto live = server::LiveScheduler::create(options, {}, clock, metrics);
+  if (!live.ok() || (*live)->apply_report(node_report("n1", 1, 8000, memory, "c1"))) return nullptr;
+  return std::move(*live);
+}
 
 }  // namespace gleaner::scheduler::live_testing

@@ -11,12 +11,8 @@ namespace {
 TEST(LiveStalePod, APodSeenAgainAfterItWasForgottenHoldsNoRoom) {
   SystemClock clock;
   server::LiveMetrics metrics;
-  server::LiveOptions options;
-  options.clusters = {"c1"};
-  auto live = server::LiveScheduler::create(options, {}, clock, metrics);
-  ASSERT_TRUE(live.ok());
-  ASSERT_FALSE(
-      (*live)->apply_report(live_testing::node_report("n1", 1, 8000, int64_t{16} << 30, "c1")));
+  auto live = live_testing::one_node_live(clock, metrics, int64_t{16} << 30);
+  ASSERT_NE(live, nullptr);
   server::PodView pod;
   pod.cluster = "c1";
   pod.ns = "default";
@@ -26,13 +22,13 @@ TEST(LiveStalePod, APodSeenAgainAfterItWasForgottenHoldsNoRoom) {
   pod.phase = "Running";
   pod.batch = true;
   pod.request = Resources{1000, int64_t{1} << 30};
-  auto used = [&] { return (*live)->nodes_json()["nodes"][0]["used"]["cpuMillicores"]; };
+  auto used = [&] { return live->nodes_json()["nodes"][0]["used"]["cpuMillicores"]; };
 
-  (*live)->observe_pod(pod);
+  live->observe_pod(pod);
   EXPECT_EQ(used(), 1000);
-  (*live)->forget_pod(pod);
+  live->forget_pod(pod);
   EXPECT_EQ(used(), 0);
-  (*live)->observe_pod(pod);  // the stale copy
+  live->observe_pod(pod);  // the stale copy
   EXPECT_EQ(used(), 0);
 }
 

@@ -29,22 +29,18 @@ server::PodView driver(const std::string& name, int executors, int64_t executor_
 TEST(LiveUnschedulable, APendingGangCountsAllItsPodsAfterTheThreshold) {
   live_testing::JumpClock clock;
   server::LiveMetrics metrics;
-  server::LiveOptions options;
-  options.clusters = {"c1"};
-  auto live = server::LiveScheduler::create(options, {}, clock, metrics);
-  ASSERT_TRUE(live.ok());
-  ASSERT_FALSE(
-      (*live)->apply_report(live_testing::node_report("n1", 1, 8000, int64_t{32} << 30, "c1")));
-  (*live)->observe_pod(driver("fits", 3, 1000));  // 4 CPUs of 8
-  (*live)->observe_pod(driver("huge", 4, 4000));  // 17 CPUs: never fits
-  (*live)->tick();
+  auto live = live_testing::one_node_live(clock, metrics, int64_t{32} << 30);
+  ASSERT_NE(live, nullptr);
+  live->observe_pod(driver("fits", 3, 1000));  // 4 CPUs of 8
+  live->observe_pod(driver("huge", 4, 4000));  // 17 CPUs: never fits
+  live->tick();
 
-  EXPECT_EQ((*live)->unschedulable_pods("c1", "spark", "huge", 0), 5);
-  EXPECT_EQ((*live)->unschedulable_pods("c1", "spark", "fits", 0), 0) << "admitted";
-  EXPECT_EQ((*live)->unschedulable_pods("c2", "spark", "huge", 0), 0) << "another member";
-  EXPECT_EQ((*live)->unschedulable_pods("c1", "spark", "huge", 300), 0) << "not 300 s yet";
+  EXPECT_EQ(live->unschedulable_pods("c1", "spark", "huge", 0), 5);
+  EXPECT_EQ(live->unschedulable_pods("c1", "spark", "fits", 0), 0) << "admitted";
+  EXPECT_EQ(live->unschedulable_pods("c2", "spark", "huge", 0), 0) << "another member";
+  EXPECT_EQ(live->unschedulable_pods("c1", "spark", "huge", 300), 0) << "not 300 s yet";
   clock.advance(std::chrono::seconds(301));
-  EXPECT_EQ((*live)->unschedulable_pods("c1", "spark", "huge", 300), 5);
+  EXPECT_EQ(live->unschedulable_pods("c1", "spark", "huge", 300), 5);
 }
 
 }  // namespace
