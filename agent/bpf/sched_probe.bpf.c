@@ -19,9 +19,12 @@
  * notification goes through irq_work, so it is safe from inside the scheduler), each off
  * until user space sets its bound:
  * - a registered cgroup's task waited at least wake_wait_bound_ns for a CPU;
- * - registered cgroups' CPU time over a sliding window of about 10 ms, summed over CPUs,
+ * - registered cgroups' demand over a sliding window of about 10 ms, summed over CPUs,
  *   reached wake_demand_millicores as a rate (LS demand rising above what the agent last
- *   planned for); sent with the figure. Each CPU keeps its share privately and adds it
+ *   planned for); sent with the figure. Demand is CPU time plus the time runnable tasks
+ *   waited for a CPU (each wait counted when the task arrives, at most a window's worth):
+ *   an LS task that BE keeps off its CPU runs less than it wants, and its CPU time alone
+ *   would under-read the surge exactly when the CPU is contended. Each CPU keeps its share privately and adds it
  *   to the shared slots once it holds GLEANER_DEMAND_FLUSH_NS, so they are touched at
  *   most once per millisecond per CPU.
  * Signals are at least wake_min_gap_ns apart. */
@@ -367,6 +370,10 @@ int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (!s) return 0;
   __u64 waited = record_wait(next, task_slot(next), s);
+  if (waited && wake_demand_millicores != 0) {
+    const __u64 window = GLEANER_DEMAND_SPAN_SLOTS * GLEANER_DEMAND_SLOT_NS;
+    account_demand(waited < window ? waited : window);
+  }
   __u64 bound = wake_wait_bound_ns;
   if (bound != 0 && waited >= bound)
     signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, 0, index, bpf_ktime_get_ns());

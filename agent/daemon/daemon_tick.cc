@@ -34,6 +34,8 @@ void Daemon::fast_tick(const char* trigger) {
   }
   auto sample = d.fast_sampler->sample(now);
   if (!sample) return;
+  spdlog::debug("fast pass ({}): node {}m, non-BE {}m (counters {}m)", trigger,
+                sample->node_cpu_milli, sample->non_be_cpu_milli, sample->non_be_counted_milli);
   // Re-armed from what the counters show, not from a demand a wake-up noted: a surge's
   // first signal carries a rate that still averages in the moments before it, and a bound
   // above that rate could lie beyond what the surge can reach (one busy core), leaving the

@@ -61,7 +61,10 @@ void Daemon::Impl::on_wakeups() {
       }
     }
   }
-  if (demand_milli >= 0) fast_sampler->note_non_be(now, demand_milli);
+  if (demand_milli >= 0) {
+    spdlog::debug("eBPF wake-up: LS demand {}m", demand_milli);
+    fast_sampler->note_non_be(now, demand_milli);
+  }
   owner->fast_tick("wakeup");
 }
 

@@ -15,6 +15,7 @@
 #include "agent/bpf/sched_probe.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/layout.h"
+#include "common/file_io.h"
 #include "test/support/scratch_cgroup.h"
 
 namespace gleaner {
@@ -125,6 +126,32 @@ TEST_F(BpfWakeup, LsDemandBeyondTheBoundWakesTheReaderOnceItIsReached) {
   EXPECT_GE(seen.front().span, 7500us);
   EXPECT_LE(seen.front().span, 10ms);
   EXPECT_TRUE(seen.front().dir.empty());
+}
+
+// Demand is what LS wants, not what it got: an LS spinner that BE keeps off its CPU most of
+// the time runs about a fifth of a core, but it is runnable all the time, and its waits
+// count. Without them no window reaches the bound (run time alone stays near 200 m).
+TEST_F(BpfWakeup, LsDemandCountsTheTimeLsWaitedForACpu) {
+  const std::string ls = track_pod(layout_.pod_dir(cgroup::KubeQos::kBurstable, "wait-ls"));
+  const std::string be = layout_.pod_dir(cgroup::KubeQos::kBestEffort, "wait-be");
+  scratch_.mkdir(be);
+  const bool v2 = scratch_.version() == cgroup::CgroupVersion::kV2;
+  // BE's QoS group outweighs LS's four to one on their shared CPU.
+  auto weigh = [&](cgroup::KubeQos qos, const char* weight) {
+    auto path = fs_->path_of(Resource::kCpuShares, layout_.qos_dir(qos));
+    ASSERT_TRUE(path.ok()) << path.error().describe();
+    ASSERT_TRUE(write_file(*path, weight).ok()) << *path;
+  };
+  weigh(cgroup::KubeQos::kBurstable, v2 ? "25" : "256");
+  weigh(cgroup::KubeQos::kBestEffort, v2 ? "100" : "1024");
+  const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+  pin(scratch_.spawn_busy(ls), cpu);
+  pin(scratch_.spawn_busy(be), cpu);
+
+  probe_->set_wake({.demand_millicores = 850});
+  auto seen = wait_for(WakeKind::kDemand, 5s);
+  ASSERT_FALSE(seen.empty()) << "no demand wake-up within 5 s: the LS task's waits were not counted";
+  EXPECT_GE(seen.front().demand_millicores(), 850);
 }
 
 TEST_F(BpfWakeup, WakeUpsKeepTheirMinimumGap) {
