@@ -15,6 +15,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include "common/result.h"
+#include "net/listener_stats.h"
 
 namespace boost::asio {
 class io_context;
@@ -64,12 +65,7 @@ class HttpListener {
   // (50 ms doubling to 1 s) and logged at most once a minute with a count.
   [[nodiscard]] uint64_t accept_errors() const;
   // For /metrics: how full the listener is, and how often it was out of room.
-  struct Stats {
-    size_t open_connections = 0;
-    size_t max_connections = 0;
-    uint64_t accept_errors = 0;
-    uint64_t capacity_reached = 0;  // times the cap was reached (new ones then wait)
-  };
+  using Stats = ListenerStats;
   [[nodiscard]] Stats stats() const;
   // Thread-safe: stops accepting and closes open connections (on the strand).
   void stop();

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "net/beast_names.h"
+#include "net/http_listener.h"
 
 namespace gleaner::reporter {
 
@@ -68,7 +69,7 @@ uint16_t MetricsServer::port() const {
   return impl_->listener->port();
 }
 
-net::HttpListener::Stats MetricsServer::listener_stats() const {
+net::ListenerStats MetricsServer::listener_stats() const {
   return impl_->listener->stats();
 }
 

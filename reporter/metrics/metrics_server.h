@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <utility>  // before Boost.Asio's awaitable.hpp, which uses std::exchange
+#include <utility>
 
 #include "common/result.h"
-#include "net/http_listener.h"
 #include "net/http_reply.h"
+#include "net/listener_stats.h"
 
 namespace boost::asio {
 class io_context;
@@ -40,7 +40,7 @@ class MetricsServer {
 
   // The bound port (useful with port 0).
   [[nodiscard]] uint16_t port() const;
-  [[nodiscard]] net::HttpListener::Stats listener_stats() const;
+  [[nodiscard]] net::ListenerStats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections.
   void stop();
 

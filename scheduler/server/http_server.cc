@@ -8,6 +8,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "net/beast_names.h"
+#include "net/http_listener.h"
 #include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
@@ -234,7 +235,7 @@ uint16_t HttpServer::port() const {
   return impl_->listener->port();
 }
 
-net::HttpListener::Stats HttpServer::listener_stats() const {
+net::ListenerStats HttpServer::listener_stats() const {
   return impl_->listener->stats();
 }
 

@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "net/http_listener.h"
+#include "net/listener_stats.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/server/api_routes.h"
 
@@ -36,7 +36,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   [[nodiscard]] uint16_t port() const;
-  [[nodiscard]] net::HttpListener::Stats listener_stats() const;
+  [[nodiscard]] net::ListenerStats listener_stats() const;
   // Thread-safe: stops accepting and closes open connections (on the io_context).
   void stop();
 

@@ -90,7 +90,7 @@ void LiveMetrics::webhook_review(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++webhook_reviews_[outcome];
 }
-void LiveMetrics::set_listener_source(std::function<net::HttpListener::Stats()> source) {
+void LiveMetrics::set_listener_source(std::function<net::ListenerStats()> source) {
   std::lock_guard lock(mu_);
   listener_source_ = std::move(source);
 }

@@ -13,7 +13,7 @@
 
 #include <prometheus/histogram.h>
 
-#include "net/http_listener.h"
+#include "net/listener_stats.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
@@ -68,7 +68,7 @@ class LiveMetrics {
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
-  void set_listener_source(std::function<net::HttpListener::Stats()> source);
+  void set_listener_source(std::function<net::ListenerStats()> source);
   [[nodiscard]] uint64_t webhook_reviews(const std::string& outcome) const;
 
   [[nodiscard]] uint64_t reports_accepted() const;
@@ -102,7 +102,7 @@ class LiveMetrics {
   uint64_t member_clusters_rejected_ = 0;
   uint64_t hub_jobs_rejected_ = 0;
   bool leading_ = false;
-  std::function<net::HttpListener::Stats()> listener_source_;
+  std::function<net::ListenerStats()> listener_source_;
   prometheus::Histogram admission_latency_;
   prometheus::Histogram report_lag_;
 };

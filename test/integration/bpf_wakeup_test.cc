@@ -150,7 +150,8 @@ TEST_F(BpfWakeup, LsDemandCountsTheTimeLsWaitedForACpu) {
 
   probe_->set_wake({.demand_millicores = 850});
   auto seen = wait_for(WakeKind::kDemand, 5s);
-  ASSERT_FALSE(seen.empty()) << "no demand wake-up within 5 s: the LS task's waits were not counted";
+  ASSERT_FALSE(seen.empty())
+      << "no demand wake-up within 5 s: the LS task's waits were not counted";
   EXPECT_GE(seen.front().demand_millicores(), 850);
 }
 

@@ -1,0 +1,17 @@
+#pragma once
+// How full an HTTP listener is, for /metrics. Apart from net/http_listener.h so that the
+// metrics code reads it without compiling Boost.Beast.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gleaner::net {
+
+struct ListenerStats {
+  size_t open_connections = 0;
+  size_t max_connections = 0;
+  uint64_t accept_errors = 0;
+  uint64_t capacity_reached = 0;  // times the cap was reached (new ones then wait)
+};
+
+}  // namespace gleaner::net
