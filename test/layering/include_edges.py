@@ -6,8 +6,12 @@ targets among its LIBS; an executable's main.cc may include what its target link
 `#include "dir/..."` in the project's sources must cross an allowed edge. Includes inside a
 module are always allowed; generated headers (no folder) are not checked.
 
+Boost.Beast stays where HTTP is spoken: a header may include <boost/beast/...> itself, but no
+header may include such a header (only .cc files may), so Beast is compiled only by the files
+that use it, not by every file that includes a module's header.
+
 Usage: include_edges.py --source-dir SRC     exit 1 and one line per forbidden include
-       include_edges.py --self-test           the checker finds a planted forbidden include"""
+       include_edges.py --self-test           the checker finds planted forbidden includes"""
 
 import argparse
 import os
@@ -17,6 +21,7 @@ import tempfile
 
 TOP = ("common", "net", "cgroup", "resctrl", "kube", "reporter", "agent", "scheduler")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+BEAST = re.compile(r"^\s*#\s*include\s+<boost/beast[/.]")
 CALL = re.compile(r"\b(gleaner_module|add_executable|target_link_libraries)\s*\(([^)]*)\)",
                   re.S)
 KEYWORDS = {"NAME", "DIR", "LIBS", "EXCLUDE", "PRIVATE", "PUBLIC", "INTERFACE"}
@@ -78,29 +83,51 @@ def module_of(path, modules):
     return best
 
 
-def violations(src):
-    allowed, mains = module_table(src)
-    out = []
+def source_files(src):
+    """Every C/C++ source under the module folders, relative to src."""
     for top in TOP:
         for root, _, files in os.walk(os.path.join(src, top)):
             for name in sorted(files):
-                if not name.endswith((".cc", ".h", ".c")):
+                if name.endswith((".cc", ".h", ".c")):
+                    yield os.path.relpath(os.path.join(root, name), src)
+
+
+def beast_leaks(src):
+    """Headers that include a header which itself includes Boost.Beast."""
+    carriers, includes = set(), {}
+    for path in source_files(src):
+        if not path.endswith(".h"):
+            continue
+        with open(os.path.join(src, path), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if BEAST.match(line):
+                    carriers.add(path)
+                m = INCLUDE.match(line)
+                if m:
+                    includes.setdefault(path, []).append((n, m.group(1)))
+    return ["%s:%d: a header may not include %s, which carries Boost.Beast to every includer "
+            "(include it from the .cc)" % (path, n, inc)
+            for path, incs in sorted(includes.items()) for n, inc in incs if inc in carriers]
+
+
+def violations(src):
+    allowed, mains = module_table(src)
+    out = beast_leaks(src)
+    for path in source_files(src):
+        here = module_of(path, allowed)
+        if here is None or (here in mains and path != here + "/main.cc"):
+            out.append("%s: in no module (no gleaner_module call covers it)" % path)
+            continue
+        with open(os.path.join(src, path), errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if not m or "/" not in m.group(1):
                     continue
-                path = os.path.relpath(os.path.join(root, name), src)
-                here = module_of(path, allowed)
-                if here is None or (here in mains and path != here + "/main.cc"):
-                    out.append("%s: in no module (no gleaner_module call covers it)" % path)
+                there = module_of(m.group(1), allowed)
+                if there is None or there == here or there in allowed[here]:
                     continue
-                with open(os.path.join(src, path), errors="replace") as f:
-                    for n, line in enumerate(f, 1):
-                        m = INCLUDE.match(line)
-                        if not m or "/" not in m.group(1):
-                            continue
-                        there = module_of(m.group(1), allowed)
-                        if there is None or there == here or there in allowed[here]:
-                            continue
-                        out.append("%s:%d: %s may not include %s (%s)"
-                                   % (path, n, here, there, m.group(1)))
+                out.append("%s:%d: %s may not include %s (%s)"
+                           % (path, n, here, there, m.group(1)))
     return out
 
 
@@ -124,13 +151,22 @@ def self_test():
         if violations(tmp):
             print("FAIL: allowed includes reported: %s" % violations(tmp))
             return 1
+        put("kube/http.h", "#include <boost/beast/http.hpp>\n")
+        put("kube/http.cc", '#include "kube/http.h"\n')
+        if violations(tmp):
+            print("FAIL: Beast included by a header and that header by a .cc reported: %s"
+                  % violations(tmp))
+            return 1
         put("scheduler/core/bad.cc", '#include "kube/objects.h"\n')
         put("scheduler/stray/x.cc", "\n")
+        put("kube/client.h", '#include "kube/http.h"\n')
         found = violations(tmp)
-        if len(found) != 2 or not any("scheduler/core may not include kube" in f for f in found) \
-                or not any("scheduler/stray/x.cc: in no module" in f for f in found):
-            print("FAIL: the planted include scheduler/core -> kube and the stray file were "
-                  "not both reported: %s" % found)
+        if len(found) != 3 or not any("scheduler/core may not include kube" in f for f in found) \
+                or not any("scheduler/stray/x.cc: in no module" in f for f in found) \
+                or not any("kube/client.h:1: a header may not include kube/http.h" in f
+                           for f in found):
+            print("FAIL: the planted include scheduler/core -> kube, the stray file and the "
+                  "header passing Beast on were not all reported: %s" % found)
             return 1
         for f in found:
             print("self-test: reported: " + f)
