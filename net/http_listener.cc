@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <list>
 
@@ -27,29 +26,7 @@ constexpr auto kAcceptBackoffMin = std::chrono::milliseconds(50);
 constexpr auto kAcceptBackoffMax = std::chrono::seconds(1);
 constexpr auto kWarnEvery = std::chrono::seconds(60);
 
-Error addr_error(std::string_view what, std::string_view text, const std::string& why) {
-  return make_error(ErrorCode::kInvalidArgument,
-                    std::string(what) + " '" + std::string(text) + "': " + why);
-}
-
 }  // namespace
-
-Result<ListenAddress> parse_listen_address(std::string_view text, std::string_view what) {
-  size_t colon = text.rfind(':');
-  if (colon == std::string_view::npos) return addr_error(what, text, "expected [host]:port");
-  ListenAddress out;
-  std::string_view host = text.substr(0, colon);
-  if (host.starts_with("[") && host.ends_with("]")) host = host.substr(1, host.size() - 2);
-  out.host = host.empty() ? "0.0.0.0" : std::string(host);
-  std::string_view port = text.substr(colon + 1);
-  unsigned value = 0;
-  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (port.empty() || ec != std::errc() || ptr != port.data() + port.size() || value > 65535) {
-    return addr_error(what, text, "bad port '" + std::string(port) + "'");
-  }
-  out.port = static_cast<uint16_t>(value);
-  return out;
-}
 
 struct HttpListener::Impl {
   Impl(asio::io_context& io, std::string w, OnConnection c)
@@ -135,14 +112,14 @@ Result<std::shared_ptr<HttpListener>> HttpListener::listen(asio::io_context& io,
   if (!addr) return addr.error();
   error_code ec;
   auto ip = asio::ip::make_address(addr->host, ec);
-  if (ec) return addr_error(what, address, "host must be an IP address: " + ec.message());
+  if (ec) return listen_address_error(what, address, "host must be an IP address: " + ec.message());
   auto impl = std::make_shared<Impl>(io, std::string(what), std::move(on_connection));
   tcp::endpoint endpoint(ip, addr->port);
   impl->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return addr_error(what, address, "cannot listen: " + ec.message());
+  if (ec) return listen_address_error(what, address, "cannot listen: " + ec.message());
   impl->bound_port = impl->acceptor.local_endpoint().port();
   rlimit files{};
   size_t cap = max_connections;

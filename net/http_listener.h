@@ -1,7 +1,7 @@
 #pragma once
 // The TCP side of the small Boost.Beast HTTP servers both binaries run (the agent's
-// /metrics port, the scheduler's API and webhook ports): listen addresses and the
-// listener that accepts connections for them.
+// /metrics port, the scheduler's API and webhook ports): the listener that accepts
+// connections for them.
 
 #include <cstdint>
 #include <functional>
@@ -15,6 +15,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 
 #include "common/result.h"
+#include "net/listen_address.h"
 #include "net/listener_stats.h"
 
 namespace boost::asio {
@@ -22,15 +23,6 @@ class io_context;
 }  // namespace boost::asio
 
 namespace gleaner::net {
-
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" when the address names none
-  uint16_t port = 0;
-};
-// ":9316", "127.0.0.1:9316", "[::1]:0" (0 = any free port). `what` names the address in
-// errors ("metrics address ':x': bad port 'x'").
-Result<ListenAddress> parse_listen_address(std::string_view text,
-                                           std::string_view what = "listen address");
 
 // The TCP side of a small Beast HTTP server, shared by the agent's metrics server and the
 // scheduler's HTTP and webhook ports: binds and listens at once (a taken port fails at start-up),

@@ -25,7 +25,7 @@
 #include "common/log.h"
 #include "kube/config.h"
 #include "kube/objects.h"
-#include "net/http_listener.h"
+#include "net/listen_address.h"
 #include "net/url.h"
 
 namespace gleaner::agent {

@@ -24,7 +24,7 @@
 #include "common/file_io.h"
 #include "common/log.h"
 #include "kube/config.h"
-#include "net/http_listener.h"
+#include "net/listen_address.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/cli/commands.h"

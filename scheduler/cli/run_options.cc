@@ -9,7 +9,7 @@
 
 #include "common/cli_main.h"
 #include "common/file_io.h"
-#include "net/http_listener.h"
+#include "net/listen_address.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/kube/agent_tokens.h"
 #include "scheduler/server/http_server.h"
