@@ -24,9 +24,9 @@
  *   planned for); sent with the figure. Demand is CPU time plus the time runnable tasks
  *   waited for a CPU (each wait counted when the task arrives, at most a window's worth):
  *   an LS task that BE keeps off its CPU runs less than it wants, and its CPU time alone
- *   would under-read the surge exactly when the CPU is contended. Each CPU keeps its share privately and adds it
- *   to the shared slots once it holds GLEANER_DEMAND_FLUSH_NS, so they are touched at
- *   most once per millisecond per CPU.
+ *   would under-read the surge exactly when the CPU is contended. Each CPU keeps its
+ *   share privately and adds it to the shared slots once it holds
+ *   GLEANER_DEMAND_FLUSH_NS, so they are touched at most once per millisecond per CPU.
  * Signals are at least wake_min_gap_ns apart. */
 #include "vmlinux.h"
 
