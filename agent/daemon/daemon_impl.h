@@ -26,7 +26,6 @@
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/daemon/state_record.h"
-#include "agent/daemon/wake_bounds.h"
 #include "agent/metrics/fast_sampler.h"
 #include "agent/metrics/metric_store.h"
 #include "agent/metrics/node_sampler.h"
@@ -86,7 +85,6 @@ struct Daemon::Impl {
   // The probe's wake-up ring buffer in the event loop (null: wake-ups off).
   std::unique_ptr<boost::asio::posix::stream_descriptor> wake_descriptor;
   bpf::WakeSettings wake_settings;                    // in force in the probe
-  std::optional<NotedDemand> noted_demand;            // the last demand a wake-up carried
   std::map<std::string, uint64_t> wakeups_total;      // by signal
   std::map<std::string, uint64_t> fast_passes_total;  // by trigger (timer, wakeup)
   bpf::InterferenceConfig interference;

@@ -3,7 +3,6 @@
 // path at once instead of at its next 50 ms tick (docs/agent.md, "Reacting in
 // milliseconds").
 #include "agent/daemon/daemon_impl.h"
-#include "agent/daemon/wake_bounds.h"
 
 namespace gleaner::agent {
 namespace {
@@ -65,7 +64,6 @@ void Daemon::Impl::on_wakeups() {
   if (demand_milli >= 0) {
     spdlog::debug("eBPF wake-up: LS demand {}m", demand_milli);
     fast_sampler->note_non_be(now, demand_milli);
-    noted_demand = NotedDemand{now, demand_milli};
   }
   owner->fast_tick("wakeup");
 }
@@ -75,11 +73,11 @@ void Daemon::Impl::update_wake_bounds(std::optional<int64_t> non_be_milli) {
   const auto& threshold = step->engine().threshold();
   bpf::WakeSettings settings;
   if (threshold.enable) settings.runq_wait_bound = interference.runq_p99_bound;
-  // Demand above what the last fast pass planned for, by more than one suppress step,
-  // wakes the fast path.
+  // Demand above what the last fast pass planned for, by more than one suppress step (a
+  // tenth of the node, at least 100 millicores), wakes the fast path.
   if (non_be_milli && qos::suppress_ceiling_applies(threshold, step->suppress_armed())) {
     settings.demand_millicores =
-        demand_wake_bound(*non_be_milli, noted_demand, clock.now(), node_sampler->cpus());
+        *non_be_milli + std::max<int64_t>(100, int64_t{100} * node_sampler->cpus());
   }
   if (settings.runq_wait_bound == wake_settings.runq_wait_bound &&
       settings.demand_millicores == wake_settings.demand_millicores) {

@@ -38,9 +38,8 @@ class FastSampler {
   // the maximum for `hold` only. A surge that lasts shows in the next sampled figures, which
   // then hold it for the whole window; a burst of a few milliseconds does not keep BE down
   // for a second.
-  static constexpr std::chrono::milliseconds kNoteHold{200};
   void note_non_be(std::chrono::steady_clock::time_point now, int64_t millicores,
-                   std::chrono::milliseconds hold = kNoteHold);
+                   std::chrono::milliseconds hold = std::chrono::milliseconds(200));
 
   // The shortest span a sampled non-BE figure is taken over.
   static constexpr std::chrono::milliseconds kMinNonBeSpan{20};
