@@ -150,6 +150,11 @@ TEST(AgentInterferenceReal, OnInterferenceModeLimitsBeOnlyOnceAnLsPodWaits) {
   // No LS wait: BE stays unbounded over ten passes although it is over the threshold line.
   EXPECT_FALSE(calm.be_limited_within(2s)) << "BE limited without interference";
   // An LS process starts on CPU 0 beside the spinner: it waits, and the ceiling is armed.
+  // BE's QoS group outweighs LS's eight to one there, so the LS process (which wants a fifth
+  // of the CPU) is held back by BE on every scheduler: at equal weights its waits hinge on
+  // how soon the kernel preempts the spinner at each wake-up, near the 2 ms bound on some.
+  calm.node.scratch().set_cpu_shares(calm.node.ls_qos(), 256);
+  calm.node.scratch().set_cpu_shares(calm.node.be_qos(), 2048);
   pin_to_cpu0(calm.node.scratch().spawn_periodic(calm.node.ls_pod(), std::chrono::milliseconds(2),
                                                  std::chrono::milliseconds(10)));
   EXPECT_TRUE(calm.be_limited_within(3s)) << "the ceiling was not armed by LS waiting";

@@ -135,15 +135,9 @@ TEST_F(BpfWakeup, LsDemandCountsTheTimeLsWaitedForACpu) {
   const std::string ls = track_pod(layout_.pod_dir(cgroup::KubeQos::kBurstable, "wait-ls"));
   const std::string be = layout_.pod_dir(cgroup::KubeQos::kBestEffort, "wait-be");
   scratch_.mkdir(be);
-  const bool v2 = scratch_.version() == cgroup::CgroupVersion::kV2;
   // BE's QoS group outweighs LS's four to one on their shared CPU.
-  auto weigh = [&](cgroup::KubeQos qos, const char* weight) {
-    auto path = fs_->path_of(Resource::kCpuShares, layout_.qos_dir(qos));
-    ASSERT_TRUE(path.ok()) << path.error().describe();
-    ASSERT_TRUE(write_file(*path, weight).ok()) << *path;
-  };
-  weigh(cgroup::KubeQos::kBurstable, v2 ? "25" : "256");
-  weigh(cgroup::KubeQos::kBestEffort, v2 ? "100" : "1024");
+  scratch_.set_cpu_shares(layout_.qos_dir(cgroup::KubeQos::kBurstable), 256);
+  scratch_.set_cpu_shares(layout_.qos_dir(cgroup::KubeQos::kBestEffort), 1024);
   const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
   pin(scratch_.spawn_busy(ls), cpu);
   pin(scratch_.spawn_busy(be), cpu);

@@ -12,6 +12,7 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
   const cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
   ls_pod_ = layout.pod_dir(cgroup::KubeQos::kBurstable, "ls-uid");
   be_pod_ = layout.pod_dir(cgroup::KubeQos::kBestEffort, "be-uid");
+  ls_qos_ = layout.qos_dir(cgroup::KubeQos::kBurstable);
   be_qos_ = layout.qos_dir(cgroup::KubeQos::kBestEffort);
   scratch_.mkdir(ls_pod_);
   scratch_.mkdir(be_pod_);

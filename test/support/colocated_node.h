@@ -35,6 +35,7 @@ class ColocatedNode {
   // Cgroup directories relative to the root, as the agent names them.
   [[nodiscard]] const std::string& ls_pod() const { return ls_pod_; }
   [[nodiscard]] const std::string& be_pod() const { return be_pod_; }
+  [[nodiscard]] const std::string& ls_qos() const { return ls_qos_; }
   [[nodiscard]] const std::string& be_qos() const { return be_qos_; }
   // The BE container's cgroup (empty without ColocatedNodeSpec::be_container_id).
   [[nodiscard]] const std::string& be_container() const { return be_container_; }
@@ -51,6 +52,7 @@ class ColocatedNode {
   TempDir files_;
   std::string ls_pod_;
   std::string be_pod_;
+  std::string ls_qos_;
   std::string be_qos_;
   std::string be_container_;
   std::string agent_tasks_file_;

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup/cgroup_fs.h"
+#include "cgroup/resource.h"
 #include "common/file_io.h"
 #include "test/support/eventually.h"
 
@@ -190,6 +192,15 @@ ScratchCgroups::~ScratchCgroups() {
   fs::path link_dir =
       version_ == cgroup::CgroupVersion::kV2 ? fs::path(root_).parent_path() : fs::path(root_);
   fs::remove_all(link_dir, ec);
+}
+
+void ScratchCgroups::set_cpu_shares(const std::string& relative, int64_t shares) {
+  auto path = cgroup::CgroupFs(root_, version_).path_of(cgroup::Resource::kCpuShares, relative);
+  if (!path.ok())
+    throw std::runtime_error("cpu weight of " + relative + ": " + path.error().describe());
+  const int64_t value =
+      version_ == cgroup::CgroupVersion::kV2 ? cgroup::shares_to_weight(shares) : shares;
+  write_or_throw(*path, std::to_string(value));
 }
 
 void ScratchCgroups::mkdir(const std::string& relative) {

@@ -59,6 +59,9 @@ class ScratchCgroups {
                    const std::string& log_file = "");
   // Starts a child that sleeps (blocked on a pipe) inside `relative`.
   pid_t spawn_idle(const std::string& relative);
+  // Gives `relative` this CPU weight among its siblings: cpu.shares on v1, the cpu.weight
+  // kubelet would derive from them on v2.
+  void set_cpu_shares(const std::string& relative, int64_t shares);
   // Moves an existing process into `relative` in every controller.
   void move(pid_t pid, const std::string& relative);
   void kill_child(pid_t pid);
