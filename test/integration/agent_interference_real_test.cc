@@ -31,6 +31,15 @@ void pin_to_cpu0(pid_t pid) {
   ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0);
 }
 
+// Gives BE's QoS group eight times LS's CPU weight, so an LS process that wants a fifth of a
+// CPU it shares with a BE spinner is held back on any scheduler: at equal weights its waits
+// hinge on how soon the kernel preempts the spinner at each wake-up (a run-queue p99 near
+// the tests' 2 ms bound on some machines; ~15 ms at eight to one).
+void outweigh_ls_with_be(gleaner::testing::ColocatedNode& node) {
+  node.scratch().set_cpu_shares(node.ls_qos(), 256);
+  node.scratch().set_cpu_shares(node.be_qos(), 2048);
+}
+
 // Runs the agent for `run_for`, or until the BE quota reaches `enough` or below, and
 // returns the lowest BE quota it set (-1: never limited).
 int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for, int64_t enough = 0) {
@@ -41,7 +50,10 @@ int64_t lowest_be_quota(bool ebpf, std::chrono::milliseconds run_for, int64_t en
     "cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"}})"});
   pin_to_cpu0(node.scratch().spawn_busy(node.be_pod()));
   // The LS pod needs little CPU (2 ms every 10 ms) but needs it at once: sharing CPU 0 with a
-  // BE spinner makes each wake-up wait, which usage alone does not show.
+  // BE spinner whose QoS group outweighs it eight to one makes its wake-ups wait, which usage
+  // alone does not show (at equal weights the waits hinge on how soon the kernel preempts
+  // the spinner, near the 2 ms bound on some machines).
+  outweigh_ls_with_be(node);
   pin_to_cpu0(node.scratch().spawn_periodic(node.ls_pod(), std::chrono::milliseconds(2),
                                             std::chrono::milliseconds(10)));
   const std::string& be_qos = node.be_qos();
@@ -150,11 +162,7 @@ TEST(AgentInterferenceReal, OnInterferenceModeLimitsBeOnlyOnceAnLsPodWaits) {
   // No LS wait: BE stays unbounded over ten passes although it is over the threshold line.
   EXPECT_FALSE(calm.be_limited_within(2s)) << "BE limited without interference";
   // An LS process starts on CPU 0 beside the spinner: it waits, and the ceiling is armed.
-  // BE's QoS group outweighs LS's eight to one there, so the LS process (which wants a fifth
-  // of the CPU) is held back by BE on every scheduler: at equal weights its waits hinge on
-  // how soon the kernel preempts the spinner at each wake-up, near the 2 ms bound on some.
-  calm.node.scratch().set_cpu_shares(calm.node.ls_qos(), 256);
-  calm.node.scratch().set_cpu_shares(calm.node.be_qos(), 2048);
+  outweigh_ls_with_be(calm.node);
   pin_to_cpu0(calm.node.scratch().spawn_periodic(calm.node.ls_pod(), std::chrono::milliseconds(2),
                                                  std::chrono::milliseconds(10)));
   EXPECT_TRUE(calm.be_limited_within(3s)) << "the ceiling was not armed by LS waiting";
