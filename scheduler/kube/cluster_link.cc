@@ -30,8 +30,10 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
   policies_.cluster = options_.publish;
   kube::InformerOptions pods;
   pods.path = kube::pods_path("");
-  // Terminal pods hold no room; pods leaving this set arrive as deletions.
-  pods.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  // Every pod, terminal ones included: a pod's turn to Succeeded or Failed must arrive as
+  // such. Behind a field selector excluding them it would arrive as a deletion carrying the
+  // pod's previous state (the API server's watch sends that, and so does a relist), and a
+  // gang member that finished would look lost. Terminal pods hold no room (observe_pod).
   pods.resync = options_.resync;
   pods_ = std::make_unique<kube::Informer>(
       client_, pods,
@@ -254,9 +256,12 @@ void ClusterLink::on_pod(const Json& obj, bool gone) {
     spdlog::warn("cluster {}: unreadable pod: {}", options_.name, pod.error().message);
     return;
   }
-  auto view =
-      pod_view(*pod, options_.name, options_.scheduler_name,
-               [this](const std::string& ns, const std::string& n) { return spark_app(ns, n); });
+  auto view = pod_view(
+      *pod, options_.name, options_.scheduler_name,
+      [this](const std::string& ns, const std::string& n) { return spark_app(ns, n); },
+      [this](const std::string& kind, const std::string& ns, const std::string& n) {
+        return training_job(kind, ns, n);
+      });
   if (gone) {
     live_.forget_pod(view);
   } else {

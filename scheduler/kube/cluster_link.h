@@ -94,6 +94,10 @@ class ClusterLink {
   // Kubeflow training jobs (training_jobs.cc): on a hub, those a policy governs are placed
   // like SparkApplications; in a member, a hub's copy reports its state back.
   void on_training_job(const std::string& kind, const Json& obj);
+  // The training job `ns/name` of `kind` as the informer has it (nullopt: not seen yet, or
+  // unreadable), for the pods of a cluster's own job.
+  std::optional<server::AppView> training_job(const std::string& kind, const std::string& ns,
+                                              const std::string& name);
   // An application (any kind) as this link sees it: queued for placement, a copy whose
   // state goes back to its origin, or an origin whose copy or binding must exist.
   void route_app(const Json& obj, server::AppView& view);

@@ -67,6 +67,19 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
 
 }  // namespace
 
+bool names_scheduler(const Json& object, const std::string& scheduler) {
+  for (const Kind& k : kinds()) {
+    const Json* specs = find_path(object, std::string("spec/") + k.specs_field);
+    if (specs == nullptr || !specs->is_object()) continue;
+    for (const auto& [role, spec] : specs->items()) {
+      const Json* name = find_path(spec, "template/spec/schedulerName");
+      if (name != nullptr && name->is_string() && name->get<std::string>() == scheduler)
+        return true;
+    }
+  }
+  return false;
+}
+
 Result<TrainingJob> parse_training_job(const Json& object) {
   if (!object.is_object()) return invalid_field("job", "expected an object");
   TrainingJob job;

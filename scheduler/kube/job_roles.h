@@ -39,6 +39,10 @@ struct TrainingJob {
 // role without a pod template or containers, a selector Gleaner cannot honour.
 Result<TrainingJob> parse_training_job(const Json& object);
 
+// Whether a role's pod template of the training job (PyTorchJob, TFJob) names
+// `scheduler` in spec.schedulerName: its pods are that scheduler's to place.
+bool names_scheduler(const Json& object, const std::string& scheduler);
+
 // A SparkApplication (sparkoperator.k8s.io/v1beta2) as roles Driver (1) and Executor (the
 // executors its gang is admitted with), each pod sized by Spark's rules (cores, memory +
 // overhead), with the section's priorityClassName, nodeSelector, affinity and tolerations.

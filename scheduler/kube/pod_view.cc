@@ -88,7 +88,8 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
 }
 
 server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                         const std::string& scheduler_name, const SparkLookup& spark) {
+                         const std::string& scheduler_name, const SparkLookup& spark,
+                         const TrainingLookup& training) {
   server::PodView v;
   v.cluster = cluster;
   v.ns = pod.metadata.namespace_name;
@@ -158,6 +159,16 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
       v.gang = server::gang_name(kind, training_job);
       v.replica_type = replica_type;
       v.replica_index = value;
+      if (!training) return v;
+      auto job = training(kind, v.ns, training_job);
+      if (!job) {
+        v.waiting_for = std::string("waiting for ") + kind + " " + v.ns + "/" + training_job;
+      } else if (job->origin.empty() || job->origin == cluster) {
+        // The cluster's own job: its roles are the gang. A copy's room is held by the hub's
+        // placement instead.
+        v.shape = job->shape;
+        if (v.queue.empty()) v.queue = job->queue;
+      }
       return v;
     }
   }

@@ -8,7 +8,9 @@
 //     unless a pod group says otherwise.
 //   Kubeflow training jobs: training.kubeflow.org/job-name, replica-type and replica-index
 //     (the job's kind from operator-name): the pod takes the room its job holds for that
-//     role and index, when the job was placed from a fleet's hub.
+//     role and index. The job was placed from a fleet's hub (a copy), or it is the
+//     cluster's own: then the job's roles size the gang (every replica placed at once),
+//     and a pod whose job the informer has not shown yet waits for it.
 //   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.
 //   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
 //     asks for them (colocation), else its cpu and memory requests.
@@ -49,7 +51,13 @@ std::string annotation_of(const Json& obj, const char* key);
 std::optional<server::AppView> app_view(const kube::SparkApplication& app,
                                         const std::string& cluster, bool labelled_only = true);
 
+// (kind, namespace, name) -> the training job as the live loop reads it, when the informer
+// has it and can read it.
+using TrainingLookup = std::function<std::optional<server::AppView>(
+    const std::string&, const std::string&, const std::string&)>;
+
 server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                         const std::string& scheduler_name, const SparkLookup& spark);
+                         const std::string& scheduler_name, const SparkLookup& spark,
+                         const TrainingLookup& training = nullptr);
 
 }  // namespace gleaner::scheduler::kube_glue

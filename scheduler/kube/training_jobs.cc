@@ -3,8 +3,10 @@
 // PropagationPolicy governs is placed like a SparkApplication: one gang of all its roles,
 // into a member whose batch capacity (and free GPUs) fits the whole job; its copy, or in
 // Karmada mode its ResourceBinding, takes it there, and the copy's state comes back. In a
-// member, only the hub's copies are the fleet's: a member's own training job is scheduled
-// pod by pod.
+// member, a hub's copy reports its state back; the cluster's own job whose pods name this
+// scheduler is a gang too: its pods carry its roles (pod_view.h), and the first to come
+// queues the whole job in this cluster. Either is checked here, and one the scheduler
+// cannot read gets a Warning Event.
 #include <spdlog/spdlog.h>
 
 #include "scheduler/kube/cluster_link.h"
@@ -23,9 +25,9 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
         hub_allowed(fleet::HubObject{app_api_version(kind), kind, ns, name, object_labels(obj)});
     if (!governed) return;  // no policy governs it: not ours
     allowed = std::move(*governed);
-  } else if (origin.empty() || origin == options_.name) {
-    return;  // the member's own job: its pods are scheduled one by one
   }
+  const bool own = !options_.hub && (origin.empty() || origin == options_.name);
+  if (own && !names_scheduler(obj, options_.scheduler_name)) return;  // another scheduler's
   auto job = parse_training_job(obj);
   if (job && component_set(*job).empty()) {
     job = make_error(ErrorCode::kInvalidArgument,
@@ -55,6 +57,7 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
     }
     return;
   }
+  if (own) return;  // its pods bring its roles to the live loop (training_job below)
   server::AppView view = training_app_view(*job, obj, options_.name);
   view.hub = options_.hub;
   view.allowed_clusters = std::move(allowed);
@@ -65,6 +68,16 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
     break;
   }
   route_app(obj, view);
+}
+
+std::optional<server::AppView> ClusterLink::training_job(const std::string& kind,
+                                                         const std::string& ns,
+                                                         const std::string& name) {
+  auto obj = apps_of(kind).get(ns + "/" + name);
+  if (!obj) return std::nullopt;
+  auto job = parse_training_job(*obj);  // unreadable: on_training_job wrote why, once
+  if (!job || component_set(*job).empty()) return std::nullopt;
+  return training_app_view(*job, *obj, options_.name);
 }
 
 kube::Informer& ClusterLink::apps_of(const std::string& kind) {

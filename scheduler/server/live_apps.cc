@@ -102,9 +102,22 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
     }
   }
   if (it == gangs_.end()) {
+    it = gangs_.find(placed_key(kind, cluster, ns, name));
+    if (it != gangs_.end() && it->second.replica_gang) {
+      // A cluster's own training job deleted: its queued or held room goes now (its
+      // pods, if any, are deleted with it and hold nothing more).
+      Gang& g = it->second;
+      if (g.job && !job_over(*g.job)) {
+        if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
+      }
+      if (g.members.empty() && g.waiting.empty()) {
+        if (g.job) job_gang_.erase(*g.job);
+        gangs_.erase(it);
+      }
+      return;
+    }
     // A copy made here for another cluster's application, deleted before its driver
     // came: its room goes back (once pods exist, they leave with their own deletion).
-    it = gangs_.find(placed_key(kind, cluster, ns, name));
     if (it == gangs_.end() || it->second.origin.empty() || it->second.origin == cluster ||
         !it->second.members.empty() || !it->second.waiting.empty()) {
       return;

@@ -15,7 +15,15 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
     Gang& g = gangs_[key->second];
     switch (d.kind) {
       case DecisionKind::kAdmit:
-        if (!g.origin.empty() && !g.members.contains(0)) {
+        if (g.replica_gang) {
+          // A cluster's own training job: its pods waited for this.
+          attach_waiting_replicas(g);
+          if (!g.members.empty()) {
+            metrics_.admitted(steady_s() - g.first_seen);
+            break;
+          }
+        }
+        if (!g.replica_gang && !g.origin.empty() && !g.members.contains(0)) {
           // A multi-cluster application: record the cluster the core chose (first time),
           // or wait for the driver its operator re-creates (after a reclaim).
           if (g.cluster.empty()) {
@@ -25,9 +33,9 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
           break;
         }
         if (!g.members.contains(0)) {
-          // Its driver pod was reclaimed and its owner did not re-create it while the job
-          // waited: nothing to bind. The job is withdrawn (its room goes back now) and a
-          // driver that appears later starts a new job.
+          // Its driver pod (a replica gang: every pod) was reclaimed and its owner did not
+          // re-create it while the job waited: nothing to bind. The job is withdrawn (its room goes
+          // back now) and a driver that appears later starts a new job.
           if (Status s = core_.withdraw(d.job); !s) spdlog::warn("{}", s.error().message);
           g.job.reset();
           if (g.waiting.empty()) gangs_.erase(key->second);
@@ -84,7 +92,7 @@ void LiveScheduler::emit_pending_events() {
     if (!g.job) continue;
     const Job& j = core_.job(*g.job);
     if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) continue;
-    Tracked* d = driver_of(g);
+    Tracked* d = voice_of(g);
     if (d == nullptr && !g.origin.empty() && g.cluster.empty()) {
       app_event(g, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
                 j.unschedulable);

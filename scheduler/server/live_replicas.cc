@@ -1,8 +1,11 @@
-// The pods of a Kubeflow training job (PyTorchJob, TFJob) in the live loop. A job placed
-// from a fleet's hub is a core job before it has pods: its room is reserved role by role
-// in the member the core chose. The training operator there creates one pod per replica,
-// labelled with its role (replica type) and its index within the role; each takes the room
-// reserved for that role and index, so the job's pods land where its room was counted.
+// The pods of a Kubeflow training job (PyTorchJob, TFJob) in the live loop. The training
+// operator creates one pod per replica, labelled with its role (replica type) and its index
+// within the role; each takes the room reserved for that role and index, so the job's pods
+// land where its room was counted. A job placed from a fleet's hub is a core job before it
+// has pods (its room reserved role by role in the member the core chose). A cluster's own
+// job is queued by its first pod, which carries the job's roles, and its pods wait until
+// the whole job is admitted: placed one by one, two jobs could each hold part of the room
+// and neither run.
 #include <algorithm>
 #include <cctype>
 
@@ -27,9 +30,40 @@ void LiveScheduler::observe_replica(Tracked& t) {
   PodView& v = t.view;
   const std::string key = v.cluster + "/" + v.ns + "/" + v.gang;
   auto it = gangs_.find(key);
+  if (v.shape && (it == gangs_.end() || !it->second.job || job_over(*it->second.job))) {
+    // The cluster's own job: the first of its pods queues it whole, in this cluster.
+    Gang& g = gangs_[key];
+    if (g.job) job_gang_.erase(*g.job);  // an earlier job of this name, over
+    g.job.reset();
+    g.key = key;
+    g.cluster = v.cluster;
+    g.ns = v.ns;
+    g.name = v.gang;
+    g.replica_gang = true;
+    g.app_kind = v.gang.substr(0, v.gang.find(':'));
+    g.first_seen = steady_s();
+    g.selector = {};
+    for (const RoleSpec& r : v.shape->roles)
+      if (r.selector) g.selector = merge_selectors(std::move(g.selector), *r.selector);
+    t.gang = key;
+    g.waiting.insert(v.uid);
+    if (!v.selector_error.empty()) {
+      event(t, "GleanerUnsupportedAffinity", v.selector_error, true);
+      return;
+    }
+    g.selector = merge_selectors(std::move(g.selector), v.selector);
+    submit(g, *v.shape, v.priority, v.queue);
+    return;
+  }
   if (it == gangs_.end() || !it->second.job) {
-    // Not placed from a hub (or placed before a restart): no room is held for its role,
-    // and it is scheduled alone, as any pod of ours.
+    if (!v.waiting_for.empty()) {
+      // Its job is not known yet: placed alone it could split the gang. The informer's
+      // next look at the pod (an update, or the resync) tries again.
+      event(t, "GleanerWaiting", v.waiting_for, false);
+      return;
+    }
+    // A hub's copy placed before a restart: no room is held for its role, and it is
+    // scheduled alone, as any pod of ours.
     v.role = PodRole::kNone;
     v.gang.clear();
     observe_ours_unbound(t);
@@ -38,9 +72,25 @@ void LiveScheduler::observe_replica(Tracked& t) {
   Gang& g = it->second;
   const Job& j = core_.job(*g.job);
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
+    if (g.replica_gang) {
+      t.gang = key;
+      g.waiting.insert(v.uid);  // bound with the others when the job is admitted
+      return;
+    }
     event(t, "GleanerWaiting", "waiting for its job's room to be reserved again", false);
     return;
   }
+  attach_replica(g, t);
+}
+
+bool LiveScheduler::job_over(JobId job) const {
+  const JobPhase phase = core_.job(job).phase;
+  return phase == JobPhase::kCompleted || phase == JobPhase::kWithdrawn;
+}
+
+void LiveScheduler::attach_replica(Gang& g, Tracked& t) {
+  const PodView& v = t.view;
+  const Job& j = core_.job(*g.job);
   int index = -1;
   int offset = 0;
   for (const RoleSpec& r : j.roles) {
@@ -63,10 +113,23 @@ void LiveScheduler::observe_replica(Tracked& t) {
           true);
     return;
   }
-  t.gang = key;
+  g.waiting.erase(v.uid);
+  t.gang = g.key;
   t.index = index;
   g.members[index] = v.uid;
   bind_member(g, index);
+}
+
+void LiveScheduler::attach_waiting_replicas(Gang& g) {
+  const std::set<std::string> waiting = g.waiting;  // attach_replica edits it
+  for (const std::string& uid : waiting) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) {
+      g.waiting.erase(uid);
+      continue;
+    }
+    attach_replica(g, p->second);
+  }
 }
 
 }  // namespace gleaner::scheduler::server

@@ -240,7 +240,7 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.back_off_without_alternative = g.hub_origin;
   auto id = core_.submit(spec);
   if (!id) {
-    if (Tracked* d = driver_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
+    if (Tracked* d = voice_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
     if (!g.origin.empty() && g.cluster.empty()) {
       app_event(g, "GleanerInvalid", id.error().message, true);
     }
@@ -254,6 +254,13 @@ LiveScheduler::Tracked* LiveScheduler::driver_of(Gang& g) {
   auto it = g.members.find(0);
   if (it == g.members.end()) return nullptr;
   auto p = pods_.find(it->second);
+  return p == pods_.end() ? nullptr : &p->second;
+}
+
+LiveScheduler::Tracked* LiveScheduler::voice_of(Gang& g) {
+  if (Tracked* d = driver_of(g)) return d;
+  if (!g.replica_gang || g.waiting.empty()) return nullptr;
+  auto p = pods_.find(*g.waiting.begin());
   return p == pods_.end() ? nullptr : &p->second;
 }
 
@@ -360,7 +367,11 @@ void LiveScheduler::forget_pod(const PodView& pod) {
   if (gang.job && t.index >= 0) {
     const Job& j = core_.job(*gang.job);
     const bool active = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
-    if (t.index == 0 && active) {
+    if (t.index == 0 && active && gang.replica_gang && !terminal_phase(pod.phase)) {
+      // A cluster's own training job lost its leader before it ended (evicted, deleted):
+      // its operator re-creates it, and the whole job is queued and placed again.
+      handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
+    } else if (t.index == 0 && active) {
       // The driver is gone (finished, failed or deleted): so is the application.
       core_.complete(*gang.job, now_s());
     } else if (active && t.view.role == PodRole::kExecutor) {
@@ -378,8 +389,7 @@ void LiveScheduler::forget_pod(const PodView& pod) {
       handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
     }
   }
-  if (gang.members.empty() && gang.waiting.empty() &&
-      (!gang.job || core_.job(*gang.job).phase == JobPhase::kCompleted)) {
+  if (gang.members.empty() && gang.waiting.empty() && (!gang.job || job_over(*gang.job))) {
     if (gang.job) job_gang_.erase(*gang.job);
     gangs_.erase(g);
   }

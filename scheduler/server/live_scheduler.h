@@ -284,6 +284,9 @@ class LiveScheduler {
     int32_t app_priority = 0;
     std::optional<std::vector<std::string>> app_allowed;  // a hub application's members
     double resubmit_at = 0;
+    // A cluster's own training job, queued by its first pod (live_replicas.cc): its pods
+    // wait in `waiting` until the whole job is admitted.
+    bool replica_gang = false;
     std::map<int, std::string> members;  // core pod index -> pod uid
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
@@ -323,6 +326,12 @@ class LiveScheduler {
   // A training job's pod (live_replicas.cc): it takes the room its gang holds for its role
   // and index; a job no gang holds room for (not placed from a hub) is a lone pod.
   void observe_replica(Tracked& t);
+  // The pod takes the room its job holds for its role and index (an Event when there is
+  // none, or another pod holds it).
+  void attach_replica(Gang& g, Tracked& t);
+  // A replica gang just admitted: each waiting pod takes its room.
+  void attach_waiting_replicas(Gang& g);
+  [[nodiscard]] bool job_over(JobId job) const;
   // An Event on the driver: an executor went and its room waits for a replacement.
   void event_gone_executor(Gang& g, const std::string& executor);
   void bind_member(Gang& g, int index);
@@ -330,6 +339,9 @@ class LiveScheduler {
   void reclaim(Gang& g, const Decision& d);
   void event(Tracked& t, const std::string& reason, const std::string& message, bool warning);
   Tracked* driver_of(Gang& g);
+  // Where the gang's pending reasons are written: its driver (leader), or for a replica
+  // gang without one yet, its first waiting pod.
+  Tracked* voice_of(Gang& g);
   void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
   void place_app(const std::string& key, JobId job);
   // A hub's application reclaimed from its member (its driver did not run in time, its pods

@@ -14,29 +14,6 @@ const std::string kPyTorchJobs = "/apis/kubeflow.org/v1/namespaces/default/pytor
 const std::string kTfJobs = "/apis/kubeflow.org/v1/namespaces/default/tfjobs";
 const std::string kBindings = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings";
 
-// A replica spec: `replicas` pods of 1 core, 1 GiB and `gpus` GPUs, for gleaner-scheduler.
-Json replica(int replicas, int gpus) {
-  Json resources{{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}};
-  if (gpus > 0) resources["limits"] = {{"nvidia.com/gpu", std::to_string(gpus)}};
-  return Json{{"replicas", replicas},
-              {"restartPolicy", "OnFailure"},
-              {"template",
-               {{"spec",
-                 {{"schedulerName", "gleaner-scheduler"},
-                  {"containers",
-                   {{{"name", "pytorch"}, {"image", "pytorch"}, {"resources", resources}}}}}}}}};
-}
-
-// A PyTorchJob as a user submits it to the hub: a master and `workers` workers.
-Json pytorch_job(const std::string& name, int workers, int gpus) {
-  return Json{{"apiVersion", "kubeflow.org/v1"},
-              {"kind", "PyTorchJob"},
-              {"metadata", {{"name", name}, {"namespace", "default"}}},
-              {"spec",
-               {{"pytorchReplicaSpecs",
-                 {{"Master", replica(1, gpus)}, {"Worker", replica(workers, gpus)}}}}}};
-}
-
 // A policy of the hub's group selecting every job of `kind` (kubeflow.org/v1).
 Json job_policy(const std::string& group, const std::string& kind) {
   Json p = policy(group, false, {});
@@ -44,27 +21,6 @@ Json job_policy(const std::string& group, const std::string& kind) {
   p["spec"]["resourceSelectors"] =
       Json::array({{{"apiVersion", "kubeflow.org/v1"}, {"kind", kind}}});
   return p;
-}
-
-// The pod the training operator creates for role `type` (lower case) index `index`.
-Json operator_replica(const std::string& job, const std::string& type, int index) {
-  const std::string i = std::to_string(index);
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata",
-               {{"name", job + "-" + type + "-" + i},
-                {"namespace", "default"},
-                {"labels",
-                 {{"training.kubeflow.org/job-name", job},
-                  {"training.kubeflow.org/operator-name", "pytorchjob-controller"},
-                  {"training.kubeflow.org/replica-type", type},
-                  {"training.kubeflow.org/replica-index", i}}}}},
-              {"spec",
-               {{"schedulerName", "gleaner-scheduler"},
-                {"containers",
-                 {{{"name", "pytorch"},
-                   {"image", "pytorch"},
-                   {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}}}}}};
 }
 
 class HubTrainingLiveTest : public HubLiveTest {
@@ -94,9 +50,9 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
 
   // b's training operator creates the master and the worker: each takes its reserved room.
   ASSERT_TRUE(
-      member("b").create(kube::pods_path("default"), operator_replica("mnist", "worker", 0)));
+      member("b").create(kube::pods_path("default"), training_operator_pod("mnist", "worker", 0)));
   ASSERT_TRUE(
-      member("b").create(kube::pods_path("default"), operator_replica("mnist", "master", 0)));
+      member("b").create(kube::pods_path("default"), training_operator_pod("mnist", "master", 0)));
   EXPECT_TRUE(until([&] {
     return member("b").node_of("mnist-master-0") == "b1" &&
            member("b").node_of("mnist-worker-0") == "b1";
@@ -108,7 +64,7 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
     return !member("b").get(kube::pod_path("default", "mnist-worker-0")).contains("spec");
   }));
   ASSERT_TRUE(
-      member("b").create(kube::pods_path("default"), operator_replica("mnist", "worker", 0)));
+      member("b").create(kube::pods_path("default"), training_operator_pod("mnist", "worker", 0)));
   EXPECT_TRUE(until([&] { return member("b").node_of("mnist-worker-0") == "b1"; }));
   for (int i = 0; i < 3; ++i)
     live_->tick();
@@ -147,7 +103,7 @@ TEST_F(HubTrainingLiveTest, AJobTheHubCannotReadIsRefusedWithAnEventNamingTheFie
   ASSERT_TRUE(
       member("hub").create(policies_path(group(), false), job_policy(group(), "PyTorchJob")));
   Json bad = pytorch_job("typo", 1, 0);
-  bad["spec"]["pytorchReplicaSpecs"]["Wrker"] = replica(1, 0);
+  bad["spec"]["pytorchReplicaSpecs"]["Wrker"] = training_replica_spec(1, 0);
   ASSERT_TRUE(member("hub").create(kPyTorchJobs, bad));
   EXPECT_TRUE(until([&] {
     return member("hub").has_event("typo", "GleanerInvalid", "pytorchReplicaSpecs.Wrker");
@@ -173,7 +129,9 @@ TEST_F(HubTrainingLiveTest, ATfJobsResourceBindingNamesTheMemberItsRolesFit) {
           {"metadata", {{"name", "dist"}, {"namespace", "default"}}},
           {"spec",
            {{"tfReplicaSpecs",
-             {{"Chief", replica(1, 0)}, {"PS", replica(2, 0)}, {"Worker", replica(2, 0)}}}}}};
+             {{"Chief", training_replica_spec(1, 0)},
+              {"PS", training_replica_spec(2, 0)},
+              {"Worker", training_replica_spec(2, 0)}}}}}};
   ASSERT_TRUE(member("hub").create(kTfJobs, tf));
   const Json hub_obj = member("hub").get(kTfJobs + "/dist");
   Json binding{{"apiVersion", "work.karmada.io/v1alpha2"},
@@ -212,7 +170,7 @@ TEST_F(HubTrainingReclaimLiveTest, AMasterThatDoesNotRunIsReclaimedIntoAnotherMe
       << "a is the best fit";
   // a's operator creates the master; it is bound but never runs (no kubelet starts it).
   ASSERT_TRUE(
-      member("a").create(kube::pods_path("default"), operator_replica("mnist", "master", 0)));
+      member("a").create(kube::pods_path("default"), training_operator_pod("mnist", "master", 0)));
   EXPECT_TRUE(until([&] { return member("a").node_of("mnist-master-0") == "a1"; }));
   ASSERT_TRUE(schedule_until([&] { return job("b", kPyTorchJobs, "mnist").contains("spec"); }));
   EXPECT_TRUE(until([&] { return !job("a", kPyTorchJobs, "mnist").contains("spec"); }));

@@ -239,6 +239,64 @@ TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnMinExecutorsAndExtrasTakeFreeRoom)
   EXPECT_EQ(live_->jobs_json()["jobs"][0]["phase"], "Admitted");
 }
 
+// A cluster's own PyTorchJobs, submitted to it (no hub): each job is one gang. Two jobs of
+// a master and two workers (a core each) beside a node with room for four such pods: placed
+// pod by pod, each job would get two pods and neither could train; as gangs, one job gets
+// all three and the other waits whole until that one ends. A job whose master is deleted
+// while it runs is reclaimed whole.
+TEST_F(KubeLiveTest, AClustersOwnPyTorchJobsArePlacedWholeOrNotAtAll) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  const std::string jobs = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs";
+  for (const char* name : {"a", "b"})
+    ASSERT_TRUE(client_->create(jobs, live_testing::pytorch_job(name, 2, 0)).ok());
+  // The training operator creates every pod of both jobs at once, interleaved.
+  for (int i = 0; i < 2; ++i) {
+    for (const char* name : {"a", "b"}) {
+      const Json pod = live_testing::training_operator_pod(name, i == 0 ? "master" : "worker", 0);
+      ASSERT_TRUE(client_->create(kube::pods_path("default"), pod).ok());
+    }
+  }
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(client_
+                    ->create(kube::pods_path("default"),
+                             live_testing::training_operator_pod(name, "worker", 1))
+                    .ok());
+  }
+  auto bound = [&](const std::string& job) {
+    int n = 0;
+    for (const char* pod : {"-master-0", "-worker-0", "-worker-1"})
+      n += node_of(job + pod).empty() ? 0 : 1;
+    return n;
+  };
+  ASSERT_TRUE(schedule_until([&] { return bound("a") == 3 || bound("b") == 3; }))
+      << "a: " << bound("a") << " pods bound, b: " << bound("b");
+  const std::string first = bound("a") == 3 ? "a" : "b";
+  const std::string second = first == "a" ? "b" : "a";
+  for (int i = 0; i < 3; ++i)
+    live_->tick();
+  EXPECT_EQ(bound(second), 0) << "the second job got part of the room";
+  EXPECT_EQ(node_of(first + "-master-0"), "n1");
+
+  // The first job ends (its master succeeds, then its workers): the second gets it all.
+  for (const char* pod : {"-master-0", "-worker-0", "-worker-1"}) {
+    auto done = client_->patch(kube::pod_path("default", first + pod) + "/status",
+                               Json{{"status", {{"phase", "Succeeded"}}}}, kube::PatchType::kMerge);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+  }
+  ASSERT_TRUE(schedule_until([&] { return bound(second) == 3; }))
+      << second << ": " << bound(second) << " pods bound";
+  EXPECT_TRUE(get(kube::pod_path("default", first + "-worker-1")).contains("spec"))
+      << "a worker that succeeded was deleted as if its job were lost";
+
+  // The second job's master is deleted while it runs (an eviction): the job cannot go on
+  // without it, so the whole job is reclaimed (its workers deleted) and queued again.
+  ASSERT_TRUE(client_->remove(kube::pod_path("default", second + "-master-0")).ok());
+  EXPECT_TRUE(schedule_until([&] {
+    return !get(kube::pod_path("default", second + "-worker-0")).contains("spec") &&
+           !get(kube::pod_path("default", second + "-worker-1")).contains("spec");
+  })) << "the workers of a job without its master were left holding room";
+}
+
 TEST_F(KubeLiveTest, ABurstableDriverGoesWhereRegularAllocatableHasRoom) {
   // Both nodes have 4 cores of allocatable; an LS pod holds 3.5 of n1's. n1 has the most
   // batch room, but a driver that kept its cpu request would be refused there by kubelet.

@@ -101,6 +101,52 @@ inline Json small_spark_application(const std::string& app, int executors) {
                 {"executor", {{"cores", 1}, {"instances", executors}, {"memory", "512m"}}}}}};
 }
 
+// A replica spec: `replicas` pods of 1 core, 1 GiB and `gpus` GPUs, for gleaner-scheduler.
+inline Json training_replica_spec(int replicas, int gpus) {
+  Json resources{{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}};
+  if (gpus > 0) resources["limits"] = {{"nvidia.com/gpu", std::to_string(gpus)}};
+  return Json{{"replicas", replicas},
+              {"restartPolicy", "OnFailure"},
+              {"template",
+               {{"spec",
+                 {{"schedulerName", "gleaner-scheduler"},
+                  {"containers",
+                   {{{"name", "pytorch"}, {"image", "pytorch"}, {"resources", resources}}}}}}}}};
+}
+
+// A PyTorchJob in "default" as a user submits it (to a fleet's hub, or to its own
+// cluster): a master and `workers` workers.
+inline Json pytorch_job(const std::string& name, int workers, int gpus) {
+  return Json{{"apiVersion", "kubeflow.org/v1"},
+              {"kind", "PyTorchJob"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec",
+               {{"pytorchReplicaSpecs",
+                 {{"Master", training_replica_spec(1, gpus)},
+                  {"Worker", training_replica_spec(workers, gpus)}}}}}};
+}
+
+// The pod the training operator creates for role `type` (lower case) index `index`.
+inline Json training_operator_pod(const std::string& job, const std::string& type, int index) {
+  const std::string i = std::to_string(index);
+  return Json{{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", job + "-" + type + "-" + i},
+                {"namespace", "default"},
+                {"labels",
+                 {{"training.kubeflow.org/job-name", job},
+                  {"training.kubeflow.org/operator-name", "pytorchjob-controller"},
+                  {"training.kubeflow.org/replica-type", type},
+                  {"training.kubeflow.org/replica-index", i}}}}},
+              {"spec",
+               {{"schedulerName", "gleaner-scheduler"},
+                {"containers",
+                 {{{"name", "pytorch"},
+                   {"image", "pytorch"},
+                   {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}}}}}};
+}
+
 // A live loop managing the one cluster c1, whose node n1 has reported 8 CPUs and `memory`
 // bytes of batch capacity; nullptr when either step is refused.
 inline std::unique_ptr<server::LiveScheduler> one_node_live(const Clock& clock,
