@@ -3,6 +3,8 @@
 // once: the coroutine-side headers and short names for their namespaces. A file that also
 // speaks TLS includes <boost/asio/ssl.hpp> and <boost/beast/ssl.hpp> itself.
 
+#include <string_view>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,5 +21,10 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 using boost::system::error_code;
+
+// A Beast string (a header value, a target) as a std::string_view.
+inline std::string_view view(beast::string_view s) {
+  return {s.data(), s.size()};
+}
 
 }  // namespace gleaner::net::beast_names

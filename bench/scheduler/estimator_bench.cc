@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   for (int nodes : {1000, 5000}) {
     SystemClock clock;
     scheduler::server::LiveMetrics metrics;
-    auto live = scheduler::server::LiveScheduler::create({}, {}, clock, metrics);
+    auto live = scheduler::gang::GangScheduler::create({}, {}, clock, metrics);
     if (!live) return std::fprintf(stderr, "%s\n", live.error().message.c_str()), 1;
     for (int i = 0; i < nodes; ++i) {
       auto r = scheduler::live_testing::node_report("node-" + std::to_string(i), 1,

@@ -88,7 +88,7 @@ int ingestion(const Args& a) {
 
   SystemClock clock;
   server::LiveMetrics metrics;
-  auto live = server::LiveScheduler::create({}, {}, clock, metrics);  // reports only
+  auto live = gang::GangScheduler::create({}, {}, clock, metrics);  // reports only
   if (!live) return std::fprintf(stderr, "%s\n", live.error().message.c_str()), 1;
   server::ReportValidator validator(token_path, 1 << 20);
   server::ApiRoutes routes(validator, **live, metrics);
@@ -172,10 +172,10 @@ int pending_to_bound(const Args& a) {
     }
   }
   server::LiveMetrics metrics;
-  server::LiveOptions options;
+  gang::GangOptions options;
   options.clusters = {"c1"};
   options.staleness = StalenessPolicy{3600, 7200};  // one report per node is enough here
-  auto live = server::LiveScheduler::create(options, {}, clock, metrics);
+  auto live = gang::GangScheduler::create(options, {}, clock, metrics);
   if (!live) return std::fprintf(stderr, "%s\n", live.error().message.c_str()), 1;
   kube_glue::ClusterLinkOptions lo;
   lo.name = "c1";
@@ -185,14 +185,14 @@ int pending_to_bound(const Args& a) {
   std::mutex mu;
   std::map<std::string, Steady::time_point> created, decided, bound;
   (*live)->set_sinks(
-      [&](server::Action x) {
-        if (x.kind == server::ActionKind::kBind) {
+      [&](gang::Action x) {
+        if (x.kind == gang::ActionKind::kBind) {
           std::lock_guard lock(mu);
           decided.emplace(x.name, Steady::now());
         }
         link.enqueue(std::move(x));
       },
-      [&](const server::NodeBatch& b) { link.publish(b); });
+      [&](const gang::NodeBatch& b) { link.publish(b); });
   link.start();
   if (!link.wait_for_sync(std::chrono::seconds(10))) {
     return std::fprintf(stderr, "cluster link did not sync\n"), 1;

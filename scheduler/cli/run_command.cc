@@ -109,7 +109,7 @@ int run(const RunOptions& o) {
     return kExitUsage;
   }
 
-  server::LiveOptions live_options;
+  gang::GangOptions live_options;
   live_options.policy = policy;
   live_options.staleness = StalenessPolicy{o.stale_after, o.degrade_after};
   for (const auto& [name, cfg] : configs)
@@ -117,7 +117,7 @@ int run(const RunOptions& o) {
 
   SystemClock clock;
   server::LiveMetrics metrics;
-  auto live = server::LiveScheduler::create(live_options, queues, clock, metrics);
+  auto live = gang::GangScheduler::create(live_options, queues, clock, metrics);
   if (!live) {
     std::cerr << "gleaner-scheduler run: queues: " << live.error().message << "\n";
     return kExitUsage;
@@ -144,13 +144,13 @@ int run(const RunOptions& o) {
     }
     links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, **live, metrics));
   }
-  auto route = [&links](server::Action a) {
+  auto route = [&links](gang::Action a) {
     if (auto it = links.find(a.cluster); it != links.end()) it->second->enqueue(std::move(a));
   };
   // A link forwards the copy of a multi-cluster SparkApplication to the chosen cluster's.
   for (auto& [name, link] : links)
     link->set_forward(route);
-  (*live)->set_sinks(route, [&links](const server::NodeBatch& b) {
+  (*live)->set_sinks(route, [&links](const gang::NodeBatch& b) {
     if (auto it = links.find(b.cluster); it != links.end()) it->second->publish(b);
   });
 

@@ -9,8 +9,8 @@
 #include "kube/config.h"
 #include "scheduler/cli/colocation_webhook.h"
 #include "scheduler/estimator/estimator_server.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/kube/leader_election.h"
-#include "scheduler/server/live_scheduler.h"
 #include "scheduler/sim/scenario.h"
 
 namespace gleaner::scheduler {
@@ -25,7 +25,7 @@ struct RunOptions {
   std::string agent_service_account = "gleaner-system/gleaner-agent";
   std::size_t max_report_bytes = 1 << 20;
   std::string kubeconfig;
-  std::string cluster_name = server::kDefaultCluster;
+  std::string cluster_name = gang::kDefaultCluster;
   std::vector<std::string> clusters;  // NAME=KUBECONFIG
   // A fleet's hub (NAME=KUBECONFIG, "" = none): its SparkApplications that a policy of
   // hub_policy_group governs are placed into the --cluster members (docs/fleet.md).

@@ -17,7 +17,7 @@ namespace karmada = ::github::com::karmada_io::karmada::pkg::estimator::service;
 
 class EstimatorService final : public karmada::Estimator::Service {
  public:
-  EstimatorService(const server::LiveScheduler& live, server::LiveMetrics& metrics,
+  EstimatorService(const gang::GangScheduler& live, server::LiveMetrics& metrics,
                    DecodePolicy policy)
       : live_(live), metrics_(metrics), policy_(std::move(policy)) {}
 
@@ -81,13 +81,13 @@ class EstimatorService final : public karmada::Estimator::Service {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
 
-  const server::LiveScheduler& live_;
+  const gang::GangScheduler& live_;
   server::LiveMetrics& metrics_;
   DecodePolicy policy_;
 };
 
 Result<std::unique_ptr<EstimatorServer>> EstimatorServer::start(const EstimatorOptions& options,
-                                                                const server::LiveScheduler& live,
+                                                                const gang::GangScheduler& live,
                                                                 server::LiveMetrics& metrics) {
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.tls_cert_dir.empty()) {

@@ -13,8 +13,8 @@
 
 #include "common/result.h"
 #include "scheduler/estimator/request_decode.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/server/live_metrics.h"
-#include "scheduler/server/live_scheduler.h"
 
 namespace grpc {
 class Server;
@@ -33,7 +33,7 @@ struct EstimatorOptions {
 class EstimatorServer {
  public:
   static Result<std::unique_ptr<EstimatorServer>> start(const EstimatorOptions& options,
-                                                        const server::LiveScheduler& live,
+                                                        const gang::GangScheduler& live,
                                                         server::LiveMetrics& metrics);
   ~EstimatorServer();
   EstimatorServer(const EstimatorServer&) = delete;

@@ -20,17 +20,17 @@ namespace {
 constexpr auto kAppRetry = std::chrono::seconds(5);
 
 // The multi-cluster step an action is, as gleaner_scheduler_fleet_retries_total names it.
-const char* fleet_step(server::ActionKind kind) {
+const char* fleet_step(gang::ActionKind kind) {
   switch (kind) {
-    case server::ActionKind::kPlaceApp:
+    case gang::ActionKind::kPlaceApp:
       return "place";
-    case server::ActionKind::kCreateApp:
+    case gang::ActionKind::kCreateApp:
       return "create";
-    case server::ActionKind::kMirrorAppState:
+    case gang::ActionKind::kMirrorAppState:
       return "mirror";
-    case server::ActionKind::kDeleteCopy:
+    case gang::ActionKind::kDeleteCopy:
       return "delete";
-    case server::ActionKind::kUnplaceApp:
+    case gang::ActionKind::kUnplaceApp:
       return "unplace";
     default:
       return nullptr;
@@ -44,7 +44,7 @@ std::string uid_of(const Json& obj) {
 
 }  // namespace
 
-void ClusterLink::place_app(const server::Action& a) {
+void ClusterLink::place_app(const gang::Action& a) {
   if (options_.hub && by_karmada(a.app_kind, a.ns, a.name)) {
     place_by_binding(a);
     return;
@@ -55,12 +55,12 @@ void ClusterLink::place_app(const server::Action& a) {
   // loop sends this again until the placement is complete, so every step is idempotent.
   {
     std::lock_guard lock(mu_);
-    forwarded_.insert(a.ns + "/" + server::gang_name(a.app_kind, a.name));
+    forwarded_.insert(a.ns + "/" + gang::gang_name(a.app_kind, a.name));
   }
   const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
-      before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
-  Json patch{{"metadata", {{"annotations", {{server::kPlacementAnnotation, a.target}}}}}};
+      before && annotation_of(*before, gang::kPlacementAnnotation) == a.target;
+  Json patch{{"metadata", {{"annotations", {{gang::kPlacementAnnotation, a.target}}}}}};
   if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
   auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
@@ -84,7 +84,7 @@ void ClusterLink::place_app(const server::Action& a) {
 void ClusterLink::app_event(const std::string& kind, const std::string& ns, const std::string& name,
                             const std::string& uid, const std::string& reason,
                             const std::string& message, bool warning) {
-  server::Action note{server::ActionKind::kEvent, options_.name, ns, name, uid};
+  gang::Action note{gang::ActionKind::kEvent, options_.name, ns, name, uid};
   note.object_kind = kind;
   note.reason = reason;
   note.message = message;
@@ -99,11 +99,11 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
   Json annotations = meta.value("annotations", Json::object());
   if (!annotations.is_object()) annotations = Json::object();
   annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
-  annotations.erase(server::kRemoteStateAnnotation);
-  annotations[server::kPlacementAnnotation] = target;
-  annotations[server::kOriginAnnotation] = options_.name;
-  annotations[server::kOriginUidAnnotation] = uid_of(origin);
-  const std::string kind = origin.value("kind", server::kSparkKind);
+  annotations.erase(gang::kRemoteStateAnnotation);
+  annotations[gang::kPlacementAnnotation] = target;
+  annotations[gang::kOriginAnnotation] = options_.name;
+  annotations[gang::kOriginUidAnnotation] = uid_of(origin);
+  const std::string kind = origin.value("kind", gang::kSparkKind);
   Json copy{{"apiVersion", app_api_version(kind)},
             {"kind", kind},
             {"metadata",
@@ -112,9 +112,9 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
               {"labels", meta.value("labels", Json::object())},
               {"annotations", annotations}}},
             {"spec", origin.value("spec", Json::object())}};
-  if (kind == server::kSparkKind) copy["spec"]["suspend"] = false;
-  server::Action create{server::ActionKind::kCreateApp, target, meta.value("namespace", ""),
-                        meta.value("name", "")};
+  if (kind == gang::kSparkKind) copy["spec"]["suspend"] = false;
+  gang::Action create{gang::ActionKind::kCreateApp, target, meta.value("namespace", ""),
+                      meta.value("name", "")};
   create.app_kind = kind;
   create.object = std::move(copy);
   if (forward_) forward_(std::move(create));
@@ -122,15 +122,15 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
 
 bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
                              const std::string& origin_uid) {
-  const std::string uid = annotation_of(app, server::kOriginUidAnnotation);
+  const std::string uid = annotation_of(app, gang::kOriginUidAnnotation);
   // Copies made before the uid was recorded are known by the origin's cluster alone.
-  return annotation_of(app, server::kOriginAnnotation) == origin_cluster &&
+  return annotation_of(app, gang::kOriginAnnotation) == origin_cluster &&
          (uid.empty() || origin_uid.empty() || uid == origin_uid);
 }
 
-void ClusterLink::create_app(const server::Action& a) {
-  const std::string origin = annotation_of(a.object, server::kOriginAnnotation);
-  const std::string origin_uid = annotation_of(a.object, server::kOriginUidAnnotation);
+void ClusterLink::create_app(const gang::Action& a) {
+  const std::string origin = annotation_of(a.object, gang::kOriginAnnotation);
+  const std::string origin_uid = annotation_of(a.object, gang::kOriginUidAnnotation);
   const std::string what =
       "create " + a.app_kind + " " + a.ns + "/" + a.name + " (from cluster " + origin + "): ";
   auto r = client_.create(app_object_path(a.app_kind, a.ns), a.object);
@@ -156,7 +156,7 @@ void ClusterLink::create_app(const server::Action& a) {
     live_.app_recorded(origin, a.ns, a.name, a.app_kind);
     return;
   }
-  if (annotation_of(*existing, server::kOriginAnnotation) == origin) {
+  if (annotation_of(*existing, gang::kOriginAnnotation) == origin) {
     // The copy of an earlier origin of this name, deleted since: that copy is deleted as
     // soon as its origin is found gone, and this one is created after it.
     defer(a, what +
@@ -168,12 +168,12 @@ void ClusterLink::create_app(const server::Action& a) {
                options_.name, what);
 }
 
-void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
+void ClusterLink::observe_copy(const gang::AppView& copy, const Json& obj) {
   // Every change of a copy goes to its origin's link, which records the state there and
   // answers with a delete when the origin is gone (also one deleted while no scheduler
   // was running: the informer's first list shows every copy).
-  server::Action mirror{server::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
-                        annotation_of(obj, server::kOriginUidAnnotation)};
+  gang::Action mirror{gang::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
+                      annotation_of(obj, gang::kOriginUidAnnotation)};
   mirror.app_kind = copy.kind;
   mirror.peer = options_.name;
   mirror.message = copy.state;
@@ -181,26 +181,26 @@ void ClusterLink::observe_copy(const server::AppView& copy, const Json& obj) {
 }
 
 void ClusterLink::observe_origin_gone(const Json& obj) {
-  const std::string placement = annotation_of(obj, server::kPlacementAnnotation);
+  const std::string placement = annotation_of(obj, gang::kPlacementAnnotation);
   if (placement.empty() || placement == options_.name ||
-      !annotation_of(obj, server::kOriginAnnotation).empty()) {
+      !annotation_of(obj, gang::kOriginAnnotation).empty()) {
     return;  // not an origin placed elsewhere
   }
   const Json& meta = obj.value("metadata", Json::object());
-  server::Action del{server::ActionKind::kDeleteCopy, placement, meta.value("namespace", ""),
-                     meta.value("name", ""), uid_of(obj)};
-  del.app_kind = obj.value("kind", server::kSparkKind);
+  gang::Action del{gang::ActionKind::kDeleteCopy, placement, meta.value("namespace", ""),
+                   meta.value("name", ""), uid_of(obj)};
+  del.app_kind = obj.value("kind", gang::kSparkKind);
   del.peer = options_.name;
   if (forward_) forward_(std::move(del));
 }
 
-void ClusterLink::mirror_app_state(const server::Action& a) {
+void ClusterLink::mirror_app_state(const gang::Action& a) {
   const std::string path = app_object_path(a.app_kind, a.ns, a.name);
   const std::string what = a.app_kind + " " + a.ns + "/" + a.name;
   const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
   std::optional<Json> origin = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   if (!origin || !same_origin(*origin) ||
-      (!a.message.empty() && annotation_of(*origin, server::kPlacementAnnotation) != a.peer)) {
+      (!a.message.empty() && annotation_of(*origin, gang::kPlacementAnnotation) != a.peer)) {
     // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
     // ask the API server, which is authoritative, before a copy is deleted on its word.
     auto found = client_.find(path);
@@ -211,7 +211,7 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
     }
     retry_done(a);
     if (!*found || !same_origin(**found)) {
-      server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+      gang::Action del{gang::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
       del.app_kind = a.app_kind;
       del.peer = options_.name;
       if (forward_) forward_(std::move(del));
@@ -220,20 +220,20 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
     origin = std::move(*found);
   }
   const std::string uid = uid_of(*origin);
-  bool recorded = annotation_of(*origin, server::kRemoteStateAnnotation) == a.message;
+  bool recorded = annotation_of(*origin, gang::kRemoteStateAnnotation) == a.message;
   {
     std::lock_guard lock(mu_);
     auto it = recorded_states_.find(uid);
     if (it != recorded_states_.end()) recorded = it->second == a.message;
   }
-  if (annotation_of(*origin, server::kPlacementAnnotation) != a.peer || a.message.empty() ||
+  if (annotation_of(*origin, gang::kPlacementAnnotation) != a.peer || a.message.empty() ||
       recorded) {
     return;  // not placed there, nothing reported yet, or already recorded
   }
   // The uid makes the write conditional: an origin re-created under this name since it
   // was read is another application (the server answers 409).
   Json patch{
-      {"metadata", {{"uid", uid}, {"annotations", {{server::kRemoteStateAnnotation, a.message}}}}}};
+      {"metadata", {{"uid", uid}, {"annotations", {{gang::kRemoteStateAnnotation, a.message}}}}}};
   auto r = client_.patch(path, patch, kube::PatchType::kMerge);
   if (!r) {
     // Deleted or replaced meanwhile: its informer event follows and settles the copy.
@@ -250,11 +250,11 @@ void ClusterLink::mirror_app_state(const server::Action& a) {
             "its copy in member cluster " + a.peer + " is " + a.message);
   // A SparkApplication's state has a status field every client shows; a training job's
   // conditions belong to its operator, so on the hub its state is the annotation above.
-  if (options_.hub && a.app_kind == server::kSparkKind)
+  if (options_.hub && a.app_kind == gang::kSparkKind)
     record_hub_status(a.ns, a.name, uid, a.message);
 }
 
-void ClusterLink::delete_copy(const server::Action& a) {
+void ClusterLink::delete_copy(const gang::Action& a) {
   const std::string path = app_object_path(a.app_kind, a.ns, a.name);
   const std::string what = "delete " + a.app_kind + " " + a.ns + "/" + a.name +
                            " (its origin in cluster " + a.peer + " is gone): ";
@@ -277,7 +277,7 @@ void ClusterLink::delete_copy(const server::Action& a) {
   }
 }
 
-void ClusterLink::defer(const server::Action& a, const std::string& why) {
+void ClusterLink::defer(const gang::Action& a, const std::string& why) {
   if (const char* step = fleet_step(a.kind)) metrics_.fleet_retry(step);
   const std::string key = deferral_key(a);
   const bool first = retry_warned_.insert(key).second;  // worker thread only
@@ -289,13 +289,12 @@ void ClusterLink::defer(const server::Action& a, const std::string& why) {
   }
   std::lock_guard lock(mu_);
   // A newer action for this application, queued while this one was tried, replaces it.
-  const bool superseded = std::any_of(queue_.begin(), queue_.end(), [&](const server::Action& q) {
-    return deferral_key(q) == key;
-  });
+  const bool superseded = std::any_of(
+      queue_.begin(), queue_.end(), [&](const gang::Action& q) { return deferral_key(q) == key; });
   if (!superseded) deferred_[key] = {std::chrono::steady_clock::now() + kAppRetry, a};
 }
 
-void ClusterLink::retry_done(const server::Action& a) {
+void ClusterLink::retry_done(const gang::Action& a) {
   retry_warned_.erase(deferral_key(a));
 }
 

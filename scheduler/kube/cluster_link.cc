@@ -14,13 +14,13 @@ constexpr auto kPublishSweep = std::chrono::seconds(1);
 
 }  // namespace
 
-std::string deferral_key(const server::Action& a) {
+std::string deferral_key(const gang::Action& a) {
   return std::to_string(static_cast<int>(a.kind)) + "/" + a.ns + "/" +
-         server::gang_name(a.app_kind, a.name);
+         gang::gang_name(a.app_kind, a.name);
 }
 
-ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
-                         server::LiveScheduler& live, server::LiveMetrics& metrics)
+ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::GangScheduler& live,
+                         server::LiveMetrics& metrics)
     : options_(std::move(options)),
       clock_(clock),
       live_(live),
@@ -46,11 +46,11 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock,
       client_, apps,
       kube::InformerHandlers{
           [this](const Json& o) { on_spark_app(o); },
-          [this](const Json& old, const Json& o) { on_app_update(server::kSparkKind, old, o); },
-          [this](const Json& o) { on_app_gone(server::kSparkKind, o); }});
+          [this](const Json& old, const Json& o) { on_app_update(gang::kSparkKind, old, o); },
+          [this](const Json& o) { on_app_gone(gang::kSparkKind, o); }});
   for (const AppKind& k : app_kinds()) {
     const std::string kind = k.kind;
-    if (kind == server::kSparkKind) continue;
+    if (kind == gang::kSparkKind) continue;
     kube::InformerOptions jobs;
     jobs.path = app_object_path(kind, "");
     training_jobs_[kind] = std::make_unique<kube::Informer>(
@@ -219,7 +219,7 @@ void ClusterLink::on_node(const Json& obj) {
   live_.observe_node(options_.name, name.get<std::string>(), labels, node_taints(obj), allocatable);
 }
 
-void ClusterLink::enqueue(server::Action action) {
+void ClusterLink::enqueue(gang::Action action) {
   {
     std::lock_guard lock(mu_);
     deferred_.erase(deferral_key(action));  // a newer one replaces a deferred one
@@ -228,7 +228,7 @@ void ClusterLink::enqueue(server::Action action) {
   cv_.notify_one();
 }
 
-void ClusterLink::publish(const server::NodeBatch& batch) {
+void ClusterLink::publish(const gang::NodeBatch& batch) {
   {
     std::lock_guard lock(mu_);
     desired_[batch.node] = batch.batch;  // latest wins
@@ -278,7 +278,7 @@ void ClusterLink::on_app_gone(const std::string& kind, const Json& obj) {
     // A later application of this name is another origin: its copy is asked for afresh.
     std::lock_guard lock(mu_);
     forwarded_.erase(ns->get<std::string>() + "/" +
-                     server::gang_name(kind, name->get<std::string>()));
+                     gang::gang_name(kind, name->get<std::string>()));
     if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string())
       recorded_states_.erase(uid->get<std::string>());
   }
@@ -289,7 +289,7 @@ void ClusterLink::on_app_update(const std::string& kind, const Json& old_obj, co
   const Json* old_uid = find_path(old_obj, "metadata/uid");
   const Json* uid = find_path(obj, "metadata/uid");
   if (old_uid != nullptr && uid != nullptr && *old_uid != *uid) on_app_gone(kind, old_obj);
-  if (kind == server::kSparkKind) {
+  if (kind == gang::kSparkKind) {
     on_spark_app(obj);
   } else {
     on_training_job(kind, obj);
@@ -321,7 +321,7 @@ void ClusterLink::run(const std::stop_token& stop) {
   auto next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
   auto next_retry = next_sweep;  // deferred actions are looked at once a second, busy or not
   while (!stop.stop_requested()) {
-    std::optional<server::Action> action;
+    std::optional<gang::Action> action;
     bool sweep = false;
     {
       std::unique_lock lock(mu_);
@@ -347,9 +347,9 @@ void ClusterLink::run(const std::stop_token& stop) {
   }
 }
 
-void ClusterLink::perform(const server::Action& a) {
+void ClusterLink::perform(const gang::Action& a) {
   switch (a.kind) {
-    case server::ActionKind::kBind: {
+    case gang::ActionKind::kBind: {
       Status s = client_.bind_pod(a.ns, a.name, a.uid, a.node);
       if (!s) {
         spdlog::warn("cluster {}: bind {}/{} to {}: {}", options_.name, a.ns, a.name, a.node,
@@ -358,7 +358,7 @@ void ClusterLink::perform(const server::Action& a) {
       live_.bind_done(options_.name, a.uid, s);
       return;
     }
-    case server::ActionKind::kDelete: {
+    case gang::ActionKind::kDelete: {
       // The uid precondition spares a pod re-created under the same name (kConflict).
       Status s = client_.remove(kube::pod_path(a.ns, a.name), a.uid);
       if (!s && s.error().code != ErrorCode::kNotFound && s.error().code != ErrorCode::kConflict) {
@@ -367,22 +367,22 @@ void ClusterLink::perform(const server::Action& a) {
       }
       return;
     }
-    case server::ActionKind::kPlaceApp:
+    case gang::ActionKind::kPlaceApp:
       place_app(a);
       return;
-    case server::ActionKind::kCreateApp:
+    case gang::ActionKind::kCreateApp:
       create_app(a);
       return;
-    case server::ActionKind::kMirrorAppState:
+    case gang::ActionKind::kMirrorAppState:
       mirror_app_state(a);
       return;
-    case server::ActionKind::kDeleteCopy:
+    case gang::ActionKind::kDeleteCopy:
       delete_copy(a);
       return;
-    case server::ActionKind::kUnplaceApp:
+    case gang::ActionKind::kUnplaceApp:
       unplace_app(a);
       return;
-    case server::ActionKind::kEvent: {
+    case gang::ActionKind::kEvent: {
       kube::EventRecord e;
       e.namespace_ = a.ns;
       e.involved_object =

@@ -23,10 +23,10 @@
 #include "kube/api_client.h"
 #include "kube/informer.h"
 #include "scheduler/fleet/propagation_policy.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/kube/node_status.h"
 #include "scheduler/kube/pod_view.h"
 #include "scheduler/server/live_metrics.h"
-#include "scheduler/server/live_scheduler.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -55,11 +55,11 @@ struct ClusterLinkOptions {
 };
 
 // Actions that are tried again later are known by kind and application.
-std::string deferral_key(const server::Action& a);
+std::string deferral_key(const gang::Action& a);
 
 class ClusterLink {
  public:
-  ClusterLink(ClusterLinkOptions options, const Clock& clock, server::LiveScheduler& live,
+  ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::GangScheduler& live,
               server::LiveMetrics& metrics);
   ~ClusterLink();
   ClusterLink(const ClusterLink&) = delete;
@@ -72,11 +72,11 @@ class ClusterLink {
 
   // Where this link sends actions meant for another member cluster (a SparkApplication
   // copied there); the composition root's router. Set before start().
-  void set_forward(std::function<void(server::Action)> forward) { forward_ = std::move(forward); }
+  void set_forward(std::function<void(gang::Action)> forward) { forward_ = std::move(forward); }
 
   // Called by the live loop (under its lock): queue only.
-  void enqueue(server::Action action);
-  void publish(const server::NodeBatch& batch);
+  void enqueue(gang::Action action);
+  void publish(const gang::NodeBatch& batch);
 
   // Refused multi-cluster actions (copy create, state record, copy delete) waiting for
   // their retry.
@@ -86,7 +86,7 @@ class ClusterLink {
 
  private:
   void run(const std::stop_token& stop);
-  void perform(const server::Action& action);
+  void perform(const gang::Action& action);
   void publish_due();
   void on_pod(const Json& obj, bool gone);
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
@@ -96,11 +96,11 @@ class ClusterLink {
   void on_training_job(const std::string& kind, const Json& obj);
   // The training job `ns/name` of `kind` as the informer has it (nullopt: not seen yet, or
   // unreadable), for the pods of a cluster's own job.
-  std::optional<server::AppView> training_job(const std::string& kind, const std::string& ns,
-                                              const std::string& name);
+  std::optional<gang::AppView> training_job(const std::string& kind, const std::string& ns,
+                                            const std::string& name);
   // An application (any kind) as this link sees it: queued for placement, a copy whose
   // state goes back to its origin, or an origin whose copy or binding must exist.
-  void route_app(const Json& obj, server::AppView& view);
+  void route_app(const Json& obj, gang::AppView& view);
   // The informer of the applications of `kind`.
   kube::Informer& apps_of(const std::string& kind);
   // The hub's part (hub_apps.cc): the policies, and an application as a policy governs it
@@ -111,7 +111,7 @@ class ClusterLink {
   // Which applications are ours, and where they may go, may have changed: each is looked
   // at again.
   void revisit_hub_apps();
-  std::optional<server::AppView> hub_app_view(const kube::SparkApplication& app);
+  std::optional<gang::AppView> hub_app_view(const kube::SparkApplication& app);
   // The members the policy governing `object` allows (nullopt inside: any); nullopt when no
   // policy governs it (it is not ours).
   std::optional<std::optional<std::vector<std::string>>> hub_allowed(
@@ -131,23 +131,23 @@ class ClusterLink {
   void on_app_update(const std::string& kind, const Json& old_obj, const Json& obj);
   // Multi-cluster SparkApplications (app_copies.cc; docs/scheduler.md, "Multi-cluster
   // placement").
-  void place_app(const server::Action& a);
+  void place_app(const gang::Action& a);
   void app_event(const std::string& kind, const std::string& ns, const std::string& name,
                  const std::string& uid, const std::string& reason, const std::string& message,
                  bool warning = false);
   void forward_copy(const Json& origin, const std::string& target);
   static bool is_copy_of(const Json& app, const std::string& origin_cluster,
                          const std::string& origin_uid);
-  void create_app(const server::Action& a);
-  void observe_copy(const server::AppView& copy, const Json& obj);
+  void create_app(const gang::Action& a);
+  void observe_copy(const gang::AppView& copy, const Json& obj);
   void observe_origin_gone(const Json& obj);
-  void mirror_app_state(const server::Action& a);
-  void delete_copy(const server::Action& a);
-  void unplace_app(const server::Action& a);  // hub_apps.cc
+  void mirror_app_state(const gang::Action& a);
+  void delete_copy(const gang::Action& a);
+  void unplace_app(const gang::Action& a);  // hub_apps.cc
   // Karmada mode (hub_bindings.cc): the application's governing policy names this
   // scheduler, so its ResourceBinding is written instead of a copy created.
   bool by_karmada(const std::string& kind, const std::string& ns, const std::string& name);
-  void place_by_binding(const server::Action& a);
+  void place_by_binding(const gang::Action& a);
   // Sets the binding's spec.clusters to `target` ("" none); with `only_from`, only while
   // it names that member alone.
   Status write_binding(const std::string& kind, const std::string& ns, const std::string& name,
@@ -157,14 +157,14 @@ class ClusterLink {
   // warning the first time (`why`) and at debug level after. A newer action for the same
   // application, queued meanwhile or later, replaces it, so an old state never overwrites
   // a newer one.
-  void defer(const server::Action& a, const std::string& why);
+  void defer(const gang::Action& a, const std::string& why);
   // The action went through: the next refusal of its kind and application warns again.
-  void retry_done(const server::Action& a);
+  void retry_done(const gang::Action& a);
   void requeue_due();
 
   ClusterLinkOptions options_;
   const Clock& clock_;
-  server::LiveScheduler& live_;
+  gang::GangScheduler& live_;
   server::LiveMetrics& metrics_;
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
@@ -191,18 +191,18 @@ class ClusterLink {
 
   std::mutex mu_;
   std::condition_variable_any cv_;
-  std::deque<server::Action> queue_;
+  std::deque<gang::Action> queue_;
   std::map<std::string, std::optional<Resources>> desired_;  // node -> batch (nullopt: remove)
   std::set<std::string> changed_;
   NodeStatusDecider decider_;  // worker thread only
   PublishPolicies policies_;   // under mu_
-  std::function<void(server::Action)> forward_;
+  std::function<void(gang::Action)> forward_;
   std::set<std::string> forwarded_;  // ns/name of origins whose copy was asked for
   // origin uid -> the copy's state last recorded on it by this process (the informer's
   // copy of the origin may lag behind our own patch).
   std::map<std::string, std::string> recorded_states_;
   std::set<std::string> retry_warned_;  // deferral keys refused since their last success
-  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, server::Action>>
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, gang::Action>>
       deferred_;  // deferral_key -> (when to try again, the action)
   std::jthread thread_;
 };

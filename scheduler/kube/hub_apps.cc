@@ -91,7 +91,7 @@ void ClusterLink::revisit_hub_apps() {
           string_at(listed, "metadata/namespace") + "/" + string_at(listed, "metadata/name");
       auto app = informer.get(key);
       if (!app) continue;
-      if (std::string(k.kind) == server::kSparkKind) {
+      if (std::string(k.kind) == gang::kSparkKind) {
         on_spark_app(*app);
       } else {
         on_training_job(k.kind, *app);
@@ -114,8 +114,8 @@ std::optional<std::optional<std::vector<std::string>>> ClusterLink::hub_allowed(
   return fleet::allowed_clusters(*policy, members);
 }
 
-std::optional<server::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
-  auto allowed = hub_allowed(fleet::HubObject{kube::kSparkApiVersion, server::kSparkKind,
+std::optional<gang::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
+  auto allowed = hub_allowed(fleet::HubObject{kube::kSparkApiVersion, gang::kSparkKind,
                                               app.namespace_, app.name, app.labels});
   if (!allowed) return std::nullopt;
   auto view = app_view(app, options_.name, /*labelled_only=*/false);
@@ -138,12 +138,12 @@ void ClusterLink::record_hub_status(const std::string& ns, const std::string& na
   }
 }
 
-void ClusterLink::unplace_app(const server::Action& a) {
+void ClusterLink::unplace_app(const gang::Action& a) {
   const std::string path = app_object_path(a.app_kind, a.ns, a.name);
   const std::string what = "forget the placement of " + a.app_kind + " " + a.ns + "/" + a.name +
                            " in member " + a.peer + ": ";
   auto forward_delete = [&] {
-    server::Action del{server::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
+    gang::Action del{gang::ActionKind::kDeleteCopy, a.peer, a.ns, a.name, a.uid};
     del.app_kind = a.app_kind;
     del.peer = options_.name;
     del.message = a.message;
@@ -166,23 +166,22 @@ void ClusterLink::unplace_app(const server::Action& a) {
     }
   }
   const bool same = *found && string_at(**found, "metadata/uid") == a.uid;
-  if (same && annotation_of(**found, server::kPlacementAnnotation) == a.peer) {
+  if (same && annotation_of(**found, gang::kPlacementAnnotation) == a.peer) {
     // Counted on the object (`kubectl get` shows it), in the same conditional write.
     int64_t reclaims = 0;
     try {
-      reclaims = std::stoll(annotation_of(**found, server::kReclaimsAnnotation));
+      reclaims = std::stoll(annotation_of(**found, gang::kReclaimsAnnotation));
     } catch (const std::exception&) {
       reclaims = 0;  // none yet, or not ours to trust: start again
     }
-    Json patch{
-        {"metadata",
-         {{"uid", a.uid},
-          {"resourceVersion", string_at(**found, "metadata/resourceVersion")},
-          {"annotations",
-           {{server::kPlacementAnnotation, nullptr},
-            {server::kRemoteStateAnnotation, nullptr},
-            {server::kReclaimsAnnotation, std::to_string(std::max<int64_t>(reclaims, 0) + 1)},
-            {server::kLastReclaimAnnotation, "member " + a.peer + ": " + a.message}}}}}};
+    Json patch{{"metadata",
+                {{"uid", a.uid},
+                 {"resourceVersion", string_at(**found, "metadata/resourceVersion")},
+                 {"annotations",
+                  {{gang::kPlacementAnnotation, nullptr},
+                   {gang::kRemoteStateAnnotation, nullptr},
+                   {gang::kReclaimsAnnotation, std::to_string(std::max<int64_t>(reclaims, 0) + 1)},
+                   {gang::kLastReclaimAnnotation, "member " + a.peer + ": " + a.message}}}}}};
     auto r = client_.patch(path, patch, kube::PatchType::kMerge);
     if (!r && r.error().code != ErrorCode::kNotFound) {
       defer(a, what + r.error().message);  // a conflict too: read again and decide again
@@ -193,7 +192,7 @@ void ClusterLink::unplace_app(const server::Action& a) {
   {
     std::lock_guard lock(mu_);
     // Its next placement asks for a copy afresh.
-    forwarded_.erase(a.ns + "/" + server::gang_name(a.app_kind, a.name));
+    forwarded_.erase(a.ns + "/" + gang::gang_name(a.app_kind, a.name));
     recorded_states_.erase(a.uid);
   }
   // The copy in that member goes, whatever the hub object says now (in Karmada mode too:

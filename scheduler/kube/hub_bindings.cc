@@ -77,18 +77,18 @@ Status ClusterLink::write_binding(const std::string& kind, const std::string& ns
   return ok_status();
 }
 
-void ClusterLink::place_by_binding(const server::Action& a) {
+void ClusterLink::place_by_binding(const gang::Action& a) {
   // The decision is recorded on the hub object first (a restart finds it there and makes
   // sure the binding says the same); Karmada copies these annotations to the member.
   const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
-      before && annotation_of(*before, server::kPlacementAnnotation) == a.target;
+      before && annotation_of(*before, gang::kPlacementAnnotation) == a.target;
   Json patch{{"metadata",
               {{"uid", a.uid},
                {"annotations",
-                {{server::kPlacementAnnotation, a.target},
-                 {server::kOriginAnnotation, options_.name},
-                 {server::kOriginUidAnnotation, a.uid}}}}}};
+                {{gang::kPlacementAnnotation, a.target},
+                 {gang::kOriginAnnotation, options_.name},
+                 {gang::kOriginUidAnnotation, a.uid}}}}}};
   auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
     if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) {

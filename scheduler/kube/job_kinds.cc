@@ -57,16 +57,16 @@ std::string training_job_state(const Json& object) {
   return "";
 }
 
-server::AppView training_app_view(const TrainingJob& job, const Json& object,
-                                  const std::string& cluster) {
-  server::AppView v;
+gang::AppView training_app_view(const TrainingJob& job, const Json& object,
+                                const std::string& cluster) {
+  gang::AppView v;
   v.kind = job.kind;
   v.cluster = cluster;
   v.ns = job.ns;
   v.name = job.name;
   v.uid = string_at(object, "metadata/uid");
-  v.placement = annotation_of(object, server::kPlacementAnnotation);
-  v.origin = annotation_of(object, server::kOriginAnnotation);
+  v.placement = annotation_of(object, gang::kPlacementAnnotation);
+  v.origin = annotation_of(object, gang::kOriginAnnotation);
   v.state = training_job_state(object);
   const Json& meta = object.value("metadata", Json::object());
   const Json& labels = meta.is_object() ? meta.value("labels", Json::object()) : Json::object();

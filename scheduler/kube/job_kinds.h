@@ -8,8 +8,8 @@
 
 #include "common/json_util.h"
 #include "kube/selectors.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/kube/job_roles.h"
-#include "scheduler/server/live_scheduler.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -48,7 +48,7 @@ std::string training_job_state(const Json& object);
 // resources, GPUs as regular ones, which kubelet admits against allocatable). The roles'
 // node selectors and tolerations are merged into the gang's: every one must hold.
 // `object` is the raw job (annotations: placement and origin).
-server::AppView training_app_view(const TrainingJob& job, const Json& object,
-                                  const std::string& cluster);
+gang::AppView training_app_view(const TrainingJob& job, const Json& object,
+                                const std::string& cluster);
 
 }  // namespace gleaner::scheduler::kube_glue

@@ -25,8 +25,8 @@ std::string annotation_of(const Json& obj, const char* key) {
   return it != annotations.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
-  server::GangShape shape;
+gang::GangShape spark_gang_shape(const kube::SparkApplication& app) {
+  gang::GangShape shape;
   shape.driver = Resources{app.driver.cpu_request_milli, app.pod_memory_bytes(app.driver)};
   shape.executor = Resources{app.executor.cpu_request_milli, app.pod_memory_bytes(app.executor)};
   shape.executors = app.gang_executors();
@@ -37,11 +37,11 @@ server::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   return shape;
 }
 
-std::optional<server::AppView> app_view(const kube::SparkApplication& app,
-                                        const std::string& cluster, bool labelled_only) {
-  auto label = app.labels.find(server::kMultiClusterLabel);
+std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const std::string& cluster,
+                                      bool labelled_only) {
+  auto label = app.labels.find(gang::kMultiClusterLabel);
   const bool labelled = label != app.labels.end() && label->second == "true";
-  server::AppView v;
+  gang::AppView v;
   v.cluster = cluster;
   v.ns = app.namespace_;
   v.name = app.name;
@@ -58,9 +58,9 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
   const Json& meta = app.raw.value("metadata", Json::object());
   const Json& annotations = meta.value("annotations", Json::object());
   if (annotations.is_object()) {
-    auto p = annotations.find(server::kPlacementAnnotation);
+    auto p = annotations.find(gang::kPlacementAnnotation);
     if (p != annotations.end() && p->is_string()) v.placement = p->get<std::string>();
-    auto o = annotations.find(server::kOriginAnnotation);
+    auto o = annotations.find(gang::kOriginAnnotation);
     if (o != annotations.end() && o->is_string()) v.origin = o->get<std::string>();
   }
   // A copy is ours whatever its labels (a hub's applications carry none of ours).
@@ -87,10 +87,10 @@ std::optional<server::AppView> app_view(const kube::SparkApplication& app,
   return v;
 }
 
-server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                         const std::string& scheduler_name, const SparkLookup& spark,
-                         const TrainingLookup& training) {
-  server::PodView v;
+gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                       const std::string& scheduler_name, const SparkLookup& spark,
+                       const TrainingLookup& training) {
+  gang::PodView v;
   v.cluster = cluster;
   v.ns = pod.metadata.namespace_name;
   v.name = pod.metadata.name;
@@ -131,9 +131,9 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   const std::string operator_app = label(pod, kSparkOperatorAppLabel);
   const std::string group = label(pod, kPodGroupNameLabel);
   if (!operator_app.empty() && (role == "driver" || role == "executor")) {
-    v.role = role == "driver" ? server::PodRole::kDriver : server::PodRole::kExecutor;
+    v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
     v.gang = operator_app;
-    if (v.role == server::PodRole::kDriver) {
+    if (v.role == gang::PodRole::kDriver) {
       auto app = spark ? spark(v.ns, operator_app) : std::nullopt;
       if (app) {
         v.shape = spark_gang_shape(*app);
@@ -155,8 +155,8 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
     int value = -1;
     auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
     if (kind != nullptr && ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
-      v.role = server::PodRole::kReplica;
-      v.gang = server::gang_name(kind, training_job);
+      v.role = gang::PodRole::kReplica;
+      v.gang = gang::gang_name(kind, training_job);
       v.replica_type = replica_type;
       v.replica_index = value;
       if (!training) return v;
@@ -173,7 +173,7 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
     }
   }
   if (!group.empty()) {
-    v.role = server::PodRole::kMember;
+    v.role = gang::PodRole::kMember;
     v.gang = "podgroup:" + group;
     const std::string min = label(pod, kPodGroupMinLabel);
     int value = 1;
@@ -184,11 +184,11 @@ server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   }
   if (role == "driver" || role == "executor") {
     const std::string app = label(pod, kSparkAppSelectorLabel);
-    v.role = role == "driver" ? server::PodRole::kDriver : server::PodRole::kExecutor;
+    v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
     v.gang = app.empty() ? v.name : app;
     // spark-submit without the operator: the driver alone is the gang; executors that
     // come later take free room in its cluster.
-    if (v.role == server::PodRole::kDriver) v.shape = server::GangShape{v.request, {}, 0};
+    if (v.role == gang::PodRole::kDriver) v.shape = gang::GangShape{v.request, {}, 0};
     return v;
   }
   return v;

@@ -24,7 +24,7 @@
 
 #include "kube/objects.h"
 #include "kube/spark_application.h"
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -40,7 +40,7 @@ inline constexpr const char* kKoordQuotaLabel = "quota.scheduling.koordinator.sh
 using SparkLookup =
     std::function<std::optional<kube::SparkApplication>(const std::string&, const std::string&)>;
 
-server::GangShape spark_gang_shape(const kube::SparkApplication& app);
+gang::GangShape spark_gang_shape(const kube::SparkApplication& app);
 
 // An object's annotation `key` ("" when absent or not a string).
 std::string annotation_of(const Json& obj, const char* key);
@@ -48,16 +48,16 @@ std::string annotation_of(const Json& obj, const char* key);
 // A SparkApplication labelled gleaner.io/multi-cluster=true, or a copy one of our links made
 // (annotated gleaner.io/origin-cluster); nullopt for any other, unless `labelled_only` is
 // false (a hub's applications: a policy says which are ours).
-std::optional<server::AppView> app_view(const kube::SparkApplication& app,
-                                        const std::string& cluster, bool labelled_only = true);
+std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const std::string& cluster,
+                                      bool labelled_only = true);
 
 // (kind, namespace, name) -> the training job as the live loop reads it, when the informer
 // has it and can read it.
-using TrainingLookup = std::function<std::optional<server::AppView>(
+using TrainingLookup = std::function<std::optional<gang::AppView>(
     const std::string&, const std::string&, const std::string&)>;
 
-server::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                         const std::string& scheduler_name, const SparkLookup& spark,
-                         const TrainingLookup& training = nullptr);
+gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                       const std::string& scheduler_name, const SparkLookup& spark,
+                       const TrainingLookup& training = nullptr);
 
 }  // namespace gleaner::scheduler::kube_glue

@@ -18,7 +18,7 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
   const std::string ns = string_at(obj, "metadata/namespace");
   const std::string name = string_at(obj, "metadata/name");
   if (ns.empty() || name.empty()) return;
-  const std::string origin = annotation_of(obj, server::kOriginAnnotation);
+  const std::string origin = annotation_of(obj, gang::kOriginAnnotation);
   std::optional<std::vector<std::string>> allowed;
   if (options_.hub) {
     auto governed =
@@ -47,8 +47,8 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
       metrics_.hub_job_rejected();
       spdlog::warn("cluster {}: {}; not placed until fixed", options_.name, job.error().message);
       // Queued: the worker thread writes the Event, not the informer's.
-      server::Action note{server::ActionKind::kEvent, options_.name, ns, name,
-                          string_at(obj, "metadata/uid")};
+      gang::Action note{gang::ActionKind::kEvent, options_.name, ns, name,
+                        string_at(obj, "metadata/uid")};
       note.object_kind = kind;
       note.reason = "GleanerInvalid";
       note.message = job.error().message + "; not placed until fixed";
@@ -58,7 +58,7 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
     return;
   }
   if (own) return;  // its pods bring its roles to the live loop (training_job below)
-  server::AppView view = training_app_view(*job, obj, options_.name);
+  gang::AppView view = training_app_view(*job, obj, options_.name);
   view.hub = options_.hub;
   view.allowed_clusters = std::move(allowed);
   // The leader's PriorityClass: the first role with replicas.
@@ -70,9 +70,9 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
   route_app(obj, view);
 }
 
-std::optional<server::AppView> ClusterLink::training_job(const std::string& kind,
-                                                         const std::string& ns,
-                                                         const std::string& name) {
+std::optional<gang::AppView> ClusterLink::training_job(const std::string& kind,
+                                                       const std::string& ns,
+                                                       const std::string& name) {
   auto obj = apps_of(kind).get(ns + "/" + name);
   if (!obj) return std::nullopt;
   auto job = parse_training_job(*obj);  // unreadable: on_training_job wrote why, once
@@ -85,7 +85,7 @@ kube::Informer& ClusterLink::apps_of(const std::string& kind) {
   return it != training_jobs_.end() ? *it->second : *apps_;
 }
 
-void ClusterLink::route_app(const Json& obj, server::AppView& view) {
+void ClusterLink::route_app(const Json& obj, gang::AppView& view) {
   if (view.placement.empty()) {
     live_.observe_app(view);
   } else if (!view.origin.empty() && view.origin != options_.name) {
@@ -97,11 +97,11 @@ void ClusterLink::route_app(const Json& obj, server::AppView& view) {
     bool first = false;
     {
       std::lock_guard lock(mu_);
-      first = forwarded_.insert(view.ns + "/" + server::gang_name(view.kind, view.name)).second;
+      first = forwarded_.insert(view.ns + "/" + gang::gang_name(view.kind, view.name)).second;
     }
     if (first && options_.hub && by_karmada(view.kind, view.ns, view.name)) {
-      server::Action again{server::ActionKind::kPlaceApp, options_.name, view.ns, view.name,
-                           string_at(obj, "metadata/uid")};
+      gang::Action again{gang::ActionKind::kPlaceApp, options_.name, view.ns, view.name,
+                         string_at(obj, "metadata/uid")};
       again.app_kind = view.kind;
       again.target = view.placement;
       enqueue(std::move(again));  // the binding must say the same

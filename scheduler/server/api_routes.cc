@@ -82,9 +82,9 @@ net::HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
     metrics_.report_duplicate();
     return json_reply(200, Json{{"accepted", false}, {"duplicate", true}});
   }
-  if (auto refused = live_.apply_report(*v.report)) {
-    metrics_.report_rejected(*refused);
-    return error_reply(422, to_string(*refused),
+  if (live_.apply_report(*v.report)) {  // the one refusal: a cluster not managed here
+    metrics_.report_rejected(RejectReason::kUnknownCluster);
+    return error_reply(422, to_string(RejectReason::kUnknownCluster),
                        "cluster '" + v.report->cluster + "' is not managed by this scheduler");
   }
   return json_reply(200, Json{{"accepted", true}});

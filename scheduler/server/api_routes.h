@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "net/http_reply.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/server/live_metrics.h"
-#include "scheduler/server/live_scheduler.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
@@ -26,7 +26,7 @@ struct ReportAttempt {
 
 class ApiRoutes {
  public:
-  ApiRoutes(ReportValidator& validator, LiveScheduler& live, LiveMetrics& metrics)
+  ApiRoutes(ReportValidator& validator, gang::GangScheduler& live, LiveMetrics& metrics)
       : validator_(validator), live_(live), metrics_(metrics) {}
 
   [[nodiscard]] static bool is_report_path(std::string_view target);
@@ -54,7 +54,7 @@ class ApiRoutes {
   net::HttpReply apply(reporter::NodeReport& report);
   std::function<bool()> active_;
   ReportValidator& validator_;
-  LiveScheduler& live_;
+  gang::GangScheduler& live_;
   LiveMetrics& metrics_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "net/beast_names.h"
 #include "net/http_listener.h"
+#include "scheduler/server/connection_limits.h"
 #include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
@@ -18,9 +19,6 @@ namespace ssl = asio::ssl;
 
 namespace {
 
-constexpr auto kIdleTimeout = std::chrono::seconds(60);
-constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
-constexpr uint32_t kHeaderLimit = 16 * 1024;
 constexpr auto kDrainTimeout = std::chrono::seconds(2);
 constexpr std::size_t kDrainLimit = 8 << 20;
 // Token reviews (API server round trips) run on a few worker threads so the I/O thread
@@ -28,10 +26,6 @@ constexpr std::size_t kDrainLimit = 8 << 20;
 // answered 503 and its agent retries on its next pass.
 constexpr int kReviewThreads = 4;
 constexpr int kMaxReviewsInFlight = 64;
-
-std::string_view view(beast::string_view s) {
-  return {s.data(), s.size()};
-}
 
 }  // namespace
 

@@ -149,7 +149,7 @@ uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   return it == webhook_reviews_.end() ? 0 : it->second;
 }
 
-std::string LiveMetrics::render(const StateGauges& g) const {
+std::string LiveMetrics::render(const gang::StateGauges& g) const {
   std::lock_guard lock(mu_);
   std::vector<MetricFamily> out;
   out.reserve(40);

@@ -14,31 +14,24 @@
 #include <prometheus/histogram.h>
 
 #include "net/listener_stats.h"
+#include "scheduler/gang/gang_counters.h"
 #include "scheduler/server/report_ingest.h"
 
 namespace gleaner::scheduler::server {
 
-// Gauges computed from the scheduler's state when /metrics is scraped.
-struct StateGauges {
-  int64_t pending_jobs = 0;
-  int64_t admitted_jobs = 0;
-  int64_t running_jobs = 0;
-  std::map<std::string, int64_t> nodes_by_health;  // fresh / stale / degraded
-};
-
-class LiveMetrics {
+class LiveMetrics final : public gang::GangCounters {
  public:
   LiveMetrics();
 
-  void report_accepted(double lag_seconds);
+  void report_accepted(double lag_seconds) override;
   void report_duplicate();
   void report_rejected(RejectReason reason);
-  void admitted(double latency_seconds);
-  void preempted();
-  void rescheduled();
-  void bind_result(bool ok);
+  void admitted(double latency_seconds) override;
+  void preempted() override;
+  void rescheduled() override;
+  void bind_result(bool ok) override;
   void node_status_patch(bool ok);
-  void event_emitted();
+  void event_emitted() override;
   // The colocation webhook: a review answered ("skipped", "unchanged", "mutated",
   // "denied"), a request it could not read or answer ("bad_request", "not_ready"), a
   // ClusterColocationProfile or certificate check that failed.
@@ -75,7 +68,7 @@ class LiveMetrics {
   [[nodiscard]] uint64_t reports_rejected(RejectReason reason) const;
   [[nodiscard]] uint64_t placements() const;
 
-  [[nodiscard]] std::string render(const StateGauges& gauges) const;
+  [[nodiscard]] std::string render(const gang::StateGauges& gauges) const;
 
  private:
   mutable std::mutex mu_;

@@ -8,6 +8,7 @@
 
 #include "net/beast_names.h"
 #include "net/http_listener.h"
+#include "scheduler/server/connection_limits.h"
 #include "scheduler/server/tls_context.h"
 
 namespace gleaner::scheduler::server {
@@ -17,15 +18,8 @@ namespace ssl = asio::ssl;
 
 namespace {
 
-constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
-constexpr auto kIdleTimeout = std::chrono::seconds(60);
-constexpr uint32_t kHeaderLimit = 16 * 1024;
 constexpr const char* kNotFound = "{\"error\":\"not_found\"}\n";
 constexpr const char* kMethodNotAllowed = "{\"error\":\"method_not_allowed\"}\n";
-
-std::string_view view(beast::string_view s) {
-  return {s.data(), s.size()};
-}
 
 }  // namespace
 

@@ -37,7 +37,7 @@ BATCH = {"cpuMillicores": 5000, "memoryBytes": 16 * GI}
 LEAK_HINT = (
     "Room still 'used' after the job ended: a pod the scheduler forgot was brought back by "
     "a stale observe_pod (an informer re-feeding pods from an older snapshot), or a release "
-    "path missed it (LiveScheduler::forget_pod, release_loose).")
+    "path missed it (GangScheduler::forget_pod, release_loose).")
 
 
 class ColocationHarness:

@@ -80,7 +80,7 @@ spec:
 )");
   auto job = parse_training_job(object);
   ASSERT_TRUE(job.ok()) << job.error().message;
-  const server::AppView v = training_app_view(*job, object, "hub");
+  const gang::AppView v = training_app_view(*job, object, "hub");
   EXPECT_EQ(v.kind, "PyTorchJob");
   EXPECT_EQ(v.uid, "u-1");
   EXPECT_EQ(v.queue, "team-a");
@@ -120,8 +120,8 @@ spec:
 TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
   auto pod = kube::parse_pod(operator_pod("pytorchjob-controller", "3"));
   ASSERT_TRUE(pod.ok()) << pod.error().message;
-  const server::PodView v = pod_view(*pod, "b", "gleaner-scheduler", nullptr);
-  EXPECT_EQ(v.role, server::PodRole::kReplica);
+  const gang::PodView v = pod_view(*pod, "b", "gleaner-scheduler", nullptr);
+  EXPECT_EQ(v.role, gang::PodRole::kReplica);
   EXPECT_EQ(v.gang, "PyTorchJob:mnist") << "apart from a SparkApplication of that name";
   EXPECT_EQ(v.replica_type, "worker");
   EXPECT_EQ(v.replica_index, 3);
@@ -134,7 +134,7 @@ TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
        {std::pair{"pytorchjob-controller", "x"}, std::pair{"mpijob-controller", "0"}}) {
     auto other = kube::parse_pod(operator_pod(op, index));
     ASSERT_TRUE(other.ok());
-    EXPECT_EQ(pod_view(*other, "b", "gleaner-scheduler", nullptr).role, server::PodRole::kNone)
+    EXPECT_EQ(pod_view(*other, "b", "gleaner-scheduler", nullptr).role, gang::PodRole::kNone)
         << op << " " << index;
   }
 }

@@ -81,8 +81,8 @@ TEST_F(CopyLifecycleTest, OlderStateRefusedWhileANewerOneWaitsIsNotTriedAgain) {
   ASSERT_TRUE(until([&] { return api.count_requests("PATCH", kPiPath, false) > patches; }));
   set_state("b", "pi", "COMPLETED");
   ASSERT_TRUE(until([&] {
-    return routed([](const server::Action& x) {
-      return x.kind == server::ActionKind::kMirrorAppState && x.message == "COMPLETED";
+    return routed([](const gang::Action& x) {
+      return x.kind == gang::ActionKind::kMirrorAppState && x.message == "COMPLETED";
     });
   }));
   api.admin("release");
@@ -173,9 +173,8 @@ TEST_F(CopyLifecycleTest, StateSeenAgainBeforeTheOriginCacheCaughtUpIsWrittenOnc
   ASSERT_TRUE(
       until([&] { return annotation(app("a", "pi"), "gleaner.io/remote-state") == "RUNNING"; }));
   // The copy changes again without a new state: its state comes to a's link once more.
-  const auto running = [](const server::Action& x) {
-    return x.kind == server::ActionKind::kMirrorAppState && x.name == "pi" &&
-           x.message == "RUNNING";
+  const auto running = [](const gang::Action& x) {
+    return x.kind == gang::ActionKind::kMirrorAppState && x.name == "pi" && x.message == "RUNNING";
   };
   const size_t asked = routed_count(running);
   ASSERT_TRUE(member("b")
@@ -231,12 +230,12 @@ TEST_F(CopyLifecycleTest, StateOfACopyBeingDeletedIsNotRecorded) {
   // has been passed on, so would have been the states of pi.
   create_copy_in_b("marker", "uid-of-no-origin");
   ASSERT_TRUE(until([&] {
-    return routed_count([](const server::Action& x) {
-             return x.kind == server::ActionKind::kMirrorAppState && x.name == "marker";
+    return routed_count([](const gang::Action& x) {
+             return x.kind == gang::ActionKind::kMirrorAppState && x.name == "marker";
            }) > 0;
   }));
-  EXPECT_EQ(routed_count([](const server::Action& x) {
-              return x.kind == server::ActionKind::kMirrorAppState && x.message == "FAILED";
+  EXPECT_EQ(routed_count([](const gang::Action& x) {
+              return x.kind == gang::ActionKind::kMirrorAppState && x.message == "FAILED";
             }),
             0U);
   EXPECT_EQ(annotation(app("a", "pi"), "gleaner.io/remote-state"), "RUNNING");

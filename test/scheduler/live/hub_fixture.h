@@ -86,8 +86,8 @@ class HubLiveTest : public CopyLifecycleTest {
     }
   }
   bool placement_sent(const std::string& name) {
-    return routed([&](const server::Action& a) {
-      return a.kind == server::ActionKind::kPlaceApp && a.name == name;
+    return routed([&](const gang::Action& a) {
+      return a.kind == gang::ActionKind::kPlaceApp && a.name == name;
     });
   }
   std::string hub_state(const std::string& name) {

@@ -18,7 +18,7 @@ class IngestionTest : public ::testing::Test {
   void SetUp() override {
     dir_.write("token", "s3cret\n");
     token_file_ = dir_ / "token";
-    auto live = LiveScheduler::create({}, {}, clock_, metrics_);
+    auto live = gang::GangScheduler::create({}, {}, clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
     validator_ = std::make_unique<ReportValidator>(token_file_, 4096);
@@ -45,7 +45,7 @@ class IngestionTest : public ::testing::Test {
   std::string token_file_;
   SystemClock clock_;
   LiveMetrics metrics_;
-  std::unique_ptr<LiveScheduler> live_;
+  std::unique_ptr<gang::GangScheduler> live_;
   std::unique_ptr<ReportValidator> validator_;
   std::unique_ptr<ApiRoutes> routes_;
   live_testing::IoThread io_;

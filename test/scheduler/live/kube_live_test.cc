@@ -40,10 +40,10 @@ class KubeLiveTest : public ::testing::Test {
                        Json{{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", n}}}})
               .ok());
     }
-    server::LiveOptions options;
+    gang::GangOptions options;
     options.clusters = {"c1"};
     options.staleness = StalenessPolicy{3600, 7200};  // timeouts, not staleness, here
-    auto live = server::LiveScheduler::create(options, {}, clock_, metrics_);
+    auto live = gang::GangScheduler::create(options, {}, clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
     kube_glue::ClusterLinkOptions lo;
@@ -52,8 +52,8 @@ class KubeLiveTest : public ::testing::Test {
     lo.resync = std::chrono::milliseconds(500);
     lo.watch_quota_tree = true;
     link_ = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
-    live_->set_sinks([this](server::Action a) { link_->enqueue(std::move(a)); },
-                     [this](server::NodeBatch b) { link_->publish(std::move(b)); });
+    live_->set_sinks([this](gang::Action a) { link_->enqueue(std::move(a)); },
+                     [this](gang::NodeBatch b) { link_->publish(std::move(b)); });
     link_->start();
     ASSERT_TRUE(link_->wait_for_sync(std::chrono::seconds(10)));
   }
@@ -82,7 +82,7 @@ class KubeLiveTest : public ::testing::Test {
   server::LiveMetrics metrics_;
   std::unique_ptr<TestApiServer> api_;
   std::unique_ptr<kube::KubeClient> client_;
-  std::unique_ptr<server::LiveScheduler> live_;
+  std::unique_ptr<gang::GangScheduler> live_;
   std::unique_ptr<kube_glue::ClusterLink> link_;
 };
 

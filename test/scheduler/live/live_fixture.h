@@ -14,8 +14,8 @@
 #include "common/clock.h"
 #include "common/json_util.h"
 #include "reporter/wire/node_report.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/server/http_server.h"
-#include "scheduler/server/live_scheduler.h"
 
 namespace gleaner::scheduler::live_testing {
 
@@ -149,12 +149,12 @@ inline Json training_operator_pod(const std::string& job, const std::string& typ
 
 // A live loop managing the one cluster c1, whose node n1 has reported 8 CPUs and `memory`
 // bytes of batch capacity; nullptr when either step is refused.
-inline std::unique_ptr<server::LiveScheduler> one_node_live(const Clock& clock,
-                                                            server::LiveMetrics& metrics,
-                                                            int64_t memory) {
-  server::LiveOptions options;
+inline std::unique_ptr<gang::GangScheduler> one_node_live(const Clock& clock,
+                                                          server::LiveMetrics& metrics,
+                                                          int64_t memory) {
+  gang::GangOptions options;
   options.clusters = {"c1"};
-  auto live = server::LiveScheduler::create(options, {}, clock, metrics);
+  auto live = gang::GangScheduler::create(options, {}, clock, metrics);
   if (!live.ok() || (*live)->apply_report(node_report("n1", 1, 8000, memory, "c1"))) return nullptr;
   return std::move(*live);
 }

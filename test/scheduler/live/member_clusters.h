@@ -77,13 +77,13 @@ class MemberClusters : public ::testing::Test {
   }
   // The live scheduler and a link per member; call after creating the Nodes.
   void connect() {
-    server::LiveOptions options;
+    gang::GangOptions options;
     for (const auto& [n, m] : members_)
       options.clusters.push_back(n);
     options.staleness = StalenessPolicy{3600, 7200};
     options.policy.driver_start_timeout_seconds = driver_start_timeout_;
     options.app_retry_seconds = 0.2;
-    auto live = server::LiveScheduler::create(options, {}, system_clock_, metrics_);
+    auto live = gang::GangScheduler::create(options, {}, system_clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
     for (auto& [n, m] : members_) {
@@ -99,17 +99,17 @@ class MemberClusters : public ::testing::Test {
       }
       m.link = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
     }
-    auto route = [this](server::Action a) {
+    auto route = [this](gang::Action a) {
       auto it = members_.find(a.cluster);
       if (it == members_.end()) return;
-      server::Action seen = a;
+      gang::Action seen = a;
       it->second.link->enqueue(std::move(a));
       std::lock_guard lock(routed_mu_);
       routed_.push_back(std::move(seen));
     };
     for (auto& [n, m] : members_)
       m.link->set_forward(route);
-    live_->set_sinks(route, [this](server::NodeBatch b) {
+    live_->set_sinks(route, [this](gang::NodeBatch b) {
       if (auto it = members_.find(b.cluster); it != members_.end())
         it->second.link->publish(std::move(b));
     });
@@ -125,12 +125,12 @@ class MemberClusters : public ::testing::Test {
   }
   Member& member(const std::string& name) { return members_.at(name); }
   // Whether an action matching `match` has been queued on its cluster's link.
-  bool routed(const std::function<bool(const server::Action&)>& match) {
+  bool routed(const std::function<bool(const gang::Action&)>& match) {
     std::lock_guard lock(routed_mu_);
     return std::any_of(routed_.begin(), routed_.end(), match);
   }
   // How many actions matching `match` have been queued on their cluster's link.
-  size_t routed_count(const std::function<bool(const server::Action&)>& match) {
+  size_t routed_count(const std::function<bool(const gang::Action&)>& match) {
     std::lock_guard lock(routed_mu_);
     return static_cast<size_t>(std::count_if(routed_.begin(), routed_.end(), match));
   }
@@ -152,10 +152,10 @@ class MemberClusters : public ::testing::Test {
   std::set<std::string> hubs_;  // servers whose link is a fleet's hub (set before connect())
   std::string hub_policy_group_ = "policy.karmada.io";
   int64_t driver_start_timeout_ = 300;  // seconds (set before connect())
-  std::unique_ptr<server::LiveScheduler> live_;
+  std::unique_ptr<gang::GangScheduler> live_;
   uint64_t sequence_ = 0;
   std::mutex routed_mu_;
-  std::vector<server::Action> routed_;  // every action the router queued, in order
+  std::vector<gang::Action> routed_;  // every action the router queued, in order
 };
 
 }  // namespace gleaner::scheduler::live_testing

@@ -68,7 +68,7 @@ class FakeReviewer : public AgentTokenReviewer {
 class ReportIdentityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto live = LiveScheduler::create({}, {}, clock_, metrics_);
+    auto live = gang::GangScheduler::create({}, {}, clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
     validator_ = std::make_unique<ReportValidator>(reviewer_, 1 << 20);
@@ -97,7 +97,7 @@ class ReportIdentityTest : public ::testing::Test {
   SystemClock clock_;
   LiveMetrics metrics_;
   FakeReviewer reviewer_;
-  std::unique_ptr<LiveScheduler> live_;
+  std::unique_ptr<gang::GangScheduler> live_;
   std::unique_ptr<ReportValidator> validator_;
   std::unique_ptr<ApiRoutes> routes_;
   live_testing::IoThread io_;

@@ -2,7 +2,7 @@
 // snapshot on another thread): the deleted pod stays gone and holds no room.
 #include <gtest/gtest.h>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "test/scheduler/live/live_fixture.h"
 
 namespace gleaner::scheduler {
@@ -13,7 +13,7 @@ TEST(LiveStalePod, APodSeenAgainAfterItWasForgottenHoldsNoRoom) {
   server::LiveMetrics metrics;
   auto live = live_testing::one_node_live(clock, metrics, int64_t{16} << 30);
   ASSERT_NE(live, nullptr);
-  server::PodView pod;
+  gang::PodView pod;
   pod.cluster = "c1";
   pod.ns = "default";
   pod.name = "batch-job";

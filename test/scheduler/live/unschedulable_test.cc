@@ -3,26 +3,26 @@
 // an application that was admitted, one in another member, or before the threshold.
 #include <gtest/gtest.h>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "test/scheduler/live/live_fixture.h"
 
 namespace gleaner::scheduler {
 namespace {
 
-server::PodView driver(const std::string& name, int executors, int64_t executor_cpu) {
-  server::PodView pod;
+gang::PodView driver(const std::string& name, int executors, int64_t executor_cpu) {
+  gang::PodView pod;
   pod.cluster = "c1";
   pod.ns = "spark";
   pod.name = name + "-driver";
   pod.uid = "uid-" + name;
   pod.phase = "Pending";
   pod.ours = true;
-  pod.role = server::PodRole::kDriver;
+  pod.role = gang::PodRole::kDriver;
   pod.gang = name;
   pod.batch = true;
   pod.request = Resources{1000, int64_t{1} << 30};
-  pod.shape = server::GangShape{Resources{1000, int64_t{1} << 30},
-                                Resources{executor_cpu, int64_t{1} << 30}, executors};
+  pod.shape = gang::GangShape{Resources{1000, int64_t{1} << 30},
+                              Resources{executor_cpu, int64_t{1} << 30}, executors};
   return pod;
 }
 

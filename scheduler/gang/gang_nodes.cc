@@ -3,14 +3,14 @@
 // informer sees becomes the labels node selectors match.
 #include <spdlog/spdlog.h>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
-std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeReport& report) {
+std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeReport& report) {
   std::lock_guard lock(mu_);
   auto cluster = cluster_of(report.cluster);
-  if (!cluster) return RejectReason::kUnknownCluster;
+  if (!cluster) return ReportRefusal::kUnknownCluster;
   const int64_t now = now_s();
   Resources batch;
   if (report.batch_allocatable) {
@@ -26,7 +26,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
     if (auto t = node_taints_.find(name); t != node_taints_.end()) info.taints = t->second;
     if (auto added = core_.clusters().upsert_node(info, now); !added) {
       spdlog::warn("report for node {}: {}", report.node, added.error().message);
-      return RejectReason::kUnknownCluster;
+      return ReportRefusal::kUnknownCluster;
     }
     // Pods bound there before the node's first report now take their room.
     for (auto& [uid, t] : pods_)
@@ -37,7 +37,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch())
           .count() -
       report.timestamp_unix_ms);
-  metrics_.report_accepted(lag_ms / 1000.0);
+  counters_.report_accepted(lag_ms / 1000.0);
   if (nodes_) {
     std::optional<Resources> publish;
     if (report.batch_allocatable) publish = batch;
@@ -46,7 +46,7 @@ std::optional<RejectReason> LiveScheduler::apply_report(const reporter::NodeRepo
   return std::nullopt;
 }
 
-Labels LiveScheduler::node_labels(const std::string& cluster, const std::string& node) const {
+Labels GangScheduler::node_labels(const std::string& cluster, const std::string& node) const {
   Labels labels;
   if (auto it = node_labels_.find(core_name(cluster, node)); it != node_labels_.end()) {
     labels = it->second;
@@ -55,7 +55,7 @@ Labels LiveScheduler::node_labels(const std::string& cluster, const std::string&
   return labels;
 }
 
-void LiveScheduler::observe_node(const std::string& cluster, const std::string& node,
+void GangScheduler::observe_node(const std::string& cluster, const std::string& node,
                                  const Labels& labels, const Taints& taints,
                                  const std::optional<Resources>& allocatable) {
   std::lock_guard lock(mu_);
@@ -76,7 +76,7 @@ void LiveScheduler::observe_node(const std::string& cluster, const std::string& 
   }
 }
 
-void LiveScheduler::tick() {
+void GangScheduler::tick() {
   std::lock_guard lock(mu_);
   const int64_t now = now_s();
   for (NodeId id : core_.clusters().refresh_health(now, options_.staleness)) {
@@ -95,4 +95,4 @@ void LiveScheduler::tick() {
   retry_app_placements();
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

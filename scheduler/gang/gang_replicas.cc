@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
 namespace {
 
@@ -26,7 +26,7 @@ bool same_role(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-void LiveScheduler::observe_replica(Tracked& t) {
+void GangScheduler::observe_replica(Tracked& t) {
   PodView& v = t.view;
   const std::string key = v.cluster + "/" + v.ns + "/" + v.gang;
   auto it = gangs_.find(key);
@@ -83,12 +83,12 @@ void LiveScheduler::observe_replica(Tracked& t) {
   attach_replica(g, t);
 }
 
-bool LiveScheduler::job_over(JobId job) const {
+bool GangScheduler::job_over(JobId job) const {
   const JobPhase phase = core_.job(job).phase;
   return phase == JobPhase::kCompleted || phase == JobPhase::kWithdrawn;
 }
 
-void LiveScheduler::attach_replica(Gang& g, Tracked& t) {
+void GangScheduler::attach_replica(Gang& g, Tracked& t) {
   const PodView& v = t.view;
   const Job& j = core_.job(*g.job);
   int index = -1;
@@ -120,7 +120,7 @@ void LiveScheduler::attach_replica(Gang& g, Tracked& t) {
   bind_member(g, index);
 }
 
-void LiveScheduler::attach_waiting_replicas(Gang& g) {
+void GangScheduler::attach_waiting_replicas(Gang& g) {
   const std::set<std::string> waiting = g.waiting;  // attach_replica edits it
   for (const std::string& uid : waiting) {
     auto p = pods_.find(uid);
@@ -132,4 +132,4 @@ void LiveScheduler::attach_waiting_replicas(Gang& g) {
   }
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

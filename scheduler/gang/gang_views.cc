@@ -1,7 +1,7 @@
 // The read-only HTTP API's documents, built from the core's state under the lock.
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
 namespace {
 
@@ -17,7 +17,7 @@ Json optional_amounts(const std::optional<Resources>& r) {
 
 }  // namespace
 
-Json LiveScheduler::queues_json() const {
+Json GangScheduler::queues_json() const {
   std::lock_guard lock(mu_);
   Json out = Json::array();
   const QuotaTree& q = core_.quotas();
@@ -35,7 +35,7 @@ Json LiveScheduler::queues_json() const {
   return Json{{"queues", std::move(out)}};
 }
 
-Json LiveScheduler::jobs_json() const {
+Json GangScheduler::jobs_json() const {
   std::lock_guard lock(mu_);
   Json out = Json::array();
   for (JobId id = 0; id < core_.job_count(); ++id) {
@@ -81,7 +81,7 @@ Json LiveScheduler::jobs_json() const {
   return Json{{"jobs", std::move(out)}, {"waiting", std::move(waiting)}};
 }
 
-Json LiveScheduler::nodes_json() const {
+Json GangScheduler::nodes_json() const {
   std::lock_guard lock(mu_);
   const int64_t now = now_s();
   Json out = Json::array();
@@ -115,7 +115,7 @@ Json LiveScheduler::nodes_json() const {
   return Json{{"nodes", std::move(out)}};
 }
 
-StateGauges LiveScheduler::gauges() const {
+StateGauges GangScheduler::gauges() const {
   std::lock_guard lock(mu_);
   StateGauges g;
   for (JobId id = 0; id < core_.job_count(); ++id) {
@@ -140,4 +140,4 @@ StateGauges LiveScheduler::gauges() const {
   return g;
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

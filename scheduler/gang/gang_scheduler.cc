@@ -1,30 +1,30 @@
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
 #include <algorithm>
 
 #include <spdlog/spdlog.h>
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
-Result<std::unique_ptr<LiveScheduler>> LiveScheduler::create(LiveOptions options,
+Result<std::unique_ptr<GangScheduler>> GangScheduler::create(GangOptions options,
                                                              const std::vector<QueueSpec>& queues,
                                                              const Clock& clock,
-                                                             LiveMetrics& metrics) {
+                                                             GangCounters& counters) {
   auto tree = QuotaTree::build(queues);
   if (!tree) return tree.error();
   ClusterState clusters;
   for (const auto& c : options.clusters)
     clusters.add_cluster(c);
   Scheduler core(options.policy, std::move(*tree), std::move(clusters));
-  return std::unique_ptr<LiveScheduler>(
-      new LiveScheduler(std::move(options), std::move(core), clock, metrics));
+  return std::unique_ptr<GangScheduler>(
+      new GangScheduler(std::move(options), std::move(core), clock, counters));
 }
 
-LiveScheduler::LiveScheduler(LiveOptions options, Scheduler core, const Clock& clock,
-                             LiveMetrics& metrics)
-    : options_(std::move(options)), clock_(clock), metrics_(metrics), core_(std::move(core)) {}
+GangScheduler::GangScheduler(GangOptions options, Scheduler core, const Clock& clock,
+                             GangCounters& counters)
+    : options_(std::move(options)), clock_(clock), counters_(counters), core_(std::move(core)) {}
 
-Status LiveScheduler::set_quotas(const std::vector<QueueSpec>& queues,
+Status GangScheduler::set_quotas(const std::vector<QueueSpec>& queues,
                                  std::optional<Resources> root_max,
                                  std::map<std::string, std::string> namespace_queue) {
   auto tree = QuotaTree::build(queues, root_max);
@@ -35,22 +35,22 @@ Status LiveScheduler::set_quotas(const std::vector<QueueSpec>& queues,
   return ok_status();
 }
 
-void LiveScheduler::set_sinks(ActionSink actions, NodeSink nodes) {
+void GangScheduler::set_sinks(ActionSink actions, NodeSink nodes) {
   std::lock_guard lock(mu_);
   actions_ = std::move(actions);
   nodes_ = std::move(nodes);
 }
 
-int64_t LiveScheduler::now_s() const {
+int64_t GangScheduler::now_s() const {
   return std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
       .count();
 }
 
-double LiveScheduler::steady_s() const {
+double GangScheduler::steady_s() const {
   return std::chrono::duration<double>(clock_.now().time_since_epoch()).count();
 }
 
-std::optional<std::string> LiveScheduler::cluster_of(const std::string& reported) const {
+std::optional<std::string> GangScheduler::cluster_of(const std::string& reported) const {
   if (options_.clusters.empty()) return reported.empty() ? kDefaultCluster : reported;
   // One managed cluster: agents that do not name theirs belong to it.
   if (reported.empty() && options_.clusters.size() == 1) return options_.clusters.front();
@@ -59,12 +59,12 @@ std::optional<std::string> LiveScheduler::cluster_of(const std::string& reported
   return std::nullopt;
 }
 
-std::optional<NodeId> LiveScheduler::core_node(const std::string& cluster,
+std::optional<NodeId> GangScheduler::core_node(const std::string& cluster,
                                                const std::string& node) const {
   return core_.clusters().find_node(core_name(cluster, node));
 }
 
-void LiveScheduler::observe_pod(const PodView& pod) {
+void GangScheduler::observe_pod(const PodView& pod) {
   if (terminal_phase(pod.phase)) return forget_pod(pod);
   std::lock_guard lock(mu_);
   if (forgotten_.contains(pod.uid)) return;  // a stale copy of a pod already gone
@@ -88,7 +88,7 @@ void LiveScheduler::observe_pod(const PodView& pod) {
   if (pod.ours) observe_ours_unbound(t);
 }
 
-void LiveScheduler::observe_ours_unbound(Tracked& t) {
+void GangScheduler::observe_ours_unbound(Tracked& t) {
   const PodView& v = t.view;
   if (v.role == PodRole::kReplica) return observe_replica(t);
   const std::string gang_name = v.gang.empty() ? v.name : v.gang;
@@ -208,7 +208,7 @@ void LiveScheduler::observe_ours_unbound(Tracked& t) {
   }
 }
 
-void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
+void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
                            const std::string& queue) {
   JobSpec spec;
   // Unique across gangs' lifetimes: an application re-created under the same name after
@@ -250,21 +250,21 @@ void LiveScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   job_gang_[*id] = g.key;
 }
 
-LiveScheduler::Tracked* LiveScheduler::driver_of(Gang& g) {
+GangScheduler::Tracked* GangScheduler::driver_of(Gang& g) {
   auto it = g.members.find(0);
   if (it == g.members.end()) return nullptr;
   auto p = pods_.find(it->second);
   return p == pods_.end() ? nullptr : &p->second;
 }
 
-LiveScheduler::Tracked* LiveScheduler::voice_of(Gang& g) {
+GangScheduler::Tracked* GangScheduler::voice_of(Gang& g) {
   if (Tracked* d = driver_of(g)) return d;
   if (!g.replica_gang || g.waiting.empty()) return nullptr;
   auto p = pods_.find(*g.waiting.begin());
   return p == pods_.end() ? nullptr : &p->second;
 }
 
-void LiveScheduler::attach_waiting(Gang& g) {
+void GangScheduler::attach_waiting(Gang& g) {
   const Job& j = core_.job(*g.job);
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
   for (auto it = g.waiting.begin(); it != g.waiting.end();) {
@@ -307,7 +307,7 @@ void LiveScheduler::attach_waiting(Gang& g) {
   }
 }
 
-void LiveScheduler::bind_member(Gang& g, int index) {
+void GangScheduler::bind_member(Gang& g, int index) {
   Tracked& t = pods_[g.members[index]];
   NodeId node = 0;
   if (index == 0) {
@@ -326,11 +326,11 @@ void LiveScheduler::bind_member(Gang& g, int index) {
   if (actions_) actions_(std::move(a));
 }
 
-void LiveScheduler::event(Tracked& t, const std::string& reason, const std::string& message,
+void GangScheduler::event(Tracked& t, const std::string& reason, const std::string& message,
                           bool warning) {
   if (t.last_event == reason + message) return;
   t.last_event = reason + message;
-  metrics_.event_emitted();
+  counters_.event_emitted();
   if (!actions_) return;
   Action a{ActionKind::kEvent, t.view.cluster, t.view.ns, t.view.name, t.view.uid};
   a.reason = reason;
@@ -339,7 +339,7 @@ void LiveScheduler::event(Tracked& t, const std::string& reason, const std::stri
   actions_(std::move(a));
 }
 
-void LiveScheduler::forget_pod(const PodView& pod) {
+void GangScheduler::forget_pod(const PodView& pod) {
   std::lock_guard lock(mu_);
   if (!pod.uid.empty() && forgotten_.insert(pod.uid).second) {
     forgotten_order_.push_back(pod.uid);
@@ -395,7 +395,7 @@ void LiveScheduler::forget_pod(const PodView& pod) {
   }
 }
 
-void LiveScheduler::event_gone_executor(Gang& g, const std::string& executor) {
+void GangScheduler::event_gone_executor(Gang& g, const std::string& executor) {
   if (Tracked* d = driver_of(g)) {
     event(*d, "GleanerExecutorGone",
           "executor " + executor +
@@ -404,9 +404,9 @@ void LiveScheduler::event_gone_executor(Gang& g, const std::string& executor) {
   }
 }
 
-void LiveScheduler::bind_done(const std::string& cluster, const std::string& uid,
+void GangScheduler::bind_done(const std::string& cluster, const std::string& uid,
                               const Status& result) {
-  metrics_.bind_result(result.ok());
+  counters_.bind_result(result.ok());
   if (result.ok()) return;
   std::lock_guard lock(mu_);
   auto it = pods_.find(uid);
@@ -421,4 +421,4 @@ void LiveScheduler::bind_done(const std::string& cluster, const std::string& uid
   }
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

@@ -4,11 +4,11 @@
 // written once as an Event.
 #include <spdlog/spdlog.h>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
-void LiveScheduler::handle(const std::vector<Decision>& decisions) {
+void GangScheduler::handle(const std::vector<Decision>& decisions) {
   for (const Decision& d : decisions) {
     auto key = job_gang_.find(d.job);
     if (key == job_gang_.end()) continue;
@@ -19,7 +19,7 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
           // A cluster's own training job: its pods waited for this.
           attach_waiting_replicas(g);
           if (!g.members.empty()) {
-            metrics_.admitted(steady_s() - g.first_seen);
+            counters_.admitted(steady_s() - g.first_seen);
             break;
           }
         }
@@ -27,7 +27,7 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
           // A multi-cluster application: record the cluster the core chose (first time),
           // or wait for the driver its operator re-creates (after a reclaim).
           if (g.cluster.empty()) {
-            metrics_.admitted(steady_s() - g.first_seen);
+            counters_.admitted(steady_s() - g.first_seen);
             place_app(std::string(key->second), d.job);
           }
           break;
@@ -42,7 +42,7 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
           job_gang_.erase(key);
           break;
         }
-        metrics_.admitted(steady_s() - g.first_seen);
+        counters_.admitted(steady_s() - g.first_seen);
         bind_member(g, 0);
         for (const auto& [index, uid] : g.members)
           if (index > 0) bind_member(g, index);
@@ -51,9 +51,9 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
       case DecisionKind::kPreempt:
       case DecisionKind::kReschedule:
         if (d.kind == DecisionKind::kPreempt) {
-          metrics_.preempted();
+          counters_.preempted();
         } else {
-          metrics_.rescheduled();
+          counters_.rescheduled();
         }
         reclaim(g, d);
         if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(key->second), d);
@@ -65,7 +65,7 @@ void LiveScheduler::handle(const std::vector<Decision>& decisions) {
   }
 }
 
-void LiveScheduler::reclaim(Gang& g, const Decision& d) {
+void GangScheduler::reclaim(Gang& g, const Decision& d) {
   // Bound pods cannot move: the job's pods are deleted and its driver, when its owner
   // re-creates it, takes the job's place in the queue again.
   if (Tracked* driver = driver_of(g)) {
@@ -87,7 +87,7 @@ void LiveScheduler::reclaim(Gang& g, const Decision& d) {
   g.last_event.clear();
 }
 
-void LiveScheduler::emit_pending_events() {
+void GangScheduler::emit_pending_events() {
   for (auto& [key, g] : gangs_) {
     if (!g.job) continue;
     const Job& j = core_.job(*g.job);
@@ -105,4 +105,4 @@ void LiveScheduler::emit_pending_events() {
   }
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

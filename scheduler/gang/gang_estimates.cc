@@ -1,10 +1,10 @@
 // The live scheduler's answers to Karmada's scheduler-estimator: read under the same lock
 // as every other view, from the core's cluster model.
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
-std::optional<int32_t> LiveScheduler::estimate_sets(
+std::optional<int32_t> GangScheduler::estimate_sets(
     const std::string& cluster, const ComponentSet& set,
     const std::vector<ComponentSet>& assumed) const {
   std::optional<ClusterCopy> copy;
@@ -20,7 +20,7 @@ std::optional<int32_t> LiveScheduler::estimate_sets(
   return max_component_sets(std::move(*copy), set, assumed);
 }
 
-int32_t LiveScheduler::unschedulable_pods(const std::string& cluster, const std::string& ns,
+int32_t GangScheduler::unschedulable_pods(const std::string& cluster, const std::string& ns,
                                           const std::string& name, double threshold_seconds) const {
   std::lock_guard lock(mu_);
   auto managed = cluster_of(cluster);
@@ -39,4 +39,4 @@ int32_t LiveScheduler::unschedulable_pods(const std::string& cluster, const std:
   return pods;
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

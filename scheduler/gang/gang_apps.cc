@@ -9,9 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
 namespace {
 
@@ -29,7 +29,7 @@ std::string placed_key(const std::string& kind, const std::string& cluster, cons
 
 }  // namespace
 
-void LiveScheduler::observe_app(const AppView& app) {
+void GangScheduler::observe_app(const AppView& app) {
   std::lock_guard lock(mu_);
   const std::string key = app_key(app.kind, app.cluster, app.ns, app.name);
   auto it = gangs_.find(key);
@@ -84,7 +84,7 @@ void LiveScheduler::observe_app(const AppView& app) {
   submit(added, app.shape, app.priority, app.queue);
 }
 
-void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns,
+void GangScheduler::forget_app(const std::string& cluster, const std::string& ns,
                                const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
   auto it = gangs_.find(app_key(kind, cluster, ns, name));
@@ -135,7 +135,7 @@ void LiveScheduler::forget_app(const std::string& cluster, const std::string& ns
   gangs_.erase(it);
 }
 
-void LiveScheduler::place_app(const std::string& key, JobId job) {
+void GangScheduler::place_app(const std::string& key, JobId job) {
   auto it = gangs_.find(key);
   if (it == gangs_.end()) return;
   const Job& j = core_.job(job);
@@ -178,7 +178,7 @@ void LiveScheduler::place_app(const std::string& key, JobId job) {
   send_place_app(gangs_.emplace(placed, std::move(g)).first->second);
 }
 
-void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
+void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
   auto it = gangs_.find(key);
   if (it == gangs_.end() || !it->second.job) return;
   Gang g = std::move(it->second);
@@ -212,7 +212,7 @@ void LiveScheduler::return_to_hub(const std::string& key, const Decision& d) {
             true);
 }
 
-void LiveScheduler::send_place_app(Gang& g) {
+void GangScheduler::send_place_app(Gang& g) {
   g.app_retry_at = steady_s() + options_.app_retry_seconds;
   if (!actions_) return;
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
@@ -222,7 +222,7 @@ void LiveScheduler::send_place_app(Gang& g) {
   actions_(std::move(a));
 }
 
-void LiveScheduler::retry_app_placements() {
+void GangScheduler::retry_app_placements() {
   const double now = steady_s();
   for (auto& [key, g] : gangs_) {
     if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
@@ -235,7 +235,7 @@ void LiveScheduler::retry_app_placements() {
   }
 }
 
-void LiveScheduler::app_recorded(const std::string& origin, const std::string& ns,
+void GangScheduler::app_recorded(const std::string& origin, const std::string& ns,
                                  const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
   auto placed = placed_apps_.find(placed_key(kind, origin, ns, name));
@@ -243,11 +243,11 @@ void LiveScheduler::app_recorded(const std::string& origin, const std::string& n
   if (auto it = gangs_.find(placed->second); it != gangs_.end()) it->second.app_recorded = true;
 }
 
-void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,
+void GangScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,
                               bool warning) {
   if (g.last_event == message) return;
   g.last_event = message;
-  metrics_.event_emitted();
+  counters_.event_emitted();
   if (!actions_) return;
   Action a{ActionKind::kEvent, g.origin, g.ns, g.name, g.app_uid};
   a.object_kind = g.app_kind;
@@ -257,4 +257,4 @@ void LiveScheduler::app_event(Gang& g, const std::string& reason, const std::str
   actions_(std::move(a));
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

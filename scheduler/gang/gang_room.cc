@@ -1,11 +1,11 @@
 // Room held on nodes outside the core's jobs: batch pods bound by others or placed beyond
 // their gang ("loose" room), and the regular allocatable (cpu/memory requests) every other
 // pod takes on its node, which the core checks for pods that keep such requests.
-#include "scheduler/server/live_scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
-void LiveScheduler::track_loose(Tracked& t) {
+void GangScheduler::track_loose(Tracked& t) {
   // Only pods bound outside our jobs: theirs is room nobody else may place into.
   if (t.loose_node || t.deleting || !t.gang.empty() || t.view.node.empty() ||
       terminal_phase(t.view.phase)) {
@@ -21,7 +21,7 @@ void LiveScheduler::track_loose(Tracked& t) {
   t.loose_amount = t.view.request;
 }
 
-void LiveScheduler::release_loose(Tracked& t) {
+void GangScheduler::release_loose(Tracked& t) {
   if (!t.loose_node) return;
   if (t.regular_in_core) {
     core_.release_extra_executor(*t.loose_node, t.loose_amount, t.view.regular);
@@ -32,7 +32,7 @@ void LiveScheduler::release_loose(Tracked& t) {
   t.loose_node.reset();
 }
 
-void LiveScheduler::track_regular(Tracked& t) {
+void GangScheduler::track_regular(Tracked& t) {
   // Our jobs' members are in the core's accounting; so is an executor we placed beyond
   // its gang. Everyone else's bound, non-terminal pod takes regular allocatable.
   const bool counted_elsewhere = (!t.gang.empty() && t.index >= 0) || t.regular_in_core;
@@ -48,7 +48,7 @@ void LiveScheduler::track_regular(Tracked& t) {
   push_regular(node);
 }
 
-void LiveScheduler::release_regular(Tracked& t) {
+void GangScheduler::release_regular(Tracked& t) {
   if (t.regular_node.empty()) return;
   regular_outside_used_[t.regular_node] -= t.regular_amount;
   const std::string node = std::move(t.regular_node);
@@ -57,7 +57,7 @@ void LiveScheduler::release_regular(Tracked& t) {
   push_regular(node);
 }
 
-void LiveScheduler::push_regular(const std::string& name) {
+void GangScheduler::push_regular(const std::string& name) {
   auto id = core_.clusters().find_node(name);
   if (!id) return;
   auto alloc = node_allocatable_.find(name);
@@ -70,4 +70,4 @@ void LiveScheduler::push_regular(const std::string& name) {
       *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second));
 }
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang

@@ -1,18 +1,21 @@
 #pragma once
-// The live loop's state around the pure core: it turns node reports and pod events into
-// core calls, and the core's decisions into actions (bind a pod, delete pods, write an
-// Event, publish a node's batch resources) handed to sinks the composition root wires to
-// the Kubernetes glue. Thread-safe: the HTTP server, the informers' threads and the
-// scheduling timer all call in; one mutex guards everything, and sinks must only queue
-// (never call back in). Time comes from the injected clock: the core gets whole seconds of
-// wall time, latency metrics use the steady clock.
+// The gang layer: the scheduler's state around the pure core. It turns node reports and
+// pod, Node and application observations into core calls, and the core's decisions into
+// actions (bind a pod, delete pods, write an Event, place an application in a member,
+// publish a node's batch resources) handed to sinks. The live loop wires the sinks to the
+// Kubernetes glue (scheduler/kube); the simulator (scheduler/sim) plays the cluster's part
+// itself, so both run this code. Nothing here does I/O. Thread-safe: the live loop's HTTP
+// server, informers' threads and scheduling timer all call in; one mutex guards
+// everything, and sinks must only queue (never call back in). Time comes from the injected
+// clock: the core gets whole seconds of wall time, latency counters use the steady clock.
 //
 // Gangs: a Spark driver (its SparkApplication gives the executor count and sizes), a
-// pod group (pod-group.scheduling.sigs.k8s.io/name + min-available), or a lone pod of
-// ours. Each gang is one core job, pinned to the cluster its pods were created in through
-// the node label gleaner.io/cluster (pods cannot move between clusters). A multi-cluster
-// SparkApplication is a job before it has pods: the core chooses its cluster, and from
-// then on it is pinned there like the others.
+// Kubeflow training job's replicas (the job's roles), a pod group
+// (pod-group.scheduling.sigs.k8s.io/name + min-available), or a lone pod of ours. Each
+// gang is one core job, pinned to the cluster its pods were created in through the node
+// label gleaner.io/cluster (pods cannot move between clusters). A multi-cluster
+// application is a job before it has pods: the core chooses its cluster, and from then on
+// it is pinned there like the others.
 
 #include <cstdint>
 #include <deque>
@@ -31,9 +34,9 @@
 #include "reporter/wire/node_report.h"
 #include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/scheduler.h"
-#include "scheduler/server/live_metrics.h"
+#include "scheduler/gang/gang_counters.h"
 
-namespace gleaner::scheduler::server {
+namespace gleaner::scheduler::gang {
 
 inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
 
@@ -185,7 +188,12 @@ struct NodeBatch {
   std::optional<Resources> batch;
 };
 
-struct LiveOptions {
+// A node report refused by apply_report.
+enum class ReportRefusal {
+  kUnknownCluster,  // it names a cluster not managed here
+};
+
+struct GangOptions {
   SchedulerPolicy policy;
   StalenessPolicy staleness;
   // Managed clusters; reports naming another cluster are refused. Empty: any cluster
@@ -196,18 +204,18 @@ struct LiveOptions {
   double app_retry_seconds = 5;
 };
 
-class LiveScheduler {
+class GangScheduler {
  public:
   using ActionSink = std::function<void(Action)>;
   using NodeSink = std::function<void(NodeBatch)>;
 
-  static Result<std::unique_ptr<LiveScheduler>> create(LiveOptions options,
+  static Result<std::unique_ptr<GangScheduler>> create(GangOptions options,
                                                        const std::vector<QueueSpec>& queues,
-                                                       const Clock& clock, LiveMetrics& metrics);
+                                                       const Clock& clock, GangCounters& counters);
   void set_sinks(ActionSink actions, NodeSink nodes);
 
   // An accepted report; kUnknownCluster when it names a cluster not managed here.
-  std::optional<RejectReason> apply_report(const reporter::NodeReport& report);
+  std::optional<ReportRefusal> apply_report(const reporter::NodeReport& report);
   // A Node object's labels (from the Node informer): node selectors match them. The
   // label gleaner.io/cluster is always the node's member cluster.
   // `allocatable`: the Node's status.allocatable cpu/memory (nullopt: not given).
@@ -284,7 +292,7 @@ class LiveScheduler {
     int32_t app_priority = 0;
     std::optional<std::vector<std::string>> app_allowed;  // a hub application's members
     double resubmit_at = 0;
-    // A cluster's own training job, queued by its first pod (live_replicas.cc): its pods
+    // A cluster's own training job, queued by its first pod (gang_replicas.cc): its pods
     // wait in `waiting` until the whole job is admitted.
     bool replica_gang = false;
     std::map<int, std::string> members;  // core pod index -> pod uid
@@ -307,7 +315,7 @@ class LiveScheduler {
     std::string last_event;  // the last Event written about it, to write each only once
   };
 
-  LiveScheduler(LiveOptions options, Scheduler core, const Clock& clock, LiveMetrics& metrics);
+  GangScheduler(GangOptions options, Scheduler core, const Clock& clock, GangCounters& counters);
   int64_t now_s() const;
   double steady_s() const;
   std::optional<std::string> cluster_of(const std::string& reported) const;
@@ -323,7 +331,7 @@ class LiveScheduler {
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
-  // A training job's pod (live_replicas.cc): it takes the room its gang holds for its role
+  // A training job's pod (gang_replicas.cc): it takes the room its gang holds for its role
   // and index; a job no gang holds room for (not placed from a hub) is a lone pod.
   void observe_replica(Tracked& t);
   // The pod takes the room its job holds for its role and index (an Event when there is
@@ -353,9 +361,9 @@ class LiveScheduler {
   void retry_app_placements();
   void emit_pending_events();
 
-  LiveOptions options_;
+  GangOptions options_;
   const Clock& clock_;
-  LiveMetrics& metrics_;
+  GangCounters& counters_;
   ActionSink actions_;
   NodeSink nodes_;
   mutable std::mutex mu_;
@@ -380,4 +388,4 @@ class LiveScheduler {
   uint64_t submissions_ = 0;  // numbers core job names
 };
 
-}  // namespace gleaner::scheduler::server
+}  // namespace gleaner::scheduler::gang
