@@ -139,5 +139,56 @@ TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
   }
 }
 
+// A replica of the cluster's own job carries the job's roles (its gang); one of a hub's copy
+// carries none (the hub's placement holds its room); one whose job is not known yet waits.
+TEST(JobKinds, AReplicaCarriesItsOwnJobsRolesAndWaitsForAnUnknownJob) {
+  auto pod = kube::parse_pod(operator_pod("pytorchjob-controller", "1"));
+  ASSERT_TRUE(pod.ok()) << pod.error().message;
+  gang::AppView job;
+  job.kind = "PyTorchJob";
+  job.cluster = "b";
+  job.queue = "ml-team";
+  job.shape.roles = {RoleSpec{"Master", {1000, 1 << 30, 0}, 1},
+                     RoleSpec{"Worker", {1000, 1 << 30, 0}, 2}};
+  std::string asked;
+  auto lookup = [&](const std::string& kind, const std::string& ns,
+                    const std::string& name) -> std::optional<gang::AppView> {
+    asked = kind + " " + ns + "/" + name;
+    return job;
+  };
+  gang::PodView own = pod_view(*pod, "b", "gleaner-scheduler", nullptr, lookup);
+  EXPECT_EQ(asked, "PyTorchJob ml/mnist");
+  ASSERT_TRUE(own.shape.has_value());
+  EXPECT_EQ(own.shape->roles.size(), 2u);
+  EXPECT_EQ(own.queue, "ml-team") << "the job's queue, the pod naming none";
+  EXPECT_TRUE(own.waiting_for.empty());
+
+  job.origin = "hub";  // a hub's copy
+  EXPECT_FALSE(pod_view(*pod, "b", "gleaner-scheduler", nullptr, lookup).shape.has_value());
+
+  auto unknown = [](const std::string&, const std::string&, const std::string&) {
+    return std::optional<gang::AppView>();
+  };
+  const gang::PodView waiting = pod_view(*pod, "b", "gleaner-scheduler", nullptr, unknown);
+  EXPECT_FALSE(waiting.shape.has_value());
+  EXPECT_EQ(waiting.waiting_for, "waiting for PyTorchJob ml/mnist");
+}
+
+TEST(JobKinds, ATrainingJobIsOursWhenARoleTemplateNamesOurScheduler) {
+  Json job = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: mnist, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: c}]}}}
+    Worker: {replicas: 2, template: {spec: {schedulerName: gleaner-scheduler, containers: [{name: c}]}}}
+)");
+  EXPECT_TRUE(names_scheduler(job, "gleaner-scheduler"));
+  EXPECT_FALSE(names_scheduler(job, "volcano"));
+  job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"].erase("schedulerName");
+  EXPECT_FALSE(names_scheduler(job, "gleaner-scheduler")) << "the default scheduler's job";
+}
+
 }  // namespace
 }  // namespace gleaner::scheduler::kube_glue
