@@ -31,7 +31,8 @@ void GangScheduler::observe_replica(Tracked& t) {
   const std::string key = v.cluster + "/" + v.ns + "/" + v.gang;
   auto it = gangs_.find(key);
   if (v.shape && (it == gangs_.end() || !it->second.job || job_over(*it->second.job))) {
-    // The cluster's own job: the first of its pods queues it whole, in this cluster.
+    // No room held for the job (the cluster's own, or a hub's copy placed before a
+    // restart): the first of its pods queues it whole, in this cluster.
     Gang& g = gangs_[key];
     if (g.job) job_gang_.erase(*g.job);  // an earlier job of this name, over
     g.job.reset();
@@ -62,8 +63,8 @@ void GangScheduler::observe_replica(Tracked& t) {
       event(t, "GleanerWaiting", v.waiting_for, false);
       return;
     }
-    // A hub's copy placed before a restart: no room is held for its role, and it is
-    // scheduled alone, as any pod of ours.
+    // Its job could not be read (no lookup, as in tests of the pods alone): no room is
+    // held for its role, and it is scheduled alone, as any pod of ours.
     v.role = PodRole::kNone;
     v.gang.clear();
     observe_ours_unbound(t);

@@ -332,7 +332,8 @@ class GangScheduler {
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
   // A training job's pod (gang_replicas.cc): it takes the room its gang holds for its role
-  // and index; a job no gang holds room for (not placed from a hub) is a lone pod.
+  // and index; with none held, the first pod that carries the job's roles queues the
+  // whole job in its cluster, and the pods wait for its admission.
   void observe_replica(Tracked& t);
   // The pod takes the room its job holds for its role and index (an Event when there is
   // none, or another pod holds it).

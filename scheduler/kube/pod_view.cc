@@ -163,12 +163,13 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
       auto job = training(kind, v.ns, training_job);
       if (!job) {
         v.waiting_for = std::string("waiting for ") + kind + " " + v.ns + "/" + training_job;
-      } else if (job->origin.empty() || job->origin == cluster) {
-        // The cluster's own job: its roles are the gang. A copy's room is held by the hub's
-        // placement instead.
-        v.shape = job->shape;
-        if (v.queue.empty()) v.queue = job->queue;
+        return v;
       }
+      // Its roles are the gang: for the cluster's own job, and for a hub's copy whose
+      // placement this scheduler no longer holds (made before a restart; one it holds
+      // takes the room reserved for it).
+      v.shape = job->shape;
+      if (v.queue.empty()) v.queue = job->queue;
       return v;
     }
   }

@@ -8,9 +8,9 @@
 //     unless a pod group says otherwise.
 //   Kubeflow training jobs: training.kubeflow.org/job-name, replica-type and replica-index
 //     (the job's kind from operator-name): the pod takes the room its job holds for that
-//     role and index. The job was placed from a fleet's hub (a copy), or it is the
-//     cluster's own: then the job's roles size the gang (every replica placed at once),
-//     and a pod whose job the informer has not shown yet waits for it.
+//     role and index: the room a fleet's hub placed the job with (a copy), or else the
+//     job's roles size the gang (every replica placed at once, in this cluster); a pod
+//     whose job the informer has not shown yet waits for it.
 //   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.
 //   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
 //     asks for them (colocation), else its cpu and memory requests.

@@ -139,8 +139,8 @@ TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
   }
 }
 
-// A replica of the cluster's own job carries the job's roles (its gang); one of a hub's copy
-// carries none (the hub's placement holds its room); one whose job is not known yet waits.
+// A replica carries its job's roles (its gang, when no placement holds room for it) and the
+// job's queue; one whose job is not known yet waits.
 TEST(JobKinds, AReplicaCarriesItsOwnJobsRolesAndWaitsForAnUnknownJob) {
   auto pod = kube::parse_pod(operator_pod("pytorchjob-controller", "1"));
   ASSERT_TRUE(pod.ok()) << pod.error().message;
@@ -163,8 +163,8 @@ TEST(JobKinds, AReplicaCarriesItsOwnJobsRolesAndWaitsForAnUnknownJob) {
   EXPECT_EQ(own.queue, "ml-team") << "the job's queue, the pod naming none";
   EXPECT_TRUE(own.waiting_for.empty());
 
-  job.origin = "hub";  // a hub's copy
-  EXPECT_FALSE(pod_view(*pod, "b", "gleaner-scheduler", nullptr, lookup).shape.has_value());
+  job.origin = "hub";  // a hub's copy: the same (the gang layer knows whether room is held)
+  EXPECT_TRUE(pod_view(*pod, "b", "gleaner-scheduler", nullptr, lookup).shape.has_value());
 
   auto unknown = [](const std::string&, const std::string&, const std::string&) {
     return std::optional<gang::AppView>();

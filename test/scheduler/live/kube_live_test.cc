@@ -297,6 +297,39 @@ TEST_F(KubeLiveTest, AClustersOwnPyTorchJobsArePlacedWholeOrNotAtAll) {
   })) << "the workers of a job without its master were left holding room";
 }
 
+// A hub's PyTorchJob copied into this cluster before the scheduler restarted: no placement
+// holds its room here any more, so its roles are queued as one gang in this cluster, and
+// its pods are placed whole rather than one by one.
+TEST_F(KubeLiveTest, AHubsCopyFromBeforeARestartIsPlacedWhole) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 2000, 16 * kGi, "c1")));
+  Json copy = live_testing::pytorch_job("mnist", 2, 0);
+  copy["metadata"]["annotations"] = {{"gleaner.io/origin-cluster", "hub"},
+                                     {"gleaner.io/placement", "c1"}};
+  ASSERT_TRUE(client_->create("/apis/kubeflow.org/v1/namespaces/default/pytorchjobs", copy).ok());
+  for (const auto& [type, index] :
+       {std::pair{"master", 0}, std::pair{"worker", 0}, std::pair{"worker", 1}}) {
+    ASSERT_TRUE(client_
+                    ->create(kube::pods_path("default"),
+                             live_testing::training_operator_pod("mnist", type, index))
+                    .ok());
+  }
+  // Room for two of its three pods: placed whole, none of them binds.
+  for (int i = 0; i < 5; ++i)
+    live_->tick();
+  ASSERT_TRUE(eventually([&] {
+    live_->tick();
+    return live_->jobs_json()["jobs"].size() == 1;
+  })) << live_->jobs_json().dump();
+  EXPECT_TRUE(node_of("mnist-master-0").empty());
+  EXPECT_TRUE(node_of("mnist-worker-0").empty());
+  // The node grows to three cores: all three bind.
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 2, 3000, 16 * kGi, "c1")));
+  EXPECT_TRUE(schedule_until([&] {
+    return !node_of("mnist-master-0").empty() && !node_of("mnist-worker-0").empty() &&
+           !node_of("mnist-worker-1").empty();
+  }));
+}
+
 TEST_F(KubeLiveTest, ABurstableDriverGoesWhereRegularAllocatableHasRoom) {
   // Both nodes have 4 cores of allocatable; an LS pod holds 3.5 of n1's. n1 has the most
   // batch room, but a driver that kept its cpu request would be refused there by kubelet.
