@@ -72,13 +72,17 @@ void GangScheduler::observe_pod(const PodView& pod) {
   const bool was_bound = !t.view.node.empty();
   t.view = pod;
   track_regular(t);
+  if (!t.gang.empty() && !gangs_.contains(t.gang)) {
+    // Its gang ended while it waited (its run was over): it is a pod of its own again.
+    t.gang.clear();
+    t.index = -1;
+  }
   if (!t.gang.empty()) {
     auto g = gangs_.find(t.gang);
-    if (g != gangs_.end() && g->second.job && t.index >= 0 && !pod.node.empty() &&
-        pod.phase == "Running") {
+    if (g->second.job && t.index >= 0 && !pod.node.empty() && pod.phase == "Running") {
       core_.pod_running(*g->second.job, t.index, now_s());
     }
-    if (g != gangs_.end() && t.index < 0 && pod.node.empty()) observe_ours_unbound(t);
+    if (t.index < 0 && pod.node.empty()) observe_ours_unbound(t);
     return;
   }
   if (!pod.node.empty()) {
@@ -154,6 +158,9 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
     }
     case PodRole::kDriver:
     case PodRole::kNone: {
+      if (g.job && job_over(*g.job) && (!g.members.contains(0) || g.members[0] != v.uid)) {
+        start_new_run(g);  // the owner's retry of an application that ended
+      }
       auto driver = g.members.find(0);
       if (driver != g.members.end() && driver->second != v.uid) {
         event(t, "GleanerDuplicateDriver", "application already has driver pod", true);
@@ -206,6 +213,28 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
       return;
     }
   }
+}
+
+void GangScheduler::start_new_run(Gang& g) {
+  // The pods of the run that ended hold no room in its job any more; those still bound
+  // count on their nodes until they go.
+  for (const std::string& uid : g.waiting) {
+    if (auto p = pods_.find(uid); p != pods_.end()) p->second.gang.clear();
+  }
+  for (const auto& [index, uid] : g.members) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    p->second.gang.clear();
+    p->second.index = -1;
+    track_loose(p->second);
+    track_regular(p->second);
+  }
+  job_gang_.erase(*g.job);
+  g.job.reset();
+  g.members.clear();
+  g.waiting.clear();
+  g.first_seen = steady_s();
+  g.last_event.clear();
 }
 
 void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,

@@ -329,6 +329,9 @@ class GangScheduler {
   void push_regular(const std::string& core_node_name);
   void observe_ours_unbound(Tracked& t);
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
+  // A new driver for a gang whose job ended (its owner retried it): the gang starts afresh,
+  // the old run's pods leave it.
+  void start_new_run(Gang& g);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
   // A training job's pod (gang_replicas.cc): it takes the room its gang holds for its role
