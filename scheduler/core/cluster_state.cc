@@ -115,6 +115,7 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
     n.reported = info.batch;
     n.reported_at = now;
     n.health = NodeHealth::kFresh;
+    unsettle_health(now);
     index(*existing);
     ++generation_;
     return *existing;
@@ -127,6 +128,7 @@ Result<NodeId> ClusterState::upsert_node(const NodeInfo& info, int64_t now) {
   n.taints = info.taints;
   n.reported = info.batch;
   n.reported_at = now;
+  unsettle_health(now);
   nodes_.push_back(std::move(n));
   node_ids_.emplace(info.name, id);
   index(id);
@@ -162,6 +164,7 @@ Status ClusterState::report(NodeId id, const Resources& batch, int64_t now) {
   n.reported = batch;
   n.reported_at = std::max(n.reported_at, now);
   n.health = NodeHealth::kFresh;
+  unsettle_health(n.reported_at);
   index(id);
   if (changed) ++generation_;
   return ok_status();
@@ -169,6 +172,11 @@ Status ClusterState::report(NodeId id, const Resources& batch, int64_t now) {
 
 std::vector<NodeId> ClusterState::refresh_health(int64_t now, const StalenessPolicy& policy) {
   std::vector<NodeId> changed;
+  const bool same_policy = policy.stale_after_seconds == health_policy_.stale_after_seconds &&
+                           policy.degrade_after_seconds == health_policy_.degrade_after_seconds;
+  if (same_policy && now < health_settled_until_) return changed;
+  health_policy_ = policy;
+  int64_t settled = std::numeric_limits<int64_t>::max();
   for (NodeId id = 0; id < nodes_.size(); ++id) {
     Node& n = nodes_[id];
     int64_t age = now - n.reported_at;
@@ -177,6 +185,9 @@ std::vector<NodeId> ClusterState::refresh_health(int64_t now, const StalenessPol
       h = NodeHealth::kDegraded;
     } else if (age > policy.stale_after_seconds) {
       h = NodeHealth::kStale;
+      settled = std::min(settled, n.reported_at + policy.degrade_after_seconds + 1);
+    } else {
+      settled = std::min(settled, n.reported_at + policy.stale_after_seconds + 1);
     }
     if (h == n.health) continue;
     unindex(id);
@@ -184,8 +195,14 @@ std::vector<NodeId> ClusterState::refresh_health(int64_t now, const StalenessPol
     index(id);
     changed.push_back(id);
   }
+  health_settled_until_ = settled;
   if (!changed.empty()) ++generation_;
   return changed;
+}
+
+void ClusterState::unsettle_health(int64_t reported_at) {
+  health_settled_until_ =
+      std::min(health_settled_until_, reported_at + health_policy_.stale_after_seconds + 1);
 }
 
 Resources ClusterState::cluster_capacity(ClusterId id) const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -141,6 +142,8 @@ class ClusterState {
   [[nodiscard]] size_t node_count() const { return nodes_.size(); }
 
   // Re-derives every node's health from its report age; returns the nodes that changed.
+  // Health changes only as reports age or arrive: until the earliest moment a node's can
+  // change (kept from the last walk, lowered by every report), it returns at once.
   std::vector<NodeId> refresh_health(int64_t now, const StalenessPolicy& policy);
 
   // Sum of the non-negative free room of a cluster's schedulable nodes.
@@ -203,6 +206,12 @@ class ClusterState {
   std::deque<Node> nodes_;  // deque: Key::name points into it and must not move
   std::map<std::string, NodeId> node_ids_;
   uint64_t generation_ = 0;
+  // refresh_health's walk: the policy it last used, and the first second at which a node's
+  // health may differ from what that walk left (INT64_MIN: walk again).
+  StalenessPolicy health_policy_;
+  int64_t health_settled_until_ = std::numeric_limits<int64_t>::min();
+  // A report or a new node at `reported_at`: its staleness comes no earlier than this.
+  void unsettle_health(int64_t reported_at);
 };
 
 }  // namespace gleaner::scheduler

@@ -222,16 +222,13 @@ void GangScheduler::send_place_app(Gang& g) {
   actions_(std::move(a));
 }
 
-void GangScheduler::retry_app_placements() {
-  const double now = steady_s();
-  for (auto& [key, g] : gangs_) {
-    if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
-      send_place_app(g);
-    }
-    if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
-      g.resubmit_at = 0;
-      submit(g, g.app_shape, g.app_priority, g.app_queue);
-    }
+void GangScheduler::retry_app_placement(Gang& g, double now) {
+  if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
+    send_place_app(g);
+  }
+  if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
+    g.resubmit_at = 0;
+    submit(g, g.app_shape, g.app_priority, g.app_queue);
   }
 }
 

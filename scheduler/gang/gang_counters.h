@@ -26,6 +26,9 @@ class GangCounters {
   virtual void admitted(double /*latency_seconds*/) {}
   virtual void preempted() {}
   virtual void rescheduled() {}
+  // The core took job `job` back (preempted or rescheduled) for `reason`, as the core said
+  // it ("driver not running within 120s", ...).
+  virtual void reclaimed(uint32_t /*job*/, const std::string& /*reason*/) {}
   // A bind the API server answered, successfully or not.
   virtual void bind_result(bool /*ok*/) {}
   virtual void event_emitted() {}

@@ -55,6 +55,7 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
         } else {
           counters_.rescheduled();
         }
+        counters_.reclaimed(d.job, d.reason);
         reclaim(g, d);
         if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(key->second), d);
         break;
@@ -87,22 +88,19 @@ void GangScheduler::reclaim(Gang& g, const Decision& d) {
   g.last_event.clear();
 }
 
-void GangScheduler::emit_pending_events() {
-  for (auto& [key, g] : gangs_) {
-    if (!g.job) continue;
-    const Job& j = core_.job(*g.job);
-    if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) continue;
-    Tracked* d = voice_of(g);
-    if (d == nullptr && !g.origin.empty() && g.cluster.empty()) {
-      app_event(g, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
-                j.unschedulable);
-      continue;
-    }
-    if (d == nullptr) continue;
-    g.last_event = j.reason;
-    event(*d, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
-          j.unschedulable);
+void GangScheduler::emit_pending_event(Gang& g) {
+  if (!g.job) return;
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kPending || j.reason.empty() || j.reason == g.last_event) return;
+  Tracked* d = voice_of(g);
+  if (d == nullptr && !g.origin.empty() && g.cluster.empty()) {
+    app_event(g, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason,
+              j.unschedulable);
+    return;
   }
+  if (d == nullptr) return;
+  g.last_event = j.reason;
+  event(*d, j.unschedulable ? "GleanerUnschedulable" : "GleanerPending", j.reason, j.unschedulable);
 }
 
 }  // namespace gleaner::scheduler::gang

@@ -87,12 +87,16 @@ void GangScheduler::tick() {
   }
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
-  // Executors beyond their gang (dynamic allocation) waiting for room: room others gave
-  // back (a scale-down, a finished job) is theirs on this pass, not at the next resync.
-  for (auto& [key, g] : gangs_)
+  // One walk over the gangs: executors beyond their gang (dynamic allocation) waiting for
+  // room take what others gave back on this pass (a scale-down, a finished job), not at the
+  // next resync; a pending job's reason is written once; placements not yet recorded are
+  // sent again.
+  const double steady = steady_s();
+  for (auto& [key, g] : gangs_) {
     if (g.job && !g.waiting.empty()) attach_waiting(g);
-  emit_pending_events();
-  retry_app_placements();
+    emit_pending_event(g);
+    retry_app_placement(g, steady);
+  }
 }
 
 }  // namespace gleaner::scheduler::gang

@@ -122,6 +122,9 @@ void GangScheduler::attach_replica(Gang& g, Tracked& t) {
 }
 
 void GangScheduler::attach_waiting_replicas(Gang& g) {
+  if (!g.job) return;
+  const JobPhase phase = core_.job(*g.job).phase;
+  if (phase != JobPhase::kAdmitted && phase != JobPhase::kRunning) return;
   const std::set<std::string> waiting = g.waiting;  // attach_replica edits it
   for (const std::string& uid : waiting) {
     auto p = pods_.find(uid);

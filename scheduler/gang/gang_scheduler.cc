@@ -294,6 +294,7 @@ GangScheduler::Tracked* GangScheduler::voice_of(Gang& g) {
 }
 
 void GangScheduler::attach_waiting(Gang& g) {
+  if (g.replica_gang) return attach_waiting_replicas(g);  // replicas, not executors
   const Job& j = core_.job(*g.job);
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
   for (auto it = g.waiting.begin(); it != g.waiting.end();) {

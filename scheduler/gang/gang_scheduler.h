@@ -256,6 +256,17 @@ class GangScheduler {
   [[nodiscard]] int32_t unschedulable_pods(const std::string& cluster, const std::string& ns,
                                            const std::string& name, double threshold_seconds) const;
 
+  // The core job of the gang `gang` (gang_name: an application's) of `cluster`/`ns`: the
+  // gang of that cluster, or the application created there, queued or placed elsewhere;
+  // nullopt when none is known (not seen yet, or its gang ended).
+  [[nodiscard]] std::optional<JobId> job_of(const std::string& cluster, const std::string& ns,
+                                            const std::string& gang) const;
+  // Calls `look` with the core, under the lock (the simulator's report; read-only).
+  void inspect(const std::function<void(const Scheduler&)>& look) const;
+  // The earliest wall-clock second at which tick() has something to do that no call in
+  // between would bring (a timeout, a back-off's end), if any.
+  [[nodiscard]] std::optional<int64_t> next_deadline() const;
+
   [[nodiscard]] Json queues_json() const;
   [[nodiscard]] Json jobs_json() const;
   [[nodiscard]] Json nodes_json() const;
@@ -362,8 +373,10 @@ class GangScheduler {
   // off from the one that failed it).
   void return_to_hub(const std::string& key, const Decision& d);
   void send_place_app(Gang& g);
-  void retry_app_placements();
-  void emit_pending_events();
+  // Sends the gang's placement again, or submits it again, when that is due.
+  void retry_app_placement(Gang& g, double now);
+  // A pending job's reason, written once as an Event.
+  void emit_pending_event(Gang& g);
 
   GangOptions options_;
   const Clock& clock_;

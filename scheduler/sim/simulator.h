@@ -1,28 +1,71 @@
 #pragma once
-// A deterministic discrete-event simulator around the unchanged scheduler core. Events
-// at one instant are applied in a fixed order (finishes, node changes, pods starting,
-// submissions), then the core's timeouts and one scheduling pass run; ties break by
-// insertion order, so the same scenario always gives the same result.
+// A deterministic discrete-event simulator around the scheduler's production code: the gang
+// layer (scheduler/gang) with the core inside it, as the live loop runs them. The simulator
+// plays the cluster's part: agents reporting each node's batch capacity, the API server
+// binding and deleting pods, kubelet starting them after the node's start delay, Spark's
+// operator creating drivers (and creating them again after a reclaim), drivers creating
+// their executors, the training operator creating every replica, and with several clusters
+// a fleet's hub placing each job into a member where its copy's operator creates its pods.
+//
+// Events at one instant are applied in a fixed order (finishes, node changes, pods starting,
+// submissions), then one scheduling pass runs (the gang layer's tick: timeouts, then the
+// core's pass); ties break by insertion order, so the same scenario always gives the same
+// result.
 
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/result.h"
-#include "scheduler/core/scheduler.h"
+#include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/sim/scenario.h"
 
 namespace gleaner::scheduler::sim {
 
+// Simulated time: whole seconds since the scenario's start, on both clocks.
+class SimClock final : public Clock {
+ public:
+  [[nodiscard]] SteadyTime now() const override { return SteadyTime(std::chrono::seconds(now_)); }
+  [[nodiscard]] WallTime wall_now() const override { return WallTime(std::chrono::seconds(now_)); }
+  void set(int64_t seconds) { now_ = seconds; }
+
+ private:
+  int64_t now_ = 0;
+};
+
+// What the simulator learns from the gang layer as it goes: the passes' admissions (for the
+// observer) and the core's reasons for taking jobs back (driver start timeouts).
+class PassCounters final : public gang::GangCounters {
+ public:
+  void admitted(double /*latency_seconds*/) override { ++admitted_; }
+  void reclaimed(uint32_t job, const std::string& reason) override {
+    reclaims_.emplace_back(job, reason);
+  }
+  size_t take() { return std::exchange(admitted_, 0); }
+  std::vector<std::pair<JobId, std::string>> take_reclaims() {
+    return std::exchange(reclaims_, {});
+  }
+
+ private:
+  size_t admitted_ = 0;
+  std::vector<std::pair<JobId, std::string>> reclaims_;
+};
+
 class Simulator {
  public:
-  // Builds the core from the scenario; errors name the offending field.
+  // Builds the scheduler from the scenario; errors name the offending field.
   static Result<Simulator> create(const Scenario& scenario);
 
   // Runs to the end (no events left, or policy.untilSeconds).
@@ -32,7 +75,6 @@ class Simulator {
     observer_ = std::move(f);
   }
 
-  [[nodiscard]] const Scheduler& scheduler() const { return scheduler_; }
   [[nodiscard]] int64_t now() const { return now_; }
   // The output document of spec/scenario.md.
   [[nodiscard]] nlohmann::ordered_json report() const;
@@ -44,7 +86,7 @@ class Simulator {
     kPodRunning = 2,
     kSubmit = 3,
     kTick = 4,
-    kExecutorGone = 5,      // a = job, b = executor index
+    kExecutorGone = 5,      // a = job, b = executor (1-based)
     kExecutorReplaced = 6,  // Spark's replacement for it
     kExtraRequested = 7,    // a = job, b = its executorRequests index
     kExtraReleased = 8,
@@ -55,54 +97,112 @@ class Simulator {
     Kind kind;
     uint64_t seq;
     uint32_t a;  // job or node index
-    uint32_t b;  // pod index or change index
+    uint32_t b;  // change, executor, request or event index
+    JobId core;  // the core job and its admission it belongs to
     uint32_t attempt;
+    std::string pod;  // kPodRunning: the pod's uid
     bool operator>(const Event& o) const;
   };
+  // A pod of the simulated clusters.
+  struct Pod {
+    gang::PodView view;
+    uint32_t job = 0;  // scenario index
+    bool leader = false;
+    bool executor = false;            // a Spark executor (of the gang, or beyond it)
+    std::optional<uint32_t> request;  // an executor beyond the gang: its request's index
+    bool counted_placed = false;      // beyond the gang: counted when first bound
+  };
+  // A scenario job as the world sees it.
+  struct Run {
+    bool submitted = false;
+    bool given_up = false;
+    std::string given_up_reason;
+    std::string cluster;                // where its pods are created
+    std::vector<JobId> core_jobs;       // each core job it has been, oldest first
+    std::optional<uint32_t> scheduled;  // the admission whose end and churn are scheduled
+    int start_timeouts = 0;             // consecutive driver start timeouts
+    int replaced = 0;
+    int extras_placed = 0;
+    int executors_created = 0;  // Spark executor pods created (names them)
+  };
+  // What the core knows of a job, read under the gang layer's lock.
+  struct CoreView {
+    JobPhase phase = JobPhase::kPending;
+    uint32_t attempt = 0;
+    bool started = false;
+    int64_t started_at = 0;
+    int64_t admitted_at = 0;
+  };
 
-  Simulator(const Scenario& scenario, Scheduler scheduler);
-  void push(int64_t time, Kind kind, uint32_t a, uint32_t b, uint32_t attempt);
+  Simulator(const Scenario& scenario, std::unique_ptr<gang::GangScheduler> gang,
+            std::unique_ptr<SimClock> clock, std::unique_ptr<PassCounters> counters,
+            std::unique_ptr<std::deque<gang::Action>> actions);
+  void push(int64_t time, Kind kind, uint32_t a, uint32_t b, JobId core = 0, uint32_t attempt = 0,
+            std::string pod = "");
   void handle(const Event& e);
-  void apply(const std::vector<Decision>& decisions);
-  void start_executors(JobId id);
-  // The job's executor losses (ExecutorLoss) and requests (ExecutorRequest), from the
-  // moment it started running.
-  void schedule_losses(JobId id, int64_t started, uint32_t attempt);
-  // Executors beyond the gang still waiting for room get it where some was given back;
-  // those of jobs no longer running are dropped.
-  void place_waiting_extras();
-  void release_extras(JobId id, std::optional<uint32_t> request);
-  // A scenario JobEvent: pods of a running job go (replaced at once), or its leader fails.
-  void job_event(JobId id, const JobEvent& event);
+  void report_node(uint32_t node, const Resources& batch);
+
+  // --- the cluster's part ---
+  void submit(uint32_t job);
+  // Creates the job's leader (Spark's driver) or, for a training job, every replica, in
+  // `cluster`, as its operator does.
+  void create_leader_pods(uint32_t job, const std::string& cluster);
+  std::string create_pod(uint32_t job, const std::string& cluster, gang::PodRole role,
+                         const std::string& name, const RoleSpec& role_spec, int index);
+  void create_executor(uint32_t job, std::optional<uint32_t> request);
+  // The pod is deleted (by the scheduler, Spark, or the world): the gang layer forgets it.
+  void delete_pod(const std::string& uid, const std::string& phase = "");
+  void pod_running(const std::string& uid);
+  // The training operator creates a deleted replica again (same role and index).
+  void recreate_replica(const Pod& pod);
+  // Applies the gang layer's queued actions until none is left.
+  void drain();
+  void apply(const gang::Action& a);
+  [[nodiscard]] std::vector<std::string> pods_of(uint32_t job) const;
+
+  // --- what the scheduler decided ---
+  // Records each job's newest core job, schedules what happens once a job runs, and counts
+  // driver start timeouts; returns the jobs that just timed out, with why.
+  std::map<uint32_t, std::string> observe_jobs();
+  [[nodiscard]] CoreView core_view(JobId id) const;
   // A job whose leader just missed driverStartTimeoutSeconds for the kGiveUpAfter-th time
   // in a row, while nothing ahead can change anything (no submission, node change,
-  // completion, pod start in time or pod event), would cycle forever: it is withdrawn and
-  // reported Pending. `timed_out`: the jobs reclaimed for it at this instant, with why.
-  // True when it withdrew some.
-  bool give_up_cycling_jobs(const std::map<JobId, std::string>& timed_out);
+  // completion, pod start in time or pod event), would cycle forever: it is withdrawn (its
+  // application deleted) and reported Pending. True when it withdrew some.
+  bool give_up_cycling_jobs(const std::map<uint32_t, std::string>& timed_out);
   [[nodiscard]] bool outside_events_ahead() const;
-
-  [[nodiscard]] int64_t delay_of(NodeId node) const;
+  void job_event(uint32_t job, const JobEvent& event);
+  void finish(uint32_t job);
+  // The event belongs to the job's current run: its newest core job, admitted as then.
+  [[nodiscard]] bool active(const Event& e) const;
+  [[nodiscard]] std::string gang_of(uint32_t job) const;
+  [[nodiscard]] const std::string& ns_of(uint32_t job) const;
 
   std::vector<ScenarioNode> nodes_;
   std::vector<ScenarioJob> jobs_;
-  std::vector<uint32_t> scenario_index_;   // core job id -> its index in jobs_
-  std::vector<int> replaced_;              // core job id -> executors replaced
-  std::map<JobId, int> start_timeouts_;    // consecutive driver start timeouts
-  std::map<JobId, std::string> given_up_;  // why the simulation stopped retrying a job
+  std::vector<Run> runs_;
+  std::map<std::string, int64_t> start_delay_;      // "cluster/node" -> seconds
+  std::map<std::string, Pod> pods_;                 // uid
+  std::map<JobId, uint32_t> scenario_job_;          // core job -> scenario index
+  std::vector<std::vector<std::string>> job_pods_;  // scenario index -> its pods, oldest first
+  std::set<uint32_t> unfinished_;                   // submitted, neither finished nor given up
+  // Jobs something happened to since observe_jobs last looked (a pod created, bound,
+  // started or deleted, a placement, a reclaim): only they can have changed.
+  std::set<uint32_t> touched_;
+  // Several clusters: every job is a fleet hub's, placed into a member; one cluster: every
+  // job is that cluster's own.
+  bool hub_ = false;
+  std::string only_cluster_;
+  uint64_t next_uid_ = 0;
+  uint64_t report_sequence_ = 0;
   static constexpr int kGiveUpAfter = 3;
-  struct Extra {
-    JobId job;
-    uint32_t request;            // index in its job's executor_requests
-    uint32_t attempt;            // the admission it belongs to
-    std::optional<NodeId> node;  // nullopt: waiting for room
-  };
-  std::vector<Extra> extras_;
-  std::map<JobId, int> extras_placed_;         // core job id -> extra executors that got room
-  std::vector<std::optional<JobId>> job_ids_;  // scenario order -> core id, once submitted
-  std::vector<int64_t> durations_;             // by core id
   std::optional<int64_t> until_;
-  Scheduler scheduler_;
+  int64_t driver_start_timeout_ = 0;
+  // On the heap: the gang layer keeps references to them, and the simulator moves.
+  std::unique_ptr<SimClock> clock_;
+  std::unique_ptr<PassCounters> counters_;
+  std::unique_ptr<std::deque<gang::Action>> actions_;
+  std::unique_ptr<gang::GangScheduler> gang_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::optional<int64_t> tick_at_;
   uint64_t seq_ = 0;

@@ -124,6 +124,25 @@ TEST(SimulatorFleet, ACyclingJobIsRetriedWhileSomethingElseCanStillHappen) {
   EXPECT_EQ(j["startedAt"], 541);
 }
 
+// The simulator runs the live scheduler's gang layer: in one cluster, two PyTorchJobs whose
+// operator creates every replica at once are each placed whole (the live scheduler's
+// training-job gangs), so one runs and the other waits for all of its room.
+TEST(SimulatorFleet, AClustersOwnTrainingJobsArePlacedWhole) {
+  Json doc = simulate_ok(R"({
+    "nodes": [{"name": "n", "batch": {"cpu": "4", "memory": "16Gi"}}],
+    "jobs": [
+      {"name": "a", "kind": "PyTorchJob", "durationSeconds": 100,
+       "roles": [{"name": "master", "cpu": "1", "memory": "1Gi"},
+                 {"name": "worker", "replicas": 2, "cpu": "1", "memory": "1Gi"}]},
+      {"name": "b", "kind": "PyTorchJob", "durationSeconds": 100,
+       "roles": [{"name": "master", "cpu": "1", "memory": "1Gi"},
+                 {"name": "worker", "replicas": 2, "cpu": "1", "memory": "1Gi"}]}]})");
+  EXPECT_EQ(job(doc, "a")["startedAt"], 0);
+  EXPECT_EQ(job(doc, "a")["finishedAt"], 100);
+  EXPECT_EQ(job(doc, "b")["startedAt"], 100) << "b took no room while a ran";
+  EXPECT_EQ(doc["summary"]["completed"], 2);
+}
+
 TEST(SimulatorFleet, SameInputSameOutput) {
   auto a = simulate(fleet_kinds(), "in.json");
   auto b = simulate(fleet_kinds(), "in.json");
