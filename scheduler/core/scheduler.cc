@@ -455,6 +455,14 @@ std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
   return out;
 }
 
+std::vector<JobId> Scheduler::pending_jobs() const {
+  std::vector<JobId> out;
+  out.reserve(pending_.size());
+  for (const PendingKey& k : pending_)
+    out.push_back(k.id);
+  return out;
+}
+
 std::optional<int64_t> Scheduler::next_deadline() const {
   std::optional<int64_t> next;
   if (!timers_.empty()) next = timers_.begin()->first;

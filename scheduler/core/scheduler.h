@@ -68,6 +68,8 @@ class Scheduler {
   [[nodiscard]] const Job& job(JobId id) const { return jobs_[id]; }
   [[nodiscard]] size_t job_count() const { return jobs_.size(); }
   [[nodiscard]] std::optional<JobId> find_job(const std::string& name) const;
+  // The jobs waiting in their queues, in the order a pass considers them.
+  [[nodiscard]] std::vector<JobId> pending_jobs() const;
 
   // A new quota tree (an ElasticQuotaTree edit), taking effect at once: every job keeps
   // its queue by name (a job whose queue is gone moves to `default`), admitted jobs are

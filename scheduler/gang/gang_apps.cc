@@ -151,6 +151,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
     job_gang_.erase(job);
     g.job.reset();
     g.resubmit_at = steady_s() + options_.app_retry_seconds;
+    app_retry_gangs_.insert(key);
     Gang& back = gangs_[key] = std::move(g);
     app_event(back, "GleanerPending",
               "chosen member cluster " + target +
@@ -214,6 +215,7 @@ void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
 
 void GangScheduler::send_place_app(Gang& g) {
   g.app_retry_at = steady_s() + options_.app_retry_seconds;
+  app_retry_gangs_.insert(g.key);
   if (!actions_) return;
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
   a.app_kind = g.app_kind;

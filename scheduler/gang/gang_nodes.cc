@@ -87,15 +87,37 @@ void GangScheduler::tick() {
   }
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
-  // One walk over the gangs: executors beyond their gang (dynamic allocation) waiting for
-  // room take what others gave back on this pass (a scale-down, a finished job), not at the
-  // next resync; a pending job's reason is written once; placements not yet recorded are
-  // sent again.
+  // Executors beyond their gang (dynamic allocation) waiting for room take what others gave
+  // back on this pass (a scale-down, a finished job), not at the next resync.
+  for (auto it = waiting_gangs_.begin(); it != waiting_gangs_.end();) {
+    auto g = gangs_.find(*it);
+    if (g == gangs_.end() || g->second.waiting.empty()) {
+      it = waiting_gangs_.erase(it);
+      continue;
+    }
+    if (g->second.job) attach_waiting(g->second);
+    ++it;
+  }
+  // A pending job's reason is written once.
+  for (JobId id : core_.pending_jobs()) {
+    auto key = job_gang_.find(id);
+    if (key == job_gang_.end()) continue;
+    if (auto g = gangs_.find(key->second); g != gangs_.end()) emit_pending_event(g->second);
+  }
+  // Placements not yet recorded are sent again; applications are submitted again.
   const double steady = steady_s();
-  for (auto& [key, g] : gangs_) {
-    if (g.job && !g.waiting.empty()) attach_waiting(g);
-    emit_pending_event(g);
-    retry_app_placement(g, steady);
+  for (auto it = app_retry_gangs_.begin(); it != app_retry_gangs_.end();) {
+    auto g = gangs_.find(*it);
+    const bool due =
+        g != gangs_.end() &&
+        ((!g->second.origin.empty() && !g->second.cluster.empty() && !g->second.app_recorded) ||
+         (!g->second.job && g->second.resubmit_at > 0));
+    if (!due) {
+      it = app_retry_gangs_.erase(it);
+      continue;
+    }
+    retry_app_placement(g->second, steady);
+    ++it;
   }
 }
 

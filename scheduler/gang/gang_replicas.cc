@@ -48,6 +48,7 @@ void GangScheduler::observe_replica(Tracked& t) {
       if (r.selector) g.selector = merge_selectors(std::move(g.selector), *r.selector);
     t.gang = key;
     g.waiting.insert(v.uid);
+    waiting_gangs_.insert(key);
     if (!v.selector_error.empty()) {
       event(t, "GleanerUnsupportedAffinity", v.selector_error, true);
       return;
@@ -76,6 +77,7 @@ void GangScheduler::observe_replica(Tracked& t) {
     if (g.replica_gang) {
       t.gang = key;
       g.waiting.insert(v.uid);  // bound with the others when the job is admitted
+      waiting_gangs_.insert(key);
       return;
     }
     event(t, "GleanerWaiting", "waiting for its job's room to be reserved again", false);

@@ -111,12 +111,14 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
       return;  // observe_replica, above
     case PodRole::kExecutor:
       g.waiting.insert(v.uid);
+      waiting_gangs_.insert(key);
       if (g.job) attach_waiting(g);
       return;
     case PodRole::kMember: {
       g.pod_group = true;
       g.min_available = std::max(g.min_available, v.min_available);
       g.waiting.insert(v.uid);
+      waiting_gangs_.insert(key);
       if (g.job || static_cast<int>(g.waiting.size()) < std::max(1, g.min_available)) return;
       // Pod 0 is the first member by name; the others share the largest member's size.
       std::vector<Tracked*> members;

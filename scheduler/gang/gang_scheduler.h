@@ -403,6 +403,11 @@ class GangScheduler {
   // one decision per application, even before the origin's informer shows it.
   std::map<std::string, std::string> placed_apps_;
   uint64_t submissions_ = 0;  // numbers core job names
+  // Gangs a pass must look at besides those of pending jobs (a superset: keys of gangs gone
+  // or done are dropped as the pass meets them): pods waiting in them, or a placement to
+  // send again or an application to submit again.
+  std::set<std::string> waiting_gangs_;
+  std::set<std::string> app_retry_gangs_;
 };
 
 }  // namespace gleaner::scheduler::gang
