@@ -13,21 +13,29 @@
 
 namespace gleaner::scheduler::gang {
 
-namespace {
-
-// An application not placed yet, by its own cluster (origin).
-std::string app_key(const std::string& kind, const std::string& cluster, const std::string& ns,
-                    const std::string& name) {
+std::string GangScheduler::app_key(const std::string& kind, const std::string& cluster,
+                                   const std::string& ns, const std::string& name) {
   return "app:" + cluster + "/" + ns + "/" + gang_name(kind, name);
 }
 
-// An application of `cluster`, placed or not: its placement record, or its gang there.
-std::string placed_key(const std::string& kind, const std::string& cluster, const std::string& ns,
-                       const std::string& name) {
+std::string GangScheduler::placed_key(const std::string& kind, const std::string& cluster,
+                                      const std::string& ns, const std::string& name) {
   return cluster + "/" + ns + "/" + gang_name(kind, name);
 }
 
-}  // namespace
+std::optional<JobId> GangScheduler::job_of(const std::string& cluster, const std::string& ns,
+                                           const std::string& name, const std::string& kind) const {
+  std::lock_guard lock(mu_);
+  const std::string placed = placed_key(kind, cluster, ns, name);
+  auto it = gangs_.find(placed);
+  if (it == gangs_.end()) it = gangs_.find(app_key(kind, cluster, ns, name));
+  if (it == gangs_.end()) {
+    if (auto elsewhere = placed_apps_.find(placed); elsewhere != placed_apps_.end())
+      it = gangs_.find(elsewhere->second);
+  }
+  if (it == gangs_.end()) return std::nullopt;
+  return it->second.job;
+}
 
 void GangScheduler::observe_app(const AppView& app) {
   std::lock_guard lock(mu_);

@@ -256,11 +256,12 @@ class GangScheduler {
   [[nodiscard]] int32_t unschedulable_pods(const std::string& cluster, const std::string& ns,
                                            const std::string& name, double threshold_seconds) const;
 
-  // The core job of the gang `gang` (gang_name: an application's) of `cluster`/`ns`: the
-  // gang of that cluster, or the application created there, queued or placed elsewhere;
-  // nullopt when none is known (not seen yet, or its gang ended).
+  // The core job of the application `ns/name` of `kind` in `cluster`: its gang there, or,
+  // created there, queued or placed elsewhere; nullopt when none is known (not seen yet, or
+  // its gang ended).
   [[nodiscard]] std::optional<JobId> job_of(const std::string& cluster, const std::string& ns,
-                                            const std::string& gang) const;
+                                            const std::string& name,
+                                            const std::string& kind = kSparkKind) const;
   // Calls `look` with the core, under the lock (the simulator's report; read-only).
   void inspect(const std::function<void(const Scheduler&)>& look) const;
   // The earliest wall-clock second at which tick() has something to do that no call in
@@ -326,6 +327,12 @@ class GangScheduler {
     std::string last_event;  // the last Event written about it, to write each only once
   };
 
+  // Gang keys of an application: not placed yet, by its own cluster (origin); and of
+  // `cluster`, placed or not (its placement record, or its gang there).
+  static std::string app_key(const std::string& kind, const std::string& cluster,
+                             const std::string& ns, const std::string& name);
+  static std::string placed_key(const std::string& kind, const std::string& cluster,
+                                const std::string& ns, const std::string& name);
   GangScheduler(GangOptions options, Scheduler core, const Clock& clock, GangCounters& counters);
   int64_t now_s() const;
   double steady_s() const;

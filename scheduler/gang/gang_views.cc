@@ -115,20 +115,6 @@ Json GangScheduler::nodes_json() const {
   return Json{{"nodes", std::move(out)}};
 }
 
-std::optional<JobId> GangScheduler::job_of(const std::string& cluster, const std::string& ns,
-                                           const std::string& gang) const {
-  std::lock_guard lock(mu_);
-  const std::string key = cluster + "/" + ns + "/" + gang;
-  auto it = gangs_.find(key);
-  if (it == gangs_.end()) it = gangs_.find("app:" + key);
-  if (it == gangs_.end()) {
-    if (auto placed = placed_apps_.find(key); placed != placed_apps_.end())
-      it = gangs_.find(placed->second);
-  }
-  if (it == gangs_.end()) return std::nullopt;
-  return it->second.job;
-}
-
 void GangScheduler::inspect(const std::function<void(const Scheduler&)>& look) const {
   std::lock_guard lock(mu_);
   look(core_);

@@ -5,7 +5,8 @@
 // binding and deleting pods, kubelet starting them after the node's start delay, Spark's
 // operator creating drivers (and creating them again after a reclaim), drivers creating
 // their executors, the training operator creating every replica, and with several clusters
-// a fleet's hub placing each job into a member where its copy's operator creates its pods.
+// a fleet's hub placing each job into a member where its copy's operator creates its pods
+// (cluster_world.cc).
 //
 // Events at one instant are applied in a fixed order (finishes, node changes, pods starting,
 // submissions), then one scheduling pass runs (the gang layer's tick: timeouts, then the
@@ -175,8 +176,14 @@ class Simulator {
   void finish(uint32_t job);
   // The event belongs to the job's current run: its newest core job, admitted as then.
   [[nodiscard]] bool active(const Event& e) const;
-  [[nodiscard]] std::string gang_of(uint32_t job) const;
   [[nodiscard]] const std::string& ns_of(uint32_t job) const;
+
+  // The fleet's hub, when the scenario has several clusters (a name no member may have: it
+  // has a character cluster names do not).
+  static constexpr const char* kHub = "fleet hub";
+  // Regular allocatable without a limit on cpu and memory: a scenario sizes nodes by their
+  // batch capacity; only their GPUs (which kubelet admits against allocatable) are counted.
+  static constexpr int64_t kUnlimited = int64_t{1} << 50;
 
   std::vector<ScenarioNode> nodes_;
   std::vector<ScenarioJob> jobs_;
