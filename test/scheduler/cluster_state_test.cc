@@ -144,6 +144,25 @@ TEST(ClusterState, StaleNodesTakeNoPlacementsAndDegradedNodesCountZero) {
   EXPECT_TRUE(s.place(0, spark_gang(res(1000, 1), {}, 0, nullptr)));
 }
 
+// refresh_health skips its walk until a node's health can change; a report must bring that
+// moment forward. Here the walk left nothing to change (the only node degraded): the report
+// that makes it fresh is what makes a later walk see it go stale again.
+TEST(ClusterState, AReportAfterEveryNodeDegradedStillGoesStaleOnTime) {
+  ClusterState s;
+  NodeId n = add(s, "n", 4000, 8);
+  StalenessPolicy policy{60, 600};
+  ASSERT_TRUE(s.report(n, res(4000, 8), 0).ok());
+  EXPECT_EQ(s.refresh_health(601, policy), std::vector<NodeId>{n});
+  EXPECT_EQ(s.node(n).health, NodeHealth::kDegraded);
+  ASSERT_TRUE(s.report(n, res(4000, 8), 700).ok());
+  EXPECT_TRUE(s.refresh_health(760, policy).empty());
+  EXPECT_EQ(s.refresh_health(761, policy), std::vector<NodeId>{n});
+  EXPECT_EQ(s.node(n).health, NodeHealth::kStale);
+  // Another policy is another set of moments: the walk runs again at once.
+  EXPECT_EQ(s.refresh_health(762, StalenessPolicy{600, 6000}), std::vector<NodeId>{n});
+  EXPECT_EQ(s.node(n).health, NodeHealth::kFresh);
+}
+
 TEST(ClusterState, FitsWhenEmptyIgnoresCurrentUse) {
   ClusterState s;
   add(s, "a", 2000, 8);
