@@ -12,6 +12,10 @@
 
 namespace gleaner {
 
+// Bytes in the binary suffixes "Mi" and "Gi".
+inline constexpr int64_t kMi = int64_t{1} << 20;
+inline constexpr int64_t kGi = int64_t{1} << 30;
+
 class Quantity {
  public:
   Quantity() = default;

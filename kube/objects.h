@@ -13,16 +13,12 @@
 #include "common/json_util.h"
 #include "common/quantity.h"
 #include "common/result.h"
+#include "kube/well_known.h"
 
 namespace gleaner::kube {
 
 using ResourceList = std::map<std::string, Quantity>;
 using StringMap = std::map<std::string, std::string>;
-
-inline constexpr const char* kResourceCpu = "cpu";
-inline constexpr const char* kResourceMemory = "memory";
-inline constexpr const char* kResourceBatchCpu = "kubernetes.io/batch-cpu";
-inline constexpr const char* kResourceBatchMemory = "kubernetes.io/batch-memory";
 
 struct ObjectMeta {
   std::string name;

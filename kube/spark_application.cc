@@ -194,7 +194,7 @@ int64_t SparkApplication::memory_overhead_mib(const SparkRole& role) const {
 }
 
 int64_t SparkApplication::pod_memory_bytes(const SparkRole& role) const {
-  return (role.memory_mib + memory_overhead_mib(role)) * kMiB;
+  return (role.memory_mib + memory_overhead_mib(role)) * kMi;
 }
 
 Result<SparkApplication> parse_spark_application(const Json& json) {

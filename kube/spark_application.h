@@ -18,7 +18,6 @@
 
 namespace gleaner::kube {
 
-inline constexpr int64_t kMiB = 1024 * 1024;
 inline constexpr int64_t kMinMemoryOverheadMiB = 384;
 
 struct SparkRole {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/json_util.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::batch {
 namespace {
@@ -119,9 +120,9 @@ nlohmann::ordered_json terms_json(const ResourceTerms& t) {
 
 snapshot::Usage reservation_from_annotation(const kube::StringMap& annotations) {
   snapshot::Usage out;
-  auto it = annotations.find(kAnnotationReservation);
+  auto it = annotations.find(kube::kReservationAnnotation);
   if (it == annotations.end()) return out;
-  auto json = parse_json(it->second, kAnnotationReservation);
+  auto json = parse_json(it->second, kube::kReservationAnnotation);
   if (!json || !json->is_object()) return out;
   if (const Json* res = find_path(*json, "resources"); res != nullptr && res->is_object()) {
     if (auto c = res->find("cpu"); c != res->end()) {

@@ -21,10 +21,9 @@
 #include "agent/config/colocation_config.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "common/colocation_state.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::batch {
-
-inline constexpr const char* kAnnotationReservation = "node.koordinator.sh/reservation";
 
 using gleaner::ColocationState;
 

@@ -50,8 +50,8 @@ int run_calc(const CalcOptions& opts) {
   out["node"] = snap->node.metadata.name;
   out["colocation"] = gleaner::to_string(result.state);
   if (result.batch_cpu_milli && result.batch_memory_bytes) {
-    out["batch"] = {{"kubernetes.io/batch-cpu", *result.batch_cpu_milli},
-                    {"kubernetes.io/batch-memory", *result.batch_memory_bytes}};
+    out["batch"] = {{kube::kResourceBatchCpu, *result.batch_cpu_milli},
+                    {kube::kResourceBatchMemory, *result.batch_memory_bytes}};
   } else {
     out["batch"] = nullptr;
   }

@@ -4,6 +4,8 @@
 #include <limits>
 #include <string>
 
+#include "kube/well_known.h"
+
 namespace gleaner::agent::config {
 namespace {
 
@@ -98,29 +100,30 @@ NodeColocation resolve_colocation(const ColocationConfig& config, const kube::No
   out.strategy = index ? config.nodes[*index].strategy : config.cluster;
   out.matched = index ? entry_name(config.nodes[*index].name, *index) : "clusterStrategy";
 
-  auto ann = node.metadata.annotations.find(kAnnotationColocationStrategy);
+  auto ann = node.metadata.annotations.find(kube::kColocationStrategyAnnotation);
   if (ann != node.metadata.annotations.end()) {
     // An invalid annotation is ignored as a whole, as Koordinator does.
-    FieldReader reader(std::string("annotation ") + kAnnotationColocationStrategy);
+    FieldReader reader(std::string("annotation ") + kube::kColocationStrategyAnnotation);
     ColocationStrategy merged = out.strategy;
     auto json = parse_json(ann->second, reader.file());
     if (json && json->is_object()) {
       read_colocation_fields(reader, *json, "", merged);
       if (!reader.failed()) {
         out.strategy = merged;
-        out.notes.push_back(std::string("merged annotation ") + kAnnotationColocationStrategy);
+        out.notes.push_back(std::string("merged annotation ") +
+                            kube::kColocationStrategyAnnotation);
       } else {
         out.notes.push_back("ignored " + reader.error().message);
       }
     } else {
       out.notes.push_back(std::string("ignored unparsable annotation ") +
-                          kAnnotationColocationStrategy);
+                          kube::kColocationStrategyAnnotation);
     }
   }
-  if (auto p = reclaim_percent_from_label(node, kLabelCpuReclaimRatio, out.notes)) {
+  if (auto p = reclaim_percent_from_label(node, kube::kCpuReclaimRatioLabel, out.notes)) {
     out.strategy.cpu_reclaim_threshold_percent = *p;
   }
-  if (auto p = reclaim_percent_from_label(node, kLabelMemoryReclaimRatio, out.notes)) {
+  if (auto p = reclaim_percent_from_label(node, kube::kMemoryReclaimRatioLabel, out.notes)) {
     out.strategy.memory_reclaim_threshold_percent = *p;
   }
   out.enabled = out.cluster_enabled && out.strategy.enable;

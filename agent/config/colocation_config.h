@@ -11,16 +11,12 @@
 #include "agent/config/strategy_set.h"
 #include "common/result.h"
 #include "kube/objects.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::config {
 
 enum class CalculatePolicy { kUsage, kRequest, kMaxUsageRequest };
 const char* to_string(CalculatePolicy policy);
-
-inline constexpr const char* kLabelCpuReclaimRatio = "node.koordinator.sh/cpu-reclaim-ratio";
-inline constexpr const char* kLabelMemoryReclaimRatio = "node.koordinator.sh/memory-reclaim-ratio";
-inline constexpr const char* kAnnotationColocationStrategy =
-    "node.koordinator.sh/colocation-strategy";
 
 struct ColocationStrategy {
   bool enable = false;

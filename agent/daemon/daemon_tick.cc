@@ -205,11 +205,8 @@ void Daemon::tick() {
 
   if (d.opt.enforce) {
     step::TickInputs in;
-    in.latest = &latest_snap;
-    in.threshold = d.config->current().threshold.for_node(d.node.metadata.labels);
-    in.qos = d.config->current().qos.for_node(d.node.metadata.labels);
-    in.cpu_burst = d.config->current().cpu_burst.for_node(d.node.metadata.labels);
-    in.system = d.config->current().system.for_node(d.node.metadata.labels);
+    in.snapshot = &latest_snap;
+    in.resolve_strategies(d.config->current(), d.node.metadata.labels);
     in.layout = *d.layout;
     in.topology = d.topology;
     in.reader = d.qos_reader.get();

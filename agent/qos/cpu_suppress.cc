@@ -6,6 +6,7 @@
 #include "agent/batch/batch_calculator.h"
 #include "agent/qos/pod_dirs.h"
 #include "cgroup/parsers.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::qos {
 namespace {
@@ -17,9 +18,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 std::vector<int> reserved_cpu_list(const kube::StringMap& annotations) {
-  auto it = annotations.find(batch::kAnnotationReservation);
+  auto it = annotations.find(kube::kReservationAnnotation);
   if (it == annotations.end()) return {};
-  auto json = parse_json(it->second, batch::kAnnotationReservation);
+  auto json = parse_json(it->second, kube::kReservationAnnotation);
   if (!json || !json->is_object()) return {};
   auto cpus = json->find("reservedCPUs");
   if (cpus == json->end() || !cpus->is_string()) return {};

@@ -1,5 +1,7 @@
 #include "agent/qos/pod_dirs.h"
 
+#include "kube/well_known.h"
+
 namespace gleaner::agent::qos {
 
 std::string pod_cgroup(const cgroup::KubeletLayout& layout, const snapshot::PodState& pod) {
@@ -22,7 +24,7 @@ bool is_be_for_suppress(const snapshot::PodState& pod) {
 }
 
 bool is_labelled_be(const snapshot::PodState& pod) {
-  auto it = pod.pod.metadata.labels.find(states::kLabelQoSClass);
+  auto it = pod.pod.metadata.labels.find(kube::kQosClassLabel);
   return it != pod.pod.metadata.labels.end() && it->second == "BE";
 }
 

@@ -13,6 +13,7 @@
 
 #include "agent/config/burst_system_config.h"
 #include "agent/config/qos_config.h"
+#include "agent/config/slo_config.h"
 #include "agent/config/threshold_config.h"
 #include "agent/qos/cpu_topology.h"
 #include "agent/qos/system_config.h"
@@ -136,6 +137,14 @@ struct QosInputs {
   // cpuSuppressMode onInterference: whether the interference rule holds the ceiling armed
   // (an LS pod waited for CPU within the hold time, or no interference signal exists).
   bool suppress_armed = true;
+
+  // Sets the four strategies to the ones `config` gives a node with these labels.
+  void resolve_strategies(const config::SloConfig& config, const kube::StringMap& node_labels) {
+    threshold = config.threshold.for_node(node_labels);
+    qos = config.qos.for_node(node_labels);
+    cpu_burst = config.cpu_burst.for_node(node_labels);
+    system = config.system.for_node(node_labels);
+  }
 };
 
 // Stale when the newest sample is older than three sampling intervals.

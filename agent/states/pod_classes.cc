@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "kube/well_known.h"
+
 namespace gleaner::agent::states {
 
 const char* to_string(QoSClass qos) {
@@ -107,7 +109,7 @@ cgroup::KubeQos kube_qos(const kube::Pod& pod) {
 }
 
 QoSClass qos_class(const kube::Pod& pod) {
-  auto it = pod.metadata.labels.find(kLabelQoSClass);
+  auto it = pod.metadata.labels.find(kube::kQosClassLabel);
   if (it != pod.metadata.labels.end()) {
     if (auto q = parse_qos_class(it->second)) return *q;
   }
@@ -123,7 +125,7 @@ QoSClass qos_class(const kube::Pod& pod) {
 }
 
 PriorityClass priority_class(const kube::Pod& pod) {
-  auto it = pod.metadata.labels.find(kLabelPriorityClass);
+  auto it = pod.metadata.labels.find(kube::kPriorityClassLabel);
   if (it != pod.metadata.labels.end()) {
     if (auto p = parse_priority_class(it->second)) return *p;
   }

@@ -9,14 +9,12 @@
 
 #include "cgroup/layout.h"  // KubeQos, the Kubernetes QoS class
 #include "kube/objects.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::states {
 
 enum class QoSClass { kLSE, kLSR, kLS, kBE, kSystem };
 enum class PriorityClass { kProd, kMid, kBatch, kFree };
-
-inline constexpr const char* kLabelQoSClass = "koordinator.sh/qosClass";
-inline constexpr const char* kLabelPriorityClass = "koordinator.sh/priority-class";
 
 const char* to_string(QoSClass qos);
 const char* to_string(PriorityClass priority);

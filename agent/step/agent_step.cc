@@ -40,7 +40,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   // The interference verdict, on the latest sample (a BE pod that stopped a minute ago is
   // not running, whatever the batch formula's average says).
   bpf::InterferenceInput signal;
-  signal.be_running = be_running(*in.latest);
+  signal.be_running = be_running(*in.snapshot);
   be_running_ = signal.be_running;
   signal.cpu_psi_some_avg10 = in.probe.cpu_psi_some_avg10;
   for (const auto& [pod, p99] : in.probe.runq_p99_ns)
@@ -64,18 +64,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   }
   suppress_armed_ = armed;
 
-  qos::QosInputs q;
-  q.snapshot = in.latest;
-  q.threshold = in.threshold;
-  q.qos = in.qos;
-  q.cpu_burst = in.cpu_burst;
-  q.system = in.system;
-  q.layout = in.layout;
-  q.topology = in.topology;
-  q.reader = in.reader;
-  q.now_s = in.now_s;
-  q.stale = in.stale;
-  q.cpu_measured = in.cpu_measured;
+  qos::QosInputs q = in;  // the engine's part of the inputs
   q.suppress_armed = suppress_armed_;
   out.plan = engine_.run(q);
   if (in.fast_path_live) {

@@ -35,18 +35,10 @@ struct AgentMemory {
   qos::QosState qos;                        // eviction cool-downs and the BE CPU window
 };
 
-struct TickInputs {
-  const snapshot::NodeSnapshot* latest = nullptr;  // usage of the latest sample
-  config::ResourceThresholdStrategy threshold;     // resolved for this node
-  config::ResourceQoSStrategy qos;                 // resolved for this node
-  config::CpuBurstStrategy cpu_burst;              // resolved for this node
-  config::SystemStrategy system;                   // resolved for this node
-  cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
-  std::optional<qos::CpuTopology> topology;
-  qos::QosReader* reader = nullptr;
-  double now_s = 0;          // monotonic seconds
-  bool stale = false;        // metrics older than three sampling intervals: hold
-  bool cpu_measured = true;  // false on the priming pass (no CPU deltas yet)
+// A full pass's inputs: what the QoS engine takes (the node's resolved strategies, its
+// latest sample, the cgroup reader), plus what the interference rule and the fast path add.
+// `suppress_armed` is the step's own to set (from the interference rule), not the caller's.
+struct TickInputs : qos::QosInputs {
   ProbeReadings probe;
   // The fast path sampled within its last three periods: it owns the suppress writes,
   // which the full pass (usage of a longer interval) must not undo.

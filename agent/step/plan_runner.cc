@@ -74,11 +74,8 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   FsQosReader reader(fs, rfs ? &*rfs : nullptr);
 
   TickInputs in;
-  in.latest = &*snap;
-  in.threshold = loaded.config.threshold.for_node(snap->node.metadata.labels);
-  in.qos = loaded.config.qos.for_node(snap->node.metadata.labels);
-  in.cpu_burst = loaded.config.cpu_burst.for_node(snap->node.metadata.labels);
-  in.system = loaded.config.system.for_node(snap->node.metadata.labels);
+  in.snapshot = &*snap;
+  in.resolve_strategies(loaded.config, snap->node.metadata.labels);
   in.layout = cgroup::KubeletLayout(driver);
   in.topology = topology;
   in.reader = &reader;

@@ -30,12 +30,13 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "common/quantity.h"
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 
 struct Outcome {
   int64_t completed = 0;

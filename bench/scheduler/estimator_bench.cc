@@ -19,6 +19,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "bench/bench_stats.h"
+#include "common/quantity.h"
 #include "kube_wire.pb.h"
 #include "scheduler/estimator/estimator_server.h"
 #include "service.grpc.pb.h"
@@ -31,7 +32,7 @@ namespace pb = ::github::com::karmada_io::karmada::pkg::estimator::pb;
 namespace karmada = ::github::com::karmada_io::karmada::pkg::estimator::service;
 using Steady = std::chrono::steady_clock;
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 constexpr double kKarmadaTimeoutMs = 3000;
 
 std::string quantity(const std::string& text) {

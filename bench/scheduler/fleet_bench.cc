@@ -21,23 +21,17 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "common/quantity.h"
 #include "scheduler/sim/simulator.h"
 
 namespace {
 
 using gleaner::bench::numbered;
 
-using gleaner::scheduler::JobSpec;
-using gleaner::scheduler::NodeInfo;
-using gleaner::scheduler::QueueSpec;
-using gleaner::scheduler::Resources;
-using gleaner::scheduler::RoleSpec;
-using gleaner::scheduler::sim::Scenario;
-using gleaner::scheduler::sim::ScenarioJob;
-using gleaner::scheduler::sim::ScenarioNode;
-using gleaner::scheduler::sim::Simulator;
+using namespace gleaner::scheduler;
+using namespace gleaner::scheduler::sim;
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 constexpr int kGpuMembers = 3;
 
 struct Shape {
@@ -70,7 +64,7 @@ Scenario make_scenario(const Shape& shape) {
     QueueSpec spec;
     spec.name = numbered("tenant-", q);
     spec.min = Resources{int64_t{20000} * 1000, 80000 * kGi};
-    spec.max = Resources{int64_t{80000} * 1000, 320000 * kGi, gleaner::scheduler::kGpusUnlimited};
+    spec.max = Resources{int64_t{80000} * 1000, 320000 * kGi, kGpusUnlimited};
     s.queues.push_back(spec);
   }
   std::vector<std::string> gpu_members;

@@ -36,6 +36,7 @@
 
 #include "bench/bench_cli.h"
 #include "bench/bench_stats.h"
+#include "common/quantity.h"
 #include "kube/http_client.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/kube/cluster_link.h"
@@ -53,7 +54,7 @@ using namespace gleaner;
 using namespace gleaner::scheduler;
 using Steady = std::chrono::steady_clock;
 
-constexpr int64_t kGi = int64_t{1} << 30;
+using gleaner::kGi;
 
 struct Args {
   int agents = 1000;

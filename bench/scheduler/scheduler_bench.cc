@@ -18,21 +18,17 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "common/quantity.h"
 #include "scheduler/sim/simulator.h"
 
 namespace {
 
 using gleaner::bench::numbered;
 
-using gleaner::scheduler::JobSpec;
-using gleaner::scheduler::NodeInfo;
-using gleaner::scheduler::Resources;
-using gleaner::scheduler::sim::Scenario;
-using gleaner::scheduler::sim::ScenarioJob;
-using gleaner::scheduler::sim::ScenarioNode;
-using gleaner::scheduler::sim::Simulator;
+using namespace gleaner::scheduler;
+using namespace gleaner::scheduler::sim;
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 constexpr int kExecutors = 10;
 constexpr double kKubeSchedulerHigh = 810.0;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/config.h"
+#include "kube/well_known.h"
 
 namespace gleaner::scheduler::admission {
 
@@ -118,7 +119,7 @@ AdmissionResponse review_pod(const AdmissionRequest& request, const MutationInpu
   for (const auto& p : mutation->profiles)
     how += (how.empty() ? "profile " : ", profile ") + p;
   if (mutation->ack_annotation)
-    how += std::string(how.empty() ? "" : ", ") + kAckColocationAnnotation;
+    how += std::string(how.empty() ? "" : ", ") + kube::kAckColocationAnnotation;
   out.message = how + (mutation->converted ? "; resources moved to batch" : "");
   out.review = response_review(request.uid, std::move(response));
   return out;

@@ -4,6 +4,7 @@
 
 #include "common/quantity.h"
 #include "kube/objects.h"
+#include "kube/well_known.h"
 
 namespace gleaner::scheduler::admission {
 
@@ -134,7 +135,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   if (!pod.is_object()) return make_error(ErrorCode::kParse, "the pod is not a JSON object");
   const Labels pod_labels = string_map_at(pod, "labels");
   const Labels pod_annotations = string_map_at(pod, "annotations");
-  if (auto a = pod_annotations.find(kAckColocationAnnotation);
+  if (auto a = pod_annotations.find(kube::kAckColocationAnnotation);
       a != pod_annotations.end() && a->second == "true") {
     m.ack_annotation = true;
   }
@@ -165,16 +166,16 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
       annotations[k] = v;
     if (!p->qos_class.empty()) qos = p->qos_class;
     if (p->koordinator_priority)
-      labels[kKoordPriorityLabel] = std::to_string(*p->koordinator_priority);
+      labels[kube::kKoordPriorityLabel] = std::to_string(*p->koordinator_priority);
     if (!p->priority_class_name.empty()) {
       priority_class = p->priority_class_name;
       priority_class_from = p->name;
     }
     if (!p->scheduler_name.empty()) scheduler = p->scheduler_name;
   }
-  if (!qos.empty()) labels[kQosClassLabel] = qos;
+  if (!qos.empty()) labels[kube::kQosClassLabel] = qos;
   // The pod's own QoS label counts when no profile sets one.
-  const auto own_qos = pod_labels.find(kQosClassLabel);
+  const auto own_qos = pod_labels.find(kube::kQosClassLabel);
   const std::string final_qos =
       !qos.empty() ? qos : (own_qos == pod_labels.end() ? std::string() : own_qos->second);
 

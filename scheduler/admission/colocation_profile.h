@@ -15,15 +15,10 @@
 #include "common/json_util.h"
 #include "common/result.h"
 #include "kube/selectors.h"
+#include "kube/well_known.h"
 
 namespace gleaner::scheduler::admission {
 
-// The annotation ACK's Spark operator puts on driver/executor templates: such a pod is
-// colocated as batch work without any profile.
-inline constexpr const char* kAckColocationAnnotation =
-    "sparkoperator.k8s.io/koordinator-colocation";
-inline constexpr const char* kQosClassLabel = "koordinator.sh/qosClass";
-inline constexpr const char* kKoordPriorityLabel = "koordinator.sh/priority";
 // Where the container resources a pod asked for before conversion are kept (Koordinator's
 // key and JSON shape), so koordlet-style tooling and operators can see them.
 inline constexpr const char* kExtendedResourceSpecAnnotation =

@@ -1,14 +1,12 @@
 #include "scheduler/estimator/request_decode.h"
 
 #include "common/quantity.h"
+#include "kube/well_known.h"
 #include "kube_wire.pb.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::estimator {
 namespace {
-
-constexpr const char* kBatchCpu = "kubernetes.io/batch-cpu";
-constexpr const char* kBatchMemory = "kubernetes.io/batch-memory";
 
 // The pieces of one component, whichever message (and Karmada version) carried them.
 struct Parts {
@@ -112,9 +110,9 @@ Result<ComponentDemand> component(const Parts& p, const std::string& name, const
       auto q = Quantity::parse(wire.string());
       if (!q) return invalid_field(at, q.error().message);
       if (q->milli_value() < 0) return invalid_field(at, "negative");
-      if (resource == kBatchCpu) {
+      if (resource == kube::kResourceBatchCpu) {
         c.batch.cpu_milli += q->value();  // batch-cpu counts millicores
-      } else if (resource == kBatchMemory) {
+      } else if (resource == kube::kResourceBatchMemory) {
         c.batch.memory_bytes += q->value();
       } else if (resource == "cpu" || resource == "memory") {
         if (!batch_class) {

@@ -38,6 +38,8 @@
 
 namespace gleaner::scheduler::gang {
 
+// On every node the gang layer sees: the member cluster it belongs to, so that a job can be
+// pinned to one cluster with a node selector.
 inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
 
 // Core node names are "cluster/node": member clusters may reuse node names.
@@ -130,18 +132,6 @@ struct AppView {
   bool hub = false;
   std::optional<std::vector<std::string>> allowed_clusters;
 };
-
-inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
-inline constexpr const char* kPlacementAnnotation = "gleaner.io/placement";
-inline constexpr const char* kOriginAnnotation = "gleaner.io/origin-cluster";
-inline constexpr const char* kOriginUidAnnotation = "gleaner.io/origin-uid";
-// On an origin placed elsewhere: the state of its copy, as that cluster's operator reports it.
-inline constexpr const char* kRemoteStateAnnotation = "gleaner.io/remote-state";
-// On a hub's application: how many times it was reclaimed from a member, and the last
-// reason (an annotation, not status: a CRD's structural schema would prune an unknown
-// status field).
-inline constexpr const char* kReclaimsAnnotation = "gleaner.io/reclaims";
-inline constexpr const char* kLastReclaimAnnotation = "gleaner.io/last-reclaim";
 
 enum class ActionKind {
   kBind,

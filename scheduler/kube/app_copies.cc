@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/well_known.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/job_kinds.h"
 
@@ -59,8 +60,8 @@ void ClusterLink::place_app(const gang::Action& a) {
   }
   const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
-      before && annotation_of(*before, gang::kPlacementAnnotation) == a.target;
-  Json patch{{"metadata", {{"annotations", {{gang::kPlacementAnnotation, a.target}}}}}};
+      before && annotation_of(*before, kube::kPlacementAnnotation) == a.target;
+  Json patch{{"metadata", {{"annotations", {{kube::kPlacementAnnotation, a.target}}}}}};
   if (a.target == options_.name) patch["spec"] = Json{{"suspend", false}};
   auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
@@ -99,10 +100,10 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
   Json annotations = meta.value("annotations", Json::object());
   if (!annotations.is_object()) annotations = Json::object();
   annotations.erase("kubectl.kubernetes.io/last-applied-configuration");
-  annotations.erase(gang::kRemoteStateAnnotation);
-  annotations[gang::kPlacementAnnotation] = target;
-  annotations[gang::kOriginAnnotation] = options_.name;
-  annotations[gang::kOriginUidAnnotation] = uid_of(origin);
+  annotations.erase(kube::kRemoteStateAnnotation);
+  annotations[kube::kPlacementAnnotation] = target;
+  annotations[kube::kOriginAnnotation] = options_.name;
+  annotations[kube::kOriginUidAnnotation] = uid_of(origin);
   const std::string kind = origin.value("kind", gang::kSparkKind);
   Json copy{{"apiVersion", app_api_version(kind)},
             {"kind", kind},
@@ -122,15 +123,15 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
 
 bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
                              const std::string& origin_uid) {
-  const std::string uid = annotation_of(app, gang::kOriginUidAnnotation);
+  const std::string uid = annotation_of(app, kube::kOriginUidAnnotation);
   // Copies made before the uid was recorded are known by the origin's cluster alone.
-  return annotation_of(app, gang::kOriginAnnotation) == origin_cluster &&
+  return annotation_of(app, kube::kOriginAnnotation) == origin_cluster &&
          (uid.empty() || origin_uid.empty() || uid == origin_uid);
 }
 
 void ClusterLink::create_app(const gang::Action& a) {
-  const std::string origin = annotation_of(a.object, gang::kOriginAnnotation);
-  const std::string origin_uid = annotation_of(a.object, gang::kOriginUidAnnotation);
+  const std::string origin = annotation_of(a.object, kube::kOriginAnnotation);
+  const std::string origin_uid = annotation_of(a.object, kube::kOriginUidAnnotation);
   const std::string what =
       "create " + a.app_kind + " " + a.ns + "/" + a.name + " (from cluster " + origin + "): ";
   auto r = client_.create(app_object_path(a.app_kind, a.ns), a.object);
@@ -156,7 +157,7 @@ void ClusterLink::create_app(const gang::Action& a) {
     live_.app_recorded(origin, a.ns, a.name, a.app_kind);
     return;
   }
-  if (annotation_of(*existing, gang::kOriginAnnotation) == origin) {
+  if (annotation_of(*existing, kube::kOriginAnnotation) == origin) {
     // The copy of an earlier origin of this name, deleted since: that copy is deleted as
     // soon as its origin is found gone, and this one is created after it.
     defer(a, what +
@@ -173,7 +174,7 @@ void ClusterLink::observe_copy(const gang::AppView& copy, const Json& obj) {
   // answers with a delete when the origin is gone (also one deleted while no scheduler
   // was running: the informer's first list shows every copy).
   gang::Action mirror{gang::ActionKind::kMirrorAppState, copy.origin, copy.ns, copy.name,
-                      annotation_of(obj, gang::kOriginUidAnnotation)};
+                      annotation_of(obj, kube::kOriginUidAnnotation)};
   mirror.app_kind = copy.kind;
   mirror.peer = options_.name;
   mirror.message = copy.state;
@@ -181,9 +182,9 @@ void ClusterLink::observe_copy(const gang::AppView& copy, const Json& obj) {
 }
 
 void ClusterLink::observe_origin_gone(const Json& obj) {
-  const std::string placement = annotation_of(obj, gang::kPlacementAnnotation);
+  const std::string placement = annotation_of(obj, kube::kPlacementAnnotation);
   if (placement.empty() || placement == options_.name ||
-      !annotation_of(obj, gang::kOriginAnnotation).empty()) {
+      !annotation_of(obj, kube::kOriginAnnotation).empty()) {
     return;  // not an origin placed elsewhere
   }
   const Json& meta = obj.value("metadata", Json::object());
@@ -200,7 +201,7 @@ void ClusterLink::mirror_app_state(const gang::Action& a) {
   const auto same_origin = [&](const Json& o) { return a.uid.empty() || uid_of(o) == a.uid; };
   std::optional<Json> origin = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   if (!origin || !same_origin(*origin) ||
-      (!a.message.empty() && annotation_of(*origin, gang::kPlacementAnnotation) != a.peer)) {
+      (!a.message.empty() && annotation_of(*origin, kube::kPlacementAnnotation) != a.peer)) {
     // The cache says the origin is gone, replaced or not yet placed there; it may lag, so
     // ask the API server, which is authoritative, before a copy is deleted on its word.
     auto found = client_.find(path);
@@ -220,20 +221,20 @@ void ClusterLink::mirror_app_state(const gang::Action& a) {
     origin = std::move(*found);
   }
   const std::string uid = uid_of(*origin);
-  bool recorded = annotation_of(*origin, gang::kRemoteStateAnnotation) == a.message;
+  bool recorded = annotation_of(*origin, kube::kRemoteStateAnnotation) == a.message;
   {
     std::lock_guard lock(mu_);
     auto it = recorded_states_.find(uid);
     if (it != recorded_states_.end()) recorded = it->second == a.message;
   }
-  if (annotation_of(*origin, gang::kPlacementAnnotation) != a.peer || a.message.empty() ||
+  if (annotation_of(*origin, kube::kPlacementAnnotation) != a.peer || a.message.empty() ||
       recorded) {
     return;  // not placed there, nothing reported yet, or already recorded
   }
   // The uid makes the write conditional: an origin re-created under this name since it
   // was read is another application (the server answers 409).
   Json patch{
-      {"metadata", {{"uid", uid}, {"annotations", {{gang::kRemoteStateAnnotation, a.message}}}}}};
+      {"metadata", {{"uid", uid}, {"annotations", {{kube::kRemoteStateAnnotation, a.message}}}}}};
   auto r = client_.patch(path, patch, kube::PatchType::kMerge);
   if (!r) {
     // Deleted or replaced meanwhile: its informer event follows and settles the copy.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/well_known.h"
 #include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
@@ -311,7 +312,7 @@ void ClusterLink::on_spark_app(const Json& obj) {
     // Not find_path: the label key itself contains a '/'.
     const Json& meta = p.value("metadata", Json::object());
     const Json& labels = meta.value("labels", Json::object());
-    auto app = labels.find(kSparkOperatorAppLabel);
+    auto app = labels.find(kube::kSparkOperatorAppLabel);
     auto pns = meta.find("namespace");
     if (app != labels.end() && pns != meta.end() && *app == *name && *pns == *ns) on_pod(p, false);
   }

@@ -7,6 +7,7 @@
 
 #include "common/strings.h"
 #include "kube/objects.h"
+#include "kube/well_known.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -102,9 +103,9 @@ Status read_queueing(const Json& object, Walk& w) {
   // Not find_path: the annotation key contains a '/'.
   const Json* annotations = find_path(object, "metadata/annotations");
   if (annotations == nullptr || !annotations->is_object()) return ok_status();
-  auto it = annotations->find(kQueueingAnnotation);
+  auto it = annotations->find(kube::kQueueingAnnotation);
   if (it == annotations->end() || !it->is_string()) return ok_status();
-  const std::string at = std::string("metadata.annotations[") + kQueueingAnnotation + "]";
+  const std::string at = std::string("metadata.annotations[") + kube::kQueueingAnnotation + "]";
   std::string_view rest = it->get_ref<const std::string&>();
   while (!rest.empty()) {
     const size_t comma = rest.find(',');

@@ -20,11 +20,8 @@
 
 #include "common/json_util.h"
 #include "common/result.h"
+#include "kube/well_known.h"
 #include "scheduler/core/quota_tree.h"
-
-namespace gleaner::scheduler::kube_glue {
-inline constexpr const char* kQueueingAnnotation = "gleaner.io/queueing";
-}  // namespace gleaner::scheduler::kube_glue
 
 namespace gleaner::scheduler::kube_glue {
 

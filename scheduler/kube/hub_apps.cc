@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/well_known.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/job_kinds.h"
 
@@ -166,11 +167,11 @@ void ClusterLink::unplace_app(const gang::Action& a) {
     }
   }
   const bool same = *found && string_at(**found, "metadata/uid") == a.uid;
-  if (same && annotation_of(**found, gang::kPlacementAnnotation) == a.peer) {
+  if (same && annotation_of(**found, kube::kPlacementAnnotation) == a.peer) {
     // Counted on the object (`kubectl get` shows it), in the same conditional write.
     int64_t reclaims = 0;
     try {
-      reclaims = std::stoll(annotation_of(**found, gang::kReclaimsAnnotation));
+      reclaims = std::stoll(annotation_of(**found, kube::kReclaimsAnnotation));
     } catch (const std::exception&) {
       reclaims = 0;  // none yet, or not ours to trust: start again
     }
@@ -178,10 +179,10 @@ void ClusterLink::unplace_app(const gang::Action& a) {
                 {{"uid", a.uid},
                  {"resourceVersion", string_at(**found, "metadata/resourceVersion")},
                  {"annotations",
-                  {{gang::kPlacementAnnotation, nullptr},
-                   {gang::kRemoteStateAnnotation, nullptr},
-                   {gang::kReclaimsAnnotation, std::to_string(std::max<int64_t>(reclaims, 0) + 1)},
-                   {gang::kLastReclaimAnnotation, "member " + a.peer + ": " + a.message}}}}}};
+                  {{kube::kPlacementAnnotation, nullptr},
+                   {kube::kRemoteStateAnnotation, nullptr},
+                   {kube::kReclaimsAnnotation, std::to_string(std::max<int64_t>(reclaims, 0) + 1)},
+                   {kube::kLastReclaimAnnotation, "member " + a.peer + ": " + a.message}}}}}};
     auto r = client_.patch(path, patch, kube::PatchType::kMerge);
     if (!r && r.error().code != ErrorCode::kNotFound) {
       defer(a, what + r.error().message);  // a conflict too: read again and decide again

@@ -8,6 +8,7 @@
 // its state comes back to the hub, a driver that does not start is reclaimed).
 #include <spdlog/spdlog.h>
 
+#include "kube/well_known.h"
 #include "scheduler/fleet/resource_binding.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/job_kinds.h"
@@ -82,13 +83,13 @@ void ClusterLink::place_by_binding(const gang::Action& a) {
   // sure the binding says the same); Karmada copies these annotations to the member.
   const auto before = apps_of(a.app_kind).get(a.ns + "/" + a.name);
   const bool recorded_before =
-      before && annotation_of(*before, gang::kPlacementAnnotation) == a.target;
+      before && annotation_of(*before, kube::kPlacementAnnotation) == a.target;
   Json patch{{"metadata",
               {{"uid", a.uid},
                {"annotations",
-                {{gang::kPlacementAnnotation, a.target},
-                 {gang::kOriginAnnotation, options_.name},
-                 {gang::kOriginUidAnnotation, a.uid}}}}}};
+                {{kube::kPlacementAnnotation, a.target},
+                 {kube::kOriginAnnotation, options_.name},
+                 {kube::kOriginUidAnnotation, a.uid}}}}}};
   auto r = client_.patch(app_object_path(a.app_kind, a.ns, a.name), patch, kube::PatchType::kMerge);
   if (!r) {
     if (r.error().code == ErrorCode::kNotFound || r.error().code == ErrorCode::kConflict) {

@@ -1,6 +1,7 @@
 #include "scheduler/kube/job_kinds.h"
 
 #include "kube/api_client.h"
+#include "kube/well_known.h"
 #include "scheduler/kube/pod_view.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -65,13 +66,13 @@ gang::AppView training_app_view(const TrainingJob& job, const Json& object,
   v.ns = job.ns;
   v.name = job.name;
   v.uid = string_at(object, "metadata/uid");
-  v.placement = annotation_of(object, gang::kPlacementAnnotation);
-  v.origin = annotation_of(object, gang::kOriginAnnotation);
+  v.placement = annotation_of(object, kube::kPlacementAnnotation);
+  v.origin = annotation_of(object, kube::kOriginAnnotation);
   v.state = training_job_state(object);
   const Json& meta = object.value("metadata", Json::object());
   const Json& labels = meta.is_object() ? meta.value("labels", Json::object()) : Json::object();
   if (labels.is_object()) {
-    for (const char* key : {kQueueLabel, kKoordQuotaLabel}) {
+    for (const char* key : {kube::kQueueLabel, kube::kKoordQuotaLabel}) {
       auto q = labels.find(key);
       if (q != labels.end() && q->is_string()) {
         v.queue = q->get<std::string>();

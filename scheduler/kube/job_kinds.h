@@ -8,6 +8,7 @@
 
 #include "common/json_util.h"
 #include "kube/selectors.h"
+#include "kube/well_known.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/kube/job_roles.h"
 
@@ -31,12 +32,6 @@ std::string app_api_version(const std::string& kind);
 
 // An object's metadata.labels (those with string values).
 Labels object_labels(const Json& object);
-
-// The labels the training operator puts on a job's pods.
-inline constexpr const char* kTrainingJobNameLabel = "training.kubeflow.org/job-name";
-inline constexpr const char* kTrainingReplicaTypeLabel = "training.kubeflow.org/replica-type";
-inline constexpr const char* kTrainingReplicaIndexLabel = "training.kubeflow.org/replica-index";
-inline constexpr const char* kTrainingOperatorLabel = "training.kubeflow.org/operator-name";
 
 // The job's state as the training operator reports it: the type of its newest condition
 // whose status is "True" (Created, Running, Restarting, Succeeded, Failed, Suspended); ""

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "kube/well_known.h"
 #include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
@@ -39,7 +40,7 @@ gang::GangShape spark_gang_shape(const kube::SparkApplication& app) {
 
 std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const std::string& cluster,
                                       bool labelled_only) {
-  auto label = app.labels.find(gang::kMultiClusterLabel);
+  auto label = app.labels.find(kube::kMultiClusterLabel);
   const bool labelled = label != app.labels.end() && label->second == "true";
   gang::AppView v;
   v.cluster = cluster;
@@ -47,9 +48,9 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   v.name = app.name;
   v.uid = app.uid;
   v.shape = spark_gang_shape(app);
-  if (auto q = app.labels.find(kQueueLabel); q != app.labels.end()) {
+  if (auto q = app.labels.find(kube::kQueueLabel); q != app.labels.end()) {
     v.queue = q->second;
-  } else if (auto k = app.labels.find(kKoordQuotaLabel); k != app.labels.end()) {
+  } else if (auto k = app.labels.find(kube::kKoordQuotaLabel); k != app.labels.end()) {
     v.queue = k->second;
   }
   const Json* suspend = find_path(app.raw, "spec/suspend");
@@ -58,9 +59,9 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   const Json& meta = app.raw.value("metadata", Json::object());
   const Json& annotations = meta.value("annotations", Json::object());
   if (annotations.is_object()) {
-    auto p = annotations.find(gang::kPlacementAnnotation);
+    auto p = annotations.find(kube::kPlacementAnnotation);
     if (p != annotations.end() && p->is_string()) v.placement = p->get<std::string>();
-    auto o = annotations.find(gang::kOriginAnnotation);
+    auto o = annotations.find(kube::kOriginAnnotation);
     if (o != annotations.end() && o->is_string()) v.origin = o->get<std::string>();
   }
   // A copy is ours whatever its labels (a hub's applications carry none of ours).
@@ -99,8 +100,8 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.phase = pod.phase;
   v.ours = pod.scheduler_name == scheduler_name;
   v.priority = pod.priority.value_or(0);
-  v.queue = label(pod, kQueueLabel);
-  if (v.queue.empty()) v.queue = label(pod, kKoordQuotaLabel);
+  v.queue = label(pod, kube::kQueueLabel);
+  if (v.queue.empty()) v.queue = label(pod, kube::kKoordQuotaLabel);
   static const Json no_spec = Json::object();
   auto spec = pod.raw.is_object() ? pod.raw.find("spec") : no_spec.end();
   if (pod.raw.is_object() && spec != pod.raw.end()) {
@@ -127,9 +128,9 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.request.memory_bytes =
       batch_memory > 0 ? batch_memory : kube::pod_request(pod, kube::kResourceMemory).value();
 
-  const std::string role = label(pod, kSparkRoleLabel);
-  const std::string operator_app = label(pod, kSparkOperatorAppLabel);
-  const std::string group = label(pod, kPodGroupNameLabel);
+  const std::string role = label(pod, kube::kSparkRoleLabel);
+  const std::string operator_app = label(pod, kube::kSparkOperatorAppLabel);
+  const std::string group = label(pod, kube::kPodGroupNameLabel);
   if (!operator_app.empty() && (role == "driver" || role == "executor")) {
     v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
     v.gang = operator_app;
@@ -143,15 +144,15 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
     }
     return v;
   }
-  const std::string training_job = label(pod, kTrainingJobNameLabel);
-  const std::string replica_type = label(pod, kTrainingReplicaTypeLabel);
-  const std::string training_operator = label(pod, kTrainingOperatorLabel);
+  const std::string training_job = label(pod, kube::kTrainingJobNameLabel);
+  const std::string replica_type = label(pod, kube::kTrainingReplicaTypeLabel);
+  const std::string training_operator = label(pod, kube::kTrainingOperatorLabel);
   if (!training_job.empty() && !replica_type.empty()) {
     // The operator's name says the job's kind (pytorchjob-controller, tfjob-controller).
     const char* kind = training_operator.find("tfjob") != std::string::npos     ? "TFJob"
                        : training_operator.find("pytorch") != std::string::npos ? "PyTorchJob"
                                                                                 : nullptr;
-    const std::string index = label(pod, kTrainingReplicaIndexLabel);
+    const std::string index = label(pod, kube::kTrainingReplicaIndexLabel);
     int value = -1;
     auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
     if (kind != nullptr && ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
@@ -176,7 +177,7 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   if (!group.empty()) {
     v.role = gang::PodRole::kMember;
     v.gang = "podgroup:" + group;
-    const std::string min = label(pod, kPodGroupMinLabel);
+    const std::string min = label(pod, kube::kPodGroupMinLabel);
     int value = 1;
     auto [ptr, ec] = std::from_chars(min.data(), min.data() + min.size(), value);
     v.min_available =
@@ -184,7 +185,7 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
     return v;
   }
   if (role == "driver" || role == "executor") {
-    const std::string app = label(pod, kSparkAppSelectorLabel);
+    const std::string app = label(pod, kube::kSparkAppSelectorLabel);
     v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
     v.gang = app.empty() ? v.name : app;
     // spark-submit without the operator: the driver alone is the gang; executors that

@@ -24,17 +24,10 @@
 
 #include "kube/objects.h"
 #include "kube/spark_application.h"
+#include "kube/well_known.h"
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::kube_glue {
-
-inline constexpr const char* kSparkRoleLabel = "spark-role";
-inline constexpr const char* kSparkAppSelectorLabel = "spark-app-selector";
-inline constexpr const char* kSparkOperatorAppLabel = "sparkoperator.k8s.io/app-name";
-inline constexpr const char* kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";
-inline constexpr const char* kPodGroupMinLabel = "pod-group.scheduling.sigs.k8s.io/min-available";
-inline constexpr const char* kQueueLabel = "gleaner.io/queue";
-inline constexpr const char* kKoordQuotaLabel = "quota.scheduling.koordinator.sh/name";
 
 // (namespace, name) -> the SparkApplication when the informer has it.
 using SparkLookup =

@@ -9,6 +9,7 @@
 // cannot read gets a Warning Event.
 #include <spdlog/spdlog.h>
 
+#include "kube/well_known.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/kube/job_kinds.h"
 
@@ -18,7 +19,7 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
   const std::string ns = string_at(obj, "metadata/namespace");
   const std::string name = string_at(obj, "metadata/name");
   if (ns.empty() || name.empty()) return;
-  const std::string origin = annotation_of(obj, gang::kOriginAnnotation);
+  const std::string origin = annotation_of(obj, kube::kOriginAnnotation);
   std::optional<std::vector<std::string>> allowed;
   if (options_.hub) {
     auto governed =

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
+#include "kube/well_known.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent::batch {
 namespace {
 
-constexpr int64_t kGi = 1LL << 30;
+using gleaner::kGi;
 
 snapshot::NodeSnapshot worked_example() {
   auto snap =
@@ -81,7 +83,7 @@ TEST(BatchCalculator, LSEPodCpuUsageIsItsRequest) {
 
 TEST(BatchCalculator, ReservationAnnotationRaisesNodeReserved) {
   auto snap = worked_example();
-  snap.node.metadata.annotations[kAnnotationReservation] =
+  snap.node.metadata.annotations[kube::kReservationAnnotation] =
       R"({"resources": {"cpu": "500m", "memory": "10Gi"}, "reservedCPUs": "0-1,4"})";
   auto reserved = reservation_from_annotation(snap.node.metadata.annotations);
   EXPECT_EQ(reserved.cpu_milli, 3000);  // reservedCPUs wins over resources.cpu
@@ -91,7 +93,7 @@ TEST(BatchCalculator, ReservationAnnotationRaisesNodeReserved) {
   EXPECT_EQ(r.batch_cpu_milli, 32000 - 12800 - 3000 - 6000);
   EXPECT_EQ(r.memory.system_used, 10 * kGi);
 
-  snap.node.metadata.annotations[kAnnotationReservation] = "{not json";
+  snap.node.metadata.annotations[kube::kReservationAnnotation] = "{not json";
   EXPECT_EQ(reservation_from_annotation(snap.node.metadata.annotations), snapshot::Usage{});
 }
 

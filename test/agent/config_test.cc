@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "agent/config/slo_config.h"
+#include "kube/well_known.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent::config {
@@ -89,17 +90,17 @@ TEST(ColocationConfig, ReclaimRatioLabelsOverrideEveryOtherSource) {
       R"({"enable": true, "nodeConfigs": [{"nodeSelector": {}, "cpuReclaimThresholdPercent": 40}]})",
       "f");
   ASSERT_TRUE(cfg.ok());
-  kube::Node node =
-      node_with_labels({{kLabelCpuReclaimRatio, "0.7"}, {kLabelMemoryReclaimRatio, "0.75"}});
-  node.metadata.annotations[kAnnotationColocationStrategy] =
+  kube::Node node = node_with_labels(
+      {{kube::kCpuReclaimRatioLabel, "0.7"}, {kube::kMemoryReclaimRatioLabel, "0.75"}});
+  node.metadata.annotations[kube::kColocationStrategyAnnotation] =
       R"({"cpuReclaimThresholdPercent": 45})";
   auto r = resolve_colocation(*cfg, node);
   EXPECT_EQ(r.strategy.cpu_reclaim_threshold_percent, 70);
   EXPECT_EQ(r.strategy.memory_reclaim_threshold_percent, 75);
 
-  node.metadata.labels.erase(kLabelCpuReclaimRatio);
+  node.metadata.labels.erase(kube::kCpuReclaimRatioLabel);
   EXPECT_EQ(resolve_colocation(*cfg, node).strategy.cpu_reclaim_threshold_percent, 45);
-  node.metadata.labels[kLabelCpuReclaimRatio] = "lots";  // invalid: ignored
+  node.metadata.labels[kube::kCpuReclaimRatioLabel] = "lots";  // invalid: ignored
   EXPECT_EQ(resolve_colocation(*cfg, node).strategy.cpu_reclaim_threshold_percent, 45);
 }
 

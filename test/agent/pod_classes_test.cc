@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kube/well_known.h"
+
 namespace gleaner::agent::states {
 namespace {
 
@@ -45,11 +47,11 @@ TEST(PodClasses, KoordinatorQoSFromLabelElseKubeQoS) {
                              {"BE", QoSClass::kBE},
                              {"SYSTEM", QoSClass::kSystem}}) {
     auto pod = make_pod(kBestEffort);
-    pod.metadata.labels[kLabelQoSClass] = label;
+    pod.metadata.labels[kube::kQosClassLabel] = label;
     EXPECT_EQ(qos_class(pod), want) << label;
   }
   auto pod = make_pod(kGuaranteed);
-  pod.metadata.labels[kLabelQoSClass] = "GOLD";  // unknown: falls back to kube QoS
+  pod.metadata.labels[kube::kQosClassLabel] = "GOLD";  // unknown: falls back to kube QoS
   EXPECT_EQ(qos_class(pod), QoSClass::kLSR);
 }
 
@@ -69,7 +71,7 @@ TEST(PodClasses, PriorityClassPrecedence) {
   pod.priority = 8500;  // outside every range: back to the QoS default
   EXPECT_EQ(priority_class(pod), PriorityClass::kProd);
   pod.priority = 5500;
-  pod.metadata.labels[kLabelPriorityClass] = "koord-free";
+  pod.metadata.labels[kube::kPriorityClassLabel] = "koord-free";
   EXPECT_EQ(priority_class(pod), PriorityClass::kFree);  // label beats spec.priority
 
   auto unresolved = make_pod(kBurstable);

@@ -8,7 +8,7 @@ import re
 import subprocess
 import tempfile
 
-from manifest_helpers import (check_pod_spec, container_port, find, mount_of, parse_args_list,
+from manifest_helpers import (check_workload, container_port, find, mount_of, parse_args_list,
                               port_of)
 
 
@@ -16,16 +16,9 @@ def check_agent(c, docs, image, agent_flags):
     ds = find(docs, "DaemonSet", "gleaner-agent")
     if not c.check(ds is not None, "DaemonSet gleaner-agent exists"):
         return None
-    ns = ds["metadata"]["namespace"]
-    pod = ds["spec"]["template"]["spec"]
     c.check(ds["spec"]["selector"]["matchLabels"].items() <=
             ds["spec"]["template"]["metadata"]["labels"].items(), "agent: selector matches pods")
-    volumes = check_pod_spec(c, docs, "DaemonSet", "gleaner-agent", pod, ns, image)
-    ctr = pod["containers"][0]
-    c.check(ctr["command"] == ["gleaner-agent", "run"], "agent: command gleaner-agent run")
-    args = parse_args_list(ctr.get("args", []))
-    for flag in args:
-        c.check(flag in agent_flags, "agent: flag %s accepted by gleaner-agent run" % flag)
+    pod, volumes, ctr, args = check_workload(c, docs, ds, image, agent_flags)
     c.check(pod.get("hostPID") is True, "agent: hostPID")
     c.check(ctr["securityContext"].get("privileged") is True, "agent: privileged")
     c.check(pod.get("priorityClassName") == "system-node-critical", "agent: system-node-critical")

@@ -122,6 +122,21 @@ def check_pod_spec(c, docs, kind, name, pod, ns, image):
     return volumes
 
 
+def check_workload(c, docs, obj, image, accepted_flags):
+    """A DaemonSet or Deployment named after the binary it runs: its pod spec
+    (check_pod_spec), its first container's command `<binary> run`, and every flag of its
+    args accepted by that command. Returns (pod spec, volumes, container, args)."""
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    pod = obj["spec"]["template"]["spec"]
+    volumes = check_pod_spec(c, docs, kind, name, pod, obj["metadata"]["namespace"], image)
+    ctr = pod["containers"][0]
+    c.check(ctr["command"] == [name, "run"], "%s: command %s run" % (name, name))
+    args = parse_args_list(ctr.get("args", []))
+    for flag in args:
+        c.check(flag in accepted_flags, "%s: flag %s accepted by %s run" % (name, flag, name))
+    return pod, volumes, ctr, args
+
+
 def mount_of(container, volumes, volume_pred):
     for vm in container.get("volumeMounts", []):
         if volume_pred(volumes[vm["name"]]):

@@ -12,7 +12,7 @@ import urllib.parse
 
 import yaml
 
-from manifest_helpers import (PRIORITIES, check_pod_spec, container_port, find, mount_of,
+from manifest_helpers import (PRIORITIES, check_workload, container_port, find, mount_of,
                               parse_args_list, parse_args_pairs, port_of)
 
 
@@ -25,14 +25,8 @@ def check_scheduler(c, docs, image, sched_flags, ds):
     if not c.check(dep is not None and svc is not None, "scheduler Deployment and Service"):
         return
     ns = dep["metadata"]["namespace"]
-    pod = dep["spec"]["template"]["spec"]
     labels = dep["spec"]["template"]["metadata"]["labels"]
-    volumes = check_pod_spec(c, docs, "Deployment", "gleaner-scheduler", pod, ns, image)
-    ctr = pod["containers"][0]
-    c.check(ctr["command"] == ["gleaner-scheduler", "run"], "scheduler: command")
-    args = parse_args_list(ctr.get("args", []))
-    for flag in args:
-        c.check(flag in sched_flags, "scheduler: flag %s accepted by gleaner-scheduler run" % flag)
+    pod, volumes, ctr, args = check_workload(c, docs, dep, image, sched_flags)
     listen = port_of(args.get("--listen", ":8080"))
     c.check(container_port(ctr, ctr["livenessProbe"]["httpGet"]["port"]) == listen,
             "scheduler: probe port == --listen port")

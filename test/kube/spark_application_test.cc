@@ -34,7 +34,7 @@ TEST(SparkApplication, JvmOverheadIsTenPercentWithA384MiBFloor) {
   EXPECT_EQ(a->executor.instances, 3);
   EXPECT_EQ(a->memory_overhead_mib(a->driver), 384);    // 51 MiB < floor
   EXPECT_EQ(a->memory_overhead_mib(a->executor), 819);  // int(0.1 * 8192)
-  EXPECT_EQ(a->pod_memory_bytes(a->executor), (8192 + 819) * kMiB);
+  EXPECT_EQ(a->pod_memory_bytes(a->executor), (8192 + 819) * kMi);
 }
 
 TEST(SparkApplication, GpusPerPodAreReadAndOtherDevicesRefused) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -22,6 +21,7 @@
 #include "test/reporter/http_get.h"
 #include "test/reporter/report_fixtures.h"
 #include "test/support/eventually.h"
+#include "test/support/io_thread.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::reporter {
@@ -122,29 +122,24 @@ class PrometheusScrape : public ::testing::Test {
     health_.register_loop("sampler");
     health_.mark_first_sample();
     health_.mark_config_loaded();
-    auto server =
-        MetricsServer::create(io_, "127.0.0.1:0", [this](std::string_view m, std::string_view t) {
-          return route_request(m, t, registry_, health_);
-        });
+    auto server = MetricsServer::create(io_.io(), "127.0.0.1:0",
+                                        [this](std::string_view m, std::string_view t) {
+                                          return route_request(m, t, registry_, health_);
+                                        });
     ASSERT_TRUE(server) << server.error().message;
     server_ = std::move(*server);
-    io_thread_ = std::thread([this] { io_.run(); });
   }
   void TearDown() override {
     if (server_) server_->stop();
     server_.reset();
-    guard_.reset();
-    if (io_thread_.joinable()) io_thread_.join();
+    io_.drain();
   }
 
   gleaner::testing::TempDir dir_;
   SystemClock clock_;
   MetricsRegistry registry_;
   HealthMonitor health_{clock_, 30s};
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_{
-      io_.get_executor()};
-  std::thread io_thread_;
+  gleaner::testing::IoThread io_;
   std::unique_ptr<MetricsServer> server_;
 };
 

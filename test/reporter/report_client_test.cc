@@ -2,13 +2,13 @@
 
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
 #include "test/reporter/loopback_http_server.h"
 #include "test/reporter/report_fixtures.h"
 #include "test/support/eventually.h"
+#include "test/support/io_thread.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::reporter {
@@ -31,17 +31,15 @@ class ReportClientTest : public ::testing::Test {
  protected:
   void TearDown() override {
     client_.reset();  // stops the loop; it finishes on the io thread
-    guard_.reset();
-    if (io_thread_.joinable()) io_thread_.join();
+    io_.drain();
   }
 
   ReportClient& start(ReportClientOptions opts) {
     opts.scheduler_url = opts.scheduler_url.empty() ? server_.url() : opts.scheduler_url;
-    auto c = ReportClient::create(io_, clock_, std::move(opts));
+    auto c = ReportClient::create(io_.io(), clock_, std::move(opts));
     EXPECT_TRUE(c) << c.error().message;
     client_ = std::move(*c);
     client_->start();
-    io_thread_ = std::thread([this] { io_.run(); });
     return *client_;
   }
 
@@ -56,10 +54,7 @@ class ReportClientTest : public ::testing::Test {
   LoopbackHttpServer server_;
   gleaner::testing::TempDir dir_;
   SystemClock clock_;
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_{
-      io_.get_executor()};
-  std::thread io_thread_;
+  gleaner::testing::IoThread io_;
   std::unique_ptr<ReportClient> client_;
 };
 

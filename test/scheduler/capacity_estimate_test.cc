@@ -7,12 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "scheduler/core/scheduler.h"
 
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 
 struct NodeSpec {
   std::string name;

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
+
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 Resources res(int64_t milli, int64_t gib) {
   return Resources{milli, gib * kGi};
 }

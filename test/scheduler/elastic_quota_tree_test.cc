@@ -3,12 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "scheduler/core/scheduler.h"
 
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int64_t kGi = int64_t{1} << 30;
+using gleaner::kGi;
 
 Json tree(const std::string& root) {
   Json t = Json::parse(R"({"metadata": {"name": "elasticquotatree", "namespace": "kube-system"}})");

@@ -3,13 +3,14 @@
 // opinion where Gleaner does not model the request, and errors naming the field.
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "kube_wire.pb.h"
 #include "scheduler/estimator/request_decode.h"
 
 namespace gleaner::scheduler::estimator {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 
 std::string quantity(const std::string& text) {
   gleaner::kubewire::Quantity q;

@@ -6,13 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "kube/yaml_json.h"
 #include "scheduler/kube/pod_view.h"
 
 namespace gleaner::scheduler::kube_glue {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 
 Json yaml(const std::string& text) {
   auto json = kube::yaml_to_json(text, "object.yaml");

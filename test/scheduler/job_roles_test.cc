@@ -6,12 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "kube/yaml_json.h"
 
 namespace gleaner::scheduler::kube_glue {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 
 Result<TrainingJob> parse_yaml(const std::string& yaml) {
   auto json = kube::yaml_to_json(yaml, "job.yaml");

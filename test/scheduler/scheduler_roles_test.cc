@@ -3,12 +3,13 @@
 // reclaimed from.
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "scheduler/core/scheduler.h"
 
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 Resources cores(int64_t n, int64_t gpus = 0) {
   return Resources{n * 1000, n * kGi, gpus};
 }

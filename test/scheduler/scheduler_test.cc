@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
+
 namespace gleaner::scheduler {
 namespace {
 
-constexpr int64_t kGi = 1024LL * 1024 * 1024;
+using gleaner::kGi;
 Resources cores(int64_t n) {
   return Resources{n * 1000, n * kGi};
 }

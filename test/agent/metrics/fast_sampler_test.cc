@@ -9,24 +9,34 @@ namespace {
 using gleaner::testing::TempDir;
 using namespace std::chrono_literals;
 
-void write_counters(const TempDir& t, uint64_t busy, uint64_t idle, int64_t kubepods_ns,
-                    int64_t besteffort_ns) {
-  t.write("proc/stat",
-          "cpu  " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + " 0 0 0 0 0 0\n");
-  t.write("cg/cpuacct/kubepods/cpuacct.usage", std::to_string(kubepods_ns) + "\n");
-  t.write("cg/cpuacct/kubepods/besteffort/cpuacct.usage", std::to_string(besteffort_ns) + "\n");
-}
+const auto kT0 = std::chrono::steady_clock::time_point{} + 1h;
+
+// A cgroup v1 node in a scratch folder: /proc/stat and the kubepods counters the sampler reads.
+struct FakeNode {
+  TempDir t;
+  cgroup::CgroupFs fs{t / "cg", cgroup::CgroupVersion::kV1};
+  cgroup::KubeletLayout layout{cgroup::CgroupDriver::kCgroupfs};
+
+  FastSampler sampler(std::chrono::milliseconds window) {
+    return FastSampler(fs, layout, t / "proc", 4, window);
+  }
+  void write_counters(uint64_t busy, uint64_t idle, int64_t kubepods_ns,
+                      int64_t besteffort_ns) const {
+    t.write("proc/stat",
+            "cpu  " + std::to_string(busy) + " 0 0 " + std::to_string(idle) + " 0 0 0 0 0 0\n");
+    t.write("cg/cpuacct/kubepods/cpuacct.usage", std::to_string(kubepods_ns) + "\n");
+    t.write("cg/cpuacct/kubepods/besteffort/cpuacct.usage", std::to_string(besteffort_ns) + "\n");
+  }
+};
 
 TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
-  TempDir t;
-  write_counters(t, 100, 100, 0, 0);
-  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  FastSampler sampler(fs, layout, t / "proc", 4);
-  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  FakeNode n;
+  n.write_counters(100, 100, 0, 0);
+  FastSampler sampler(n.fs, n.layout, n.t / "proc", 4);
+  const auto t0 = kT0;
   EXPECT_FALSE(sampler.sample(t0).has_value());
   // 50 ms later: kubepods used 120 ms of CPU, of which besteffort 20 ms -> 2 cores non-BE.
-  write_counters(t, 130, 110, 120'000'000, 20'000'000);
+  n.write_counters(130, 110, 120'000'000, 20'000'000);
   auto s = sampler.sample(t0 + 50ms);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->non_be_cpu_milli, 2000);
@@ -34,17 +44,15 @@ TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
 }
 
 TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
-  TempDir t;
-  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  FastSampler sampler(fs, layout, t / "proc", 4, 200ms);
-  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  FakeNode n;
+  FastSampler sampler = n.sampler(200ms);
+  const auto t0 = kT0;
   int64_t kubepods = 0;
   uint64_t ticks = 0;
   auto step = [&](int ms, int64_t non_be_cores_milli) {
     kubepods += non_be_cores_milli * 1000 * 50;  // ns of non-BE CPU over 50 ms
     ticks += 20;
-    write_counters(t, ticks / 2, ticks / 2, kubepods, 0);
+    n.write_counters(ticks / 2, ticks / 2, kubepods, 0);
     return sampler.sample(t0 + std::chrono::milliseconds(ms));
   };
   step(0, 0);
@@ -56,18 +64,16 @@ TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
 }
 
 TEST(FastSampler, AnEarlySampleTakesItsFigureOverTheMinimumSpanAndNotedFiguresCount) {
-  TempDir t;
-  cgroup::CgroupFs fs(t / "cg", cgroup::CgroupVersion::kV1);
-  cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
-  FastSampler sampler(fs, layout, t / "proc", 4, 200ms);
-  auto t0 = std::chrono::steady_clock::time_point{} + 1h;
-  write_counters(t, 10, 10, 0, 0);
+  FakeNode n;
+  FastSampler sampler = n.sampler(200ms);
+  const auto t0 = kT0;
+  n.write_counters(10, 10, 0, 0);
   sampler.sample(t0);
   // 50 ms at 1 core, then a counter that moved by a whole 4 ms tick within 2 ms: over those
   // 2 ms alone that would read as 2 cores.
-  write_counters(t, 20, 20, 50'000'000, 0);
+  n.write_counters(20, 20, 50'000'000, 0);
   EXPECT_EQ(sampler.sample(t0 + 50ms)->non_be_cpu_milli, 1000);
-  write_counters(t, 21, 21, 54'000'000, 0);
+  n.write_counters(21, 21, 54'000'000, 0);
   auto early = sampler.sample(t0 + 52ms);
   ASSERT_TRUE(early.has_value());
   // Over the 52 ms since t0: 54 ms of CPU.
@@ -75,14 +81,14 @@ TEST(FastSampler, AnEarlySampleTakesItsFigureOverTheMinimumSpanAndNotedFiguresCo
   // A figure the probe measured counts in the maximum for its hold (200 ms), not for the
   // whole window as sampled figures do.
   sampler.note_non_be(t0 + 53ms, 1800);
-  write_counters(t, 30, 30, 100'000'000, 0);
+  n.write_counters(30, 30, 100'000'000, 0);
   auto held = sampler.sample(t0 + 100ms);
   EXPECT_EQ(held->non_be_cpu_milli, 1800);
   // The counters' own figure stays apart: the wake-up bound is re-armed from it.
   EXPECT_EQ(held->non_be_counted_milli, 1038);
-  write_counters(t, 40, 40, 150'000'000, 0);
+  n.write_counters(40, 40, 150'000'000, 0);
   EXPECT_EQ(sampler.sample(t0 + 150ms)->non_be_cpu_milli, 1800);
-  write_counters(t, 50, 50, 200'000'000, 0);
+  n.write_counters(50, 50, 200'000'000, 0);
   // The noted figure has gone; the largest sampled one within the window stands.
   EXPECT_EQ(sampler.sample(t0 + 260ms)->non_be_cpu_milli, 1000);
 }

@@ -6,12 +6,20 @@ namespace gleaner::agent {
 namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+constexpr Clock::time_point kT0{};
+
+// A store of `capacity` samples per series, given the values 1..n of series `name`, one a
+// second from kT0 + 1 s.
+MetricStore counted_up(size_t capacity, const std::string& name, int n) {
+  MetricStore store(kT0, capacity);
+  for (int i = 1; i <= n; ++i)
+    store.add(name, kT0 + std::chrono::seconds(i), i);
+  return store;
+}
 
 TEST(MetricStore, AggregatesOverTrailingWindows) {
-  Clock::time_point t0{};
-  MetricStore store(t0, 1800);
-  for (int i = 1; i <= 100; ++i)
-    store.add("node/cpu", t0 + std::chrono::seconds(i), i);
+  const auto t0 = kT0;
+  MetricStore store = counted_up(1800, "node/cpu", 100);
   auto all = store.aggregate("node/cpu", t0 + 100s, 30min);
   ASSERT_TRUE(all.has_value());
   EXPECT_EQ(all->count, 100u);
@@ -28,10 +36,8 @@ TEST(MetricStore, AggregatesOverTrailingWindows) {
 }
 
 TEST(MetricStore, RingOverwritesOldestSoMemoryIsBounded) {
-  Clock::time_point t0{};
-  MetricStore store(t0, 10);
-  for (int i = 1; i <= 1000; ++i)
-    store.add("s", t0 + std::chrono::seconds(i), i);
+  const auto t0 = kT0;
+  MetricStore store = counted_up(10, "s", 1000);
   auto agg = store.aggregate("s", t0 + 1000s, 30min);
   EXPECT_EQ(agg->count, 10u);
   EXPECT_DOUBLE_EQ(agg->avg, 995.5);

@@ -6,13 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent {
 namespace {
 using gleaner::testing::TempDir;
 
-constexpr int64_t kMi = int64_t{1} << 20;
+using gleaner::kMi;
 const std::string kPod = "kubepods/burstable/pod1";
 
 std::string memory_stat(int64_t anon) {

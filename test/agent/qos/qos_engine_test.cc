@@ -17,11 +17,8 @@ std::vector<FakePod> pods() {
 }
 
 TEST(QosEngine, SuppressOnlyReactsToAFreshSampleAfterOneFullRun) {
-  TempDir t;
-  cgroup::KubeletLayout layout(CgroupDriver::kCgroupfs);
-  make_node_tree(t, CgroupVersion::kV1, layout, pods());
-  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV1);
-  FsQosReader reader(fs, nullptr);
+  NodeTree node(CgroupVersion::kV1, CgroupDriver::kCgroupfs, pods());
+  auto& [t, layout, fs, reader, exec] = node;
   auto snap = make_snapshot({}, pods());
   QosEngine engine;
   EXPECT_TRUE(engine.suppress_only({6000, 5000, false}, reader).writes.empty());  // no run yet
@@ -31,7 +28,6 @@ TEST(QosEngine, SuppressOnlyReactsToAFreshSampleAfterOneFullRun) {
   in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
   in.layout = layout;
   in.reader = &reader;
-  cgroup::WriteExecutor exec(fs);
   exec.apply(engine.run(in).writes);
   const std::string be = layout.qos_dir(KubeQos::kBestEffort);
   EXPECT_EQ(*fs.read_int(Resource::kCpuQuota, be), 320000);  // 8000*65% - 2000
@@ -46,14 +42,11 @@ TEST(QosEngine, SuppressOnlyReactsToAFreshSampleAfterOneFullRun) {
 // snapshot would show every core busy outside the pods (all "system") and BE at 0. Acting
 // on it would cut BE to the floor; the engine leaves BE's CPU alone until figures exist.
 TEST(QosEngine, FirstPassWithoutCpuFiguresLeavesBeCpuAsItIs) {
-  TempDir t;
-  cgroup::KubeletLayout layout(CgroupDriver::kCgroupfs);
   std::vector<FakePod> unmeasured = pods();
   for (auto& p : unmeasured)
     p.cpu_usage = "0";
-  make_node_tree(t, CgroupVersion::kV1, layout, unmeasured);
-  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV1);
-  FsQosReader reader(fs, nullptr);
+  NodeTree node(CgroupVersion::kV1, CgroupDriver::kCgroupfs, unmeasured);
+  auto& [t, layout, fs, reader, exec] = node;
   FakeNode placeholder;
   placeholder.node_cpu_usage = "8";
   auto snap = make_snapshot(placeholder, unmeasured);
@@ -84,12 +77,8 @@ TEST(QosEngine, FirstPassWithoutCpuFiguresLeavesBeCpuAsItIs) {
 }
 
 TEST(QosEngine, StaleInputsNeverLoosenAnything) {
-  TempDir t;
-  cgroup::KubeletLayout layout(CgroupDriver::kSystemd);
-  make_node_tree(t, CgroupVersion::kV2, layout, pods());
-  cgroup::CgroupFs fs(t.path(), CgroupVersion::kV2);
-  FsQosReader reader(fs, nullptr);
-  cgroup::WriteExecutor exec(fs);
+  NodeTree node(CgroupVersion::kV2, CgroupDriver::kSystemd, pods());
+  auto& [t, layout, fs, reader, exec] = node;
   const std::string be = layout.qos_dir(KubeQos::kBestEffort);
   exec.apply({{Resource::kCpuQuota, be, "100000", "t"}, {Resource::kCpusetCpus, be, "0-1", "t"}});
   FakeNode idle;  // nothing runs: fresh data would widen BE

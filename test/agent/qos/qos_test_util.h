@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/qos/fs_reader.h"
 #include "agent/qos/qos_types.h"
 #include "agent/snapshot/node_snapshot.h"
+#include "cgroup/executor.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
 #include "common/json_util.h"
@@ -201,6 +203,21 @@ inline void make_node_tree(const TempDir& t, cgroup::CgroupVersion v,
     }
   }
 }
+
+// The kubelet tree of `pods` in a scratch folder, with the file system, reader and
+// executor a strategy test works through.
+struct NodeTree {
+  NodeTree(cgroup::CgroupVersion version, cgroup::CgroupDriver driver,
+           const std::vector<FakePod>& pods)
+      : layout(driver), fs(t.path(), version) {
+    make_node_tree(t, version, layout, pods);
+  }
+  TempDir t;
+  cgroup::KubeletLayout layout;
+  cgroup::CgroupFs fs;
+  FsQosReader reader{fs, nullptr};
+  cgroup::WriteExecutor exec{fs};
+};
 
 // The four kubelet trees a strategy must handle: cgroup v1 and v2, each under the cgroupfs
 // and the systemd driver; a parameterised suite runs on each, named e.g. "v1_systemd".

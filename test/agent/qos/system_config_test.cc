@@ -10,6 +10,7 @@
 #include "agent/config/burst_system_config.h"
 #include "agent/qos/system_executor.h"
 #include "common/file_io.h"
+#include "common/quantity.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent::qos {
@@ -18,7 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::TempDir;
 
-constexpr int64_t kGiB = 1LL << 30;
+using gleaner::kGi;
 
 config::SystemStrategy parse_cluster(const std::string& json) {
   auto set = config::parse_system_config(json, "system-config");
@@ -28,7 +29,7 @@ config::SystemStrategy parse_cluster(const std::string& json) {
 
 TEST(SystemConfigPlan, NothingIsWrittenUnlessTheConfigSetsIt) {
   // Koordinator's default SystemStrategy sets no knob: neither does an empty key.
-  auto plan = plan_system_config(parse_cluster(R"({"clusterStrategy":{}})"), 16 * kGiB);
+  auto plan = plan_system_config(parse_cluster(R"({"clusterStrategy":{}})"), 16 * kGi);
   EXPECT_TRUE(plan.writes.empty());
   EXPECT_TRUE(plan.notes.empty());
 }
@@ -37,7 +38,7 @@ TEST(SystemConfigPlan, KnobsAsKoordletComputesThem) {
   auto plan = plan_system_config(
       parse_cluster(
           R"({"clusterStrategy":{"minFreeKbytesFactor":100,"watermarkScaleFactor":200,"memcgReapBackGround":1}})"),
-      16 * kGiB);
+      16 * kGi);
   ASSERT_EQ(plan.writes.size(), 3U);
   // 16 GiB = 16777216 KiB; * 100 / 10000 = 167772 (integer division, as koordlet).
   EXPECT_EQ(plan.writes[0], (SystemWrite{SystemKnob::kMinFreeKbytes, 167772}));
@@ -48,13 +49,13 @@ TEST(SystemConfigPlan, KnobsAsKoordletComputesThem) {
 TEST(SystemConfigPlan, ValuesOutsideKoordletsRangesAreLeftWithAReason) {
   // 1 GiB * 1 / 10000 = 104 KiB: below 10 MiB.
   auto low =
-      plan_system_config(parse_cluster(R"({"clusterStrategy":{"minFreeKbytesFactor":1}})"), kGiB);
+      plan_system_config(parse_cluster(R"({"clusterStrategy":{"minFreeKbytesFactor":1}})"), kGi);
   EXPECT_TRUE(low.writes.empty());
   ASSERT_EQ(low.notes.size(), 1U);
   EXPECT_NE(low.notes[0].find("vm.min_free_kbytes 104"), std::string::npos) << low.notes[0];
   // 1 TiB at 20%: 214 GiB of reserve, above 10 GiB.
   EXPECT_TRUE(plan_system_config(
-                  parse_cluster(R"({"clusterStrategy":{"minFreeKbytesFactor":2000}})"), 1024 * kGiB)
+                  parse_cluster(R"({"clusterStrategy":{"minFreeKbytesFactor":2000}})"), 1024 * kGi)
                   .writes.empty());
   // Unknown capacity: nothing computed from it.
   auto unknown =
@@ -68,7 +69,7 @@ TEST(SystemConfigPlan, ValuesOutsideKoordletsRangesAreLeftWithAReason) {
   ASSERT_EQ(set->warnings.size(), 1U);
   EXPECT_NE(set->warnings[0].find("clusterStrategy.watermarkScaleFactor 500"), std::string::npos)
       << set->warnings[0];
-  EXPECT_TRUE(plan_system_config(set->cluster, 16 * kGiB).writes.empty());
+  EXPECT_TRUE(plan_system_config(set->cluster, 16 * kGi).writes.empty());
 }
 
 TEST(SystemConfigPlan, ANodeStrategyOverridesOnlyWhatItSets) {

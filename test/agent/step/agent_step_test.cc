@@ -35,7 +35,7 @@ class AgentStepTest : public ::testing::Test {
 
   TickInputs inputs(config::CpuSuppressMode mode, double now_s, ProbeReadings probe = {}) {
     TickInputs in;
-    in.latest = &snap_;
+    in.snapshot = &snap_;
     in.threshold.enable = true;
     in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
     in.threshold.cpu_suppress_mode = mode;

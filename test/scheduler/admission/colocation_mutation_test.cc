@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/config.h"
+#include "kube/well_known.h"
 #include "scheduler/admission/admission_review.h"
 #include "scheduler/admission/priority_class.h"
 
@@ -120,7 +121,7 @@ TEST(ColocationMutation, SelectorsDecideWhichPodsAreTouched) {
 
 TEST(ColocationMutation, AckAnnotationAloneColocatesAsBatch) {
   Fixture none({});
-  const Json pod = spark_driver(Json{{kAckColocationAnnotation, "true"}});
+  const Json pod = spark_driver(Json{{kube::kAckColocationAnnotation, "true"}});
   auto m = mutate_pod(pod, none.in);
   ASSERT_TRUE(m.ok());
   EXPECT_TRUE(m->ack_annotation);
@@ -129,7 +130,7 @@ TEST(ColocationMutation, AckAnnotationAloneColocatesAsBatch) {
   EXPECT_FALSE(out["spec"]["containers"][0]["resources"]["requests"].contains("cpu"));
   EXPECT_FALSE(out["spec"].contains("schedulerName"));  // the operator's choice stays
   // "false" is not an opt-in.
-  auto off = mutate_pod(spark_driver(Json{{kAckColocationAnnotation, "false"}}), none.in);
+  auto off = mutate_pod(spark_driver(Json{{kube::kAckColocationAnnotation, "false"}}), none.in);
   ASSERT_TRUE(off.ok());
   EXPECT_TRUE(off->patch.empty());
 }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "test/scheduler/live/kube_live_fixture.h"
 
 namespace gleaner::scheduler {
@@ -14,7 +15,7 @@ namespace {
 using kube::testing::eventually;
 using live_testing::node_report;
 
-constexpr int64_t kGi = int64_t{1} << 30;
+using gleaner::kGi;
 
 Json spark_pod(const std::string& name, const std::string& role) {
   return live_testing::spark_operator_pod("pi", name, role);
@@ -104,7 +105,7 @@ TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
   EXPECT_EQ(jobs[0]["phase"], "Admitted");
   EXPECT_EQ(jobs[0]["executors"], 2);
   // Spark's memory: 512m + max(10%, 384m) overhead per pod.
-  EXPECT_EQ(jobs[0]["executor"]["memoryBytes"], (512 + 384) * kube::kMiB);
+  EXPECT_EQ(jobs[0]["executor"]["memoryBytes"], (512 + 384) * kMi);
   EXPECT_EQ(metrics_.placements(), 1u);
 }
 

@@ -8,7 +8,6 @@
 #include <string>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "common/clock.h"
@@ -16,6 +15,7 @@
 #include "reporter/wire/node_report.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/server/http_server.h"
+#include "test/support/io_thread.h"
 
 namespace gleaner::scheduler::live_testing {
 
@@ -55,22 +55,7 @@ inline reporter::NodeReport node_report(const std::string& node, uint64_t sequen
   return r;
 }
 
-// Runs `io` on a thread until destroyed.
-class IoThread {
- public:
-  IoThread() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
-  ~IoThread() {
-    guard_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  boost::asio::io_context& io() { return io_; }
-
- private:
-  boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
-  std::thread thread_;
-};
+using gleaner::testing::IoThread;
 
 // A pod as the Spark operator creates it for the SparkApplication `app`: labelled with its
 // role (driver or executor) and application, scheduled by gleaner-scheduler.

@@ -3,6 +3,7 @@
 // is treated the same way.
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "test/scheduler/live/kube_live_fixture.h"
 
 namespace gleaner::scheduler {
@@ -12,7 +13,7 @@ using kube::testing::eventually;
 using live_testing::KubeLiveTest;
 using live_testing::node_report;
 
-constexpr int64_t kGi = int64_t{1} << 30;
+using gleaner::kGi;
 
 // A cluster's own PyTorchJobs, submitted to it (no hub): each job is one gang. Two jobs of
 // a master and two workers (a core each) beside a node with room for four such pods: placed
