@@ -51,7 +51,8 @@ function(gleaner_test)
   # is in the libraries, optimised as configured.
   target_compile_options(${T_NAME} PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:-O1>)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gmock GTest::gtest_main)
-  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/test
+                                              UNITY_BUILD ${GLEANER_UNITY_TESTS})
   target_compile_definitions(${T_NAME} PRIVATE
     GLEANER_SOURCE_DIR="${PROJECT_SOURCE_DIR}" GLEANER_BINARY_DIR="${CMAKE_BINARY_DIR}")
   if(NOT T_LABELS AND GLEANER_SANITIZE)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "kube/yaml_json.h"
 
 namespace gleaner::kube {

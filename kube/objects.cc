@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "common/json_util.h"
+
 namespace gleaner::kube {
 namespace {
 
@@ -174,7 +176,7 @@ Result<Pod> parse_pod(const Json& json) {
   read_statuses(r, status, "containerStatuses", pod.container_statuses);
   read_statuses(r, status, "initContainerStatuses", pod.init_container_statuses);
   if (r.failed()) return r.error();
-  pod.raw = json;
+  pod.raw = std::make_shared<const Json>(json);
   return pod;
 }
 
@@ -192,7 +194,7 @@ Result<Node> parse_node(const Json& json) {
   r.resources(status, "capacity", "status.capacity", node.capacity);
   r.resources(status, "allocatable", "status.allocatable", node.allocatable);
   if (r.failed()) return r.error();
-  node.raw = json;
+  node.raw = std::make_shared<const Json>(json);
   return node;
 }
 

@@ -1,16 +1,18 @@
 #pragma once
 // Typed reads of the subset of v1 Pod and v1 Node that Gleaner uses. Each object keeps
-// its raw JSON so callers that need a field we do not model can still reach it. A field
+// its raw JSON (shared, never changed: copies of a Pod cost no copy of it) for the callers
+// that need a field we do not model or the object as it came. A field
 // of the wrong type is an error naming the object and the field path; absent optional
 // fields are simply empty.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/quantity.h"
 #include "common/result.h"
 #include "kube/well_known.h"
@@ -59,7 +61,7 @@ struct Pod {
   std::vector<ContainerStatus> container_statuses;
   std::vector<ContainerStatus> init_container_statuses;
 
-  Json raw;
+  std::shared_ptr<const Json> raw;  // null for a Pod built in code
 
   // "namespace/name", the key pod metrics are stored under.
   [[nodiscard]] std::string key() const;
@@ -70,7 +72,7 @@ struct Node {
   ResourceList capacity;
   ResourceList allocatable;
 
-  Json raw;
+  std::shared_ptr<const Json> raw;  // null for a Node built in code
 };
 
 Result<Pod> parse_pod(const Json& json);

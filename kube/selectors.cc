@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/json_util.h"
 #include "common/strings.h"
 
 namespace gleaner::kube {

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/labels.h"
 #include "common/result.h"
 

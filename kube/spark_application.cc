@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "common/json_util.h"
+
 namespace gleaner::kube {
 namespace {
 
@@ -259,7 +261,7 @@ Result<SparkApplication> parse_spark_application(const Json& json) {
       state && state->is_string()) {
     app.state = state->get<std::string>();
   }
-  app.raw = json;
+  app.raw = std::make_shared<const Json>(json);
   return app;
 }
 

@@ -8,11 +8,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/quantity.h"
 #include "common/result.h"
 
@@ -52,8 +53,8 @@ struct SparkApplication {
   std::map<std::string, std::string> spark_conf;
   std::optional<double> overhead_factor;  // spec.memoryOverheadFactor / sparkConf
   DynamicAllocation dynamic_allocation;
-  std::string state;  // status.applicationState.state ("" = new)
-  Json raw;
+  std::string state;                // status.applicationState.state ("" = new)
+  std::shared_ptr<const Json> raw;  // the object as read (shared); null for one built in code
 
   [[nodiscard]] bool jvm() const { return type != "Python" && type != "R"; }
   // The executors the gang is admitted with: spec.executor.instances, or under dynamic

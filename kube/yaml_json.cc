@@ -6,6 +6,8 @@
 
 #include <yaml.h>
 
+#include "common/json_util.h"
+
 namespace gleaner::kube {
 namespace {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "agent/config/colocation_config.h"
 #include "agent/snapshot/node_snapshot.h"

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "common/json_util.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::config {

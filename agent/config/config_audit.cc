@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "common/json_util.h"
 #include "common/strings.h"
 
 namespace gleaner::agent::config {

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 
 namespace gleaner::agent::config {
 

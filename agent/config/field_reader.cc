@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include "common/json_util.h"
+
 namespace gleaner::agent::config {
 
 Result<Json> parse_json_object(std::string_view text, const std::string& file) {

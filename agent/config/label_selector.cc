@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/json_util.h"
+
 namespace gleaner::agent::config {
 
 void read_label_selector(FieldReader& reader, const Json& obj, const std::string& path,

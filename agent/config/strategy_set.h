@@ -12,6 +12,7 @@
 
 #include "agent/config/field_reader.h"
 #include "agent/config/label_selector.h"
+#include "common/json_util.h"
 #include "kube/objects.h"
 
 namespace gleaner::agent::config {

@@ -42,7 +42,7 @@
 #include "cgroup/executor.h"
 #include "cgroup/layout.h"
 #include "common/file_io.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "reporter/client/report_client.h"
 #include "reporter/metrics/health.h"
 #include "reporter/metrics/metrics_registry.h"

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/json_util.h"
+
 namespace gleaner::agent {
 namespace {
 

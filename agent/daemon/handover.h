@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "kube/selectors.h"
 
 namespace gleaner::agent {

@@ -1,5 +1,6 @@
 #include "agent/qos/pod_dirs.h"
 
+#include "common/json_util.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::qos {
@@ -29,8 +30,8 @@ bool is_labelled_be(const snapshot::PodState& pod) {
 }
 
 bool is_terminating(const snapshot::PodState& pod) {
-  const auto& raw = pod.pod.raw;
-  if (!raw.is_object()) return false;
+  if (!pod.pod.raw || !pod.pod.raw->is_object()) return false;
+  const Json& raw = *pod.pod.raw;
   auto meta = raw.find("metadata");
   if (meta == raw.end() || !meta->is_object()) return false;
   auto ts = meta->find("deletionTimestamp");

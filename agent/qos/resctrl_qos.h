@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "agent/qos/qos_types.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "resctrl/resctrl_fs.h"
 
 namespace gleaner::agent::qos {

@@ -18,7 +18,7 @@
 #include "agent/qos/system_config.h"
 #include "cgroup/executor.h"
 #include "common/clock.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 
 namespace gleaner::agent::qos {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "agent/states/pod_classes.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/objects.h"
 

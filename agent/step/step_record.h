@@ -15,7 +15,7 @@
 // `agent`: no history.
 
 #include "agent/step/agent_step.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 
 namespace gleaner::agent::step {

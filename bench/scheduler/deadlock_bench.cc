@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "bench/bench_cli.h"
+#include "common/json_util.h"
 #include "common/quantity.h"
 #include "scheduler/sim/simulator.h"
 

@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "common/json_util.h"
+
 namespace gleaner::reporter {
 namespace {
 

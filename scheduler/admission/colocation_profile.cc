@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::admission {
 
 namespace {

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "kube/yaml_json.h"
 
 namespace gleaner::scheduler::admission {

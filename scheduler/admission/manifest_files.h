@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 
 namespace gleaner::scheduler::admission {

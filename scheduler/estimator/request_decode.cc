@@ -1,5 +1,6 @@
 #include "scheduler/estimator/request_decode.h"
 
+#include "common/json_util.h"
 #include "common/quantity.h"
 #include "kube/well_known.h"
 #include "kube_wire.pb.h"

@@ -4,6 +4,7 @@
 #include <limits>
 #include <tuple>
 
+#include "common/json_util.h"
 #include "scheduler/fleet/taints.h"
 
 namespace gleaner::scheduler::fleet {

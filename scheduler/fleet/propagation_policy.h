@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/selectors.h"
 #include "scheduler/core/node_selector.h"

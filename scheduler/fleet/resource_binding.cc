@@ -1,5 +1,7 @@
 #include "scheduler/fleet/resource_binding.h"
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::fleet {
 Result<ResourceBinding> parse_resource_binding(const Json& object) {
   if (!object.is_object()) return invalid_field("ResourceBinding", "expected an object");

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::fleet {
 namespace {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/core/capacity_estimate.h"
@@ -164,11 +164,11 @@ struct Action {
   std::string reason;
   std::string message;
   bool warning = false;
-  std::string object_kind = "Pod";    // kEvent: Pod or the application's kind
-  std::string app_kind = kSparkKind;  // the application's kind (kPlaceApp ... kUnplaceApp)
-  std::string target;                 // kPlaceApp: the chosen member cluster
-  std::string peer;                   // kMirrorAppState, kDeleteCopy: the other cluster
-  Json object;                        // kCreateApp
+  std::string object_kind = "Pod";     // kEvent: Pod or the application's kind
+  std::string app_kind = kSparkKind;   // the application's kind (kPlaceApp ... kUnplaceApp)
+  std::string target;                  // kPlaceApp: the chosen member cluster
+  std::string peer;                    // kMirrorAppState, kDeleteCopy: the other cluster
+  std::shared_ptr<const Json> object;  // kCreateApp: the copy to create
 };
 
 // A node's batch resources to publish on its Node status; nullopt removes the keys.

@@ -1,4 +1,5 @@
 // The read-only HTTP API's documents, built from the core's state under the lock.
+#include "common/json_util.h"
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::gang {

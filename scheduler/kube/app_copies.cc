@@ -117,7 +117,7 @@ void ClusterLink::forward_copy(const Json& origin, const std::string& target) {
   gang::Action create{gang::ActionKind::kCreateApp, target, meta.value("namespace", ""),
                       meta.value("name", "")};
   create.app_kind = kind;
-  create.object = std::move(copy);
+  create.object = std::make_shared<const Json>(std::move(copy));
   if (forward_) forward_(std::move(create));
 }
 
@@ -130,11 +130,13 @@ bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
 }
 
 void ClusterLink::create_app(const gang::Action& a) {
-  const std::string origin = annotation_of(a.object, kube::kOriginAnnotation);
-  const std::string origin_uid = annotation_of(a.object, kube::kOriginUidAnnotation);
+  static const Json no_object = Json::object();
+  const Json& object = a.object ? *a.object : no_object;
+  const std::string origin = annotation_of(object, kube::kOriginAnnotation);
+  const std::string origin_uid = annotation_of(object, kube::kOriginUidAnnotation);
   const std::string what =
       "create " + a.app_kind + " " + a.ns + "/" + a.name + " (from cluster " + origin + "): ";
-  auto r = client_.create(app_object_path(a.app_kind, a.ns), a.object);
+  auto r = client_.create(app_object_path(a.app_kind, a.ns), object);
   if (r) {
     retry_done(a);
     live_.app_recorded(origin, a.ns, a.name, a.app_kind);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "common/json_util.h"
 #include "common/strings.h"
 #include "kube/objects.h"
 #include "kube/well_known.h"

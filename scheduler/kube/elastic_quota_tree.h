@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/well_known.h"
 #include "scheduler/core/quota_tree.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "kube/selectors.h"
 #include "kube/well_known.h"
 #include "scheduler/gang/gang_scheduler.h"

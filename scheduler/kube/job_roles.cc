@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_util.h"
 #include "kube/objects.h"
 #include "kube/spark_application.h"
 #include "scheduler/kube/node_affinity.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/node_selector.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/api_client.h"
 

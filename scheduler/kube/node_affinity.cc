@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/json_util.h"
 #include "scheduler/fleet/taints.h"
 
 namespace gleaner::scheduler::kube_glue {

@@ -6,7 +6,7 @@
 // live loop reports it as pending instead of placing it where Kubernetes would not.
 // Preferred affinity is a score, not a filter, and is ignored.
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "scheduler/core/node_selector.h"
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/json_util.h"
 #include "kube/objects.h"
 
 namespace gleaner::scheduler::kube_glue {

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/selectors.h"
 #include "scheduler/core/resources.h"

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "common/json_util.h"
 #include "kube/well_known.h"
 #include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
@@ -53,10 +54,12 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   } else if (auto k = app.labels.find(kube::kKoordQuotaLabel); k != app.labels.end()) {
     v.queue = k->second;
   }
-  const Json* suspend = find_path(app.raw, "spec/suspend");
+  static const Json no_app = Json::object();
+  const Json& raw = app.raw ? *app.raw : no_app;
+  const Json* suspend = find_path(raw, "spec/suspend");
   v.suspended = suspend != nullptr && suspend->is_boolean() && suspend->get<bool>();
   // Not find_path: the annotation key contains a '/'.
-  const Json& meta = app.raw.value("metadata", Json::object());
+  const Json& meta = raw.value("metadata", Json::object());
   const Json& annotations = meta.value("annotations", Json::object());
   if (annotations.is_object()) {
     auto p = annotations.find(kube::kPlacementAnnotation);
@@ -70,7 +73,7 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   // The gang has one selector: the application's, the driver's and the executors' must
   // all hold.
   const std::string where = "SparkApplication " + v.ns + "/" + v.name;
-  const Json& spec = app.raw.value("spec", Json::object());
+  const Json& spec = raw.value("spec", Json::object());
   for (const char* part : {"", "driver", "executor"}) {
     const Json& section = *part == '\0' ? spec : spec.value(part, Json::object());
     const std::string at = where + " spec" + (*part ? "." : "") + part;
@@ -102,9 +105,9 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.priority = pod.priority.value_or(0);
   v.queue = label(pod, kube::kQueueLabel);
   if (v.queue.empty()) v.queue = label(pod, kube::kKoordQuotaLabel);
-  static const Json no_spec = Json::object();
-  auto spec = pod.raw.is_object() ? pod.raw.find("spec") : no_spec.end();
-  if (pod.raw.is_object() && spec != pod.raw.end()) {
+  static const Json no_pod = Json::object();
+  const Json& raw = pod.raw && pod.raw->is_object() ? *pod.raw : no_pod;
+  if (auto spec = raw.find("spec"); spec != raw.end()) {
     const std::string where = "pod " + v.ns + "/" + v.name + " spec";
     auto selector = node_selector_of(*spec, where);
     auto tolerations = tolerations_of(*spec, where);

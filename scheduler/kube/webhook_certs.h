@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "kube/api_client.h"
 #include "scheduler/admission/certificates.h"

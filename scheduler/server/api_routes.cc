@@ -1,5 +1,7 @@
 #include "scheduler/server/api_routes.h"
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::server {
 
 namespace {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/json_util.h"
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <set>
 
+#include "common/json_util.h"
 #include "scheduler/sim/scenario_fleet.h"
 
 namespace gleaner::scheduler::sim {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "scheduler/core/cluster_state.h"
 #include "scheduler/core/job.h"

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::sim::fields {
 
 // Typos must not silently fall back to defaults: every object lists the keys it knows.

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/json_util.h"
+#include "common/json_fwd.h"
 #include "common/result.h"
 #include "scheduler/core/node_selector.h"
 #include "scheduler/core/resources.h"

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::sim {
 
 using namespace fields;  // NOLINT(google-build-using-namespace): the parsers' vocabulary

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/clock.h"
 #include "common/result.h"

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::states {

@@ -2,14 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "test/cgroup/kubelet_paths.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::cgroup {
 namespace {
 using gleaner::testing::TempDir;
 
-const std::string kBe = "kubepods/besteffort";
-const std::string kPod = "kubepods/besteffort/podabc";
+using test::kBe;
+using test::kPod;
 
 // A v1 tree with the files kubelet leaves: unlimited quotas, full cpusets.
 void make_v1(const TempDir& t) {

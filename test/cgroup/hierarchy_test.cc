@@ -3,14 +3,15 @@
 #include <gtest/gtest.h>
 
 #include "cgroup/executor.h"
+#include "test/cgroup/kubelet_paths.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::cgroup {
 namespace {
 using gleaner::testing::TempDir;
 
-const std::string kBe = "kubepods/besteffort";
-const std::string kPod = "kubepods/besteffort/podabc";
+using test::kBe;
+using test::kPod;
 const std::string kContainer = "kubepods/besteffort/podabc/c1";
 const std::string kSandbox = "kubepods/besteffort/podabc/sandbox";
 

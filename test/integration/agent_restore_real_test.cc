@@ -29,6 +29,7 @@
 
 namespace gleaner {
 namespace {
+using gleaner::testing::agent_binary;
 using gleaner::testing::eventually;
 using namespace std::chrono_literals;
 using cgroup::Resource;
@@ -43,10 +44,6 @@ testing::ColocatedNodeSpec batch_limited_be() {
           .threshold_config = R"({"clusterStrategy":{"enable":true,
               "cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"}})",
           .be_container_id = kContainerId};
-}
-
-std::string agent_binary() {
-  return std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
 }
 
 // Starts `gleaner-agent run` over `node` (200 ms full pass, 50 ms fast path);

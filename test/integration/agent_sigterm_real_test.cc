@@ -12,6 +12,7 @@
 #include "cgroup/cgroup_fs.h"
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
+#include "test/support/spawn.h"
 
 namespace gleaner {
 namespace {
@@ -22,7 +23,7 @@ using cgroup::Resource;
 TEST(AgentSigtermReal, RestoresEveryValueAndExitsWithinFiveSeconds) {
   auto reason = testing::real_cgroup_skip_reason();
   if (!reason.empty()) GTEST_SKIP() << reason;
-  const std::string agent = std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
+  const std::string agent = testing::agent_binary();
   if (::access(agent.c_str(), X_OK) != 0) GTEST_SKIP() << agent << " not built";
 
   testing::ColocatedNode node({.ls_containers = "[]", .be_containers = "[]"});

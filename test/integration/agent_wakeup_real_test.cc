@@ -25,13 +25,10 @@
 
 namespace gleaner {
 namespace {
+using gleaner::testing::agent_binary;
 using gleaner::testing::eventually;
 using namespace std::chrono_literals;
 using cgroup::Resource;
-
-std::string agent_binary() {
-  return std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
-}
 
 class AgentWakeupReal : public ::testing::Test {
  protected:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "kube/yaml_json.h"
 #include "test/support/temp_tree.h"
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
+
 namespace gleaner::kube {
 namespace {
 
@@ -43,7 +45,8 @@ TEST(KubeObjects, ParsesPodFields) {
   EXPECT_EQ(pod->qos_class, "Burstable");
   ASSERT_EQ(pod->container_statuses.size(), 1u);
   EXPECT_EQ(pod->container_statuses[0].container_id, "containerd://abc");
-  EXPECT_EQ(pod->raw["kind"], "Pod");
+  ASSERT_NE(pod->raw, nullptr);
+  EXPECT_EQ((*pod->raw)["kind"], "Pod");
 }
 
 TEST(KubeObjects, PodRequestUsesInitMaxDefaultsToLimitAndAddsOverhead) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
+
 namespace gleaner::kube {
 namespace {
 

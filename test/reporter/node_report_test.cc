@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "test/reporter/report_fixtures.h"
 
 namespace gleaner::reporter {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "common/quantity.h"
 #include "scheduler/core/scheduler.h"
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "common/quantity.h"
 #include "kube/yaml_json.h"
 

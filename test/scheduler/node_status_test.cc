@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::kube_glue {
 namespace {
 

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "kube/yaml_json.h"
 
 namespace gleaner::scheduler::fleet {

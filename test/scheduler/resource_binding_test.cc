@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
+
 namespace gleaner::scheduler::fleet {
 namespace {
 

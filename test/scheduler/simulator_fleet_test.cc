@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {

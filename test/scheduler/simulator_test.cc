@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "scheduler/cli/commands.h"
 
 namespace gleaner::scheduler::sim {

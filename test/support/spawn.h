@@ -12,6 +12,13 @@
 
 namespace gleaner::testing {
 
+#ifdef GLEANER_BINARY_DIR
+// The agent this build made (the test binaries are given the build folder).
+inline std::string agent_binary() {
+  return std::string(GLEANER_BINARY_DIR) + "/bin/gleaner-agent";
+}
+#endif
+
 // The child's pid (-1 when fork fails); an exec failure makes the child exit 127.
 // `in_child` runs in the child just before the exec (to wire its standard streams).
 inline pid_t spawn_program(std::vector<std::string> args,

@@ -9,7 +9,7 @@ namespace {
 using gleaner::testing::TempDir;
 using namespace std::chrono_literals;
 
-const auto kT0 = std::chrono::steady_clock::time_point{} + 1h;
+const auto kStart = std::chrono::steady_clock::time_point{} + 1h;
 
 // A cgroup v1 node in a scratch folder: /proc/stat and the kubepods counters the sampler reads.
 struct FakeNode {
@@ -33,7 +33,7 @@ TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
   FakeNode n;
   n.write_counters(100, 100, 0, 0);
   FastSampler sampler(n.fs, n.layout, n.t / "proc", 4);
-  const auto t0 = kT0;
+  const auto t0 = kStart;
   EXPECT_FALSE(sampler.sample(t0).has_value());
   // 50 ms later: kubepods used 120 ms of CPU, of which besteffort 20 ms -> 2 cores non-BE.
   n.write_counters(130, 110, 120'000'000, 20'000'000);
@@ -46,7 +46,7 @@ TEST(FastSampler, NonBeUsageIsKubepodsMinusBesteffort) {
 TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
   FakeNode n;
   FastSampler sampler = n.sampler(200ms);
-  const auto t0 = kT0;
+  const auto t0 = kStart;
   int64_t kubepods = 0;
   uint64_t ticks = 0;
   auto step = [&](int ms, int64_t non_be_cores_milli) {
@@ -66,7 +66,7 @@ TEST(FastSampler, SurgesCountAtOnceDipsOnlyAfterTheWindow) {
 TEST(FastSampler, AnEarlySampleTakesItsFigureOverTheMinimumSpanAndNotedFiguresCount) {
   FakeNode n;
   FastSampler sampler = n.sampler(200ms);
-  const auto t0 = kT0;
+  const auto t0 = kStart;
   n.write_counters(10, 10, 0, 0);
   sampler.sample(t0);
   // 50 ms at 1 core, then a counter that moved by a whole 4 ms tick within 2 ms: over those

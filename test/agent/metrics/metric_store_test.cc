@@ -6,19 +6,19 @@ namespace gleaner::agent {
 namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-constexpr Clock::time_point kT0{};
+constexpr Clock::time_point kEpoch{};
 
 // A store of `capacity` samples per series, given the values 1..n of series `name`, one a
-// second from kT0 + 1 s.
+// second from kEpoch + 1 s.
 MetricStore counted_up(size_t capacity, const std::string& name, int n) {
-  MetricStore store(kT0, capacity);
+  MetricStore store(kEpoch, capacity);
   for (int i = 1; i <= n; ++i)
-    store.add(name, kT0 + std::chrono::seconds(i), i);
+    store.add(name, kEpoch + std::chrono::seconds(i), i);
   return store;
 }
 
 TEST(MetricStore, AggregatesOverTrailingWindows) {
-  const auto t0 = kT0;
+  const auto t0 = kEpoch;
   MetricStore store = counted_up(1800, "node/cpu", 100);
   auto all = store.aggregate("node/cpu", t0 + 100s, 30min);
   ASSERT_TRUE(all.has_value());
@@ -36,7 +36,7 @@ TEST(MetricStore, AggregatesOverTrailingWindows) {
 }
 
 TEST(MetricStore, RingOverwritesOldestSoMemoryIsBounded) {
-  const auto t0 = kT0;
+  const auto t0 = kEpoch;
   MetricStore store = counted_up(10, "s", 1000);
   auto agg = store.aggregate("s", t0 + 1000s, 30min);
   EXPECT_EQ(agg->count, 10u);

@@ -4,6 +4,7 @@
 // pod's token stops working, and an API server that cannot answer is not taken for a "no".
 #include <gtest/gtest.h>
 
+#include "common/json_util.h"
 #include "scheduler/kube/agent_tokens.h"
 #include "test/kube/test_apiserver.h"
 

@@ -4,8 +4,7 @@
 
 #include "kube/http_client.h"
 #include "scheduler/admission/certificates.h"
-#include "scheduler/server/api_routes.h"
-#include "test/scheduler/live/live_fixture.h"
+#include "test/scheduler/live/report_endpoint.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::scheduler::server {
@@ -17,39 +16,20 @@ class IngestionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_.write("token", "s3cret\n");
-    token_file_ = dir_ / "token";
-    auto live = gang::GangScheduler::create({}, {}, clock_, metrics_);
-    ASSERT_TRUE(live.ok()) << live.error().message;
-    live_ = std::move(*live);
-    validator_ = std::make_unique<ReportValidator>(token_file_, 4096);
-    routes_ = std::make_unique<ApiRoutes>(*validator_, *live_, metrics_);
-    auto server = HttpServer::create(io_.io(), "127.0.0.1:0", *routes_);
-    ASSERT_TRUE(server.ok()) << server.error().message;
-    server_ = std::move(*server);
+    api_.start(std::make_unique<ReportValidator>(dir_ / "token", 4096));
   }
 
   kube::HttpResponse send(const std::string& method, const std::string& target,
                           const std::string& body, const std::string& token = "s3cret") {
-    kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
-    kube::HttpRequest req{method, target, {{"Content-Type", "application/json"}}, body};
-    if (!token.empty()) req.headers.emplace_back("Authorization", "Bearer " + token);
-    auto resp = conn.request(req, {});
-    EXPECT_TRUE(resp.ok()) << (resp.ok() ? "" : resp.error().message);
-    return resp.ok() ? *resp : kube::HttpResponse{};
+    return api_.send(method, target, body, token);
   }
   kube::HttpResponse post(const reporter::NodeReport& r, const std::string& token = "s3cret") {
     return send("POST", "/api/v1/reports", reporter::to_json_text(r), token);
   }
 
   gleaner::testing::TempDir dir_;
-  std::string token_file_;
-  SystemClock clock_;
-  LiveMetrics metrics_;
-  std::unique_ptr<gang::GangScheduler> live_;
-  std::unique_ptr<ReportValidator> validator_;
-  std::unique_ptr<ApiRoutes> routes_;
-  live_testing::IoThread io_;
-  std::unique_ptr<HttpServer> server_;
+  live_testing::ReportEndpoint api_;
+  LiveMetrics& metrics_ = api_.metrics();
   uint64_t sequence_ = 100;
 };
 
@@ -150,7 +130,7 @@ TEST_F(IngestionTest, BytesThatAreNotUtf8GetAnAnswerNotADroppedConnection) {
 }
 
 TEST_F(IngestionTest, OversizedHeadersAreAnswered431) {
-  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
+  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", api_.server()->port()}, {});
   kube::HttpRequest req{"GET", "/healthz", {{"X-Padding", std::string(20000, 'x')}}, ""};
   auto resp = conn.request(req, {});
   ASSERT_TRUE(resp.ok()) << resp.error().message;
@@ -163,7 +143,7 @@ TEST_F(IngestionTest, ReportsOverTlsAreVerifiedAgainstTheServingCertificatesCa) 
   ASSERT_TRUE(ca.ok());
   auto pair = admission::make_serving_cert(*ca, {"localhost"}, now, std::chrono::hours(24));
   ASSERT_TRUE(pair.ok());
-  auto https = HttpServer::create(io_.io(), "127.0.0.1:0", *routes_, &*pair);
+  auto https = HttpServer::create(api_.io(), "127.0.0.1:0", api_.routes(), &*pair);
   ASSERT_TRUE(https.ok()) << https.error().message;
   auto post_tls = [&](const std::string& ca_pem) {
     kube::TlsOptions tls;

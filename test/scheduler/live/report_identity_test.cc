@@ -9,8 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/http_client.h"
-#include "scheduler/server/api_routes.h"
-#include "test/scheduler/live/live_fixture.h"
+#include "test/scheduler/live/report_endpoint.h"
 
 namespace gleaner::scheduler::server {
 namespace {
@@ -67,41 +66,21 @@ class FakeReviewer : public AgentTokenReviewer {
 
 class ReportIdentityTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto live = gang::GangScheduler::create({}, {}, clock_, metrics_);
-    ASSERT_TRUE(live.ok()) << live.error().message;
-    live_ = std::move(*live);
-    validator_ = std::make_unique<ReportValidator>(reviewer_, 1 << 20);
-    routes_ = std::make_unique<ApiRoutes>(*validator_, *live_, metrics_);
-    auto server = HttpServer::create(io_.io(), "127.0.0.1:0", *routes_);
-    ASSERT_TRUE(server.ok()) << server.error().message;
-    server_ = std::move(*server);
-  }
+  void SetUp() override { api_.start(std::make_unique<ReportValidator>(reviewer_, 1 << 20)); }
   void TearDown() override {
     reviewer_.hold(false);
-    if (server_) server_->stop();
+    if (api_.server() != nullptr) api_.server()->stop();
   }
 
   kube::HttpResponse post(const std::string& node, const std::string& token) {
-    kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
-    kube::HttpRequest req{"POST",
-                          "/api/v1/reports",
-                          {{"Content-Type", "application/json"}},
-                          reporter::to_json_text(node_report(node, ++sequence_, 4000, 1 << 30))};
-    if (!token.empty()) req.headers.emplace_back("Authorization", "Bearer " + token);
-    auto resp = conn.request(req, {std::chrono::seconds(30)});
-    EXPECT_TRUE(resp.ok()) << (resp.ok() ? "" : resp.error().message);
-    return resp.ok() ? *resp : kube::HttpResponse{};
+    return api_.send("POST", "/api/v1/reports",
+                     reporter::to_json_text(node_report(node, ++sequence_, 4000, 1 << 30)), token,
+                     std::chrono::seconds(30));
   }
 
-  SystemClock clock_;
-  LiveMetrics metrics_;
   FakeReviewer reviewer_;
-  std::unique_ptr<gang::GangScheduler> live_;
-  std::unique_ptr<ReportValidator> validator_;
-  std::unique_ptr<ApiRoutes> routes_;
-  live_testing::IoThread io_;
-  std::unique_ptr<HttpServer> server_;
+  live_testing::ReportEndpoint api_;
+  LiveMetrics& metrics_ = api_.metrics();
   std::atomic<uint64_t> sequence_{100};
 };
 
@@ -147,7 +126,7 @@ TEST_F(ReportIdentityTest, ReviewsRunOffTheIoThreadAndAFloodIsBounded) {
     }));
   }
   ASSERT_TRUE(reviewer_.wait_for_waiting(4)) << "reviews did not start";
-  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
+  kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", api_.server()->port()}, {});
   auto health = conn.request(kube::HttpRequest{"GET", "/healthz", {}, ""}, {});
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->status, 200);
