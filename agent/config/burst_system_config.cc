@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/config/strategy_set_reader.h"
+
 namespace gleaner::agent::config {
 namespace {
 

@@ -4,10 +4,16 @@
 #include <limits>
 #include <string>
 
+#include "agent/config/strategy_set_reader.h"
 #include "common/json_util.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::config {
+
+// Reads fields of `obj` over `out` (used for the cluster, nodeConfigs and the node annotation).
+void read_colocation_fields(FieldReader& r, const Json& obj, const std::string& path,
+                            ColocationStrategy& out);
+void check_colocation(FieldReader& r, const std::string& path, const ColocationStrategy& s);
 namespace {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();

@@ -37,10 +37,6 @@ using ColocationConfig = StrategySet<ColocationStrategy>;
 
 // Parses the key's JSON text; the error names `file` and the field.
 Result<ColocationConfig> parse_colocation_config(std::string_view text, const std::string& file);
-// Reads fields of `obj` over `out` (used for the cluster, nodeConfigs and the node annotation).
-void read_colocation_fields(FieldReader& r, const Json& obj, const std::string& path,
-                            ColocationStrategy& out);
-void check_colocation(FieldReader& r, const std::string& path, const ColocationStrategy& s);
 
 // The strategy that applies to one node, with where each part came from.
 struct NodeColocation {

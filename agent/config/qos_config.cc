@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "agent/config/strategy_set_reader.h"
+
 namespace gleaner::agent::config {
 namespace {
 

@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "agent/config/strategy_set_reader.h"
+
 namespace gleaner::agent::config {
 namespace {
 

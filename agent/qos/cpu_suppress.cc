@@ -6,6 +6,7 @@
 #include "agent/batch/batch_calculator.h"
 #include "agent/qos/pod_dirs.h"
 #include "cgroup/parsers.h"
+#include "common/json_util.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::qos {

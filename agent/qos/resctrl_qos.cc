@@ -6,6 +6,7 @@
 
 #include "agent/qos/pod_dirs.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "resctrl/schemata.h"
 
 namespace gleaner::agent::qos {

@@ -6,6 +6,7 @@
 
 #include "cgroup/parsers.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 
 namespace gleaner::agent::qos {
 namespace {

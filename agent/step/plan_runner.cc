@@ -13,6 +13,7 @@
 #include "agent/step/step_record.h"
 #include "cgroup/executor.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 
 namespace gleaner::agent::step {
 using namespace qos;

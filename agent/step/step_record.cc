@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "common/json_util.h"
+
 namespace gleaner::agent::step {
 namespace {
 

@@ -12,6 +12,7 @@
 #include "agent/config/colocation_config.h"
 #include "agent/config/slo_config.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent::config {

@@ -10,6 +10,7 @@
 #include "agent/config/burst_system_config.h"
 #include "agent/qos/system_executor.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 #include "common/quantity.h"
 #include "test/support/temp_tree.h"
 
