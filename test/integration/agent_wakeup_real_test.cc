@@ -25,7 +25,6 @@
 
 namespace gleaner {
 namespace {
-using gleaner::testing::agent_binary;
 using gleaner::testing::eventually;
 using namespace std::chrono_literals;
 using cgroup::Resource;
@@ -36,7 +35,8 @@ class AgentWakeupReal : public ::testing::Test {
     auto reason = testing::real_cgroup_skip_reason();
     if (!reason.empty()) GTEST_SKIP() << reason;
     if (!agent::bpf::sched_probe_built()) GTEST_SKIP() << agent::bpf::sched_probe_build_reason();
-    if (::access(agent_binary().c_str(), X_OK) != 0) GTEST_SKIP() << agent_binary() << " not built";
+    if (::access(testing::agent_binary().c_str(), X_OK) != 0)
+      GTEST_SKIP() << testing::agent_binary() << " not built";
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
     node_ = std::make_unique<testing::ColocatedNode>(
         testing::ColocatedNodeSpec{.threshold_config = R"({"clusterStrategy":{"enable":true,
@@ -57,7 +57,7 @@ class AgentWakeupReal : public ::testing::Test {
   }
 
   void start_agent(uint16_t port, const std::string& fast_interval_ms = "3000") {
-    std::vector<std::string> args = {agent_binary(),
+    std::vector<std::string> args = {testing::agent_binary(),
                                      "run",
                                      "--cgroup-root",
                                      node_->root(),
