@@ -116,7 +116,7 @@ std::vector<std::string> check_config(const DaemonOptions& o) {
     if (std::filesystem::exists(o.scheduler_ca_file))
       check_ca("--scheduler-ca-file", o.scheduler_ca_file);
     if (o.scheduler_url.rfind("https://", 0) != 0)
-      errors.push_back("--scheduler-ca-file: only used with an https:// --scheduler-url");
+      errors.emplace_back("--scheduler-ca-file: only used with an https:// --scheduler-url");
   }
   return errors;
 }

@@ -82,7 +82,10 @@ std::vector<Field> qos_fields() {
     // CPU QoS acts on BE only (cpu.idle); group identity and core scheduling are kernel
     // features this version does not drive.
     const FieldStatus cpu_enable = cls == "beClass" ? kEnforced : kNotEnforced;
-    auto add = [&](const std::string& rest, FieldStatus s) { f.push_back({cls + "." + rest, s}); };
+    auto add = [&](const std::string& rest, FieldStatus s) {
+      std::string field = cls;
+      f.push_back({field.append(".").append(rest), s});
+    };
     add("cpuQOS.enable", cpu_enable);
     add("cpuQOS.schedIdle", cpu_enable);
     add("cpuQOS.groupIdentity", kNotEnforced);

@@ -25,7 +25,8 @@ kube_glue::LeaderElectionOptions election_options(const RunOptions& o) {
   }
   e.identity = o.identity;
   if (e.identity.empty()) {
-    const char* pod = std::getenv("POD_NAME");
+    // Read at start-up, before any thread exists.
+    const char* pod = std::getenv("POD_NAME");  // NOLINT(concurrency-mt-unsafe)
     char host[256] = "gleaner-scheduler";
     if (pod == nullptr) ::gethostname(host, sizeof(host) - 1);
     // A suffix per process: a restarted replica is a new candidate, not the old leader.
@@ -173,9 +174,10 @@ std::vector<std::string> config_errors(const RunOptions& o) {
     if (o.clusters.empty() && o.kubeconfig.empty())
       add("--webhook-listen", "needs a cluster (--kubeconfig or --cluster)");
     if (!o.webhook.cert_dir.empty()) {
-      for (const char* f : {"tls.crt", "tls.key"})
+      for (const char* f : {"tls.crt", "tls.key"}) {
         if (auto t = read_file(join_path(o.webhook.cert_dir, f)); !t)
           add("--webhook-cert-dir", t.error().message);
+      }
     }
   }
   if (!o.estimator_listen.empty()) {

@@ -34,7 +34,7 @@ int32_t GangScheduler::unschedulable_pods(const std::string& cluster, const std:
     // An admitted application has its room (its executors come when the driver asks for
     // them): only a gang still waiting in its queue is unschedulable, all of it.
     const Job& job = core_.job(*g.job);
-    if (job.phase == JobPhase::kPending) pods += static_cast<int64_t>(job.pod_count());
+    if (job.phase == JobPhase::kPending) pods += static_cast<int32_t>(job.pod_count());
   }
   return pods;
 }

@@ -399,25 +399,28 @@ void GangScheduler::forget_pod(const PodView& pod) {
   if (gang.job && t.index >= 0) {
     const Job& j = core_.job(*gang.job);
     const bool active = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
-    if (t.index == 0 && active && gang.replica_gang && !terminal_phase(pod.phase)) {
-      // A cluster's own training job lost its leader before it ended (evicted, deleted):
-      // its operator re-creates it, and the whole job is queued and placed again.
-      handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
-    } else if (t.index == 0 && active) {
+    const bool leader = t.index == 0;
+    // A cluster's own training job whose leader went before it ended (evicted, deleted) is
+    // lost, not over: its operator re-creates it, and the whole job is queued and placed
+    // again (the last branch).
+    const bool leader_ends_job = leader && !(gang.replica_gang && !terminal_phase(pod.phase));
+    if (!active) {
+      // Nothing holds room for it.
+    } else if (leader_ends_job) {
       // The driver is gone (finished, failed or deleted): so is the application.
       core_.complete(*gang.job, now_s());
-    } else if (active && t.view.role == PodRole::kExecutor) {
+    } else if (!leader && t.view.role == PodRole::kExecutor) {
       // Spark deletes its own executors (scale-down, failure, the end of the application)
       // and asks for replacements: the application goes on, and the room stays with it for
       // the executor that comes next.
       (void)core_.executor_gone(*gang.job, t.index, now_s());
       event_gone_executor(gang, pod.name);
       attach_waiting(gang);
-    } else if (active && t.view.role == PodRole::kReplica) {
+    } else if (!leader && t.view.role == PodRole::kReplica) {
       // The training operator re-creates a failed replica (its restartPolicy): the room
       // stays with the job for the pod of that role and index.
       (void)core_.executor_gone(*gang.job, t.index, now_s());
-    } else if (active && pod.phase != "Succeeded") {
+    } else if (pod.phase != "Succeeded") {
       handle({core_.lose_pod(*gang.job, now_s(), "pod " + pod.name + " was lost")});
     }
   }

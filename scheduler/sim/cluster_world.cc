@@ -60,8 +60,8 @@ uint32_t app_index(const std::string& uid) {
 }  // namespace
 
 const std::string& Simulator::ns_of(uint32_t job) const {
-  static const std::string kDefault = "default";
-  return jobs_[job].ns.empty() ? kDefault : jobs_[job].ns;
+  static const std::string default_ns = "default";
+  return jobs_[job].ns.empty() ? default_ns : jobs_[job].ns;
 }
 
 void Simulator::report_node(uint32_t node, const Resources& batch) {
@@ -159,7 +159,7 @@ std::string Simulator::create_pod(uint32_t job, const std::string& cluster, gang
     v.shape = shape_of(spec);  // from its SparkApplication
     v.selector = spec.node_selector;
   }
-  const std::string uid = v.uid;
+  std::string uid = v.uid;
   pods_[uid] = pod;
   job_pods_[job].push_back(uid);
   touched_.insert(job);

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "common/json_util.h"
 #include "scheduler/sim/simulator.h"
 
@@ -81,7 +83,7 @@ nlohmann::ordered_json Simulator::report() const {
         if (spark) {
           pod["name"] = name + (p == 0 ? std::string("-driver") : "-exec-" + std::to_string(p));
         } else {
-          pod["name"] = name + "-" + role + "-" + std::to_string(n);
+          pod["name"] = fmt::format("{}-{}-{}", name, role, n);
         }
         pod["role"] = role;
         pod["node"] = node_name(core.clusters().node(j.pods[p].node).name);

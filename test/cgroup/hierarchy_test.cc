@@ -113,6 +113,14 @@ void make_batch_limited_v1(const TempDir& t) {
   t.write("cpu/" + kContainer + "/cpu.cfs_quota_us", "200000\n");
 }
 
+// That tree, its file system and a clock the test moves.
+struct BatchLimitedV1 {
+  BatchLimitedV1() { make_batch_limited_v1(t); }
+  TempDir t;
+  CgroupFs fs{t.path(), CgroupVersion::kV1};
+  FakeClock clock;
+};
+
 TEST(ExecutorHierarchy, SuppressingBeClampsContainersFirstAndReleasesThemAfter) {
   TempDir t;
   make_batch_limited_v1(t);
@@ -153,10 +161,8 @@ TEST(ExecutorHierarchy, AWishIsDroppedOnceSomeoneElseChangesTheCgroup) {
 }
 
 TEST(ExecutorHierarchy, AParentIsNotNarrowedOverAChildThatCouldNotBeClamped) {
-  TempDir t;
-  make_batch_limited_v1(t);
-  CgroupFs fs(t.path(), CgroupVersion::kV1);
-  FakeClock clock;
+  BatchLimitedV1 node;
+  auto& [t, fs, clock] = node;
   WriteExecutor exec(fs, false, &clock);
   const std::string child = t / ("cpu/" + kContainer + "/cpu.cfs_quota_us");
   std::vector<std::string> tried;
@@ -213,10 +219,8 @@ TEST(ExecutorHierarchy, V2LeavesChildrenAlone) {
 }
 
 TEST(ExecutorRefusals, ARefusedWriteWaitsWithBackoffAndIsCounted) {
-  TempDir t;
-  make_batch_limited_v1(t);
-  CgroupFs fs(t.path(), CgroupVersion::kV1);
-  FakeClock clock;
+  BatchLimitedV1 node;
+  auto& [t, fs, clock] = node;
   WriteExecutor exec(fs, false, &clock);
   int attempts = 0;
   exec.set_writer([&](const std::string&, std::string_view) -> Status {

@@ -7,6 +7,7 @@
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "kube/yaml_json.h"
+#include "test/support/bad_input.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::kube {
@@ -40,30 +41,25 @@ TEST(Kubeconfig, NamedContextWithClientCertRelativeToTheFile) {
 }
 
 TEST(Kubeconfig, ErrorsNameTheProblem) {
-  struct Case {
-    const char* yaml;
-    const char* says;
-  } cases[] = {
-      {"clusters: [\n", "kc:"},
-      {"kind: Config\n", "no current-context"},
-      {"current-context: x\ncontexts: []\n", "context \"x\" not found"},
-      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n", "cluster \"c\""},
-      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-       "clusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n",
-       "scheme"},
-      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-       "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
-       "users:\n- name: u\n  user: {exec: {command: aws}}\n",
-       "exec"},
-      {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
-       "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: '@@'}\n",
-       "base64"},
-  };
-  for (const auto& c : cases) {
-    auto r = kubeconfig_from_text(c.yaml, "kc");
-    ASSERT_FALSE(r.ok()) << c.yaml;
-    EXPECT_NE(r.error().message.find(c.says), std::string::npos) << r.error().message;
-  }
+  gleaner::testing::expect_each_rejected(
+      {
+          {"clusters: [\n", "kc:"},
+          {"kind: Config\n", "no current-context"},
+          {"current-context: x\ncontexts: []\n", "context \"x\" not found"},
+          {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n", "cluster \"c\""},
+          {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+           "clusters:\n- name: c\n  cluster: {server: 'ftp://h'}\n",
+           "scheme"},
+          {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+           "clusters:\n- name: c\n  cluster: {server: 'https://h'}\n"
+           "users:\n- name: u\n  user: {exec: {command: aws}}\n",
+           "exec"},
+          {"current-context: x\ncontexts:\n- name: x\n  context: {cluster: c}\n"
+           "clusters:\n- name: c\n  cluster: {server: 'https://h', certificate-authority-data: "
+           "'@@'}\n",
+           "base64"},
+      },
+      [](const char* yaml) { return kubeconfig_from_text(yaml, "kc"); });
 }
 
 TEST(Kubeconfig, PlainHttpServerForLoopback) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json_util.h"
+#include "test/support/bad_input.h"
 
 namespace gleaner::kube {
 namespace {
@@ -113,21 +114,16 @@ TEST(SparkApplication, DynamicAllocationGangIsMinExecutors) {
 }
 
 TEST(SparkApplication, BadFieldsAreNamed) {
-  struct Case {
-    const char* spec;
-    const char* says;
-  } cases[] = {
-      {R"({"executor":{"memory":"lots"}})", "spec.executor"},
-      {R"({"executor":{"memory":8}})", "memory must be a string"},
-      {R"({"executor":{"instances":-1}})", "instances"},
-      {R"({"driver":{"cores":"two"}})", "spec.driver.cores"},
-      {R"({"sparkConf":{"spark.kubernetes.memoryOverheadFactor":"x"}})", "memoryOverheadFactor"},
-  };
-  for (const auto& c : cases) {
-    auto a = parse_spark_application(app(c.spec));
-    ASSERT_FALSE(a.ok()) << c.spec;
-    EXPECT_NE(a.error().message.find(c.says), std::string::npos) << a.error().message;
-  }
+  gleaner::testing::expect_each_rejected(
+      {
+          {R"({"executor":{"memory":"lots"}})", "spec.executor"},
+          {R"({"executor":{"memory":8}})", "memory must be a string"},
+          {R"({"executor":{"instances":-1}})", "instances"},
+          {R"({"driver":{"cores":"two"}})", "spec.driver.cores"},
+          {R"({"sparkConf":{"spark.kubernetes.memoryOverheadFactor":"x"}})",
+           "memoryOverheadFactor"},
+      },
+      [](const char* spec) { return parse_spark_application(app(spec)); });
   EXPECT_FALSE(parse_spark_application(Json::parse(R"({"metadata":{}})")).ok());
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/support/bad_input.h"
+
 namespace gleaner::kube {
 namespace {
 
@@ -27,28 +29,21 @@ TEST(WatchEvent, DecodesEachType) {
 }
 
 TEST(WatchEvent, RejectsMalformedEventsWithClearErrors) {
-  struct Case {
-    const char* line;
-    const char* says;
-  } cases[] = {
-      {R"({"type":"ADDED","object":)", "watch event"},
-      {R"([1,2])", "expected an object"},
-      {R"({"object":{}})", "\"type\""},
-      {R"({"type":"RENAMED","object":{}})", "unknown event type"},
-      {R"({"type":"ADDED"})", "without an object"},
-      {R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", "resourceVersion"},
-      {R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"3"}}})", "metadata.name"},
-      {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":5}}})",
-       "resourceVersion"},
-      // A number beyond double range: nlohmann throws out_of_range, not parse_error.
-      {R"({"type":"ADDED","object":{"spec":{"x":35E1111111}}})", "number overflow"},
-  };
-  for (const auto& c : cases) {
-    auto ev = decode_watch_event(c.line);
-    ASSERT_FALSE(ev.ok()) << c.line;
-    EXPECT_EQ(ev.error().code, ErrorCode::kParse);
-    EXPECT_NE(ev.error().message.find(c.says), std::string::npos) << ev.error().message;
-  }
+  gleaner::testing::expect_each_rejected(
+      {
+          {R"({"type":"ADDED","object":)", "watch event"},
+          {R"([1,2])", "expected an object"},
+          {R"({"object":{}})", "\"type\""},
+          {R"({"type":"RENAMED","object":{}})", "unknown event type"},
+          {R"({"type":"ADDED"})", "without an object"},
+          {R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})", "resourceVersion"},
+          {R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"3"}}})", "metadata.name"},
+          {R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":5}}})",
+           "resourceVersion"},
+          // A number beyond double range: nlohmann throws out_of_range, not parse_error.
+          {R"({"type":"ADDED","object":{"spec":{"x":35E1111111}}})", "number overflow"},
+      },
+      [](const char* line) { return decode_watch_event(line); }, ErrorCode::kParse);
 }
 
 TEST(LineBuffer, SplitsLinesAcrossArbitraryChunks) {

@@ -22,6 +22,14 @@ void make_resctrl(const TempDir& t, bool with_mba = true) {
   t.mkdir("info/L3_MON");
 }
 
+// A resctrl mount as make_resctrl leaves it, and the file system over it.
+class ResctrlMount : public ::testing::Test {
+ protected:
+  void SetUp() override { make_resctrl(t); }
+  TempDir t;
+  ResctrlFs fs{t.path()};
+};
+
 TEST(Schemata, CatMaskFromPercentRanges) {
   EXPECT_EQ(*cat_mask(0x7ff, 0, 30), 0xfu);
   EXPECT_EQ(*cat_mask(0x7ff, 10, 50), 0x3cu);
@@ -59,10 +67,8 @@ TEST(Schemata, ParsesNonContiguousIdsAndIndentation) {
   EXPECT_FALSE(same_value("L3", "f", "1f"));
 }
 
-TEST(ResctrlFs, DetectsCatAndMba) {
-  TempDir t;
-  make_resctrl(t);
-  auto cap = ResctrlFs(t.path()).detect();
+TEST_F(ResctrlMount, DetectsCatAndMba) {
+  auto cap = fs.detect();
   ASSERT_TRUE(cap.ok()) << cap.error().message;
   ASSERT_TRUE(cap->l3.has_value());
   EXPECT_EQ(cap->l3->ways, 11);
@@ -83,10 +89,7 @@ TEST(ResctrlFs, CatOnlyAndMissing) {
   EXPECT_EQ(ResctrlFs(empty / "nope").detect().error().code, ErrorCode::kUnsupported);
 }
 
-TEST(ResctrlFs, WritesSchemataOnlyWhenDifferent) {
-  TempDir t;
-  make_resctrl(t);
-  ResctrlFs fs(t.path());
+TEST_F(ResctrlMount, WritesSchemataOnlyWhenDifferent) {
   ASSERT_TRUE(fs.create_group("BE").ok());
   t.write("BE/schemata", "L3:0=7ff;2=7ff\nMB:0=100;2=100\n");
   Schemata be{{"L3", {{0, "f"}, {2, "f"}}}, {"MB", {{0, "100"}, {2, "100"}}}};
@@ -101,10 +104,7 @@ TEST(ResctrlFs, WritesSchemataOnlyWhenDifferent) {
   EXPECT_TRUE(fs.apply_schemata("BE", be)->empty());
 }
 
-TEST(ResctrlFs, TasksAreAppendedOnePerWrite) {
-  TempDir t;
-  make_resctrl(t);
-  ResctrlFs fs(t.path());
+TEST_F(ResctrlMount, TasksAreAppendedOnePerWrite) {
   ASSERT_TRUE(fs.create_group("LS").ok());
   t.write("LS/tasks", "");
   ASSERT_TRUE(fs.add_task("LS", 41).ok());
@@ -114,19 +114,17 @@ TEST(ResctrlFs, TasksAreAppendedOnePerWrite) {
   EXPECT_FALSE(fs.remove_group("").ok());
 }
 
-TEST(ResctrlFs, ReadsMonitoringData) {
-  TempDir t;
-  make_resctrl(t);
+TEST_F(ResctrlMount, ReadsMonitoringData) {
   t.write("BE/mon_data/mon_L3_00/llc_occupancy", "1048576\n");
   t.write("BE/mon_data/mon_L3_00/mbm_total_bytes", "99\n");
   t.write("BE/mon_data/mon_L3_02/llc_occupancy", "2048\n");
-  auto mon = ResctrlFs(t.path()).read_mon_data("BE");
+  auto mon = fs.read_mon_data("BE");
   ASSERT_TRUE(mon.ok());
   EXPECT_EQ(mon->llc_occupancy_bytes.at(0), 1048576u);
   EXPECT_EQ(mon->llc_occupancy_bytes.at(2), 2048u);
   EXPECT_EQ(mon->mbm_total_bytes.at(0), 99u);
   EXPECT_FALSE(mon->mbm_local_bytes.count(0));
-  EXPECT_EQ(ResctrlFs(t.path()).read_mon_data("LS").error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(fs.read_mon_data("LS").error().code, ErrorCode::kNotFound);
 }
 
 }  // namespace
