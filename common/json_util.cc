@@ -73,4 +73,9 @@ std::string string_at(const Json& root, std::string_view path, std::string fallb
   return v != nullptr && v->is_string() ? v->get<std::string>() : std::move(fallback);
 }
 
+const Json& object_or_empty(const std::shared_ptr<const Json>& kept) {
+  static const Json empty = Json::object();
+  return kept && kept->is_object() ? *kept : empty;
+}
+
 }  // namespace gleaner

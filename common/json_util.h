@@ -1,6 +1,7 @@
 #pragma once
 // JSON helpers shared by config, kube objects, snapshots, reports and scenarios.
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,5 +26,8 @@ std::string dump_json(const Json& value, int indent = -1);
 // The string at `path` (as find_path), or `fallback` when it is missing or not a string.
 // Unlike Json::value, never throws on an object of the wrong shape.
 std::string string_at(const Json& root, std::string_view path, std::string fallback = "");
+// The object a typed object keeps (its raw JSON, shared), or an empty object when it was
+// built in code and keeps none; never a non-object.
+const Json& object_or_empty(const std::shared_ptr<const Json>& kept);
 
 }  // namespace gleaner

@@ -30,8 +30,7 @@ bool is_labelled_be(const snapshot::PodState& pod) {
 }
 
 bool is_terminating(const snapshot::PodState& pod) {
-  if (!pod.pod.raw || !pod.pod.raw->is_object()) return false;
-  const Json& raw = *pod.pod.raw;
+  const Json& raw = object_or_empty(pod.pod.raw);
   auto meta = raw.find("metadata");
   if (meta == raw.end() || !meta->is_object()) return false;
   auto ts = meta->find("deletionTimestamp");

@@ -153,7 +153,7 @@ Json usage_json(const Usage& u) {
 Json to_snapshot_json(const NodeSnapshot& snap) {
   Json pods = Json::array();
   for (const auto& p : snap.pods)
-    pods.push_back(p.pod.raw ? *p.pod.raw : Json::object());
+    pods.push_back(object_or_empty(p.pod.raw));
   Json metrics = {{"ageSeconds", snap.metrics.age_seconds},
                   {"node", usage_json(snap.metrics.node)}};
   if (snap.metrics.system) metrics["system"] = usage_json(*snap.metrics.system);
@@ -161,9 +161,7 @@ Json to_snapshot_json(const NodeSnapshot& snap) {
   for (const auto& [key, u] : snap.metrics.pods)
     by_pod[key] = usage_json(u);
   metrics["pods"] = by_pod;
-  return {{"node", snap.node.raw ? *snap.node.raw : Json::object()},
-          {"pods", pods},
-          {"metrics", metrics}};
+  return {{"node", object_or_empty(snap.node.raw)}, {"pods", pods}, {"metrics", metrics}};
 }
 
 }  // namespace gleaner::agent::snapshot

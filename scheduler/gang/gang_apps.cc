@@ -232,14 +232,14 @@ void GangScheduler::send_place_app(Gang& g) {
   actions_(std::move(a));
 }
 
-void GangScheduler::retry_app_placement(Gang& g, double now) {
-  if (!g.origin.empty() && !g.cluster.empty() && !g.app_recorded && now >= g.app_retry_at) {
-    send_place_app(g);
-  }
+bool GangScheduler::retry_app_placement(Gang& g, double now) {
+  const bool unrecorded = !g.origin.empty() && !g.cluster.empty() && !g.app_recorded;
+  if (unrecorded && now >= g.app_retry_at) send_place_app(g);
   if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
     g.resubmit_at = 0;
     submit(g, g.app_shape, g.app_priority, g.app_queue);
   }
+  return unrecorded || (!g.job && g.resubmit_at > 0);
 }
 
 void GangScheduler::app_recorded(const std::string& origin, const std::string& ns,

@@ -108,16 +108,11 @@ void GangScheduler::tick() {
   const double steady = steady_s();
   for (auto it = app_retry_gangs_.begin(); it != app_retry_gangs_.end();) {
     auto g = gangs_.find(*it);
-    const bool due =
-        g != gangs_.end() &&
-        ((!g->second.origin.empty() && !g->second.cluster.empty() && !g->second.app_recorded) ||
-         (!g->second.job && g->second.resubmit_at > 0));
-    if (!due) {
+    if (g == gangs_.end() || !retry_app_placement(g->second, steady)) {
       it = app_retry_gangs_.erase(it);
-      continue;
+    } else {
+      ++it;
     }
-    retry_app_placement(g->second, steady);
-    ++it;
   }
 }
 

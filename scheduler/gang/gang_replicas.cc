@@ -47,8 +47,7 @@ void GangScheduler::observe_replica(Tracked& t) {
     for (const RoleSpec& r : v.shape->roles)
       if (r.selector) g.selector = merge_selectors(std::move(g.selector), *r.selector);
     t.gang = key;
-    g.waiting.insert(v.uid);
-    waiting_gangs_.insert(key);
+    wait_in(g, v.uid);
     if (!v.selector_error.empty()) {
       event(t, "GleanerUnsupportedAffinity", v.selector_error, true);
       return;
@@ -76,8 +75,7 @@ void GangScheduler::observe_replica(Tracked& t) {
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
     if (g.replica_gang) {
       t.gang = key;
-      g.waiting.insert(v.uid);  // bound with the others when the job is admitted
-      waiting_gangs_.insert(key);
+      wait_in(g, v.uid);  // bound with the others when the job is admitted
       return;
     }
     event(t, "GleanerWaiting", "waiting for its job's room to be reserved again", false);

@@ -110,15 +110,13 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
     case PodRole::kReplica:
       return;  // observe_replica, above
     case PodRole::kExecutor:
-      g.waiting.insert(v.uid);
-      waiting_gangs_.insert(key);
+      wait_in(g, v.uid);
       if (g.job) attach_waiting(g);
       return;
     case PodRole::kMember: {
       g.pod_group = true;
       g.min_available = std::max(g.min_available, v.min_available);
-      g.waiting.insert(v.uid);
-      waiting_gangs_.insert(key);
+      wait_in(g, v.uid);
       if (g.job || static_cast<int>(g.waiting.size()) < std::max(1, g.min_available)) return;
       // Pod 0 is the first member by name; the others share the largest member's size.
       std::vector<Tracked*> members;
@@ -428,6 +426,11 @@ void GangScheduler::forget_pod(const PodView& pod) {
     if (gang.job) job_gang_.erase(*gang.job);
     gangs_.erase(g);
   }
+}
+
+void GangScheduler::wait_in(Gang& g, const std::string& uid) {
+  g.waiting.insert(uid);
+  waiting_gangs_.insert(g.key);
 }
 
 void GangScheduler::event_gone_executor(Gang& g, const std::string& executor) {

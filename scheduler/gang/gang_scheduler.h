@@ -342,6 +342,8 @@ class GangScheduler {
   void start_new_run(Gang& g);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
+  // `uid` waits in `g` for room; the pass then looks at `g` (waiting_gangs_).
+  void wait_in(Gang& g, const std::string& uid);
   // A training job's pod (gang_replicas.cc): it takes the room its gang holds for its role
   // and index; with none held, the first pod that carries the job's roles queues the
   // whole job in its cluster, and the pods wait for its admission.
@@ -371,7 +373,8 @@ class GangScheduler {
   void return_to_hub(const std::string& key, const Decision& d);
   void send_place_app(Gang& g);
   // Sends the gang's placement again, or submits it again, when that is due.
-  void retry_app_placement(Gang& g, double now);
+  // Sends what is due again; false once nothing is left to retry for `g`.
+  bool retry_app_placement(Gang& g, double now);
   // A pending job's reason, written once as an Event.
   void emit_pending_event(Gang& g);
 

@@ -130,8 +130,7 @@ bool ClusterLink::is_copy_of(const Json& app, const std::string& origin_cluster,
 }
 
 void ClusterLink::create_app(const gang::Action& a) {
-  static const Json no_object = Json::object();
-  const Json& object = a.object ? *a.object : no_object;
+  const Json& object = object_or_empty(a.object);
   const std::string origin = annotation_of(object, kube::kOriginAnnotation);
   const std::string origin_uid = annotation_of(object, kube::kOriginUidAnnotation);
   const std::string what =

@@ -54,8 +54,7 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   } else if (auto k = app.labels.find(kube::kKoordQuotaLabel); k != app.labels.end()) {
     v.queue = k->second;
   }
-  static const Json no_app = Json::object();
-  const Json& raw = app.raw ? *app.raw : no_app;
+  const Json& raw = object_or_empty(app.raw);
   const Json* suspend = find_path(raw, "spec/suspend");
   v.suspended = suspend != nullptr && suspend->is_boolean() && suspend->get<bool>();
   // Not find_path: the annotation key contains a '/'.
@@ -105,8 +104,7 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.priority = pod.priority.value_or(0);
   v.queue = label(pod, kube::kQueueLabel);
   if (v.queue.empty()) v.queue = label(pod, kube::kKoordQuotaLabel);
-  static const Json no_pod = Json::object();
-  const Json& raw = pod.raw && pod.raw->is_object() ? *pod.raw : no_pod;
+  const Json& raw = object_or_empty(pod.raw);
   if (auto spec = raw.find("spec"); spec != raw.end()) {
     const std::string where = "pod " + v.ns + "/" + v.name + " spec";
     auto selector = node_selector_of(*spec, where);
