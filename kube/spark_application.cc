@@ -144,6 +144,14 @@ Result<DynamicAllocation> parse_dynamic_allocation(const Json& spec,
     }
   }
   d.min_executors = min.value_or(0);
+  // spark.executor.instances, as the operator passes it: spec.executor.instances when set
+  // (written after sparkConf), else sparkConf's own.
+  if (Status s = conf_int("spark.executor.instances", d.executor_instances); !s) return s.error();
+  if (const Json* n = find_path(spec, "executor/instances");
+      n != nullptr && n->is_number_integer() && n->get<int64_t>() >= 0 &&
+      n->get<int64_t>() <= 100000) {
+    d.executor_instances = n->get<int32_t>();
+  }
   return d;
 }
 
@@ -151,10 +159,13 @@ Result<DynamicAllocation> parse_dynamic_allocation(const Json& spec,
 
 int32_t SparkApplication::gang_executors() const {
   if (!dynamic_allocation.enabled) return executor.instances;
-  const int32_t initial =
-      std::max({dynamic_allocation.min_executors, dynamic_allocation.initial_executors.value_or(0),
-                executor.instances});
-  return std::min(initial, dynamic_allocation.min_executors);
+  // Spark's initial target under dynamic allocation (Utils.getDynamicAllocationInitialExecutors,
+  // which ExecutorAllocationManager starts from): the largest of minExecutors,
+  // initialExecutors (which defaults to minExecutors) and spark.executor.instances (0 when
+  // unset). Spark asks for that many executors as soon as the driver runs.
+  const DynamicAllocation& d = dynamic_allocation;
+  return std::max({d.min_executors, d.initial_executors.value_or(d.min_executors),
+                   d.executor_instances.value_or(0)});
 }
 
 Result<int64_t> parse_spark_memory_mib(std::string_view text) {

@@ -39,6 +39,9 @@ struct DynamicAllocation {
   int32_t min_executors = 0;  // Spark's default
   std::optional<int32_t> initial_executors;
   std::optional<int32_t> max_executors;
+  // spark.executor.instances as Spark sees it (spec.executor.instances, else sparkConf's);
+  // nullopt: unset (SparkRole::instances then holds the default of 1, which Spark does not).
+  std::optional<int32_t> executor_instances;
 };
 
 struct SparkApplication {
@@ -58,9 +61,9 @@ struct SparkApplication {
 
   [[nodiscard]] bool jvm() const { return type != "Python" && type != "R"; }
   // The executors the gang is admitted with: spec.executor.instances, or under dynamic
-  // allocation min(initial, min) = minExecutors (Spark starts at max(min, initial,
-  // instances) but never needs more than min to make progress; executors above it take
-  // free batch room as they come, and give it back when Spark lets them go).
+  // allocation the executors Spark asks for at its start, max(minExecutors,
+  // initialExecutors, spark.executor.instances); executors above it (Spark scaling up)
+  // take free batch room as they come, and give it back when Spark lets them go.
   [[nodiscard]] int32_t gang_executors() const;
   [[nodiscard]] double memory_overhead_factor() const;
   [[nodiscard]] int64_t memory_overhead_mib(const SparkRole& role) const;

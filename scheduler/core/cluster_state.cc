@@ -231,9 +231,12 @@ void ClusterState::release(NodeId id, const Resources& amount, bool driver,
   index(id);
 }
 
-void ClusterState::set_regular_outside(NodeId id, std::optional<Resources> regular) {
-  if (nodes_[id].regular_outside == regular) return;
+void ClusterState::set_regular_outside(NodeId id, std::optional<Resources> regular,
+                                       std::optional<Resources> allocatable) {
+  if (nodes_[id].regular_outside == regular && nodes_[id].regular_allocatable == allocatable)
+    return;
   nodes_[id].regular_outside = regular;
+  nodes_[id].regular_allocatable = allocatable;
   ++generation_;
 }
 
@@ -325,12 +328,14 @@ std::optional<GangPlacement> ClusterState::place(ClusterId cluster, const GangRe
 bool ClusterState::fits_when_empty(ClusterId cluster, const GangRequest& request) const {
   if (request.roles.empty() || request.roles[0].replicas < 1) return false;
   // The same greedy as place(), on every non-degraded node's full capacity: each slot is
-  // (cpu, memory, gpus, node) so that selectors are checked per role.
+  // (cpu, memory, gpus, node) so that selectors are checked per role, with the Node's
+  // allocatable for the regular requests (GPUs, kept cpu/memory) where it is known.
   struct Slot {
     int64_t cpu;
     int64_t memory;
     int64_t gpus;
     const Node* node;
+    Resources regular;
     bool operator<(const Slot& o) const {
       return std::tie(cpu, memory, gpus, node->name) <
              std::tie(o.cpu, o.memory, o.gpus, o.node->name);
@@ -339,17 +344,21 @@ bool ClusterState::fits_when_empty(ClusterId cluster, const GangRequest& request
   std::vector<Slot> room;
   for (const Node& n : nodes_) {
     if (n.cluster != cluster || n.health == NodeHealth::kDegraded) continue;
-    room.push_back(Slot{n.reported.cpu_milli, n.reported.memory_bytes, n.reported.gpus, &n});
+    constexpr Resources kUnknown{kGpusUnlimited, kGpusUnlimited, kGpusUnlimited};
+    room.push_back(Slot{n.reported.cpu_milli, n.reported.memory_bytes, n.reported.gpus, &n,
+                        n.regular_allocatable.value_or(kUnknown)});
   }
   std::sort(room.begin(), room.end());
   auto fits = [](const Slot& s, const RoleRequest& r) {
     return s.cpu >= r.batch.cpu_milli && s.memory >= r.batch.memory_bytes &&
-           s.gpus >= r.batch.gpus && selector_matches(r.selector, *s.node);
+           s.gpus >= r.batch.gpus && r.regular.fits_in(s.regular) &&
+           selector_matches(r.selector, *s.node);
   };
   auto take = [&](Slot& s, const RoleRequest& r) {
     s.cpu -= r.batch.cpu_milli;
     s.memory -= r.batch.memory_bytes;
     s.gpus -= r.batch.gpus;
+    s.regular -= r.regular;
     std::sort(room.begin(), room.end());
   };
   // The leader first on the largest node, as place() would on an empty cluster.

@@ -60,6 +60,9 @@ struct Node {
   // unknown, no constraint), and what our jobs' pods request of it.
   std::optional<Resources> regular_outside;
   Resources regular_used;
+  // The Node's allocatable itself (nullopt: unknown): what its pods' regular requests can
+  // ever reach, with nothing else on it.
+  std::optional<Resources> regular_allocatable;
 
   // Whether one more pod asking `regular` of cpu/memory passes kubelet's admission.
   [[nodiscard]] bool regular_fits(const Resources& regular) const {
@@ -164,8 +167,10 @@ class ClusterState {
   // Raw accounting, used to apply and undo placements.
   void acquire(NodeId id, const Resources& amount, bool driver, const Resources& regular = {});
   void release(NodeId id, const Resources& amount, bool driver, const Resources& regular = {});
-  // The node's regular allocatable less the requests of pods outside our jobs.
-  void set_regular_outside(NodeId id, std::optional<Resources> regular);
+  // The node's regular allocatable less the requests of pods outside our jobs, and the
+  // allocatable itself.
+  void set_regular_outside(NodeId id, std::optional<Resources> regular,
+                           std::optional<Resources> allocatable = std::nullopt);
 
   // Bumped whenever a node's capacity or health changes: cached "does this job fit an
   // empty cluster" answers are valid only for one generation.

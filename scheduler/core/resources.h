@@ -11,6 +11,15 @@ namespace gleaner::scheduler {
 
 inline constexpr const char* kResourceGpu = "nvidia.com/gpu";
 
+// A quota's ceiling on GPUs when it names none: a queue limits only what it names, as a
+// ResourceQuota or ElasticQuotaTree does (large enough that sums of it never overflow).
+inline constexpr int64_t kGpusUnlimited = INT64_MAX / 4;
+// An amount this large stands for no limit (a max that names no cpu, memory or GPUs):
+// shown as "unlimited", never as its internal number.
+inline constexpr bool is_unlimited(int64_t amount) {
+  return amount >= kGpusUnlimited;
+}
+
 struct Resources {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
@@ -58,14 +67,13 @@ struct Resources {
   // Any component below zero.
   [[nodiscard]] bool any_negative() const { return cpu_milli < 0 || memory_bytes < 0 || gpus < 0; }
   [[nodiscard]] std::string to_string() const {
-    std::string s = "cpu=" + std::to_string(cpu_milli) + "m memory=" + std::to_string(memory_bytes);
-    if (gpus != 0) s += std::string(" ") + kResourceGpu + "=" + std::to_string(gpus);
+    auto amount = [](int64_t v, const char* unit) {
+      return is_unlimited(v) ? std::string("unlimited") : std::to_string(v) + unit;
+    };
+    std::string s = "cpu=" + amount(cpu_milli, "m") + " memory=" + amount(memory_bytes, "");
+    if (gpus != 0) s += std::string(" ") + kResourceGpu + "=" + amount(gpus, "");
     return s;
   }
 };
-
-// A quota's ceiling on GPUs when it names none: a queue limits only what it names, as a
-// ResourceQuota or ElasticQuotaTree does (large enough that sums of it never overflow).
-inline constexpr int64_t kGpusUnlimited = INT64_MAX / 4;
 
 }  // namespace gleaner::scheduler

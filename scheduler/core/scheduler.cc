@@ -136,15 +136,17 @@ Result<JobId> Scheduler::submit(const JobSpec& spec) {
   return id;
 }
 
-void Scheduler::replace_quotas(QuotaTree quotas) {
+void Scheduler::replace_quotas(QuotaTree quotas, const std::map<JobId, std::string>& moves) {
   for (Job& j : jobs_) {
     if (j.phase == JobPhase::kCompleted || j.phase == JobPhase::kWithdrawn) continue;
-    const std::string& name = quotas_.queue(j.queue).name;
+    auto moved = moves.find(j.id);
+    const std::string name = moved != moves.end() ? moved->second : quotas_.queue(j.queue).name;
     auto id = quotas.find(name);
     if (!id) {
       // resolve("default") cannot fail: default is created on first use.
       id = *quotas.resolve("default");
-      if (j.phase == JobPhase::kPending) j.reason = "queue " + name + " removed; now in default";
+      if (j.phase == JobPhase::kPending && !name.empty())
+        j.reason = "queue " + name + " removed; now in default";
     }
     j.queue = *id;
   }

@@ -92,6 +92,18 @@ class Scheduler {
   // its bound and reserved room and its quota. Error: unknown id, or already completed or
   // withdrawn. Its name stays taken.
   Status withdraw(JobId id);
+  // A gang found partly bound (the live loop after a restart: an earlier process bound
+  // some of its pods). `bound` maps pod indices to the nodes those pods are bound to, all in
+  // one cluster: they keep their room there whatever it costs (they run there), and every
+  // other pod gets room reserved in that cluster, all of them or none. The job is then
+  // admitted as from `now` (driver start timeout, reservation TTL). Error, nothing changed:
+  // the spec as submit refuses it, no pod bound, an unknown index or node, nodes of two
+  // clusters (kInvalidArgument), or no room for the rest (kUnavailable).
+  Result<JobId> resume(const JobSpec& spec, const std::map<int, NodeId>& bound, int64_t now);
+  // Undoes an admission none of whose pods got bound (the API server kept refusing the
+  // leader's binding): its room and quota go back and it waits in its queue again, without
+  // a back-off; nothing is deleted. Error: unknown id, or a job not admitted or running.
+  Status requeue_unbound(JobId id, const std::string& reason);
   // Replaces the job's node selector for its later placements (the live loop pins a
   // SparkApplication to the member cluster it was copied into); pods already placed
   // stay. Error: unknown id.

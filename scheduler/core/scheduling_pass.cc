@@ -141,8 +141,18 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
       j.reason = "its placement allows none of the known clusters";
       return Outcome::kUnschedulable;
     }
-    j.reason = "larger than any cluster it may go to: its pods (" + describe_pods(j) +
-               ") do not fit one cluster's batch capacity";
+    // Batch room alone would do: the Nodes' allocatable (GPUs, kept cpu/memory requests)
+    // is what no cluster has enough of, however empty.
+    GangRequest batch_only = gang_of(j);
+    for (RoleRequest& r : batch_only.roles)
+      r.regular = {};
+    bool batch_fits = false;
+    for (ClusterId c = 0; c < clusters_.cluster_count() && !batch_fits; ++c)
+      batch_fits = may_use(j, c) && clusters_.fits_when_empty(c, batch_only);
+    j.reason = "larger than any cluster it may go to: its pods (" + describe_pods(j) + ") " +
+               (batch_fits ? "request more GPUs or regular cpu/memory than the allocatable of "
+                             "one cluster's Nodes (kubelet admits them against it)"
+                           : "do not fit one cluster's batch capacity");
     return Outcome::kUnschedulable;
   }
   if (quotas_.within_min(j.queue, j.total) && reclaim_for(j, now, out)) {
@@ -156,9 +166,10 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
                  : "waiting for batch capacity";
   if (j.avoid_cluster && backing_off(j, *j.avoid_cluster)) {
     j.reason += "; cluster " + clusters_.cluster_name(*j.avoid_cluster) +
-                ", which it was reclaimed from, is avoided until " + std::to_string(j.avoid_until) +
-                "s";
+                ", which it was reclaimed from, is avoided for another " +
+                std::to_string(j.avoid_until - now) + " s";
   }
+  j.reason += skipped_clusters(j.id);
   return Outcome::kWait;
 }
 
@@ -171,14 +182,21 @@ bool Scheduler::held_by_regular_only(const Job& j) {
     r.regular = {};
   auto p = place_anywhere(batch_only, batch_only.request());
   if (!p) return false;
-  for (size_t i = 0; i < p->pods.size(); ++i)
-    clusters_.release(p->pods[i], j.role_of(i).batch, i == 0);
+  unplace(batch_only, *p);
   return true;
+}
+
+void Scheduler::unplace(const Job& j, const GangPlacement& p) {
+  for (size_t i = 0; i < p.pods.size(); ++i)
+    clusters_.release(p.pods[i], j.role_of(i).batch, i == 0, j.role_of(i).regular);
 }
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
-  if (n == 1) return may_use(j, 0) && !backing_off(j, 0) ? clusters_.place(0, req) : std::nullopt;
+  if (n == 1) {
+    return may_use(j, 0) && !backing_off(j, 0) && cluster_available(0) ? clusters_.place(0, req)
+                                                                       : std::nullopt;
+  }
   // Best fit across clusters: the one left with the least free room (keeping big holes
   // elsewhere for big jobs); a job reclaimed from a cluster tries the others first, and
   // otherwise its preferred cluster (where it was created: no copy to another cluster).
@@ -193,7 +211,7 @@ std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangR
   std::vector<Candidate> order;
   order.reserve(n);
   for (ClusterId c = 0; c < n; ++c) {
-    if (!may_use(j, c) || backing_off(j, c)) continue;
+    if (!may_use(j, c) || backing_off(j, c) || !cluster_available(c)) continue;
     Resources left = clusters_.cluster_free(c) - req.total();
     if (left.any_negative()) continue;
     order.push_back(Candidate{
@@ -253,6 +271,22 @@ bool Scheduler::reclaim_for(Job& j, int64_t now, std::vector<Decision>& out) {
     taken.push_back(id);
     auto p = place_anywhere(j);
     if (!p) continue;
+    // Victims whose release the job does not need (they hold another resource than the
+    // one it lacks, or room on nodes it cannot use) are spared: each, the last taken first,
+    // goes back while the job still fits without it. Only the rest are preempted.
+    unplace(j, *p);
+    for (auto t = taken.rbegin(); t != taken.rend();) {
+      reattach(jobs_[*t]);
+      if (auto without = place_anywhere(j)) {
+        unplace(j, *without);
+        t = std::make_reverse_iterator(taken.erase(std::next(t).base()));
+      } else {
+        detach(jobs_[*t]);
+        ++t;
+      }
+    }
+    p = place_anywhere(j);  // it fit with every remaining victim's room released
+    if (!p) break;
     for (JobId t : taken) {
       Job& victim = jobs_[t];
       ++victim.preemptions;

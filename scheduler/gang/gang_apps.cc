@@ -102,9 +102,13 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
     // that driver will not come, the room goes back. Copied elsewhere: the copy is an
     // application of that cluster now and keeps its room.
     it = gangs_.find(placed->second);
-    const bool remote = it != gangs_.end() && it->second.cluster != cluster;
     placed_apps_.erase(placed);
-    if (it == gangs_.end() || remote || !it->second.members.empty() ||
+    if (it == gangs_.end()) return;
+    // A hub's application is the hub object (its copy is deleted with it), and a placement
+    // never recorded made no copy that could own the room: the job ends here, wherever it
+    // stood, and nothing about it is retried or reclaimed later.
+    if (it->second.hub_origin || !it->second.app_recorded) return end_app_gang(it);
+    if (it->second.cluster != cluster || !it->second.members.empty() ||
         !it->second.waiting.empty()) {
       return;
     }
@@ -143,6 +147,16 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
   gangs_.erase(it);
 }
 
+void GangScheduler::end_app_gang(std::map<std::string, Gang>::iterator it) {
+  Gang& g = it->second;
+  if (g.job && !job_over(*g.job)) {
+    if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
+  }
+  release_pods(g);
+  if (g.job) job_gang_.erase(*g.job);
+  gangs_.erase(it);
+}
+
 void GangScheduler::place_app(const std::string& key, JobId job) {
   auto it = gangs_.find(key);
   if (it == gangs_.end()) return;
@@ -178,7 +192,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
   for (char& c : leader)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   g.app_message = "placed into member cluster " + target + " (" + leader + " on node " +
-                  core_.clusters().node(j.pods[0].node).name + ")";
+                  core_.clusters().node(j.pods[0].node).name + ")" + core_.skipped_clusters(job);
   g.cluster = target;
   g.key = placed;
   g.last_event.clear();

@@ -15,6 +15,10 @@ struct StateGauges {
   int64_t admitted_jobs = 0;
   int64_t running_jobs = 0;
   std::map<std::string, int64_t> nodes_by_health;  // fresh / stale / degraded
+  // Gangs partly bound that the scheduler is still finishing (found so after a restart, or
+  // a member's binding failing), and how long the oldest has been so.
+  int64_t partial_gangs = 0;
+  double oldest_partial_gang_seconds = 0;
 };
 
 class GangCounters {
@@ -31,6 +35,15 @@ class GangCounters {
   virtual void reclaimed(uint32_t /*job*/, const std::string& /*reason*/) {}
   // A bind the API server answered, successfully or not.
   virtual void bind_result(bool /*ok*/) {}
+  // A binding that failed, by cause: "server_error" (5xx), "throttled" (429), "timeout",
+  // "conflict" (409), "not_found" (404), "other".
+  virtual void bind_failed(const std::string& /*cause*/) {}
+  // A job whose member's binding still failed after the retries: "requeued" (nothing of it
+  // was bound: its room went back and it waits in its queue again).
+  virtual void bind_given_up() {}
+  // A gang found partly bound after a restart: "resumed" (finished around its bound pods)
+  // or "released" (not finished within the reservation TTL: its bound pods deleted).
+  virtual void gang_recovered(const std::string& /*outcome*/) {}
   virtual void event_emitted() {}
 };
 

@@ -85,8 +85,11 @@ void GangScheduler::tick() {
     const auto slash = n.name.find('/');
     nodes_(NodeBatch{n.name.substr(0, slash), n.name.substr(slash + 1), std::nullopt});
   }
+  // Gangs found partly bound are finished (or released) before the pass places others.
+  recover_gangs();
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
+  retry_binds();
   // Executors beyond their gang (dynamic allocation) waiting for room take what others gave
   // back on this pass (a scale-down, a finished job), not at the next resync.
   for (auto it = waiting_gangs_.begin(); it != waiting_gangs_.end();) {

@@ -30,6 +30,12 @@ void GangScheduler::observe_replica(Tracked& t) {
   PodView& v = t.view;
   const std::string key = v.cluster + "/" + v.ns + "/" + v.gang;
   auto it = gangs_.find(key);
+  if (it != gangs_.end() && it->second.recovering) {
+    // Found partly bound after a restart: it waits for the job resumed around the others.
+    t.gang = key;
+    wait_in(it->second, v.uid);
+    return;
+  }
   if (v.shape && (it == gangs_.end() || !it->second.job || job_over(*it->second.job))) {
     // No room held for the job (the cluster's own, or a hub's copy placed before a
     // restart): the first of its pods queues it whole, in this cluster.
@@ -84,6 +90,17 @@ void GangScheduler::observe_replica(Tracked& t) {
   attach_replica(g, t);
 }
 
+int GangScheduler::replica_slot(const std::vector<RoleSpec>& roles, const PodView& v) {
+  int offset = 0;
+  for (const RoleSpec& r : roles) {
+    if (same_role(r.name, v.replica_type)) {
+      return v.replica_index >= 0 && v.replica_index < r.replicas ? offset + v.replica_index : -1;
+    }
+    offset += r.replicas;
+  }
+  return -1;
+}
+
 bool GangScheduler::job_over(JobId job) const {
   const JobPhase phase = core_.job(job).phase;
   return phase == JobPhase::kCompleted || phase == JobPhase::kWithdrawn;
@@ -91,16 +108,7 @@ bool GangScheduler::job_over(JobId job) const {
 
 void GangScheduler::attach_replica(Gang& g, Tracked& t) {
   const PodView& v = t.view;
-  const Job& j = core_.job(*g.job);
-  int index = -1;
-  int offset = 0;
-  for (const RoleSpec& r : j.roles) {
-    if (same_role(r.name, v.replica_type)) {
-      if (v.replica_index >= 0 && v.replica_index < r.replicas) index = offset + v.replica_index;
-      break;
-    }
-    offset += r.replicas;
-  }
+  const int index = replica_slot(core_.job(*g.job).roles, v);
   if (index < 0) {
     event(t, "GleanerNoRoom",
           "role " + v.replica_type + " index " + std::to_string(v.replica_index) +

@@ -1,6 +1,9 @@
 // Room held on nodes outside the core's jobs: batch pods bound by others or placed beyond
 // their gang ("loose" room), and the regular allocatable (cpu/memory requests) every other
-// pod takes on its node, which the core checks for pods that keep such requests.
+// pod takes on its node, which the core checks for pods that keep such requests; and the pods
+// of our gangs that another scheduler bound, which take their job's room.
+#include <spdlog/spdlog.h>
+
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::gang {
@@ -67,7 +70,45 @@ void GangScheduler::push_regular(const std::string& name) {
   }
   auto used = regular_outside_used_.find(name);
   core_.clusters().set_regular_outside(
-      *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second));
+      *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second),
+      alloc->second);
+}
+
+bool GangScheduler::adopt_bound_elsewhere(Tracked& t) {
+  // A pod of one of our Spark gangs that another scheduler bound (an application without
+  // schedulerName: the operator's pods go to kube-scheduler). Its job already holds room for
+  // it: it takes that room, on the node it went to, and is not counted a second time as a
+  // pod of its own.
+  const PodView& v = t.view;
+  if (v.ours || v.node.empty() || !t.gang.empty() || v.gang.empty() ||
+      (v.role != PodRole::kDriver && v.role != PodRole::kExecutor)) {
+    return false;
+  }
+  auto it = gangs_.find(v.cluster + "/" + v.ns + "/" + v.gang);
+  if (it == gangs_.end() || !it->second.job || it->second.replica_gang) return false;
+  Gang& g = it->second;
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return false;
+  int index = -1;
+  if (v.role == PodRole::kDriver) {
+    if (!g.members.contains(0)) index = 0;
+  } else {
+    for (int i = 1; i < static_cast<int>(j.pods.size()) && index < 0; ++i)
+      if (!g.members.contains(i)) index = i;
+  }
+  if (index < 0) return false;  // beyond its gang: a pod of its own
+  if (auto node = core_node(v.cluster, v.node)) {
+    if (Status s = core_.pod_bound_elsewhere(*g.job, index, *node, now_s()); !s) {
+      spdlog::warn("{}", s.error().message);
+      return false;
+    }
+  }
+  release_loose(t);
+  t.gang = g.key;
+  t.index = index;
+  g.members[index] = v.uid;
+  g.waiting.erase(v.uid);
+  return true;
 }
 
 }  // namespace gleaner::scheduler::gang

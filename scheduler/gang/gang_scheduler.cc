@@ -68,8 +68,13 @@ void GangScheduler::observe_pod(const PodView& pod) {
   if (terminal_phase(pod.phase)) return forget_pod(pod);
   std::lock_guard lock(mu_);
   if (forgotten_.contains(pod.uid)) return;  // a stale copy of a pod already gone
+  const bool first_seen = !pods_.contains(pod.uid);
   Tracked& t = pods_[pod.uid];
   const bool was_bound = !t.view.node.empty();
+  // spec.nodeName is set once, by the binding, and never cleared (the API server refuses
+  // a second binding and any update of it): a copy without it after one with it is an older
+  // snapshot (another thread's re-feed), not news.
+  if (was_bound && pod.node.empty()) return;
   t.view = pod;
   track_regular(t);
   if (!t.gang.empty() && !gangs_.contains(t.gang)) {
@@ -86,6 +91,8 @@ void GangScheduler::observe_pod(const PodView& pod) {
     return;
   }
   if (!pod.node.empty()) {
+    // First seen bound, ours: an earlier process bound it (a restart, a failover).
+    if (first_seen && pod.ours) adopt_bound(t);
     if (!was_bound || !t.loose_node) track_loose(t);
     return;
   }
@@ -117,37 +124,15 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
       g.pod_group = true;
       g.min_available = std::max(g.min_available, v.min_available);
       wait_in(g, v.uid);
-      if (g.job || static_cast<int>(g.waiting.size()) < std::max(1, g.min_available)) return;
-      // Pod 0 is the first member by name; the others share the largest member's size.
+      // Found partly bound after a restart: resumed around its bound members instead.
+      if (g.job || g.recovering ||
+          static_cast<int>(g.waiting.size()) < std::max(1, g.min_available))
+        return;
       std::vector<Tracked*> members;
       for (const auto& uid : g.waiting)
         members.push_back(&pods_[uid]);
-      std::sort(members.begin(), members.end(),
-                [](const Tracked* a, const Tracked* b) { return a->view.name < b->view.name; });
-      GangShape shape{members[0]->view.request, {}, static_cast<int>(members.size()) - 1};
-      // One selector for the whole gang: every member's must hold.
-      g.selector = {};
-      for (const Tracked* m : members) {
-        if (!m->view.selector_error.empty()) {
-          event(*members[0], "GleanerUnsupportedAffinity",
-                "member " + m->view.name + ": " + m->view.selector_error, true);
-          return;
-        }
-        g.selector = merge_selectors(std::move(g.selector), m->view.selector);
-      }
-      shape.driver_regular = members[0]->view.regular;
-      for (size_t i = 1; i < members.size(); ++i) {
-        shape.executor.cpu_milli =
-            std::max(shape.executor.cpu_milli, members[i]->view.request.cpu_milli);
-        shape.executor.memory_bytes =
-            std::max(shape.executor.memory_bytes, members[i]->view.request.memory_bytes);
-        shape.executor_regular.cpu_milli =
-            std::max(shape.executor_regular.cpu_milli, members[i]->view.regular.cpu_milli);
-        shape.executor_regular.memory_bytes =
-            std::max(shape.executor_regular.memory_bytes, members[i]->view.regular.memory_bytes);
-        shape.executor_regular.gpus =
-            std::max(shape.executor_regular.gpus, members[i]->view.regular.gpus);
-      }
+      GangShape shape;
+      if (!pod_group_shape(g, members, shape)) return;
       for (size_t i = 0; i < members.size(); ++i) {
         members[i]->index = static_cast<int>(i);
         g.members[static_cast<int>(i)] = members[i]->view.uid;
@@ -188,28 +173,16 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
         t.gang.clear();
         return;
       }
-      GangShape shape{v.request, {}, 0};
-      if (v.role == PodRole::kDriver) {
-        if (!v.shape) {
-          event(t, "GleanerWaiting", v.waiting_for, false);
-          t.gang.clear();
-          return;
-        }
-        shape = *v.shape;
+      if (v.role == PodRole::kDriver && !v.shape) {
+        event(t, "GleanerWaiting", v.waiting_for, false);
+        t.gang.clear();
+        return;
       }
-      if (v.regular.cpu_milli != 0 || v.regular.memory_bytes != 0) {
-        // A driver that kept its cpu/memory requests: Spark gives its executors the same
-        // treatment, cpu/memory from the application's sizing (GPUs stay as sized).
-        const int64_t executor_gpus = shape.executor_regular.gpus;
-        shape.driver_regular = v.regular;
-        shape.executor_regular = shape.executor;
-        shape.executor_regular.gpus = executor_gpus;
-      }
-      shape.driver_regular.gpus = std::max(shape.driver_regular.gpus, v.regular.gpus);
       t.index = 0;
       g.members[0] = v.uid;
       g.selector = v.selector;
-      submit(g, shape, v.priority, v.queue);
+      submit(g, driver_shape(v, v.shape.value_or(GangShape{v.request, {}, 0})), v.priority,
+             v.queue);
       return;
     }
   }
@@ -239,6 +212,20 @@ void GangScheduler::start_new_run(Gang& g) {
 
 void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
                            const std::string& queue) {
+  auto id = core_.submit(job_spec(g, shape, priority, queue));
+  if (!id) {
+    if (Tracked* d = voice_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
+    if (!g.origin.empty() && g.cluster.empty()) {
+      app_event(g, "GleanerInvalid", id.error().message, true);
+    }
+    return;
+  }
+  g.job = *id;
+  job_gang_[*id] = g.key;
+}
+
+JobSpec GangScheduler::job_spec(Gang& g, const GangShape& shape, int32_t priority,
+                                const std::string& queue) {
   JobSpec spec;
   // Unique across gangs' lifetimes: an application re-created under the same name after
   // its gang was forgotten must not collide with the old job's name in the core.
@@ -267,16 +254,7 @@ void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
   spec.preferred_cluster = g.origin;
   if (g.cluster.empty()) spec.allowed_clusters = g.app_allowed;
   spec.back_off_without_alternative = g.hub_origin;
-  auto id = core_.submit(spec);
-  if (!id) {
-    if (Tracked* d = voice_of(g)) event(*d, "GleanerInvalid", id.error().message, true);
-    if (!g.origin.empty() && g.cluster.empty()) {
-      app_event(g, "GleanerInvalid", id.error().message, true);
-    }
-    return;
-  }
-  g.job = *id;
-  job_gang_[*id] = g.key;
+  return spec;
 }
 
 GangScheduler::Tracked* GangScheduler::driver_of(Gang& g) {
@@ -439,23 +417,6 @@ void GangScheduler::event_gone_executor(Gang& g, const std::string& executor) {
           "executor " + executor +
               " went; its room stays with the application for a replacement, if Spark asks for one",
           false);
-  }
-}
-
-void GangScheduler::bind_done(const std::string& cluster, const std::string& uid,
-                              const Status& result) {
-  counters_.bind_result(result.ok());
-  if (result.ok()) return;
-  std::lock_guard lock(mu_);
-  auto it = pods_.find(uid);
-  if (it == pods_.end() || it->second.view.cluster != cluster) return;
-  auto g = gangs_.find(it->second.gang);
-  if (g == gangs_.end() || !g->second.job) return;
-  const Job& j = core_.job(*g->second.job);
-  if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {
-    handle({core_.lose_pod(
-        *g->second.job, now_s(),
-        "binding pod " + it->second.view.name + " failed: " + result.error().message)});
   }
 }
 

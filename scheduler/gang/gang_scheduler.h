@@ -301,6 +301,12 @@ class GangScheduler {
     std::set<std::string> waiting;       // executors / members not in the job yet
     double first_seen = 0;               // steady seconds, for admission latency
     std::string last_event;
+    // Found partly bound (gang_recovery.cc): pods an earlier process bound (`adopted`, each
+    // holding its room as a pod of its own meanwhile) wait for the job to be resumed around
+    // them, since `partial_since` (steady seconds; also set while a member's binding fails).
+    bool recovering = false;
+    std::set<std::string> adopted;
+    double partial_since = 0;
   };
   struct Tracked {
     PodView view;
@@ -408,6 +414,44 @@ class GangScheduler {
   // send again or an application to submit again.
   std::set<std::string> waiting_gangs_;
   std::set<std::string> app_retry_gangs_;
+
+  // Crash recovery (gang_recovery.cc). A pod of ours first seen bound was bound by an
+  // earlier process: its gang is rebuilt from what the API server holds.
+  void adopt_bound(Tracked& t);
+  // Each recovering gang: resumed once its bound pods' nodes are known and the rest fits,
+  // released (its bound pods deleted) when that takes longer than the reservation TTL.
+  void recover_gangs();
+  bool resume_gang(Gang& g);
+  void release_recovering(Gang& g, const std::string& why);
+  // The gang's pods ordered and sized as a pod group's: pod 0 the first by name, the others
+  // the largest member's size; false (an Event said why) when a member's selector cannot
+  // be honoured.
+  bool pod_group_shape(Gang& g, std::vector<Tracked*>& members, GangShape& shape);
+  // A driver's gang: its application's sizing, with the regular requests the pod kept.
+  static GangShape driver_shape(const PodView& v, const GangShape& app);
+  // The core pod index of a training job's pod among `roles` (its role's offset plus its
+  // replica index); -1 when the roles have no such replica.
+  static int replica_slot(const std::vector<RoleSpec>& roles, const PodView& v);
+  // Gauges of the gangs still being finished (recovering, or a member's binding failing).
+  void partial_gauges(StateGauges& out) const;
+  // The core job a gang is submitted as.
+  JobSpec job_spec(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
+  std::set<std::string> recovering_gangs_;
+
+  // Bindings the API server refused (gang_binds.cc): retried with back-off, as
+  // kube-scheduler retries a failed binding; never a reason to delete the pod.
+  struct BindRetry {
+    std::string cluster;
+    int failures = 0;
+    double next_at = 0;       // steady seconds
+    double first_failed = 0;  // steady seconds
+    bool in_flight = false;   // sent again, its answer not back yet
+  };
+  std::map<std::string, BindRetry> bind_retries_;  // pod uid
+  void retry_binds();
+  // The node the pod's binding goes to: its room in its job, or its own room.
+  std::optional<std::string> bind_target(const Tracked& t) const;
+  void give_up_binding(Tracked& t, const std::string& why);
 };
 
 }  // namespace gleaner::scheduler::gang

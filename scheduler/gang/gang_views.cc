@@ -148,6 +148,7 @@ StateGauges GangScheduler::gauges() const {
   const ClusterState& cs = core_.clusters();
   for (NodeId id = 0; id < cs.node_count(); ++id)
     ++g.nodes_by_health[to_string(cs.node(id).health)];
+  partial_gauges(g);
   return g;
 }
 

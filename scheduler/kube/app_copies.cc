@@ -179,6 +179,9 @@ void ClusterLink::observe_copy(const gang::AppView& copy, const Json& obj) {
   mirror.app_kind = copy.kind;
   mirror.peer = options_.name;
   mirror.message = copy.state;
+  // A SparkApplication's whole status goes along: a hub shows it on its own object.
+  if (const Json* status = find_path(obj, "status"); status != nullptr && status->is_object())
+    mirror.object = std::make_shared<const Json>(*status);
   if (forward_) forward_(std::move(mirror));
 }
 
@@ -228,10 +231,14 @@ void ClusterLink::mirror_app_state(const gang::Action& a) {
     auto it = recorded_states_.find(uid);
     if (it != recorded_states_.end()) recorded = it->second == a.message;
   }
-  if (annotation_of(*origin, kube::kPlacementAnnotation) != a.peer || a.message.empty() ||
-      recorded) {
-    return;  // not placed there, nothing reported yet, or already recorded
+  if (annotation_of(*origin, kube::kPlacementAnnotation) != a.peer || a.message.empty()) {
+    return;  // not placed there, or nothing reported yet
   }
+  // A SparkApplication's state has a status field every client shows; a training job's
+  // conditions belong to its operator, so on the hub its state is the annotation below.
+  if (options_.hub && a.app_kind == gang::kSparkKind)
+    record_hub_status(a.ns, a.name, uid, a.message, object_or_empty(a.object));
+  if (recorded) return;  // the state is already recorded
   // The uid makes the write conditional: an origin re-created under this name since it
   // was read is another application (the server answers 409).
   Json patch{
@@ -250,10 +257,6 @@ void ClusterLink::mirror_app_state(const gang::Action& a) {
   }
   app_event(a.app_kind, a.ns, a.name, uid, "GleanerRemoteState",
             "its copy in member cluster " + a.peer + " is " + a.message);
-  // A SparkApplication's state has a status field every client shows; a training job's
-  // conditions belong to its operator, so on the hub its state is the annotation above.
-  if (options_.hub && a.app_kind == gang::kSparkKind)
-    record_hub_status(a.ns, a.name, uid, a.message);
 }
 
 void ClusterLink::delete_copy(const gang::Action& a) {

@@ -252,6 +252,11 @@ std::optional<kube::SparkApplication> ClusterLink::spark_app(const std::string& 
 }
 
 void ClusterLink::on_pod(const Json& obj, bool gone) {
+  std::lock_guard feed(pod_feed_mu_);
+  deliver_pod(obj, gone);
+}
+
+void ClusterLink::deliver_pod(const Json& obj, bool gone) {
   auto pod = kube::parse_pod(obj);
   if (!pod) {
     spdlog::warn("cluster {}: unreadable pod: {}", options_.name, pod.error().message);
@@ -307,14 +312,20 @@ void ClusterLink::on_spark_app(const Json& obj) {
       route_app(obj, *view);
     }
   }
-  // A driver seen before its SparkApplication waits; feed it again now.
+  // A driver seen before its SparkApplication waits; feed it again now. This runs on the
+  // applications' thread while the pods' thread delivers newer states of the same pods: each
+  // pod is fed as the informer holds it at that moment, under the lock the pods' thread
+  // delivers under, so that no pod is ever fed an older state after a newer one (a pod
+  // brought back after its deletion, a bound pod seen unbound and placed twice).
   for (const Json& p : pods_->list()) {
     // Not find_path: the label key itself contains a '/'.
     const Json& meta = p.value("metadata", Json::object());
     const Json& labels = meta.value("labels", Json::object());
     auto app = labels.find(kube::kSparkOperatorAppLabel);
     auto pns = meta.find("namespace");
-    if (app != labels.end() && pns != meta.end() && *app == *name && *pns == *ns) on_pod(p, false);
+    if (app == labels.end() || pns == meta.end() || *app != *name || *pns != *ns) continue;
+    std::lock_guard feed(pod_feed_mu_);
+    if (auto latest = pods_->get(kube::Informer::key_of(p))) deliver_pod(*latest, false);
   }
 }
 

@@ -88,7 +88,10 @@ class ClusterLink {
   void run(const std::stop_token& stop);
   void perform(const gang::Action& action);
   void publish_due();
+  // A pod event from the pods' informer: delivered under pod_feed_mu_.
   void on_pod(const Json& obj, bool gone);
+  // Hands a pod to the live loop; the caller holds pod_feed_mu_.
+  void deliver_pod(const Json& obj, bool gone);
   std::optional<kube::SparkApplication> spark_app(const std::string& ns, const std::string& name);
   void on_spark_app(const Json& obj);
   // Kubeflow training jobs (training_jobs.cc): on a hub, those a policy governs are placed
@@ -189,6 +192,9 @@ class ClusterLink {
   std::string quota_applied_version_;
   std::string quota_refused_version_;
 
+  // Pods reach the live loop one at a time, from the pods' informer and from re-feeds on
+  // the applications' thread (on_spark_app), so each pod's states arrive in order.
+  std::mutex pod_feed_mu_;
   std::mutex mu_;
   std::condition_variable_any cv_;
   std::deque<gang::Action> queue_;

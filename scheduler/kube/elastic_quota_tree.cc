@@ -21,8 +21,22 @@ struct Walk {
   QuotaConfig out;
   std::set<std::string> names;
 
+  // Every problem of the tree, "node: what", so that one edit can fix them all.
+  std::vector<std::string> problems;
+
   Error error(const std::string& at, const std::string& message) const {
     return make_error(ErrorCode::kParse, "ElasticQuotaTree " + object + ": " + at + ": " + message);
+  }
+  void problem(const std::string& at, const std::string& message) {
+    problems.push_back(at + ": " + message);
+  }
+  // A min or max that could not be read: its problem recorded, nothing taken from it.
+  std::optional<Resources> amounts_or_problem(const Json& node, const char* field,
+                                              const std::string& at, int64_t absent) {
+    auto r = amounts(node, field, at, absent);
+    if (r) return *r;
+    problems.push_back(r.error().message);
+    return std::nullopt;
   }
 
   // cpu/memory/GPUs of a min or max; `absent` fills what the node does not name (GPUs
@@ -31,14 +45,16 @@ struct Walk {
                                            const std::string& at, int64_t absent) {
     if (!node.contains(field) || node[field].is_null()) return std::optional<Resources>();
     const Json& list = node[field];
-    if (!list.is_object()) return error(at, std::string(field) + " must be a map of quantities");
+    if (!list.is_object())
+      return make_error(ErrorCode::kParse, at + ": " + field + " must be a map of quantities");
     Resources r{absent, absent, absent == 0 ? 0 : kGpusUnlimited};
     for (const auto& [name, value] : list.items()) {
       std::string where = at;
       where.append(".").append(field).append(".").append(name);
       auto q = quantity_from_json(value, where);
-      if (!q) return error(at, q.error().message);
-      if (q->milli_value() < 0) return error(at, std::string(field) + "." + name + " is negative");
+      if (!q) return make_error(ErrorCode::kParse, at + ": " + q.error().message);
+      if (q->milli_value() < 0)
+        return make_error(ErrorCode::kParse, at + ": " + field + "." + name + " is negative");
       if (name == kube::kResourceCpu) {
         r.cpu_milli = q->milli_value();
       } else if (name == kube::kResourceBatchCpu) {
@@ -57,45 +73,45 @@ struct Walk {
     return std::optional<Resources>(r);
   }
 
-  Status node(const Json& n, const std::string& parent, const std::string& at, int depth) {
-    if (depth > kMaxDepth) return error(at, "deeper than 16 levels");
-    if (!n.is_object()) return error(at, "not an object");
+  void node(const Json& n, const std::string& parent, const std::string& at, int depth) {
+    // A node that cannot be read ends the walk below it; any other problem is recorded and
+    // the walk goes on, so that every problem of the tree is reported at once.
+    if (depth > kMaxDepth) return problem(at, "deeper than 16 levels");
+    if (!n.is_object()) return problem(at, "not an object");
     const std::string name = string_at(n, "name");
-    if (name.empty()) return error(at, "name is missing");
+    if (name.empty()) return problem(at, "name is missing");
     const std::string& here = name;
-    if (!names.insert(name).second) return error(here, "name used twice");
-    auto min = amounts(n, "min", here, 0);
-    if (!min) return min.error();
-    auto max = amounts(n, "max", here, std::numeric_limits<int64_t>::max());
-    if (!max) return max.error();
+    if (!names.insert(name).second) problem(here, "name used twice");
+    auto min = amounts_or_problem(n, "min", here, 0);
+    auto max = amounts_or_problem(n, "max", here, std::numeric_limits<int64_t>::max());
     const bool root = depth == 0;
     const Json children = n.value("children", Json::array());
-    if (!children.is_null() && !children.is_array()) return error(here, "children must be a list");
+    if (!children.is_null() && !children.is_array()) problem(here, "children must be a list");
     const Json namespaces = n.value("namespaces", Json::array());
-    if (!namespaces.is_null() && !namespaces.is_array())
-      return error(here, "namespaces must be a list");
-    const bool leaf = children.is_null() || children.empty();
-    if (!namespaces.is_null() && !namespaces.empty()) {
-      if (!leaf || root) return error(here, "namespaces may only be set on leaves");
+    if (!namespaces.is_null() && !namespaces.is_array()) problem(here, "namespaces must be a list");
+    const bool leaf = !children.is_array() || children.empty();
+    if (namespaces.is_array() && !namespaces.empty()) {
+      if (!leaf || root) problem(here, "namespaces may only be set on leaves");
       for (const Json& ns : namespaces) {
-        if (!ns.is_string() || ns.get<std::string>().empty())
-          return error(here, "namespaces must be names");
+        if (!ns.is_string() || ns.get<std::string>().empty()) {
+          problem(here, "namespaces must be names");
+          continue;
+        }
         if (!out.namespace_queue.emplace(ns.get<std::string>(), name).second) {
-          return error(here, "namespace " + ns.get<std::string>() + " is already in " +
-                                 out.namespace_queue[ns.get<std::string>()]);
+          problem(here, "namespace " + ns.get<std::string>() + " is already in " +
+                            out.namespace_queue[ns.get<std::string>()]);
         }
       }
     }
     if (root) {
-      out.root_max = *max;
+      out.root_max = max;
     } else {
-      out.queues.push_back(QueueSpec{name, parent, *min, *max, std::nullopt});
+      out.queues.push_back(QueueSpec{name, parent, min, max, std::nullopt});
     }
     if (children.is_array()) {
       for (const Json& c : children)
-        if (Status s = node(c, root ? "root" : name, here, depth + 1); !s) return s;
+        node(c, root ? "root" : name, here, depth + 1);
     }
-    return ok_status();
   }
 };
 
@@ -140,7 +156,15 @@ Result<QuotaConfig> parse_elastic_quota_tree(const Json& object) {
   if (root == nullptr) return w.error("spec", "root is missing");
   if (string_at(*root, "name") == "default")
     return w.error("root", "the root may not be named default");
-  if (Status s = w.node(*root, "", "root", 0); !s) return s.error();
+  w.node(*root, "", "root", 0);
+  if (!w.problems.empty()) {
+    std::string all;
+    for (const std::string& p : w.problems)
+      all += (all.empty() ? "" : "; ") + p;
+    return make_error(ErrorCode::kParse,
+                      "ElasticQuotaTree " + w.object + ": " + std::to_string(w.problems.size()) +
+                          (w.problems.size() == 1 ? " problem: " : " problems: ") + all);
+  }
   // The root's own name stands for the implicit root queue.
   const std::string root_name = string_at(*root, "name");
   for (auto& q : w.out.queues) {

@@ -127,13 +127,38 @@ std::optional<gang::AppView> ClusterLink::hub_app_view(const kube::SparkApplicat
 }
 
 void ClusterLink::record_hub_status(const std::string& ns, const std::string& name,
-                                    const std::string& uid, const std::string& state) {
+                                    const std::string& uid, const std::string& state,
+                                    const Json& copy_status) {
+  // The status spark-operator writes (SparkApplicationStatus, kubeflow/spark-operator
+  // api/v1beta2), as the member's operator wrote it on the copy: the application's state
+  // and error, the driver (pod, web UI), each executor's state, the Spark application id,
+  // attempts and times. What the copy does not say is removed (a copy made after a reclaim
+  // has no driver yet), so the hub never shows another run's details.
+  Json status{{"applicationState", {{"state", state}, {"errorMessage", nullptr}}}};
+  if (const Json* error = find_path(copy_status, "applicationState/errorMessage");
+      error != nullptr && error->is_string() && !error->get_ref<const std::string&>().empty())
+    status["applicationState"]["errorMessage"] = *error;
+  for (const char* key : {"driverInfo", "executorState", "sparkApplicationId", "submissionID",
+                          "lastSubmissionAttemptTime", "terminationTime", "executionAttempts",
+                          "submissionAttempts"}) {
+    auto it = copy_status.is_object() ? copy_status.find(key) : copy_status.end();
+    status[key] = copy_status.is_object() && it != copy_status.end() ? *it : Json(nullptr);
+  }
+  const std::string written = status.dump();
+  {
+    std::lock_guard lock(mu_);
+    auto last = recorded_hub_status_.find(uid);
+    if (last != recorded_hub_status_.end() && last->second == written) return;
+  }
   // The uid makes the write conditional, as for the annotation: a hub object re-created
   // under this name since is another application.
-  Json patch{{"metadata", {{"uid", uid}}}, {"status", {{"applicationState", {{"state", state}}}}}};
+  Json patch{{"metadata", {{"uid", uid}}}, {"status", std::move(status)}};
   auto r = client_.patch(kube::spark_application_path(ns, name) + "/status", patch,
                          kube::PatchType::kMerge);
-  if (!r && r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
+  if (r) {
+    std::lock_guard lock(mu_);
+    recorded_hub_status_[uid] = written;
+  } else if (r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
     spdlog::warn("hub {}: record the state {} of SparkApplication {}/{} in its status: {}",
                  options_.name, state, ns, name, r.error().message);
   }
@@ -195,6 +220,7 @@ void ClusterLink::unplace_app(const gang::Action& a) {
     // Its next placement asks for a copy afresh.
     forwarded_.erase(a.ns + "/" + gang::gang_name(a.app_kind, a.name));
     recorded_states_.erase(a.uid);
+    recorded_hub_status_.erase(a.uid);
   }
   // The copy in that member goes, whatever the hub object says now (in Karmada mode too:
   // its pods must not hold the member's room while Karmada catches up).

@@ -64,6 +64,18 @@ void LiveMetrics::bind_result(bool ok) {
   std::lock_guard lock(mu_);
   ++(ok ? binds_ok_ : binds_failed_);
 }
+void LiveMetrics::bind_failed(const std::string& cause) {
+  std::lock_guard lock(mu_);
+  ++bind_failures_[cause];
+}
+void LiveMetrics::bind_given_up() {
+  std::lock_guard lock(mu_);
+  ++binds_given_up_;
+}
+void LiveMetrics::gang_recovered(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  ++recovered_gangs_[outcome];
+}
 void LiveMetrics::node_status_patch(bool ok) {
   std::lock_guard lock(mu_);
   ++(ok ? patches_ok_ : patches_failed_);
@@ -199,6 +211,28 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
   out.push_back(known_values("gleaner_scheduler_bindings_total", "pods/binding calls by result.",
                              "result", {"ok", "error"},
                              {{"ok", binds_ok_}, {"error", binds_failed_}}));
+  out.push_back(known_values(
+      "gleaner_scheduler_bind_failures_total",
+      "pods/binding calls that failed, by cause (each is tried again with back-off; the pod "
+      "is never deleted for it).",
+      "cause", {"server_error", "throttled", "timeout", "conflict", "not_found", "other"},
+      bind_failures_));
+  counter("gleaner_scheduler_bind_requeues_total",
+          "Jobs none of whose pods could be bound after the retries: their room went back and "
+          "they wait in their queue again.",
+          binds_given_up_);
+  out.push_back(known_values("gleaner_scheduler_recovered_gangs_total",
+                             "Gangs found partly bound after a restart, by outcome (resumed "
+                             "around their bound pods, or released after the reservation TTL).",
+                             "outcome", {"resumed", "released"}, recovered_gangs_));
+  gauge("gleaner_scheduler_partial_gangs",
+        "Gangs partly bound that the scheduler is still finishing (found so after a restart, "
+        "or a member's binding failing).",
+        static_cast<double>(g.partial_gangs));
+  gauge("gleaner_scheduler_oldest_partial_gang_seconds",
+        "How long the oldest partly bound gang has been so (0: none); bounded by the "
+        "reservation TTL.",
+        g.oldest_partial_gang_seconds);
   out.push_back(known_values("gleaner_scheduler_node_status_patches_total",
                              "Node status patches of the batch resources by result.", "result",
                              {"ok", "error"}, {{"ok", patches_ok_}, {"error", patches_failed_}}));

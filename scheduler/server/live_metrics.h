@@ -30,6 +30,9 @@ class LiveMetrics final : public gang::GangCounters {
   void preempted() override;
   void rescheduled() override;
   void bind_result(bool ok) override;
+  void bind_failed(const std::string& cause) override;
+  void bind_given_up() override;
+  void gang_recovered(const std::string& outcome) override;
   void node_status_patch(bool ok);
   void event_emitted() override;
   // The colocation webhook: a review answered ("skipped", "unchanged", "mutated",
@@ -80,6 +83,9 @@ class LiveMetrics final : public gang::GangCounters {
   uint64_t reschedules_ = 0;
   uint64_t binds_ok_ = 0;
   uint64_t binds_failed_ = 0;
+  std::map<std::string, uint64_t> bind_failures_;  // by cause
+  uint64_t binds_given_up_ = 0;
+  std::map<std::string, uint64_t> recovered_gangs_;  // by outcome
   uint64_t patches_ok_ = 0;
   uint64_t patches_failed_ = 0;
   uint64_t events_ = 0;

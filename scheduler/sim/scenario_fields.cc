@@ -56,7 +56,7 @@ Result<std::optional<int64_t>> get_count(const Json& obj, const std::string& pat
 }
 
 Result<Resources> get_resources(const Json& obj, const std::string& path,
-                                std::initializer_list<const char*> extra, int64_t unnamed_gpus) {
+                                std::initializer_list<const char*> extra, int64_t unnamed) {
   std::vector<const char*> known{"cpu", "memory", kResourceGpu};
   known.insert(known.end(), extra.begin(), extra.end());
   if (!obj.is_object()) return invalid_field(path, "expected an object with cpu and memory");
@@ -67,8 +67,7 @@ Result<Resources> get_resources(const Json& obj, const std::string& path,
       return invalid_field(std::string(path).append(".").append(key), "unknown field");
     }
   }
-  Resources r;
-  r.gpus = unnamed_gpus;
+  Resources r{unnamed, unnamed, unnamed};
   for (const char* key : {"cpu", "memory", kResourceGpu}) {
     auto it = obj.find(key);
     if (it == obj.end()) continue;

@@ -21,10 +21,10 @@ Result<std::string> get_string(const Json& obj, const std::string& path, const c
 // Seconds and counts: non-negative integers (1e9 is plenty and keeps sums in range).
 Result<std::optional<int64_t>> get_count(const Json& obj, const std::string& path, const char* key);
 // cpu, memory and nvidia.com/gpu, each optional, plus the `extra` keys the caller reads
-// itself. `unnamed_gpus` is what an object that names no GPUs has (a quota's max: no limit).
+// itself. `unnamed` is what an object has of what it does not name (a quota's max: no
+// limit).
 Result<Resources> get_resources(const Json& obj, const std::string& path,
-                                std::initializer_list<const char*> extra = {},
-                                int64_t unnamed_gpus = 0);
+                                std::initializer_list<const char*> extra = {}, int64_t unnamed = 0);
 Result<Labels> get_labels(const Json& obj, const std::string& path, const char* key);
 
 }  // namespace gleaner::scheduler::sim::fields

@@ -195,16 +195,22 @@ def summary(unmanaged, managed):
              "   BE unmanaged    " + row(unmanaged),
              "   with Gleaner    " + row(managed)]
     out = []
-    if managed["oom_kills"] == 0 and managed["ls_alive"] and (
-            unmanaged["oom_kills"] > 0 or not unmanaged["ls_alive"]):
+    # Gleaner's part is the agent's eviction at the threshold: a managed half that never
+    # reached it (or evicted nothing) shows nothing about Gleaner, however the halves differ.
+    reached = managed["peak"] * 100 >= EVICT_THRESHOLD_PERCENT or managed["evicted"]
+    if managed["oom_kills"] > 0 or not managed["ls_alive"]:
+        out.append("  Memory: NO benefit in this run: the kernel still OOM-killed %d process(es)"
+                   " with Gleaner (agent.log says what it saw)." % managed["oom_kills"])
+    elif not reached:
+        out.append("  Memory: inconclusive: with Gleaner the node's memory peaked at %.0f%%, "
+                   "short of the agent's %d%% eviction threshold, so this run did not exercise "
+                   "it." % (100 * managed["peak"], EVICT_THRESHOLD_PERCENT))
+    elif unmanaged["oom_kills"] > 0 or not unmanaged["ls_alive"]:
         out.append("  Memory: better with Gleaner: unmanaged, the kernel OOM-killed %d "
                    "process(es) at the node's limit; with Gleaner the agent evicted %d BE "
                    "executor(s) at %d%% and the kernel killed none." % (
                        unmanaged["oom_kills"], len(managed["evicted"]),
                        EVICT_THRESHOLD_PERCENT))
-    elif managed["oom_kills"] > 0 or not managed["ls_alive"]:
-        out.append("  Memory: NO benefit in this run: the kernel still OOM-killed %d process(es)"
-                   " with Gleaner (agent.log says what it saw)." % managed["oom_kills"])
     else:
         out.append("  Memory: no difference in this run: the executors did not reach the "
                    "node's limit unmanaged either (peak %.0f%%)." % (100 * unmanaged["peak"]))

@@ -179,18 +179,20 @@ def verdict(unmanaged, managed):
         out.append("  LS latency: no clear difference in this run (mean step p99 %.1f ms"
                    " unmanaged, %.1f ms with Gleaner; within %d%%)." % (
                        before, after, NOISE * 100))
-    offered = [(r["conns"], r["batch_milli"]) for r in managed["steps"]
-               if r.get("batch_milli") is not None]
-    if len(offered) >= 2:
-        low, high = min(offered), max(offered)  # by wrk connections
-        if high[1] < low[1]:
-            out.append("  Batch capacity: the scheduler offered %.2f cores at %d connections "
-                       "and %.2f at %d: it shrinks as LS load grows." % (
-                           low[1] / 1000.0, low[0], high[1] / 1000.0, high[0]))
-        else:
-            out.append("  Batch capacity: did not shrink with LS load in this run (%.2f cores at"
-                       " %d connections, %.2f at %d)." % (
-                           low[1] / 1000.0, low[0], high[1] / 1000.0, high[0]))
+    offered = sorted((r["conns"], r["batch_milli"]) for r in managed["steps"]
+                     if r.get("batch_milli") is not None)  # by wrk connections
+    listing = ", ".join("%.2f at %d" % (m / 1000.0, c) for c, m in offered)
+    if len(offered) < 3:
+        # Two values differ by chance as often as by load: a trend needs more steps.
+        out.append("  Batch capacity: too few load steps to read a trend (%s cores at "
+                   "connections)." % (listing or "none"))
+    elif all(b[1] <= a[1] for a, b in zip(offered, offered[1:])) and (
+            offered[-1][1] < offered[0][1] * (1 - NOISE)):
+        out.append("  Batch capacity: the scheduler offered less at every higher LS load "
+                   "(%s cores at connections): it shrinks as LS load grows." % listing)
+    else:
+        out.append("  Batch capacity: no steady shrink with LS load in this run (%s cores at "
+                   "connections)." % listing)
     if managed["be_cpu_s"] <= 0.0:
         out.append("  BE harvest: none with Gleaner in this run.")
     else:

@@ -79,7 +79,7 @@ TEST(SparkApplication, ExplicitOverheadAndFactorWin) {
   EXPECT_EQ(a->driver.cpu_request_milli, 500);
 }
 
-TEST(SparkApplication, DynamicAllocationGangIsMinExecutors) {
+TEST(SparkApplication, DynamicAllocationGangIsSparksInitialExecutors) {
   auto fixed = parse_spark_application(app(R"({"executor":{"instances":4}})"));
   ASSERT_TRUE(fixed.ok());
   EXPECT_FALSE(fixed->dynamic_allocation.enabled);
@@ -89,13 +89,28 @@ TEST(SparkApplication, DynamicAllocationGangIsMinExecutors) {
       "dynamicAllocation":{"enabled":true,"initialExecutors":3,"minExecutors":1,"maxExecutors":10}})"));
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(spec->dynamic_allocation.max_executors, 10);
-  EXPECT_EQ(spec->gang_executors(), 1);
+  // Spark starts at max(minExecutors, initialExecutors, spark.executor.instances).
+  EXPECT_EQ(spec->gang_executors(), 4);
+  auto initial = parse_spark_application(app(R"({"executor":{"instances":1},
+      "dynamicAllocation":{"enabled":true,"initialExecutors":3,"minExecutors":1}})"));
+  ASSERT_TRUE(initial.ok());
+  EXPECT_EQ(initial->gang_executors(), 3) << "initialExecutors, not instances";
+  // No instances given: Spark sees none (not the operator-less default of 1); initial
+  // defaults to min.
+  auto min_only = parse_spark_application(
+      app(R"({"dynamicAllocation":{"enabled":true,"minExecutors":2,"maxExecutors":10}})"));
+  ASSERT_TRUE(min_only.ok());
+  EXPECT_EQ(min_only->gang_executors(), 2);
 
-  // Without minExecutors Spark may run on the driver alone: the gang is the driver.
-  auto conf = parse_spark_application(app(R"({"executor":{"instances":2},
+  // Without minExecutors or instances Spark may start on the driver alone.
+  auto conf = parse_spark_application(app(R"({
       "sparkConf":{"spark.dynamicAllocation.enabled":"true","spark.dynamicAllocation.maxExecutors":"8"}})"));
   ASSERT_TRUE(conf.ok()) << conf.error().message;
   EXPECT_EQ(conf->gang_executors(), 0);
+  auto conf_instances = parse_spark_application(app(R"({
+      "sparkConf":{"spark.dynamicAllocation.enabled":"true","spark.executor.instances":"5"}})"));
+  ASSERT_TRUE(conf_instances.ok());
+  EXPECT_EQ(conf_instances->gang_executors(), 5);
   // The spec wins over sparkConf, as the operator writes the spec's values last.
   auto both = parse_spark_application(app(R"({"dynamicAllocation":{"enabled":false},
       "sparkConf":{"spark.dynamicAllocation.enabled":"true"},"executor":{"instances":2}})"));

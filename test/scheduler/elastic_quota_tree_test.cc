@@ -117,6 +117,21 @@ TEST(ElasticQuotaTree, BadTreesAreNamedByObjectAndNode) {
   EXPECT_FALSE(kube_glue::parse_elastic_quota_tree(Json::parse(R"({"spec": {}})")).ok());
 }
 
+TEST(ElasticQuotaTree, EveryProblemOfABadTreeIsReportedAtOnce) {
+  auto r = kube_glue::parse_elastic_quota_tree(tree(R"({"name": "root", "children": [
+      {"name": "a", "min": {"cpu": "lots"}},
+      {"name": "a"},
+      {"name": "b", "children": [{"name": "b1", "max": {"memory": -1}}], "namespaces": ["x"]}]})"));
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.error().message;
+  EXPECT_NE(m.find("ElasticQuotaTree kube-system/elasticquotatree: 4 problems: "),
+            std::string::npos)
+      << m;
+  for (const char* each :
+       {"a.min.cpu", "a: name used twice", "b: namespaces may only be set on leaves", "b1: max"})
+    EXPECT_NE(m.find(each), std::string::npos) << each << " in " << m;
+}
+
 TEST(ElasticQuotaTree, ReplacedTreeKeepsJobsInTheirQueuesAndChargesAdmittedOnes) {
   auto first = QuotaTree::build({QueueSpec{"a", "root", std::nullopt, Resources{2000, 8 * kGi}}});
   ASSERT_TRUE(first.ok());

@@ -7,6 +7,8 @@
 #include "scheduler/core/scheduler.h"
 
 namespace gleaner::scheduler {
+// Named: test files share unity batches, and their anonymous namespaces merge there.
+namespace roles_test {
 namespace {
 
 using gleaner::kGi;
@@ -240,8 +242,9 @@ TEST(SchedulerRoles, AReclaimedJobBacksOffFromItsClusterWhileAnotherMayTakeIt) {
   s.pod_running(busy, 0, 1);  // the filler's master runs: only j times out
   ASSERT_EQ(s.check_timeouts(100).size(), 1u) << "its master never ran";
   EXPECT_TRUE(s.schedule(100).empty()) << "a is avoided for 60 s, b is busy";
-  EXPECT_NE(s.job(id).reason.find("cluster a, which it was reclaimed from, is avoided until 160s"),
-            std::string::npos)
+  EXPECT_NE(
+      s.job(id).reason.find("cluster a, which it was reclaimed from, is avoided for another 60 s"),
+      std::string::npos)
       << s.job(id).reason;
   EXPECT_EQ(s.next_deadline(), 160) << "the caller is woken when the back-off ends";
   (void)s.check_timeouts(160);
@@ -316,4 +319,5 @@ TEST(SchedulerRoles, AFleetJobBacksOffEvenWithNowhereElseToGo) {
 }
 
 }  // namespace
+}  // namespace roles_test
 }  // namespace gleaner::scheduler

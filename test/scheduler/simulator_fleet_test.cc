@@ -49,6 +49,26 @@ TEST(SimulatorFleet, GpuJobsGoWhereGpusAreAndWaitForThem) {
   EXPECT_EQ(tf["pods"][0]["role"], "chief");
 }
 
+TEST(SimulatorFleet, AJobWantingMoreGpusThanItsOnlyAllowedClusterHasIsUnschedulable) {
+  // 8 GPUs (a master and 7 workers of one each); c2, the only cluster its placement allows,
+  // has 4 in all. Batch room is plenty: only the Nodes' allocatable GPUs keep it out, for
+  // ever, so it is unschedulable (not waiting for room that never comes).
+  const char* text = R"({"clusters": [{"name": "c1"}, {"name": "c2"}],
+    "nodes": [{"name": "c1-n1", "cluster": "c1", "batch": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "8"}},
+              {"name": "c2-g1", "cluster": "c2", "batch": {"cpu": "64", "memory": "256Gi", "nvidia.com/gpu": "4"}}],
+    "jobs": [{"name": "train", "kind": "PyTorchJob", "durationSeconds": 60,
+              "placement": {"clusterNames": ["c2"]},
+              "roles": [{"name": "master", "replicas": 1, "cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                        {"name": "worker", "replicas": 7, "cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}]}]})";
+  Json doc = simulate_ok(text);
+  const Json& train = job(doc, "train");
+  EXPECT_EQ(train["state"], "Pending");
+  const std::string reason = train.value("reason", "");
+  EXPECT_NE(reason.find("larger than any cluster it may go to"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("GPUs"), std::string::npos) << reason;
+  EXPECT_EQ(reason.find("waiting for regular allocatable"), std::string::npos) << reason;
+}
+
 TEST(SimulatorFleet, SparkEventsReplaceExecutorsAndReclaimOnDriverFailure) {
   Json doc = simulate_ok(fleet_kinds());
   const Json& etl = job(doc, "etl-7");

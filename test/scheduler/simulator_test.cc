@@ -229,9 +229,9 @@ TEST(SimulateCommand, ExitsWithTwoOnBadInput) {
   register_commands(app);
   set_exit_code(7);
   std::vector<std::string> ok{scenario_path("nonblocking.json"), "--scenario", "simulate"};
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   app.parse(ok);
-  std::string printed = testing::internal::GetCapturedStdout();
+  std::string printed = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(exit_code(), 0);
   EXPECT_NE(printed.find("\"makespanSeconds\": 200"), std::string::npos);
 }

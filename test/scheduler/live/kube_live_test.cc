@@ -144,13 +144,14 @@ TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
   EXPECT_EQ(live_->nodes_json()["nodes"][0]["free"]["cpuMillicores"], 2000);
 }
 
-TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnMinExecutorsAndExtrasTakeFreeRoom) {
-  // n1 has 3 cores: the gang (driver + minExecutors 1) takes 2; one extra fits.
+TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnInitialExecutorsAndExtrasTakeFreeRoom) {
+  // n1 has 3 cores: the gang (driver + the one executor Spark starts with) takes 2; one
+  // extra fits.
   ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 3000, 16 * kGi, "c1")));
   Json app = spark_application();
-  app["spec"]["executor"]["instances"] = 4;
+  app["spec"]["executor"].erase("instances");
   app["spec"]["dynamicAllocation"] =
-      Json{{"enabled", true}, {"minExecutors", 1}, {"maxExecutors", 4}};
+      Json{{"enabled", true}, {"initialExecutors", 1}, {"minExecutors", 0}, {"maxExecutors", 4}};
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), app).ok());
   ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
   ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));

@@ -1,0 +1,68 @@
+"""The demo's plain-words verdicts (scripts/demo): a benefit is claimed only when the run
+exercised what it credits, and a trend only when enough load steps show it."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts", "demo"))
+import memory_phase  # noqa: E402
+import view  # noqa: E402
+
+
+def memory_run(peak, oom_kills=0, evicted=(), ls_alive=True):
+    return {"title": "t", "peak": peak, "oom_kills": oom_kills, "killed": [],
+            "evicted": list(evicted), "ls_alive": ls_alive}
+
+
+def managed_steps(batch):
+    return {"steps": [{"conns": c, "batch_milli": m, "p99_ms": 1.0} for c, m in batch],
+            "be_cpu_s": 1.0}
+
+
+class MemoryVerdict(unittest.TestCase):
+    def verdict(self, unmanaged, managed):
+        return " ".join(memory_phase.summary(unmanaged, managed)[1])
+
+    def test_better_only_when_the_managed_half_reached_the_threshold(self):
+        # Unmanaged hit the kernel's OOM killer; with Gleaner the load stayed below 70%:
+        # nothing the agent did made the difference.
+        v = self.verdict(memory_run(1.0, oom_kills=2), memory_run(0.55))
+        self.assertNotIn("better with Gleaner", v)
+        self.assertIn("inconclusive", v)
+        self.assertIn("55%", v)
+
+    def test_better_when_the_agent_evicted_at_the_threshold(self):
+        v = self.verdict(memory_run(1.0, oom_kills=2),
+                         memory_run(0.72, evicted=["mem-1", "mem-2"]))
+        self.assertIn("better with Gleaner", v)
+
+    def test_oom_kills_with_gleaner_are_no_benefit(self):
+        v = self.verdict(memory_run(1.0, oom_kills=2), memory_run(1.0, oom_kills=1))
+        self.assertIn("NO benefit", v)
+
+
+class BatchCapacityVerdict(unittest.TestCase):
+    def line(self, batch):
+        unmanaged = {"steps": [], "be_cpu_s": 0.0}
+        for line in view.verdict(unmanaged, managed_steps(batch)):
+            if "Batch capacity" in line:
+                return line
+        return ""
+
+    def test_two_steps_do_not_make_a_trend(self):
+        line = self.line([(10, 1500), (40, 900)])
+        self.assertNotIn("shrinks", line)
+        self.assertIn("too few load steps", line)
+
+    def test_a_steady_shrink_over_three_steps_is_read(self):
+        self.assertIn("shrinks as LS load grows", self.line([(10, 1500), (20, 1200), (40, 900)]))
+
+    def test_a_bounce_is_not_a_shrink(self):
+        line = self.line([(10, 1500), (20, 800), (40, 1400)])
+        self.assertNotIn("shrinks as", line)
+        self.assertIn("no steady shrink", line)
+
+
+if __name__ == "__main__":
+    unittest.main()
