@@ -75,7 +75,9 @@ class Scheduler {
   // its queue by name (a job whose queue is gone moves to `default`), admitted jobs are
   // charged to the new tree, and the next pass admits and reclaims by its min and max.
   // Jobs already admitted are not undone by a lower max; they count against it.
-  void replace_quotas(QuotaTree quotas);
+  // `moves` names a new queue for some jobs ("": default; the live loop: jobs that named no
+  // queue follow their namespace's leaf in the new tree).
+  void replace_quotas(QuotaTree quotas, const std::map<JobId, std::string>& moves = {});
 
   // One scheduling pass over the pending jobs in order (priority, then age).
   std::vector<Decision> schedule(int64_t now);
@@ -84,6 +86,10 @@ class Scheduler {
   // An executor pod appeared: it takes its reserved room, or free room in the job's
   // cluster if the reservation expired. Error: no room (the caller reports a lost pod).
   Result<NodeId> bind_executor(JobId id, int pod_index, int64_t now);
+  // Pod `pod_index` of an admitted or running job was bound to `node` by another scheduler
+  // (a pod that names none): it holds its room there, once, and the room reserved for it
+  // elsewhere goes back. Error: unknown id, a job not admitted or running, a bad index.
+  Status pod_bound_elsewhere(JobId id, int pod_index, NodeId node, int64_t now);
   // Returns true when this made every pod of the job run (the job started).
   bool pod_running(JobId id, int pod_index, int64_t now);
   void complete(JobId id, int64_t now);
@@ -112,6 +118,16 @@ class Scheduler {
   // policy or a member's labels edited while the job waits). A job already admitted or
   // running keeps its cluster. Error: unknown id.
   Status set_allowed_clusters(JobId id, std::optional<std::vector<std::string>> allowed);
+  // A member cluster whose API server does not answer (unavailable) takes no new
+  // placement until it is available again; jobs already there stay. A pending job that
+  // could go there says so in its reason.
+  void set_cluster_available(ClusterId cluster, bool available);
+  [[nodiscard]] bool cluster_available(ClusterId cluster) const {
+    return !unavailable_.contains(cluster);
+  }
+  // "; member cluster X is skipped: its API server is unavailable" for each unavailable
+  // cluster job `id` may use ("" when none).
+  [[nodiscard]] std::string skipped_clusters(JobId id) const;
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
   // An executor of a running application went (Spark deletes executors on scale-down, on
@@ -182,6 +198,8 @@ class Scheduler {
   // Whether only the regular cpu/memory its pods request keeps the job out: it would
   // be placed now on batch capacity alone (nothing stays placed).
   bool held_by_regular_only(const Job& j);
+  // Gives back the room a placement of `j` took (a trial placement, not admitted).
+  void unplace(const Job& j, const GangPlacement& p);
   bool fits_some_empty_cluster(const Job& j);
   // The job's placement allows cluster `c` (JobSpec::allowed_clusters).
   [[nodiscard]] bool may_use(const Job& j, ClusterId c) const;
@@ -210,7 +228,8 @@ class Scheduler {
   std::deque<Job> jobs_;  // deque: PendingKey::name points into it
   std::map<std::string, JobId> job_ids_;
   std::set<PendingKey> pending_;
-  std::set<JobId> active_;  // admitted or running
+  std::set<JobId> active_;           // admitted or running
+  std::set<ClusterId> unavailable_;  // member clusters whose API server does not answer
   // (end, job): reclaim back-offs, so that next_deadline wakes the caller when one ends.
   std::set<std::pair<int64_t, JobId>> backoffs_;
   int64_t pass_now_ = 0;  // the `now` of the running pass

@@ -76,6 +76,11 @@ void GangScheduler::observe_node(const std::string& cluster, const std::string& 
   }
 }
 
+void GangScheduler::set_cluster_available(const std::string& cluster, bool available) {
+  std::lock_guard lock(mu_);
+  if (auto id = core_.clusters().find_cluster(cluster)) core_.set_cluster_available(*id, available);
+}
+
 void GangScheduler::tick() {
   std::lock_guard lock(mu_);
   const int64_t now = now_s();

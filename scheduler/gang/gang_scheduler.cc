@@ -30,7 +30,15 @@ Status GangScheduler::set_quotas(const std::vector<QueueSpec>& queues,
   auto tree = QuotaTree::build(queues, root_max);
   if (!tree) return tree.error();
   std::lock_guard lock(mu_);
-  core_.replace_quotas(std::move(*tree));
+  // Jobs that named no queue belong to their namespace's leaf as the new tree has it (a job
+  // admitted before any tree existed leaves `default` for its team's queue).
+  std::map<JobId, std::string> moves;
+  for (const auto& [key, g] : gangs_) {
+    if (!g.job || !g.named_queue.empty()) continue;
+    auto q = namespace_queue.find(g.ns);
+    moves[*g.job] = q != namespace_queue.end() ? q->second : "";
+  }
+  core_.replace_quotas(std::move(*tree), moves);
   namespace_queue_ = std::move(namespace_queue);
   return ok_status();
 }
@@ -76,6 +84,7 @@ void GangScheduler::observe_pod(const PodView& pod) {
   // snapshot (another thread's re-feed), not news.
   if (was_bound && pod.node.empty()) return;
   t.view = pod;
+  adopt_bound_elsewhere(t);
   track_regular(t);
   if (!t.gang.empty() && !gangs_.contains(t.gang)) {
     // Its gang ended while it waited (its run was over): it is a pod of its own again.
@@ -189,7 +198,15 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
 }
 
 void GangScheduler::start_new_run(Gang& g) {
-  // The pods of the run that ended hold no room in its job any more; those still bound
+  release_pods(g);
+  job_gang_.erase(*g.job);
+  g.job.reset();
+  g.first_seen = steady_s();
+  g.last_event.clear();
+}
+
+void GangScheduler::release_pods(Gang& g) {
+  // The pods of a run that ended hold no room in its job any more; those still bound
   // count on their nodes until they go.
   for (const std::string& uid : g.waiting) {
     if (auto p = pods_.find(uid); p != pods_.end()) p->second.gang.clear();
@@ -202,12 +219,8 @@ void GangScheduler::start_new_run(Gang& g) {
     track_loose(p->second);
     track_regular(p->second);
   }
-  job_gang_.erase(*g.job);
-  g.job.reset();
   g.members.clear();
   g.waiting.clear();
-  g.first_seen = steady_s();
-  g.last_event.clear();
 }
 
 void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
@@ -231,6 +244,7 @@ JobSpec GangScheduler::job_spec(Gang& g, const GangShape& shape, int32_t priorit
   // its gang was forgotten must not collide with the old job's name in the core.
   spec.name = g.key + "#" + std::to_string(++submissions_);
   spec.queue = queue;
+  g.named_queue = queue;
   if (queue.empty())
     if (auto q = namespace_queue_.find(g.ns); q != namespace_queue_.end()) spec.queue = q->second;
   spec.priority = priority;

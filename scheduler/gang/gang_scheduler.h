@@ -204,6 +204,10 @@ class GangScheduler {
                                                        const Clock& clock, GangCounters& counters);
   void set_sinks(ActionSink actions, NodeSink nodes);
 
+  // The managed cluster a report's `cluster` names: with one managed cluster (or none, in
+  // reports-only mode: "default") an empty name is that cluster; nullopt when it names a
+  // cluster not managed here. The one place a reported cluster name is normalised.
+  std::optional<std::string> cluster_of(const std::string& reported) const;
   // An accepted report; kUnknownCluster when it names a cluster not managed here.
   std::optional<ReportRefusal> apply_report(const reporter::NodeReport& report);
   // A Node object's labels (from the Node informer): node selectors match them. The
@@ -212,6 +216,9 @@ class GangScheduler {
   void observe_node(const std::string& cluster, const std::string& node, const Labels& labels,
                     const Taints& taints = {},
                     const std::optional<Resources>& allocatable = std::nullopt);
+  // Whether the member cluster's API server answers: while it does not, no new job is
+  // placed there (pending jobs' reasons and placements elsewhere say so).
+  void set_cluster_available(const std::string& cluster, bool available);
   void observe_pod(const PodView& pod);
   // Multi-cluster SparkApplications: a suspended one without a placement becomes a core
   // job placed into whichever member cluster fits its whole gang (its own preferred).
@@ -272,6 +279,9 @@ class GangScheduler {
     bool pod_group = false;
     int min_available = 0;
     std::optional<JobId> job;
+    // The queue it named when submitted; "": its namespace's leaf of the quota tree, which
+    // it follows when the tree changes.
+    std::string named_queue;
     // Where its pods may go (the driver's selector, or every member's).
     NodeSelector selector;
     // Submitted from a multi-cluster SparkApplication: `origin` is the cluster it was
@@ -332,10 +342,12 @@ class GangScheduler {
   GangScheduler(GangOptions options, Scheduler core, const Clock& clock, GangCounters& counters);
   int64_t now_s() const;
   double steady_s() const;
-  std::optional<std::string> cluster_of(const std::string& reported) const;
   std::optional<NodeId> core_node(const std::string& cluster, const std::string& node) const;
 
   void track_loose(Tracked& t);
+  // A bound pod of one of our Spark gangs that another scheduler placed takes the room its
+  // job holds for it (moved to its node); false when it is a pod of its own.
+  bool adopt_bound_elsewhere(Tracked& t);
   void release_loose(Tracked& t);
   // Keeps the pod's regular requests counted on its node (bound, not in our jobs).
   void track_regular(Tracked& t);
@@ -346,6 +358,11 @@ class GangScheduler {
   // A new driver for a gang whose job ended (its owner retried it): the gang starts afresh,
   // the old run's pods leave it.
   void start_new_run(Gang& g);
+  // The gang's pods leave it: those still bound count on their nodes as pods of their own.
+  void release_pods(Gang& g);
+  // The application behind the gang is gone (a hub object deleted, or the origin found gone
+  // before its placement was recorded): its job ends wherever it stood, nothing is retried.
+  void end_app_gang(std::map<std::string, Gang>::iterator it);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
   // `uid` waits in `g` for room; the pass then looks at `g` (waiting_gangs_).

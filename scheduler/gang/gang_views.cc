@@ -6,9 +6,14 @@ namespace gleaner::scheduler::gang {
 
 namespace {
 
+// A number, or "unlimited" for a max that names no limit for it.
+Json amount(int64_t v) {
+  return is_unlimited(v) ? Json("unlimited") : Json(v);
+}
+
 Json amounts(const Resources& r) {
-  Json out{{"cpuMillicores", r.cpu_milli}, {"memoryBytes", r.memory_bytes}};
-  if (r.gpus != 0) out["gpus"] = r.gpus;  // nvidia.com/gpu, where a node or pod has any
+  Json out{{"cpuMillicores", amount(r.cpu_milli)}, {"memoryBytes", amount(r.memory_bytes)}};
+  if (r.gpus != 0) out["gpus"] = amount(r.gpus);  // nvidia.com/gpu, where a node or pod has any
   return out;
 }
 
@@ -41,12 +46,27 @@ Json GangScheduler::jobs_json() const {
   Json out = Json::array();
   for (JobId id = 0; id < core_.job_count(); ++id) {
     const Job& j = core_.job(id);
+    // The core counts a job's leader bound from its admission (its room is taken); the
+    // view says whether a pod of the gang is bound to a node now (a driver still to be
+    // created, or Pending, is not).
+    const Gang* gang = nullptr;
+    if (auto k = job_gang_.find(id); k != job_gang_.end()) {
+      auto g = gangs_.find(k->second);
+      if (g != gangs_.end() && g->second.job == id) gang = &g->second;
+    }
     Json pods = Json::array();
-    for (const PodState& p : j.pods) {
+    for (size_t i = 0; i < j.pods.size(); ++i) {
+      const PodState& p = j.pods[i];
       const bool placed = p.holds_room || p.bound;
+      bool bound = p.bound;
+      if (gang != nullptr) {
+        auto m = gang->members.find(static_cast<int>(i));
+        auto pod = m == gang->members.end() ? pods_.end() : pods_.find(m->second);
+        bound = pod != pods_.end() && !pod->second.view.node.empty();
+      }
       pods.push_back(
           Json{{"node", placed ? Json(core_.clusters().node(p.node).name) : Json(nullptr)},
-               {"bound", p.bound},
+               {"bound", bound},
                {"running", p.running}});
     }
     out.push_back(Json{

@@ -120,6 +120,7 @@ ClusterLink::~ClusterLink() {
 }
 
 void ClusterLink::start() {
+  metrics_.member_api_available(options_.name, true);  // until a call says otherwise
   priority_classes_->start();
   if (slo_config_) slo_config_->start();
   if (quota_trees_) quota_trees_->start();
@@ -285,8 +286,10 @@ void ClusterLink::on_app_gone(const std::string& kind, const Json& obj) {
     std::lock_guard lock(mu_);
     forwarded_.erase(ns->get<std::string>() + "/" +
                      gang::gang_name(kind, name->get<std::string>()));
-    if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string())
+    if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string()) {
       recorded_states_.erase(uid->get<std::string>());
+      recorded_hub_status_.erase(uid->get<std::string>());
+    }
   }
   observe_origin_gone(obj);
 }
@@ -354,7 +357,10 @@ void ClusterLink::run(const std::stop_token& stop) {
       perform(*action);
       continue;
     }
-    if (sweep) next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+    if (sweep) {
+      next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
+      check_api();
+    }
     publish_due();
   }
 }
@@ -469,13 +475,19 @@ void ClusterLink::publish_due() {
     auto r = client_.patch(kube::node_status_path(node), batch_status_patch(value),
                            kube::PatchType::kMerge);
     metrics_.node_status_patch(r.ok());
+    const bool answered = r.ok() || r.error().code != ErrorCode::kUnavailable;
+    note_api(answered, answered ? "" : r.error().message);
     if (r.ok() || r.error().code == ErrorCode::kNotFound) {
       // A Node the API does not have (yet) is tried again on the next change or after
       // updateTimeThresholdSeconds, not on every sweep.
       decider_.published(node, value, now);
     }
-    if (!r.ok()) {
+    if (!r.ok() && answered) {
       spdlog::warn("cluster {}: patch node {} status: {}", options_.name, node, r.error().message);
+    } else if (!r.ok()) {
+      // Said once, as the member's unavailability, not at every sweep.
+      spdlog::debug("cluster {}: patch node {} status: {}", options_.name, node, r.error().message);
+      return;  // the rest would fail alike
     }
   }
 }

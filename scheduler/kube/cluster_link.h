@@ -120,9 +120,16 @@ class ClusterLink {
   std::optional<std::optional<std::vector<std::string>>> hub_allowed(
       const fleet::HubObject& object);
   // On the hub the state of the copy is also the hub object's status, so that
-  // `kubectl get sparkapplication` there shows it.
+  // `kubectl get sparkapplication` there shows it, with the copy's error, driver and
+  // executors as spark-operator writes them (`copy_status`: the copy's status).
   void record_hub_status(const std::string& ns, const std::string& name, const std::string& uid,
-                         const std::string& state);
+                         const std::string& state, const Json& copy_status);
+  // The member's API server (member_health.cc): whether it answers, from the link's own
+  // calls and, when none answered lately, a probe; the live loop places nothing new in a
+  // member that does not answer. Worker thread only.
+  void check_api();
+  // A call's outcome: `answered` false for a transport failure or a 5xx (`why`).
+  void note_api(bool answered, const std::string& why);
   void on_node(const Json& obj);
   void on_slo_config(const Json* config_map);
   // The publish policy of `node` (its labels from the node informer).
@@ -207,9 +214,16 @@ class ClusterLink {
   // origin uid -> the copy's state last recorded on it by this process (the informer's
   // copy of the origin may lag behind our own patch).
   std::map<std::string, std::string> recorded_states_;
+  // hub object uid -> the status last written on it (on a hub: written again only changed).
+  std::map<std::string, std::string> recorded_hub_status_;
   std::set<std::string> retry_warned_;  // deferral keys refused since their last success
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, gang::Action>>
       deferred_;  // deferral_key -> (when to try again, the action)
+  // Worker thread only: whether the API server answered its last call, when one last
+  // answered, and when to probe it next.
+  bool api_available_ = true;
+  std::chrono::steady_clock::time_point last_answer_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point next_probe_{};
   std::jthread thread_;
 };
 

@@ -155,6 +155,10 @@ void LiveMetrics::hub_job_rejected() {
   std::lock_guard lock(mu_);
   ++hub_jobs_rejected_;
 }
+void LiveMetrics::member_api_available(const std::string& cluster, bool available) {
+  std::lock_guard lock(mu_);
+  member_api_available_[cluster] = available;
+}
 uint64_t LiveMetrics::webhook_reviews(const std::string& outcome) const {
   std::lock_guard lock(mu_);
   auto it = webhook_reviews_.find(outcome);
@@ -298,6 +302,16 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
           "A hub's PyTorchJob or TFJob versions refused as unreadable (a Warning Event on the "
           "job names the field; nothing is propagated).",
           hub_jobs_rejected_);
+  if (!member_api_available_.empty()) {
+    auto members = net::metric_family(
+        "gleaner_scheduler_member_api_available",
+        "1 while a managed cluster's API server answers, 0 while it does not (no new "
+        "placement goes there).",
+        MetricType::Gauge);
+    for (const auto& [cluster, available] : member_api_available_)
+      net::add_series(members, available ? 1.0 : 0.0, {{"cluster", cluster}});
+    out.push_back(std::move(members));
+  }
   counter("gleaner_scheduler_webhook_certificate_errors_total",
           "Failed checks or renewals of the webhook's certificates.", certificate_errors_);
   return net::serialize_families(out);

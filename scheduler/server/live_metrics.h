@@ -61,6 +61,8 @@ class LiveMetrics final : public gang::GangCounters {
   void member_cluster_rejected();
   // A hub's job (PyTorchJob, TFJob) version refused as unreadable (nothing is propagated).
   void hub_job_rejected();
+  // Whether a managed cluster's API server answers (gleaner_scheduler_member_api_available).
+  void member_api_available(const std::string& cluster, bool available);
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
   void set_leading(bool leading);
   // The HTTP port's listener, read at each render.
@@ -100,6 +102,7 @@ class LiveMetrics final : public gang::GangCounters {
   uint64_t policies_rejected_ = 0;
   uint64_t member_clusters_rejected_ = 0;
   uint64_t hub_jobs_rejected_ = 0;
+  std::map<std::string, bool> member_api_available_;  // clusters whose state was reported
   bool leading_ = false;
   std::function<net::ListenerStats()> listener_source_;
   prometheus::Histogram admission_latency_;
