@@ -110,6 +110,13 @@ CASES = [
     case("GleanerSchedulerBindErrors",
          [('gleaner_scheduler_bindings_total{%s,result="ok"}' % SCHED, "0+1x30"),
           ('gleaner_scheduler_bindings_total{%s,result="error"}' % SCHED, "0x30")], "20m", []),
+    case("GleanerGangPartlyBound",
+         [("gleaner_scheduler_oldest_partial_gang_seconds{%s}" % SCHED, "0+60x30")], "25m",
+         [{}]),
+    case("GleanerGangPartlyBound",  # finished within the TTL, again and again: no alert
+         [("gleaner_scheduler_oldest_partial_gang_seconds{%s}" % SCHED,
+           "0 60 120 180 240 300 360 420 480 540 0 60 120 180 240 300 360 420 480 540 0x10")],
+         "25m", []),
     case("GleanerTokenReviewFailing",
          [('gleaner_scheduler_token_reviews_total{%s,outcome="error"}' % SCHED, "0+1x30")],
          "20m", [{}]),
