@@ -15,6 +15,13 @@ Resources cores(int64_t n, int64_t gpus = 0) {
   return Resources{n * 1000, n * kGi, gpus};
 }
 
+std::vector<std::string> preempted(const Scheduler& s, const std::vector<Decision>& ds) {
+  std::vector<std::string> out;
+  for (const Decision& d : ds)
+    if (d.kind == DecisionKind::kPreempt) out.push_back(s.job(d.job).spec.name);
+  return out;
+}
+
 JobSpec spark(const std::string& name, int64_t at, int32_t priority, const std::string& queue) {
   // A driver and three executors of one core each: four cores.
   return JobSpec{name, queue, priority, at, cores(1), cores(1), 3, {}};
@@ -40,11 +47,7 @@ TEST(ReclaimVictims, AJobHoldingOnlyGpusIsNotPreemptedToMakeCpuRoom) {
 
   // a's first job is within a's min: it reclaims four cores. Only a Spark job frees cpu.
   ASSERT_TRUE(s.submit(spark("a-1", 10, 0, "a")).ok());
-  auto ds = s.schedule(10);
-  std::vector<std::string> preempted;
-  for (const Decision& d : ds)
-    if (d.kind == DecisionKind::kPreempt) preempted.push_back(s.job(d.job).spec.name);
-  EXPECT_EQ(preempted, std::vector<std::string>{"b-cpu-1"});
+  EXPECT_EQ(preempted(s, s.schedule(10)), std::vector<std::string>{"b-cpu-1"});
   EXPECT_EQ(s.job(*s.find_job("a-1")).phase, JobPhase::kAdmitted);
   const Job& gpu = s.job(*s.find_job("b-gpu"));
   EXPECT_EQ(gpu.phase, JobPhase::kAdmitted);
@@ -73,11 +76,7 @@ TEST(ReclaimVictims, AJobOnNodesTheWaitingJobCannotUseIsSpared) {
   JobSpec a1 = spark("a-1", 10, 0, "a");
   a1.node_selector = NodeSelector{{{"pool", "y"}}, {}};
   ASSERT_TRUE(s.submit(a1).ok());
-  auto ds = s.schedule(10);
-  std::vector<std::string> preempted;
-  for (const Decision& d : ds)
-    if (d.kind == DecisionKind::kPreempt) preempted.push_back(s.job(d.job).spec.name);
-  EXPECT_EQ(preempted, std::vector<std::string>{"b-y"});
+  EXPECT_EQ(preempted(s, s.schedule(10)), std::vector<std::string>{"b-y"});
   EXPECT_EQ(s.job(*s.find_job("b-x")).phase, JobPhase::kAdmitted);
   EXPECT_EQ(s.job(*s.find_job("a-1")).phase, JobPhase::kAdmitted);
 }

@@ -26,12 +26,22 @@ gang::PodView lone_pod(const std::string& ns, const std::string& name, int64_t c
   return pod;
 }
 
-struct Recorder {
-  std::vector<gang::Action> actions;
+// A live loop managing c1, whose node n1 reported 8 cores; every action it takes recorded.
+class LiveGangAccounting : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    live = live_testing::one_node_live(clock, metrics, 64 * kGiB);
+    ASSERT_NE(live, nullptr);
+    live->set_sinks([this](gang::Action a) { actions.push_back(std::move(a)); }, nullptr);
+  }
   [[nodiscard]] size_t count(gang::ActionKind kind) const {
     return static_cast<size_t>(std::count_if(
         actions.begin(), actions.end(), [&](const gang::Action& a) { return a.kind == kind; }));
   }
+  SystemClock clock;
+  server::LiveMetrics metrics;
+  std::unique_ptr<gang::GangScheduler> live;
+  std::vector<gang::Action> actions;
 };
 
 std::vector<std::string> queues_of_jobs(const gang::GangScheduler& live) {
@@ -42,17 +52,11 @@ std::vector<std::string> queues_of_jobs(const gang::GangScheduler& live) {
   return out;
 }
 
-TEST(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueue) {
-  SystemClock clock;
-  server::LiveMetrics metrics;
-  auto live = live_testing::one_node_live(clock, metrics, 64 * kGiB);  // 8 cores
-  ASSERT_NE(live, nullptr);
-  Recorder r;
-  live->set_sinks([&](gang::Action a) { r.actions.push_back(std::move(a)); }, nullptr);
+TEST_F(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueue) {
   live->observe_pod(lone_pod("team-a", "a1", 4000));
   live->observe_pod(lone_pod("team-a", "a2", 4000));
   live->tick();
-  ASSERT_EQ(r.count(gang::ActionKind::kBind), 2u);
+  ASSERT_EQ(count(gang::ActionKind::kBind), 2u);
   EXPECT_EQ(queues_of_jobs(*live), (std::vector<std::string>{"default", "default"}));
 
   // The tree appears: team-a's namespace belongs to leaf team-a, guaranteed the node.
@@ -65,17 +69,11 @@ TEST(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueue)
   // its namespace's running jobs (in default they looked borrowed).
   live->observe_pod(lone_pod("team-a", "a3", 4000));
   live->tick();
-  EXPECT_EQ(r.count(gang::ActionKind::kDelete), 0u) << live->jobs_json().dump();
-  EXPECT_EQ(r.count(gang::ActionKind::kBind), 2u);
+  EXPECT_EQ(count(gang::ActionKind::kDelete), 0u) << live->jobs_json().dump();
+  EXPECT_EQ(count(gang::ActionKind::kBind), 2u);
 }
 
-TEST(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
-  SystemClock clock;
-  server::LiveMetrics metrics;
-  auto live = live_testing::one_node_live(clock, metrics, 64 * kGiB);  // 8 cores
-  ASSERT_NE(live, nullptr);
-  Recorder r;
-  live->set_sinks([&](gang::Action a) { r.actions.push_back(std::move(a)); }, nullptr);
+TEST_F(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
   // A multi-cluster application of c1 (suspended until placed): a driver and two executors
   // of one core each.
   gang::AppView app;
@@ -87,7 +85,7 @@ TEST(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
   app.shape = gang::GangShape{Resources{1000, kGiB}, Resources{1000, kGiB}, 2};
   live->observe_app(app);
   live->tick();
-  ASSERT_EQ(r.count(gang::ActionKind::kPlaceApp), 1u);
+  ASSERT_EQ(count(gang::ActionKind::kPlaceApp), 1u);
   live->app_recorded("c1", "default", "pi");
   auto used = [&] { return live->nodes_json()["nodes"][0]["used"]["cpuMillicores"].get<int>(); };
   ASSERT_EQ(used(), 3000);
@@ -116,7 +114,7 @@ TEST(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
   // The node still reports 3 cores of batch: nothing is over-committed, nothing reclaimed.
   ASSERT_FALSE(live->apply_report(live_testing::node_report("n1", 2, 3000, 64 * kGiB, "c1")));
   live->tick();
-  EXPECT_EQ(r.count(gang::ActionKind::kDelete), 0u) << live->jobs_json().dump();
+  EXPECT_EQ(count(gang::ActionKind::kDelete), 0u) << live->jobs_json().dump();
   EXPECT_EQ(live->jobs_json()["jobs"][0].value("phase", ""), "Running");
   // The driver's end ends the job and frees its room.
   driver.phase = "Succeeded";
