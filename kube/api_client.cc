@@ -1,6 +1,9 @@
 #include "kube/api_client.h"
 
+#include <algorithm>
+#include <cctype>
 #include <ctime>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -129,37 +132,87 @@ void KubeClient::give_back(std::unique_ptr<HttpConnection> conn) {
   if (pool_.size() < 4) pool_.push_back(std::move(conn));
 }
 
-Result<HttpResponse> KubeClient::send(HttpRequest req) {
+static std::optional<std::chrono::seconds> server_wait(const HttpResponse& response) {
+  // client-go's checkWait (rest/with_retry.go): a 429, or any 5xx, that carries
+  // Retry-After in whole seconds. kube-apiserver's max-in-flight and APF filters
+  // (server/filters/maxinflight.go, priority-and-fairness.go) answer 429 with
+  // "Retry-After: 1".
+  if (response.status != 429 && response.status < 500) return std::nullopt;
+  const std::string& v = response.retry_after;
+  if (v.empty() || v.size() > 6 ||
+      !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) != 0; }))
+    return std::nullopt;
+  return std::chrono::seconds(std::stoi(v));
+}
+
+std::optional<std::chrono::seconds> retry_after_of(const Error& error) {
+  static constexpr std::string_view kMark = "(retry after ";
+  const auto at = error.message.rfind(kMark);
+  if (at == std::string::npos) return std::nullopt;
+  HttpResponse r;
+  r.status = 429;
+  const auto digits = at + kMark.size();
+  r.retry_after = error.message.substr(digits, error.message.find('s', digits) - digits);
+  return server_wait(r);
+}
+
+std::chrono::milliseconds KubeClient::budget(std::chrono::milliseconds timeout) const {
+  return timeout.count() > 0 ? timeout : config_.timeout;
+}
+
+bool KubeClient::wait_for_server(const HttpRequest& req, const HttpResponse& resp, int& retries,
+                                 std::chrono::steady_clock::time_point deadline) {
+  const auto wait = server_wait(resp);
+  if (!wait || retries >= kMaxServerRetries || std::chrono::steady_clock::now() + *wait >= deadline)
+    return false;
+  ++retries;
+  throttled_.fetch_add(1);
+  spdlog::debug("kube: {} {} answered {}; retrying after {} s as asked ({} of {})", req.method,
+                req.target, resp.status, wait->count(), retries, kMaxServerRetries);
+  std::this_thread::sleep_for(*wait);
+  return true;
+}
+
+Result<HttpResponse> KubeClient::send(HttpRequest req, std::chrono::milliseconds timeout) {
   req.headers.emplace_back("Accept", "application/json");
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  const auto deadline = std::chrono::steady_clock::now() + budget(timeout);
+  bool token_reread = false;
+  int retries = 0;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return make_error(ErrorCode::kTimeout, req.method + " " + req.target + ": timed out");
+    }
     auto token = token_.get();
     if (!token) return token.error();
     HttpRequest r = req;
     if (!token->empty()) r.headers.emplace_back("Authorization", "Bearer " + *token);
     limiter_.acquire();
     auto conn = borrow();
-    auto resp = conn->request(r, {config_.timeout, config_.max_response_bytes});
+    auto resp = conn->request(r, {left, config_.max_response_bytes});
     if (!resp) return resp.error();
     give_back(std::move(conn));
-    if (resp->status == 401 && attempt == 0 && !config_.token_file.empty()) {
+    if (resp->status == 401 && !token_reread && !config_.token_file.empty()) {
       spdlog::warn("kube: {} {} answered 401; re-reading the token file {}", req.method, req.target,
                    config_.token_file);
       token_.invalidate();
+      token_reread = true;
       continue;
     }
+    if (wait_for_server(req, *resp, retries, deadline)) continue;
     return resp;
   }
-  return make_error(ErrorCode::kInternal, "unreachable");
 }
 
 Result<Json> KubeClient::call(const std::string& method, const std::string& path, const Json* body,
-                              const std::string& ctype) {
+                              const std::string& ctype, std::chrono::milliseconds timeout) {
   HttpRequest req{method, path, {}, {}};
   if (body != nullptr) {
     req.body = body->dump();
     req.headers.emplace_back("Content-Type", ctype);
   }
-  auto resp = send(std::move(req));
+  auto resp = send(std::move(req), timeout);
   const std::string what = method + " " + path;
   if (!resp) return resp.error();
   if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
@@ -170,8 +223,9 @@ Result<Json> KubeClient::get(const std::string& path) {
   return call("GET", path, nullptr);
 }
 
-Result<std::optional<Json>> KubeClient::find(const std::string& path) {
-  auto resp = send(HttpRequest{"GET", path, {}, {}});
+Result<std::optional<Json>> KubeClient::find(const std::string& path,
+                                             std::chrono::milliseconds timeout) {
+  auto resp = send(HttpRequest{"GET", path, {}, {}}, timeout);
   const std::string what = "GET " + path;
   if (!resp) return resp.error();
   if (resp->status == 404) {
@@ -251,6 +305,8 @@ Result<std::unique_ptr<WatchStream>> KubeClient::watch(const std::string& path,
                            {"allowWatchBookmarks", o.bookmarks ? "true" : ""},
                            {"timeoutSeconds", std::to_string(o.server_timeout.count())}});
   const std::string what = "watch " + target;
+  const auto deadline = std::chrono::steady_clock::now() + config_.timeout;
+  int retries = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto token = token_.get();
     if (!token) return token.error();
@@ -272,17 +328,24 @@ Result<std::unique_ptr<WatchStream>> KubeClient::watch(const std::string& path,
       token_.invalidate();
       continue;
     }
+    // APF limits a watch's start like any request (its 429 comes before the stream).
+    if (wait_for_server(req, open->error, retries, deadline)) {
+      --attempt;
+      continue;
+    }
     return http_error(what, open->error);
   }
   return make_error(ErrorCode::kInternal, "unreachable");
 }
 
-Result<Json> KubeClient::create(const std::string& path, const Json& object) {
-  return call("POST", path, &object);
+Result<Json> KubeClient::create(const std::string& path, const Json& object,
+                                std::chrono::milliseconds timeout) {
+  return call("POST", path, &object, "application/json", timeout);
 }
 
-Result<Json> KubeClient::replace(const std::string& path, const Json& object) {
-  return call("PUT", path, &object);
+Result<Json> KubeClient::replace(const std::string& path, const Json& object,
+                                 std::chrono::milliseconds timeout) {
+  return call("PUT", path, &object, "application/json", timeout);
 }
 
 Result<Json> KubeClient::patch(const std::string& path, const Json& patch, PatchType type) {

@@ -4,9 +4,15 @@
 //   404 kNotFound, 409 kConflict, 429 kRetryLater, 400/422/415 kInvalidArgument,
 //   401/403 kPermission, 410 kUnavailable (message starts "410 Expired"), 5xx kUnavailable,
 //   timeouts kTimeout, malformed bodies kParse.
-// A 401 re-reads the token file once and retries (rotated ServiceAccount tokens).
+// A 401 re-reads the token file once and retries (rotated ServiceAccount tokens). A 429, or a
+// 5xx with Retry-After (the API server's max-in-flight and priority-and-fairness filters),
+// is retried after the seconds the server asks for, up to 10 times, as client-go's rest
+// client does, but only while the wait fits in the call's time budget (the configured
+// timeout, or the call's own): past that the caller gets kRetryLater and the server's wait
+// (retry_after_of).
 // Thread-safe: each call borrows a connection from a small keep-alive pool.
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -89,18 +95,24 @@ class KubeClient {
   KubeClient(const KubeClient&) = delete;
   KubeClient& operator=(const KubeClient&) = delete;
 
+  // `timeout` on the calls that take one: the whole call's budget, retries included
+  // (0: the configured timeout); a caller with a deadline of its own (a Lease renewal)
+  // passes what is left of it.
   Result<Json> get(const std::string& path);
   // GET of one object: nullopt when the server says that very object does not exist (a
   // NotFound Status naming it). A 404 naming no object (the resource is not served: a CRD
   // not installed, a wrong API version) stays a kNotFound error, so a caller never takes a
   // missing route for a deleted object.
-  Result<std::optional<Json>> find(const std::string& path);
+  Result<std::optional<Json>> find(const std::string& path, std::chrono::milliseconds timeout = {});
   Result<ListPage> list(const std::string& path, const ListOptions& options);
   // Follows continue tokens; restarts once from scratch if a token expired (410).
   Result<ListPage> list_all(const std::string& path, ListOptions options);
   Result<std::unique_ptr<WatchStream>> watch(const std::string& path, const WatchOptions& options);
-  Result<Json> create(const std::string& path, const Json& object);
-  Result<Json> replace(const std::string& path, const Json& object);  // PUT: rv precondition
+  Result<Json> create(const std::string& path, const Json& object,
+                      std::chrono::milliseconds timeout = {});
+  // PUT: the object's resourceVersion is the precondition.
+  Result<Json> replace(const std::string& path, const Json& object,
+                       std::chrono::milliseconds timeout = {});
   Result<Json> patch(const std::string& path, const Json& patch, PatchType type);
   // DELETE; with `uid`, a DeleteOptions precondition makes the server refuse (kConflict)
   // an object re-created under the same name since the caller looked at it.
@@ -116,11 +128,21 @@ class KubeClient {
   Status create_event(const EventRecord& event);
 
   [[nodiscard]] const KubeConfig& config() const { return config_; }
+  // Answers retried because the server asked to wait (429, or 5xx with Retry-After).
+  [[nodiscard]] uint64_t server_retries() const { return throttled_.load(); }
+
+  static constexpr int kMaxServerRetries = 10;  // client-go's default maxRetries
 
  private:
-  Result<HttpResponse> send(HttpRequest req);
+  Result<HttpResponse> send(HttpRequest req, std::chrono::milliseconds timeout = {});
   Result<Json> call(const std::string& method, const std::string& path, const Json* body,
-                    const std::string& content_type = "application/json");
+                    const std::string& content_type = "application/json",
+                    std::chrono::milliseconds timeout = {});
+  [[nodiscard]] std::chrono::milliseconds budget(std::chrono::milliseconds timeout) const;
+  // After an answer that asks to wait: waits and says true when another attempt fits in
+  // `deadline` and the retries allow it.
+  bool wait_for_server(const HttpRequest& req, const HttpResponse& resp, int& retries,
+                       std::chrono::steady_clock::time_point deadline);
   std::unique_ptr<HttpConnection> borrow();
   void give_back(std::unique_ptr<HttpConnection> conn);
 
@@ -130,10 +152,13 @@ class KubeClient {
   RateLimiter limiter_;
   std::mutex pool_mu_;
   std::vector<std::unique_ptr<HttpConnection>> pool_;
+  std::atomic<uint64_t> throttled_{0};
 };
 
 // The error for a non-2xx answer, with the Status object's reason and message when present.
 Error http_error(const std::string& what, const HttpResponse& response);
+// The wait the server asked for with an error's answer (429, or 5xx with Retry-After).
+std::optional<std::chrono::seconds> retry_after_of(const Error& error);
 
 // Object paths.
 std::string pods_path(const std::string& ns);  // ns "" = all namespaces

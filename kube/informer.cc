@@ -1,5 +1,8 @@
 #include "kube/informer.h"
 
+#include <algorithm>
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 namespace gleaner::kube {
@@ -66,6 +69,28 @@ void Informer::sleep(std::stop_token& stop, std::chrono::milliseconds d) {
   cv_.wait_for(lock, stop, d, [] { return false; });
 }
 
+void Informer::note_failure(const Error& error) {
+  ++stats_.errors;
+  server_wait_.reset();
+  if (auto wait = retry_after_of(error)) {
+    ++stats_.throttled;
+    // Spread a little, so informers throttled together do not come back in one burst.
+    // "Retry-After: 0" is no licence to spin.
+    const auto ms = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(*wait),
+                             std::chrono::milliseconds(100));
+    server_wait_ = ms + std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 250)(rng_));
+  }
+}
+
+std::chrono::milliseconds Informer::delay(Backoff& backoff) {
+  std::optional<std::chrono::milliseconds> wait;
+  {
+    std::lock_guard lock(mu_);
+    wait = std::exchange(server_wait_, std::nullopt);
+  }
+  return wait ? *wait : backoff.next();
+}
+
 void Informer::warn_failure(const std::string& message) {
   if (message == last_warned_) {
     spdlog::debug("informer {}: {}", options_.path, message);
@@ -83,7 +108,7 @@ bool Informer::relist() {
   std::lock_guard lock(mu_);
   ++stats_.lists;
   if (!page) {
-    ++stats_.errors;
+    note_failure(page.error());
     warn_failure("list failed: " + page.error().describe());
     return false;
   }
@@ -169,7 +194,7 @@ Informer::WatchEnd Informer::watch_once(std::stop_token& stop, bool& got_events)
     std::lock_guard lock(mu_);
     ++stats_.watches;
     if (!stream) {
-      ++stats_.errors;
+      note_failure(stream.error());
       const bool gone = stream.error().message.find(": 410 ") != std::string::npos;
       if (gone) ++stats_.expired;
       warn_failure(stream.error().describe());
@@ -222,7 +247,7 @@ void Informer::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     if (need_list) {
       if (!relist()) {
-        sleep(stop, backoff.next());
+        sleep(stop, delay(backoff));
         continue;
       }
       need_list = false;
@@ -235,7 +260,7 @@ void Informer::run(std::stop_token stop) {
         need_list = true;
         break;
       case WatchEnd::kBackoff:
-        sleep(stop, backoff.next());
+        sleep(stop, delay(backoff));
         break;
       case WatchEnd::kRewatch:
         break;

@@ -3,7 +3,10 @@
 // keyed "namespace/name" (or "name" for cluster-scoped objects), with add/update/delete
 // callbacks. A broken or silent stream re-watches from the last resourceVersion seen
 // (events or bookmarks); 410 Gone relists and reconciles the cache against the new list.
-// Errors back off exponentially with jitter. Callbacks run on the informer's thread.
+// Errors back off exponentially with jitter; an answer that says when to come back (429
+// with Retry-After: the server throttling, not failing) is tried again after that wait,
+// without growing the back-off, so the informer is back within a Retry-After of the end of
+// a throttling storm. Callbacks run on the informer's thread.
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -46,6 +50,7 @@ struct InformerStats {
   int expired = 0;  // 410 Gone answers (relists forced by the server)
   int broken_streams = 0;
   int errors = 0;
+  int throttled = 0;  // failures the server asked to retry later (429 with Retry-After)
   // Failures logged as warnings: a list or watch that fails again the same way (a resource
   // the server does not serve, an API server away) is logged once until it works again.
   int warnings = 0;
@@ -79,6 +84,11 @@ class Informer {
   void apply(const WatchEvent& event);
   void maybe_resync();
   void sleep(std::stop_token& stop, std::chrono::milliseconds d);
+  // Under mu_: notes a failed list or watch; the server's wait, when it asked for one, is
+  // used instead of the back-off.
+  void note_failure(const Error& error);
+  // The wait before the next try: the server's, or the back-off's next step.
+  std::chrono::milliseconds delay(Backoff& backoff);
   // Under mu_: a failure's message, as a warning unless it repeats the last one warned
   // (then at debug level).
   void warn_failure(const std::string& message);
@@ -92,6 +102,8 @@ class Informer {
   std::string rv_;
   InformerStats stats_;
   std::string last_warned_;  // the failure last warned about, "" once a list works again
+  std::optional<std::chrono::milliseconds> server_wait_;  // guarded by mu_
+  std::mt19937 rng_{std::random_device{}()};              // guarded by mu_
   std::atomic<bool> synced_{false};
   std::chrono::steady_clock::time_point last_resync_;
   WatchStream* current_ = nullptr;  // guarded by mu_, for interrupting on stop

@@ -1,5 +1,6 @@
 #include "scheduler/kube/leader_election.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <ctime>
 
@@ -92,9 +93,19 @@ void LeaderElector::stop() {
   }
 }
 
-bool LeaderElector::try_acquire_or_renew() {
+bool LeaderElector::leading() const {
+  return leading_.load() && clock_.now().time_since_epoch().count() < deadline_ns_.load();
+}
+
+bool LeaderElector::try_acquire_or_renew(SteadyTime deadline) {
+  // Each call gets what is left before the deadline: a request the API server holds (a
+  // slow or overloaded server) cannot carry this replica past it.
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_.now()));
+  };
   const std::string path = lease_path(options_);
-  auto found = client_.find(path);
+  auto found = client_.find(path, left());
   if (!found) {
     spdlog::debug("leader election: {}", found.error().message);
     return false;
@@ -112,6 +123,7 @@ bool LeaderElector::try_acquire_or_renew() {
   const LeaseStep step =
       decide_lease(*found, options_.identity, observed_for, options_.lease_duration);
   if (step == LeaseStep::kWait) return false;
+  if (now >= deadline) return false;
   const std::string stamp = micro_time(clock_.wall_now());
   Json lease =
       *found ? **found
@@ -133,8 +145,8 @@ bool LeaderElector::try_acquire_or_renew() {
   auto written = step == LeaseStep::kCreate
                      ? client_.create("/apis/coordination.k8s.io/v1/namespaces/" +
                                           options_.lease_namespace + "/leases",
-                                      lease)
-                     : client_.replace(path, lease);  // resourceVersion: one writer wins
+                                      lease, left())
+                     : client_.replace(path, lease, left());  // resourceVersion: one writer wins
   if (!written) {
     spdlog::debug("leader election: {}", written.error().message);
     return false;
@@ -145,29 +157,50 @@ bool LeaderElector::try_acquire_or_renew() {
 }
 
 void LeaderElector::run(const std::stop_token& stop) {
+  // As client-go's LeaderElector.renew (tools/leaderelection/leaderelection.go): the leader
+  // keeps renewing every retry period, each try bounded by the renew deadline, and stops
+  // leading once a renewal has not succeeded within it. The deadline counts from the start
+  // of the last renewal that succeeded (its write reached the server after that start), so
+  // this replica stops at least lease duration - renew deadline before any other replica,
+  // which waits a whole lease duration from when it saw that write, may take the Lease.
   while (!stop.stop_requested()) {
-    const bool held = try_acquire_or_renew();
-    const SteadyTime now = clock_.now();
-    if (held) {
-      last_renewed_ = now;
+    const SteadyTime started = clock_.now();
+    const SteadyTime deadline = leading_ ? SteadyTime(std::chrono::nanoseconds(deadline_ns_.load()))
+                                         : started + options_.renew_deadline;
+    if (leading_ && started >= deadline) return lose();
+    if (try_acquire_or_renew(deadline)) {
+      deadline_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         (started + options_.renew_deadline).time_since_epoch())
+                         .count();
       if (!leading_.exchange(true)) {
         spdlog::info("leader election: {} leads (Lease {}/{})", options_.identity,
                      options_.lease_namespace, options_.lease_name);
         if (started_) started_();
       }
-    } else if (leading_.load() && now - last_renewed_ >= options_.renew_deadline) {
-      leading_ = false;
-      spdlog::error(
-          "leader election: {} could not renew Lease {}/{} within {} ms: no longer "
-          "the leader",
-          options_.identity, options_.lease_namespace, options_.lease_name,
-          options_.renew_deadline.count());
-      if (lost_) lost_();
-      return;
+    } else if (leading_ && clock_.now() >= deadline) {
+      return lose();
+    }
+    auto wait = options_.retry_period;
+    if (leading_) {
+      // Wake at the deadline at the latest, to stop on time.
+      const SteadyTime until(std::chrono::nanoseconds(deadline_ns_.load()));
+      wait = std::min(
+          wait,
+          std::max(std::chrono::milliseconds(0),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_.now())));
     }
     std::unique_lock lock(wake_mu_);
-    wake_.wait_for(lock, stop, options_.retry_period, [] { return false; });
+    wake_.wait_for(lock, stop, wait, [] { return false; });
   }
+}
+
+void LeaderElector::lose() {
+  leading_ = false;
+  spdlog::error(
+      "leader election: {} could not renew Lease {}/{} within {} ms: no longer the leader",
+      options_.identity, options_.lease_namespace, options_.lease_name,
+      options_.renew_deadline.count());
+  if (lost_) lost_();
 }
 
 }  // namespace gleaner::scheduler::kube_glue

@@ -1,10 +1,13 @@
 #pragma once
-// Leader election on a coordination.k8s.io/v1 Lease, as kube-scheduler does it: the
-// leader renews the Lease every retry period; a candidate takes it over once it has seen
-// the same record unchanged for a whole lease duration (its own clock, never the
-// holder's: clocks may be skewed). A leader that cannot renew within the renew deadline
-// has lost: the caller stops acting at once (the scheduler exits and is restarted as a
-// candidate, as kube-scheduler does), so two replicas never bind at the same time.
+// Leader election on a coordination.k8s.io/v1 Lease, as kube-scheduler does it (client-go's
+// tools/leaderelection/leaderelection.go): the leader renews the Lease every retry period; a
+// candidate takes it over once it has seen the same record unchanged for a whole lease
+// duration (its own clock, never the holder's: clocks may be skewed). A leader that cannot
+// renew within the renew deadline has lost, even while a request to the API server is still
+// held: every Lease request is bounded by the time left, leading() turns false at the
+// deadline, and the caller stops acting at once (the scheduler exits and is restarted as a
+// candidate, as kube-scheduler does). The deadline falls lease duration - renew deadline
+// before another replica may take over, so two replicas never bind at the same time.
 
 #include <atomic>
 #include <chrono>
@@ -52,12 +55,15 @@ class LeaderElector {
   // does (never after stop()).
   void start(std::function<void()> started, std::function<void()> lost);
   void stop();
-  [[nodiscard]] bool leading() const { return leading_.load(); }
+  // True while this replica leads and its last renewal is within the renew deadline.
+  [[nodiscard]] bool leading() const;
 
  private:
   void run(const std::stop_token& stop);
-  // One look at the Lease and the write it calls for; true when this replica holds it.
-  bool try_acquire_or_renew();
+  // One look at the Lease and the write it calls for, all before `deadline`; true when this
+  // replica holds it.
+  bool try_acquire_or_renew(SteadyTime deadline);
+  void lose();
 
   kube::KubeClient& client_;
   LeaderElectionOptions options_;
@@ -65,7 +71,9 @@ class LeaderElector {
   std::atomic<bool> leading_{false};
   std::string observed_record_;  // holder, renewTime and resourceVersion last seen
   SteadyTime observed_at_{};
-  SteadyTime last_renewed_{};
+  // The renew deadline of the current term (steady nanoseconds): the start of the last
+  // successful renewal plus the renew deadline. Read by leading() from any thread.
+  std::atomic<int64_t> deadline_ns_{0};
   std::function<void()> started_;
   std::function<void()> lost_;
   std::mutex wake_mu_;

@@ -57,6 +57,14 @@ ReportAttempt ApiRoutes::begin_report(std::string_view authorization, std::strin
     attempt.reply = refusal(parsed);
     return attempt;
   }
+  // From here on the report names its cluster as the scheduler does: the token review, the
+  // sequence tracking and the gang layer see one name for one cluster.
+  auto cluster = live_.cluster_of(parsed.report->cluster);
+  if (!cluster) {
+    attempt.reply = unknown_cluster(parsed.report->cluster);
+    return attempt;
+  }
+  parsed.report->cluster = std::move(*cluster);
   IdentityVerdict identity = validator_.check_identity(authorization, *parsed.report, false);
   if (identity.refusal) {
     attempt.reply = refusal(*identity.refusal);
@@ -84,12 +92,14 @@ net::HttpReply ApiRoutes::apply(reporter::NodeReport& report) {
     metrics_.report_duplicate();
     return json_reply(200, Json{{"accepted", false}, {"duplicate", true}});
   }
-  if (live_.apply_report(*v.report)) {  // the one refusal: a cluster not managed here
-    metrics_.report_rejected(RejectReason::kUnknownCluster);
-    return error_reply(422, to_string(RejectReason::kUnknownCluster),
-                       "cluster '" + v.report->cluster + "' is not managed by this scheduler");
-  }
+  if (live_.apply_report(*v.report)) return unknown_cluster(v.report->cluster);
   return json_reply(200, Json{{"accepted", true}});
+}
+
+net::HttpReply ApiRoutes::unknown_cluster(const std::string& cluster) {
+  metrics_.report_rejected(RejectReason::kUnknownCluster);
+  return error_reply(422, to_string(RejectReason::kUnknownCluster),
+                     "cluster '" + cluster + "' is not managed by this scheduler");
 }
 
 net::HttpReply ApiRoutes::get(std::string_view method, std::string_view target) {

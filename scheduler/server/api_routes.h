@@ -52,6 +52,7 @@ class ApiRoutes {
   [[nodiscard]] bool active() const { return !active_ || active_(); }
   net::HttpReply refusal(const IngestVerdict& v);
   net::HttpReply apply(reporter::NodeReport& report);
+  net::HttpReply unknown_cluster(const std::string& cluster);
   std::function<bool()> active_;
   ReportValidator& validator_;
   gang::GangScheduler& live_;

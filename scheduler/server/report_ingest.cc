@@ -1,6 +1,9 @@
 #include "scheduler/server/report_ingest.h"
 
+#include <algorithm>
+
 #include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
 
 namespace gleaner::scheduler::server {
 
@@ -20,6 +23,10 @@ const char* to_string(RejectReason reason) {
       return "forbidden";
     case RejectReason::kAuthUnavailable:
       return "auth_unavailable";
+    case RejectReason::kReplayed:
+      return "replayed";
+    case RejectReason::kClockSkew:
+      return "clock_skew";
   }
   return "unknown";
 }
@@ -133,11 +140,15 @@ IdentityVerdict ReportValidator::check_identity(std::string_view authorization,
 IngestVerdict ReportValidator::admit(reporter::NodeReport report) {
   const std::string key = report.cluster + "/" + report.node;
   const auto now = std::chrono::steady_clock::now();
+  const int64_t now_wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count();
   std::lock_guard lock(mu_);
   forget_silent(now);
-  auto it = last_.find(key);
-  if (it != last_.end()) {
-    const Last& last = it->second;
+  Last& last = last_[key];
+  const bool first = last.received_wall_ms == 0;  // nothing accepted from the node yet
+  const bool new_epoch = !report.epoch.empty() && !last.epochs.contains(report.epoch);
+  if (!first) {
     const bool same_process = !report.epoch.empty() && report.epoch == last.epoch;
     if ((same_process || report.epoch.empty()) && report.sequence == last.sequence &&
         report.timestamp_unix_ms == last.timestamp_ms) {
@@ -145,22 +156,79 @@ IngestVerdict ReportValidator::admit(reporter::NodeReport report) {
       v.duplicate = true;
       return v;
     }
-    // Sequences grow within one agent process. Another epoch is another process (a
-    // restart), whatever its sequence and its clock say; without epochs (an older agent)
-    // a lower sequence with a newer sample time is taken as a restart.
-    const bool newer_sequence = report.sequence > last.sequence;
-    const bool restarted = report.epoch.empty() ? report.timestamp_unix_ms > last.timestamp_ms
-                                                : report.epoch != last.epoch;
-    if (!newer_sequence && !restarted) {
-      return reject(409, RejectReason::kOutOfOrder,
-                    "node " + report.node + ": sequence " + std::to_string(report.sequence) +
-                        " is not after the last accepted " + std::to_string(last.sequence));
+  }
+  if (new_epoch) {
+    // A new epoch is a restarted agent only if its sample is fresh by the scheduler's clock
+    // and later than the node's last accepted one (or than when that one arrived, should
+    // the old process's clock have run ahead): an old report re-sent under an epoch no
+    // longer remembered is neither.
+    const int64_t skew_ms = std::chrono::milliseconds(kAllowedSkew).count();
+    const int64_t off_ms = report.timestamp_unix_ms - now_wall_ms;
+    if (off_ms > skew_ms || off_ms < -skew_ms) {
+      return refuse_epoch(
+          last, report, RejectReason::kClockSkew,
+          "its sample time is " + std::to_string(off_ms / 1000) +
+              " s from the scheduler's clock (allowed: " + std::to_string(skew_ms / 1000) + " s)",
+          now);
+    }
+    if (!first && report.timestamp_unix_ms <= std::min(last.timestamp_ms, last.received_wall_ms)) {
+      return refuse_epoch(last, report, RejectReason::kReplayed,
+                          "its sample time is not after the node's last accepted report", now);
+    }
+  } else if (!report.epoch.empty()) {
+    // An epoch used before continues only past its own last sequence: anything else is an
+    // old report sent again.
+    const EpochSeen& seen = last.epochs.at(report.epoch);
+    if (report.sequence <= seen.sequence) {
+      if (report.epoch == last.epoch) {
+        return reject(409, RejectReason::kOutOfOrder,
+                      "node " + report.node + ": sequence " + std::to_string(report.sequence) +
+                          " is not after the last accepted " + std::to_string(seen.sequence));
+      }
+      return refuse_epoch(last, report, RejectReason::kReplayed,
+                          "epoch " + report.epoch + " was used before, up to sequence " +
+                              std::to_string(seen.sequence),
+                          now);
+    }
+  } else if (!first && report.sequence <= last.sequence &&
+             report.timestamp_unix_ms <= last.timestamp_ms) {
+    // Without epochs (an older agent) a lower sequence with a newer sample time is taken
+    // as a restart.
+    return reject(409, RejectReason::kOutOfOrder,
+                  "node " + report.node + ": sequence " + std::to_string(report.sequence) +
+                      " is not after the last accepted " + std::to_string(last.sequence));
+  }
+  last.epoch = report.epoch;
+  last.sequence = report.sequence;
+  last.timestamp_ms = report.timestamp_unix_ms;
+  last.received = now;
+  last.received_wall_ms = now_wall_ms;
+  if (!report.epoch.empty()) {
+    last.epochs[report.epoch] =
+        EpochSeen{report.sequence, report.timestamp_unix_ms, ++last.accepted};
+    if (last.epochs.size() > kEpochsKept) {
+      auto oldest = std::min_element(
+          last.epochs.begin(), last.epochs.end(),
+          [](const auto& a, const auto& b) { return a.second.used < b.second.used; });
+      last.epochs.erase(oldest);
     }
   }
-  last_[key] = Last{report.epoch, report.sequence, report.timestamp_unix_ms, now};
   IngestVerdict v;
   v.report = std::move(report);
   return v;
+}
+
+IngestVerdict ReportValidator::refuse_epoch(Last& last, const reporter::NodeReport& report,
+                                            RejectReason reason, const std::string& why,
+                                            std::chrono::steady_clock::time_point now) {
+  std::string message = "node " + report.node + ": a report of epoch " + report.epoch +
+                        " (sequence " + std::to_string(report.sequence) +
+                        ") is not from the node's running agent: " + why;
+  if (now - last.refusal_logged >= std::chrono::minutes(1)) {
+    last.refusal_logged = now;
+    spdlog::warn("reports: {} (said once a minute per node)", message);
+  }
+  return reject(409, reason, std::move(message));
 }
 
 void ReportValidator::forget_silent(std::chrono::steady_clock::time_point now) {

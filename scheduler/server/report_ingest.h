@@ -30,8 +30,10 @@ enum class RejectReason {
   kUnknownCluster,   // the report names a cluster this scheduler does not manage (422)
   kForbidden,        // a valid agent token, but for another node (or not an agent's) (403)
   kAuthUnavailable,  // the API server could not review the token, or too many at once (503)
+  kReplayed,         // an epoch the node used before, or a new one not after the last (409)
+  kClockSkew,        // a new epoch whose sample time is too far from the scheduler's (409)
 };
-inline constexpr int kRejectReasonCount = 7;
+inline constexpr int kRejectReasonCount = 9;
 const char* to_string(RejectReason reason);
 
 struct IngestVerdict {
@@ -68,16 +70,36 @@ class ReportValidator {
   // `may_block`, a token with no recent verdict comes back pending instead of reviewed.
   IdentityVerdict check_identity(std::string_view authorization, const reporter::NodeReport& report,
                                  bool may_block);
-  // The report's sequence against the last one accepted from its node.
+  // The report's epoch and sequence against those accepted from its node before.
+  // `report.cluster` must be the managed cluster's own name (ApiRoutes resolves it), so a
+  // node's reports are tracked once whatever name their agent gives its cluster.
   IngestVerdict admit(reporter::NodeReport report);
 
+  // How far a new epoch's sample time may be from the scheduler's clock: a restarted
+  // agent's first report is fresh; a replayed one is as old as when it was captured.
+  static constexpr std::chrono::minutes kAllowedSkew{5};
+  // Epochs remembered per node: a replay of any of them is refused.
+  static constexpr std::size_t kEpochsKept = 16;
+
  private:
+  struct EpochSeen {
+    uint64_t sequence = 0;
+    int64_t timestamp_ms = 0;
+    uint64_t used = 0;  // the node's report count when last accepted: the oldest goes first
+  };
   struct Last {
-    std::string epoch;
+    std::string epoch;  // the current one ("" from agents that predate epochs)
     uint64_t sequence = 0;
     int64_t timestamp_ms = 0;
     std::chrono::steady_clock::time_point received;
+    int64_t received_wall_ms = 0;  // the scheduler's clock when it was accepted
+    std::map<std::string, EpochSeen> epochs;
+    uint64_t accepted = 0;
+    std::chrono::steady_clock::time_point refusal_logged{};
   };
+  // Refusal of a report whose epoch cannot be a live agent's; logged once a minute per node.
+  IngestVerdict refuse_epoch(Last& last, const reporter::NodeReport& report, RejectReason reason,
+                             const std::string& why, std::chrono::steady_clock::time_point now);
   // Entries of nodes silent this long are dropped (a node gone from the cluster, or a
   // name someone made up): the table stays as large as the nodes that report.
   static constexpr std::chrono::hours kForgetAfter{1};

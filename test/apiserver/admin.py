@@ -1,10 +1,11 @@
 """Test controls under /_admin/ (no bearer token needed, not logged as API requests).
 
-GET:  requests (the API requests logged, with their status codes), watchers (open watch
-      streams), webhook-calls (the admission webhook calls made), state (the store's
-      resourceVersion and compacted resourceVersion).
+GET:  requests (the API requests logged, with their status codes and bearer tokens),
+      watchers (open watch streams), webhook-calls (the admission webhook calls made), state
+      (the store's resourceVersion and compacted resourceVersion).
 POST: webhook-service?namespace=&name=&port=&address= (where a webhook's service reference
-      leads), expire-next-watch?count=&mode=event|http, eviction-429?count=, throttle?count=,
+      leads), expire-next-watch?count=&mode=event|http, eviction-429?count=,
+      throttle?count=&retry-after= (429 as priority and fairness answers),
       stall?count=&seconds=&prefix=&method=, watch-fault?kind=garbage|truncate,
       silence-watches?on=,
       kubelet?mode=ok|fail|garbage|empty, fail?count=&method=&prefix=&code=, token?value=,
@@ -40,7 +41,7 @@ def handle(h, method, what, q):
         elif what == "eviction-429":
             f.eviction_429 = count
         elif what == "throttle":
-            f.throttle = count
+            f.throttle, f.throttle_retry_after = count, q.get("retry-after", "1")
         elif what == "stall":
             f.stall_count, f.stall_seconds = count, float(q.get("seconds", "30"))
             f.stall_prefix, f.stall_method = q.get("prefix", "/"), q.get("method", "")

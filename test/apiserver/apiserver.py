@@ -88,6 +88,23 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def send_throttled(self, retry_after):
+        """A request refused for load, as kube-apiserver refuses it: tooManyRequests in
+        apiserver/pkg/server/filters/maxinflight.go (used by priority-and-fairness.go too)
+        answers 429 with "Retry-After" and http.Error's plain-text body, not a Status; APF
+        adds the UIDs of the FlowSchema and priority level that matched
+        (setResponseHeaders)."""
+        data = b"Too many requests, please try again later.\n"
+        self.send_response(429)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Retry-After", retry_after)
+        self.send_header("X-Kubernetes-PF-FlowSchema-UID", "test-flowschema")
+        self.send_header("X-Kubernetes-PF-PriorityLevel-UID", "test-prioritylevel")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def send_status(self, code, message="", reason=""):
         body = {"kind": "Status", "apiVersion": "v1", "metadata": {},
                 "status": "Success" if code < 400 else "Failure", "code": code}
@@ -127,8 +144,12 @@ class Handler(BaseHTTPRequestHandler):
                                             "reason": "NotFound", "code": 404,
                                             "message": "outside " + prefix})
             url = url._replace(path=url.path[len(prefix):])
+        # "token": the bearer token the request came with, so a test can tell its clients
+        # apart (an audit log's user).
+        auth = self.headers.get("Authorization") or ""
         self.logged = {"method": method, "path": url.path, "query": query,
-                       "contentType": self.headers.get("Content-Type", "")}
+                       "contentType": self.headers.get("Content-Type", ""),
+                       "token": auth[len("Bearer "):] if auth.startswith("Bearer ") else ""}
         faults.log(self.logged)
         try:
             stall = faults.take_stall(method, url.path)
@@ -138,8 +159,7 @@ class Handler(BaseHTTPRequestHandler):
                     self.headers.get("Authorization") != "Bearer " + faults.token:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if faults.take("throttle"):
-                raise ApiError(429, "TooManyRequests", "Too many requests, please try again "
-                               "later.", {"retryAfterSeconds": 1}, {"Retry-After": "1"})
+                return self.send_throttled(faults.throttle_retry_after)
             fail = faults.take_fail(method, url.path)
             if fail:
                 raise ApiError(fail, "InternalError" if fail >= 500 else "Forbidden",

@@ -21,7 +21,9 @@ class Faults:
         self.watch_fault = None
         self.silence = False
         self.kubelet_mode = "ok"
-        self.throttle = 0
+        # throttle: the next `throttle` requests are refused as kube-apiserver's max-in-flight
+        # and priority-and-fairness filters refuse them (429, Retry-After in seconds).
+        self.throttle, self.throttle_retry_after = 0, "1"
         # fail: the next `fail_count` requests with this method and path prefix answer
         # `fail_code` (e.g. a create in a cluster without the CRD).
         self.fail_count, self.fail_method, self.fail_prefix, self.fail_code = 0, "", "/", 500

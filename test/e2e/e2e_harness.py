@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -110,6 +111,40 @@ def node_report(node, seq, epoch, batch_cpu_milli, batch_memory, cluster="",
             "bePods": [], "suppress": {"active": False, "policy": "none",
                                        "beCpuLimitMillicores": 0},
             "interference": {"lsPods": []}}
+
+
+def write_kubeconfig(path, server, token=""):
+    """A kubeconfig for `server` (an http:// test API server), with a bearer token if given."""
+    user = "{token: %s}" % token if token else "{}"
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %s}}]\n"
+                "users: [{name: u, user: %s}]\ncontexts: [{name: x, context: {cluster: c, "
+                "user: u}}]\ncurrent-context: x\n" % (server, user))
+    return path
+
+
+class ProcTestCase(unittest.TestCase):
+    """A test that runs child processes (self.start) in a temporary directory (self.tmp):
+    stopped in reverse order after the test, their output printed when it failed."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="gleaner-e2e-")
+        self.procs = []
+
+    def start(self, name, argv, stdin=False):
+        p = Proc(name, argv, self.tmp.name, stdin=stdin)
+        self.procs.append(p)
+        return p
+
+    def tearDown(self):
+        for p in reversed(getattr(self, "procs", [])):
+            p.stop()
+        if hasattr(self, "_outcome") and any(
+                e for _, e in getattr(self._outcome, "errors", []) if e):
+            for p in self.procs:
+                print("---- %s\n%s" % (p.name, p.text()[-3000:]))
+        if hasattr(self, "tmp"):
+            self.tmp.cleanup()
 
 
 class Proc:

@@ -321,12 +321,37 @@ TEST_F(ApiClientTest, RotatedTokenIsRereadAfter401) {
   server_->admin("token", "value=");
 }
 
-TEST_F(ApiClientTest, ThrottledRequestsAreRetryLater) {
-  server_->admin("throttle", "count=1");
+TEST_F(ApiClientTest, ThrottledRequestsAreRetriedAfterTheServersWait) {
+  // Priority and fairness refusing twice (429, "Retry-After: 1", a plain-text body): the
+  // client waits as asked and the call succeeds, as client-go's does.
+  server_->admin("throttle", "count=2");
+  const auto start = std::chrono::steady_clock::now();
   auto r = client_->get(nodes_path());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(client_->server_retries(), 2u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::seconds(2)) << "not waited";
+  EXPECT_EQ(server_->count_answers("GET", nodes_path(), 429), 2);
+  // A write too: a refused request was not processed, so it is sent again.
+  server_->admin("throttle", "count=1");
+  EXPECT_TRUE(client_->create(pods_path("default"), pod("after-429")).ok());
+}
+
+TEST_F(ApiClientTest, ThrottlingBeyondTheCallsBudgetIsRetryLaterWithTheServersWait) {
+  server_->admin("throttle", "count=-1");
+  KubeConfig config = server_->config();
+  config.timeout = std::chrono::milliseconds(1500);  // room for one wait of 1 s, not two
+  KubeClient client(config, clock_);
+  auto r = client.get(nodes_path());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::kRetryLater);
-  EXPECT_NE(r.error().message.find("retry after 1s"), std::string::npos);
+  EXPECT_EQ(retry_after_of(r.error()), std::chrono::seconds(1)) << r.error().message;
+  EXPECT_EQ(client.server_retries(), 1u);
+  // A caller's own budget (a Lease renewal's time left) bounds the waits the same way.
+  auto quick = client_->find(node_path("n1"), std::chrono::milliseconds(500));
+  ASSERT_FALSE(quick.ok());
+  EXPECT_EQ(quick.error().code, ErrorCode::kRetryLater);
+  EXPECT_EQ(client_->server_retries(), 0u);
+  server_->admin("reset");
 }
 
 TEST_F(ApiClientTest, ConnectionRefusedIsUnavailable) {

@@ -164,7 +164,7 @@ TEST_F(InformerTest, ResyncRedeliversCachedObjects) {
 
 TEST_F(InformerTest, BacksOffWhileTheServerFailsThenRecovers) {
   create("a");
-  server_->admin("throttle", "count=3");  // the first list attempts get 429
+  server_->admin("fail", "count=3&method=GET&prefix=/api/v1/pods&code=500");
   Recorder rec;
   InformerOptions opts;
   opts.path = pods_path("");
@@ -174,6 +174,30 @@ TEST_F(InformerTest, BacksOffWhileTheServerFailsThenRecovers) {
   ASSERT_TRUE(inf.wait_for_sync(std::chrono::seconds(10)));
   EXPECT_EQ(inf.stats().errors, 3);
   EXPECT_EQ(inf.stats().warnings, 1) << "the same refusal three times";
+  EXPECT_TRUE(rec.saw("add a"));
+}
+
+TEST_F(InformerTest, AThrottledListIsTriedAgainAfterTheServersWaitNotTheBackOff) {
+  // A storm of 429s (priority and fairness, "Retry-After: 1") must not push the informer
+  // into a back-off that outlasts it: each refusal is tried again after the server's wait,
+  // so the informer syncs within seconds of the storm's end, not after its 30 s back-off.
+  create("a");
+  server_->admin("throttle", "count=-1");
+  KubeConfig config = server_->config();
+  config.timeout = std::chrono::milliseconds(1500);
+  KubeClient client(config, clock_);
+  Recorder rec;
+  InformerOptions opts;
+  opts.path = pods_path("");
+  opts.backoff = {std::chrono::seconds(30), std::chrono::seconds(30), 2.0, 0.2};
+  Informer inf(client, opts, rec.handlers());
+  inf.start();
+  ASSERT_TRUE(eventually([&] { return inf.stats().errors >= 3; }, std::chrono::seconds(15)))
+      << "a throttled list waited out the back-off";
+  EXPECT_EQ(inf.stats().throttled, inf.stats().errors);
+  EXPECT_EQ(inf.stats().warnings, 1);
+  server_->admin("throttle", "count=0");
+  EXPECT_TRUE(inf.wait_for_sync(std::chrono::seconds(10)));
   EXPECT_TRUE(rec.saw("add a"));
 }
 

@@ -85,28 +85,120 @@ TEST_F(IngestionTest, RejectsOutOfOrderSequencesButAcceptsARestartedAgent) {
   EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 2000);
 }
 
-TEST_F(IngestionTest, ARestartedAgentIsKnownByItsEpochNotItsClock) {
-  // A report stamped an hour ahead, then the agent restarts with a correct clock: its
-  // reports are accepted at once (no 409s until the clock catches up).
-  auto ahead = node_report("n1", 7, 4000, 1 << 30);
-  ahead.epoch = "aaaaaaaaaaaaaaaa";
-  ahead.timestamp_unix_ms += 3600 * 1000;
-  EXPECT_EQ(post(ahead).status, 200);
+TEST_F(IngestionTest, ARestartedAgentIsKnownByItsEpochNotItsSequence) {
+  auto before = node_report("n1", 7, 4000, 1 << 30);
+  before.epoch = "aaaaaaaaaaaaaaaa";
+  EXPECT_EQ(post(before).status, 200);
+  // The restarted agent counts from 1 again: its new epoch and later sample say restart.
   auto restarted = node_report("n1", 1, 2000, 1 << 30);
   restarted.epoch = "bbbbbbbbbbbbbbbb";
+  restarted.timestamp_unix_ms = before.timestamp_unix_ms + 1000;
   EXPECT_EQ(post(restarted).status, 200);
   restarted.sequence = 2;
   EXPECT_EQ(post(restarted).status, 200);
-  // One forged report with the largest sequence does not lock the node out either.
+  // One forged report with the largest sequence does not lock the node out either: the
+  // running agent's epoch goes on past its own last sequence.
   auto forged = restarted;
   forged.epoch = "cccccccccccccccc";
   forged.sequence = INT64_MAX;
+  forged.timestamp_unix_ms += 1;
   EXPECT_EQ(post(forged).status, 200);
   restarted.sequence = 3;
   EXPECT_EQ(post(restarted).status, 200);
   // Within one epoch the order still holds.
   restarted.sequence = 2;
   EXPECT_EQ(post(restarted).status, 409);
+}
+
+TEST_F(IngestionTest, AnAgentWhoseClockRanAheadIsTakenBackAfterItsRestart) {
+  // The old process stamped its samples two minutes ahead (within the allowed skew); the
+  // restarted one has a correct clock: accepted at once, not once the clock catches up.
+  auto ahead = node_report("n1", 7, 4000, 1 << 30);
+  ahead.epoch = "aaaaaaaaaaaaaaaa";
+  ahead.timestamp_unix_ms += 120 * 1000;
+  EXPECT_EQ(post(ahead).status, 200);
+  auto restarted = node_report("n1", 1, 2000, 1 << 30);
+  restarted.epoch = "bbbbbbbbbbbbbbbb";
+  restarted.timestamp_unix_ms += 5;  // a restart takes longer than the old report's arrival
+  EXPECT_EQ(post(restarted).status, 200);
+}
+
+TEST_F(IngestionTest, AReplayedReportOfAnEarlierEpochIsRefusedAndCounted) {
+  auto old_run = node_report("n1", 3, 7000, 1 << 30);
+  old_run.epoch = "aaaaaaaaaaaaaaaa";
+  EXPECT_EQ(post(old_run).status, 200);
+  auto restarted = node_report("n1", 1, 2000, 1 << 30);
+  restarted.epoch = "bbbbbbbbbbbbbbbb";
+  restarted.timestamp_unix_ms = old_run.timestamp_unix_ms + 1000;
+  EXPECT_EQ(post(restarted).status, 200);
+  // The old process's report sent again: its epoch is remembered, its sequence is spent.
+  auto replay = post(old_run);
+  EXPECT_EQ(replay.status, 409);
+  EXPECT_NE(replay.body.find("replayed"), std::string::npos) << replay.body;
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kReplayed), 1u);
+  auto nodes = Json::parse(send("GET", "/api/v1/nodes", "").body);
+  EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 2000) << "the replay must not apply";
+  // An epoch never seen, but with a sample older than the last accepted: not a restart.
+  auto stale = old_run;
+  stale.epoch = "dddddddddddddddd";
+  EXPECT_EQ(post(stale).status, 409);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kReplayed), 2u);
+  // An epoch never seen with a sample from long ago (remembered epochs forgotten, or a
+  // scheduler restarted since): outside the allowed skew.
+  auto ancient = node_report("n2", 9, 7000, 1 << 30);
+  ancient.epoch = "eeeeeeeeeeeeeeee";
+  ancient.timestamp_unix_ms -=
+      std::chrono::milliseconds(ReportValidator::kAllowedSkew).count() + 60 * 1000;
+  EXPECT_EQ(post(ancient).status, 409);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kClockSkew), 1u);
+  // The running agent goes on.
+  restarted.sequence = 2;
+  EXPECT_EQ(post(restarted).status, 200);
+}
+
+TEST_F(IngestionTest, ANodesSequenceIsOneWhateverNameItsAgentGivesTheDefaultCluster) {
+  auto named = node_report("n1", 5, 4000, 1 << 30, "default");
+  named.epoch = "aaaaaaaaaaaaaaaa";
+  EXPECT_EQ(post(named).status, 200);
+  auto unnamed = named;  // the same agent process, its cluster left empty
+  unnamed.cluster = "";
+  unnamed.sequence = 4;
+  unnamed.timestamp_unix_ms += 1000;
+  unnamed.batch_allocatable->cpu_millicores = 9000;
+  EXPECT_EQ(post(unnamed).status, 409);
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kOutOfOrder), 1u);
+  auto nodes = Json::parse(send("GET", "/api/v1/nodes", "").body);
+  ASSERT_EQ(nodes["nodes"].size(), 1u);
+  EXPECT_EQ(nodes["nodes"][0]["batch"]["cpuMillicores"], 4000);
+}
+
+class ManagedClusterIngestionTest : public IngestionTest {
+ protected:
+  void SetUp() override {
+    dir_.write("token", "s3cret\n");
+    gang::GangOptions options;
+    options.clusters = {"c1"};
+    api_.start(std::make_unique<ReportValidator>(dir_ / "token", 4096), options);
+  }
+};
+
+TEST_F(ManagedClusterIngestionTest, AReportForAnotherClusterIsRefusedEveryTimeItIsSent) {
+  // An agent started with the wrong --cluster: each send (a retry of the same report
+  // included) is refused, so the agent counts failures, never a delivered report.
+  auto wrong = node_report("n1", 1, 4000, 1 << 30, "default");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto answer = post(wrong);
+    EXPECT_EQ(answer.status, 422) << "attempt " << attempt << ": " << answer.body;
+  }
+  EXPECT_EQ(metrics_.reports_rejected(RejectReason::kUnknownCluster), 3u);
+  EXPECT_EQ(metrics_.reports_accepted(), 0u);
+  // Its own cluster's name, or none (one managed cluster), is the same node.
+  auto own = node_report("n1", 2, 4000, 1 << 30, "c1");
+  EXPECT_EQ(post(own).status, 200);
+  auto unnamed = own;
+  unnamed.cluster = "";
+  EXPECT_EQ(post(unnamed).status, 200) << "a retry of the same report, under either name";
+  EXPECT_EQ(metrics_.reports_accepted(), 1u);
 }
 
 TEST_F(IngestionTest, NamesThatAreNotKubernetesNamesAreRefused) {

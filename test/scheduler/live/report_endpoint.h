@@ -17,9 +17,10 @@ namespace gleaner::scheduler::live_testing {
 
 class ReportEndpoint {
  public:
-  // Serves with `validator` (a token file's or a token reviewer's). ASSERTs on failure.
-  void start(std::unique_ptr<server::ReportValidator> validator) {
-    auto live = gang::GangScheduler::create({}, {}, clock_, metrics_);
+  // Serves with `validator` (a token file's or a token reviewer's); `options.clusters`:
+  // the managed clusters (none: any). ASSERTs on failure.
+  void start(std::unique_ptr<server::ReportValidator> validator, gang::GangOptions options = {}) {
+    auto live = gang::GangScheduler::create(std::move(options), {}, clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
     validator_ = std::move(validator);
