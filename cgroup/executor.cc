@@ -297,31 +297,39 @@ void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
   }
 }
 
-bool WriteExecutor::remember_original(const FileWrite& w) {
-  const size_t before = originals_.size();
-  originals_.try_emplace(
-      w.path, FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"});
+void WriteExecutor::remember_original(const FileWrite& w, std::vector<std::string>& added) {
+  if (originals_
+          .try_emplace(w.path,
+                       FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"})
+          .second) {
+    added.push_back(w.path);
+  }
   // Entering idle: the weight read from now on is the kernel's fixed one, so keep the
   // real one for restore_all(). (Leaving idle needs nothing: the weight reads true again.)
   if (w.resource == Resource::kCpuIdle && w.old_content == "0") {
-    remember_weight_under_idle(w.cgroup);
+    remember_weight_under_idle(w.cgroup, added);
   }
-  return originals_.size() != before;
 }
 
-void WriteExecutor::persist_originals() {
-  if (!persist_) return;
-  if (auto saved = persist_(originals_); !saved) {
-    ++persist_failures_;
-    const SteadyTime now = clock_->now();
-    if (persist_failures_ == 1 || now - persist_warned_at_ >= kWarnEvery) {
-      spdlog::warn(
-          "cannot record original cgroup values ({}); writing anyway: a crash now would leave "
-          "them unrestored",
-          saved.error().describe());
-      persist_warned_at_ = now;
-    }
+bool WriteExecutor::persist_originals() {
+  if (!persist_) return true;
+  auto saved = persist_(originals_);
+  if (saved) {
+    if (recording_failed_) spdlog::info("original cgroup values are on record again");
+    recording_failed_ = false;
+    return true;
   }
+  ++persist_failures_;
+  recording_failed_ = true;
+  const SteadyTime now = clock_->now();
+  if (persist_failures_ == 1 || now - persist_warned_at_ >= kWarnEvery) {
+    spdlog::warn(
+        "cannot record original cgroup values ({}); files not yet on record are left as they "
+        "are ({} failure(s) so far): a crash after changing them would leave them changed",
+        saved.error().describe(), persist_failures_);
+    persist_warned_at_ = now;
+  }
+  return false;
 }
 
 ApplyReport WriteExecutor::apply(const std::vector<CgroupWrite>& writes) {
@@ -344,10 +352,20 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
   }
   // Every value found before a first change is on record before any of the batch's
   // writes, in one save (a narrowing that clamps N containers must not wait N fsyncs).
-  bool grew = false;
+  std::vector<std::string> added;
   for (const auto& w : ordered)
-    grew = remember_original(w) || grew;
-  if (grew) persist_originals();
+    remember_original(w, added);
+  if (!added.empty() && !persist_originals()) {
+    // Not on record, not changed: forget them so that the next apply records them first.
+    const std::set<std::string> unrecorded(added.begin(), added.end());
+    for (const auto& path : unrecorded)
+      originals_.erase(path);
+    std::erase_if(ordered, [&](const FileWrite& w) {
+      if (unrecorded.count(w.path) == 0) return false;
+      ++counters_[to_string(w.resource)].unrecorded;
+      return true;
+    });
+  }
   std::set<std::pair<Resource, std::string>> refused;  // (resource, cgroup) that failed
   for (auto& w : ordered) {
     auto& c = counters_[to_string(w.resource)];
@@ -401,13 +419,18 @@ bool WriteExecutor::narrows_over_refused(
   });
 }
 
-void WriteExecutor::remember_weight_under_idle(const std::string& cgroup) {
+void WriteExecutor::remember_weight_under_idle(const std::string& cgroup,
+                                               std::vector<std::string>& added) {
   auto path = fs_.path_of(Resource::kCpuShares, cgroup);
   if (!path) return;
   auto current = fs_.read_cached(*path);
   if (!current) return;
-  originals_.try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
-                                          std::string(trim(*current)), "restore"});
+  if (originals_
+          .try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
+                                        std::string(trim(*current)), "restore"})
+          .second) {
+    added.push_back(*path);
+  }
 }
 
 }  // namespace gleaner::cgroup

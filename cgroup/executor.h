@@ -45,10 +45,11 @@ struct FileWrite {
 struct WriteCounters {
   int64_t writes = 0;
   int64_t failures = 0;
-  int64_t vanished = 0;   // the cgroup disappeared (pod deleted): routine
-  int64_t unchanged = 0;  // skipped because the file already held the value
-  int64_t clamped = 0;    // written below what was asked, to fit under an ancestor
-  int64_t deferred = 0;   // a refused write not retried yet (backoff)
+  int64_t vanished = 0;    // the cgroup disappeared (pod deleted): routine
+  int64_t unchanged = 0;   // skipped because the file already held the value
+  int64_t clamped = 0;     // written below what was asked, to fit under an ancestor
+  int64_t deferred = 0;    // a refused write not retried yet (backoff)
+  int64_t unrecorded = 0;  // held: its original could not be put on record first
 };
 
 // path -> the value found before the first change, with its resource and cgroup.
@@ -65,8 +66,11 @@ class WriteExecutor {
   explicit WriteExecutor(CgroupFs& fs, bool dry_run = false, const Clock* clock = nullptr);
 
   // Called with every original value whenever one is added, before the write that changes
-  // that file: the caller persists them (a crash must not lose them). A failure is warned
-  // about and counted, and the write goes ahead (protecting LS matters more).
+  // that file: the caller persists them (a crash must not lose them). When that fails, the
+  // files whose originals are not on record are left as they are (counted as unrecorded,
+  // warned about once a minute) and retried at the next apply: an agent that crashed after
+  // changing them could never put them back, and a node left worse than found is worse
+  // than a node not yet protected. Files already on record are written as usual.
   using PersistOriginals = std::function<Status(const Originals&)>;
   void set_persist(PersistOriginals persist) { persist_ = std::move(persist); }
   // Takes originals recorded by an earlier run (a crashed or upgraded agent): they, not
@@ -75,6 +79,8 @@ class WriteExecutor {
   // Forgets every original without writing (the values stay for a successor to restore).
   void release_originals() { originals_.clear(); }
   [[nodiscard]] int64_t persist_failures() const { return persist_failures_; }
+  // The last attempt to record originals failed (writes to unrecorded files are held).
+  [[nodiscard]] bool recording_failed() const { return recording_failed_; }
   // How files are written (tests put a model of the kernel's refusals here).
   using FileWriter = std::function<Status(const std::string& path, std::string_view content)>;
   void set_writer(FileWriter writer) { writer_ = std::move(writer); }
@@ -109,10 +115,10 @@ class WriteExecutor {
   // of the subtrees they touch must hold (cgroup/hierarchy.h).
   void fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
                      std::vector<FileWrite>& resolved);
-  // Records the value `w` finds (true when it is a new original); persist_originals()
-  // hands the record to the persist hook.
-  bool remember_original(const FileWrite& w);
-  void persist_originals();
+  // Records the value `w` finds, adding the paths of new originals to `added`;
+  // persist_originals() hands the record to the persist hook (false: it failed).
+  void remember_original(const FileWrite& w, std::vector<std::string>& added);
+  bool persist_originals();
   // Whether `w` narrows a cgroup above one whose write of the same knob was refused or held
   // back (the kernel would refuse `w` too).
   bool narrows_over_refused(const FileWrite& w,
@@ -129,6 +135,7 @@ class WriteExecutor {
   PersistOriginals persist_;
   FileWriter writer_;
   int64_t persist_failures_ = 0;
+  bool recording_failed_ = false;
   SteadyTime persist_warned_at_{};
   std::map<std::string, Refusal> refusals_;  // by path
   // A clamped cgroup's wish, and the value it was clamped to (a cgroup found holding
@@ -141,7 +148,7 @@ class WriteExecutor {
   // Entering cpu.idle changes the group's weight as the kernel sees it (an idle group reads
   // a fixed weight, and leaving idle resets it to the default), so the weight found before
   // is remembered too and restore_all() puts it back after cpu.idle.
-  void remember_weight_under_idle(const std::string& cgroup);
+  void remember_weight_under_idle(const std::string& cgroup, std::vector<std::string>& added);
   std::map<std::string, WriteCounters> counters_;  // by resource name
 };
 

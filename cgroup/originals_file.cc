@@ -130,11 +130,15 @@ Status OriginalsFile::save(const Originals& originals, const Json& sections) con
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   if (ec) return make_error(ErrorCode::kIo, dir.string() + ": " + ec.message());
   const std::string tmp = path_ + ".tmp";
+  // A failed save leaves no partial file behind (a full disk would otherwise keep it).
   if (auto written = write_synced(tmp, format_originals(originals, boot_id_, sections)); !written) {
+    (void)::unlink(tmp.c_str());
     return written;
   }
   if (::rename(tmp.c_str(), path_.c_str()) != 0) {
-    return errno_error(errno, "rename " + path_);
+    const int err = errno;
+    (void)::unlink(tmp.c_str());
+    return errno_error(err, "rename " + path_);
   }
   // The rename itself is durable once the directory is synced.
   if (int d = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {

@@ -1,6 +1,7 @@
 #include "agent/daemon/api_link.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -61,6 +62,11 @@ EvictionOutcome ApiLink::outcome() const {
   return outcome_;
 }
 
+std::vector<EvictionAnswer> ApiLink::take_answers() {
+  std::lock_guard lock(mu_);
+  return std::exchange(answers_, {});
+}
+
 void ApiLink::worker(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     std::pair<std::string, std::string> item;
@@ -76,6 +82,8 @@ void ApiLink::worker(const std::stop_token& stop) {
     const std::string name = item.first.substr(slash + 1);
     auto status = client_->evict_pod(ns, name);
     std::lock_guard lock(mu_);
+    // Already gone (404) meets the goal as well as an accepted eviction.
+    answers_.push_back({item.first, status.ok() || status.error().code == ErrorCode::kNotFound});
     if (status.ok()) {
       ++outcome_.evicted;
       spdlog::warn("evicted {} ({})", item.first, item.second);
@@ -91,7 +99,7 @@ void ApiLink::worker(const std::stop_token& stop) {
         spdlog::debug("event for {}: {}", item.first, e.error().message);
       }
     } else if (status.error().code == ErrorCode::kRetryLater) {
-      ++outcome_.refused;  // the next decision that still wants it asks again
+      ++outcome_.refused;  // a decision after the back-off asks again
       spdlog::info("eviction of {} refused for now: {}", item.first, status.error().message);
     } else if (status.error().code == ErrorCode::kNotFound) {
       ++outcome_.evicted;  // already gone: the goal is met

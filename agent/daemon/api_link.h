@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "kube/api_client.h"
@@ -25,6 +26,12 @@ struct EvictionOutcome {
   uint64_t evicted = 0;
   uint64_t refused = 0;  // 429: a PodDisruptionBudget said not now
   uint64_t failed = 0;
+};
+
+// The API server's answer to one eviction: accepted (or the pod already gone), or not.
+struct EvictionAnswer {
+  std::string pod;
+  bool accepted = false;
 };
 
 class ApiLink {
@@ -40,6 +47,9 @@ class ApiLink {
   // Queues an eviction ("namespace/name"); duplicates of a queued pod are dropped.
   void evict(const std::string& pod_key, const std::string& reason, bool dry_run);
   [[nodiscard]] EvictionOutcome outcome() const;
+  // The answers since the last call, oldest first (the caller's decisions learn which
+  // pods are really going, and which to ask for again).
+  std::vector<EvictionAnswer> take_answers();
   // One object, fetched now on the caller's thread with a client of its own (the stopping
   // agent asks for its Pod and DaemonSet while the worker may still be busy): nullopt when
   // the object does not exist.
@@ -57,6 +67,7 @@ class ApiLink {
   std::condition_variable_any cv_;
   std::deque<std::pair<std::string, std::string>> queue_;  // pod key, reason
   EvictionOutcome outcome_;
+  std::vector<EvictionAnswer> answers_;
   std::jthread worker_;
 };
 

@@ -74,6 +74,7 @@ struct Daemon::Impl {
   boost::asio::steady_timer fast_timer;
   SteadyTime last_full_sample{};
   std::map<std::string, uint64_t> evictions_total;
+  uint64_t eviction_refusals_total = 0;  // answered other than accepted by the API server
   std::unique_ptr<ApiLink> api;
   std::unique_ptr<NodeMetricPublisher> node_metric;
   SteadyTime node_metric_due{};  // the next pass that builds a NodeMetric status

@@ -217,6 +217,14 @@ void Daemon::tick() {
     in.probe = std::move(probe);
     in.fast_path_live = now - d.last_fast_sample < 3 * d.opt.fast_interval;
     d.warn_without_signal(in.threshold);
+    // What the API server made of earlier evictions: a pod it accepted counts as going, a
+    // refused one is asked for again after its back-off.
+    if (d.api) {
+      for (const auto& answer : d.api->take_answers()) {
+        if (!answer.accepted) ++d.eviction_refusals_total;
+        d.step->eviction_answered(answer.pod, answer.accepted, in.now_s);
+      }
+    }
     const step::AgentMemory before = d.step->memory();
     step::StepResult result = d.step->tick(in);
     for (const auto& event : result.events)
@@ -232,6 +240,12 @@ void Daemon::tick() {
       d.opt.on_step(seen);
     }
     d.apply(result.plan);
+    // Without the Eviction API (no --kubeconfig, or --dry-run) a decision is only logged:
+    // taken as answered, so that it is logged once, not at every decision.
+    if (!d.api || d.opt.dry_run) {
+      for (const auto& e : result.plan.evictions)
+        d.step->eviction_answered(e.pod, true, in.now_s);
+    }
     // A full pass only: the knobs not in this plan go back to what the agent found.
     d.system_executor->apply(result.plan.system);
   }
@@ -248,13 +262,19 @@ void Daemon::tick() {
       outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
       outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
       outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
+      outcome.state.cgroup_writes_unrecorded_total[resource] = static_cast<uint64_t>(c.unrecorded);
     }
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.config_warnings = d.config->warning_counts();
   outcome.state.state_file_errors_total = d.state ? d.state->errors() : 0;
+  const std::string state_problem = d.state ? d.state->problem() : std::string();
+  outcome.state.originals_recorded = state_problem.empty();
+  d.health->set_state_problem(state_problem.empty() ? state_problem
+                                                    : d.state->path() + ": " + state_problem);
   outcome.state.pod_list_errors_total = d.pod_list_errors;
   outcome.state.evictions_total = d.evictions_total;
+  outcome.state.eviction_refusals_total = d.eviction_refusals_total;
   d.describe_suppress(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;
   outcome.state.ebpf_wakeups_total = d.wakeups_total;

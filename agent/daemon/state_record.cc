@@ -31,11 +31,15 @@ StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_r
   });
   if (resctrl_ != nullptr) {
     resctrl_->set_persist([this](const qos::ResctrlOriginals& changes) {
-      if (!save(cgroups_.originals(), changes, system_.originals())) ++resctrl_save_failures_;
+      if (save(cgroups_.originals(), changes, system_.originals())) return true;
+      ++resctrl_save_failures_;
+      return false;
     });
   }
   system_.set_persist([this](const qos::SystemOriginals& knobs) {
-    if (!save(cgroups_.originals(), resctrl_originals(), knobs)) ++system_save_failures_;
+    if (save(cgroups_.originals(), resctrl_originals(), knobs)) return true;
+    ++system_save_failures_;
+    return false;
   });
 }
 
@@ -84,6 +88,7 @@ Status StateRecord::save(const cgroup::Originals& cgroups, const qos::ResctrlOri
   if (!system.empty()) sections["system"] = qos::system_originals_json(system);
   auto saved = file_.save(cgroups, sections);
   if (!saved) ++errors_;
+  problem_ = saved ? std::string() : saved.error().describe();
   return saved;
 }
 

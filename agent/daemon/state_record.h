@@ -29,6 +29,9 @@ class StateRecord {
     return cgroups_.persist_failures() == 0 && resctrl_save_failures_ == 0 &&
            system_save_failures_ == 0;
   }
+  // Why the last save failed (empty when it succeeded, or none was needed): changes whose
+  // originals it should have recorded are held meanwhile.
+  [[nodiscard]] const std::string& problem() const { return problem_; }
   // Reads and writes of the file that failed (gleaner_agent_state_file_errors_total).
   [[nodiscard]] uint64_t errors() const { return errors_; }
   [[nodiscard]] const std::string& path() const { return file_.path(); }
@@ -48,6 +51,7 @@ class StateRecord {
   qos::ResctrlExecutor* resctrl_;
   qos::SystemExecutor& system_;
   uint64_t errors_ = 0;
+  std::string problem_;
   uint64_t resctrl_save_failures_ = 0;
   uint64_t system_save_failures_ = 0;
 };

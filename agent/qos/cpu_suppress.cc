@@ -73,7 +73,7 @@ std::vector<int> be_universe_order(const SuppressContext& ctx, QosReader& reader
 }
 
 void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
-                    QosReader& reader, bool stale) {
+                    QosReader& reader, bool stale, bool full_pass) {
   auto current = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (!current) {
     plan.notes.emplace_back("cpu-suppress: no CPU quota file for " + ctx.be_qos_dir + ", skipped");
@@ -83,7 +83,8 @@ void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_mil
   if (period <= 0) period = kDefaultPeriodUs;
   auto next = next_quota(suppress_milli, ctx.capacity_milli, period, *current, stale);
   if (next) add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, std::to_string(*next));
-  if (stale) return;  // restoring the full cpuset would grow BE
+  if (stale) return;       // restoring the full cpuset would grow BE
+  if (!full_pass) return;  // the walk over BE's pods: once a second is enough
   auto order = be_universe_order(ctx, reader);
   if (order.empty()) return;
   std::sort(order.begin(), order.end());
@@ -246,7 +247,8 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
 
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed) {
+                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed,
+                       bool full_pass) {
   Plan plan;
   if (!suppress_ceiling_applies(strategy, armed)) {
     if (strategy.enable) {
@@ -264,7 +266,7 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
   auto terms = suppress_terms(ctx, strategy, non_be_milli, system_usage_milli);
   if (stale) plan.notes.emplace_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale);
+    plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale, full_pass);
   } else {
     plan_cpuset(plan, ctx, terms.suppress_milli, reader, stale,
                 static_cast<int>(strategy.cpu_suppress_min_cpus));

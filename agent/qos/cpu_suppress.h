@@ -55,10 +55,14 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
 // The writes that enforce `strategy` given current values; only changes are returned
 // (plus values the executor will find equal and drop). `stale`: never grow BE. `armed`:
 // see suppress_ceiling_applies; a disarmed ceiling gives BE back what kubelet gave it.
+// `full_pass`: false on the 50 ms fast path, where the cfsQuota policy plans the quota alone
+// (two reads of the besteffort cgroup): giving BE's pods back their full CPU lists after a
+// switch from the cpuset policy walks every BE pod and container, and is left to the full
+// pass.
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale,
-                       bool armed = true);
+                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed = true,
+                       bool full_pass = true);
 
 // The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
 // `current` (-1: unlimited).

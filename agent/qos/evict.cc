@@ -22,6 +22,15 @@ bool leaving(const snapshot::PodState& pod, const QosState& state) {
   return is_terminating(pod) || state.evicted_at_s.count(pod.pod.key()) != 0;
 }
 
+// Asked and not answered yet, or refused and within its back-off: not a victim now, and
+// not released either.
+bool waiting(const snapshot::PodState& pod, const QosState& state, double now_s) {
+  const std::string key = pod.pod.key();
+  if (state.eviction_asked_s.count(key) != 0) return true;
+  auto refused = state.eviction_refused.find(key);
+  return refused != state.eviction_refused.end() && now_s < refused->second.retry_at_s;
+}
+
 bool cooling_down(const std::optional<double>& last, double cooldown, double now_s) {
   return last && now_s - *last < cooldown;
 }
@@ -79,6 +88,7 @@ Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
       released += mem;
       continue;
     }
+    if (waiting(pod, state, now_s)) continue;
     candidates.push_back({&pod, pod.pod.priority.value_or(0), mem, mem});
   }
   plan.evictions = choose(std::move(candidates), released, need, kReasonMemoryEvict);
@@ -152,6 +162,7 @@ Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
       released += pod.batch.cpu_request_milli;
       continue;
     }
+    if (waiting(pod, state, now_s)) continue;
     const auto* u = snap.pod_usage(pod.pod.key());
     candidates.push_back(
         {&pod, pod.pod.priority.value_or(0), u ? u->cpu_milli : 0, pod.batch.cpu_request_milli});
@@ -182,16 +193,32 @@ void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& str
 void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,
                       QosState& state) {
   for (const auto& e : plan.evictions) {
-    state.evicted_at_s[e.pod] = now_s;
+    state.eviction_asked_s[e.pod] = now_s;
     if (e.reason == kReasonMemoryEvict) state.last_memory_evict_s = now_s;
     if (e.reason == kReasonCpuEvict) state.last_cpu_evict_s = now_s;
   }
   std::set<std::string> present;
   for (const auto& pod : snap.pods)
     present.insert(pod.pod.key());
-  for (auto it = state.evicted_at_s.begin(); it != state.evicted_at_s.end();) {
-    it = present.count(it->first) != 0 ? std::next(it) : state.evicted_at_s.erase(it);
+  const auto gone = [&](const auto& entry) { return present.count(entry.first) == 0; };
+  std::erase_if(state.evicted_at_s, gone);
+  std::erase_if(state.eviction_asked_s, gone);
+  std::erase_if(state.eviction_refused, gone);
+}
+
+void record_eviction_answer(const std::string& pod, bool accepted, double now_s, QosState& state) {
+  state.eviction_asked_s.erase(pod);
+  if (accepted) {
+    state.eviction_refused.erase(pod);
+    state.evicted_at_s[pod] = now_s;
+    return;
   }
+  auto& r = state.eviction_refused[pod];
+  ++r.refusals;
+  double wait = kEvictRetryMinS;
+  for (int i = 1; i < r.refusals && wait < kEvictRetryMaxS; ++i)
+    wait *= 2;
+  r.retry_at_s = now_s + std::min(wait, kEvictRetryMaxS);
 }
 
 }  // namespace gleaner::agent::qos

@@ -1,8 +1,12 @@
 #pragma once
 // BE eviction when the node runs short: by memory usage, and by BE CPU satisfaction.
 // Victims are pods labelled BE: lowest spec.priority first, then the largest user of the
-// contended resource. Pods being deleted (deletionTimestamp set, or asked to leave by us
-// and still listed) are not chosen again; what they hold counts as already released.
+// contended resource. Pods being deleted (deletionTimestamp set, or whose eviction the API
+// server accepted and still listed) are not chosen again; what they hold counts as already
+// released. A pod whose eviction is still unanswered is not chosen again either, but holds
+// what it holds; one the API server refused (a PodDisruptionBudget, an overloaded server)
+// is chosen again at a decision after its back-off (1 s, doubling, at most 10 s: kubelet's
+// eviction manager retries every 10 s housekeeping interval).
 
 #include "agent/qos/qos_types.h"
 
@@ -10,6 +14,8 @@ namespace gleaner::agent::qos {
 
 inline constexpr double kMemoryEvictCooldownS = 4;
 inline constexpr double kCpuEvictCooldownS = 20;
+inline constexpr double kEvictRetryMinS = 1;
+inline constexpr double kEvictRetryMaxS = 10;
 
 // When node memory usage >= threshold%, frees usage - capacity * lower% (lower defaults
 // to threshold - 2).
@@ -42,5 +48,9 @@ void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& str
 // pods that are gone from the snapshot.
 void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,
                       QosState& state);
+
+// Records the API server's answer to the eviction of `pod`: accepted (the pod is going) or
+// refused (asked again after the back-off).
+void record_eviction_answer(const std::string& pod, bool accepted, double now_s, QosState& state);
 
 }  // namespace gleaner::agent::qos

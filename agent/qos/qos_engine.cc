@@ -74,13 +74,17 @@ Plan QosEngine::run(const QosInputs& in) {
   return plan;
 }
 
+void QosEngine::eviction_answered(const std::string& pod, bool accepted, double now_s) {
+  record_eviction_answer(pod, accepted, now_s, state_);
+}
+
 Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
   if (!suppress_ctx_ || !cpu_measured_) return {};
   // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
   const int64_t system = std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
                                              suppress_ctx_->system_usage_milli);
   return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli, system, reader,
-                           sample.stale, sample.suppress_armed);
+                           sample.stale, sample.suppress_armed, /*full_pass=*/false);
 }
 
 }  // namespace gleaner::agent::qos

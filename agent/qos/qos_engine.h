@@ -32,6 +32,8 @@ class QosEngine {
   [[nodiscard]] const QosState& state() const { return state_; }
   // The strategies' state as an earlier tick left it (the agent's memory, for `plan`).
   void set_state(QosState state) { state_ = std::move(state); }
+  // The API server's answer to an eviction a run() planned (see record_eviction_answer).
+  void eviction_answered(const std::string& pod, bool accepted, double now_s);
   // The node facts of the last run() (nullopt before it), for filters applied after it.
   [[nodiscard]] const std::optional<SuppressContext>& last_suppress_context() const {
     return suppress_ctx_;

@@ -111,12 +111,25 @@ struct QuotaBurstMemory {
   }
 };
 
+// A pod whose eviction the API server refused (a PodDisruptionBudget's 429, a 5xx): how
+// often in a row, and when it may be asked again.
+struct EvictionRefusal {
+  int refusals = 0;
+  double retry_at_s = 0;
+};
+
 struct QosState {
   std::optional<double> last_memory_evict_s;
   std::optional<double> last_cpu_evict_s;
-  std::map<std::string, double> evicted_at_s;           // pod key -> when we asked for its eviction
-  std::deque<BeCpuSample> be_cpu_history;               // oldest first, earlier passes only
-  std::map<std::string, QuotaBurstMemory> quota_burst;  // container cgroup -> memory
+  // Pod key -> when the API server accepted its eviction: it is going, and what it holds
+  // counts as released.
+  std::map<std::string, double> evicted_at_s;
+  // Pod key -> when its eviction was asked for, until the API server answers: not chosen
+  // again meanwhile, and nothing counted as released yet.
+  std::map<std::string, double> eviction_asked_s;
+  std::map<std::string, EvictionRefusal> eviction_refused;  // pod key -> its back-off
+  std::deque<BeCpuSample> be_cpu_history;                   // oldest first, earlier passes only
+  std::map<std::string, QuotaBurstMemory> quota_burst;      // container cgroup -> memory
 };
 
 // Everything one full reconcile pass needs.

@@ -187,7 +187,9 @@ void ResctrlExecutor::adopt(const ResctrlOriginals& earlier) {
   }
 }
 
-void ResctrlExecutor::remember(const ResctrlAction& a) {
+bool ResctrlExecutor::remember(const ResctrlAction& a) {
+  const ResctrlOriginals before =
+      a.kind == ResctrlAction::Kind::kAddTask || !persist_ ? ResctrlOriginals{} : originals_;
   bool grew = false;
   const bool ours = originals_.created_groups.count(a.group) > 0;
   switch (a.kind) {
@@ -212,14 +214,21 @@ void ResctrlExecutor::remember(const ResctrlAction& a) {
       break;
   }
   // Task ids are not persisted; a new group or schemata line is.
-  if (grew && a.kind != ResctrlAction::Kind::kAddTask && persist_) persist_(originals_);
+  if (grew && a.kind != ResctrlAction::Kind::kAddTask && persist_ && !persist_(originals_)) {
+    originals_ = before;
+    return false;
+  }
+  return true;
 }
 
 ResctrlApplyReport ResctrlExecutor::apply(const std::vector<ResctrlAction>& actions) {
   ResctrlApplyReport report;
   for (const auto& a : actions) {
     if (dry_run_) continue;
-    remember(a);
+    if (!remember(a)) {
+      ++report.unrecorded;
+      continue;
+    }
     Status status = ok_status();
     switch (a.kind) {
       case ResctrlAction::Kind::kCreateGroup:

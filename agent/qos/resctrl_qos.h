@@ -35,6 +35,7 @@ ResctrlFileWrite describe(const resctrl::ResctrlFs& fs, const ResctrlAction& act
 struct ResctrlApplyReport {
   int written = 0;
   std::vector<Error> failed;
+  int unrecorded = 0;  // not taken: the record of what they change could not be persisted
 };
 
 // What the agent changed in resctrl, so that it can be undone: the groups it created
@@ -66,15 +67,18 @@ class ResctrlExecutor {
   // groups and moves the tasks it placed there to the root group.
   ResctrlApplyReport restore_all();
 
-  using Persist = std::function<void(const ResctrlOriginals&)>;
+  // Puts the record on file before a change; false: not recorded, and the action it was
+  // called for is not taken (tried again with the next apply).
+  using Persist = std::function<bool(const ResctrlOriginals&)>;
   void set_persist(Persist persist) { persist_ = std::move(persist); }
   void adopt(const ResctrlOriginals& earlier);
   void release() { originals_ = {}; }
   [[nodiscard]] const ResctrlOriginals& originals() const { return originals_; }
 
  private:
-  // Records what `action` is about to change; persists when the record grew.
-  void remember(const ResctrlAction& action);
+  // Records what `action` is about to change; persists when the record grew. False: the
+  // record could not be persisted (and is as it was before).
+  bool remember(const ResctrlAction& action);
 
   const resctrl::ResctrlFs& fs_;
   bool dry_run_;

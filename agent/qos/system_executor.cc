@@ -144,8 +144,11 @@ void SystemExecutor::write(SystemKnob knob, const std::string& content, bool rem
     spdlog::info("dry-run: would write {} {}: {} -> {}", spec.name, path, found, content);
     return;
   }
-  if (remember && originals_.try_emplace(spec.name, found).second && persist_) {
-    persist_(originals_);
+  if (remember && originals_.try_emplace(spec.name, found).second && persist_ &&
+      !persist_(originals_)) {
+    originals_.erase(spec.name);  // not on record: not changed (recorded first next pass)
+    ++c.unrecorded;
+    return;
   }
   if (auto done = write_file(path, content); !done) {
     ++c.failures;

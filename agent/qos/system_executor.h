@@ -60,7 +60,9 @@ class SystemExecutor {
   // Writes back every original value; the ones that fail stay on record.
   SystemApplyReport restore_all();
 
-  using Persist = std::function<void(const SystemOriginals&)>;
+  // Puts the originals on record before a knob changes; false: not recorded, and the knob
+  // it was called for is left as it is (counted as unrecorded, retried next pass).
+  using Persist = std::function<bool(const SystemOriginals&)>;
   void set_persist(Persist persist) { persist_ = std::move(persist); }
   // Originals recorded by an earlier run win over the values found now.
   void adopt(const SystemOriginals& earlier);

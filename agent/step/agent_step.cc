@@ -68,8 +68,13 @@ StepResult AgentStep::tick(const TickInputs& in) {
   q.suppress_armed = suppress_armed_;
   out.plan = engine_.run(q);
   if (in.fast_path_live) {
-    std::erase_if(out.plan.writes,
-                  [](const cgroup::CgroupWrite& w) { return w.reason == qos::kReasonCpuSuppress; });
+    // ... except what the fast path leaves to this pass: under cfsQuota it plans the quota
+    // alone, not the BE pods' CPU lists.
+    const bool cfs_quota = in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
+    std::erase_if(out.plan.writes, [&](const cgroup::CgroupWrite& w) {
+      return w.reason == qos::kReasonCpuSuppress &&
+             (!cfs_quota || w.resource != cgroup::Resource::kCpusetCpus);
+    });
   }
   if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
     cap_.cap(out.plan, in.threshold, *ctx, *in.reader);

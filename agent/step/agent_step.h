@@ -41,7 +41,8 @@ struct AgentMemory {
 struct TickInputs : qos::QosInputs {
   ProbeReadings probe;
   // The fast path sampled within its last three periods: it owns the suppress writes,
-  // which the full pass (usage of a longer interval) must not undo.
+  // which the full pass (usage of a longer interval) must not undo; under cfsQuota those
+  // are the quota alone, and the BE pods' CPU lists stay the full pass's.
   bool fast_path_live = false;
 };
 
@@ -91,6 +92,11 @@ class AgentStep {
 
   [[nodiscard]] AgentMemory memory() const;
   void adopt(const AgentMemory& memory);
+  // The API server's answer to an eviction a tick planned: accepted, or refused (asked
+  // again after a back-off).
+  void eviction_answered(const std::string& pod, bool accepted, double now_s) {
+    engine_.eviction_answered(pod, accepted, now_s);
+  }
 
   [[nodiscard]] bool suppress_armed() const { return suppress_armed_; }
   [[nodiscard]] const qos::QosEngine& engine() const { return engine_; }

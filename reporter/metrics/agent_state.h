@@ -59,15 +59,20 @@ struct AgentState {
   std::optional<ResourceAmounts> batch_allocatable;  // unset unless colocation is enabled
   std::vector<PodState> pods;                        // pods absent here lose their series
   SuppressState suppress;
-  std::map<std::string, uint64_t> evictions_total;              // by reason
+  std::map<std::string, uint64_t> evictions_total;  // by reason
+  uint64_t eviction_refusals_total = 0;  // refused or failed at the API server, asked again
   std::map<std::string, uint64_t> cgroup_writes_total;          // by resource
   std::map<std::string, uint64_t> cgroup_write_failures_total;  // by resource
   // Writes cut to fit under an ancestor's limit (the kernel's hierarchy rules), and refused
   // writes held back by the retry backoff, by resource.
   std::map<std::string, uint64_t> cgroup_writes_clamped_total;
   std::map<std::string, uint64_t> cgroup_writes_deferred_total;
+  // Writes held because the original value could not be put on record first, by resource.
+  std::map<std::string, uint64_t> cgroup_writes_unrecorded_total;
   // Failures to read or write the record of original values (the state file).
   uint64_t state_file_errors_total = 0;
+  // False while the record cannot be written (new changes are held, /readyz fails).
+  bool originals_recorded = true;
   // Pod list fetches (kubelet, the pods file) that failed; the known pods were kept.
   uint64_t pod_list_errors_total = 0;
   std::map<std::string, uint64_t> config_load_errors_total;  // by ConfigMap key

@@ -17,10 +17,15 @@ HealthVerdict evaluate_liveness(const std::map<std::string, SteadyTime>& last_be
   return v;
 }
 
-HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded) {
-  HealthVerdict v{first_sample_taken && config_loaded, ""};
+HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded,
+                                 const std::string& state_problem) {
+  HealthVerdict v{first_sample_taken && config_loaded && state_problem.empty(), ""};
   v.detail += std::string("first sample: ") + (first_sample_taken ? "taken" : "pending") + "\n";
   v.detail += std::string("config: ") + (config_loaded ? "loaded" : "pending") + "\n";
+  v.detail += "originals: " +
+              (state_problem.empty() ? std::string("on record")
+                                     : "cannot be recorded, new changes held: " + state_problem) +
+              "\n";
   return v;
 }
 
@@ -44,6 +49,11 @@ void HealthMonitor::mark_config_loaded() {
   config_loaded_ = true;
 }
 
+void HealthMonitor::set_state_problem(std::string why) {
+  std::lock_guard lock(mu_);
+  state_problem_ = std::move(why);
+}
+
 HealthVerdict HealthMonitor::liveness() const {
   std::lock_guard lock(mu_);
   return evaluate_liveness(beats_, clock_.now(), max_age_);
@@ -51,7 +61,7 @@ HealthVerdict HealthMonitor::liveness() const {
 
 HealthVerdict HealthMonitor::readiness() const {
   std::lock_guard lock(mu_);
-  return evaluate_readiness(first_sample_, config_loaded_);
+  return evaluate_readiness(first_sample_, config_loaded_, state_problem_);
 }
 
 }  // namespace gleaner::reporter

@@ -1,7 +1,9 @@
 #pragma once
 // Liveness and readiness for the DaemonSet probes. Liveness: every registered loop has
 // ticked recently (a wedged sampler or enforcer makes the kubelet restart the agent).
-// Readiness: the first sample was taken and the config was loaded.
+// Readiness: the first sample was taken, the config was loaded, and the agent can record
+// the original values of what it changes (--state-dir writable): without that record it
+// changes nothing new, so the node is not protected.
 
 #include <chrono>
 #include <map>
@@ -20,7 +22,9 @@ struct HealthVerdict {
 // Pure: which loops are late at `now`.
 HealthVerdict evaluate_liveness(const std::map<std::string, SteadyTime>& last_beats, SteadyTime now,
                                 std::chrono::milliseconds max_age);
-HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded);
+// `state_problem`: why originals cannot be recorded, empty when they can.
+HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded,
+                                 const std::string& state_problem = {});
 
 class HealthMonitor {
  public:
@@ -32,6 +36,8 @@ class HealthMonitor {
   void beat(const std::string& name);
   void mark_first_sample();
   void mark_config_loaded();
+  // Why the originals cannot be recorded now; empty once they can again.
+  void set_state_problem(std::string why);
 
   [[nodiscard]] HealthVerdict liveness() const;
   [[nodiscard]] HealthVerdict readiness() const;
@@ -43,6 +49,7 @@ class HealthMonitor {
   std::map<std::string, SteadyTime> beats_;
   bool first_sample_ = false;
   bool config_loaded_ = false;
+  std::string state_problem_;
 };
 
 }  // namespace gleaner::reporter

@@ -158,6 +158,11 @@ void append_node_families(const AgentState& s, std::vector<MetricFamily>& out) {
 void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) {
   out.push_back(labelled_counter("gleaner_evictions_total", "Pods evicted by the agent.", "reason",
                                  s.evictions_total));
+  out.push_back(net::counter_family(
+      "gleaner_eviction_refusals_total",
+      "Evictions the API server refused (a PodDisruptionBudget's 429) or failed; asked again "
+      "after a back-off.",
+      static_cast<double>(s.eviction_refusals_total)));
   out.push_back(
       labelled_counter("gleaner_cgroup_writes_total",
                        "cgroup, resctrl and system-config (sysctl) writes made by the executors.",
@@ -172,6 +177,14 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(labelled_counter("gleaner_cgroup_writes_deferred_total",
                                  "Refused cgroup writes held back by the retry backoff.",
                                  "resource", s.cgroup_writes_deferred_total));
+  out.push_back(labelled_counter(
+      "gleaner_cgroup_writes_unrecorded_total",
+      "Writes held because the original value could not be recorded in the state file first.",
+      "resource", s.cgroup_writes_unrecorded_total));
+  out.push_back(net::gauge_family(
+      "gleaner_agent_originals_recorded",
+      "1 when the record of original values can be written; 0 while it cannot (new changes held).",
+      s.originals_recorded ? 1.0 : 0.0));
   out.push_back(
       net::counter_family("gleaner_agent_state_file_errors_total",
                           "Failures to read or write the record of original cgroup values.",

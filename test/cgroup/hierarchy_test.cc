@@ -269,6 +269,41 @@ TEST(ExecutorOriginals, PersistedBeforeTheWriteThatChangesTheFile) {
   EXPECT_EQ(seen_on_disk[0], "-1\n");
 }
 
+TEST(ExecutorOriginals, AFileWhoseOriginalCannotBeRecordedIsLeftAsItIs) {
+  TempDir t;
+  make_batch_limited_v1(t);
+  t.write("cpu/" + kContainer + "/cpu.cfs_quota_us", "-1\n");  // nothing to clamp here
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  WriteExecutor exec(fs);
+  bool disk_full = true;
+  int saves = 0;
+  exec.set_persist([&](const Originals&) -> Status {
+    ++saves;
+    if (disk_full) return make_error(ErrorCode::kIo, "write originals.json.tmp: No space left");
+    return ok_status();
+  });
+  const std::vector<CgroupWrite> suppress = {{Resource::kCpuQuota, kBe, "150000", "cpu-suppress"}};
+  auto held = exec.apply(suppress);
+  EXPECT_TRUE(held.written.empty());
+  EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "-1\n") << "changed without a record";
+  EXPECT_TRUE(exec.originals().empty());
+  EXPECT_TRUE(exec.recording_failed());
+  EXPECT_EQ(exec.counters().at("cpu_quota").unrecorded, 1);
+  // Every pass asks again; once the record can be written, the write lands.
+  exec.apply(suppress);
+  EXPECT_EQ(saves, 2);
+  disk_full = false;
+  EXPECT_EQ(exec.apply(suppress).written.size(), 1u);
+  EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "150000");
+  EXPECT_FALSE(exec.recording_failed());
+  // A file already on record is written whatever the state file does later.
+  disk_full = true;
+  EXPECT_EQ(exec.apply({{Resource::kCpuQuota, kBe, "90000", "cpu-suppress"}}).written.size(), 1u);
+  EXPECT_EQ(saves, 3);
+  exec.restore_all();
+  EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "-1");
+}
+
 TEST(ExecutorOriginals, AdoptedOriginalsWinOverValuesFoundNow) {
   TempDir t;
   make_batch_limited_v1(t);

@@ -1,7 +1,13 @@
 #include "cgroup/originals_file.h"
 
-#include <gtest/gtest.h>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+
+#include "common/file_io.h"  // path_exists
 #include "test/support/temp_tree.h"
 
 namespace gleaner::cgroup {
@@ -79,6 +85,28 @@ TEST(OriginalsFile, CorruptRecordsNameWhatIsWrong) {
                 .find("not a relative cgroup path"),
             std::string::npos);
   EXPECT_EQ(err(R"({"format":1,"bootId":"b","cgroups":[]})"), "ok");
+}
+
+TEST(OriginalsFile, AFullDiskLeavesNoPartialFileBehind) {
+  TempDir t;
+  const std::string dir = t / "state";
+  t.write("state/.keep", "");
+  // Two pages of tmpfs, filled up (needs CAP_SYS_ADMIN, as the real-cgroup tests do).
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=8k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  {
+    std::ofstream filler(dir + "/filler");
+    filler << std::string(64 * 1024, 'x') << std::flush;  // to ENOSPC: the rest is lost
+  }
+  OriginalsFile file(dir + "/originals.json", "boot-1");
+  auto saved = file.save(sample());
+  const bool tmp_left = path_exists(dir + "/originals.json.tmp");
+  const bool file_left = path_exists(dir + "/originals.json");
+  ::umount2(dir.c_str(), MNT_DETACH);
+  ASSERT_FALSE(saved.ok());
+  EXPECT_FALSE(tmp_left) << "a partial originals.json.tmp stays on a full disk";
+  EXPECT_FALSE(file_left);
 }
 
 TEST(OriginalsFile, ACorruptRecordIsSetAside) {

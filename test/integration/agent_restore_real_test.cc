@@ -20,6 +20,7 @@
 
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
+#include "test/integration/agent_restore_fixture.h"
 #include "test/kube/test_apiserver.h"
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
@@ -29,108 +30,7 @@
 
 namespace gleaner {
 namespace {
-using gleaner::testing::agent_binary;
-using gleaner::testing::eventually;
-using namespace std::chrono_literals;
-using cgroup::Resource;
-
-const char* kContainerId = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-
-testing::ColocatedNodeSpec batch_limited_be() {
-  return {.ls_containers = R"([{"name":"c","resources":{"requests":{"cpu":"1"}}}])",
-          .be_containers = R"([{"name":"c","resources":{
-              "requests":{"kubernetes.io/batch-cpu":"2000","kubernetes.io/batch-memory":"1Gi"},
-              "limits":{"kubernetes.io/batch-cpu":"2000","kubernetes.io/batch-memory":"1Gi"}}}])",
-          .threshold_config = R"({"clusterStrategy":{"enable":true,
-              "cpuSuppressThresholdPercent":100,"cpuSuppressPolicy":"cfsQuota"}})",
-          .be_container_id = kContainerId};
-}
-
-// Starts `gleaner-agent run` over `node` (200 ms full pass, 50 ms fast path);
-// `metrics_port` 0: no metrics server.
-pid_t start_agent(testing::ColocatedNode& node, const std::string& state_dir,
-                  const std::vector<std::string>& extra = {}, uint16_t metrics_port = 0) {
-  const std::string metrics = metrics_port == 0 ? "" : "127.0.0.1:" + std::to_string(metrics_port);
-  std::vector<std::string> args = {agent_binary(),
-                                   "run",
-                                   "--cgroup-root",
-                                   node.root(),
-                                   "--pods-file",
-                                   node.pods_file(),
-                                   "--config-dir",
-                                   node.config_dir(),
-                                   "--metrics-addr",
-                                   metrics,
-                                   "--interval",
-                                   "200",
-                                   "--fast-interval",
-                                   "50",
-                                   "--node-name",
-                                   "node-a",
-                                   "--no-ebpf",
-                                   "--log-level",
-                                   "warn",
-                                   "--state-dir",
-                                   state_dir};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return testing::spawn_program(std::move(args));
-}
-
-// Waits for the agent to exit (killing it after `deadline`); returns its wait status.
-int reap(pid_t pid, std::chrono::milliseconds deadline) {
-  int status = 0;
-  if (!eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, deadline)) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    return -1;
-  }
-  return status;
-}
-
-class AgentRestoreReal : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto reason = testing::real_cgroup_skip_reason();
-    if (!reason.empty()) GTEST_SKIP() << reason;
-    if (::access(agent_binary().c_str(), X_OK) != 0) GTEST_SKIP() << agent_binary() << " not built";
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
-    node_ = std::make_unique<testing::ColocatedNode>(batch_limited_be());
-    fs_ = std::make_unique<cgroup::CgroupFs>(node_->root(), node_->scratch().version());
-    original_shares_ = *fs_->read_raw(Resource::kCpuShares, node_->be_container());
-    original_cpus_ = *fs_->read_raw(Resource::kCpusetCpus, node_->be_qos());
-    // Two busy BE processes: the executor wants both CPUs.
-    node_->scratch().spawn_busy(node_->be_container());
-    node_->scratch().spawn_busy(node_->be_container());
-  }
-
-  int64_t quota(const std::string& cg) const {
-    return fs_->read_int(Resource::kCpuQuota, cg).value_or(-2);
-  }
-  int64_t be_quota() const { return quota(node_->be_qos()); }
-  int64_t container_quota() const { return quota(node_->be_container()); }
-  // BE is held by a quota, and the batch-limited container fits under it (v1 refuses
-  // anything else; on v2 the container keeps its own quota and the minimum applies).
-  bool suppressed_consistently() const {
-    const int64_t be = be_quota();
-    if (be <= 0) return false;
-    if (node_->scratch().version() == cgroup::CgroupVersion::kV2) return container_quota() > 0;
-    return container_quota() > 0 && container_quota() <= be;
-  }
-  void expect_node_as_found() const {
-    EXPECT_EQ(be_quota(), cgroup::kUnlimited);
-    EXPECT_EQ(container_quota(), cgroup::kUnlimited);
-    EXPECT_EQ(*fs_->read_raw(Resource::kCpuShares, node_->be_container()), original_shares_);
-    // On v2 an inherited (empty) cpuset stays inherited: the cfsQuota policy never needed
-    // to spell out the CPUs BE had anyway.
-    EXPECT_EQ(*fs_->read_raw(Resource::kCpusetCpus, node_->be_qos()), original_cpus_);
-  }
-
-  std::unique_ptr<testing::ColocatedNode> node_;
-  std::unique_ptr<cgroup::CgroupFs> fs_;
-  testing::TempDir state_;
-  std::string original_shares_;
-  std::string original_cpus_;
-};
+using namespace restore_test;
 
 TEST_F(AgentRestoreReal, SuppressionLandsUnderABatchLimitedPodAndSigtermRestores) {
   pid_t agent = start_agent(*node_, state_.path());
@@ -386,6 +286,33 @@ class AgentHandoverReal : public AgentRestoreReal {
     EXPECT_TRUE(ready) << "agent of " << pod << " not ready";
     return pid;
   }
+  // The Node shrunk so that memory eviction is due, one BE pod on it: the agent evicts it
+  // through the Eviction API, whose first `refusals` answers are a budget's 429.
+  void expect_be_pod_evicted(int refusals) {
+    // The Node says 64 MiB: whatever this machine really uses is above 70% of it.
+    auto shrunk = api_->raw("PATCH", "/api/v1/nodes/node-a/status",
+                            R"({"status":{"capacity":{"memory":"64Mi"},
+                                "allocatable":{"memory":"64Mi"}}})",
+                            "application/merge-patch+json");
+    ASSERT_EQ(shrunk.status, 200) << shrunk.body;
+    ASSERT_TRUE(
+        write_file(node_->config_dir() + "/resource-threshold-config",
+                   R"({"clusterStrategy":{"enable":true,"memoryEvictThresholdPercent":70}})")
+            .ok());
+    post("/api/v1/namespaces/spark/pods",
+         R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"exec-1","namespace":"spark",
+           "labels":{"koordinator.sh/qosClass":"BE"}},"spec":{"nodeName":"node-a",
+           "containers":[{"name":"c","image":"spark"}]}})");
+    if (refusals > 0) api_->admin("eviction-429", "count=" + std::to_string(refusals));
+    pid_t agent = start_pod_agent(make_agent_pod(1));
+    EXPECT_TRUE(eventually(
+        [&] { return api_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1").status == 404; },
+        15s + refusals * 10s, 50ms))
+        << "the BE pod was not evicted";
+    ::kill(agent, SIGTERM);
+    const int status = reap(agent, 10s);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
   std::unique_ptr<kube::testing::TestApiServer> api_;
   std::string ds_uid_;
 };
@@ -423,27 +350,13 @@ TEST_F(AgentHandoverReal, RollingUpdateKeepsBeLimitedAndUninstallRestoresTheFirs
 }
 
 TEST_F(AgentHandoverReal, BeMemoryEvictionGoesThroughTheEvictionApi) {
-  // The Node says 64 MiB: whatever this machine really uses is above 70% of it.
-  auto shrunk = api_->raw("PATCH", "/api/v1/nodes/node-a/status",
-                          R"({"status":{"capacity":{"memory":"64Mi"},
-                              "allocatable":{"memory":"64Mi"}}})",
-                          "application/merge-patch+json");
-  ASSERT_EQ(shrunk.status, 200) << shrunk.body;
-  ASSERT_TRUE(write_file(node_->config_dir() + "/resource-threshold-config",
-                         R"({"clusterStrategy":{"enable":true,"memoryEvictThresholdPercent":70}})")
-                  .ok());
-  post("/api/v1/namespaces/spark/pods",
-       R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"exec-1","namespace":"spark",
-         "labels":{"koordinator.sh/qosClass":"BE"}},"spec":{"nodeName":"node-a",
-         "containers":[{"name":"c","image":"spark"}]}})");
-  pid_t agent = start_pod_agent(make_agent_pod(1));
-  EXPECT_TRUE(eventually(
-      [&] { return api_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1").status == 404; }, 15s,
-      50ms))
-      << "the BE pod was not evicted";
-  ::kill(agent, SIGTERM);
-  const int status = reap(agent, 10s);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  expect_be_pod_evicted(0);
+}
+
+TEST_F(AgentHandoverReal, RefusedEvictionsAreAskedForAgainUntilTheBudgetAllows) {
+  // A PodDisruptionBudget answers 429 to the first three: the agent keeps asking, with a
+  // back-off, and the fourth goes through.
+  expect_be_pod_evicted(3);
 }
 
 TEST_F(AgentHandoverReal, APodReplacedWithoutATemplateChangeRestores) {

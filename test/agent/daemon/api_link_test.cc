@@ -51,8 +51,16 @@ TEST_F(ApiLinkTest, EvictsThroughTheEvictionApiAndRecordsAnEvent) {
   server_->admin("eviction-429", "count=1");
   link.evict("spark/exec-1", "memory-evict", /*dry_run=*/false);
   EXPECT_TRUE(eventually([&] { return link.outcome().refused == 1; }, 5s));
+  // The decisions learn the answer: refused (asked again later), then accepted.
+  auto refused = link.take_answers();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].pod, "spark/exec-1");
+  EXPECT_FALSE(refused[0].accepted);
   link.evict("spark/exec-1", "memory-evict", false);
   EXPECT_TRUE(eventually([&] { return link.outcome().evicted == 1; }, 5s));
+  auto accepted = link.take_answers();
+  ASSERT_EQ(accepted.size(), 1u);
+  EXPECT_TRUE(accepted[0].accepted);
   auto pod = server_->raw("GET", "/api/v1/namespaces/spark/pods/exec-1");
   EXPECT_EQ(pod.status, 404);
   auto events = Json::parse(server_->raw("GET", "/api/v1/namespaces/spark/events").body);

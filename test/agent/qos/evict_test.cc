@@ -86,7 +86,8 @@ TEST(MemoryEvict, CoolDownOfFourSecondsAndRecording) {
   record_evictions(first, snap, 100, state);
   EXPECT_EQ(state.last_memory_evict_s, 100);
   EXPECT_TRUE(plan_memory_evict(snap, enabled(), state, 103.9, false).evictions.empty());
-  // After the cool-down the evicted pod (still terminating) counts as released.
+  // After the cool-down the evicted pod (accepted, still listed) counts as released.
+  record_eviction_answer(first.evictions[0].pod, true, 100.1, state);
   EXPECT_TRUE(plan_memory_evict(snap, enabled(), state, 104, false).evictions.empty());
   state.evicted_at_s.clear();
   EXPECT_EQ(plan_memory_evict(snap, enabled(), state, 104, false).evictions.size(), 1u);
@@ -94,6 +95,44 @@ TEST(MemoryEvict, CoolDownOfFourSecondsAndRecording) {
   state.evicted_at_s["default/gone"] = 1;
   record_evictions({}, snap, 105, state);
   EXPECT_EQ(state.evicted_at_s.count("default/gone"), 0u);
+}
+
+TEST(MemoryEvict, ARefusedEvictionIsAskedAgainAfterItsBackOffAndReleasesNothing) {
+  auto snap = make_snapshot(busy_memory(), {be("a", 1, "20Gi"), be("b", 2, "20Gi")});
+  QosState state;
+  Plan first = plan_memory_evict(snap, enabled(), state, 100, false);
+  ASSERT_EQ(keys(first), (std::vector<std::string>{"default/a"}));
+  record_evictions(first, snap, 100, state);
+  // A PodDisruptionBudget says not now: a's memory is still there, and a is asked again
+  // at the first decision after the cool-down and its back-off (1 s).
+  record_eviction_answer("default/a", false, 100.1, state);
+  Plan again = plan_memory_evict(snap, enabled(), state, 104, false);
+  EXPECT_EQ(keys(again), (std::vector<std::string>{"default/a"}));
+  record_evictions(again, snap, 104, state);
+  // Refused again and again: the back-off doubles (2 s, 4 s, ...) up to 10 s; within it
+  // the next candidate is chosen instead, since a releases nothing.
+  record_eviction_answer("default/a", false, 104.1, state);
+  record_eviction_answer("default/a", false, 104.1, state);
+  EXPECT_DOUBLE_EQ(state.eviction_refused.at("default/a").retry_at_s, 104.1 + 4);
+  EXPECT_EQ(keys(plan_memory_evict(snap, enabled(), state, 108, false)),
+            (std::vector<std::string>{"default/b"}));
+  EXPECT_EQ(keys(plan_memory_evict(snap, enabled(), state, 108.2, false)),
+            (std::vector<std::string>{"default/a"}));
+  for (int i = 0; i < 5; ++i)
+    record_eviction_answer("default/a", false, 110, state);
+  EXPECT_DOUBLE_EQ(state.eviction_refused.at("default/a").retry_at_s, 110 + kEvictRetryMaxS);
+  // Accepted at last: going, released, and its back-off forgotten.
+  record_eviction_answer("default/a", true, 121, state);
+  EXPECT_TRUE(plan_memory_evict(snap, enabled(), state, 125, false).evictions.empty());
+  EXPECT_EQ(state.eviction_refused.count("default/a"), 0u);
+}
+
+TEST(MemoryEvict, AnUnansweredEvictionIsNotAskedTwiceNorCountedAsReleased) {
+  auto snap = make_snapshot(busy_memory(), {be("a", 1, "20Gi"), be("b", 2, "20Gi")});
+  QosState state;
+  record_evictions(plan_memory_evict(snap, enabled(), state, 100, false), snap, 100, state);
+  EXPECT_EQ(keys(plan_memory_evict(snap, enabled(), state, 104, false)),
+            (std::vector<std::string>{"default/b"}));
 }
 
 TEST(MemoryEvict, StaleDataHolds) {

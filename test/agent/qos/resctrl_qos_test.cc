@@ -87,7 +87,10 @@ TEST(ResctrlRestore, RemovesCreatedGroupsAndPutsBackLinesOfGroupsFoundBefore) {
   resctrl::ResctrlFs rfs(rt.path());
   ResctrlExecutor exec(rfs);
   std::vector<ResctrlOriginals> persisted;
-  exec.set_persist([&](const ResctrlOriginals& o) { persisted.push_back(o); });
+  exec.set_persist([&](const ResctrlOriginals& o) {
+    persisted.push_back(o);
+    return true;
+  });
   ResctrlAction create{ResctrlAction::Kind::kCreateGroup, "BE"};
   ResctrlAction ls_l3{ResctrlAction::Kind::kSchemata, "LS", "L3", {{0, "3ff"}, {2, "3ff"}}};
   ResctrlAction ls_task{ResctrlAction::Kind::kAddTask, "LS", "", {}, 4242};

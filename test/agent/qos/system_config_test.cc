@@ -111,6 +111,7 @@ TEST_F(SystemExecutorTest, WritesRemembersFirstAndSkipsWhatHolds) {
   executor_.set_persist([&](const SystemOriginals& o) {
     persisted.push_back(o);
     on_disk_at_persist.push_back(knob("sys/vm/watermark_scale_factor"));
+    return true;
   });
   auto report = executor_.apply({{SystemKnob::kWatermarkScaleFactor, 200}});
   ASSERT_TRUE(report.failed.empty());

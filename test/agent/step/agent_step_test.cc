@@ -118,6 +118,59 @@ TEST_F(AgentStepTest, ALiveFastPathOwnsTheSuppressWrites) {
   EXPECT_TRUE(writes_be_quota(step.fast({4000, 2500, false, &reader_})));
 }
 
+// Forwards to a reader and notes every cgroup it was asked about.
+class CountingReader : public qos::QosReader {
+ public:
+  explicit CountingReader(qos::QosReader& inner) : inner_(inner) {}
+  std::vector<std::string> cgroups;
+  [[nodiscard]] cgroup::CgroupVersion version() const override { return inner_.version(); }
+  std::optional<std::string> logical(Resource r, const std::string& cg) override {
+    cgroups.push_back(cg);
+    return inner_.logical(r, cg);
+  }
+  std::optional<int64_t> integer(Resource r, const std::string& cg) override {
+    cgroups.push_back(cg);
+    return inner_.integer(r, cg);
+  }
+  std::optional<std::vector<int>> ids(Resource r, const std::string& cg) override {
+    cgroups.push_back(cg);
+    return inner_.ids(r, cg);
+  }
+  [[nodiscard]] bool has(Resource r, const std::string& cg) const override {
+    return inner_.has(r, cg);
+  }
+  std::optional<resctrl::Capability> resctrl_capability() override { return std::nullopt; }
+  std::optional<resctrl::Schemata> resctrl_schemata(const std::string&) override {
+    return std::nullopt;
+  }
+  std::optional<std::vector<int>> resctrl_tasks(const std::string&) override {
+    return std::nullopt;
+  }
+
+ private:
+  qos::QosReader& inner_;
+};
+
+TEST_F(AgentStepTest, UnderCfsQuotaTheFastPathReadsOnlyTheBeQosCgroup) {
+  AgentStep step(rule_, kLayout, 8);
+  auto in = inputs(config::CpuSuppressMode::kAlways, 100);
+  in.fast_path_live = true;
+  step.tick(in);
+  CountingReader counting(reader_);
+  auto plan = step.fast({4000, 2500, false, &counting});
+  EXPECT_TRUE(writes_be_quota(plan));
+  // The quota and its period: no BE pod or container cgroup is read at 50 ms.
+  ASSERT_FALSE(counting.cgroups.empty());
+  for (const auto& cg : counting.cgroups)
+    EXPECT_EQ(cg, kBeQos);
+  // The BE pods' CPU lists (restored after the cpuset policy) stay the full pass's.
+  in.now_s = 101;
+  bool restores_cpusets = false;
+  for (const auto& w : step.tick(in).plan.writes)
+    restores_cpusets |= w.resource == Resource::kCpusetCpus && w.cgroup != kBeQos;
+  EXPECT_TRUE(restores_cpusets);
+}
+
 TEST_F(AgentStepTest, ThePrimingPassLeavesBeAsItIs) {
   AgentStep step(rule_, kLayout, 8);
   auto in = inputs(config::CpuSuppressMode::kAlways, 100);
