@@ -78,15 +78,14 @@ Result<JobId> Scheduler::resume(const JobSpec& spec, const std::map<int, NodeId>
   }
   Job& j = jobs_[*id];
   pending_.erase(pending_key(j));
-  j.cluster = cluster;
-  j.pods = std::move(states);
-  j.phase = JobPhase::kAdmitted;
-  j.reason.clear();
-  j.admitted_at = now;
-  j.reservation_expires_at = now + policy_.reservation_ttl_seconds;
-  ++j.attempt;
-  quotas_.charge(j.queue, j.total);
-  active_.insert(j.id);
+  GangPlacement placement{cluster, {}};
+  for (const PodState& p : states)
+    placement.pods.push_back(p.node);
+  admit(j, placement, now);  // the room is taken above; this charges the quota
+  for (size_t i = 1; i < pods; ++i) {
+    j.pods[i].bound = states[i].bound;  // the leader's is, as at any admission
+    if (states[i].bound) j.pods[i].bound_at = now;
+  }
   refresh_timer(j);
   return *id;
 }

@@ -19,16 +19,7 @@ namespace gleaner::scheduler::gang {
 void GangScheduler::adopt_bound(Tracked& t) {
   const PodView& v = t.view;
   if (v.role == PodRole::kNone || t.deleting || terminal_phase(v.phase)) return;
-  const std::string name = v.gang.empty() ? v.name : v.gang;
-  const std::string key = v.cluster + "/" + v.ns + "/" + name;
-  Gang& g = gangs_[key];
-  if (g.key.empty()) {
-    g.key = key;
-    g.cluster = v.cluster;
-    g.ns = v.ns;
-    g.name = name;
-    g.first_seen = steady_s();
-  }
+  Gang& g = gang_of_pod(v);
   // A gang this process queued or placed already: the pod is one of its own next to it.
   if (g.job) return;
   if (v.role == PodRole::kMember) {
@@ -45,7 +36,7 @@ void GangScheduler::adopt_bound(Tracked& t) {
     g.last_event.clear();
   }
   g.adopted.insert(v.uid);
-  recovering_gangs_.insert(key);
+  recovering_gangs_.insert(g.key);
 }
 
 void GangScheduler::recover_gangs() {

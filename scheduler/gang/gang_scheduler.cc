@@ -108,20 +108,25 @@ void GangScheduler::observe_pod(const PodView& pod) {
   if (pod.ours) observe_ours_unbound(t);
 }
 
-void GangScheduler::observe_ours_unbound(Tracked& t) {
-  const PodView& v = t.view;
-  if (v.role == PodRole::kReplica) return observe_replica(t);
-  const std::string gang_name = v.gang.empty() ? v.name : v.gang;
-  const std::string key = v.cluster + "/" + v.ns + "/" + gang_name;
+GangScheduler::Gang& GangScheduler::gang_of_pod(const PodView& v) {
+  const std::string name = v.gang.empty() ? v.name : v.gang;
+  const std::string key = v.cluster + "/" + v.ns + "/" + name;
   Gang& g = gangs_[key];
   if (g.key.empty()) {
     g.key = key;
     g.cluster = v.cluster;
     g.ns = v.ns;
-    g.name = gang_name;
+    g.name = name;
     g.first_seen = steady_s();
   }
-  t.gang = key;
+  return g;
+}
+
+void GangScheduler::observe_ours_unbound(Tracked& t) {
+  const PodView& v = t.view;
+  if (v.role == PodRole::kReplica) return observe_replica(t);
+  Gang& g = gang_of_pod(v);
+  t.gang = g.key;
   switch (v.role) {
     case PodRole::kReplica:
       return;  // observe_replica, above

@@ -432,6 +432,9 @@ class GangScheduler {
   std::set<std::string> waiting_gangs_;
   std::set<std::string> app_retry_gangs_;
 
+  // The gang a pod of ours belongs to (its application, pod group, or the pod alone),
+  // created empty when new.
+  Gang& gang_of_pod(const PodView& v);
   // Crash recovery (gang_recovery.cc). A pod of ours first seen bound was bound by an
   // earlier process: its gang is rebuilt from what the API server holds.
   void adopt_bound(Tracked& t);
