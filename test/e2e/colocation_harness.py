@@ -33,11 +33,6 @@ NODES = ("n1", "n2")
 NODE_CPU_MILLI, NODE_MEMORY = 8000, 32 * GI
 LS_CPU_MILLI, LS_MEMORY = 7500, 24 * GI
 BATCH = {"cpuMillicores": 5000, "memoryBytes": 16 * GI}
-# A known gleaner-scheduler race (seen in ~2 of 150 runs), named when the room check fails.
-LEAK_HINT = (
-    "Room still 'used' after the job ended: a pod the scheduler forgot was brought back by "
-    "a stale observe_pod (an informer re-feeding pods from an older snapshot), or a release "
-    "path missed it (GangScheduler::forget_pod, release_loose).")
 
 
 class ColocationHarness:
@@ -209,7 +204,7 @@ class ColocationHarness:
         if os.environ.get("GLEANER_E2E_VERBOSE"):
             sys.stderr.write("[%6.2fs] %s\n" % (time.monotonic() - self.t0, what))
 
-    def wait_for(self, what, fn, timeout, hint=""):
+    def wait_for(self, what, fn, timeout):
         last = None
         for _ in deadline_loop(timeout):
             try:
@@ -219,8 +214,8 @@ class ColocationHarness:
             else:
                 if last:
                     return last
-        self.fail("timed out after %.0fs waiting for %s (last: %r)\n%s%s"
-                  % (timeout, what, last, hint and hint + "\n", self.scheduler_state()))
+        self.fail("timed out after %.0fs waiting for %s (last: %r)\n%s"
+                  % (timeout, what, last, self.scheduler_state()))
 
     def scheduler_state(self):
         """The scheduler's jobs and nodes, for failure messages."""

@@ -47,7 +47,7 @@ import unittest
 from kubernetes import client
 
 from colocation_harness import (APISERVER, BATCH, BATCH_CPU, BATCH_MEMORY, EMULATOR, EXAMPLES, GI,
-                                LEAK_HINT, LS_CPU_MILLI, LS_MEMORY, MANIFESTS, NODE_CPU_MILLI,
+                                LS_CPU_MILLI, LS_MEMORY, MANIFESTS, NODE_CPU_MILLI,
                                 NODE_MEMORY, NODES, PYTHON, REPO, SCRIPT, ColocationHarness)
 from e2e_harness import PodRecorder, cpu_milli, find_doc, load_yaml
 
@@ -318,7 +318,7 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         self.assertEqual(job["phase"], "Completed", job)
         nodes = self.wait_for("every node's batch room free again", lambda: (
             lambda ns_: ns_ if all(n["free"] == n["batch"] == BATCH for n in ns_) else None)(
-            self.sched("/api/v1/nodes")["nodes"]), 5, hint=LEAK_HINT)
+            self.sched("/api/v1/nodes")["nodes"]), 5)
         self.assertEqual(sorted(n["name"] for n in nodes), sorted(NODES))
         self.assertTrue(all(n["used"] == {"cpuMillicores": 0, "memoryBytes": 0} and
                             n["health"] == "fresh" for n in nodes), nodes)
