@@ -69,6 +69,17 @@ TEST(SimulatorFleet, AJobWantingMoreGpusThanItsOnlyAllowedClusterHasIsUnschedula
   EXPECT_EQ(reason.find("waiting for regular allocatable"), std::string::npos) << reason;
 }
 
+TEST(SimulatorFleet, AQueueMaxThatNamesNoMemoryLeavesMemoryUnlimited) {
+  // Was read as a memory max of 0: every job asking for memory was above it, unschedulable.
+  const char* text = R"({"queues": [{"name": "q", "max": {"cpu": "4"}}],
+    "nodes": [{"name": "n", "batch": {"cpu": "8", "memory": "16Gi"}}],
+    "jobs": [{"name": "j", "queue": "q", "durationSeconds": 10,
+              "driver": {"cpu": "1", "memory": "1Gi"},
+              "executor": {"cpu": "1", "memory": "1Gi", "instances": 1}}]})";
+  Json doc = simulate_ok(text);
+  EXPECT_EQ(job(doc, "j")["state"], "Completed") << doc.dump();
+}
+
 TEST(SimulatorFleet, SparkEventsReplaceExecutorsAndReclaimOnDriverFailure) {
   Json doc = simulate_ok(fleet_kinds());
   const Json& etl = job(doc, "etl-7");

@@ -73,6 +73,33 @@ TEST_F(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueu
   EXPECT_EQ(count(gang::ActionKind::kBind), 2u);
 }
 
+TEST_F(LiveGangAccounting, WhatAMaxLeavesUnlimitedReadsUnlimited) {
+  // A max naming cpu only, as an ElasticQuotaTree leaf may have it: memory and GPUs are not
+  // limited, and /api/v1/queues says so instead of an internal number (or 0).
+  ASSERT_TRUE(
+      live->set_quotas({QueueSpec{"team-a", "root", std::nullopt,
+                                  Resources{8000, INT64_MAX, kGpusUnlimited}, std::nullopt}},
+                       std::nullopt, {})
+          .ok());
+  const Json doc = live->queues_json();
+  Json team_a;
+  for (const Json& q : doc["queues"])
+    if (q.value("name", "") == "team-a") team_a = q;
+  ASSERT_TRUE(team_a.is_object()) << doc.dump();
+  EXPECT_EQ(team_a["max"]["cpuMillicores"], 8000);
+  EXPECT_EQ(team_a["max"]["memoryBytes"], "unlimited");
+  EXPECT_EQ(team_a["max"]["gpus"], "unlimited");
+  // And in messages: a min above such a max names the limit it breaks, not the others.
+  const Status bad =
+      live->set_quotas({QueueSpec{"b", "root", Resources{9000, 0, 0},
+                                  Resources{8000, INT64_MAX, kGpusUnlimited}, std::nullopt}},
+                       std::nullopt, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("max cpu=8000m memory=unlimited nvidia.com/gpu=unlimited"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 TEST_F(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
   // A multi-cluster application of c1 (suspended until placed): a driver and two executors
   // of one core each.
