@@ -12,6 +12,9 @@ inline constexpr const char* kResourceMemory = "memory";
 inline constexpr const char* kResourceBatchCpu = "kubernetes.io/batch-cpu";        // millicores
 inline constexpr const char* kResourceBatchMemory = "kubernetes.io/batch-memory";  // bytes
 
+// The scheduler the API server names in a pod that names none (pod defaulting).
+inline constexpr const char* kDefaultScheduler = "default-scheduler";
+
 // Koordinator's: a pod's QoS and priority class, a node's reservation and reclaim ratios,
 // an elastic quota's name.
 inline constexpr const char* kQosClassLabel = "koordinator.sh/qosClass";
@@ -43,6 +46,8 @@ inline constexpr const char* kPodGroupMinLabel = "pod-group.scheduling.sigs.k8s.
 
 // Gleaner's own.
 inline constexpr const char* kQueueLabel = "gleaner.io/queue";
+// An LS pod's own run-queue wait p99 target under cpuSuppressMode slo ("2ms").
+inline constexpr const char* kRunqueueWaitTargetAnnotation = "gleaner.io/runqueue-wait-target";
 inline constexpr const char* kQueueingAnnotation = "gleaner.io/queueing";
 inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
 inline constexpr const char* kPlacementAnnotation = "gleaner.io/placement";

@@ -120,7 +120,8 @@ AdmissionResponse review_pod(const AdmissionRequest& request, const MutationInpu
     how += (how.empty() ? "profile " : ", profile ") + p;
   if (mutation->ack_annotation)
     how += std::string(how.empty() ? "" : ", ") + kube::kAckColocationAnnotation;
-  out.message = how + (mutation->converted ? "; resources moved to batch" : "");
+  out.message = how + (mutation->converted ? "; resources moved to batch" : "") +
+                (mutation->scheduler_assigned ? "; scheduler " + in.batch_scheduler : "");
   out.review = response_review(request.uid, std::move(response));
   return out;
 }

@@ -97,6 +97,14 @@ Result<std::optional<Converted>> convert_container(const Json& container,
     auto limit = quantity_at(resources, "limits", p.from, where);
     if (!limit) return limit.error();
     if (!*request && !*limit) continue;
+    // The API server refuses a request above its limit (ValidateResourceRequirements); say
+    // so here, naming the container, rather than let a batch request above its limit fail
+    // later as a less clear 422.
+    if (*request && *limit && **request > **limit) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        where + ".requests." + p.from + " " + (*request)->to_string() +
+                            " is above its limit " + (*limit)->to_string());
+    }
     changed = true;
     for (const char* list : {"requests", "limits"}) {
       const auto& q = std::string_view(list) == "requests" ? *request : *limit;
@@ -104,23 +112,49 @@ Result<std::optional<Converted>> convert_container(const Json& container,
       out.original[list][p.from] = q->to_string();
       out.resources[list].erase(p.from);
     }
-    // Kept when already there (a pod that carried both); otherwise the request (the
-    // API defaults it to the limit when only the limit was given).
-    const Json* existing = resource_at(resources, "requests", p.to);
-    std::string value;
-    if (existing != nullptr && existing->is_string()) {
-      value = existing->get<std::string>();
-    } else {
-      const Quantity q = *request ? **request : **limit;
-      value = std::to_string(p.millis ? q.milli_value() : q.value());
+    // Requests to requests, limits to limits, as Koordinator's webhook maps them: a limit
+    // above the request (Spark's coreLimit) stays a limit. The API allows that for
+    // kubernetes.io/ names, which it counts as native resources (IsOvercommitAllowed);
+    // only other extended resources must have limit equal to request. A missing side
+    // takes the other's value, also as Koordinator does: the API defaults a missing
+    // request to the limit, and the agent bounds a batch pod by its batch limits. Batch
+    // values already there (a pod that carried both) are kept.
+    auto batch = [&](const std::optional<Quantity>& q) {
+      return std::to_string(p.millis ? q->milli_value() : q->value());
+    };
+    const std::string request_value = batch(*request ? *request : *limit);
+    const std::string limit_value = batch(*limit ? *limit : *request);
+    const std::pair<const char*, const std::string*> lists[] = {{"requests", &request_value},
+                                                                {"limits", &limit_value}};
+    for (const auto& [list, value] : lists) {
+      const Json* existing = resource_at(resources, list, p.to);
+      out.resources[list][p.to] =
+          existing != nullptr && existing->is_string() ? existing->get<std::string>() : *value;
     }
-    out.resources["requests"][p.to] = value;
-    out.resources["limits"][p.to] = value;
   }
   if (!changed) return std::optional<Converted>();
   for (const char* list : {"requests", "limits"})
     if (out.resources.contains(list) && out.resources[list].empty()) out.resources.erase(list);
   return std::optional<Converted>(std::move(out));
+}
+
+// The scheduler of a batch pod whose profiles name none: `batch_scheduler` when the pod
+// names none or the default one (Spark's operator leaves it unset without
+// spec.batchScheduler or spec.schedulerName, ACK's guide among them); a pod naming another
+// scheduler (batchScheduler: volcano) keeps it, and the answer says that no gang of
+// batch_scheduler's holds its room.
+void route_batch_pod(const Json& spec, const std::string& from_profiles,
+                     const std::string& batch_scheduler, Mutation& m) {
+  if (!from_profiles.empty() || batch_scheduler.empty()) return;
+  const std::string own = string_at(spec, "schedulerName");
+  if (own.empty() || own == kube::kDefaultScheduler) {
+    m.patch.push_back(add_op("/spec/schedulerName", batch_scheduler));
+    m.scheduler_assigned = true;
+  } else if (own != batch_scheduler) {
+    m.warnings.push_back("spec.schedulerName is " + own + ": this batch pod is placed by " + own +
+                         ", not by " + batch_scheduler +
+                         " (no gang of driver and executors, no batch room reserved)");
+  }
 }
 
 }  // namespace
@@ -160,6 +194,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   std::string scheduler;
   for (const ColocationProfile* p : matched) {
     m.profiles.push_back(p->name);
+    m.warnings.insert(m.warnings.end(), p->warnings.begin(), p->warnings.end());
     for (const auto& [k, v] : p->labels)
       labels[k] = v;
     for (const auto& [k, v] : p->annotations)
@@ -199,6 +234,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   }
 
   if (final_qos == "BE") {
+    route_batch_pod(spec, scheduler, in.batch_scheduler, m);
     Json original = Json::object();
     for (const char* list : {"initContainers", "containers"}) {
       if (!spec.contains(list)) continue;

@@ -17,6 +17,7 @@ namespace gleaner::scheduler {
 namespace {
 
 constexpr auto kCheckEvery = std::chrono::seconds(60);
+constexpr auto kRetryEvery = std::chrono::seconds(10);
 
 bool split_ref(const std::string& ref, std::string& ns, std::string& name) {
   const auto slash = ref.find('/');
@@ -50,6 +51,8 @@ std::vector<std::string> webhook_flag_errors(const WebhookFlags& f) {
   }
   if (!f.ca_config_maps.empty() && f.secret.empty())
     errors.emplace_back("--ca-configmap: needs --webhook-secret (the CA the scheduler keeps)");
+  if (!f.dns_names.empty() && f.secret.empty())
+    errors.emplace_back("--webhook-dns-name: needs --webhook-secret (the certificate it issues)");
   for (const auto& ref : f.extra_services) {
     if (!split_ref(ref, ns, name))
       errors.emplace_back("--report-service: expected NAMESPACE/NAME, got " + ref);
@@ -58,12 +61,20 @@ std::vector<std::string> webhook_flag_errors(const WebhookFlags& f) {
 }
 
 struct ColocationWebhook::Impl {
-  Impl(boost::asio::io_context& io, const kube::KubeConfig& cfg, const Clock& c,
-       server::LiveMetrics& m)
-      : client(cfg, c), source(client, m), metrics(m), timer(io) {}
+  Impl(boost::asio::io_context& io, server::LiveMetrics& m) : metrics(m), timer(io) {}
 
-  kube::KubeClient client;
-  kube_glue::ColocationSource source;
+  // One cluster whose pods the webhook reviews: its API client and what it decides with.
+  struct Served {
+    Served(const std::string& name, const kube::KubeConfig& cfg, const Clock& clock,
+           server::LiveMetrics& metrics, const std::string& batch_scheduler)
+        : client(cfg, clock), source(client, metrics, {name, batch_scheduler}) {}
+    kube::KubeClient client;
+    kube_glue::ColocationSource source;
+  };
+
+  std::map<std::string, std::unique_ptr<Served>> clusters;
+  std::string home;
+  std::string configuration;
   server::LiveMetrics& metrics;
   std::unique_ptr<kube_glue::WebhookCertKeeper> keeper;
   std::string cert_dir;
@@ -72,18 +83,49 @@ struct ColocationWebhook::Impl {
   boost::asio::steady_timer timer;
   std::function<void(const admission::KeyPair&)> on_new_certificate;
 
+  net::HttpReply handle(std::string_view cluster, std::string_view body) {
+    auto it = clusters.find(cluster.empty() ? home : std::string(cluster));
+    if (it == clusters.end()) {
+      metrics.webhook_review("bad_request");
+      return net::HttpReply{404, "application/json",
+                            dump_json(Json{{"error", "not_found"},
+                                           {"message", "no cluster named " + std::string(cluster) +
+                                                           " is served by this webhook"}}) +
+                                "\n"};
+    }
+    return it->second->source.handle(body);
+  }
+
+  // The CA into every other cluster's webhook configuration; false if one failed (it is
+  // tried again at the next check).
+  bool spread_ca(const std::string& bundle) {
+    bool all = true;
+    for (auto& [name, served] : clusters) {
+      if (name == home) continue;
+      if (Status s = kube_glue::patch_ca_bundle(served->client, configuration, bundle, name); !s) {
+        all = false;
+        metrics.webhook_certificate_error();
+        spdlog::warn("colocation webhook: {}; trying again at the next check", s.error().message);
+      }
+    }
+    return all;
+  }
+
   // The pair to serve now: the files, or the Secret after any renewal due.
-  Result<admission::KeyPair> current_pair() {
+  Result<admission::KeyPair> current_pair(bool& spread) {
+    spread = true;
     if (keeper) {
       auto m = keeper->ensure();
       if (!m) return m.error();
+      if (!m->external) spread = spread_ca(m->ca_bundle);
       return m->serving;
     }
     return admission::read_key_pair_dir(cert_dir, std::chrono::system_clock::now());
   }
 
   void check() {
-    auto pair = current_pair();
+    bool spread = true;
+    auto pair = current_pair(spread);
     if (!pair) {
       metrics.webhook_certificate_error();
       spdlog::warn("colocation webhook: certificates: {}; serving the current ones",
@@ -98,7 +140,12 @@ struct ColocationWebhook::Impl {
         if (on_new_certificate) on_new_certificate(serving);
       }
     }
-    timer.expires_after(kCheckEvery);
+    arm(spread);
+  }
+
+  // A cluster still without the CA refuses pods under failurePolicy Fail: sooner then.
+  void arm(bool spread) {
+    timer.expires_after(spread ? kCheckEvery : kRetryEvery);
     timer.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) check();
     });
@@ -111,19 +158,31 @@ ColocationWebhook::~ColocationWebhook() {
   stop();
 }
 
-Result<std::unique_ptr<ColocationWebhook>> ColocationWebhook::start(boost::asio::io_context& io,
-                                                                    const WebhookFlags& flags,
-                                                                    const kube::KubeConfig& cluster,
-                                                                    const Clock& clock,
-                                                                    server::LiveMetrics& metrics) {
+Result<std::unique_ptr<ColocationWebhook>> ColocationWebhook::start(
+    boost::asio::io_context& io, const WebhookFlags& flags,
+    const std::map<std::string, kube::KubeConfig>& clusters, const Clock& clock,
+    server::LiveMetrics& metrics) {
   if (auto errors = webhook_flag_errors(flags); !errors.empty())
     return make_error(ErrorCode::kInvalidArgument, errors.front());
-  auto impl = std::make_unique<Impl>(io, cluster, clock, metrics);
+  if (clusters.empty())
+    return make_error(ErrorCode::kInvalidArgument, "colocation webhook: no cluster to serve");
+  auto impl = std::make_unique<Impl>(io, metrics);
+  impl->home = flags.cluster.empty() ? clusters.begin()->first : flags.cluster;
+  if (clusters.count(impl->home) == 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "--webhook-cluster: no cluster named " + impl->home);
+  }
+  impl->configuration = flags.configuration;
+  for (const auto& [name, cfg] : clusters) {
+    impl->clusters.emplace(
+        name, std::make_unique<Impl::Served>(name, cfg, clock, metrics, flags.batch_scheduler));
+  }
   if (!flags.secret.empty()) {
     kube_glue::WebhookCertOptions o;
     split_ref(flags.secret, o.secret_namespace, o.secret_name);
     split_ref(flags.service, o.service_namespace, o.service_name);
     o.webhook_configuration = flags.configuration;
+    o.extra_dns_names = flags.dns_names;
     for (const auto& ref : flags.extra_services) {
       std::pair<std::string, std::string> service;
       split_ref(ref, service.first, service.second);
@@ -134,28 +193,32 @@ Result<std::unique_ptr<ColocationWebhook>> ColocationWebhook::start(boost::asio:
       split_ref(ref, map.first, map.second);
       o.ca_config_maps.push_back(std::move(map));
     }
-    impl->keeper = std::make_unique<kube_glue::WebhookCertKeeper>(impl->client, o, clock);
+    impl->keeper = std::make_unique<kube_glue::WebhookCertKeeper>(
+        impl->clusters.at(impl->home)->client, o, clock);
   } else {
     impl->cert_dir = flags.cert_dir;
   }
-  // Without a certificate there is nothing to serve: start-up fails and says why.
-  auto pair = impl->current_pair();
+  // Without a certificate there is nothing to serve: start-up fails and says why. Another
+  // cluster that cannot take the CA yet does not stop it.
+  bool spread = true;
+  auto pair = impl->current_pair(spread);
   if (!pair) return make_error(pair.error().code, "colocation webhook: " + pair.error().message);
   impl->serving = *pair;
   Impl* raw = impl.get();
   auto server = server::WebhookServer::create(
-      io, flags.listen, [raw](std::string_view body) { return raw->source.handle(body); },
+      io, flags.listen,
+      [raw](std::string_view cluster, std::string_view body) { return raw->handle(cluster, body); },
       impl->serving);
   if (!server) return server.error();
   impl->server = std::move(*server);
-  impl->source.start();
-  impl->timer.expires_after(kCheckEvery);
-  impl->timer.async_wait([raw](const boost::system::error_code& ec) {
-    if (!ec) raw->check();
-  });
-  spdlog::info("colocation webhook: listening on port {} (certificates from {})",
-               impl->server->port(),
-               flags.secret.empty() ? flags.cert_dir : "Secret " + flags.secret);
+  for (auto& [name, served] : impl->clusters)
+    served->source.start();
+  impl->arm(spread);
+  spdlog::info(
+      "colocation webhook: listening on port {} for {} cluster(s), home {} "
+      "(certificates from {})",
+      impl->server->port(), impl->clusters.size(), impl->home,
+      flags.secret.empty() ? flags.cert_dir : "Secret " + flags.secret);
   return std::unique_ptr<ColocationWebhook>(new ColocationWebhook(std::move(impl)));
 }
 
@@ -176,7 +239,8 @@ void ColocationWebhook::stop() {
   if (!impl_) return;
   impl_->timer.cancel();
   if (impl_->server) impl_->server->stop();
-  impl_->source.stop();
+  for (auto& [name, served] : impl_->clusters)
+    served->source.stop();
 }
 
 }  // namespace gleaner::scheduler

@@ -22,6 +22,8 @@ struct MutateArgs {
   std::string profiles;
   std::string priority_classes;
   std::vector<std::string> namespace_labels;
+  std::string scheduler_name = "gleaner-scheduler";
+  bool assign_scheduler = true;
   bool review = false;
 };
 
@@ -44,6 +46,11 @@ int run_mutate(const MutateArgs& args) {
     auto parsed = admission::parse_colocation_profiles(*objects, args.profiles);
     if (!parsed) return fail(parsed.error().message);
     profiles = std::move(*parsed);
+    // Every profile's unsupported fields, whether or not it matches this pod (the answer
+    // repeats those of the profiles that applied).
+    for (const auto& p : profiles)
+      for (const auto& w : p.warnings)
+        std::cerr << "gleaner-scheduler mutate: warning: " << w << "\n";
   }
   admission::PriorityClasses classes;
   if (!args.priority_classes.empty()) {
@@ -67,6 +74,7 @@ int run_mutate(const MutateArgs& args) {
   admission::MutationInputs in;
   in.profiles = &profiles;
   in.namespace_labels = admission::namespace_labels_of(namespace_name, ns_labels);
+  if (args.assign_scheduler) in.batch_scheduler = args.scheduler_name;
   in.priority_class = [&](const std::string& name) -> std::optional<admission::PriorityClassInfo> {
     auto it = classes.find(name);
     if (it == classes.end()) return std::nullopt;
@@ -118,10 +126,18 @@ void register_mutate_command(CLI::App& app) {
                   "ClusterColocationProfiles: a file or a directory of manifests");
   cmd->add_option("--priority-classes", args->priority_classes,
                   "PriorityClasses the profiles may name (e.g. kubectl get priorityclasses -o "
-                  "yaml, or deploy/manifests/priority-classes.yaml)");
+                  "yaml, or deploy/manifests/priority-classes/priority-classes.yaml)");
   cmd->add_option("--namespace-labels", args->namespace_labels,
                   "Labels of the pod's namespace, KEY=VALUE (repeat or comma-separate)")
       ->delimiter(',');
+  cmd->add_option("--scheduler-name", args->scheduler_name,
+                  "the scheduler a batch pod naming none (or default-scheduler) is given, as "
+                  "run's --scheduler-name")
+      ->capture_default_str();
+  cmd->add_option("--assign-scheduler", args->assign_scheduler,
+                  "give batch pods --scheduler-name (false: as run's "
+                  "--webhook-assign-scheduler=false, leave spec.schedulerName alone)")
+      ->capture_default_str();
   cmd->add_flag("--review", args->review,
                 "Print the AdmissionReview exactly as the webhook sends it (patch base64)");
   cmd->callback([args] { set_exit_code(run_mutate(*args)); });

@@ -201,15 +201,20 @@ int run(const RunOptions& o) {
                    "--cluster)\n";
       return kExitUsage;
     }
-    const std::string home = o.webhook.cluster.empty() ? configs.begin()->first : o.webhook.cluster;
-    auto cfg = configs.find(home);
-    if (cfg == configs.end()) {
-      std::cerr << "gleaner-scheduler run: --webhook-cluster: no cluster named " << home << "\n";
+    // Every cluster where pods are made (a fleet's members; not its hub) is served, each
+    // with its own profiles, namespaces and PriorityClasses.
+    std::map<std::string, kube::KubeConfig> served;
+    for (const auto& [name, cfg] : configs)
+      if (name != hub_name) served.emplace(name, cfg);
+    if (!o.webhook.cluster.empty() && served.count(o.webhook.cluster) == 0) {
+      std::cerr << "gleaner-scheduler run: --webhook-cluster: no member cluster named "
+                << o.webhook.cluster << "\n";
       return kExitUsage;
     }
     WebhookFlags flags = o.webhook;
     if (o.tls_from_webhook) flags.extra_services.push_back(o.report_service);
-    auto started = ColocationWebhook::start(io, flags, cfg->second, clock, metrics);
+    if (o.webhook_assign_scheduler) flags.batch_scheduler = o.scheduler_name;
+    auto started = ColocationWebhook::start(io, flags, served, clock, metrics);
     if (!started) {
       std::cerr << "gleaner-scheduler run: " << started.error().message << "\n";
       return 1;
@@ -484,8 +489,17 @@ void register_run_command(CLI::App& app) {
                   "MutatingWebhookConfiguration whose caBundle the scheduler keeps")
       ->capture_default_str();
   cmd->add_option("--webhook-cluster", o->webhook.cluster,
-                  "cluster whose profiles, namespaces and PriorityClasses the webhook reads "
-                  "(default: the first)");
+                  "cluster whose Secret holds the webhook's certificates and whose pods "
+                  "/mutate-pod reviews (default: the first member); each cluster's own are "
+                  "at /mutate-pod/<cluster>");
+  cmd->add_option("--webhook-dns-name", o->webhook.dns_names,
+                  "more DNS names for the webhook's certificate: the host of the "
+                  "clientConfig.url other clusters call it at (repeatable; with "
+                  "--webhook-secret)");
+  cmd->add_option("--webhook-assign-scheduler", o->webhook_assign_scheduler,
+                  "give a pod the webhook makes a batch pod --scheduler-name when it names no "
+                  "scheduler or default-scheduler (false: leave spec.schedulerName alone)")
+      ->capture_default_str();
   cmd->add_flag("--check-config", o->check_config,
                 "validate the flags and the files they name, print \"config OK\" or every "
                 "error, and exit 0 or 1 without starting");

@@ -50,6 +50,8 @@ struct RunOptions {
   std::string log_format = "text";
   bool check_config = false;
   WebhookFlags webhook;
+  // Batch pods naming no scheduler are given scheduler_name (--webhook-assign-scheduler).
+  bool webhook_assign_scheduler = true;
   std::string tls_cert_dir;       // "" = plain HTTP on --listen
   int tls_reload_seconds = 60;    // how often --tls-cert-dir is re-read
   bool tls_from_webhook = false;  // --listen serves the webhook's certificate

@@ -24,8 +24,9 @@ std::string version_of(const Json& obj) {
 
 }  // namespace
 
-ColocationSource::ColocationSource(kube::KubeClient& client, server::LiveMetrics& metrics)
-    : metrics_(metrics) {
+ColocationSource::ColocationSource(kube::KubeClient& client, server::LiveMetrics& metrics,
+                                   ColocationSourceOptions options)
+    : metrics_(metrics), options_(std::move(options)) {
   auto on_change = kube::InformerHandlers{[this](const Json&) { refresh_profiles(); },
                                           [this](const Json&, const Json&) { refresh_profiles(); },
                                           [this](const Json&) { refresh_profiles(); }};
@@ -110,6 +111,7 @@ net::HttpReply ColocationSource::handle(std::string_view body) {
   }
   admission::MutationInputs in;
   in.profiles = &profiles;
+  in.batch_scheduler = options_.batch_scheduler;
   Labels own;
   if (auto ns = namespaces_->get(request->namespace_name)) {
     if (const Json* labels = find_path(*ns, "metadata/labels");
@@ -132,9 +134,10 @@ net::HttpReply ColocationSource::handle(std::string_view body) {
   if (answer.outcome == admission::Outcome::kMutated ||
       answer.outcome == admission::Outcome::kDenied) {
     spdlog::info(
-        "colocation webhook: pod {}/{}{}: {} ({})", request->namespace_name,
+        "colocation webhook: pod {}/{} of cluster {}{}: {} ({})", request->namespace_name,
         request->name.empty() ? string_at(request->object, "metadata/generateName") : request->name,
-        request->dry_run ? " (dry run)" : "", admission::to_string(answer.outcome), answer.message);
+        options_.cluster, request->dry_run ? " (dry run)" : "",
+        admission::to_string(answer.outcome), answer.message);
   }
   return json_reply(200, answer.review);
 }

@@ -1,5 +1,6 @@
 #pragma once
-// What the colocation webhook decides with, kept live from one cluster's API server:
+// What the colocation webhook decides with for the pods of one cluster, kept live from that
+// cluster's API server (a fleet's members each have their own):
 // ClusterColocationProfiles, Namespaces (for namespaceSelector) and PriorityClasses,
 // each by its own informer. A profile that fails to parse is refused (logged once per
 // version, counted, and, when it was valid before, its last good version stays in force);
@@ -21,9 +22,15 @@
 
 namespace gleaner::scheduler::kube_glue {
 
+struct ColocationSourceOptions {
+  std::string cluster;          // for log lines
+  std::string batch_scheduler;  // MutationInputs::batch_scheduler
+};
+
 class ColocationSource {
  public:
-  ColocationSource(kube::KubeClient& client, server::LiveMetrics& metrics);
+  ColocationSource(kube::KubeClient& client, server::LiveMetrics& metrics,
+                   ColocationSourceOptions options);
   ~ColocationSource();
   ColocationSource(const ColocationSource&) = delete;
   ColocationSource& operator=(const ColocationSource&) = delete;
@@ -40,6 +47,7 @@ class ColocationSource {
   void refresh_profiles();
 
   server::LiveMetrics& metrics_;
+  ColocationSourceOptions options_;
   std::unique_ptr<kube::Informer> profiles_;
   std::unique_ptr<kube::Informer> namespaces_;
   std::unique_ptr<kube::Informer> priority_classes_;

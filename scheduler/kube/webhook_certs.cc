@@ -56,6 +56,7 @@ std::vector<std::string> serving_dns_names(const WebhookCertOptions& o) {
     for (auto& n : service_dns_names(name, ns))
       names.push_back(std::move(n));
   }
+  names.insert(names.end(), o.extra_dns_names.begin(), o.extra_dns_names.end());
   return names;
 }
 
@@ -103,7 +104,8 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
       if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
       return m;
     }
-    if (Status s = patch_ca_bundle(m.ca_bundle); !s) return s.error();
+    if (Status s = patch_ca_bundle(client_, options_.webhook_configuration, m.ca_bundle, ""); !s)
+      return s.error();
     if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
     return m;
   }
@@ -131,7 +133,8 @@ Result<ServingMaterial> WebhookCertKeeper::ensure() {
   m.ca_bundle =
       plan.action == CertPlan::Action::kIssueServing ? ca.cert_pem : ca.cert_pem + old_cas;
   if (Status s = write_secret(secret, m, ca); !s) return s.error();
-  if (Status s = patch_ca_bundle(m.ca_bundle); !s) return s.error();
+  if (Status s = patch_ca_bundle(client_, options_.webhook_configuration, m.ca_bundle, ""); !s)
+    return s.error();
   if (Status s = publish_ca(m.ca_bundle); !s) return s.error();
   return m;
 }
@@ -191,26 +194,21 @@ Status WebhookCertKeeper::write_secret(const std::optional<Json>& existing,
   return ok_status();
 }
 
-Status WebhookCertKeeper::patch_ca_bundle(const std::string& bundle) {
-  const std::string path =
-      kube::mutating_webhook_configuration_path(options_.webhook_configuration);
-  auto found = client_.find(path);
-  if (!found) return found.error();
-  if (!*found) {
-    return make_error(ErrorCode::kNotFound, "MutatingWebhookConfiguration " +
-                                                options_.webhook_configuration + " does not exist");
-  }
+Status patch_ca_bundle(kube::KubeClient& client, const std::string& configuration,
+                       const std::string& bundle, const std::string& cluster) {
+  const std::string what = "MutatingWebhookConfiguration " + configuration +
+                           (cluster.empty() ? "" : " of cluster " + cluster);
+  const std::string path = kube::mutating_webhook_configuration_path(configuration);
+  auto found = client.find(path);
+  if (!found) return make_error(found.error().code, what + ": " + found.error().message);
+  if (!*found) return make_error(ErrorCode::kNotFound, what + " does not exist");
   const Json& config = **found;
   const Json* a = find_path(config, "metadata/annotations");
   if (a != nullptr && a->is_object() && a->contains(kCaInjectAnnotation)) return ok_status();
   const std::string encoded = kube::base64_encode(bundle);
   Json ops = Json::array();
   const Json webhooks = config.value("webhooks", Json::array());
-  if (!webhooks.is_array()) {
-    return make_error(ErrorCode::kParse, "MutatingWebhookConfiguration " +
-                                             options_.webhook_configuration +
-                                             ": webhooks is not a list");
-  }
+  if (!webhooks.is_array()) return make_error(ErrorCode::kParse, what + ": webhooks is not a list");
   for (size_t i = 0; i < webhooks.size(); ++i) {
     if (string_at(webhooks[i], "clientConfig/caBundle") == encoded) continue;
     const std::string at = "/webhooks/" + std::to_string(i);
@@ -220,13 +218,9 @@ Status WebhookCertKeeper::patch_ca_bundle(const std::string& bundle) {
     ops.push_back(Json{{"op", "add"}, {"path", at + "/clientConfig/caBundle"}, {"value", encoded}});
   }
   if (ops.empty()) return ok_status();
-  auto patched = client_.patch(path, ops, kube::PatchType::kJsonPatch);
-  if (!patched) {
-    return make_error(patched.error().code, "MutatingWebhookConfiguration " +
-                                                options_.webhook_configuration + ": " +
-                                                patched.error().message);
-  }
-  spdlog::info("webhook certificates: caBundle of {} updated", options_.webhook_configuration);
+  auto patched = client.patch(path, ops, kube::PatchType::kJsonPatch);
+  if (!patched) return make_error(patched.error().code, what + ": " + patched.error().message);
+  spdlog::info("webhook certificates: caBundle of {} updated", what);
   return ok_status();
 }
 

@@ -36,6 +36,9 @@ struct WebhookCertOptions {
   // More Services the serving certificate is for (NAMESPACE, NAME): the report port when it
   // serves TLS with this same certificate.
   std::vector<std::pair<std::string, std::string>> extra_services;
+  // More DNS names it is for: the host of a `clientConfig.url` by which other clusters (a
+  // fleet's members) reach the webhook.
+  std::vector<std::string> extra_dns_names;
   // ConfigMaps (NAMESPACE, NAME) the CA bundle is published in, as ca.crt, for clients
   // that verify the scheduler with it (agents mount it: --scheduler-ca-file).
   std::vector<std::pair<std::string, std::string>> ca_config_maps;
@@ -65,6 +68,13 @@ struct ServingMaterial {
   bool external = false;  // issued by cert-manager
 };
 
+// The CA bundle into the caBundle of every webhook of one cluster's
+// MutatingWebhookConfiguration `configuration`, unless it has it already or cert-manager's
+// CA injector keeps it (annotation cert-manager.io/inject-ca-from). `cluster` names it in
+// errors and the log.
+Status patch_ca_bundle(kube::KubeClient& client, const std::string& configuration,
+                       const std::string& bundle, const std::string& cluster);
+
 class WebhookCertKeeper {
  public:
   WebhookCertKeeper(kube::KubeClient& client, WebhookCertOptions options, const Clock& clock);
@@ -75,7 +85,6 @@ class WebhookCertKeeper {
  private:
   Status write_secret(const std::optional<Json>& existing, const ServingMaterial& m,
                       const admission::KeyPair& ca);
-  Status patch_ca_bundle(const std::string& bundle);
   // The CA bundle into every ca_config_maps entry that does not hold it yet.
   Status publish_ca(const std::string& bundle);
 

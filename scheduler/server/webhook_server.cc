@@ -42,11 +42,15 @@ struct WebhookServer::Impl {
     if (path == "/healthz" && req.method() == http::verb::get) {
       return net::HttpReply{200, "text/plain", "ok\n"};
     }
-    if (path != "/mutate-pod") return net::HttpReply{404, "application/json", kNotFound};
+    constexpr std::string_view kMutate = "/mutate-pod";
+    const std::string_view rest =
+        path.starts_with(kMutate) ? path.substr(kMutate.size()) : std::string_view("x");
+    if (!rest.empty() && (rest.size() < 2 || rest[0] != '/'))
+      return net::HttpReply{404, "application/json", kNotFound};
     if (req.method() != http::verb::post) {
       return net::HttpReply{405, "application/json", kMethodNotAllowed};
     }
-    return handler(req.body());
+    return handler(rest.empty() ? rest : rest.substr(1), req.body());
   }
 
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,

@@ -1,5 +1,6 @@
 #pragma once
-// The colocation webhook's HTTPS port: POST /mutate-pod (an AdmissionReview in, one out)
+// The colocation webhook's HTTPS port: POST /mutate-pod or /mutate-pod/<cluster> (an
+// AdmissionReview in, one out; a fleet's member names itself in its configuration's path)
 // and GET /healthz, on the composition root's io_context with the listener the other
 // ports use. The serving certificate can be replaced while running (renewal): new
 // connections take the new one, open ones finish on theirs. Per connection: a handshake
@@ -24,8 +25,8 @@ namespace gleaner::scheduler::server {
 
 class WebhookServer {
  public:
-  // Answers a POST to /mutate-pod with the request body.
-  using Handler = std::function<net::HttpReply(std::string_view body)>;
+  // Answers a POST to /mutate-pod/<cluster> (cluster "" for /mutate-pod) with the body.
+  using Handler = std::function<net::HttpReply(std::string_view cluster, std::string_view body)>;
   static constexpr std::size_t kMaxBody = 4 << 20;
 
   static Result<std::unique_ptr<WebhookServer>> create(boost::asio::io_context& io,

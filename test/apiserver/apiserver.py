@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import admin  # noqa: E402
 from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
+import pod_validation  # noqa: E402
 import resources  # noqa: E402
 from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
 import tokens  # noqa: E402
@@ -260,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
                     options[field] = query[field]
             obj = self.server.admission.admit_pod(r.ns, obj, bool(dry_run), options,
                                                   self.warnings)
+            # Validation runs on what the webhooks made of the pod.
+            pod_validation.validate_pod_resources(obj)
         self.send_json(201, self.server.store.create(r.resource, r.ns, obj, r.group,
                                                      dry_run=bool(dry_run)))
 

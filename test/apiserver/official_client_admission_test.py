@@ -133,6 +133,45 @@ class AdmissionTest(ServerTestCase):
         self.assertNotIn("name", req)
         self.assertEqual(req["object"]["metadata"]["generateName"], "gen-")
 
+    def test_webhook_output_is_validated_as_the_api_server_validates_resources(self):
+        """A webhook's resources pass the API server's ValidateResourceRequirements after
+        the mutation: kubernetes.io/ names may have a limit above the request (native,
+        IsOvercommitAllowed), other extended resources need request equal to limit."""
+        def resources_patch(requests, limits):
+            return lambda review: review_answer(review, patch=[
+                {"op": "add", "path": "/spec/containers/0/resources",
+                 "value": {"requests": requests, "limits": limits}}])
+        cases = {
+            "/batch-overcommit": ({"kubernetes.io/batch-cpu": "1000"},
+                                  {"kubernetes.io/batch-cpu": "1200"}, None),
+            "/batch-request-only": ({"kubernetes.io/batch-cpu": "1000"}, {}, None),
+            "/batch-above-limit": ({"kubernetes.io/batch-cpu": "1500"},
+                                   {"kubernetes.io/batch-cpu": "1200"},
+                                   "spec.containers[0].resources.requests[kubernetes.io/batch-"
+                                   "cpu]: Invalid value: \"1500\": must be less than or equal "
+                                   "to kubernetes.io/batch-cpu limit of 1200"),
+            "/device-overcommit": ({"example.com/dev": "1"}, {"example.com/dev": "2"},
+                                   "must be equal to example.com/dev limit of 2"),
+            "/device-request-only": ({"example.com/dev": "1"}, {},
+                                     "spec.containers[0].resources.limits[example.com/dev]: "
+                                     "Required value: Limit must be set for non overcommitable "
+                                     "resources"),
+        }
+        for i, (path, (requests, limits, refusal)) in enumerate(sorted(cases.items())):
+            with self.subTest(path):
+                self.webhook.behaviours[path] = resources_patch(requests, limits)
+                ns = "wh-res-%d" % i
+                self.register("res-config-%d" % i, ns, [{"name": "res.gleaner.test",
+                                                         "path": path}])
+                if refusal is None:
+                    created = self.core.create_namespaced_pod(ns, pod("p"))
+                    self.assertEqual(created.spec.containers[0].resources.limits, limits)
+                    continue
+                with self.assertRaises(ApiException) as refused:
+                    self.core.create_namespaced_pod(ns, pod("p"))
+                self.assertEqual(refused.exception.status, 422)
+                self.assertIn(refusal, json.loads(refused.exception.body)["message"])
+
     def test_webhook_through_a_mapped_service_reference(self):
         self.webhook.behaviours["/svc"] = self.label_patch("via", "service")
         self.register("svc-config", "wh-svc", [{

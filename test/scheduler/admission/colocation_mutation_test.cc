@@ -57,6 +57,7 @@ struct Fixture {
       if (name == "koord-batch") return PriorityClassInfo{5500, "PreemptLowerPriority"};
       return std::nullopt;
     };
+    in.batch_scheduler = "gleaner-scheduler";
   }
 };
 
@@ -69,9 +70,10 @@ TEST(ColocationMutation, MatchingProfileMakesTheSparkDriverABestEffortBatchPod) 
   EXPECT_TRUE(m->converted);
   const Json out = pod.patch(m->patch);
   const Json& c = out["spec"]["containers"][0]["resources"];
+  // Requests to requests, limits to limits: coreLimit 1200m stays the batch-cpu limit.
   EXPECT_EQ(c, Json::parse(R"({"requests": {"kubernetes.io/batch-cpu": "1000",
                                             "kubernetes.io/batch-memory": "1476395008"},
-                               "limits": {"kubernetes.io/batch-cpu": "1000",
+                               "limits": {"kubernetes.io/batch-cpu": "1200",
                                           "kubernetes.io/batch-memory": "1476395008"}})"));
   EXPECT_EQ(out["spec"]["initContainers"][0]["resources"]["requests"]["kubernetes.io/batch-cpu"],
             "100");
@@ -128,11 +130,82 @@ TEST(ColocationMutation, AckAnnotationAloneColocatesAsBatch) {
   const Json out = pod.patch(m->patch);
   EXPECT_EQ(out["metadata"]["labels"]["koordinator.sh/qosClass"], "BE");
   EXPECT_FALSE(out["spec"]["containers"][0]["resources"]["requests"].contains("cpu"));
-  EXPECT_FALSE(out["spec"].contains("schedulerName"));  // the operator's choice stays
+  // ACK's guide names no scheduler: the batch pod is given gleaner-scheduler, so its
+  // driver and executors are placed as one gang, not one by one by kube-scheduler.
+  EXPECT_EQ(out["spec"]["schedulerName"], "gleaner-scheduler");
+  EXPECT_TRUE(m->scheduler_assigned);
   // "false" is not an opt-in.
   auto off = mutate_pod(spark_driver(Json{{kube::kAckColocationAnnotation, "false"}}), none.in);
   ASSERT_TRUE(off.ok());
   EXPECT_TRUE(off->patch.empty());
+}
+
+TEST(ColocationMutation, ABatchPodNamingNoSchedulerOrTheDefaultIsGivenTheBatchScheduler) {
+  Fixture none({});
+  const Json ack{{kube::kAckColocationAnnotation, "true"}};
+  // What the API server's defaulting leaves in a pod that named none.
+  Json defaulted = spark_driver(ack);
+  defaulted["spec"]["schedulerName"] = "default-scheduler";
+  auto m = mutate_pod(defaulted, none.in);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(defaulted.patch(m->patch)["spec"]["schedulerName"], "gleaner-scheduler");
+  EXPECT_TRUE(m->warnings.empty());
+
+  // Another scheduler (Spark's batchScheduler: volcano) is kept, and the answer says so.
+  Json volcano = spark_driver(ack);
+  volcano["spec"]["schedulerName"] = "volcano";
+  auto kept = mutate_pod(volcano, none.in);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(volcano.patch(kept->patch)["spec"]["schedulerName"], "volcano");
+  EXPECT_FALSE(kept->scheduler_assigned);
+  ASSERT_EQ(kept->warnings.size(), 1u);
+  EXPECT_NE(kept->warnings[0].find("spec.schedulerName is volcano"), std::string::npos);
+
+  // Turned off (run --webhook-assign-scheduler=false): the pod's own stays.
+  Fixture off({});
+  off.in.batch_scheduler.clear();
+  auto left = mutate_pod(spark_driver(ack), off.in);
+  ASSERT_TRUE(left.ok());
+  EXPECT_FALSE(spark_driver(ack).patch(left->patch)["spec"].contains("schedulerName"));
+
+  // A profile's schedulerName wins; a pod that is not batch work keeps its scheduler.
+  Fixture ls({profile(R"({"metadata": {"name": "ls"}, "spec": {"qosClass": "LS"}})")});
+  auto service = mutate_pod(spark_driver(), ls.in);
+  ASSERT_TRUE(service.ok());
+  EXPECT_FALSE(spark_driver().patch(service->patch)["spec"].contains("schedulerName"));
+}
+
+TEST(ColocationMutation, LimitsStayLimitsAndAMissingSideTakesTheOther) {
+  Fixture none({});
+  Json pod = spark_driver(Json{{kube::kAckColocationAnnotation, "true"}});
+  Json& res = pod["spec"]["containers"][0]["resources"];
+  res = Json::parse(R"({"requests": {"cpu": "500m"}, "limits": {"memory": "1Gi"}})");
+  auto m = mutate_pod(pod, none.in);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(pod.patch(m->patch)["spec"]["containers"][0]["resources"],
+            Json::parse(R"({"requests": {"kubernetes.io/batch-cpu": "500",
+                                         "kubernetes.io/batch-memory": "1073741824"},
+                            "limits": {"kubernetes.io/batch-cpu": "500",
+                                       "kubernetes.io/batch-memory": "1073741824"}})"));
+  // A request above its limit is refused here, naming the container, as the API would.
+  res = Json::parse(R"({"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}})");
+  auto refused = mutate_pod(pod, none.in);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find(
+                "spec.containers[0].resources.requests.cpu 2 is above its limit 1500m"),
+            std::string::npos)
+      << refused.error().message;
+}
+
+TEST(ColocationMutation, AnAppliedProfilesUnsupportedFieldsAreWarnedInTheAnswer) {
+  Fixture f({profile(R"({"metadata": {"name": "patched"},
+      "spec": {"qosClass": "BE", "patch": {"metadata": {"labels": {"x": "y"}}}}})")});
+  auto m = mutate_pod(spark_driver(), f.in);
+  ASSERT_TRUE(m.ok());
+  ASSERT_FALSE(m->warnings.empty());
+  EXPECT_NE(m->warnings[0].find("ClusterColocationProfile patched: spec.patch is not supported"),
+            std::string::npos)
+      << m->warnings[0];
 }
 
 TEST(ColocationMutation, LaterProfileOverridesAndANonBatchQosKeepsResources) {

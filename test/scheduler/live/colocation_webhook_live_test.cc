@@ -3,6 +3,7 @@
 // JSON patch applied, failurePolicy Fail): certificates kept in a Secret with the CA
 // patched into the MutatingWebhookConfiguration, profiles read live, and the pods the
 // API server stores.
+#include <map>
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -45,36 +46,44 @@ Json executor_pod(const std::string& name, const std::string& ns) {
   return pod;
 }
 
+// What an operator applies to a cluster: the webhook configuration (calling `path`), the
+// labelled namespace spark and, with `shipped`, the shipped PriorityClasses and example
+// profile.
+void create_cluster_objects(kube::KubeClient& client, const std::string& path, bool shipped) {
+  Json config = Json::parse(kWebhookConfig);
+  config["webhooks"][0]["clientConfig"]["service"]["path"] = path;
+  ASSERT_TRUE(
+      client.create("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", config)
+          .ok());
+  ASSERT_TRUE(
+      client
+          .create(kube::namespaces_path(),
+                  Json{{"apiVersion", "v1"},
+                       {"kind", "Namespace"},
+                       {"metadata",
+                        {{"name", "spark"}, {"labels", {{"gleaner.io/colocation", "enabled"}}}}}})
+          .ok());
+  if (!shipped) return;
+  for (const char* file : {"/deploy/manifests/priority-classes/priority-classes.yaml",
+                           "/deploy/examples/colocation-profile.yaml"}) {
+    auto objects = admission::read_objects(std::string(GLEANER_SOURCE_DIR) + file);
+    ASSERT_TRUE(objects.ok()) << objects.error().message;
+    for (const Json& o : *objects) {
+      const std::string at = o["kind"] == "PriorityClass" ? kube::priority_classes_path()
+                                                          : kube::colocation_profiles_path();
+      auto r = client.create(at, o);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+  }
+}
+
 class ColocationWebhookLive : public ::testing::Test {
  protected:
   void SetUp() override {
     api_ = TestApiServer::start();
     if (!api_) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py";
     client_ = std::make_unique<kube::KubeClient>(api_->config(), clock_);
-    ASSERT_TRUE(client_
-                    ->create("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-                             Json::parse(kWebhookConfig))
-                    .ok());
-    ASSERT_TRUE(client_
-                    ->create(kube::namespaces_path(),
-                             Json{{"apiVersion", "v1"},
-                                  {"kind", "Namespace"},
-                                  {"metadata",
-                                   {{"name", "spark"},
-                                    {"labels", {{"gleaner.io/colocation", "enabled"}}}}}})
-                    .ok());
-    // The shipped PriorityClasses and example profile, as an operator applies them.
-    for (const char* file : {"/deploy/manifests/priority-classes/priority-classes.yaml",
-                             "/deploy/examples/colocation-profile.yaml"}) {
-      auto objects = admission::read_objects(std::string(GLEANER_SOURCE_DIR) + file);
-      ASSERT_TRUE(objects.ok()) << objects.error().message;
-      for (const Json& o : *objects) {
-        const std::string path = o["kind"] == "PriorityClass" ? kube::priority_classes_path()
-                                                              : kube::colocation_profiles_path();
-        auto r = client_->create(path, o);
-        ASSERT_TRUE(r.ok()) << r.error().message;
-      }
-    }
+    create_cluster_objects(*client_, "/mutate-pod", true);
     start_webhook();
   }
   void TearDown() override {
@@ -88,7 +97,8 @@ class ColocationWebhookLive : public ::testing::Test {
     flags.secret = "gleaner-system/gleaner-webhook-tls";
     flags.extra_services = std::move(extra_services);
     flags.ca_config_maps = std::move(ca_config_maps);
-    auto started = ColocationWebhook::start(io_.io(), flags, api_->config(), clock_, metrics_);
+    auto started =
+        ColocationWebhook::start(io_.io(), flags, {{"default", api_->config()}}, clock_, metrics_);
     ASSERT_TRUE(started.ok()) << started.error().message;
     webhook_ = std::move(*started);
     api_->admin(
@@ -193,6 +203,68 @@ TEST_F(ColocationWebhookLive, AWebhookThatIsDownRefusesPodsUnderFailurePolicyFai
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("failed calling webhook"), std::string::npos)
       << refused.error().message;
+}
+
+// A fleet's members, each with its own API server: the CA reaches every member's
+// configuration, and each member's pods are decided with its own profiles.
+TEST(ColocationWebhookFleet, EveryMemberHasTheCaAndItsPodsAreDecidedWithItsOwnProfiles) {
+  SystemClock clock;
+  server::LiveMetrics metrics;
+  live_testing::IoThread io;
+  std::map<std::string, std::unique_ptr<TestApiServer>> apis;
+  std::map<std::string, std::unique_ptr<kube::KubeClient>> clients;
+  std::map<std::string, kube::KubeConfig> configs;
+  for (const char* name : {"c1", "c2"}) {
+    auto api = TestApiServer::start();
+    if (!api) GTEST_SKIP() << "cannot start test/apiserver/apiserver.py";
+    configs.emplace(name, api->config());
+    auto client = std::make_unique<kube::KubeClient>(api->config(), clock);
+    // Only c2 has the profile (and the PriorityClasses it names): c1's pods stay as they are.
+    create_cluster_objects(*client, std::string("/mutate-pod/") + name, name == std::string("c2"));
+    apis.emplace(name, std::move(api));
+    clients.emplace(name, std::move(client));
+  }
+  WebhookFlags flags;
+  flags.listen = "127.0.0.1:0";
+  flags.secret = "gleaner-system/gleaner-webhook-tls";
+  flags.cluster = "c1";
+  auto webhook = ColocationWebhook::start(io.io(), flags, configs, clock, metrics);
+  ASSERT_TRUE(webhook.ok()) << webhook.error().message;
+  for (auto& [name, api] : apis) {
+    api->admin("webhook-service",
+               "namespace=gleaner-system&name=gleaner-scheduler-webhook&port=443&address=127.0.0."
+               "1:" +
+                   std::to_string((*webhook)->port()));
+  }
+  // The Secret is in the home cluster; its CA is in both members' configurations.
+  auto secret = clients["c1"]->get(kube::secret_path("gleaner-system", "gleaner-webhook-tls"));
+  ASSERT_TRUE(secret.ok()) << secret.error().message;
+  for (auto& [name, client] : clients) {
+    EXPECT_TRUE(eventually([&] {
+      auto config = client->get(
+          "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+          "gleaner-colocation");
+      return config.ok() &&
+             (*config)["webhooks"][0]["clientConfig"]["caBundle"] == (*secret)["data"]["ca.crt"];
+    })) << name;
+  }
+  auto create = [&](const std::string& cluster, const std::string& pod) {
+    const std::string path = kube::pods_path("spark");
+    const Json p = executor_pod(pod, "spark");
+    EXPECT_TRUE(eventually([&] { return clients[cluster]->create(path + "?dryRun=All", p).ok(); }));
+    return clients[cluster]->create(path, p);
+  };
+  auto in_c2 = create("c2", "pi-exec-1");
+  ASSERT_TRUE(in_c2.ok()) << in_c2.error().message;
+  EXPECT_EQ((*in_c2)["metadata"]["labels"]["koordinator.sh/qosClass"], "BE");
+  EXPECT_EQ((*in_c2)["spec"]["priority"], 5000);  // c2's koord-batch
+  EXPECT_TRUE((*in_c2)["spec"]["containers"][0]["resources"]["requests"].contains(
+      "kubernetes.io/batch-cpu"));
+  auto in_c1 = create("c1", "pi-exec-1");
+  ASSERT_TRUE(in_c1.ok()) << in_c1.error().message;
+  EXPECT_FALSE((*in_c1)["metadata"]["labels"].contains("koordinator.sh/qosClass"));
+  EXPECT_EQ((*in_c1)["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
+  (*webhook)->stop();
 }
 
 }  // namespace
