@@ -39,16 +39,43 @@ struct HttpListener::Impl {
   tcp::acceptor acceptor;
   std::string what;
   OnConnection on_connection;
-  std::list<std::weak_ptr<beast::tcp_stream>> sessions;  // touched on the strand only
+  std::list<std::weak_ptr<Connection>> sessions;  // oldest first; touched on the strand only
   uint16_t bound_port = 0;
 
   size_t max_connections = HttpListener::kDefaultMaxConnections;
   std::atomic<uint64_t> accept_errors{0};
   std::atomic<uint64_t> capacity_reached{0};
+  std::atomic<uint64_t> idle_closed{0};
+  std::chrono::steady_clock::time_point last_cap_warning{};
+  uint64_t unreported_idle_closed = 0;
   std::atomic<size_t> open_connections{0};
   bool at_capacity = false;  // touched on the strand only
   std::chrono::steady_clock::time_point last_warning{};
   uint64_t unreported = 0;  // failures since the last warning
+
+  bool close_oldest_idle() {
+    for (auto it = sessions.begin(); it != sessions.end(); ++it) {
+      auto s = it->lock();
+      if (!s || s->is_busy()) continue;
+      error_code ignored;
+      s->socket().shutdown(tcp::socket::shutdown_both, ignored);
+      s->socket().close(ignored);
+      sessions.erase(it);
+      ++idle_closed;
+      ++unreported_idle_closed;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_cap_warning >= kWarnEvery) {
+        spdlog::warn(
+            "{} port {}: {} open connections (the cap); closed {} idle connection(s) to admit "
+            "new ones since the last warning",
+            what, bound_port, max_connections, unreported_idle_closed);
+        last_cap_warning = now;
+        unreported_idle_closed = 0;
+      }
+      return true;
+    }
+    return false;
+  }
 
   static asio::awaitable<void> pause(std::shared_ptr<Impl> self, std::chrono::milliseconds d) {
     asio::steady_timer timer(self->strand);
@@ -67,8 +94,13 @@ struct HttpListener::Impl {
       if (self->sessions.size() >= self->max_connections) {
         if (!self->at_capacity) ++self->capacity_reached;
         self->at_capacity = true;
-        co_await pause(self, kAcceptBackoffMin);
-        continue;
+        // Room for the next one: the idle connection accepted longest ago goes (its session
+        // sees the socket closed and ends). Only when all of them serve requests does the
+        // next one wait in the backlog.
+        if (!self->close_oldest_idle()) {
+          co_await pause(self, kAcceptBackoffMin);
+          continue;
+        }
       }
       self->at_capacity = false;
       error_code ec;
@@ -95,7 +127,7 @@ struct HttpListener::Impl {
       }
       backoff = std::chrono::milliseconds(0);
       socket.set_option(tcp::no_delay(true), ec);
-      auto stream = std::make_shared<beast::tcp_stream>(std::move(socket));
+      auto stream = std::make_shared<Connection>(std::move(socket));
       self->sessions.push_back(stream);
       self->open_connections = self->sessions.size();
       self->on_connection(std::move(stream));
@@ -144,7 +176,7 @@ uint64_t HttpListener::accept_errors() const {
 
 HttpListener::Stats HttpListener::stats() const {
   return Stats{impl_->open_connections.load(), impl_->max_connections, impl_->accept_errors.load(),
-               impl_->capacity_reached.load()};
+               impl_->capacity_reached.load(), impl_->idle_closed.load()};
 }
 
 void HttpListener::stop() {

@@ -3,6 +3,7 @@
 // /metrics port, the scheduler's API and webhook ports): the listener that accepts
 // connections for them.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,16 +25,33 @@ class io_context;
 
 namespace gleaner::net {
 
+// One accepted connection: a tcp_stream that tells its listener whether it is waiting for a
+// request (idle: from accept, through a TLS handshake, between keep-alive requests) or
+// serving one. Sessions that never say count as idle throughout.
+class Connection : public boost::beast::tcp_stream {
+ public:
+  using boost::beast::tcp_stream::tcp_stream;
+  void busy() { busy_ = true; }
+  void idle() { busy_ = false; }
+  [[nodiscard]] bool is_busy() const { return busy_; }
+
+ private:
+  std::atomic<bool> busy_{false};
+};
+
 // The TCP side of a small Beast HTTP server, shared by the agent's metrics server and the
 // scheduler's HTTP and webhook ports: binds and listens at once (a taken port fails at start-up),
 // accepts on a strand of the composition root's io_context (TCP_NODELAY: keep-alive
 // answers are not held back; a cap on open connections; accept failures back off), hands
 // each connection to `on_connection` on that strand
 // (which runs its own session coroutine on the stream's executor), and keeps weak
-// references to the connections so stop() can close them.
+// references to the connections so stop() can close them. At the cap, the idle connection
+// accepted longest ago is closed to admit the new one (logged once a minute with a count):
+// a flood of idle connections can hold every slot but never starve a health probe or a
+// request; only when every connection is serving a request do new ones wait.
 class HttpListener {
  public:
-  using Stream = boost::beast::tcp_stream;
+  using Stream = Connection;
   using OnConnection = std::function<void(std::shared_ptr<Stream>)>;
 
   static Result<std::shared_ptr<HttpListener>> listen(

@@ -11,7 +11,8 @@ struct ListenerStats {
   size_t open_connections = 0;
   size_t max_connections = 0;
   uint64_t accept_errors = 0;
-  uint64_t capacity_reached = 0;  // times the cap was reached (new ones then wait)
+  uint64_t capacity_reached = 0;  // times the cap was reached
+  uint64_t idle_closed = 0;       // idle connections closed at the cap to admit a new one
 };
 
 }  // namespace gleaner::net

@@ -11,7 +11,10 @@ using namespace net::beast_names;
 
 namespace {
 
-// A scraper that opens a connection and goes quiet must not hold it forever.
+// A scraper that opens a connection and goes quiet must not hold it long: the first request
+// is due within a few seconds of connecting, the next one of a keep-alive scraper within
+// the usual scrape interval. (At the cap the oldest idle connection is closed anyway.)
+constexpr auto kFirstRequestTimeout = std::chrono::seconds(5);
 constexpr auto kIdleTimeout = std::chrono::seconds(30);
 
 }  // namespace
@@ -23,15 +26,17 @@ struct MetricsServer::Impl {
   std::shared_ptr<net::HttpListener> listener;
 
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,
-                                       std::shared_ptr<beast::tcp_stream> stream) {
+                                       std::shared_ptr<net::Connection> stream) {
     beast::flat_buffer buffer;
     error_code ec;
-    for (;;) {
+    for (bool first = true;; first = false) {
       http::request<http::empty_body> req;
-      stream->expires_after(kIdleTimeout);
+      stream->idle();
+      stream->expires_after(first ? kFirstRequestTimeout : kIdleTimeout);
       co_await http::async_read(*stream, buffer, req,
                                 asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;  // closed, timed out or malformed: nothing useful to answer
+      stream->busy();
       net::HttpReply reply =
           self->handler(std::string_view(req.method_string().data(), req.method_string().size()),
                         std::string_view(req.target().data(), req.target().size()));

@@ -8,7 +8,9 @@
 
 namespace gleaner::scheduler::server {
 
-inline constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+// A TLS handshake that never comes holds a slot for this long at most (and at the cap the
+// oldest idle connection is closed to admit a new one).
+inline constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
 inline constexpr auto kIdleTimeout = std::chrono::seconds(60);
 inline constexpr uint32_t kHeaderLimit = 16 * 1024;
 
