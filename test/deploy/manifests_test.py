@@ -111,6 +111,17 @@ def check_kustomize(c, src, docs):
     expected = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
                 for p, d in docs if os.path.dirname(p) == man}
     c.check(rendered == expected, "kustomize renders every object: %s" % (rendered ^ expected))
+    # CRDs only in their own kustomization: `kubectl delete -k deploy/manifests` must never
+    # delete Koordinator's or ACK's CRDs, which deletes every object of their kinds.
+    c.check(not any(kind == "CustomResourceDefinition" for kind, _, _ in rendered),
+            "deploy/manifests renders no CustomResourceDefinition")
+    r = subprocess.run([kubectl, "kustomize", os.path.join(man, "crds")], capture_output=True,
+                       text=True, timeout=60)
+    if c.check(r.returncode == 0, "kubectl kustomize crds: " + r.stderr.strip()):
+        crds = sorted(d["metadata"]["name"] for d in yaml.safe_load_all(r.stdout) if d)
+        c.check(crds == ["clustercolocationprofiles.config.koordinator.sh",
+                         "elasticquotatrees.scheduling.sigs.k8s.io"],
+                "deploy/manifests/crds renders the two CRDs: %s" % crds)
     # Client-side dry run still asks the server for API discovery: point kubectl at a port
     # nothing listens on (never at whatever may run on localhost:8080) and skip if it needs it.
     with tempfile.TemporaryDirectory(prefix="gleaner-kubectl-") as tmp:
@@ -157,6 +168,16 @@ def main():
     if ds:
         run_agent_checks(c, o.bin_dir, src, ds, docs)
     check_kustomize(c, src, docs)
+    # A fleet's hub and members (deploy/fleet, docs/deploy.md "A fleet").
+    fleet = [(p, d) for p, d in load_docs(yaml_files(os.path.join(src, "deploy", "fleet")))]
+    check_common(c, fleet)
+    hook = find(fleet, "MutatingWebhookConfiguration", "gleaner-colocation")
+    if c.check(hook is not None, "deploy/fleet: the members' webhook configuration"):
+        url = hook["webhooks"][0]["clientConfig"].get("url", "")
+        c.check(re.fullmatch(r"https://[^/]+/mutate-pod/MEMBER", url) is not None,
+                "deploy/fleet: members call /mutate-pod/<member> by URL: " + url)
+    for name in ("gleaner-scheduler-hub", "gleaner-scheduler-member"):
+        c.check(find(fleet, "ClusterRole", name) is not None, "deploy/fleet: ClusterRole " + name)
     print("%d checks passed, %d failed over %d documents" % (c.passed, len(c.failures), len(docs)))
     return 1 if c.failures else 0
 
