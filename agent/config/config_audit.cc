@@ -52,8 +52,11 @@ const std::vector<Field>& threshold_fields() {
       {"cpuSuppressThresholdPercent", kEnforced},
       {"cpuSuppressMinPercent", kEnforced},
       {"cpuSuppressPolicy", kEnforced},
-      {"cpuSuppressMode", kEnforced},     // Gleaner's
-      {"cpuSuppressMinCPUs", kEnforced},  // Gleaner's
+      {"cpuSuppressMode", kEnforced},         // Gleaner's
+      {"cpuSuppressMinCPUs", kEnforced},      // Gleaner's
+      {"cpuSloWaitTargetMicros", kEnforced},  // Gleaner's (cpuSuppressMode slo)
+      {"cpuSloFloorPercent", kEnforced},      // Gleaner's
+      {"cpuSloThresholdCeiling", kEnforced},  // Gleaner's
       {"memoryEvictThresholdPercent", kEnforced},
       {"memoryEvictLowerPercent", kEnforced},
       {"memoryAllocatableEvictThresholdPercent", kNotEnforced},

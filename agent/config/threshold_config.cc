@@ -16,10 +16,13 @@ void read_threshold_fields(FieldReader& r, const Json& obj, const std::string& p
   if (auto p = r.read_enum(obj, path, "cpuSuppressPolicy", {"cpuset", "cfsQuota"})) {
     out.cpu_suppress_policy = static_cast<CpuSuppressPolicy>(*p);
   }
-  if (auto m = r.read_enum(obj, path, "cpuSuppressMode", {"always", "onInterference"})) {
+  if (auto m = r.read_enum(obj, path, "cpuSuppressMode", {"always", "onInterference", "slo"})) {
     out.cpu_suppress_mode = static_cast<CpuSuppressMode>(*m);
   }
   r.read_int(obj, path, "cpuSuppressMinCPUs", out.cpu_suppress_min_cpus, 1, 4096);
+  r.read_int(obj, path, "cpuSloWaitTargetMicros", out.cpu_slo_wait_target_micros, 1, 1000000);
+  r.read_percent(obj, path, "cpuSloFloorPercent", out.cpu_slo_floor_percent);
+  r.read_bool(obj, path, "cpuSloThresholdCeiling", out.cpu_slo_threshold_ceiling);
   r.read_percent(obj, path, "memoryEvictThresholdPercent", out.memory_evict_threshold_percent);
   r.read_percent(obj, path, "memoryEvictLowerPercent", out.memory_evict_lower_percent);
   r.read_percent(obj, path, "cpuEvictBESatisfactionLowerPercent",
@@ -68,7 +71,15 @@ const char* to_string(CpuSuppressPolicy policy) {
 }
 
 const char* to_string(CpuSuppressMode mode) {
-  return mode == CpuSuppressMode::kAlways ? "always" : "onInterference";
+  switch (mode) {
+    case CpuSuppressMode::kOnInterference:
+      return "onInterference";
+    case CpuSuppressMode::kSlo:
+      return "slo";
+    case CpuSuppressMode::kAlways:
+      break;
+  }
+  return "always";
 }
 
 Result<ResourceThresholdConfig> parse_threshold_config(std::string_view text,

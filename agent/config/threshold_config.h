@@ -18,7 +18,9 @@ const char* to_string(CpuSuppressPolicy policy);
 // kOnInterference leaves BE unbounded, below LS in the kernel's CPU priority, until the
 // interference rule sees an LS pod waiting for CPU, and then applies the ceiling until the
 // rule's hold time has passed without a breach.
-enum class CpuSuppressMode { kAlways, kOnInterference };
+// kSlo leaves the threshold formula aside (or keeps it only as a hard ceiling) and steers
+// BE's CPU allowance by each LS pod's run-queue wait against its target (docs/qos.md).
+enum class CpuSuppressMode { kAlways, kOnInterference, kSlo };
 const char* to_string(CpuSuppressMode mode);
 
 struct ResourceThresholdStrategy {
@@ -30,6 +32,12 @@ struct ResourceThresholdStrategy {
   // With the cpuset policy, the fewest CPUs BE keeps (a Gleaner extension; koordlet keeps
   // 2). 1 lets a 2-CPU node take a CPU from BE.
   int64_t cpu_suppress_min_cpus = 2;
+  // cpuSuppressMode slo (Gleaner extensions): an LS pod's run-queue wait p99 target unless
+  // its annotation sets its own, the least BE keeps (percent of the node), and whether the
+  // threshold formula stays a hard ceiling over the allowance.
+  int64_t cpu_slo_wait_target_micros = 2000;
+  int64_t cpu_slo_floor_percent = 10;
+  bool cpu_slo_threshold_ceiling = false;
   int64_t memory_evict_threshold_percent = 70;
   // Evict down to this usage; when unset, consumers use threshold - 2 (koordlet's rule).
   std::optional<int64_t> memory_evict_lower_percent;

@@ -141,6 +141,17 @@ struct Daemon::Impl {
   step::ProbeReadings read_probe(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
   // Warns once when cpuSuppressMode onInterference has no signal to act on.
   void warn_without_signal(const config::ResourceThresholdStrategy& threshold);
+  // cpuSuppressMode slo (slo_report.cc): logs and counts what a step of the controller did
+  // (`trigger`: pass or wait), and its figures for the metrics.
+  void note_slo(const step::StepResult& result, const char* trigger);
+  // The batch CPU the node offers never exceeds what the controller lets BE keep.
+  void bound_batch_by_slo(batch::BatchResult& batch) const;
+  void describe_slo(TickOutcome& outcome) const;
+  std::map<std::string, uint64_t> slo_cuts_total;  // by trigger
+  uint64_t slo_target_warnings_total = 0;
+  std::set<std::string> slo_warned;  // each bad target is logged once
+  bool slo_fallback = false;         // the last pass fell back to the threshold formula
+  std::optional<int64_t> slo_allowance_milli;
   void apply(const qos::Plan& plan);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
   StopDecision decide_stop();

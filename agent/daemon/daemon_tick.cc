@@ -229,6 +229,7 @@ void Daemon::tick() {
     step::StepResult result = d.step->tick(in);
     for (const auto& event : result.events)
       spdlog::info("{}", event);
+    d.note_slo(result, "pass");
     if (d.opt.on_step) {
       StepObservation seen;
       seen.snapshot_file = snapshot::to_snapshot_json(latest_snap);
@@ -250,6 +251,7 @@ void Daemon::tick() {
     d.system_executor->apply(result.plan.system);
   }
 
+  d.bound_batch_by_slo(batch_result);
   snap.metrics = std::move(averaged);
   const double unix_now =
       std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
@@ -276,6 +278,7 @@ void Daemon::tick() {
   outcome.state.evictions_total = d.evictions_total;
   outcome.state.eviction_refusals_total = d.eviction_refusals_total;
   d.describe_suppress(outcome);
+  d.describe_slo(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;
   outcome.state.ebpf_wakeups_total = d.wakeups_total;
   outcome.state.fast_passes_total = d.fast_passes_total;

@@ -53,7 +53,9 @@ void Daemon::Impl::on_wakeups() {
     wait.reader = qos_reader.get();
     // A step per 100 ms at most under a storm of waits: the armed transition is worth a
     // line, each step only at debug level.
-    for (const auto& event : step->ls_waited(wait).events) {
+    const step::StepResult waited = step->ls_waited(wait);
+    note_slo(waited, "wait");
+    for (const auto& event : waited.events) {
       if (event.starts_with("cpu suppress ceiling")) {
         spdlog::info("{}", event);
       } else {
@@ -72,7 +74,11 @@ void Daemon::Impl::update_wake_bounds(std::optional<int64_t> non_be_milli) {
   if (!wake_descriptor) return;
   const auto& threshold = step->engine().threshold();
   bpf::WakeSettings settings;
-  if (threshold.enable) settings.runq_wait_bound = interference.runq_p99_bound;
+  if (threshold.enable) {
+    // cpuSuppressMode slo cuts on a wait beyond the LS pods' tightest target.
+    settings.runq_wait_bound = std::min(
+        interference.runq_p99_bound, step->wake_wait_bound().value_or(interference.runq_p99_bound));
+  }
   // Demand above what the last fast pass planned for, by more than one suppress step (a
   // tenth of the node, at least 100 millicores), wakes the fast path.
   if (non_be_milli && qos::suppress_ceiling_applies(threshold, step->suppress_armed())) {

@@ -242,7 +242,7 @@ void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, in
 
 bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy, bool armed) {
   return strategy.enable &&
-         (strategy.cpu_suppress_mode == config::CpuSuppressMode::kAlways || armed);
+         (strategy.cpu_suppress_mode != config::CpuSuppressMode::kOnInterference || armed);
 }
 
 Plan plan_cpu_suppress(const SuppressContext& ctx,
@@ -264,11 +264,18 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
     return plan;
   }
   auto terms = suppress_terms(ctx, strategy, non_be_milli, system_usage_milli);
+  return plan_be_allowance(ctx, strategy, terms.suppress_milli, reader, stale, full_pass);
+}
+
+Plan plan_be_allowance(const SuppressContext& ctx,
+                       const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
+                       QosReader& reader, bool stale, bool full_pass) {
+  Plan plan;
   if (stale) plan.notes.emplace_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    plan_cfs_quota(plan, ctx, terms.suppress_milli, reader, stale, full_pass);
+    plan_cfs_quota(plan, ctx, allowance_milli, reader, stale, full_pass);
   } else {
-    plan_cpuset(plan, ctx, terms.suppress_milli, reader, stale,
+    plan_cpuset(plan, ctx, allowance_milli, reader, stale,
                 static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
   return plan;

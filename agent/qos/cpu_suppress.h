@@ -49,7 +49,8 @@ SuppressTerms suppress_terms(const SuppressContext& ctx,
                              int64_t non_be_milli, int64_t system_usage_milli);
 
 // Whether the suppress ceiling is in force: the strategy is enabled, and either its mode
-// is `always` or the interference rule holds it armed.
+// is `always` or `slo` (whose ceiling is the feedback allowance), or the interference rule
+// holds it armed.
 bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy, bool armed);
 
 // The writes that enforce `strategy` given current values; only changes are returned
@@ -63,6 +64,12 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
                        int64_t system_usage_milli, QosReader& reader, bool stale, bool armed = true,
                        bool full_pass = true);
+
+// Enforces `allowance_milli` for BE in the strategy's policy (the part of
+// plan_cpu_suppress after the formula; cpuSuppressMode slo gives its own allowance).
+Plan plan_be_allowance(const SuppressContext& ctx,
+                       const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
+                       QosReader& reader, bool stale, bool full_pass = true);
 
 // The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
 // `current` (-1: unlimited).

@@ -80,11 +80,15 @@ void QosEngine::eviction_answered(const std::string& pod, bool accepted, double 
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
   if (!suppress_ctx_ || !cpu_measured_) return {};
+  return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli,
+                           fast_system_usage(sample), reader, sample.stale, sample.suppress_armed,
+                           /*full_pass=*/false);
+}
+
+int64_t QosEngine::fast_system_usage(const SuppressSample& sample) const {
   // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
-  const int64_t system = std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
-                                             suppress_ctx_->system_usage_milli);
-  return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli, system, reader,
-                           sample.stale, sample.suppress_armed, /*full_pass=*/false);
+  return std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
+                             suppress_ctx_ ? suppress_ctx_->system_usage_milli : 0);
 }
 
 }  // namespace gleaner::agent::qos

@@ -28,6 +28,9 @@ class QosEngine {
   // Only BE CPU suppression, from a fresh sample and the node facts of the last run().
   // Empty until run() has been called with CPU measured.
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
+  // The system usage the fast path counts for `sample`: what the node uses beyond non-BE
+  // pods, at most the last run()'s figure.
+  [[nodiscard]] int64_t fast_system_usage(const SuppressSample& sample) const;
 
   [[nodiscard]] const QosState& state() const { return state_; }
   // The strategies' state as an earlier tick left it (the agent's memory, for `plan`).

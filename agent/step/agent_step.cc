@@ -49,11 +49,16 @@ StepResult AgentStep::tick(const TickInputs& in) {
   if (out.interference.action == bpf::InterferenceAction::kTightenNow) {
     out.events.push_back("interference: " + out.interference.reason);
   }
-  cap_.follow(out.interference.action, in.threshold, *in.reader);
+  if (!slo_mode(in.threshold)) {
+    cap_.follow(out.interference.action, in.threshold, *in.reader);
+  } else {
+    cap_.set_ceilings(std::nullopt, std::nullopt);  // the controller's allowance replaces it
+  }
 
   // Without a signal that could ever trip, the ceiling stays in force: onInterference
   // must not leave LS unprotected on a node where interference cannot be seen.
-  const bool armed = !has_signal(in.probe, rule_.config()) ||
+  // (cpuSuppressMode slo: its allowance is always in force.)
+  const bool armed = !has_signal(in.probe, rule_.config()) || slo_mode(in.threshold) ||
                      out.interference.action != bpf::InterferenceAction::kRelaxAllowed;
   const bool on_interference = in.threshold.enable && in.threshold.cpu_suppress_mode ==
                                                           config::CpuSuppressMode::kOnInterference;
@@ -76,7 +81,9 @@ StepResult AgentStep::tick(const TickInputs& in) {
              (!cfs_quota || w.resource != cgroup::Resource::kCpusetCpus);
     });
   }
-  if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
+  if (slo_mode(in.threshold)) {
+    slo_tick(in, out);  // the allowance replaces the formula and the interference ceiling
+  } else if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
     cap_.cap(out.plan, in.threshold, *ctx, *in.reader);
   }
   return out;
@@ -84,6 +91,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
 
 qos::Plan AgentStep::fast(const FastInputs& in) const {
   if (!qos::suppress_ceiling_applies(engine_.threshold(), suppress_armed_)) return {};
+  if (slo_mode(engine_.threshold()) && slo_probe_) return slo_fast(in);
   qos::Plan plan = engine_.suppress_only(
       {in.node_cpu_milli, in.non_be_cpu_milli, in.stale, suppress_armed_}, *in.reader);
   if (const auto& ctx = engine_.last_suppress_context(); ctx && engine_.threshold().enable) {
@@ -96,6 +104,7 @@ StepResult AgentStep::ls_waited(const LsWait& wait) {
   StepResult out;
   const config::ResourceThresholdStrategy& threshold = engine_.threshold();
   if (!threshold.enable || wait.reader == nullptr) return out;
+  if (slo_mode(threshold) && slo_probe_) return slo_waited(wait);
   bpf::InterferenceInput signal;
   signal.be_running = be_running_;
   signal.ls_pods.push_back({wait.pod, wait.waited_ns});
@@ -124,6 +133,7 @@ AgentMemory AgentStep::memory() const {
   m.ceiling_quota_us = cap_.ceiling();
   m.ceiling_cpus = cap_.cpu_ceiling();
   m.qos = engine_.state();
+  m.slo = slo_;
   return m;
 }
 
@@ -133,6 +143,7 @@ void AgentStep::adopt(const AgentMemory& memory) {
                                              : std::nullopt);
   cap_.set_ceilings(memory.ceiling_quota_us, memory.ceiling_cpus);
   engine_.set_state(memory.qos);
+  slo_ = memory.slo;
 }
 
 }  // namespace gleaner::agent::step

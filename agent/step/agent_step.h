@@ -16,6 +16,7 @@
 #include "agent/bpf/interference.h"
 #include "agent/qos/qos_engine.h"
 #include "agent/step/interference_cap.h"
+#include "agent/step/slo_controller.h"
 
 namespace gleaner::agent::step {
 
@@ -33,6 +34,7 @@ struct AgentMemory {
   std::optional<int64_t> ceiling_quota_us;  // the interference ceiling, cfsQuota policy
   std::optional<int> ceiling_cpus;          // the interference ceiling, cpuset policy
   qos::QosState qos;                        // eviction cool-downs and the BE CPU window
+  SloMemory slo;                            // cpuSuppressMode slo: the feedback controller
 };
 
 // A full pass's inputs: what the QoS engine takes (the node's resolved strategies, its
@@ -50,6 +52,12 @@ struct StepResult {
   qos::Plan plan;
   bpf::InterferenceDecision interference;
   std::vector<std::string> events;  // state changes worth an info line (armed, lifted)
+  // Bad input met on the way (an LS pod's unusable wait target), each naming what and where.
+  std::vector<std::string> warnings;
+  // cpuSuppressMode slo: the controller's step, or nullopt when it fell back to the threshold
+  // formula (no eBPF run-queue probe) or the mode is off.
+  std::optional<SloDecision> slo;
+  bool slo_fallback = false;
 };
 
 // The fast path's figures, sampled every ~50 ms.
@@ -98,6 +106,14 @@ class AgentStep {
     engine_.eviction_answered(pod, accepted, now_s);
   }
 
+  // cpuSuppressMode slo: the most BE can count on keeping (a low percentile of the
+  // allowance over the last minute), which bounds the batch CPU the agent reports; nullopt
+  // in other modes, or while the controller is not running.
+  [[nodiscard]] std::optional<int64_t> sustained_be_cpu_milli() const;
+  // cpuSuppressMode slo: the tightest LS pod target of the last pass, the wait that should
+  // wake the fast path; nullopt in other modes.
+  [[nodiscard]] std::optional<std::chrono::nanoseconds> wake_wait_bound() const;
+
   [[nodiscard]] bool suppress_armed() const { return suppress_armed_; }
   [[nodiscard]] const qos::QosEngine& engine() const { return engine_; }
   [[nodiscard]] const bpf::InterferenceConfig& interference_config() const {
@@ -111,7 +127,19 @@ class AgentStep {
   bool suppress_armed_ = true;
   bool be_running_ = false;                 // at the last tick
   std::optional<double> last_wait_step_s_;  // the last step taken on a wait between ticks
+
+  // cpuSuppressMode slo (agent_step_slo.cc): the controller over the engine's plan, its
+  // fast-path and between-ticks counterparts.
+  void slo_tick(const TickInputs& in, StepResult& out);
+  qos::Plan slo_fast(const FastInputs& in) const;
+  StepResult slo_waited(const LsWait& wait);
+  SloMemory slo_;
+  bool slo_probe_ = false;                        // the run-queue probe at the last tick
+  std::map<std::string, double> slo_targets_ns_;  // LS pod -> its target, at the last tick
 };
+
+// Whether `strategy` is enabled in cpuSuppressMode slo.
+bool slo_mode(const config::ResourceThresholdStrategy& strategy);
 
 // Whether BE is running as the interference rule asks it: a BE pod used more than 50
 // millicores in the latest sample.

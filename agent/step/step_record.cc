@@ -77,6 +77,82 @@ Status parse_quota_burst(const Json& entries, const std::string& where, double n
   return ok_status();
 }
 
+// agent.slo: {allowance, secondsSinceStep, secondsSinceCut, cutLevel,
+// watched: {pod: secondsAgo}, window: [{secondsAgo, allowance}]}.
+Status parse_slo(const Json& slo, const std::string& where, double now_s, SloMemory& out) {
+  if (!slo.is_object()) return field_error(where, "agent.slo", "expected an object");
+  auto ago = [&](const Json& v, const std::string& field) -> Result<double> {
+    auto seconds = number(v, where, field);
+    if (!seconds) return seconds.error();
+    return now_s - *seconds;
+  };
+  auto quantity = [&](const char* name, std::optional<int64_t>& into) -> Status {
+    if (auto it = slo.find(name); it != slo.end() && !it->is_null()) {
+      auto m = milli(*it, where, std::string("agent.slo.") + name);
+      if (!m) return m.error();
+      into = *m;
+    }
+    return ok_status();
+  };
+  auto moment = [&](const char* name, std::optional<double>& into) -> Status {
+    if (auto it = slo.find(name); it != slo.end() && !it->is_null()) {
+      auto at = ago(*it, std::string("agent.slo.") + name);
+      if (!at) return at.error();
+      into = *at;
+    }
+    return ok_status();
+  };
+  if (auto ok = quantity("allowance", out.allowance_milli); !ok) return ok.error();
+  if (auto ok = quantity("cutLevel", out.cut_level_milli); !ok) return ok.error();
+  if (auto ok = moment("secondsSinceStep", out.last_s); !ok) return ok.error();
+  if (auto ok = moment("secondsSinceCut", out.last_cut_s); !ok) return ok.error();
+  if (auto it = slo.find("watched"); it != slo.end() && !it->is_null()) {
+    if (!it->is_object()) return field_error(where, "agent.slo.watched", "expected an object");
+    for (const auto& [pod, v] : it->items()) {
+      auto at = ago(v, "agent.slo.watched." + pod);
+      if (!at) return at.error();
+      out.watched_s[pod] = *at;
+    }
+  }
+  if (auto it = slo.find("window"); it != slo.end() && !it->is_null()) {
+    if (!it->is_array()) return field_error(where, "agent.slo.window", "expected a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& e = (*it)[i];
+      const std::string field = "agent.slo.window[" + std::to_string(i) + "]";
+      if (!e.is_object() || !e.contains("secondsAgo") || !e.contains("allowance"))
+        return field_error(where, field, "expected {secondsAgo, allowance}");
+      auto at = ago(e["secondsAgo"], field + ".secondsAgo");
+      if (!at) return at.error();
+      auto m = milli(e["allowance"], where, field + ".allowance");
+      if (!m) return m.error();
+      out.window.emplace_back(*at, *m);
+    }
+  }
+  return ok_status();
+}
+
+Json slo_json(const SloMemory& m, double now_s) {
+  Json out = Json::object();
+  auto quantity = [](int64_t milli) { return std::to_string(milli) + "m"; };
+  if (m.allowance_milli) out["allowance"] = quantity(*m.allowance_milli);
+  if (m.cut_level_milli) out["cutLevel"] = quantity(*m.cut_level_milli);
+  if (m.last_s) out["secondsSinceStep"] = now_s - *m.last_s;
+  if (m.last_cut_s) out["secondsSinceCut"] = now_s - *m.last_cut_s;
+  if (!m.watched_s.empty()) {
+    Json watched = Json::object();
+    for (const auto& [pod, at] : m.watched_s)
+      watched[pod] = now_s - at;
+    out["watched"] = watched;
+  }
+  if (!m.window.empty()) {
+    Json window = Json::array();
+    for (const auto& [at, milli] : m.window)
+      window.push_back({{"secondsAgo", now_s - at}, {"allowance", quantity(milli)}});
+    out["window"] = window;
+  }
+  return out;
+}
+
 Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, double now_s,
                                  bool& fast_path_live) {
   AgentMemory m;
@@ -163,6 +239,9 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
   if (auto it = agent.find("cfsQuotaBurst"); it != agent.end() && !it->is_null()) {
     if (auto ok = parse_quota_burst(*it, where, now_s, m.qos.quota_burst); !ok) return ok.error();
   }
+  if (auto it = agent.find("slo"); it != agent.end() && !it->is_null()) {
+    if (auto ok = parse_slo(*it, where, now_s, m.slo); !ok) return ok.error();
+  }
   return m;
 }
 
@@ -232,6 +311,7 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
     }
     agent["cfsQuotaBurst"] = bursts;
   }
+  if (Json slo = slo_json(m.slo, now_s); !slo.empty()) agent["slo"] = slo;
   doc["agent"] = agent;
 }
 

@@ -8,7 +8,10 @@
 //             "suppressArmed": true, "fastPathLive": false,
 //             "evictions": {"lastMemorySecondsAgo": 30, "lastCpuSecondsAgo": 90,
 //                           "pods": {"spark/exec-1": 30}},
-//             "beCpuWindow": [{"secondsAgo": 5, "usage": "900m", "limit": "1"}]}
+//             "beCpuWindow": [{"secondsAgo": 5, "usage": "900m", "limit": "1"}],
+//             "slo": {"allowance": "1200m", "secondsSinceStep": 1, "secondsSinceCut": 8,
+//                     "cutLevel": "1500m", "watched": {"web/api-0": 30},
+//                     "window": [{"secondsAgo": 1, "allowance": "1200m"}]}}
 //
 // Times are ages at the snapshot's moment, so a record taken on one machine replays on
 // another. Absent `probe`: no signal (as a node without eBPF or PSI bound); absent

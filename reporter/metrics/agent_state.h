@@ -100,6 +100,13 @@ struct AgentState {
   // lost because its ring buffer was full.
   std::map<std::string, uint64_t> ebpf_wakeups_total;
   uint64_t ebpf_wakeups_lost_total = 0;
+  // cpuSuppressMode slo: the controller's BE CPU allowance (unset in other modes), 1 while
+  // it falls back to the threshold formula (no eBPF run-queue probe), its cuts by trigger
+  // (pass, wait), and LS pods' unusable wait-target annotations met.
+  std::optional<double> be_cpu_allowance_cores;
+  bool be_cpu_slo_fallback = false;
+  std::map<std::string, uint64_t> be_cpu_slo_cuts_total;
+  uint64_t be_cpu_slo_target_warnings_total = 0;
   // Fast CPU-suppress passes, by what ran them (timer, wakeup).
   std::map<std::string, uint64_t> fast_passes_total;
   std::map<std::string, BpfProgramCost> bpf_program_costs;

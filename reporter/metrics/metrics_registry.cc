@@ -235,6 +235,26 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
   out.push_back(net::gauge_family("gleaner_last_sample_timestamp_seconds",
                                   "Unix time of the newest sample the exported values come from.",
                                   s.last_sample_unix_seconds));
+  auto allowance =
+      net::metric_family("gleaner_be_cpu_allowance_cores",
+                         "cpuSuppressMode slo: the CPU the feedback controller allows the BE tier.",
+                         MetricType::Gauge);
+  if (s.be_cpu_allowance_cores) net::add_series(allowance, *s.be_cpu_allowance_cores, {});
+  out.push_back(std::move(allowance));
+  out.push_back(net::gauge_family(
+      "gleaner_be_cpu_slo_fallback",
+      "1 while cpuSuppressMode slo follows the threshold formula for want of the eBPF "
+      "run-queue probe.",
+      s.be_cpu_slo_fallback ? 1 : 0));
+  out.push_back(labelled_counter(
+      "gleaner_be_cpu_slo_cuts_total",
+      "Cuts of the BE CPU allowance by the slo controller, by trigger (pass: a sampling pass "
+      "saw a breach; wait: an LS task's wait between passes).",
+      "trigger", s.be_cpu_slo_cuts_total));
+  out.push_back(net::counter_family(
+      "gleaner_be_cpu_slo_target_warnings_total",
+      "LS pods' run-queue wait targets (annotation) that could not be used; the default applied.",
+      static_cast<double>(s.be_cpu_slo_target_warnings_total)));
   out.push_back(
       net::gauge_family("gleaner_ebpf_probe_loaded",
                         "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "

@@ -3,6 +3,8 @@ import json
 import os
 
 NODE = "demo-node"
+# deploy/manifests/ack-slo-config.yaml's cpuSuppressMode, which the demo runs.
+SHIPPED_MODE = "slo"
 
 
 def pod_json(name, ns, uid, qos_class, requests, labels=None, priority=None):
@@ -21,8 +23,8 @@ def write_json(path, value):
 
 
 def write_agent_files(run_dir, config_dir, node_file, memory, cpu_evict):
-    """The agent's ack-slo-config in `config_dir` (colocation on, cfsQuota suppression at
-    65 %, memory eviction at 70 %, and with `cpu_evict` BE CPU eviction below 30 %
+    """The agent's ack-slo-config in `config_dir` (colocation on, cfsQuota suppression in the
+    shipped mode with the threshold at 65 %, memory eviction at 70 %, and with `cpu_evict` BE CPU eviction below 30 %
     satisfaction) and the Node file `node_file` (`memory`: its capacity, a quantity)."""
     cfg = os.path.join(run_dir, config_dir)
     os.makedirs(cfg, exist_ok=True)
@@ -30,8 +32,10 @@ def write_agent_files(run_dir, config_dir, node_file, memory, cpu_evict):
         "enable": True, "metricAggregateDurationSeconds": 10,
         "cpuReclaimThresholdPercent": 65, "memoryReclaimThresholdPercent": 65,
         "memoryCalculatePolicy": "usage"})
+    # The shipped mode: BE's CPU steered by LS's run-queue wait (cpuSuppressMode slo).
     strategy = {"enable": True, "cpuSuppressThresholdPercent": 65,
-                "cpuSuppressPolicy": "cfsQuota", "memoryEvictThresholdPercent": 70}
+                "cpuSuppressPolicy": "cfsQuota", "cpuSuppressMode": SHIPPED_MODE,
+                "memoryEvictThresholdPercent": 70}
     if cpu_evict:
         strategy.update({"cpuEvictBESatisfactionLowerPercent": 30,
                          "cpuEvictBESatisfactionUpperPercent": 50,

@@ -3,6 +3,8 @@ lines otherwise (CI, pipes), and the final summary."""
 import os
 import time
 
+import pods
+
 GIB = float(1 << 30)
 
 
@@ -138,9 +140,10 @@ def print_summary(phases, evictions, cpus, run_dir, memory=((), ())):
         ms(worst(a["steps"])), ms(worst(b["steps"]))))
     print(" LS p99, mean of steps    %-12s unmanaged   %s with Gleaner" % (
         ms(mean(a["steps"])), ms(mean(b["steps"]))))
-    print(" BE CPU harvested         %.1f cpu-s with Gleaner in %.0f s (%.2f cores on average);"
-          " %.1f cpu-s unmanaged" % (b["be_cpu_s"], b["seconds"], b["be_cpu_s"] / b["seconds"],
-                                     a["be_cpu_s"]))
+    print(" BE CPU harvested         %.1f cpu-s with Gleaner (cpuSuppressMode %s) in %.0f s"
+          " (%.2f cores on average); %.1f cpu-s unmanaged" % (
+              b["be_cpu_s"], pods.SHIPPED_MODE, b["seconds"], b["be_cpu_s"] / b["seconds"],
+              a["be_cpu_s"]))
     print(" LS web CPU               %.1f cpu-s unmanaged, %.1f cpu-s with Gleaner" % (
         a["ls_cpu_s"], b["ls_cpu_s"]))
     print(" suppress reactions       %d BE quota writes; evictions %d" % (

@@ -46,6 +46,18 @@ const Mode kModes[] = {
        "cpuSuppressThresholdPercent":65,"cpuSuppressPolicy":"cpuset","cpuSuppressMinCPUs":1,
        "cpuSuppressMode":"onInterference"}})",
      false, "0.5"},
+    // The feedback controller, its memory carried tick to tick in the step record; and its
+    // fallback to the threshold formula on a node without the run-queue probe.
+    {"cfsQuota-slo-ebpf", R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",
+       "cpuSuppressMode":"slo","cpuSloWaitTargetMicros":500}})",
+     true, ""},
+    {"cpuset-slo-threshold-ceiling-ebpf", R"({"clusterStrategy":{"enable":true,
+       "cpuSuppressPolicy":"cpuset","cpuSuppressMinCPUs":1,"cpuSuppressMode":"slo",
+       "cpuSloThresholdCeiling":true}})",
+     true, ""},
+    {"cfsQuota-slo-noprobe", R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",
+       "cpuSuppressMode":"slo"}})",
+     false, ""},
 };
 
 void PrintTo(const Mode& mode, std::ostream* os) {

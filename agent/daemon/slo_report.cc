@@ -1,0 +1,47 @@
+// cpuSuppressMode slo at the daemon's edge: the controller's steps in the log and the
+// metrics, its fallback when the eBPF run-queue probe is missing, and the bound it puts on
+// the batch CPU the node reports (docs/qos.md, "Feedback mode").
+#include "agent/daemon/daemon_impl.h"
+
+namespace gleaner::agent {
+
+void Daemon::Impl::note_slo(const step::StepResult& result, const char* trigger) {
+  for (const auto& warning : result.warnings) {
+    ++slo_target_warnings_total;
+    if (slo_warned.insert(warning).second) spdlog::warn("cpu slo: {}", warning);
+  }
+  if (std::string_view(trigger) == "pass") {
+    if (result.slo_fallback && !slo_fallback) {
+      spdlog::warn(
+          "cpuSuppressMode slo needs the eBPF run-queue probe, which is not loaded: BE CPU "
+          "follows the threshold formula (as in mode always) until it is");
+    } else if (!result.slo_fallback && slo_fallback) {
+      spdlog::info("cpuSuppressMode slo: the run-queue probe is back, the controller steers BE");
+    }
+    slo_fallback = result.slo_fallback;
+  }
+  if (!result.slo) {
+    if (std::string_view(trigger) == "pass") slo_allowance_milli.reset();
+    return;
+  }
+  slo_allowance_milli = result.slo->allowance_milli;
+  if (result.slo->action == step::SloAction::kCut) ++slo_cuts_total[trigger];
+}
+
+void Daemon::Impl::bound_batch_by_slo(batch::BatchResult& batch) const {
+  const auto sustained = step ? step->sustained_be_cpu_milli() : std::nullopt;
+  if (sustained && batch.batch_cpu_milli && *sustained < *batch.batch_cpu_milli) {
+    batch.batch_cpu_milli = *sustained;
+  }
+}
+
+void Daemon::Impl::describe_slo(TickOutcome& outcome) const {
+  auto& s = outcome.state;
+  if (slo_allowance_milli)
+    s.be_cpu_allowance_cores = static_cast<double>(*slo_allowance_milli) / 1000;
+  s.be_cpu_slo_fallback = slo_fallback;
+  s.be_cpu_slo_cuts_total = slo_cuts_total;
+  s.be_cpu_slo_target_warnings_total = slo_target_warnings_total;
+}
+
+}  // namespace gleaner::agent

@@ -1,0 +1,170 @@
+#include "agent/step/slo_controller.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "agent/bpf/interference.h"
+
+namespace gleaner::agent::step {
+namespace {
+
+// A cut takes 10% plus half the breach, at most half: proportional to how far LS is over
+// its target, yet never so deep that one noisy window empties BE.
+double cut_fraction(double pressure) {
+  return std::clamp(0.1 + 0.5 * (pressure - 1.0), 0.1, 0.5);
+}
+
+int64_t clamp_allowance(int64_t milli, const SloInputs& in) {
+  int64_t top = in.capacity_milli;
+  if (in.ceiling_milli) top = std::min(top, *in.ceiling_milli);
+  return std::max(std::min(milli, top), in.floor_milli);
+}
+
+void remember(SloMemory& m, double now_s) {
+  m.window.emplace_back(now_s, *m.allowance_milli);
+  while (!m.window.empty() &&
+         (m.window.size() > kSloWindowEntries ||
+          m.window.front().first < now_s - kSloWindowSeconds || m.window.front().first > now_s)) {
+    m.window.pop_front();
+  }
+}
+
+std::string ms(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fms", ns / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+const char* to_string(SloAction action) {
+  switch (action) {
+    case SloAction::kGrow:
+      return "grow";
+    case SloAction::kCut:
+      return "cut";
+    case SloAction::kHold:
+      break;
+  }
+  return "hold";
+}
+
+SloDecision slo_step(const SloInputs& in, SloMemory& m) {
+  SloDecision out;
+  const int64_t current = m.allowance_milli.value_or(std::max(in.be_usage_milli, in.floor_milli));
+  // The worst signal against its bound; an LS pod without waits and without history
+  // cannot show slack yet.
+  bool all_have_history = true;
+  std::map<std::string, double> watched;
+  for (const auto& pod : in.ls_pods) {
+    auto seen = m.watched_s.find(pod.key);
+    // A clock that went back makes an age meaningless: the pod starts over.
+    const double since =
+        seen == m.watched_s.end() || seen->second > in.now_s ? in.now_s : seen->second;
+    watched[pod.key] = since;
+    auto p99 = in.runq_p99_ns.find(pod.key);
+    if (p99 == in.runq_p99_ns.end()) {
+      if (in.now_s - since < kSloHistorySeconds) all_have_history = false;
+      continue;
+    }
+    const double ratio = p99->second / std::max(pod.target_ns, 1.0);
+    if (ratio > out.pressure) {
+      out.pressure = ratio;
+      out.reason =
+          pod.key + " run-queue p99 " + ms(p99->second) + " (target " + ms(pod.target_ns) + ")";
+    }
+  }
+  m.watched_s = std::move(watched);
+  if (in.cpu_psi_some_avg10 && in.cpu_psi_bound && *in.cpu_psi_bound > 0) {
+    const double ratio = *in.cpu_psi_some_avg10 / *in.cpu_psi_bound;
+    if (ratio > out.pressure) {
+      out.pressure = ratio;
+      out.reason = "node cpu PSI some avg10 " + std::to_string(*in.cpu_psi_some_avg10);
+    }
+  }
+
+  const bool clock_ok =
+      m.last_s && in.now_s > *m.last_s && in.now_s - *m.last_s <= kSloMaxStepSeconds;
+  const double dt = clock_ok ? in.now_s - *m.last_s : 0;
+  const bool in_hold =
+      m.last_cut_s && (in.now_s < *m.last_cut_s || in.now_s - *m.last_cut_s < kSloGrowHoldSeconds);
+  int64_t next = current;
+  if (out.pressure > 1.0) {
+    // What BE really uses is what a cut has to take from.
+    const int64_t base = std::min(current, std::max(in.be_usage_milli, in.floor_milli));
+    next = static_cast<int64_t>(
+        std::floor(static_cast<double>(base) * (1 - cut_fraction(out.pressure))));
+    m.cut_level_milli = base;
+    m.last_cut_s = in.now_s;
+    out.action = SloAction::kCut;
+  } else if (out.pressure < kSloGrowBelow && all_have_history && !in.stale && dt > 0 && !in_hold) {
+    const bool above_cut = m.cut_level_milli && current >= *m.cut_level_milli;
+    const double rate = above_cut ? kSloProbePerSecond : kSloGrowPerSecond;
+    next =
+        current + std::max<int64_t>(
+                      1, static_cast<int64_t>(rate * static_cast<double>(in.capacity_milli) * dt));
+    if (m.cut_level_milli && current < *m.cut_level_milli)
+      next = std::min(next, *m.cut_level_milli);
+    out.action = SloAction::kGrow;
+    if (out.reason.empty()) out.reason = "no LS wait measured";
+  } else if (out.reason.empty()) {
+    out.reason = !all_have_history ? "an LS pod has no wait history yet"
+                 : in.stale        ? "metrics are stale"
+                                   : "holding";
+  }
+  // A hard ceiling lowers the allowance whatever the signals say; only the floor raises it.
+  next = clamp_allowance(next, in);
+  if (out.action == SloAction::kGrow && next <= current) out.action = SloAction::kHold;
+  m.allowance_milli = next;
+  // Only a plausible clock moves the step's time forward; a jump back keeps the old one.
+  if (!m.last_s || in.now_s > *m.last_s) m.last_s = in.now_s;
+  remember(m, in.now_s);
+  out.allowance_milli = next;
+  return out;
+}
+
+SloDecision slo_wait_cut(double waited_ns, double target_ns, int64_t floor_milli, double now_s,
+                         SloMemory& m) {
+  SloDecision out;
+  out.pressure = waited_ns / std::max(target_ns, 1.0);
+  out.allowance_milli = m.allowance_milli.value_or(0);
+  if (out.pressure <= 1.0 || !m.allowance_milli) return out;
+  // A storm of waits cuts once per gap, not to the floor at once.
+  if (m.last_cut_s && now_s >= *m.last_cut_s && now_s - *m.last_cut_s < 0.1) return out;
+  const int64_t base = *m.allowance_milli;
+  out.allowance_milli =
+      std::max(floor_milli, static_cast<int64_t>(std::floor(static_cast<double>(base) *
+                                                            (1 - cut_fraction(out.pressure)))));
+  if (out.allowance_milli >= base) return out;
+  m.allowance_milli = out.allowance_milli;
+  m.cut_level_milli = base;
+  m.last_cut_s = now_s;
+  out.action = SloAction::kCut;
+  out.reason = "waited " + ms(waited_ns) + " (target " + ms(target_ns) + ")";
+  return out;
+}
+
+std::optional<int64_t> slo_sustained_allowance(const SloMemory& m) {
+  if (m.window.empty()) return m.allowance_milli;
+  std::vector<int64_t> values;
+  values.reserve(m.window.size());
+  for (const auto& [at, milli] : m.window)
+    values.push_back(milli);
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 10];
+}
+
+double slo_pod_target_ns(const std::string& pod_key, const std::optional<std::string>& annotation,
+                         double default_ns, std::string& warning) {
+  if (!annotation) return default_ns;
+  auto parsed = bpf::parse_duration(*annotation);
+  if (parsed && parsed->count() > 0 && *parsed <= std::chrono::seconds(1)) {
+    return static_cast<double>(parsed->count());
+  }
+  warning = "pod " + pod_key + ": run-queue wait target \"" + *annotation +
+            "\" is not a duration between 1ns and 1s (e.g. \"2ms\"); the default " +
+            ms(default_ns) + " applies";
+  return default_ns;
+}
+
+}  // namespace gleaner::agent::step

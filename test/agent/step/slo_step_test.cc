@@ -1,0 +1,136 @@
+// cpuSuppressMode slo inside the agent's step, on a fake cgroup tree: the controller's
+// allowance replaces the threshold formula, a wait between passes cuts it for the fast path
+// to write, no probe falls back to the formula, and the memory replays through the step
+// record.
+#include <gtest/gtest.h>
+
+#include "agent/qos/fs_reader.h"
+#include "agent/step/agent_step.h"
+#include "agent/step/step_record.h"
+#include "cgroup/cgroup_fs.h"
+#include "kube/well_known.h"
+#include "test/agent/qos/qos_test_util.h"
+
+namespace gleaner::agent::step {
+namespace {
+using namespace qos::test;
+using cgroup::Resource;
+
+const cgroup::KubeletLayout kLayout(cgroup::CgroupDriver::kCgroupfs);
+const std::string kBeQos = "kubepods/besteffort";
+
+class SloStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable", .cpu_usage = "2"};
+    ls.containers = Json::array({container("app", {{"cpu", "1"}})});
+    FakePod be{.name = "spark", .uid = "be-1", .qos_label = "BE", .cpu_usage = "1500m"};
+    be.containers = Json::array({container("exec")});
+    FakeNode n;  // 8 CPUs
+    n.node_cpu_usage = "4";
+    n.system_cpu = "500m";
+    make_node_tree(tree_, cgroup::CgroupVersion::kV1, kLayout, {ls, be});
+    snap_ = make_snapshot(n, {ls, be});
+  }
+
+  TickInputs inputs(double now_s, std::optional<double> p99_ms, bool probe = true) {
+    TickInputs in;
+    in.snapshot = &snap_;
+    in.threshold.enable = true;
+    in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
+    in.threshold.cpu_suppress_mode = config::CpuSuppressMode::kSlo;
+    in.layout = kLayout;
+    in.reader = &reader_;
+    in.now_s = now_s;
+    in.probe.runqueue_probe = probe;
+    if (p99_ms) in.probe.runq_p99_ns["default/web"] = *p99_ms * 1e6;
+    return in;
+  }
+  static std::optional<std::string> be_quota(const qos::Plan& plan) {
+    for (const auto& w : plan.writes)
+      if (w.resource == Resource::kCpuQuota && w.cgroup == kBeQos) return w.value;
+    return std::nullopt;
+  }
+
+  TempDir tree_;
+  snapshot::NodeSnapshot snap_;
+  cgroup::CgroupFs fs_{tree_.path(), cgroup::CgroupVersion::kV1};
+  qos::FsQosReader reader_{fs_, nullptr};
+  bpf::InterferenceConfig rule_{.runq_p99_bound = std::chrono::milliseconds(5),
+                                .hold = std::chrono::seconds(30)};
+};
+
+TEST_F(SloStepTest, TheAllowanceReplacesTheThresholdFormula) {
+  AgentStep step(rule_, kLayout, 8);
+  auto out = step.tick(inputs(100, 0.2));
+  ASSERT_TRUE(out.slo);
+  // BE starts from what it uses (1500m), not the formula's 65% x 8 - 2 - 0.5 = 2.7 cores.
+  EXPECT_EQ(be_quota(out.plan), "150000");
+  // A second of slack grows it by 5% of the node.
+  out = step.tick(inputs(101, 0.2));
+  EXPECT_EQ(out.slo->action, SloAction::kGrow);
+  EXPECT_EQ(out.slo->allowance_milli, 1900);
+  EXPECT_EQ(step.sustained_be_cpu_milli(), 1500);  // the low end of the last minute
+}
+
+TEST_F(SloStepTest, WithoutTheRunQueueProbeTheFormulaDecides) {
+  AgentStep step(rule_, kLayout, 8);
+  auto out = step.tick(inputs(100, std::nullopt, /*probe=*/false));
+  EXPECT_TRUE(out.slo_fallback);
+  EXPECT_FALSE(out.slo);
+  EXPECT_EQ(be_quota(out.plan), "270000");
+  EXPECT_FALSE(step.sustained_be_cpu_milli());  // nothing reported beyond the formula
+  // ... and the fast path follows the formula too.
+  EXPECT_EQ(be_quota(step.fast({4000, 2500, false, &reader_})), "220000");
+}
+
+TEST_F(SloStepTest, AWaitBetweenPassesCutsAndTheFastPathWritesIt) {
+  AgentStep step(rule_, kLayout, 8);
+  step.tick(inputs(100, 0.2));
+  step.tick(inputs(101, 0.2));
+  EXPECT_EQ(be_quota(step.fast({4000, 2000, false, &reader_})), "190000");
+  LsWait wait{"default/web", 6e6, 101.3, &reader_};  // 3x the 2 ms default target
+  auto cut = step.ls_waited(wait);
+  ASSERT_TRUE(cut.slo);
+  EXPECT_EQ(cut.slo->action, SloAction::kCut);
+  EXPECT_EQ(be_quota(step.fast({4000, 2000, false, &reader_})), "95000");
+}
+
+TEST_F(SloStepTest, APodsAnnotationSetsItsTargetAndABadOneWarns) {
+  AgentStep step(rule_, kLayout, 8);
+  auto& annotations = snap_.pods[0].pod.metadata.annotations;
+  annotations[kube::kRunqueueWaitTargetAnnotation] = "1ms";
+  step.tick(inputs(100, 0.2));
+  auto out = step.tick(inputs(101, 1.5));  // within 2 ms, yet above this pod's 1 ms
+  EXPECT_EQ(out.slo->action, SloAction::kCut);
+  annotations[kube::kRunqueueWaitTargetAnnotation] = "soon";
+  out = step.tick(inputs(102, 1.5));
+  ASSERT_EQ(out.warnings.size(), 1u);
+  EXPECT_NE(out.warnings[0].find("default/web"), std::string::npos);
+  EXPECT_NE(out.warnings[0].find("\"soon\""), std::string::npos);
+  EXPECT_NE(out.slo->action, SloAction::kCut);  // the 2 ms default applies
+}
+
+TEST_F(SloStepTest, TheMemoryReplaysThroughTheStepRecord) {
+  AgentStep live(rule_, kLayout, 8);
+  for (int t = 100; t < 110; ++t)
+    live.tick(inputs(t, 0.2));
+  live.tick(inputs(110, 5));  // a cut
+  // What `plan` reads back from the record decides as the live step does next.
+  Json doc = Json::object();
+  const auto in = inputs(114, 0.2);  // past the hold: grows, at the rate the memory sets
+  add_step_record(doc, {in.probe, live.memory(), false}, in.now_s);
+  auto record = parse_step_record(doc, "snapshot.json", in.now_s);
+  ASSERT_TRUE(record) << record.error().message;
+  AgentStep replay(rule_, kLayout, 8);
+  replay.adopt(record->memory);
+  auto a = live.tick(in);
+  auto b = replay.tick(in);
+  ASSERT_TRUE(a.slo && b.slo);
+  EXPECT_EQ(a.slo->allowance_milli, b.slo->allowance_milli);
+  EXPECT_EQ(be_quota(a.plan), be_quota(b.plan));
+  EXPECT_EQ(live.memory().slo.window.size(), replay.memory().slo.window.size());
+}
+
+}  // namespace
+}  // namespace gleaner::agent::step
