@@ -45,6 +45,7 @@ import time
 import unittest
 
 from kubernetes import client
+from kubernetes.client.rest import ApiException
 
 from colocation_harness import (APISERVER, BATCH, BATCH_CPU, BATCH_MEMORY, EMULATOR, EXAMPLES, GI,
                                 LS_CPU_MILLI, LS_MEMORY, MANIFESTS, NODE_CPU_MILLI,
@@ -329,6 +330,59 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         self.assertIsNotNone(mutated, "no mutated reviews in /metrics")
         self.assertGreaterEqual(int(mutated.group(1)), 6)  # driver + 5 executors (+ probes)
         self.log("done")
+
+    def test_ack_guide_application_is_placed_as_one_gang(self):
+        """ACK One's guide submits its SparkApplication with only the annotation
+        sparkoperator.k8s.io/koordinator-colocation: "true" on both templates, no
+        schedulerName and a coreLimit: the webhook makes the pods batch pods, gives them
+        gleaner-scheduler (kube-scheduler would place them one by one) and keeps coreLimit
+        as the batch-cpu limit."""
+        ns_obj, app = self.example_app()
+        ns, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        for role in ("driver", "executor"):
+            part = app["spec"][role]
+            part.pop("schedulerName", None)
+            part["template"] = {"metadata": {"annotations": {
+                "sparkoperator.k8s.io/koordinator-colocation": "true"}}}
+        app["spec"]["driver"]["coreLimit"] = "1200m"
+        # No ClusterColocationProfile (the example's would name the scheduler itself): the
+        # annotation alone decides, as on a cluster set up by the guide.
+        self.call("DELETE", "/apis/config.koordinator.sh/v1alpha1/clustercolocationprofiles/"
+                  "spark-batch")
+        self.create(ns_obj)
+        probe = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "profile-probe", "namespace": ns,
+                              "labels": {"spark-role": "driver"}},
+                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+        def profile_gone():
+            try:
+                pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body=probe,
+                                query={"dryRun": "All"})
+            except ApiException:
+                return False  # the webhook not ready yet (failurePolicy Fail)
+            return "koordinator.sh/qosClass" not in (pod["metadata"].get("labels") or {})
+        self.wait_for("the webhook answering without the profile", profile_gone, 10)
+        self.create(app)
+        driver = self.wait_for("the driver running", lambda: (
+            lambda p: p if p and p["status"].get("phase") == "Running" else None)(
+            self.pod(ns, name + "-driver")), 15)
+        self.assertEqual(driver["spec"]["schedulerName"], "gleaner-scheduler")
+        main = next(c for c in driver["spec"]["containers"]
+                    if c["name"].startswith("spark-kubernetes-"))
+        self.assertEqual(main["resources"]["requests"][BATCH_CPU], "1000")
+        self.assertEqual(main["resources"]["limits"][BATCH_CPU], "1200")
+        self.assertEqual(driver["status"]["qosClass"], "BestEffort")
+        executors = self.wait_for("4 executors running", lambda: (
+            lambda ps: ps if len(ps) == 4 and all(
+                p["status"].get("phase") == "Running" for p in ps) else None)(
+            self.pods(ns, "spark-role=executor")), 15)
+        self.assertEqual({p["spec"]["schedulerName"] for p in executors}, {"gleaner-scheduler"})
+        # One gang: the scheduler's job holds the driver and every executor.
+        job = self.wait_for("the scheduler's job Running", lambda: (
+            lambda j: j if j and j["phase"] == "Running" else None)(self.job(ns, name)), 10)
+        self.assertEqual(job["executors"], 4)
+        self.assertEqual(len(job["pods"]), 5)
 
     def test_unlabelled_namespace_pods_stay_burstable(self):
         ns_obj, app = self.example_app(namespace="spark-plain")
