@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import admin  # noqa: E402
 from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
+import discovery  # noqa: E402
 import pod_validation  # noqa: E402
 import resources  # noqa: E402
 from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
@@ -167,6 +168,10 @@ class Handler(BaseHTTPRequestHandler):
                                "injected failure")
             if url.path == "/pods" and method == "GET":
                 return self.kubelet_pods()
+            if method == "GET":
+                found = discovery.document(url.path)
+                if found is not None:
+                    return self.send_json(200, found)
             route = parse_route(url.path)
             if route is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")

@@ -37,6 +37,15 @@ RESOURCES = {
     # Kubeflow's training jobs (the training operator's CRDs).
     ("kubeflow.org", "pytorchjobs"): ("PyTorchJob", True, True),
     ("kubeflow.org", "tfjobs"): ("TFJob", True, True),
+    # What deploy/manifests installs, so `kubectl apply -k` / `delete -k` run against it.
+    ("", "services"): ("Service", True, True),
+    ("apps", "deployments"): ("Deployment", True, True),
+    ("rbac.authorization.k8s.io", "clusterroles"): ("ClusterRole", False, False),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): ("ClusterRoleBinding", False, False),
+    ("rbac.authorization.k8s.io", "roles"): ("Role", True, False),
+    ("rbac.authorization.k8s.io", "rolebindings"): ("RoleBinding", True, False),
+    ("apiextensions.k8s.io", "customresourcedefinitions"):
+        ("CustomResourceDefinition", False, True),
 }
 VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "admissionregistration.k8s.io": "v1", "scheduling.k8s.io": "v1",
@@ -44,10 +53,12 @@ VERSIONS = {"": "v1", "sparkoperator.k8s.io": "v1beta2", "apps": "v1",
             "coordination.k8s.io": "v1", "slo.koordinator.sh": "v1alpha1",
             "authentication.k8s.io": "v1", "policy.karmada.io": "v1alpha1",
             "policy.one.alibabacloud.com": "v1alpha1", "cluster.karmada.io": "v1alpha1",
-            "work.karmada.io": "v1alpha2", "kubeflow.org": "v1"}
+            "work.karmada.io": "v1alpha2", "kubeflow.org": "v1",
+            "rbac.authorization.k8s.io": "v1", "apiextensions.k8s.io": "v1"}
 # Kubernetes' own API groups: they take strategic merge patches, custom resources do not.
 BUILT_IN_GROUPS = {"", "apps", "admissionregistration.k8s.io", "scheduling.k8s.io",
-                   "coordination.k8s.io", "authentication.k8s.io"}
+                   "coordination.k8s.io", "authentication.k8s.io", "rbac.authorization.k8s.io",
+                   "apiextensions.k8s.io"}
 
 
 # Plurals that more than one group serves: stored apart, keyed plural@group.

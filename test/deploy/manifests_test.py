@@ -122,26 +122,61 @@ def check_kustomize(c, src, docs):
         c.check(crds == ["clustercolocationprofiles.config.koordinator.sh",
                          "elasticquotatrees.scheduling.sigs.k8s.io"],
                 "deploy/manifests/crds renders the two CRDs: %s" % crds)
-    # Client-side dry run still asks the server for API discovery: point kubectl at a port
-    # nothing listens on (never at whatever may run on localhost:8080) and skip if it needs it.
-    with tempfile.TemporaryDirectory(prefix="gleaner-kubectl-") as tmp:
-        kc = os.path.join(tmp, "kubeconfig")
-        with open(kc, "w") as f:
-            yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "none",
-                            "clusters": [{"name": "none",
-                                          "cluster": {"server": "https://127.0.0.1:1"}}],
-                            "contexts": [{"name": "none",
-                                          "context": {"cluster": "none", "user": "none"}}],
-                            "users": [{"name": "none", "user": {"token": "none"}}]}, f)
-        r = subprocess.run([kubectl, "--kubeconfig", kc, "--request-timeout=5s", "apply",
-                            "--dry-run=client", "--validate=false", "-k", man],
-                           stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0 and re.search(r"connection refused|unable to recognize|"
-                                           r"couldn't get current server", r.stderr):
-            print("SKIP: kubectl apply --dry-run=client needs an API server for discovery here")
-        else:
-            c.check(r.returncode == 0, "kubectl apply --dry-run=client: " + r.stderr.strip())
+    apply_and_delete(c, kubectl, src, man, expected)
+
+
+def apply_and_delete(c, kubectl, src, man, expected):
+    """The real kubectl against the test API server (test/apiserver, which serves API
+    discovery as kube-apiserver does): the CRDs' kustomization and deploy/manifests applied,
+    every object there, and `kubectl delete -k deploy/manifests` removing them but leaving
+    the CRDs (which may be Koordinator's or ACK's)."""
+    server = subprocess.Popen(["/usr/bin/python3", os.path.join(src, "test", "apiserver",
+                                                                 "apiserver.py"), "--port", "0"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()
+        if not c.check(line.startswith("ready port="), "test API server started: " + line):
+            return
+        with tempfile.TemporaryDirectory(prefix="gleaner-kubectl-") as tmp:
+            kc = os.path.join(tmp, "kubeconfig")
+            with open(kc, "w") as f:
+                yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "t",
+                                "clusters": [{"name": "t", "cluster": {
+                                    "server": "http://127.0.0.1:" + line.split("=")[1].strip()}}],
+                                "contexts": [{"name": "t", "context": {"cluster": "t",
+                                                                       "user": "t"}}],
+                                "users": [{"name": "t", "user": {}}]}, f)
+
+            def kubectl_run(*args):
+                r = subprocess.run([kubectl, "--kubeconfig", kc, "--request-timeout=20s"] +
+                                   list(args), stdin=subprocess.DEVNULL, capture_output=True,
+                                   text=True, timeout=90)
+                c.check(r.returncode == 0, "kubectl %s: %s" % (" ".join(args), r.stderr.strip()))
+                return r.stdout
+
+            # OpenAPI is not served: no client-side schema validation.
+            kubectl_run("apply", "--validate=false", "-k", os.path.join(man, "crds"))
+            kubectl_run("apply", "--validate=false", "-k", man)
+            got = set()
+            for d in yaml.safe_load(kubectl_run("get", "-A", "-o", "yaml", ",".join(sorted({
+                    "%ss" % k.lower() if not k.endswith("y") else k.lower()[:-1] + "ies"
+                    for k, _, _ in expected}))))["items"]:
+                got.add((d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]))
+            c.check(expected <= got, "kubectl get: every applied object: %s" % (expected - got))
+            kubectl_run("delete", "-k", man, "--wait=false")
+            left = kubectl_run("get", "customresourcedefinitions,deployments,daemonsets", "-A",
+                               "-o", "name").split()
+            c.check(sorted(left) == [
+                "customresourcedefinition.apiextensions.k8s.io/"
+                "clustercolocationprofiles.config.koordinator.sh",
+                "customresourcedefinition.apiextensions.k8s.io/"
+                "elasticquotatrees.scheduling.sigs.k8s.io"],
+                "kubectl delete -k deploy/manifests keeps the CRDs only: %s" % left)
+    finally:
+        server.stdin.close()
+        server.kill()
+        server.wait()
 
 
 def main():
