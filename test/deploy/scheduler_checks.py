@@ -102,6 +102,9 @@ def quantity_bytes(text):
     return int(m.group(1)) << {None: 0, "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}[m.group(2)]
 
 
+ACK_ANNOTATION = "sparkoperator.k8s.io/koordinator-colocation"
+
+
 def spark_pod(app, role, spec, labels):
     """The pod Spark 3.5 builds for `role`: its template's metadata, cpu = cores, memory
     request = limit = memory + memoryOverhead (docs/colocation-webhook.md)."""
@@ -196,6 +199,22 @@ def check_spark_example(c, docs, bin_dir, src):
     rc, out, _ = mutate(bin_dir, src, plain, {}, profile)
     c.check(rc == 0 and out.get("outcome") == "skipped",
             "colocation-profile.yaml: a namespace without the label is left alone")
+    # ACK One's guide: only the annotation, no schedulerName, a coreLimit above the cores.
+    guide = spark_pod(app, "driver", dict(app["spec"]["driver"], schedulerName=None,
+                                          priorityClassName=None, template={"metadata": {
+                                              "annotations": {ACK_ANNOTATION: "true"}}}), {})
+    guide["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "1200m"
+    rc, out, err = mutate(bin_dir, src, guide, ns_labels)
+    if c.check(rc == 0 and out.get("outcome") == "mutated",
+               "ACK annotation: mutated: rc=%d %s %s" % (rc, out, err)):
+        got = apply_patch(guide, out["patch"])
+        res = got["spec"]["containers"][0]["resources"]
+        c.check(res["limits"].get("kubernetes.io/batch-cpu") == "1200" and
+                res["requests"].get("kubernetes.io/batch-cpu") ==
+                str(int(float(app["spec"]["driver"]["cores"]) * 1000)),
+                "ACK annotation: coreLimit kept as the batch-cpu limit: %s" % res)
+        c.check(got["spec"].get("schedulerName") == "gleaner-scheduler",
+                "ACK annotation: a pod naming no scheduler is given gleaner-scheduler")
 
 
 def check_estimator(c, docs, args, ctr, svc):
