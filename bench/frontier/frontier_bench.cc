@@ -6,12 +6,16 @@
 //   LS alone; kubelet only (BE at cpu.shares 2, no agent);
 //   koordlet-style: Gleaner restricted to a 1 s loop, eBPF off, the ceiling always applied;
 //   Gleaner, ceiling always applied: 1 s pass, 50 ms fast loop, eBPF and its wake-ups;
-//   Gleaner as shipped: the same, the ceiling applied on LS interference (onInterference);
-// each agent across cpuSuppressThresholdPercent (--thresholds). A configuration on a
+//   Gleaner onInterference: the same, the ceiling applied on LS interference;
+// each agent across cpuSuppressThresholdPercent (--thresholds); and Gleaner as shipped,
+// cpuSuppressMode slo (BE steered by LS's run-queue wait, no threshold), one point. Each
+// point is the median of --repeats windows (p99 min-max stated). A configuration on a
 // better frontier harvests more at the same latency, or holds latency at the same harvest.
 //
-// Writes one table per service (markdown, stdout) and, with --out-dir, the points
-// (frontier-<service>.dat) and a chart per service (frontier-<service>.png, gnuplot).
+// Writes one table per service (markdown, stdout), one summary line per BE mix (each
+// configuration's best harvest at LS p99 <= 1.1x alone, and the node's utilisation there) and, with
+// --out-dir, the points (frontier-<service>.dat) and a chart per service (frontier-<service>.png,
+// gnuplot).
 //
 // Usage: frontier_bench [--services memcached,redis,nginx] [--be cpu,memory] [--seconds S]
 //                       [--repeats N] [--thresholds 40,60,80,100] [--out-dir DIR]
@@ -51,7 +55,7 @@ struct Options {
   std::vector<BeMix> mixes;
   std::vector<int> thresholds;
   int seconds = 5;
-  int repeats = 3;
+  int repeats = 5;
   std::string out_dir;
   std::string link_prefix;
   bool fifo = true;
@@ -83,6 +87,8 @@ std::vector<Point> sweep_service(ServiceKind kind, const Options& opt) {
         points.push_back(runner.measure(mix, family, threshold));
       }
     }
+    // The feedback mode does not use the threshold (no hard ceiling): one point.
+    if (!g_interrupted) points.push_back(runner.measure(mix, Family::kGleanerSlo, 0));
   }
   return points;
 }
@@ -169,6 +175,8 @@ int main(int argc, char** argv) {
     }
     if (g_interrupted) return 130;
     print_table(kind, points);
+    print_summary(kind, points);
+    std::printf("\n");
     if (!opt.out_dir.empty()) {
       switch (write_chart(kind, points, opt.out_dir)) {
         case Chart::kDrawn:

@@ -38,10 +38,12 @@ double busy_seconds() {
 }
 
 std::string threshold_config(Family family, int threshold) {
-  const bool shipped = family == Family::kGleanerShipped;
+  const char* mode = family == Family::kGleanerShipped ? "onInterference"
+                     : family == Family::kGleanerSlo   ? "slo"
+                                                       : "always";
   return R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
          std::to_string(threshold) + R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
-         (shipped ? "onInterference" : "always") + R"("}})";
+         mode + R"("}})";
 }
 
 }  // namespace
@@ -57,7 +59,9 @@ const char* to_string(Family family) {
     case Family::kGleanerAlways:
       return "Gleaner, ceiling always";
     case Family::kGleanerShipped:
-      return "Gleaner as shipped (onInterference)";
+      return "Gleaner onInterference";
+    case Family::kGleanerSlo:
+      return "Gleaner slo (shipped)";
   }
   return "unknown";
 }
@@ -163,7 +167,10 @@ Point PointRunner::measure(BeMix mix, Family family, int threshold) {
   if (windows.empty()) return to_point(Window{}, mix, family, threshold);
   std::sort(windows.begin(), windows.end(),
             [](const Point& a, const Point& b) { return a.p99_ms < b.p99_ms; });
-  return windows[windows.size() / 2];
+  Point median = windows[windows.size() / 2];
+  median.p99_min_ms = windows.front().p99_ms;
+  median.p99_max_ms = windows.back().p99_ms;
+  return median;
 }
 
 Point PointRunner::to_point(const Window& w, BeMix mix, Family family, int threshold) const {
@@ -180,6 +187,8 @@ Point PointRunner::to_point(const Window& w, BeMix mix, Family family, int thres
   // What nobody but BE would have used: the node minus LS and everything else busy.
   const double idle = cpus_ * w.wall_s - w.ls_cpu_s - w.other_cpu_s;
   p.be_share_of_idle = idle > 0 ? std::min(1.0, w.be_cpu_s / idle) : 0;
+  p.node_utilisation =
+      w.wall_s > 0 ? (w.be_cpu_s + w.ls_cpu_s + w.other_cpu_s) / (cpus_ * w.wall_s) : 0;
   p.sent = w.load.sent;
   p.late = w.load.late;
   p.failed = w.load.failed;

@@ -17,7 +17,8 @@ enum class Family {
   kKubelet,         // BE at cpu.shares 2, no agent
   kKoordletStyle,   // 1 s loop, eBPF off, ceiling always
   kGleanerAlways,   // 1 s pass + 50 ms fast loop + eBPF wake-ups, ceiling always
-  kGleanerShipped,  // the same, ceiling on interference (the shipped mode)
+  kGleanerShipped,  // the same, ceiling on interference (onInterference)
+  kGleanerSlo,      // the same loops, BE steered by LS's run-queue wait (slo, the shipped mode)
 };
 const char* to_string(Family family);
 
@@ -26,6 +27,8 @@ struct Point {
   Family family = Family::kAlone;
   int threshold = 0;  // cpuSuppressThresholdPercent; 0 without an agent
   double p50_ms = 0, p99_ms = 0;
+  double p99_min_ms = 0, p99_max_ms = 0;  // the spread over the point's windows
+  double node_utilisation = 0;            // all CPU used / (CPUs x wall), median window
   double be_cpu_s = 0, ls_cpu_s = 0, wall_s = 0;
   double other_cpu_s = 0;  // the load generator, the agent and the rest of the node
   // BE CPU / (CPUs x wall - LS CPU - other CPU): BE's share of what nobody else used.
@@ -72,6 +75,9 @@ class PointRunner {
 // Markdown: the points of one service, and whether Gleaner's frontier lies on or below the
 // others at every harvest level, per BE mix.
 void print_table(ServiceKind kind, const std::vector<Point>& points);
+// One line per BE mix: the harvest each configuration reaches at LS p99 <= 1.1x of LS alone
+// (its best such point) and the node's CPU utilisation there.
+void print_summary(ServiceKind kind, const std::vector<Point>& points);
 // <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png.
 enum class Chart { kDrawn, kNoGnuplot, kFailed };
 Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir);

@@ -12,8 +12,9 @@
 namespace gleaner::bench::frontier {
 namespace {
 
-constexpr Family kFamilies[] = {Family::kAlone, Family::kKubelet, Family::kKoordletStyle,
-                                Family::kGleanerAlways, Family::kGleanerShipped};
+constexpr Family kFamilies[] = {Family::kAlone,          Family::kKubelet,
+                                Family::kKoordletStyle,  Family::kGleanerAlways,
+                                Family::kGleanerShipped, Family::kGleanerSlo};
 
 // LS-alone p99 of `mix` (the denominator of every ratio on that node); 0 when absent.
 double alone_p99(const std::vector<Point>& points, BeMix mix) {
@@ -69,7 +70,8 @@ std::string quoted(const std::string& text) {
 void print_table(ServiceKind kind, const std::vector<Point>& points) {
   std::printf("### %s\n\n", to_string(kind));
   std::printf(
-      "| BE | configuration | threshold | LS p50 (ms) | LS p99 (ms) | p99 / alone | BE share of "
+      "| BE | configuration | threshold | LS p50 (ms) | LS p99 (ms, min-max) | p99 / alone | BE "
+      "share of "
       "idle CPU | BE CPU-s | LS CPU-s | other CPU-s | requests (late, failed) |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (BeMix mix : mixes_of(points)) {
@@ -80,18 +82,18 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
         std::string threshold = "-";
         if (p.threshold > 0) threshold = std::to_string(p.threshold).append("%");
         std::printf(
-            "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f | %lld (%lld, %lld) "
-            "|\n",
-            to_string(mix), to_string(family), threshold.c_str(), p.p50_ms, p.p99_ms,
-            ratio(p, alone), p.be_share_of_idle, p.be_cpu_s, p.ls_cpu_s, p.other_cpu_s,
-            static_cast<long long>(p.sent), static_cast<long long>(p.late),
+            "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %.2f | %.2f | %.1f | %.1f | %.1f | %lld "
+            "(%lld, %lld) |\n",
+            to_string(mix), to_string(family), threshold.c_str(), p.p50_ms, p.p99_ms, p.p99_min_ms,
+            p.p99_max_ms, ratio(p, alone), p.be_share_of_idle, p.be_cpu_s, p.ls_cpu_s,
+            p.other_cpu_s, static_cast<long long>(p.sent), static_cast<long long>(p.late),
             static_cast<long long>(p.failed));
       }
     }
   }
   std::printf("\n");
   for (BeMix mix : mixes_of(points)) {
-    for (Family family : {Family::kGleanerShipped, Family::kGleanerAlways}) {
+    for (Family family : {Family::kGleanerSlo, Family::kGleanerShipped, Family::kGleanerAlways}) {
       auto misses = not_matched(points, mix, family, {Family::kKubelet, Family::kKoordletStyle});
       std::printf(
           "- BE %s, %s on or below kubelet only and koordlet-style at every harvest "
@@ -108,6 +110,30 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
     }
   }
   std::printf("\n");
+}
+
+void print_summary(ServiceKind kind, const std::vector<Point>& points) {
+  for (BeMix mix : mixes_of(points)) {
+    const double alone = alone_p99(points, mix);
+    std::printf("- %s, BE %s (LS alone p99 %.2f ms), best harvest at p99 <= 1.1x alone:",
+                to_string(kind), to_string(mix), alone);
+    for (Family family : kFamilies) {
+      if (family == Family::kAlone) continue;
+      const Point* best = nullptr;
+      for (const auto& p : points) {
+        if (p.mix != mix || p.family != family || ratio(p, alone) > 1.1) continue;
+        if (best == nullptr || p.be_share_of_idle > best->be_share_of_idle) best = &p;
+      }
+      if (best == nullptr) {
+        std::printf(" %s none;", to_string(family));
+      } else {
+        std::printf(" %s %.0f%% (%.2fx, node %.0f%%);", to_string(family),
+                    100 * best->be_share_of_idle, ratio(*best, alone),
+                    100 * best->node_utilisation);
+      }
+    }
+    std::printf("\n");
+  }
 }
 
 Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir) {
