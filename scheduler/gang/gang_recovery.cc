@@ -20,8 +20,21 @@ void GangScheduler::adopt_bound(Tracked& t) {
   const PodView& v = t.view;
   if (v.role == PodRole::kNone || t.deleting || terminal_phase(v.phase)) return;
   Gang& g = gang_of_pod(v);
-  // A gang this process queued or placed already: the pod is one of its own next to it.
-  if (g.job) return;
+  if (g.job) {
+    // Queued by its pending pods before this bound one was seen (the order of the
+    // informer's list), nothing of it placed: the gang is rebuilt around its bound pods
+    // instead. One this process placed: the pod is one of its own next to it.
+    const bool queued_only = (v.role == PodRole::kReplica || v.role == PodRole::kMember) &&
+                             core_.job(*g.job).phase == JobPhase::kPending;
+    if (!queued_only || !core_.withdraw(*g.job)) return;
+    job_gang_.erase(*g.job);
+    g.job.reset();
+    for (const auto& [index, uid] : g.members) {
+      if (auto p = pods_.find(uid); p != pods_.end()) p->second.index = -1;
+      wait_in(g, uid);
+    }
+    g.members.clear();
+  }
   if (v.role == PodRole::kMember) {
     g.pod_group = true;
     g.min_available = std::max(g.min_available, v.min_available);

@@ -221,6 +221,32 @@ TEST_F(GangFaults, APodGroupHalfBoundBeforeARestartIsFinished) {
   EXPECT_EQ(only_job()["phase"], "Admitted") << only_job().dump();
 }
 
+TEST_F(GangFaults, ATrainingJobHalfBoundBeforeARestartIsFinished) {
+  report("n1", 2000);
+  report("n2", 4000);
+  // A PyTorchJob of a master and two workers: the master and worker 0 bound, worker 1 not.
+  gang::GangShape roles;
+  roles.roles = {RoleSpec{"Master", Resources{1000, kGiB}, 1, {}, std::nullopt},
+                 RoleSpec{"Worker", Resources{1000, kGiB}, 2, {}, std::nullopt}};
+  auto replica = [&](const std::string& type, int index) {
+    gang::PodView p = pod_of("tj-" + type + "-" + std::to_string(index), gang::PodRole::kReplica,
+                             "PyTorchJob:tj", 1000);
+    p.replica_type = type;
+    p.replica_index = index;
+    p.shape = roles;
+    return p;
+  };
+  live_->observe_pod(replica("worker", 1));
+  live_->observe_pod(bound(replica("master", 0), "n1"));
+  live_->observe_pod(bound(replica("worker", 0), "n1"));
+  live_->tick();
+  EXPECT_EQ(actions(gang::ActionKind::kBind), std::vector<std::string>{"tj-worker-1@n2"});
+  // Queued whole by its pending worker first (seen first), then resumed around the others.
+  const Json jobs = live_->jobs_json()["jobs"];
+  EXPECT_EQ(jobs.back()["phase"], "Admitted") << jobs.dump();
+  EXPECT_EQ(used_cpu(), 3000);
+}
+
 TEST_F(GangFaults, AGangThatCannotBeFinishedIsReleasedAfterTheReservationTtl) {
   // The pending members do not fit: n1 is full with the bound ones, nothing else reported.
   report("n1", 2000);
