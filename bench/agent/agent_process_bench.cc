@@ -275,11 +275,18 @@ struct AgentOverPods {
   uint16_t port = gleaner::testing::free_loopback_port();
   std::unique_ptr<Child> agent;
 
-  explicit AgentOverPods(int n) {
+  // `suppressing`: BE CPU suppression held on throughout (cfsQuota policy, mode always, a
+  // 1% threshold), so the 50 ms fast pass runs at every tick as when LS is busy.
+  explicit AgentOverPods(int n, bool suppressing = false) {
     for (int i = 0; i < n; ++i)
       pods.add();
     pods.write();
     write_shipped_slo_config(files, "slo-config");
+    if (suppressing) {
+      files.write("slo-config/resource-threshold-config",
+                  R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":1,)"
+                  R"("cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":"always"}})");
+    }
     agent = std::make_unique<Child>(std::vector<std::string>{
         GLEANER_AGENT_BINARY, "run", "--cgroup-root", scratch.root(), "--pods-file", pods.path(),
         "--config-dir", files / "slo-config", "--metrics-addr", "127.0.0.1:" + std::to_string(port),
@@ -332,6 +339,11 @@ void overhead(const std::vector<int>& sizes, std::chrono::seconds window) {
     Measured m = measure(*run.agent, run.port, window);
     print_row("gleaner-agent (as shipped)", n, m);
     if (n == kGoalPods) at_goal_size = m;
+    AgentOverPods suppressing(n, true);
+    if (suppressing.serving()) {
+      print_row("gleaner-agent (BE suppression on, cfsQuota)", n,
+                measure(*suppressing.agent, suppressing.port, window));
+    }
   }
   std::printf("\nreference: %s\n", gleaner::bench::kKoordletPublished);
   if (at_goal_size) {
