@@ -153,24 +153,17 @@ Status TokenReviewer::plausible(std::string_view token) {
   return plausible_claims(*claims, options_, unix_seconds(clock_.wall_now()));
 }
 
-const std::string& TokenReviewer::cluster_named(const std::string& reported) const {
-  // One managed cluster: agents that do not name theirs belong to it (as the scheduler
-  // files their reports).
-  return reported.empty() && clusters_.size() == 1 ? clusters_.begin()->first : reported;
-}
-
 std::optional<Result<server::AgentIdentity>> TokenReviewer::cached(const std::string& cluster,
                                                                    std::string_view token) {
   std::lock_guard lock(mu_);
-  auto it = cache_.find(cache_key(cluster_named(cluster), token));
+  auto it = cache_.find(cache_key(cluster, token));
   if (it == cache_.end() || clock_.now() >= it->second.until) return std::nullopt;
   return it->second.verdict;
 }
 
 Result<server::AgentIdentity> TokenReviewer::review(const std::string& cluster,
                                                     std::string_view token) {
-  const std::string& name = cluster_named(cluster);
-  auto client = clusters_.find(name);
+  auto client = clusters_.find(cluster);
   if (client == clusters_.end()) {
     return make_error(ErrorCode::kNotFound,
                       "cluster '" + cluster + "' is not managed by this scheduler");
@@ -180,7 +173,7 @@ Result<server::AgentIdentity> TokenReviewer::review(const std::string& cluster,
   Result<server::AgentIdentity> verdict = ask(*client->second, token);
   const bool transient = !verdict && verdict.error().code != ErrorCode::kInvalidArgument &&
                          verdict.error().code != ErrorCode::kPermission;
-  if (!transient) remember(cache_key(name, token), verdict, claims->expires_unix);
+  if (!transient) remember(cache_key(cluster, token), verdict, claims->expires_unix);
   return verdict;
 }
 

@@ -65,7 +65,8 @@ Json token_review_request(std::string_view token, const AgentTokenOptions& optio
 
 class TokenReviewer : public server::AgentTokenReviewer {
  public:
-  // `clusters`: each managed cluster's API client by name (reports name their cluster).
+  // `clusters`: each managed cluster's API client by name. A report's cluster reaches the
+  // reviewer as the scheduler names it (ApiRoutes resolves an agent's empty name).
   // `on_review` counts reviews by outcome: authenticated, unauthenticated, forbidden, error.
   TokenReviewer(std::map<std::string, kube::KubeClient*> clusters, AgentTokenOptions options,
                 const Clock& clock, std::function<void(const char*)> on_review = nullptr);
@@ -84,7 +85,6 @@ class TokenReviewer : public server::AgentTokenReviewer {
   void remember(std::string key, const Result<server::AgentIdentity>& verdict,
                 std::optional<int64_t> expires_unix);
   void count(const char* outcome) const;
-  [[nodiscard]] const std::string& cluster_named(const std::string& reported) const;
 
   std::map<std::string, kube::KubeClient*> clusters_;
   AgentTokenOptions options_;
