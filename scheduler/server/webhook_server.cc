@@ -54,7 +54,7 @@ struct WebhookServer::Impl {
   }
 
   static asio::awaitable<void> session(std::shared_ptr<Impl> self,
-                                       std::shared_ptr<beast::tcp_stream> tcp) {
+                                       std::shared_ptr<net::Connection> tcp) {
     auto ctx = self->current();
     beast::ssl_stream<beast::tcp_stream&> stream(*tcp, *ctx);
     error_code ec;
@@ -70,9 +70,13 @@ struct WebhookServer::Impl {
       http::request_parser<http::string_body> parser;
       parser.header_limit(kHeaderLimit);
       parser.body_limit(kMaxBody);
+      // Waiting for a review is idle (a flood of such connections gives way at the cap);
+      // answering one is not, so an API server's review in flight is never the one closed.
+      tcp->idle();
       tcp->expires_after(kIdleTimeout);
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
+      tcp->busy();
       net::HttpReply reply;
       bool keep_alive = false;
       if (ec == http::error::body_limit) {
@@ -94,6 +98,7 @@ struct WebhookServer::Impl {
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       if (ec || !keep_alive) break;
     }
+    tcp->idle();
     tcp->expires_after(std::chrono::seconds(2));
     co_await stream.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
     tcp->close();

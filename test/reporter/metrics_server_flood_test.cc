@@ -3,10 +3,7 @@
 #include <chrono>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "net/http_listener.h"
@@ -14,25 +11,12 @@
 #include "test/reporter/http_get.h"
 #include "test/support/eventually.h"
 #include "test/support/io_thread.h"
+#include "test/support/net.h"
 
 namespace gleaner::reporter {
 namespace {
 using namespace std::chrono_literals;
 using testing::http_get;
-
-// A connection that says nothing (as a scanner or a leaked client leaves it).
-int connect_idle(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 TEST(MetricsServerFlood, ProbesAndScrapesAnswerPastTheCapOfIdleConnections) {
   gleaner::testing::IoThread io;
@@ -43,7 +27,7 @@ TEST(MetricsServerFlood, ProbesAndScrapesAnswerPastTheCapOfIdleConnections) {
   const size_t cap = (*server)->listener_stats().max_connections;
   std::vector<int> idle;
   for (size_t i = 0; i < cap + 10; ++i) {
-    const int fd = connect_idle((*server)->port());
+    const int fd = gleaner::testing::connect_idle_loopback((*server)->port());
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }
