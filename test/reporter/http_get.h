@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "test/support/net.h"
+
 namespace gleaner::reporter::testing {
 
 struct HttpResult {
@@ -19,18 +21,10 @@ struct HttpResult {
 };
 
 inline std::optional<HttpResult> http_get(uint16_t port, const std::string& target) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = gleaner::testing::connect_loopback(port);
   if (fd < 0) return std::nullopt;
   timeval tv{10, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return std::nullopt;
-  }
   std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
     ::close(fd);

@@ -27,7 +27,7 @@ TEST(MetricsServerFlood, ProbesAndScrapesAnswerPastTheCapOfIdleConnections) {
   const size_t cap = (*server)->listener_stats().max_connections;
   std::vector<int> idle;
   for (size_t i = 0; i < cap + 10; ++i) {
-    const int fd = gleaner::testing::connect_idle_loopback((*server)->port());
+    const int fd = gleaner::testing::connect_loopback((*server)->port());
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }

@@ -41,7 +41,7 @@ TEST(WebhookFlood, AReviewIsAnsweredPastTheCapOfIdleConnections) {
   // waiting in the kernel's backlog.
   std::vector<int> idle;
   for (size_t i = 0; i < net::HttpListener::kDefaultMaxConnections + 10; ++i) {
-    const int fd = gleaner::testing::connect_idle_loopback(port);
+    const int fd = gleaner::testing::connect_loopback(port);
     ASSERT_GE(fd, 0);
     idle.push_back(fd);
   }

@@ -61,7 +61,7 @@ std::optional<double> metric_value(const std::string& text, const std::string& s
   return std::nullopt;
 }
 
-int connect_idle_loopback(uint16_t port) {
+int connect_loopback(uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return -1;
   sockaddr_in addr{};

@@ -18,8 +18,8 @@ std::string http_get_loopback(uint16_t port, const std::string& path);
 // when the series is absent.
 std::optional<double> metric_value(const std::string& text, const std::string& series);
 
-// A TCP connection to 127.0.0.1:<port> that says nothing (as a scanner or a leaked client
-// leaves it): its descriptor, or -1 when the connect failed. The caller closes it.
-int connect_idle_loopback(uint16_t port);
+// A TCP connection to 127.0.0.1:<port>: its descriptor, or -1 when the connect failed. The
+// caller closes it (left silent, it is what a scanner or a leaked client holds open).
+int connect_loopback(uint16_t port);
 
 }  // namespace gleaner::testing
