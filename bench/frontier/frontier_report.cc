@@ -188,20 +188,29 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
      << "\n"
      << "set xlabel 'BE share of the CPU nobody else used'\nset ylabel 'LS p99 / LS-alone p99'\n"
      << "set key below\nset grid\nset xrange [0:1]\n";
-  const char* styles[] = {"pt 7 ps 1.5 lc rgb 'black'", "pt 5 ps 1.5 lc rgb 'gray40'",
-                          "lw 2 pt 9 ps 1.2 lc rgb 'orange'", "lw 2 pt 13 ps 1.2 lc rgb 'skyblue'",
-                          "lw 2 pt 11 ps 1.2 lc rgb 'dark-green'"};
-  const char* line_styles[] = {"", "", "lw 2 lc rgb 'orange'", "lw 2 lc rgb 'skyblue'",
-                               "lw 2 lc rgb 'dark-green'"};
+  // One point style and one frontier line style per family, in kFamilies' order (LS alone
+  // and kubelet only are single points: no line).
+  struct Style {
+    const char* points;
+    const char* line;
+  };
+  constexpr Style kStyles[] = {
+      {"pt 7 ps 1.5 lc rgb 'black'", ""},
+      {"pt 5 ps 1.5 lc rgb 'gray40'", ""},
+      {"lw 2 pt 9 ps 1.2 lc rgb 'orange'", "lw 2 lc rgb 'orange'"},
+      {"lw 2 pt 13 ps 1.2 lc rgb 'skyblue'", "lw 2 lc rgb 'skyblue'"},
+      {"lw 2 pt 11 ps 1.2 lc rgb 'dark-green'", "lw 2 lc rgb 'dark-green'"},
+      {"lw 2 pt 15 ps 1.2 lc rgb 'red'", "lw 2 lc rgb 'red'"}};
+  static_assert(std::size(kStyles) == std::size(kFamilies), "a style for every family");
   for (size_t m = 0; m < mixes.size(); ++m) {
     gp << "set title 'BE: stress-ng " << to_string(mixes[m]) << "'\nplot ";
     for (size_t f = 0; f < std::size(kFamilies); ++f) {
       const size_t index = (m * std::size(kFamilies) + f) * 2;
       gp << (f ? ", " : "") << quoted(dat) << " index " << index << " using 1:2 with points "
-         << styles[f] << " title " << quoted(to_string(kFamilies[f]));
+         << kStyles[f].points << " title " << quoted(to_string(kFamilies[f]));
       if (f >= 2) {  // the agents' frontiers as lines
         gp << ", " << quoted(dat) << " index " << index + 1 << " using 1:2 with lines "
-           << line_styles[f] << " notitle";
+           << kStyles[f].line << " notitle";
       }
     }
     gp << "\n";

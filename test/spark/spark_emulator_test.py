@@ -222,11 +222,14 @@ class SparkEmulatorTest(EmulatorCase):
     def test_kubelet_admission(self):
         ns = "admit"
 
-        def pod(name, node, requests):
+        def pod(name, node, requests, limits=None):
+            resources = {"requests": requests}
+            if limits:
+                resources["limits"] = limits
             self.core.create_namespaced_pod(ns, {
                 "metadata": {"name": name},
                 "spec": {"nodeName": node, "containers": [
-                    {"name": "c", "image": "busybox", "resources": {"requests": requests}}]}})
+                    {"name": "c", "image": "busybox", "resources": resources}]}})
 
         def settled(name):
             p = self.pod(ns, name)
@@ -237,7 +240,9 @@ class SparkEmulatorTest(EmulatorCase):
         pod("hog", "small", {"kubernetes.io/batch-cpu": "2000"})
         pod("big", "small", {"memory": "10Gi"})
         pod("second", "small", {"cpu": "2"})
-        pod("gpu", "small", {"cpu": "500m", "example.com/gpu": "1"})
+        # The API server requires a limit equal to the request for an extended resource that
+        # is not kubernetes.io/-prefixed (test/apiserver/pod_validation.py cites the rule).
+        pod("gpu", "small", {"cpu": "500m", "example.com/gpu": "1"}, {"example.com/gpu": "1"})
         self.assertEqual(self.wait_for("first", lambda: settled("first"))["status"]["phase"],
                          "Running")
         for name, reason, message in (
