@@ -164,8 +164,13 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_throttled(faults.throttle_retry_after)
             fail = faults.take_fail(method, url.path)
             if fail:
-                raise ApiError(fail, "InternalError" if fail >= 500 else "Forbidden",
-                               "injected failure")
+                # The reason kube-apiserver gives each code (apimachinery
+                # pkg/api/errors/errors.go, NewGenericServerResponse's reasons).
+                reasons = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden",
+                           404: "NotFound", 409: "Conflict", 410: "Expired",
+                           422: "Invalid", 429: "TooManyRequests"}
+                raise ApiError(fail, "InternalError" if fail >= 500 else
+                               reasons.get(fail, "Forbidden"), "injected failure")
             if url.path == "/pods" and method == "GET":
                 return self.kubelet_pods()
             if method == "GET":
