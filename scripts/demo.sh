@@ -54,7 +54,17 @@ fi
 
 if [ "$(id -u)" -ne 0 ]; then
   section "Live run skipped: it needs root (it creates cgroups and moves processes into them)"
-  echo "Run 'sudo make demo' for the live run. Meanwhile, every shipped scenario in the simulator:"
+  echo "Run 'sudo make demo' for the live run. Meanwhile, the live run's fleet scenario in the"
+  echo "simulator (scheduler/scenarios/ack-one-fleet.json: a hub placing spark-pi-1..3 into"
+  echo "members m1 and m2 by the batch capacity their nodes report):"
+  "$bin/gleaner-scheduler" simulate --scenario scheduler/scenarios/ack-one-fleet.json |
+    "$py" -c 'import json,sys; r=json.load(sys.stdin)
+for j in r["jobs"]:
+    print("  %-12s %-10s in %s, finished %4ss; executors replaced %d, reclaimed %d" % (
+          j["name"], j["state"], j.get("cluster"), j.get("finishedAt"),
+          j.get("executorsReplaced", 0), j.get("reschedules", 0)))'
+  echo "Not shown without root: real cgroups, the agent, LS latency, the test API servers."
+  echo "Every shipped scenario in the simulator:"
   for f in scheduler/scenarios/*.json; do simulate_summary "$f"; done
   exit 0
 fi

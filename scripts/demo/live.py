@@ -18,15 +18,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fleet  # noqa: E402
+from fleet import free_port  # noqa: E402
 import memory_phase  # noqa: E402
 import scratch  # noqa: E402
+import summary  # noqa: E402
 from pods import NODE, pod_json, write_agent_files, write_json  # noqa: E402
 import view  # noqa: E402
 
@@ -51,12 +53,6 @@ def on_signal(signum, _frame):
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     raise Interrupted(signal.Signals(signum).name)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_get(url, timeout=0.4):
@@ -103,6 +99,8 @@ class Demo:
         self.evictions = 0
         self.log_pos = 0
         self.sched_port, self.agent_port, self.web_port = free_port(), free_port(), free_port()
+        self.probe = None  # times the agent's reactions to LS surges with Gleaner
+        self.fleet = None
 
     # --- set-up -------------------------------------------------------------------------
     def write_files(self):
@@ -246,6 +244,8 @@ class Demo:
         phase_end = start + steps * step_s
         sampler = view.Sampler(self.cg, BE_QOS, WEB["dir"])
         for step, conns in enumerate(profile):
+            if self.probe and step > 0 and conns > profile[step - 1]:
+                self.probe.surge()
             out = os.path.join(self.run_dir, "wrk-%d-%d.txt" % (index, step))
             with open(out, "wb") as f:
                 wrk = subprocess.Popen(
@@ -301,7 +301,10 @@ class Demo:
         phases = [self.run_phase(1, "BE unmanaged (agent measuring only, --no-enforce)",
                                  cpu_s, ui)]
         self.start_agent(enforce=True)
+        self.probe = summary.ReactionProbe(self.cg, BE_QOS)
+        self.probe.start()
         phases.append(self.run_phase(2, "with Gleaner (cfsQuota suppress + eviction)", cpu_s, ui))
+        self.probe.stop()
         ui.done()
         # The memory phase has its own pods: the CPU phase's go first.
         self.stop("agent")
@@ -312,10 +315,34 @@ class Demo:
               "Gleaner" % (memory_phase.NODE_MIB, memory_s, memory_s), flush=True)
         memory = [memory_phase.run(self, "memory, BE unmanaged", False, memory_s),
                   memory_phase.run(self, "memory, with Gleaner", True, memory_s)]
+        fleet_doc, fleet_error = self.run_fleet()
         view.print_summary(phases, self.evictions, os.cpu_count(), self.run_dir,
                            memory_phase.summary(*memory))
+        doc = summary.build(phases, self.evictions, memory, self.probe, fleet_doc, fleet_error)
+        summary.print_fleet(doc, summary.write(self.run_dir, doc))
+        if fleet_error:
+            raise RuntimeError("the fleet scenario failed: " + fleet_error)
+
+    def run_fleet(self):
+        """The fleet scenario (fleet.py) after the node's phases: (its summary, None) or
+        (None, what went wrong)."""
+        print("fleet: a hub and members m1, m2 (test API servers), gleaner-scheduler with the "
+              "hub and the colocation webhook, the Spark operator emulator in each member",
+              flush=True)
+        self.fleet = fleet.Fleet(self.args.build, self.run_dir, self.cg.remember_pid,
+                                 self.args.seconds)
+        try:
+            return self.fleet.run(), None
+        except (fleet.FleetError, OSError, subprocess.SubprocessError) as e:
+            return None, str(e)
+        finally:
+            self.fleet.stop()
 
     def cleanup(self):
+        if self.probe:
+            self.probe.stop()
+        if self.fleet:
+            self.fleet.stop()
         for name in ["wrk", "agent"] + [n for n in list(self.procs) if n not in ("wrk", "agent")]:
             self.stop(name, grace_s=5)
         for base in self.cg.bases:

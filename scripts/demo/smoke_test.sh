@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest `demo_live_smoke`: the live demo for a short run. Passes when it printed the
-# summary, the memory phase with Gleaner evicted and was not OOM-killed, and it left no
-# scratch cgroup directory, symlink root or process behind.
+# summary, the memory phase with Gleaner evicted and was not OOM-killed, summary.json shows
+# every fleet job COMPLETED, and it left no scratch cgroup directory, symlink root, process
+# or listening port behind.
 # Exit 77 (skipped) without root or without wrk.
 # usage: smoke_test.sh SOURCE_DIR BUILD_DIR [SECONDS]
 set -uo pipefail
@@ -20,7 +21,8 @@ cat "$out"
 fail=0
 [ "$status" -eq 0 ] || { echo "FAIL: demo.sh exited with $status"; fail=1; }
 for line in "== Summary" "LS p99, worst step" "BE CPU harvested" "What this run showed:" \
-  "LS latency: " "BE harvest: " "Memory (a scratch node" "Memory: "; do
+  "LS latency: " "BE harvest: " "Memory (a scratch node" "Memory: " "Fleet: " \
+  "Not shown: " "summary.json "; do
   grep -q "$line" "$out" || { echo "FAIL: no '$line' in the output"; fail=1; }
 done
 # The memory phase does not hinge on CPU noise: with Gleaner the agent evicts BE executors at
@@ -63,6 +65,49 @@ for d in $bases; do
 done
 if [ -e "$run_dir/cgroot" ] || [ -e "$run_dir/state.json" ]; then
   echo "FAIL: symlink root or state file left in $run_dir"
+  fail=1
+fi
+# summary.json: every fleet job COMPLETED, the facts of the run present, and nothing of the
+# fleet (API servers, Spark operator emulators, gleaner-scheduler) left running or listening.
+if ! SUMMARY="$run_dir/summary.json" /usr/bin/python3 - <<'PY'
+import json, os, socket, sys
+doc = json.load(open(os.environ["SUMMARY"]))
+errors = []
+jobs = doc["jobs"]
+if [j["name"] for j in jobs] != ["spark-pi-1", "spark-pi-2", "spark-pi-3"]:
+    errors.append("jobs: %s" % jobs)
+for j in jobs:
+    if j["state"] != "COMPLETED" or j["member"] not in ("m1", "m2"):
+        errors.append("job not COMPLETED in a member: %s" % j)
+if [j["member"] for j in jobs[:2]] != ["m1", "m2"]:
+    errors.append("spark-pi-1 not in m1 or spark-pi-2 not in m2: %s" % jobs)
+if jobs and (jobs[0]["executorsReplaced"] < 1 or jobs[2]["reclaimed"] < 1):
+    errors.append("no executor replaced or no driver reclaimed: %s" % jobs)
+for phase in ("unmanaged", "withGleaner"):
+    if doc["lsP99Ms"][phase]["worstStep"] is None:
+        errors.append("no LS p99 for %s" % phase)
+if not doc["beCpuSecondsHarvested"]["withGleaner"] > 0:
+    errors.append("no BE CPU harvested: %s" % doc["beCpuSecondsHarvested"])
+if set(doc["suppressReactionsMs"]) < {"p50", "p99", "reactions", "surges"}:
+    errors.append("suppressReactionsMs: %s" % doc["suppressReactionsMs"])
+if doc["evictions"]["fleet"] < 1 or doc["evictions"]["total"] < doc["evictions"]["fleet"]:
+    errors.append("evictions: %s" % doc["evictions"])
+for pid in doc["fleet"]["pids"]:
+    try:
+        cmd = open("/proc/%d/cmdline" % pid, "rb").read()
+    except OSError:
+        continue
+    if b"apiserver.py" in cmd or b"spark_emulator.py" in cmd or b"gleaner-scheduler" in cmd:
+        errors.append("fleet process left behind: %d %s" % (pid, cmd.replace(b"\0", b" ")))
+for port in doc["fleet"]["ports"]:
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            errors.append("port %d still listening" % port)
+for e in errors:
+    print("FAIL: summary.json: " + e)
+sys.exit(1 if errors else 0)
+PY
+then
   fail=1
 fi
 [ "$fail" -eq 0 ] && rm -rf "$run_dir"

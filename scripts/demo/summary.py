@@ -1,0 +1,118 @@
+"""summary.json of `make demo` and the fleet's lines of the printed summary; the probe
+that times the agent's reactions to an LS surge on the live node."""
+import json
+import os
+import threading
+import time
+
+import view
+
+
+class ReactionProbe(threading.Thread):
+    """Times each LS surge (a load step with more wrk connections than the one before)
+    to the agent's first cut of the BE tier's CFS quota after it, reading the BE cgroup's
+    quota every 2 ms. A surge the agent did not cut for before the next one counts as
+    not reacted (the agent may judge the LS service still within its target)."""
+
+    POLL_S = 0.002
+
+    def __init__(self, cg, be_rel):
+        super().__init__(daemon=True)
+        self.cg, self.be_rel = cg, be_rel
+        self.lock = threading.Lock()
+        self.surge_at = None
+        self.reactions_ms = []
+        self.surges = 0
+        self.stopping = threading.Event()
+
+    def surge(self):
+        with self.lock:
+            self.surge_at = time.monotonic()
+            self.surges += 1
+            self.last = self.cg.cpu_quota_cores(self.be_rel)
+
+    def run(self):
+        while not self.stopping.wait(self.POLL_S):
+            with self.lock:
+                if self.surge_at is None:
+                    continue
+                quota = self.cg.cpu_quota_cores(self.be_rel)
+                cut = quota is not None and (self.last is None or quota < self.last)
+                if cut:
+                    self.reactions_ms.append((time.monotonic() - self.surge_at) * 1000.0)
+                    self.surge_at = None
+                self.last = quota
+
+    def stop(self):
+        self.stopping.set()
+        self.join(1)
+
+
+def percentile(values, q):
+    """The nearest-rank percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(round(q / 100.0 * len(ordered))) - 1))]
+
+
+def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
+    """The summary.json document. `memory`: the memory phase's two runs; `reactions`:
+    the probe (None when it did not run); `fleet`: Fleet.summary() or None."""
+    unmanaged, managed = phases
+    ms = reactions.reactions_ms if reactions else []
+    out = {
+        "lsP99Ms": {
+            "unmanaged": {"worstStep": view.worst(unmanaged["steps"]),
+                          "meanOfSteps": view.mean(unmanaged["steps"])},
+            "withGleaner": {"worstStep": view.worst(managed["steps"]),
+                            "meanOfSteps": view.mean(managed["steps"])}},
+        "beCpuSecondsHarvested": {"withGleaner": round(managed["be_cpu_s"], 2),
+                                  "unmanaged": round(unmanaged["be_cpu_s"], 2),
+                                  "withGleanerSeconds": round(managed["seconds"], 1)},
+        "suppressReactionsMs": {"p50": percentile(ms, 50), "p99": percentile(ms, 99),
+                                "reactions": len(ms),
+                                "surges": reactions.surges if reactions else 0},
+        "evictions": {"liveCpu": live_evictions,
+                      "liveMemory": len(memory[1]["evicted"]) if memory else 0,
+                      "fleet": fleet["evictions"] if fleet else 0},
+        "jobs": [{k: j[k] for k in ("name", "member", "state", "executorsReplaced",
+                                    "reclaimed")} for j in (fleet or {}).get("jobs", [])],
+        "fleet": fleet, "fleetError": fleet_error,
+    }
+    out["evictions"]["total"] = sum(v for v in out["evictions"].values())
+    return out
+
+
+def write(run_dir, doc):
+    path = os.path.join(run_dir, "summary.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return path
+
+
+def print_fleet(doc, path):
+    """The fleet's part of the printed summary and what the whole run did and did not show."""
+    fleet, jobs = doc["fleet"], doc["jobs"]
+    r = doc["suppressReactionsMs"]
+    print(" suppress reaction        %s" % (
+        "p50 %.1f ms, p99 %.1f ms over %d of %d LS surges (load step start -> BE quota cut)"
+        % (r["p50"], r["p99"], r["reactions"], r["surges"]) if r["reactions"] else
+        "no BE quota cut followed any of %d LS surges in this run" % r["surges"]))
+    if fleet:
+        print(" Fleet (hub + members m1, m2; kubectl apply to the hub)")
+        for j in jobs:
+            print("   %-12s %-10s in %s; executors replaced %d; reclaimed %d" % (
+                j["name"], j["state"], j["member"], j["executorsReplaced"], j["reclaimed"]))
+        for line in fleet["events"]:
+            print("   " + line)
+    print(" Fleet and node, what this run showed and did not:")
+    if fleet:
+        print("  Fleet: %s." % "; ".join(fleet["shown"]))
+    else:
+        print("  Fleet: NOT shown: %s" % doc["fleetError"])
+    print("  Not shown: the fleet's member nodes are report-driven (the demo posts their "
+          "agents' reports and their pods run no process); real CPU in BE cgroups, the "
+          "agent's suppression and evictions are shown on this machine's scratch node above, "
+          "not under the fleet's jobs.")
+    print(" summary.json             %s" % path)
