@@ -244,7 +244,7 @@ class Demo:
         phase_end = start + steps * step_s
         sampler = view.Sampler(self.cg, BE_QOS, WEB["dir"])
         for step, conns in enumerate(profile):
-            if self.probe and step > 0 and conns > profile[step - 1]:
+            if self.probe and (step == 0 or conns > profile[step - 1]):
                 self.probe.surge()
             out = os.path.join(self.run_dir, "wrk-%d-%d.txt" % (index, step))
             with open(out, "wb") as f:

@@ -9,10 +9,12 @@ import view
 
 
 class ReactionProbe(threading.Thread):
-    """Times each LS surge (a load step with more wrk connections than the one before)
-    to the agent's first cut of the BE tier's CFS quota after it, reading the BE cgroup's
-    quota every 2 ms. A surge the agent did not cut for before the next one counts as
-    not reacted (the agent may judge the LS service still within its target)."""
+    """Times each LS surge (the load starting on the idle node, or a load step with more
+    wrk connections than the one before) to the agent's first cut of the BE tier's CFS
+    quota after it, reading the BE cgroup's quota every 2 ms. A surge that finds BE already
+    held at the lowest quota of the run needs no cut and is counted as held; one the agent
+    did not cut for before the next counts as not reacted (the agent may judge the LS
+    service within its target)."""
 
     POLL_S = 0.002
 
@@ -21,24 +23,31 @@ class ReactionProbe(threading.Thread):
         self.cg, self.be_rel = cg, be_rel
         self.lock = threading.Lock()
         self.surge_at = None
+        self.last = None  # the quota at the previous read (None: unlimited)
         self.reactions_ms = []
         self.surges = 0
+        self.held = 0  # surges that found BE already at the run's lowest quota
+        self.lowest = None
         self.stopping = threading.Event()
 
     def surge(self):
         with self.lock:
-            self.surge_at = time.monotonic()
             self.surges += 1
             self.last = self.cg.cpu_quota_cores(self.be_rel)
+            if self.last is not None and self.lowest is not None and self.last <= self.lowest:
+                self.held += 1
+                self.surge_at = None
+            else:
+                self.surge_at = time.monotonic()
 
     def run(self):
         while not self.stopping.wait(self.POLL_S):
             with self.lock:
-                if self.surge_at is None:
-                    continue
                 quota = self.cg.cpu_quota_cores(self.be_rel)
+                if quota is not None:
+                    self.lowest = quota if self.lowest is None else min(self.lowest, quota)
                 cut = quota is not None and (self.last is None or quota < self.last)
-                if cut:
+                if cut and self.surge_at is not None:
                     self.reactions_ms.append((time.monotonic() - self.surge_at) * 1000.0)
                     self.surge_at = None
                 self.last = quota
@@ -72,7 +81,8 @@ def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
                                   "withGleanerSeconds": round(managed["seconds"], 1)},
         "suppressReactionsMs": {"p50": percentile(ms, 50), "p99": percentile(ms, 99),
                                 "reactions": len(ms),
-                                "surges": reactions.surges if reactions else 0},
+                                "surges": reactions.surges if reactions else 0,
+                                "heldAlready": reactions.held if reactions else 0},
         "evictions": {"liveCpu": live_evictions,
                       "liveMemory": len(memory[1]["evicted"]) if memory else 0,
                       "fleet": fleet["evictions"] if fleet else 0},
@@ -98,7 +108,10 @@ def print_fleet(doc, path):
     print(" suppress reaction        %s" % (
         "p50 %.1f ms, p99 %.1f ms over %d of %d LS surges (load step start -> BE quota cut)"
         % (r["p50"], r["p99"], r["reactions"], r["surges"]) if r["reactions"] else
-        "no BE quota cut followed any of %d LS surges in this run" % r["surges"]))
+        "NOT shown: no BE quota cut followed any of %d LS surges in this run" % r["surges"]))
+    if r["heldAlready"]:
+        print("                          %d surge(s) found BE already held at its lowest quota "
+              "of the run (nothing to cut)" % r["heldAlready"])
     if fleet:
         print(" Fleet (hub + members m1, m2; kubectl apply to the hub)")
         for j in jobs:
