@@ -1,32 +1,21 @@
 #pragma once
 // Command-line handling shared by the benchmarks (CLI11): number checks with plain
-// messages, and the usage exit code 2 that bench/run and shells expect.
+// messages (common/cli_checks.h), and the usage exit code 2 that bench/run and shells expect.
 
-#include <charconv>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli_checks.h"
+
 namespace gleaner::bench {
 
-// Accepts a decimal number (integer or not) that is above 0, or at least 0.
-inline CLI::Validator number_check(bool zero_allowed) {
-  return CLI::Validator(
-      [zero_allowed](std::string& text) -> std::string {
-        double value = 0;
-        const char* end = text.data() + text.size();
-        auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end) return "\"" + text + "\" is not a number";
-        if (zero_allowed ? value < 0 : value <= 0) {
-          return "\"" + text + "\" must be " + (zero_allowed ? "0 or more" : "above 0");
-        }
-        return {};
-      },
-      zero_allowed ? "NUMBER>=0" : "NUMBER>0");
-}
-inline const CLI::Validator kPositive = number_check(false);
-inline const CLI::Validator kNonNegative = number_check(true);
+// The number checks of every binary (common/cli_checks.h), under the names the
+// benchmarks use.
+using gleaner::kNonNegative;
+using gleaner::kPositive;
+using gleaner::number_check;
 
 // A numeric option (or positional) above 0 / at least 0 whose default shows in --help.
 template <typename T>

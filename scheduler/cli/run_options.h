@@ -1,9 +1,12 @@
 #pragma once
-// The flags of `gleaner-scheduler run` and the checks on them: what --check-config reports
-// and run() stops at, the queues file, and the leader election options they make.
+// The flags of `gleaner-scheduler run` and the checks on them: each flag's own range is
+// checked by CLI11 at parse time (add_run_flags); validate() finds the rest, and both `run`
+// and --check-config call it. Also the queues file and the options the flags make.
 
 #include <string>
 #include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "common/result.h"
 #include "kube/config.h"
@@ -74,15 +77,18 @@ kube_glue::LeaderElectionOptions election_options(const RunOptions& o);
 estimator::EstimatorOptions estimator_options(const RunOptions& o);
 // --report-auth with auto resolved: "token-review", "shared-token" or "none".
 std::string report_auth_mode(const RunOptions& o);
-// The problems of the --report-auth flags alone (part of config_errors).
+// The problems of the --report-auth flags alone (part of validate).
 std::vector<std::string> report_auth_errors(const RunOptions& o);
 // The queues file: the scenario's "queues" array, either alone or in an object with
 // "queues" (and optionally "policy", as in a scenario file).
 Result<sim::Scenario> load_queues(const std::string& path);
 Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o);
-// Every problem `run` would stop at, and a few it would only meet later (an unreadable
-// token file), without binding the port or contacting any cluster.
-std::vector<std::string> config_errors(const RunOptions& o);
+// Registers the flags on `run`, each with the CLI11 check of its own values (run_flags.cc).
+void add_run_flags(CLI::App& cmd, RunOptions& o);
+// Every problem of a configuration whose flags each passed their own check: flags that
+// conflict or need one another, and the files they name (readable, parsable), without
+// binding a port or contacting any cluster. `run` starts only when this is empty.
+std::vector<std::string> validate(const RunOptions& o);
 // --check-config: prints "config OK" or every error; 0, or 2 for a configuration error.
 int check_config(const RunOptions& o);
 
