@@ -68,7 +68,7 @@ for j in r["jobs"]:
   for f in scheduler/scenarios/*.json; do simulate_summary "$f"; done
   exit 0
 fi
-for tool in wrk "$bin/gleaner-agent" "$bin/gleaner-scheduler" "$py"; do
+for tool in wrk kubectl "$bin/gleaner-agent" "$bin/gleaner-scheduler" "$py"; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "demo: $tool not found (run scripts/install-deps.sh and build first)" >&2
     exit 1

@@ -69,7 +69,7 @@ def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
     """The summary.json document. `memory`: the memory phase's two runs; `reactions`:
     the probe (None when it did not run); `fleet`: Fleet.summary() or None."""
     unmanaged, managed = phases
-    ms = reactions.reactions_ms if reactions else []
+    ms = [round(v, 1) for v in reactions.reactions_ms] if reactions else []
     out = {
         "lsP99Ms": {
             "unmanaged": {"worstStep": view.worst(unmanaged["steps"]),
