@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include "common/file_io.h"
@@ -45,35 +47,21 @@ std::optional<std::string> process_env(const std::string& name) {
 }
 
 std::string base64_encode(std::string_view bytes) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve(4 * ((bytes.size() + 2) / 3));
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t chunk = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
-    if (i + 1 < bytes.size())
-      chunk |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
-    if (i + 2 < bytes.size()) chunk |= static_cast<unsigned char>(bytes[i + 2]);
-    out += kAlphabet[(chunk >> 18) & 63];
-    out += kAlphabet[(chunk >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(chunk >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[chunk & 63] : '=';
-  }
+  // EVP_EncodeBlock writes 4 characters per 3 bytes (the last group padded) and a NUL.
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 
 Result<std::string> base64_decode(std::string_view text) {
-  auto sextet = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
+  // EVP_DecodeBlock reads '=' anywhere as zero bits and wants whole groups of 4: the text
+  // is checked here first (line breaks and spaces skipped, as kubeconfigs and PEM-like
+  // values wrap them; padding only at the end, and optional, as base64url tokens omit it).
+  std::string packed;
+  packed.reserve(text.size() + 2);
   size_t padding = 0;
   for (char c : text) {
     if (c == '\n' || c == '\r' || c == ' ') continue;
@@ -81,19 +69,29 @@ Result<std::string> base64_decode(std::string_view text) {
       ++padding;
       continue;
     }
-    const int v = sextet(c);
-    if (v < 0 || padding > 0) {
+    const bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (!alphabet || padding > 0) {
+      const auto byte = static_cast<unsigned char>(c);
       return make_error(ErrorCode::kParse,
-                        "base64: unexpected character '" + std::string(1, c) + "'");
+                        byte > 0x20 && byte < 0x7f
+                            ? "base64: unexpected character '" + std::string(1, c) + "'"
+                            : fmt::format("base64: unexpected byte 0x{:02x}", byte));
     }
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
+    packed += c;
   }
-  if (padding > 2 || bits >= 6) return make_error(ErrorCode::kParse, "base64: truncated input");
+  if (packed.size() % 4 == 1) return make_error(ErrorCode::kParse, "base64: truncated input");
+  if (padding > 0 && (packed.size() + padding) % 4 != 0)
+    return make_error(ErrorCode::kParse, "base64: padding does not complete a group of 4");
+  const size_t missing = (4 - packed.size() % 4) % 4;
+  packed.append(missing, '=');
+  std::string out(packed.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(packed.data()),
+                                static_cast<int>(packed.size()));
+  if (n < 0) return make_error(ErrorCode::kParse, "base64: not decodable");
+  // EVP_DecodeBlock counts the padding's zero bytes too.
+  out.resize(static_cast<size_t>(n) - missing);
   return out;
 }
 

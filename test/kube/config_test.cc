@@ -100,6 +100,49 @@ TEST(Base64, DecodesPaddedAndRejectsJunk) {
   EXPECT_FALSE(base64_decode("aGV$").ok());
 }
 
+TEST(Base64, EncodesEveryPaddingCase) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode(std::string("\xff\xfe\x00", 3)), "//4A");
+}
+
+TEST(Base64, DecodesEveryPaddingCaseWithAndWithoutPadding) {
+  // Trailing zero bytes are data, not padding: the lengths must come out exact.
+  EXPECT_EQ(base64_decode("").value_or("?"), "");
+  EXPECT_EQ(base64_decode("Zg==").value_or("?"), "f");
+  EXPECT_EQ(base64_decode("Zm8=").value_or("?"), "fo");
+  EXPECT_EQ(base64_decode("Zm9v").value_or("?"), "foo");
+  EXPECT_EQ(base64_decode("Zg").value_or("?"), "f");  // base64url tokens carry no padding
+  EXPECT_EQ(base64_decode("Zm8").value_or("?"), "fo");
+  EXPECT_EQ(base64_decode("AA==").value_or("?"), std::string(1, '\0'));
+  EXPECT_EQ(base64_decode("AAAA").value_or("?"), std::string(3, '\0'));
+  std::string every_byte;
+  for (int i = 0; i < 256; ++i)
+    every_byte += static_cast<char>(i);
+  for (size_t len : {0, 1, 2, 3, 254, 255, 256}) {
+    const std::string bytes = every_byte.substr(0, len);
+    EXPECT_EQ(base64_decode(base64_encode(bytes)).value_or("?"), bytes) << len;
+  }
+}
+
+TEST(Base64, RejectsMalformedInputSayingWhy) {
+  auto message = [](std::string_view text) {
+    auto r = base64_decode(text);
+    return r ? std::string("accepted") : r.error().message;
+  };
+  EXPECT_EQ(message("Zg==Zg=="), "base64: unexpected character 'Z'");  // data after padding
+  EXPECT_EQ(message("Z=g="), "base64: unexpected character 'g'");
+  EXPECT_EQ(message("Zm9vY"), "base64: truncated input");  // 6 bits cannot make a byte
+  EXPECT_EQ(message("Zg="), "base64: padding does not complete a group of 4");
+  EXPECT_EQ(message("Zm9v="), "base64: padding does not complete a group of 4");
+  EXPECT_EQ(message("Zm9-"), "base64: unexpected character '-'");  // base64url, not standard
+  EXPECT_EQ(message("Zm9v\tYg=="), "base64: unexpected byte 0x09");
+  EXPECT_EQ(message(std::string("Zm\0v", 4)), "base64: unexpected byte 0x00");
+}
+
 TEST(Yaml, ScalarsKeepTheirTypes) {
   auto j = yaml_to_json("a: 1\nb: 'x'\nc: true\nd: [1, two]\ne: \"007\"\nf:\n", "y");
   ASSERT_TRUE(j.ok()) << j.error().message;
