@@ -243,6 +243,8 @@ void ClusterState::set_regular_outside(NodeId id, std::optional<Resources> regul
 std::optional<NodeId> ClusterState::find_packed_node(const Cluster& c, const Resources& request,
                                                      const NodeSelector* selector,
                                                      const Resources& regular) const {
+  if (scores_decide(request, regular))
+    return find_scored_node(c, false, request, selector, regular);
   // Best fit: the first node (least free CPU, then memory) with room for one more.
   auto it = c.fullest.lower_bound(Key{request.cpu_milli, INT64_MIN, nullptr, 0});
   for (; it != c.fullest.end(); ++it) {
@@ -260,6 +262,8 @@ std::optional<NodeId> ClusterState::find_leader_node(const Cluster& c,
                                                      const RoleRequest& leader) const {
   // Spread leaders: the emptiest fitting node, so drivers of different jobs rarely share a
   // node and one node's loss takes down few applications.
+  if (scores_decide(leader.batch, leader.regular))
+    return find_scored_node(c, true, leader.batch, leader.selector, leader.regular);
   for (const Key& k : c.emptiest) {
     if (k.cpu < leader.batch.cpu_milli) break;
     if (k.memory < leader.batch.memory_bytes) continue;

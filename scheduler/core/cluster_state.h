@@ -17,6 +17,7 @@
 
 #include "common/result.h"
 #include "scheduler/core/node_selector.h"
+#include "scheduler/core/placement_score.h"
 #include "scheduler/core/resources.h"
 
 namespace gleaner::scheduler {
@@ -153,9 +154,13 @@ class ClusterState {
   [[nodiscard]] Resources cluster_free(ClusterId id) const { return clusters_[id].free; }
   [[nodiscard]] Resources cluster_capacity(ClusterId id) const;
 
+  // The optional placement scores (placement_score.h); the two rules are always on.
+  void set_scores(const PlacementScores& scores) { scores_ = scores; }
+  [[nodiscard]] const PlacementScores& scores() const { return scores_; }
+
   // Places the gang in one cluster (the leader on the emptiest fitting node, every other pod
-  // packed onto the fullest fitting nodes, role by role) and accounts it; on failure
-  // nothing changes.
+  // packed onto the fullest fitting nodes, role by role, unless a score decides: see
+  // placement_score.h) and accounts it; on failure nothing changes.
   std::optional<GangPlacement> place(ClusterId cluster, const GangRequest& request);
   // Places one more pod of `request` size (an executor whose reservation expired) on the
   // fullest node that fits.
@@ -205,12 +210,20 @@ class ClusterState {
                                          const Resources& regular) const;
   // The emptiest node with room for the leader (spreading leaders).
   std::optional<NodeId> find_leader_node(const Cluster& c, const RoleRequest& leader) const;
+  // Whether an optional score decides where a pod of this request goes (placement_score.h).
+  [[nodiscard]] bool scores_decide(const Resources& batch, const Resources& regular) const;
+  // The fitting node the deciding score ranks highest; ties to the first in the order of
+  // the point's rule (emptiest for the leader, fullest for the rest).
+  std::optional<NodeId> find_scored_node(const Cluster& c, bool leader, const Resources& batch,
+                                         const NodeSelector* selector,
+                                         const Resources& regular) const;
 
   std::vector<Cluster> clusters_;
   std::map<std::string, ClusterId> cluster_ids_;
   std::deque<Node> nodes_;  // deque: Key::name points into it and must not move
   std::map<std::string, NodeId> node_ids_;
   uint64_t generation_ = 0;
+  PlacementScores scores_;
   // refresh_health's walk: the policy it last used, and the first second at which a node's
   // health may differ from what that walk left (INT64_MIN: walk again).
   StalenessPolicy health_policy_;

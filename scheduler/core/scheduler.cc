@@ -38,7 +38,9 @@ const char* to_string(DecisionKind kind) {
 }
 
 Scheduler::Scheduler(SchedulerPolicy policy, QuotaTree quotas, ClusterState clusters)
-    : policy_(policy), quotas_(std::move(quotas)), clusters_(std::move(clusters)) {}
+    : policy_(policy), quotas_(std::move(quotas)), clusters_(std::move(clusters)) {
+  clusters_.set_scores(policy_.scores);
+}
 
 bool Scheduler::PendingKey::operator<(const PendingKey& o) const {
   if (neg_priority != o.neg_priority) return neg_priority < o.neg_priority;

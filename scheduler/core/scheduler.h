@@ -37,6 +37,8 @@ struct SchedulerPolicy {
   // with each reclaim in a row (until its driver runs), up to the max.
   int64_t reclaim_backoff_seconds = 60;
   int64_t reclaim_backoff_max_seconds = 900;
+  // Optional placement scores beside the two rules (placement_score.h).
+  PlacementScores scores;
 };
 
 enum class DecisionKind {

@@ -202,9 +202,9 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
 }
 
 Status parse_policy(const Json& pol, Scenario& out) {
-  GLEANER_CHECK(only_known(
-      pol, "policy",
-      {"queueing", "driverStartTimeoutSeconds", "reservationTtlSeconds", "untilSeconds"}));
+  GLEANER_CHECK(only_known(pol, "policy",
+                           {"queueing", "driverStartTimeoutSeconds", "reservationTtlSeconds",
+                            "untilSeconds", "gpuBinPack"}));
   GLEANER_TRY(queueing, get_string(pol, "policy", "queueing", false));
   if (queueing == "blocking") {
     out.policy.queueing = QueueingPolicy::kBlocking;
@@ -219,6 +219,22 @@ Status parse_policy(const Json& pol, Scenario& out) {
   if (timeout) out.policy.driver_start_timeout_seconds = *timeout;
   if (ttl) out.policy.reservation_ttl_seconds = *ttl;
   out.until_seconds = until;
+  if (pol.contains("gpuBinPack")) {
+    // The weights of RequestedToCapacityRatio's resources (placement_score.h).
+    const Json& w = pol["gpuBinPack"];
+    const std::string wp = "policy.gpuBinPack";
+    if (!w.is_object()) return invalid_field(wp, "expected an object of resource weights");
+    GLEANER_CHECK(only_known(w, wp, {"cpu", "memory", kResourceGpu}));
+    ResourceWeights weights{0, 0, 0};
+    GLEANER_TRY(cpu, get_count(w, wp, "cpu"));
+    GLEANER_TRY(memory, get_count(w, wp, "memory"));
+    GLEANER_TRY(gpus, get_count(w, wp, kResourceGpu));
+    weights.cpu = cpu.value_or(0);
+    weights.memory = memory.value_or(0);
+    weights.gpus = gpus.value_or(0);
+    if (weights.gpus < 1) return invalid_field(wp + "." + kResourceGpu, "expected a weight >= 1");
+    out.policy.scores.gpu_bin_pack = weights;
+  }
   return ok_status();
 }
 
