@@ -7,17 +7,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/time_format.h"
 #include "kube/selectors.h"
 
 namespace gleaner::kube {
-std::string rfc3339(WallTime t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 namespace {
 

@@ -31,9 +31,6 @@
 
 namespace gleaner::kube {
 
-// A metav1.Time as the API server writes it ("2026-11-24T10:00:00Z").
-std::string rfc3339(WallTime t);
-
 struct ListOptions {
   std::string label_selector;
   std::string field_selector;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "agent/states/pod_classes.h"
+#include "common/time_format.h"
 
 namespace gleaner::agent {
 namespace {
@@ -16,15 +17,6 @@ Json resources(int64_t cpu_milli, int64_t memory_bytes) {
   return Json{{"resources",
                {{"cpu", std::to_string(std::max<int64_t>(cpu_milli, 0)) + "m"},
                 {"memory", std::to_string(std::max<int64_t>(memory_bytes, 0))}}}};
-}
-
-std::string rfc3339(WallTime t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace

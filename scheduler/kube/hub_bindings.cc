@@ -8,6 +8,7 @@
 // its state comes back to the hub, a driver that does not start is reclaimed).
 #include <spdlog/spdlog.h>
 
+#include "common/time_format.h"
 #include "kube/well_known.h"
 #include "scheduler/fleet/resource_binding.h"
 #include "scheduler/kube/cluster_link.h"
@@ -67,10 +68,9 @@ Status ClusterLink::write_binding(const std::string& kind, const std::string& ns
   fleet::ResourceBinding written = *binding;
   if (const Json* g = find_path(*r, "metadata/generation"); g != nullptr && g->is_number_integer())
     written.generation = g->get<int64_t>();
-  auto s = client_.patch(
-      path + "/status",
-      fleet::scheduled_status_patch(written, target, kube::rfc3339(clock_.wall_now())),
-      kube::PatchType::kMerge);
+  auto s = client_.patch(path + "/status",
+                         fleet::scheduled_status_patch(written, target, rfc3339(clock_.wall_now())),
+                         kube::PatchType::kMerge);
   if (!s) {
     spdlog::debug("hub {}: status of ResourceBinding {}/{}: {}", options_.name, ns, binding->name,
                   s.error().message);

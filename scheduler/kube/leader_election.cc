@@ -6,24 +6,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/time_format.h"
+
 namespace gleaner::scheduler::kube_glue {
 
 namespace {
 
 std::string lease_path(const LeaderElectionOptions& o) {
   return "/apis/coordination.k8s.io/v1/namespaces/" + o.lease_namespace + "/leases/" + o.lease_name;
-}
-
-// metav1.MicroTime: RFC 3339 with microseconds.
-std::string micro_time(WallTime t) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
-  const std::time_t secs = static_cast<std::time_t>(us.count() / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof buf - n, ".%06lldZ", static_cast<long long>(us.count() % 1000000));
-  return buf;
 }
 
 std::string record_of(const Json& lease) {
@@ -85,7 +75,7 @@ void LeaderElector::stop() {
   if (!found || !*found || string_at(**found, "spec/holderIdentity") != options_.identity) return;
   Json lease = **found;
   lease["spec"]["holderIdentity"] = "";
-  lease["spec"]["renewTime"] = micro_time(clock_.wall_now());
+  lease["spec"]["renewTime"] = rfc3339_micro(clock_.wall_now());
   if (auto r = client_.replace(path, lease); !r) {
     spdlog::warn("leader election: releasing the Lease: {}", r.error().message);
   } else {
@@ -124,7 +114,7 @@ bool LeaderElector::try_acquire_or_renew(SteadyTime deadline) {
       decide_lease(*found, options_.identity, observed_for, options_.lease_duration);
   if (step == LeaseStep::kWait) return false;
   if (now >= deadline) return false;
-  const std::string stamp = micro_time(clock_.wall_now());
+  const std::string stamp = rfc3339_micro(clock_.wall_now());
   Json lease =
       *found ? **found
              : Json{{"apiVersion", "coordination.k8s.io/v1"},
