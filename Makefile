@@ -30,7 +30,7 @@ test: build
 
 test-sanitize: deps
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O0 -g1" \
-		-DGLEANER_SANITIZE=ON -DGLEANER_UNITY_BUILD=OFF $(CMAKE_FLAGS)
+		-DGLEANER_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(SANITIZE_BUILD) -j$(JOBS) --target $(SANITIZE_TARGETS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(SANITIZE_BUILD) -L sanitize --output-on-failure -j$(JOBS)
