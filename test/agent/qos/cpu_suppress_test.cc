@@ -193,10 +193,10 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
 
 // pods_ls_and_be() as a cgroup tree, read through a FsQosReader, on the 8-CPU node of node8()
 // (no sysfs topology) or on a 16-CPU, 2-NUMA-node machine described by make_sysfs16().
-struct NodeTree {
+struct SuppressNodeTree {
   enum class Cpus { k8NoTopology, k16TwoNumaNodes };
-  explicit NodeTree(const Case& c, Cpus cpus = Cpus::k8NoTopology,
-                    Json annotations = Json::object())
+  explicit SuppressNodeTree(const Case& c, Cpus cpus = Cpus::k8NoTopology,
+                            Json annotations = Json::object())
       : pods(pods_ls_and_be()), fs(t.path(), c.version) {
     const bool sixteen = cpus == Cpus::k16TwoNumaNodes;
     make_node_tree(t, c.version, cgroup::KubeletLayout(c.driver), pods, sixteen ? "0-15" : "0-7");
@@ -221,7 +221,7 @@ struct NodeTree {
 };
 
 TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQuota) {
-  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes);
+  SuppressNodeTree tree(GetParam(), SuppressNodeTree::Cpus::k16TwoNumaNodes);
   auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   cgroup::WriteExecutor setup(fs);
   setup.apply({{Resource::kCpuQuota, be_dir(), "200000", "t"}});
@@ -250,7 +250,7 @@ TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQu
 }
 
 TEST_P(SuppressTree, CpusetPolicyKeepsCpuSuppressMinCpusForBe) {
-  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes);
+  SuppressNodeTree tree(GetParam(), SuppressNodeTree::Cpus::k16TwoNumaNodes);
   auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   cgroup::WriteExecutor exec(fs);
   auto s = strategy(config::CpuSuppressPolicy::kCpuset);
@@ -263,8 +263,8 @@ TEST_P(SuppressTree, CpusetPolicyKeepsCpuSuppressMinCpusForBe) {
 }
 
 TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
-  NodeTree tree(GetParam(), NodeTree::Cpus::k16TwoNumaNodes,
-                {{"node.koordinator.sh/reservation", R"({"reservedCPUs":"0,8"})"}});
+  SuppressNodeTree tree(GetParam(), SuppressNodeTree::Cpus::k16TwoNumaNodes,
+                        {{"node.koordinator.sh/reservation", R"({"reservedCPUs":"0,8"})"}});
   auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   Plan plan = plan_cpu_suppress(ctx, strategy(config::CpuSuppressPolicy::kCpuset), 20000, 0, reader,
                                 false);  // suppress floors -> 2 CPUs
@@ -274,7 +274,7 @@ TEST_P(SuppressTree, CpusetPolicyExcludesReservedCpus) {
 }
 
 TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
-  NodeTree tree(GetParam());
+  SuppressNodeTree tree(GetParam());
   auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   config::ResourceThresholdStrategy off;
   cgroup::WriteExecutor exec(fs);
@@ -286,7 +286,7 @@ TEST_P(SuppressTree, DisabledRecoversKubeletValuesOnly) {
 }
 
 TEST_P(SuppressTree, OnInterferenceModeAppliesTheCeilingOnlyWhileArmed) {
-  NodeTree tree(GetParam());
+  SuppressNodeTree tree(GetParam());
   auto& [t, sys, pods, fs, reader, snap, ctx] = tree;
   auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
   s.cpu_suppress_mode = config::CpuSuppressMode::kOnInterference;
