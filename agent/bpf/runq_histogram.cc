@@ -1,5 +1,6 @@
 #include "agent/bpf/runq_histogram.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -47,6 +48,14 @@ RunqHistogram histogram_delta(const RunqHistogram& later, const RunqHistogram& e
   d.count = later.count - earlier.count;
   d.sum_ns = later.sum_ns - earlier.sum_ns;
   return d;
+}
+
+RunqHistogram attributed_waits(const RunqHistogram& all, const RunqHistogram& caused) {
+  RunqHistogram out = caused;
+  const uint64_t caused_count = std::min(caused.count, all.count);
+  out.count = all.count;
+  out.slots[0] += all.count - caused_count;
+  return out;
 }
 
 std::optional<double> histogram_quantile_ns(const RunqHistogram& h, double q) {

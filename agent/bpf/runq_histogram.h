@@ -37,6 +37,11 @@ uint64_t slot_upper_ns(int slot);
 // that went backwards (the map entry was recreated) yields `later` unchanged.
 RunqHistogram histogram_delta(const RunqHistogram& later, const RunqHistogram& earlier);
 
+// All of `all`'s waits with only the `caused` subset keeping its length, the others
+// counted as no wait (slot 0): the quantiles of what the cause added to the waits.
+// `caused` is a subset of `all` (a count above all's is taken as all's).
+RunqHistogram attributed_waits(const RunqHistogram& all, const RunqHistogram& caused);
+
 // The q-quantile (0 < q <= 1) estimated by linear interpolation inside the slot that holds
 // the rank; nothing for an empty histogram or q outside (0, 1]. The error is bounded by the
 // slot width: the estimate is always inside the slot of the true quantile.

@@ -50,6 +50,11 @@ __u32 last_index = 0;
 volatile __u64 wake_wait_bound_ns = 0;
 volatile __u64 wake_demand_millicores = 0;
 volatile __u64 wake_min_gap_ns = 5000000;
+/* The BE QoS cgroup (kernfs node id; 0: none). A wait of a registered cgroup's task that
+ * ends by taking the CPU from a task under it is also counted as BE-caused. */
+volatile __u64 be_cgroup_id = 0;
+/* Signal only BE-caused waits (the bound still applies). */
+volatile bool wake_be_caused_only = false;
 __u64 last_wake_ns = 0;
 __u64 wakeups_lost = 0; /* the ring buffer was full */
 
@@ -105,12 +110,13 @@ struct {
   __type(value, struct gleaner_cgroup_stats);
 } stats SEC(".maps");
 
-/* css serial number -> stats index (0: not accounted), valid while `gen` == tracked_gen. */
+/* css serial number -> stats index (0: not accounted) and whether the cgroup is under the
+ * BE cgroup, valid while `gen` == tracked_gen. */
 struct cache_entry {
   __u64 css_serial;
   __u64 gen;
   __u32 index;
-  __u32 unused;
+  __u32 under_be;
 };
 struct cgroup_cache {
   struct cache_entry entries[GLEANER_CGROUP_CACHE];
@@ -205,23 +211,40 @@ static __always_inline __u32 resolve_index(struct cgroup *cg) {
   return 0;
 }
 
+/* Whether `cg` is be_cgroup_id or below it, within GLEANER_MAX_CGROUP_DEPTH levels. */
+static __always_inline __u32 resolve_under_be(struct cgroup *cg) {
+  __u64 be = be_cgroup_id;
+  if (!be) return 0;
+  for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
+    if (cg->kn->id == be) return 1;
+    struct cgroup_subsys_state *parent = cg->self.parent;
+    cg = parent ? parent->cgroup : NULL;
+  }
+  return 0;
+}
+
 /* Keyed by the css's serial number, which the kernel never reuses (unlike addresses) and
  * which sits in the css itself: a hit reads no cgroup or kernfs node. */
-static __always_inline __u32 cached_index(struct cgroup_subsys_state *css) {
+static __always_inline struct cache_entry *cached_entry(struct cgroup_subsys_state *css) {
   __u64 serial = css->serial_nr;
   __u32 zero = 0;
   struct cgroup_cache *cache = bpf_map_lookup_elem(&cgroup_cache, &zero);
-  if (!cache) return resolve_index(css->cgroup);
+  if (!cache) return NULL;
   /* Read before resolving: a change racing with the resolution leaves an entry that the
    * bumped generation already invalidates. */
   __u64 gen = tracked_gen;
   struct cache_entry *e = &cache->entries[(serial ^ (serial >> 6)) & (GLEANER_CGROUP_CACHE - 1)];
-  if (e->css_serial == serial && e->gen == gen) return e->index;
-  __u32 index = resolve_index(css->cgroup);
+  if (e->css_serial == serial && e->gen == gen) return e;
+  e->index = resolve_index(css->cgroup);
+  e->under_be = resolve_under_be(css->cgroup);
   e->css_serial = serial;
   e->gen = gen;
-  e->index = index;
-  return index;
+  return e;
+}
+
+static __always_inline __u32 cached_index(struct cgroup_subsys_state *css) {
+  struct cache_entry *e = cached_entry(css);
+  return e ? e->index : resolve_index(css->cgroup);
 }
 
 static __always_inline __u32 log2_slot(__u64 v) {
@@ -245,16 +268,16 @@ static __always_inline struct task_wait *task_slot(struct task_struct *t) {
  * arrives (now - last_queued), plus any earlier part of the same wait already in
  * run_delay (the task was queued on another CPU before a migration), known when the
  * task's previous arrival was seen here. */
-static __always_inline __u64 record_wait(struct task_struct *t, struct task_wait *w,
-                                         struct gleaner_cgroup_stats *s) {
+static __always_inline bool record_wait(struct task_struct *t, struct task_wait *w,
+                                        struct gleaner_cgroup_stats *s, __u64 *waited_out) {
   __u64 queued = t->sched_info.last_queued;
-  if (!queued) return 0; /* not queued: the scheduler records no wait either */
+  if (!queued) return false; /* not queued: the scheduler records no wait either */
   /* This CPU's run queue, through the task's cfs_rq (set for every task on its CPU, any
    * class; `runqueues` itself is not reachable without CONFIG_KALLSYMS_ALL). Its clock
    * was updated by __schedule() before it picked `t`. */
   struct cfs_rq *cfs = t->se.cfs_rq;
   struct rq *rq = cfs ? cfs->rq : NULL;
-  if (!rq) return 0;
+  if (!rq) return false;
   __u64 now = rq->clock;
   __u64 segment = now > queued ? now - queued : 0;
   __u64 run_delay = t->sched_info.run_delay;
@@ -277,12 +300,24 @@ static __always_inline __u64 record_wait(struct task_struct *t, struct task_wait
   s->runq_sum_ns += waited;
   __u32 slot_index = log2_slot(waited);
   if (slot_index < GLEANER_RUNQ_SLOTS) s->runq_slots[slot_index] += 1;
-  return waited;
+  *waited_out = waited;
+  return true;
+}
+
+/* Whether `prev`, the task `next` takes the CPU from, is under the BE cgroup: then BE held
+ * the CPU until the waiting task got it, and the wait is (at least in its end) BE's doing.
+ * A wait behind another LS task, the agent or a node daemon is not. */
+static __always_inline bool taken_from_be(struct task_struct *prev) {
+  if (!be_cgroup_id || prev->pid == 0) return false;
+  struct cgroup_subsys_state *css = task_css(prev);
+  if (!css) return false;
+  struct cache_entry *e = cached_entry(css);
+  return e ? e->under_be != 0 : resolve_under_be(css->cgroup) != 0;
 }
 
 /* Sends a wake-up unless one went less than wake_min_gap_ns ago; whether it was sent. */
 static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u64 span_ns, __u32 index,
-                                          __u64 now) {
+                                          __u64 now, bool be_caused) {
   if (now - last_wake_ns < wake_min_gap_ns) return false;
   last_wake_ns = now; /* racing CPUs may both send: two wake-ups, harmless */
   struct gleaner_wakeup ev = {};
@@ -291,6 +326,7 @@ static __always_inline bool signal_wakeup(__u32 kind, __u64 value_ns, __u64 span
   ev.span_ns = span_ns;
   ev.kind = kind;
   ev.cpu = bpf_get_smp_processor_id();
+  ev.be_caused = be_caused ? 1 : 0;
   if (index != 0) {
     __u64 *id = bpf_map_lookup_elem(&claimed, &index);
     if (id) ev.cgroup_id = *id;
@@ -331,7 +367,7 @@ static __always_inline void account_demand(__u64 runtime) {
     if (s && s->id == id - i) total += s->ns;
   }
   __u64 span = now - (id - (GLEANER_DEMAND_SPAN_SLOTS - 1)) * GLEANER_DEMAND_SLOT_NS;
-  if (total * 1000 >= bound * span) signal_wakeup(GLEANER_WAKE_LS_DEMAND, total, span, 0, now);
+  if (total * 1000 >= bound * span) signal_wakeup(GLEANER_WAKE_LS_DEMAND, total, span, 0, now, false);
 }
 
 /* The stats index `t`'s time and waits go to (0: none; GLEANER_INDEX_FULL: table full). */
@@ -369,14 +405,22 @@ int BPF_PROG(gleaner_switch, bool preempt, struct task_struct *prev, struct task
   }
   struct gleaner_cgroup_stats *s = bpf_map_lookup_elem(&stats, &index);
   if (!s) return 0;
-  __u64 waited = record_wait(next, task_slot(next), s);
+  __u64 waited = 0;
+  if (!record_wait(next, task_slot(next), s, &waited)) return 0;
+  const bool be_caused = taken_from_be(prev);
+  if (be_caused) {
+    s->be_runq_count += 1;
+    s->be_runq_sum_ns += waited;
+    __u32 slot_index = log2_slot(waited);
+    if (slot_index < GLEANER_RUNQ_SLOTS) s->be_runq_slots[slot_index] += 1;
+  }
   if (waited && wake_demand_millicores != 0) {
     const __u64 window = GLEANER_DEMAND_SPAN_SLOTS * GLEANER_DEMAND_SLOT_NS;
     account_demand(waited < window ? waited : window);
   }
   __u64 bound = wake_wait_bound_ns;
-  if (bound != 0 && waited >= bound)
-    signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, 0, index, bpf_ktime_get_ns());
+  if (bound != 0 && waited >= bound && (be_caused || !wake_be_caused_only))
+    signal_wakeup(GLEANER_WAKE_RUNQ_WAIT, waited, 0, index, bpf_ktime_get_ns(), be_caused);
   return 0;
 }
 

@@ -41,6 +41,11 @@ struct CgroupSchedSample {
   RunqHistogram runq;      // waits from runnable to running that ended in the interval
   std::optional<double> runq_p50_ns;
   std::optional<double> runq_p99_ns;
+  // The part of those waits that BE caused (set_be_cgroup): the waits that ended by taking
+  // the CPU from a BE task, the others counted as no wait; p99 over all the waits. Unset
+  // without a BE cgroup or without waits.
+  RunqHistogram be_runq;  // the BE-caused waits alone
+  std::optional<double> be_runq_p99_ns;
 };
 
 struct SchedInterval {
@@ -69,6 +74,8 @@ struct WakeSettings {
   int64_t demand_millicores = 0;
   // Signals are at least this far apart.
   std::chrono::nanoseconds min_gap{std::chrono::milliseconds(5)};
+  // Only waits BE caused signal (needs set_be_cgroup; without it none does).
+  bool be_caused_only = false;
 };
 
 enum class WakeKind { kRunqWait, kDemand };
@@ -83,6 +90,7 @@ struct Wakeup {
   [[nodiscard]] int64_t demand_millicores() const;
   std::string dir;  // the waiting task's registered cgroup (runq wait)
   int cpu = 0;
+  bool be_caused = false;  // runq wait: it ended by taking the CPU from a BE task
 };
 
 class SchedProbe {
@@ -102,6 +110,10 @@ class SchedProbe {
   // Fails with kUnavailable when all cgroup slots are in use.
   Result<uint64_t> track(const std::string& cgroup_dir);
   Status untrack(const std::string& cgroup_dir);
+  // The BE QoS cgroup (under the cpu controller on v1, the unified root on v2): a
+  // registered cgroup's wait that ends by taking the CPU from a task under it is BE-caused
+  // (CgroupSchedSample::be_runq). An empty `cgroup_dir` forgets it.
+  Status set_be_cgroup(const std::string& cgroup_dir);
 
   // Deltas since the previous sample() (the first: since open). On-CPU time is added as the
   // scheduler charges it (every tick, switch and wake-up), so a task that never leaves its

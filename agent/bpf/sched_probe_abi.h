@@ -28,6 +28,10 @@ struct gleaner_cgroup_stats {
   __u64 runq_count;  /* waits recorded */
   __u64 runq_sum_ns; /* their total */
   __u64 runq_slots[GLEANER_RUNQ_SLOTS];
+  /* The subset of those waits that ended by taking the CPU from a BE task (be_cgroup_id). */
+  __u64 be_runq_count;
+  __u64 be_runq_sum_ns;
+  __u64 be_runq_slots[GLEANER_RUNQ_SLOTS];
 };
 
 /* Signals that wake the agent between samples, sent through the `wakeups` ring buffer
@@ -50,6 +54,8 @@ struct gleaner_wakeup {
   __u64 cgroup_id; /* the waiting task's registered cgroup (runq wait); 0 (demand) */
   __u32 kind;      /* GLEANER_WAKE_* */
   __u32 cpu;
+  __u32 be_caused; /* runq wait: 1 if it ended by taking the CPU from a BE task */
+  __u32 reserved;
 };
 
 #endif

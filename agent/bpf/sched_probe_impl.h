@@ -21,6 +21,7 @@ namespace gleaner::agent::bpf {
 struct Cumulative {
   int64_t cpu_ns = 0;
   RunqHistogram runq;
+  RunqHistogram be_runq;
 };
 
 struct SchedProbe::Impl {
@@ -30,6 +31,7 @@ struct SchedProbe::Impl {
   int stats_fd = -1;
   int ncpus = 0;
   std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory
+  uint64_t be_cgroup_id = 0;             // set_be_cgroup (0: none)
   std::map<uint64_t, Cumulative> previous;
   int64_t previous_ns = 0;
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> previous_costs;  // id -> time, count

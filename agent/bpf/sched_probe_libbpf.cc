@@ -115,6 +115,25 @@ Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
   return id;
 }
 
+Status SchedProbe::set_be_cgroup(const std::string& cgroup_dir) {
+  uint64_t id = 0;
+  if (!cgroup_dir.empty()) {
+    struct stat st {};
+    if (::stat(cgroup_dir.c_str(), &st) != 0) {
+      return errno_error(errno, "BE cgroup " + cgroup_dir);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "BE cgroup " + cgroup_dir + ": not a directory");
+    }
+    id = st.st_ino;  // the kernfs node id, as in track()
+  }
+  __atomic_store_n(&impl_->skel->bss->be_cgroup_id, id, __ATOMIC_SEQ_CST);
+  impl_->be_cgroup_id = id;
+  impl_->bump_generation();  // cached resolutions carry the old BE membership
+  return ok_status();
+}
+
 Status SchedProbe::untrack(const std::string& cgroup_dir) {
   for (auto it = impl_->dirs.begin(); it != impl_->dirs.end(); ++it) {
     if (it->second != cgroup_dir) continue;
@@ -150,12 +169,17 @@ Result<SchedInterval> SchedProbe::sample() {
     if (before == impl_->previous.end()) {
       s.cpu_ns = c.cpu_ns;
       s.runq = c.runq;
+      s.be_runq = c.be_runq;
     } else {
       s.cpu_ns = std::max<int64_t>(0, c.cpu_ns - before->second.cpu_ns);
       s.runq = histogram_delta(c.runq, before->second.runq);
+      s.be_runq = histogram_delta(c.be_runq, before->second.be_runq);
     }
     s.runq_p50_ns = histogram_quantile_ns(s.runq, 0.50);
     s.runq_p99_ns = histogram_quantile_ns(s.runq, 0.99);
+    if (impl_->be_cgroup_id != 0) {
+      s.be_runq_p99_ns = histogram_quantile_ns(attributed_waits(s.runq, s.be_runq), 0.99);
+    }
     interval.cgroups.push_back(std::move(s));
   }
   impl_->previous = std::move(current);

@@ -27,8 +27,12 @@ std::map<uint64_t, Cumulative> SchedProbe::Impl::read_counters() const {
       c.cpu_ns += static_cast<int64_t>(v.cpu_ns);
       c.runq.count += v.runq_count;
       c.runq.sum_ns += v.runq_sum_ns;
-      for (size_t i = 0; i < c.runq.slots.size(); ++i)
+      c.be_runq.count += v.be_runq_count;
+      c.be_runq.sum_ns += v.be_runq_sum_ns;
+      for (size_t i = 0; i < c.runq.slots.size(); ++i) {
         c.runq.slots[i] += v.runq_slots[i];
+        c.be_runq.slots[i] += v.be_runq_slots[i];
+      }
     }
   }
   return out;

@@ -23,6 +23,9 @@ SchedProbe::~SchedProbe() = default;
 Result<uint64_t> SchedProbe::track(const std::string&) {
   return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
 }
+Status SchedProbe::set_be_cgroup(const std::string&) {
+  return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
+}
 Status SchedProbe::untrack(const std::string&) {
   return make_error(ErrorCode::kUnsupported, GLEANER_BPF_UNAVAILABLE_REASON);
 }

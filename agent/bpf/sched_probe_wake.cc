@@ -47,6 +47,7 @@ int on_wakeup(void* ctx, void* data, size_t size) {
   w.value = std::chrono::nanoseconds(static_cast<int64_t>(ev->value_ns));
   w.span = std::chrono::nanoseconds(static_cast<int64_t>(ev->span_ns));
   w.cpu = static_cast<int>(ev->cpu);
+  w.be_caused = ev->be_caused != 0;
   if (auto it = drain->dirs->find(ev->cgroup_id); it != drain->dirs->end()) w.dir = it->second;
   drain->out->push_back(std::move(w));
   return 0;
@@ -67,6 +68,7 @@ void SchedProbe::set_wake(const WakeSettings& settings) {
   __atomic_store_n(&bss->wake_wait_bound_ns,
                    static_cast<uint64_t>(std::max<int64_t>(0, settings.runq_wait_bound.count())),
                    __ATOMIC_RELAXED);
+  __atomic_store_n(&bss->wake_be_caused_only, settings.be_caused_only, __ATOMIC_RELAXED);
 }
 
 int SchedProbe::wake_fd() const {

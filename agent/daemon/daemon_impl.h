@@ -90,8 +90,11 @@ struct Daemon::Impl {
   std::map<std::string, uint64_t> fast_passes_total;  // by trigger (timer, wakeup)
   bpf::InterferenceConfig interference;
   bool warned_no_signal = false;
-  std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
-  std::map<std::string, double> runq_p99_ns;   // pod key -> this interval's p99
+  std::map<std::string, std::string> tracked;    // cgroup dir -> pod key, for LS pods
+  std::map<std::string, double> runq_p99_ns;     // pod key -> this interval's p99
+  std::map<std::string, double> be_runq_p99_ns;  // pod key -> p99 of the waits BE caused
+  bool be_attribution = false;  // the probe knows the BE cgroup (set_be_cgroup succeeded)
+  bool warned_be_attribution = false;
   std::string be_qos_dir;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;

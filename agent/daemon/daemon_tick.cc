@@ -325,7 +325,21 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
   readings.runqueue_probe = probe != nullptr;
   if (node_usage.cpu_pressure) readings.cpu_psi_some_avg10 = node_usage.cpu_pressure->some.avg10;
   runq_p99_ns.clear();
+  be_runq_p99_ns.clear();
   if (!probe) return readings;
+  if (!be_attribution) {
+    // The BE QoS directory may appear after the agent (kubelet creates it): tried each pass.
+    const std::string be_dir = fs->dir_of(cgroup::Resource::kCpuShares, be_qos_dir);
+    if (auto set = probe->set_be_cgroup(be_dir); set.ok()) {
+      be_attribution = true;
+      spdlog::info("eBPF: waits that end by taking the CPU from {} count as BE-caused", be_dir);
+    } else if (!warned_be_attribution) {
+      spdlog::warn("eBPF: no BE-caused waits until the BE cgroup is there ({})",
+                   set.error().describe());
+      warned_be_attribution = true;
+    }
+  }
+  readings.be_attribution = be_attribution;
   std::set<std::string> ls_dirs;
   for (const auto& pod : snap.pods) {
     if (pod.qos == states::QoSClass::kBE) continue;
@@ -347,9 +361,11 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
       auto it = tracked.find(cg.dir);
       if (it == tracked.end() || !cg.runq_p99_ns) continue;
       runq_p99_ns[it->second] = *cg.runq_p99_ns;
+      if (cg.be_runq_p99_ns) be_runq_p99_ns[it->second] = *cg.be_runq_p99_ns;
     }
   }
   readings.runq_p99_ns = runq_p99_ns;
+  if (be_attribution) readings.be_runq_p99_ns = be_runq_p99_ns;
   return readings;
 }
 

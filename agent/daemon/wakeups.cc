@@ -78,6 +78,8 @@ void Daemon::Impl::update_wake_bounds(std::optional<int64_t> non_be_milli) {
     // cpuSuppressMode slo cuts on a wait beyond the LS pods' tightest target.
     settings.runq_wait_bound = std::min(
         interference.runq_p99_bound, step->wake_wait_bound().value_or(interference.runq_p99_bound));
+    // ... and steers by the waits BE causes: the others do not wake it.
+    settings.be_caused_only = be_attribution && step->wake_wait_bound().has_value();
   }
   // Demand above what the last fast pass planned for, by more than one suppress step (a
   // tenth of the node, at least 100 millicores), wakes the fast path.
@@ -86,7 +88,8 @@ void Daemon::Impl::update_wake_bounds(std::optional<int64_t> non_be_milli) {
         *non_be_milli + std::max<int64_t>(100, int64_t{100} * node_sampler->cpus());
   }
   if (settings.runq_wait_bound == wake_settings.runq_wait_bound &&
-      settings.demand_millicores == wake_settings.demand_millicores) {
+      settings.demand_millicores == wake_settings.demand_millicores &&
+      settings.be_caused_only == wake_settings.be_caused_only) {
     return;
   }
   probe->set_wake(settings);

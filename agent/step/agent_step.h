@@ -24,7 +24,11 @@ namespace gleaner::agent::step {
 struct ProbeReadings {
   bool runqueue_probe = false;                // the eBPF run-queue probe is loaded
   std::map<std::string, double> runq_p99_ns;  // LS pod key -> this window's p99
-  std::optional<double> cpu_psi_some_avg10;   // node cpu PSI some avg10 (%)
+  // The probe tells BE-caused waits apart (it knows the BE cgroup): LS pod key -> p99 of
+  // the window's waits with those BE did not cause counted as none.
+  bool be_attribution = false;
+  std::map<std::string, double> be_runq_p99_ns;
+  std::optional<double> cpu_psi_some_avg10;  // node cpu PSI some avg10 (%)
 };
 
 // The step's memory between ticks, in plain values (the `agent` object of a snapshot file).

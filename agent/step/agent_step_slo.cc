@@ -62,7 +62,9 @@ void AgentStep::slo_tick(const TickInputs& in, StepResult& out) {
     s.ls_pods.push_back({pod.pod.key(), target});
     slo_targets_ns_[pod.pod.key()] = target;
   }
-  s.runq_p99_ns = in.probe.runq_p99_ns;
+  // The waits BE caused, when the probe tells them apart: LS queueing behind LS (or the
+  // node's daemons) is not BE's to relieve, and cutting BE for it takes harvest for nothing.
+  s.runq_p99_ns = in.probe.be_attribution ? in.probe.be_runq_p99_ns : in.probe.runq_p99_ns;
   s.cpu_psi_some_avg10 = in.probe.cpu_psi_some_avg10;
   s.cpu_psi_bound = rule_.config().cpu_psi_some_avg10_bound;
   s.stale = in.stale;

@@ -19,21 +19,37 @@ Result<double> number(const Json& value, const std::string& where, const std::st
   return value.get<double>();
 }
 
+// A `namespace/name -> microseconds` object of the probe section into nanoseconds.
+Status parse_pod_micros(const Json& object, const std::string& where, const std::string& name,
+                        std::map<std::string, double>& out) {
+  if (!object.is_object()) return field_error(where, "probe." + name, "expected an object");
+  for (const auto& [pod, value] : object.items()) {
+    const std::string field = "probe." + name + "." + pod;
+    if (pod.find('/') == std::string::npos) {
+      return field_error(where, field, "key must be namespace/name");
+    }
+    auto micros = number(value, where, field);
+    if (!micros) return micros.error();
+    out[pod] = *micros * 1000.0;
+  }
+  return ok_status();
+}
+
 Result<ProbeReadings> parse_probe(const Json& probe, const std::string& where) {
   ProbeReadings out;
   if (!probe.is_object()) return field_error(where, "probe", "expected an object");
   if (auto it = probe.find("runqueueP99Micros"); it != probe.end() && !it->is_null()) {
-    if (!it->is_object())
-      return field_error(where, "probe.runqueueP99Micros", "expected an object");
     out.runqueue_probe = true;
-    for (const auto& [pod, value] : it->items()) {
-      const std::string field = "probe.runqueueP99Micros." + pod;
-      if (pod.find('/') == std::string::npos) {
-        return field_error(where, field, "key must be namespace/name");
-      }
-      auto micros = number(value, where, field);
-      if (!micros) return micros.error();
-      out.runq_p99_ns[pod] = *micros * 1000.0;
+    if (auto parsed = parse_pod_micros(*it, where, "runqueueP99Micros", out.runq_p99_ns);
+        !parsed.ok()) {
+      return parsed.error();
+    }
+  }
+  if (auto it = probe.find("beCausedRunqueueP99Micros"); it != probe.end() && !it->is_null()) {
+    out.be_attribution = true;
+    if (auto parsed = parse_pod_micros(*it, where, "beCausedRunqueueP99Micros", out.be_runq_p99_ns);
+        !parsed.ok()) {
+      return parsed.error();
     }
   }
   if (auto it = probe.find("nodeCpuPsiSomeAvg10"); it != probe.end() && !it->is_null()) {
@@ -269,6 +285,12 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
     for (const auto& [pod, ns] : record.probe.runq_p99_ns)
       runq[pod] = ns / 1000.0;
     probe["runqueueP99Micros"] = runq;
+  }
+  if (record.probe.be_attribution) {
+    Json caused = Json::object();
+    for (const auto& [pod, ns] : record.probe.be_runq_p99_ns)
+      caused[pod] = ns / 1000.0;
+    probe["beCausedRunqueueP99Micros"] = caused;
   }
   if (record.probe.cpu_psi_some_avg10)
     probe["nodeCpuPsiSomeAvg10"] = *record.probe.cpu_psi_some_avg10;

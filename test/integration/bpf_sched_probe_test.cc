@@ -51,13 +51,6 @@ class BpfSchedProbe : public ::testing::Test {
   }
 };
 
-void pin(pid_t pid, int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0) << "pin " << pid;
-}
-
 TEST_F(BpfSchedProbe, OnCpuTimeAgreesWithCgroupAccountingInEveryInterval) {
   ScratchCgroups scratch;
   cgroup::KubeletLayout layout(cgroup::CgroupDriver::kCgroupfs);
@@ -145,13 +138,13 @@ TEST_F(BpfSchedProbe, SharingOneCpuRaisesRunQueueLatencyAndTheRuleTightens) {
   constexpr auto kWindow = 1000ms;
 
   pid_t ls_pid = scratch.spawn_busy(ls);
-  pin(ls_pid, cpu);
+  ASSERT_TRUE(testing::pin_to_cpu(ls_pid, cpu)) << "pin " << ls_pid;
   auto alone = measure(*probe, kWindow);
   double alone_p99 = alone[ls_id].runq_p99_ns.value_or(0);
   double alone_wait = wait_fraction(alone[ls_id], kWindow);
 
   pid_t be_pid = scratch.spawn_busy(be);
-  pin(be_pid, cpu);
+  ASSERT_TRUE(testing::pin_to_cpu(be_pid, cpu)) << "pin " << be_pid;
   auto shared = measure(*probe, kWindow);
   ASSERT_TRUE(shared[ls_id].runq_p99_ns.has_value());
   ASSERT_TRUE(shared[be_id].runq_p99_ns.has_value());

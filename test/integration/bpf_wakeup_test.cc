@@ -66,13 +66,6 @@ class BpfWakeup : public ::testing::Test {
     return seen;
   }
 
-  static void pin(pid_t pid, int cpu) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    ASSERT_EQ(::sched_setaffinity(pid, sizeof(set), &set), 0) << "pin " << pid;
-  }
-
   ScratchCgroups scratch_;
   std::optional<cgroup::CgroupFs> fs_;
   std::unique_ptr<SchedProbe> probe_;
@@ -85,8 +78,8 @@ TEST_F(BpfWakeup, AnLsWaitBeyondTheBoundWakesTheReaderAndNothingIsSentWhileOff) 
   scratch_.mkdir(be);
   const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
   // Two spinners on one CPU: each waits about a scheduler slice (milliseconds) each time.
-  pin(scratch_.spawn_busy(ls), cpu);
-  pin(scratch_.spawn_busy(be), cpu);
+  ASSERT_TRUE(testing::pin_to_cpu(scratch_.spawn_busy(ls), cpu));
+  ASSERT_TRUE(testing::pin_to_cpu(scratch_.spawn_busy(be), cpu));
 
   // Bounds off (as opened): the waits happen, no wake-up is sent.
   testing::measurement_window(300ms);
@@ -139,8 +132,8 @@ TEST_F(BpfWakeup, LsDemandCountsTheTimeLsWaitedForACpu) {
   scratch_.set_cpu_shares(layout_.qos_dir(cgroup::KubeQos::kBurstable), 256);
   scratch_.set_cpu_shares(layout_.qos_dir(cgroup::KubeQos::kBestEffort), 1024);
   const int cpu = static_cast<int>(std::thread::hardware_concurrency()) - 1;
-  pin(scratch_.spawn_busy(ls), cpu);
-  pin(scratch_.spawn_busy(be), cpu);
+  ASSERT_TRUE(testing::pin_to_cpu(scratch_.spawn_busy(ls), cpu));
+  ASSERT_TRUE(testing::pin_to_cpu(scratch_.spawn_busy(be), cpu));
 
   probe_->set_wake({.demand_millicores = 850});
   auto seen = wait_for(WakeKind::kDemand, 5s);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -361,6 +362,13 @@ void ScratchCgroups::kill_child(pid_t pid) {
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
+}
+
+bool pin_to_cpu(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::sched_setaffinity(pid, sizeof(set), &set) == 0;
 }
 
 void measurement_window(std::chrono::milliseconds duration) {

@@ -82,6 +82,9 @@ class ScratchCgroups {
   std::vector<pid_t> children_;
 };
 
+// Pins `pid` to CPU `cpu`; whether that worked.
+bool pin_to_cpu(pid_t pid, int cpu);
+
 // Waits out a measurement window (rates need time to pass; this is not synchronisation).
 void measurement_window(std::chrono::milliseconds duration);
 

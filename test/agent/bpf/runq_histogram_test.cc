@@ -83,4 +83,27 @@ TEST(RunqHistogram, DeltaAfterResetTakesTheNewCounters) {
 }
 
 }  // namespace
+TEST(RunqHistogram, AttributedWaitsCountTheOthersAsNone) {
+  RunqHistogram all;
+  RunqHistogram caused;
+  for (int i = 0; i < 95; ++i)
+    all.record(3'000'000);  // 95 waits of 3 ms behind other LS work
+  for (int i = 0; i < 5; ++i) {
+    all.record(1'000'000);  // 5 of 1 ms behind BE
+    caused.record(1'000'000);
+  }
+  // All waits: p99 in the 3 ms slot; what BE added: 95 waits of none, 5 of 1 ms.
+  EXPECT_GE(*histogram_quantile_ns(all, 0.99), 2'097'152.0);
+  const RunqHistogram attributed = attributed_waits(all, caused);
+  EXPECT_EQ(attributed.count, 100U);
+  EXPECT_EQ(attributed.slots[0], 95U);
+  EXPECT_EQ(attributed.slots[runq_slot(1'000'000)], 5U);
+  const double p99 = *histogram_quantile_ns(attributed, 0.99);
+  EXPECT_GE(p99, 524'288.0);
+  EXPECT_LT(p99, 1'048'576.0 + 1);
+  EXPECT_LT(*histogram_quantile_ns(attributed, 0.90), 2.0);
+  // A subset larger than the whole (counters read at different times) is capped.
+  EXPECT_EQ(attributed_waits(caused, all).slots[0], 0U);
+}
+
 }  // namespace gleaner::agent::bpf

@@ -286,11 +286,35 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
             (qos::QuotaBurstMemory{4999, {81000000000, 42}, -12.5}));
   EXPECT_TRUE(back->fast_path_live);
 
+  // The BE-caused waits travel with the record, in the same unit.
+  {
+    StepRecord attributed;
+    attributed.probe.runqueue_probe = true;
+    attributed.probe.be_attribution = true;
+    attributed.probe.be_runq_p99_ns["web/api-0"] = 250e3;
+    Json doc2 = Json::object();
+    add_step_record(doc2, attributed, 0);
+    auto again = parse_step_record(doc2, "snap.json", 0);
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(again->probe.be_attribution);
+    EXPECT_EQ(again->probe.be_runq_p99_ns.at("web/api-0"), 250e3);
+    StepRecord plain;
+    plain.probe.runqueue_probe = true;
+    Json doc3 = Json::object();
+    add_step_record(doc3, plain, 0);
+    auto back3 = parse_step_record(doc3, "snap.json", 0);
+    ASSERT_TRUE(back3) << back3.error().message;
+    EXPECT_FALSE(back3->probe.be_attribution);
+  }
+
   auto err = [](const char* text) {
     auto r = parse_step_record(Json::parse(text), "snap.json", 0);
     return r.ok() ? std::string("ok") : r.error().message;
   };
   EXPECT_NE(err(R"({"probe":{"runqueueP99Micros":{"api-0":5}}})").find("namespace/name"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"probe":{"beCausedRunqueueP99Micros":{"web/api-0":"x"}}})")
+                .find("beCausedRunqueueP99Micros.web/api-0"),
             std::string::npos);
   EXPECT_NE(err(R"({"probe":{"nodeCpuPsiSomeAvg10":-1}})").find("nodeCpuPsiSomeAvg10"),
             std::string::npos);

@@ -111,6 +111,37 @@ TEST_F(SloStepTest, APodsAnnotationSetsItsTargetAndABadOneWarns) {
   EXPECT_NE(out.slo->action, SloAction::kCut);  // the 2 ms default applies
 }
 
+// LS queueing behind LS (its own threads, the node's daemons) shows in the pod's wait p99
+// but is not BE's to relieve: with the probe telling BE-caused waits apart, the controller
+// steers by those alone and grows; without, the same p99 cuts.
+TEST_F(SloStepTest, OnlyTheWaitsBeCausedSteerTheAllowance) {
+  AgentStep attributed(rule_, kLayout, 8);
+  AgentStep all_waits(rule_, kLayout, 8);
+  for (int t = 100; t < 107; ++t) {
+    auto in = inputs(t, 6);  // 6 ms p99, three times the 2 ms target
+    all_waits.tick(in);
+    in.probe.be_attribution = true;
+    in.probe.be_runq_p99_ns["default/web"] = 0.05e6;  // of which BE caused almost nothing
+    attributed.tick(in);
+  }
+  auto in = inputs(107, 6);
+  auto cut = all_waits.tick(in);
+  in.probe.be_attribution = true;
+  in.probe.be_runq_p99_ns["default/web"] = 0.05e6;
+  auto grown = attributed.tick(in);
+  ASSERT_TRUE(cut.slo && grown.slo);
+  EXPECT_EQ(cut.slo->action, SloAction::kCut);
+  EXPECT_EQ(cut.slo->allowance_milli, 800);  // the floor: every pass cut
+  EXPECT_EQ(grown.slo->action, SloAction::kGrow);
+  EXPECT_GT(grown.slo->allowance_milli, 3000);
+
+  // A BE-caused breach cuts as before.
+  in = inputs(108, 6);
+  in.probe.be_attribution = true;
+  in.probe.be_runq_p99_ns["default/web"] = 4e6;
+  EXPECT_EQ(attributed.tick(in).slo->action, SloAction::kCut);
+}
+
 TEST_F(SloStepTest, TheMemoryReplaysThroughTheStepRecord) {
   AgentStep live(rule_, kLayout, 8);
   for (int t = 100; t < 110; ++t)
