@@ -43,21 +43,14 @@ int run(const RunOptions& o) {
     std::cerr << "gleaner-scheduler run: " << s.error().message << "\n";
     return kExitUsage;
   }
-  SchedulerPolicy policy;
-  std::vector<QueueSpec> queues;
-  if (!o.queues_file.empty()) {
-    auto s = load_queues(o.queues_file);
-    if (!s) {
-      std::cerr << "gleaner-scheduler run: --queues-file: " << s.error().message << "\n";
-      return kExitUsage;
-    }
-    queues = s->queues;
-    policy = s->policy;
+  // The files are read again here: one may have changed since validate().
+  auto config = live_config(o);
+  if (!config) {
+    std::cerr << "gleaner-scheduler run: " << config.error().message << "\n";
+    return kExitUsage;
   }
-  policy.queueing =
-      o.policy == "blocking" ? QueueingPolicy::kBlocking : QueueingPolicy::kNonBlocking;
-  policy.driver_start_timeout_seconds = o.driver_start_timeout;
-  policy.reservation_ttl_seconds = o.reservation_ttl;
+  const SchedulerPolicy& policy = config->policy;
+  const std::vector<QueueSpec>& queues = config->queues;
 
   // Files named by the flags are read again here: one may have changed since validate().
   auto clusters = load_cluster_configs(o);

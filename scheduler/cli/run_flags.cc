@@ -114,6 +114,10 @@ void add_run_flags(CLI::App& cmd, RunOptions& o) {
       ->capture_default_str();
   cmd.add_option("--queues-file", o.queues_file,
                  "elastic quota tree: the scenario format's queues (and policy)");
+  cmd.add_option("--policy-file", o.policy_file,
+                 "the scheduling policy: a scenario's policy object (queueing, "
+                 "driverStartTimeoutSeconds, reservationTtlSeconds, gpuBinPack); the flags "
+                 "below override its fields when given");
   cmd.add_flag("--leader-elect", o.leader_elect,
                "run as one of several replicas: only the holder of the Lease schedules");
   cmd.add_option("--leader-elect-lease", o.lease, "NAMESPACE/NAME of the Lease")
@@ -133,15 +137,22 @@ void add_run_flags(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--quota-tree-cluster", o.quota_tree_cluster,
                  "cluster whose ElasticQuotaTree is the quota tree (default: the first; "
                  "not watched with --queues-file)");
+  // Given, each overrides the policy file's field (live_config).
+  auto given = [&o](const char* flag) {
+    return [&o, flag](const std::string&) { o.policy_flags_given.insert(flag); };
+  };
   cmd.add_option("--policy", o.policy, "queueing: blocking | nonblocking")
       ->check(CLI::IsMember({"blocking", "nonblocking"}))
+      ->each(given("--policy"))
       ->capture_default_str();
   cmd.add_option("--driver-start-timeout", o.driver_start_timeout,
                  "seconds before an admitted job whose driver is not running is reclaimed")
       ->check(kPositive)
+      ->each(given("--driver-start-timeout"))
       ->capture_default_str();
   cmd.add_option("--reservation-ttl", o.reservation_ttl, "seconds executor room stays reserved")
       ->check(kPositive)
+      ->each(given("--reservation-ttl"))
       ->capture_default_str();
   cmd.add_option("--tick-ms", o.tick_ms, "scheduling pass interval")
       ->check(kPositive)

@@ -40,23 +40,80 @@ kube_glue::LeaderElectionOptions election_options(const RunOptions& o) {
   return e;
 }
 
-Result<sim::Scenario> load_queues(const std::string& path) {
+namespace {
+
+Result<Json> read_json(const std::string& path) {
   auto text = read_file(path);
   if (!text) return text.error();
-  auto doc = parse_json(*text, path);
-  if (!doc) return doc.error();
-  Json wrapped = doc->is_array() ? Json{{"queues", *doc}} : *doc;
-  if (!wrapped.is_object()) {
-    return make_error(ErrorCode::kParse, path + ": expected an array of queues or an object");
+  return parse_json(*text, path);
+}
+
+// A document of the scenario format, read by the simulator's parser; errors prefixed with
+// the flag and the file.
+Result<sim::Scenario> scenario_part(const Json& doc, const std::string& flag,
+                                    const std::string& path) {
+  auto s = sim::parse_scenario(doc);
+  if (!s) return make_error(s.error().code, flag + ": " + path + ": " + s.error().message);
+  if (s->until_seconds) {
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        flag + ": " + path + ": policy.untilSeconds: a simulation's clock, not run's");
   }
-  for (auto it = wrapped.begin(); it != wrapped.end(); ++it) {
-    if (it.key() != "queues" && it.key() != "policy") {
-      return make_error(ErrorCode::kParse, path + ": " + it.key() + ": unknown field");
-    }
-  }
-  auto s = sim::parse_scenario(wrapped);
-  if (!s) return make_error(s.error().code, path + ": " + s.error().message);
   return s;
+}
+
+}  // namespace
+
+Result<LiveConfig> live_config(const RunOptions& o) {
+  LiveConfig c;
+  bool queues_policy = false;
+  if (!o.queues_file.empty()) {
+    const std::string& path = o.queues_file;
+    auto doc = read_json(path);
+    if (!doc) return make_error(doc.error().code, "--queues-file: " + doc.error().message);
+    Json wrapped = doc->is_array() ? Json{{"queues", *doc}} : *doc;
+    if (!wrapped.is_object()) {
+      return make_error(ErrorCode::kParse,
+                        "--queues-file: " + path + ": expected an array of queues or an object");
+    }
+    for (auto it = wrapped.begin(); it != wrapped.end(); ++it) {
+      if (it.key() != "queues" && it.key() != "policy") {
+        return make_error(ErrorCode::kParse,
+                          "--queues-file: " + path + ": " + it.key() + ": unknown field");
+      }
+    }
+    queues_policy = wrapped.contains("policy");
+    auto s = scenario_part(wrapped, "--queues-file", path);
+    if (!s) return s.error();
+    c.queues = std::move(s->queues);
+    c.policy = s->policy;
+  }
+  if (!o.policy_file.empty()) {
+    const std::string& path = o.policy_file;
+    if (queues_policy) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "--policy-file: " + o.queues_file +
+                            " (--queues-file) has a policy too; give it in one file");
+    }
+    auto doc = read_json(path);
+    if (!doc) return make_error(doc.error().code, "--policy-file: " + doc.error().message);
+    if (!doc->is_object()) {
+      return make_error(ErrorCode::kParse,
+                        "--policy-file: " + path + ": expected an object (a scenario's policy)");
+    }
+    auto s = scenario_part(Json{{"policy", *doc}}, "--policy-file", path);
+    if (!s) return s.error();
+    c.policy = s->policy;
+  }
+  auto given = [&](const char* flag) { return o.policy_flags_given.contains(flag); };
+  if (given("--policy")) {
+    c.policy.queueing =
+        o.policy == "blocking" ? QueueingPolicy::kBlocking : QueueingPolicy::kNonBlocking;
+  }
+  if (given("--driver-start-timeout"))
+    c.policy.driver_start_timeout_seconds = o.driver_start_timeout;
+  if (given("--reservation-ttl")) c.policy.reservation_ttl_seconds = o.reservation_ttl;
+  return c;
 }
 
 Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o) {
@@ -119,13 +176,10 @@ std::vector<std::string> validate(const RunOptions& o) {
     add("--resource-diff-threshold", "must be in [0, 1)");
   }
   if (o.scheduler_name.empty()) add("--scheduler-name", "must not be empty");
-  if (!o.queues_file.empty()) {
-    auto s = load_queues(o.queues_file);
-    if (!s) {
-      add("--queues-file", s.error().message);
-    } else if (auto tree = QuotaTree::build(s->queues); !tree) {
-      add("--queues-file", o.queues_file + ": " + tree.error().message);
-    }
+  if (auto c = live_config(o); !c) {
+    errors.push_back(c.error().message);
+  } else if (auto tree = QuotaTree::build(c->queues); !tree) {
+    add("--queues-file", o.queues_file + ": " + tree.error().message);
   }
   if (o.leader_elect) {
     if (o.clusters.empty() && o.kubeconfig.empty())

@@ -3,6 +3,7 @@
 // checked by CLI11 at parse time (add_run_flags); validate() finds the rest, and both `run`
 // and --check-config call it. Also the queues file and the options the flags make.
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@ struct RunOptions {
   double resource_diff_threshold = 0.1;
   std::string slo_config = "kube-system/ack-slo-config";  // NAMESPACE/NAME, "" = none
   std::string queues_file;
+  std::string policy_file;  // the scenario format's "policy" object; "" = none
   std::string policy = "nonblocking";
   int64_t driver_start_timeout = 300;
   int64_t reservation_ttl = 600;
@@ -70,6 +72,9 @@ struct RunOptions {
   std::string estimator_listen;        // "" = not served
   std::string estimator_tls_cert_dir;  // "" = plain gRPC
   std::vector<std::string> estimator_batch_classes = {"koord-batch", "koord-free"};
+  // The policy flags given on the command line (--policy, --driver-start-timeout,
+  // --reservation-ttl): each overrides the policy file's field, and the file the default.
+  std::set<std::string> policy_flags_given;
 };
 
 kube_glue::LeaderElectionOptions election_options(const RunOptions& o);
@@ -79,9 +84,16 @@ estimator::EstimatorOptions estimator_options(const RunOptions& o);
 std::string report_auth_mode(const RunOptions& o);
 // The problems of the --report-auth flags alone (part of validate).
 std::vector<std::string> report_auth_errors(const RunOptions& o);
-// The queues file: the scenario's "queues" array, either alone or in an object with
-// "queues" (and optionally "policy", as in a scenario file).
-Result<sim::Scenario> load_queues(const std::string& path);
+// The quota tree and the policy run starts with. --queues-file: the scenario's "queues"
+// array, alone or in an object with "queues" (and optionally "policy"); --policy-file: a
+// scenario's "policy" object. Both are read by the simulator's own parser, so a field means
+// the same in `simulate` and `run`. A policy flag given on the command line overrides the
+// file's field. Errors name the flag, the file and the field.
+struct LiveConfig {
+  SchedulerPolicy policy;
+  std::vector<QueueSpec> queues;
+};
+Result<LiveConfig> live_config(const RunOptions& o);
 Result<kube::KubeConfig> cluster_config(const std::string& path, const RunOptions& o);
 // Registers the flags on `run`, each with the CLI11 check of its own values (run_flags.cc).
 void add_run_flags(CLI::App& cmd, RunOptions& o);

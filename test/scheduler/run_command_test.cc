@@ -159,6 +159,93 @@ TEST(RunValidate, RunStopsAtEveryErrorCheckConfigWouldReport) {
   }
 }
 
+// The policy run starts with, as the flags parse into RunOptions (which were given).
+Result<LiveConfig> parsed_config(std::vector<std::string> args) {
+  CLI::App app;
+  RunOptions o;
+  add_run_flags(app, o);
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  app.parse(args);
+  return live_config(o);
+}
+
+// --policy-file is a scenario's "policy" object, read by simulate's parser: its gpuBinPack
+// is the live scheduler's, and a policy flag given on the command line (even at its
+// default value) overrides the file's field; one not given leaves it.
+TEST(RunPolicyFile, TheFilesPolicyIsRunsWithTheFlagsGivenOverIt) {
+  gleaner::testing::TempDir dir;
+  dir.write("policy.json", R"({"queueing": "blocking", "reservationTtlSeconds": 120,
+                              "gpuBinPack": {"cpu": 1, "memory": 2, "nvidia.com/gpu": 10}})");
+  auto c = parsed_config({"--policy-file", dir / "policy.json"});
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->policy.scores.gpu_bin_pack.has_value());
+  EXPECT_EQ(*c->policy.scores.gpu_bin_pack, (ResourceWeights{1, 2, 10}));
+  EXPECT_EQ(c->policy.queueing, QueueingPolicy::kBlocking);
+  EXPECT_EQ(c->policy.reservation_ttl_seconds, 120);
+  EXPECT_EQ(c->policy.driver_start_timeout_seconds, 300);  // the default
+  auto flags = parsed_config({"--policy-file", dir / "policy.json", "--policy", "nonblocking",
+                              "--reservation-ttl", "600", "--driver-start-timeout", "30"});
+  ASSERT_TRUE(flags) << flags.error().message;
+  EXPECT_EQ(flags->policy.queueing, QueueingPolicy::kNonBlocking);
+  EXPECT_EQ(flags->policy.reservation_ttl_seconds, 600);
+  EXPECT_EQ(flags->policy.driver_start_timeout_seconds, 30);
+  EXPECT_TRUE(flags->policy.scores.gpu_bin_pack.has_value());
+  // Without a file the flags' defaults hold, and no bin-pack.
+  auto none = parsed_config({});
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->policy.queueing, QueueingPolicy::kNonBlocking);
+  EXPECT_EQ(none->policy.reservation_ttl_seconds, 600);
+  EXPECT_FALSE(none->policy.scores.gpu_bin_pack.has_value());
+}
+
+// The queues file's policy is not shadowed by flags that were not given.
+TEST(RunPolicyFile, TheQueuesFilesPolicyHoldsUnlessAFlagIsGiven) {
+  gleaner::testing::TempDir dir;
+  dir.write("queues.json", R"({"queues": [{"name": "team-a"}],
+                              "policy": {"queueing": "blocking", "driverStartTimeoutSeconds": 90,
+                                         "gpuBinPack": {"nvidia.com/gpu": 5}}})");
+  auto c = parsed_config({"--queues-file", dir / "queues.json"});
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->queues.size(), 1U);
+  EXPECT_EQ(c->policy.queueing, QueueingPolicy::kBlocking);
+  EXPECT_EQ(c->policy.driver_start_timeout_seconds, 90);
+  EXPECT_EQ(c->policy.scores.gpu_bin_pack, (ResourceWeights{0, 0, 5}));
+  auto flag = parsed_config({"--queues-file", dir / "queues.json", "--policy", "nonblocking"});
+  ASSERT_TRUE(flag) << flag.error().message;
+  EXPECT_EQ(flag->policy.queueing, QueueingPolicy::kNonBlocking);
+}
+
+// A bad policy file stops run and --check-config alike: exit 2, the flag, the file and the
+// field named.
+TEST(RunPolicyFile, ABadPolicyFileExitsTwoNamingTheField) {
+  gleaner::testing::TempDir dir;
+  dir.write("zero-gpu.json", R"({"gpuBinPack": {"cpu": 1, "nvidia.com/gpu": 0}})");
+  dir.write("typo.json", R"({"gpuBinpack": {"nvidia.com/gpu": 10}})");
+  dir.write("until.json", R"({"untilSeconds": 60})");
+  dir.write("array.json", R"([])");
+  dir.write("queues.json", R"({"queues": [], "policy": {"queueing": "blocking"}})");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--policy-file", dir / "zero-gpu.json"},
+       "--policy-file: " + dir / "zero-gpu.json" +
+           ": policy.gpuBinPack.nvidia.com/gpu: expected a weight >= 1"},
+      {{"--policy-file", dir / "typo.json"}, "policy.gpuBinpack"},
+      {{"--policy-file", dir / "until.json"}, "policy.untilSeconds"},
+      {{"--policy-file", dir / "array.json"}, "expected an object"},
+      {{"--policy-file", dir / "missing.json"}, "--policy-file: "},
+      {{"--policy-file", dir / "until.json", "--queues-file", dir / "queues.json"},
+       "has a policy too"}};
+  for (const auto& [flags, message] : cases) {
+    for (bool check : {false, true}) {
+      std::vector<std::string> args = {"run", "--listen", "127.0.0.1:0"};
+      args.insert(args.end(), flags.begin(), flags.end());
+      if (check) args.emplace_back("--check-config");
+      Outcome o = check ? run_cli(args) : run_main(args);
+      EXPECT_EQ(o.code, 2) << message << ":\n" << o.out;
+      EXPECT_NE(o.out.find(message), std::string::npos) << message << " missing in:\n" << o.out;
+    }
+  }
+}
+
 TEST(RunValidate, FindsFlagsThatConflict) {
   RunOptions o;
   o.listen = "nonsense";
