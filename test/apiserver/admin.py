@@ -4,11 +4,12 @@ GET:  requests (the API requests logged, with their status codes and bearer toke
       watchers (open watch streams), webhook-calls (the admission webhook calls made), state
       (the store's resourceVersion and compacted resourceVersion).
 POST: webhook-service?namespace=&name=&port=&address= (where a webhook's service reference
-      leads), expire-next-watch?count=&mode=event|http, eviction-429?count=,
+      leads), expire-next-watch?count=&mode=event|http&reason=Expired|Gone, eviction-429?count=,
       throttle?count=&retry-after= (429 as priority and fairness answers),
       stall?count=&seconds=&prefix=&method=, watch-fault?kind=garbage|truncate,
       silence-watches?on=,
-      kubelet?mode=ok|fail|garbage|empty, fail?count=&method=&prefix=&code=, token?value=,
+      kubelet?mode=ok|fail|garbage|empty, fail?count=&method=&prefix=&code=&reason=&retry-after=
+      (the code answered as kube-apiserver words it: statuses.injected), token?value=,
       token-node-info?on=true|false (ServiceAccount tokens with or without the pod's node,
       as from 1.30 or before), compact, drop-watches, release (wakes stalled requests),
       reset (every fault back to its default, logs cleared, watches dropped).
@@ -38,6 +39,7 @@ def handle(h, method, what, q):
     with f.lock:
         if what == "expire-next-watch":
             f.expire_watches, f.expire_mode = count, q.get("mode", "event")
+            f.expire_reason = q.get("reason", "Expired")
         elif what == "eviction-429":
             f.eviction_429 = count
         elif what == "throttle":
@@ -54,6 +56,7 @@ def handle(h, method, what, q):
         elif what == "fail":
             f.fail_count, f.fail_method = count, q.get("method", "POST")  # "*": any
             f.fail_prefix, f.fail_code = q.get("prefix", "/"), int(q.get("code", "500"))
+            f.fail_reason, f.fail_retry_after = q.get("reason", ""), int(q.get("retry-after", "0"))
         elif what == "token":
             f.token = q.get("value") or None
         elif what == "token-node-info":

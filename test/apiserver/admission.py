@@ -10,8 +10,9 @@ import copy
 import threading
 
 from kselectors import label_selector_matches
+from statuses import internal_error
 from store import NAMESPACE_NAME_LABEL, ApiError, default_pod
-from webhook_call import CallError, WebhookCaller, canonical, internal_error
+from webhook_call import CallError, WebhookCaller, canonical
 
 
 def forbidden(pod, message):

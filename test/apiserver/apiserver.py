@@ -50,6 +50,7 @@ from faults import Faults  # noqa: E402
 import discovery  # noqa: E402
 import pod_validation  # noqa: E402
 import resources  # noqa: E402
+import statuses  # noqa: E402
 from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
 import tokens  # noqa: E402
 from store import ApiError, Store, now_rfc3339  # noqa: E402
@@ -164,13 +165,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_throttled(faults.throttle_retry_after)
             fail = faults.take_fail(method, url.path)
             if fail:
-                # The reason kube-apiserver gives each code (apimachinery
-                # pkg/api/errors/errors.go, NewGenericServerResponse's reasons).
-                reasons = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden",
-                           404: "NotFound", 409: "Conflict", 410: "Expired",
-                           422: "Invalid", 429: "TooManyRequests"}
-                raise ApiError(fail, "InternalError" if fail >= 500 else
-                               reasons.get(fail, "Forbidden"), "injected failure")
+                raise statuses.injected(fail, method, url.path, query, raw)
             if url.path == "/pods" and method == "GET":
                 return self.kubelet_pods()
             if method == "GET":
@@ -179,7 +174,7 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_json(200, found)
             route = parse_route(url.path)
             if route is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise statuses.not_served()
             return self.dispatch(method, route, query, raw)
         except ApiError as e:
             self.send_json(e.code, e.status(), e.headers)
@@ -221,7 +216,7 @@ class Handler(BaseHTTPRequestHandler):
         if r.sub == "eviction" and method == "POST" and r.resource == "pods":
             return self.evict(r, self.json_body(raw))
         if r.sub not in (None, "status") or (r.sub == "status" and not r.has_status):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise statuses.not_served()
         if method == "GET":
             return self.send_json(200, store.get(r.resource, r.ns, r.name, r.group))
         if method == "DELETE":

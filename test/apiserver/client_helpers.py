@@ -70,6 +70,7 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.proc, port = start_server()
+        cls.port = port
         cls.api = api_client(port)
         cls.core = client.CoreV1Api(cls.api)
         cls.custom = client.CustomObjectsApi(cls.api)

@@ -15,6 +15,7 @@ class Faults:
     def clear(self):
         self.expire_watches = 0
         self.expire_mode = "event"
+        self.expire_reason = "Expired"  # or "Gone", as kube-apiserver 1.17 and earlier
         self.eviction_429 = 0
         self.stall_count, self.stall_seconds, self.stall_prefix = 0, 0.0, "/"
         self.stall_method = ""  # "" stalls any method
@@ -25,8 +26,10 @@ class Faults:
         # and priority-and-fairness filters refuse them (429, Retry-After in seconds).
         self.throttle, self.throttle_retry_after = 0, "1"
         # fail: the next `fail_count` requests with this method and path prefix answer
-        # `fail_code` (e.g. a create in a cluster without the CRD).
+        # `fail_code` as kube-apiserver words that code (statuses.injected); fail_reason
+        # picks one of a code's reasons, fail_retry_after the seconds of wait it names.
         self.fail_count, self.fail_method, self.fail_prefix, self.fail_code = 0, "", "/", 500
+        self.fail_reason, self.fail_retry_after = "", 0
         # token_node_info off: ServiceAccount tokens and their reviews as before Kubernetes
         # 1.30, without the pod's node (tokens.py).
         self.token_node_info = True
@@ -70,7 +73,7 @@ class Faults:
                 return None
             if self.fail_count > 0:
                 self.fail_count -= 1
-            return self.fail_code
+            return self.fail_code, self.fail_reason, self.fail_retry_after
 
     def take_watch_fault(self):
         with self.lock:

@@ -15,16 +15,28 @@ class ApiError(Exception):
     def __init__(self, code, reason, message, details=None, headers=None, body=None):
         super().__init__(message)
         self.code, self.reason, self.message = code, reason, message
-        self.details, self.headers = details, headers or {}
+        self.details, self.headers = details, dict(headers or {})
         self.body = body  # a complete Status to answer as it is (an admission webhook's)
+        # responsewriters.ErrorNegotiated (apiserver/pkg/endpoints/handlers/responsewriters/
+        # writers.go): an error whose details ask for a wait also says so in Retry-After.
+        wait = (details or {}).get("retryAfterSeconds") or 0
+        if wait > 0:
+            self.headers.setdefault("Retry-After", str(wait))
 
     def status(self):
+        """The v1 Status, its fields as Go writes them (every field of metav1.Status and
+        StatusDetails is omitempty): an empty reason (StatusReasonUnknown), message or
+        details field left out, details present whenever the error has them, even empty."""
         if self.body is not None:
             return self.body
-        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
-        if self.details:
-            body["details"] = self.details
+        body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        if self.message:
+            body["message"] = self.message
+        if self.reason:
+            body["reason"] = self.reason
+        if self.details is not None:
+            body["details"] = {k: v for k, v in self.details.items() if v not in ("", None, [], 0)}
+        body["code"] = self.code
         return body
 
 
@@ -41,6 +53,7 @@ def conflict(resource, name, group="", why="the object has been modified; please
 
 
 def expired(message):
+    """errors.NewResourceExpired (apimachinery pkg/api/errors/errors.go)."""
     return ApiError(410, "Expired", message)
 
 

@@ -37,6 +37,7 @@ import time
 import uuid
 
 from resources import invalid
+from statuses import not_served
 from store import ApiError, conflict
 
 GROUP = "authentication.k8s.io"
@@ -121,7 +122,7 @@ class Tokens:
         """Answers a request on a route serves() accepts; body() decodes the request body.
         Returns what to answer with 201."""
         if route.resource == "tokenreviews" and route.name is not None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise not_served()
         if method != "POST":
             raise ApiError(405, "MethodNotAllowed", NOT_ALLOWED)
         if route.resource == "tokenreviews":

@@ -4,14 +4,16 @@ import json
 import socket
 import time
 
+import statuses
 from store import ApiError
 
 matcher = None  # set by apiserver.py (selector parsing lives there)
 
 
-def _status_410(message):
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": "Expired", "code": 410}
+def _status_410(message, reason="Expired"):
+    """A too-old resourceVersion as the watch cache answers it (apiserver/pkg/storage/cacher/
+    watch_cache.go, getAllEventsSinceLocked): Expired, or Gone from 1.17 and earlier."""
+    return (statuses.gone if reason == "Gone" else statuses.resource_expired)(message)
 
 
 def _event_type(kind, old, new, match):
@@ -68,11 +70,12 @@ def serve(h, r, query):
         raise ApiError(400, "BadRequest", "invalid resource version: %s" % rv_param)
     if faults.take("expire_watches"):
         message = "too old resource version: %s (%d)" % (rv_param or "0", store.rv)
+        expired = _status_410(message, faults.expire_reason)
         if faults.expire_mode == "http":
-            raise ApiError(410, "Expired", message)
+            raise expired
         s = Stream(h)
         s.begin()
-        s.event("ERROR", _status_410(message))
+        s.event("ERROR", expired.status())
         return s.end()
     with store.cond:
         if rv_param in ("", "0"):
@@ -90,7 +93,7 @@ def serve(h, r, query):
     s.begin()
     if initial is None:
         s.event("ERROR", _status_410("too old resource version: %d (%d)"
-                                     % (last, store.compacted_rv + 1)))
+                                     % (last, store.compacted_rv + 1)).status())
         return s.end()
     faults.watch_opened(1)
     try:
@@ -134,7 +137,7 @@ def _loop(h, r, s, store, faults, match, last, generation, bookmarks, timeout):
                 last = store.rv
         if expired:
             s.event("ERROR", _status_410("too old resource version: %d (%d)"
-                                         % (last, store.compacted_rv + 1)))
+                                         % (last, store.compacted_rv + 1)).status())
             return s.end()
         fault = faults.take_watch_fault() if events else None
         if fault == "garbage":

@@ -17,6 +17,7 @@ import urllib.parse
 import uuid
 
 from patch import PatchError, json_patch
+from statuses import internal_error
 from store import ApiError, default_pod
 
 # Who the webhooks are told made the request (the stand-in authenticates one bearer token).
@@ -35,12 +36,6 @@ class CallError(Exception):
 
     def __str__(self):
         return 'failed calling webhook "%s": %s' % (self.hook.name, self.reason)
-
-
-def internal_error(message):
-    """apierrors.NewInternalError."""
-    return ApiError(500, "InternalError", "Internal error occurred: " + message,
-                    {"causes": [{"message": message}]})
 
 
 def denied(hook_name, result):
