@@ -2,14 +2,15 @@
 // The Kubernetes API client: typed verbs over HttpConnection with the bearer token, the
 // client-side rate limit and error mapping. HTTP answers become Result errors:
 //   404 kNotFound, 409 kConflict, 429 kRetryLater, 400/422/415 kInvalidArgument,
-//   401/403 kPermission, 410 kUnavailable (message starts "410 Expired"), 5xx kUnavailable,
+//   401/403 kPermission, 410 kUnavailable (message "410 Expired", or "410 Gone" from
+//   servers before 1.18), 5xx kUnavailable (504 kTimeout),
 //   timeouts kTimeout, malformed bodies kParse.
 // A 401 re-reads the token file once and retries (rotated ServiceAccount tokens). A 429, or a
 // 5xx with Retry-After (the API server's max-in-flight and priority-and-fairness filters),
 // is retried after the seconds the server asks for, up to 10 times, as client-go's rest
 // client does, but only while the wait fits in the call's time budget (the configured
-// timeout, or the call's own): past that the caller gets kRetryLater and the server's wait
-// (retry_after_of).
+// timeout, or the call's own): past that the caller gets the answer's own code (kRetryLater
+// for a 429, kUnavailable or kTimeout for a 5xx) and the server's wait (retry_after_of).
 // Thread-safe: each call borrows a connection from a small keep-alive pool.
 
 #include <atomic>

@@ -1,5 +1,6 @@
 // The informer against the test API server: initial sync, live events, relist after a
-// forced 410, re-watch after a dropped stream, resync, and recovery from a server outage.
+// forced 410 (Expired or Gone), re-watch after a dropped stream, resync, and recovery from a server
+// outage.
 #include "kube/informer.h"
 
 #include <set>
@@ -123,6 +124,24 @@ TEST_F(InformerTest, ExpiredWatchAnsweredWithHttp410AlsoRelists) {
   ASSERT_TRUE(eventually([&] { return inf->stats().lists >= 2; }));
   create("x");
   EXPECT_TRUE(eventually([&] { return rec.saw("add x"); }));
+}
+
+TEST_F(InformerTest, AWatchEndedAsGoneByAnOlderServerAlsoRelists) {
+  // kube-apiserver 1.17 and earlier said Gone, not Expired, for a too-old resourceVersion,
+  // as an ERROR event and as the watch's own answer: either is a relist.
+  Recorder rec;
+  auto inf = informer(rec);
+  for (const char* mode : {"event", "http"}) {
+    ASSERT_TRUE(watching());
+    const int lists = inf->stats().lists;
+    const int expired = inf->stats().expired;
+    server_->admin("expire-next-watch", std::string("reason=Gone&mode=") + mode);
+    server_->admin("drop-watches");
+    ASSERT_TRUE(eventually([&] { return inf->stats().lists > lists; })) << mode;
+    EXPECT_GT(inf->stats().expired, expired) << mode;
+  }
+  create("y");
+  EXPECT_TRUE(eventually([&] { return rec.saw("add y"); }));
 }
 
 TEST_F(InformerTest, DroppedStreamRewatchesWithoutRelisting) {
