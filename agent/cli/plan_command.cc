@@ -5,6 +5,7 @@
 
 #include "agent/cli/commands.h"
 #include "agent/step/plan_runner.h"
+#include "common/cli_checks.h"
 
 namespace gleaner::agent {
 
@@ -27,9 +28,11 @@ void register_plan_command(CLI::App& app) {
                   "vm.watermark_scale_factor)")
       ->capture_default_str();
   cmd->add_option("--cgroup-version", opts->cgroup_version,
-                  "v1, v2 or hybrid (default: detected from the tree)");
+                  "v1, v2 or hybrid (default: detected from the tree)")
+      ->check(CLI::IsMember({"v1", "v2", "hybrid"}));
   cmd->add_option("--metrics-interval", opts->metrics_interval_s,
                   "sampling interval in seconds; metrics older than 3 intervals are stale")
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_flag("--apply", opts->apply, "make the writes (evictions are only reported)");
   cmd->add_option("--interference-runq-p99-bound", opts->interference_runq_p99_bound,
