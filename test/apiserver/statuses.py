@@ -79,7 +79,10 @@ def forbidden(route, verb_, path, why=""):
 
 def not_served():
     """404 for a path nothing serves (a group or resource not installed): this stand-in's
-    answer to a route it does not know, naming no object."""
+    answer to a route it does not know, naming no object. kube-apiserver itself ends such a
+    path in net/http's plain-text "404 page not found" (apiserver/pkg/util/notfoundhandler/
+    not_found_handler.go); the message here is what client-go makes of that answer
+    (errors.NewGenericServerResponse), so clients read both alike: a 404 without details."""
     return ApiError(404, "NotFound", NOT_SERVED)
 
 
