@@ -95,6 +95,7 @@ struct Daemon::Impl {
   std::map<std::string, double> be_runq_p99_ns;  // pod key -> p99 of the waits BE caused
   bool be_attribution = false;  // the probe knows the BE cgroup (set_be_cgroup succeeded)
   bool warned_be_attribution = false;
+  std::vector<double> suppress_reaction_seconds;  // slo cuts on wake-ups since the last pass
   std::string be_qos_dir;
   std::unique_ptr<NodeSampler> node_sampler;
   std::unique_ptr<PodSampler> pod_sampler;

@@ -294,6 +294,8 @@ void Daemon::tick() {
   auto [cpu_seconds, rss] = self_usage();
   outcome.state.agent_cpu_seconds_total = cpu_seconds;
   outcome.state.agent_resident_memory_bytes = rss;
+  outcome.state.suppress_reaction_seconds = std::move(d.suppress_reaction_seconds);
+  d.suppress_reaction_seconds.clear();
   outcome.state.sampling_pass_seconds = {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()};
   if (d.report_client) {

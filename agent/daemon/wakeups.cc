@@ -44,6 +44,7 @@ void Daemon::Impl::on_wakeups() {
       longest_wait = &w;
     }
   }
+  bool cut = false;
   if (longest_wait != nullptr) {
     auto pod = tracked.find(longest_wait->dir);
     step::LsWait wait;
@@ -55,6 +56,7 @@ void Daemon::Impl::on_wakeups() {
     // line, each step only at debug level.
     const step::StepResult waited = step->ls_waited(wait);
     note_slo(waited, "wait");
+    cut = waited.slo && waited.slo->action == step::SloAction::kCut;
     for (const auto& event : waited.events) {
       if (event.starts_with("cpu suppress ceiling")) {
         spdlog::info("{}", event);
@@ -68,6 +70,13 @@ void Daemon::Impl::on_wakeups() {
     fast_sampler->note_non_be(now, demand_milli);
   }
   owner->fast_tick("wakeup");
+  if (cut) {
+    // The wait's end is the kernel's CLOCK_MONOTONIC, steady_clock's own on Linux (not the
+    // daemon's injectable clock): the reaction is measured on the machine's clock.
+    const auto landed = std::chrono::steady_clock::now().time_since_epoch();
+    suppress_reaction_seconds.push_back(
+        std::chrono::duration<double>(landed - longest_wait->at).count());
+  }
 }
 
 void Daemon::Impl::update_wake_bounds(std::optional<int64_t> non_be_milli) {

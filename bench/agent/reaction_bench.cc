@@ -17,7 +17,13 @@
 // surge asks the agent for the same cut; "landed" means the allowance fell by half the
 // surge's core. Trials whose start never settled are counted apart, not as reactions.
 //
+// With --mode slo the agent runs cpuSuppressMode slo (BE's allowance steered by the LS
+// waits BE causes): at rest BE is allowed most of the node, the surge's spinner waits behind
+// BE's slices, and the reaction is the first cut of the allowance (the controller cuts in
+// proportion to the breach, so a cut may be smaller than half a core).
+//
 // Usage: reaction_bench [--trials N] [--policy cfsQuota|cpuset|both] [--configs shipped|1s|both]
+//                       [--mode always|slo]
 // Needs root (real cgroups); cleans up its cgroups and processes even when interrupted.
 #include <algorithm>
 #include <atomic>
@@ -146,7 +152,7 @@ std::optional<int64_t> wait_stable(const std::function<int64_t()>& allowance, in
 }
 
 // `min_cpus`: cpuSuppressMinCPUs for the cpuset policy (0: the default, 2).
-Result run_config(const Config& cfg, const std::string& policy, int min_cpus, int trials,
+Result run_config(const Config& cfg, const std::string& policy, int min_cpus, int trials, bool slo,
                   std::mt19937& rng) {
   using namespace gleaner;
   // 90%: an idle LS leaves BE ~1.8 cores minus system use, a 1-core surge takes ~1 core away.
@@ -155,7 +161,7 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
   testing::ColocatedNode node(
       {.threshold_config = R"({"clusterStrategy":{"enable":true,)"
                            R"("cpuSuppressThresholdPercent":90,"cpuSuppressPolicy":")" +
-                           policy + "\"" + min_field +
+                           policy + "\"" + min_field + (slo ? R"(,"cpuSuppressMode":"slo")" : "") +
                            "}}"});  // removed at scope end, also after SIGINT
   testing::ScratchCgroups& scratch = node.scratch();
   const std::string& ls_pod = node.ls_pod();
@@ -194,7 +200,11 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
   // The idle level: what BE is allowed while LS idles. Each trial starts from it, so every
   // surge asks for the same cut; a level that drifts (other work on a shared machine moves
   // the system-usage term) is re-learnt when the allowance holds still elsewhere for long.
-  auto baseline = wait_stable(allowance, 60000, 1s, within_budget(Clock::now() + 30s));
+  // In slo mode the allowance grows a step each pass towards the node; a level most of the
+  // node and held between two passes is where trials start.
+  const int64_t idle_floor = slo ? int64_t{75000} * cpus : 60000;
+  auto baseline = wait_stable(allowance, idle_floor, slo ? 300ms : 1s,
+                              within_budget(Clock::now() + (slo ? 60s : 30s)));
   if (!baseline) {
     std::fprintf(stderr, "reaction_bench: BE allowance never settled (now %lld)\n",
                  static_cast<long long>(allowance()));
@@ -206,9 +216,9 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
       result.not_run = trials - t;
       break;
     }
-    auto settled =
-        wait_stable(allowance, *baseline - 10000, 300ms, within_budget(Clock::now() + 20s));
-    if (!settled) {
+    auto settled = wait_stable(allowance, slo ? idle_floor : *baseline - 10000, 300ms,
+                               within_budget(Clock::now() + (slo ? 40s : 20s)));
+    if (!settled && !slo) {
       settled = wait_stable(allowance, 110000, 2s, within_budget(Clock::now() + 10s));
       if (settled) baseline = settled;
     }
@@ -220,8 +230,9 @@ Result run_config(const Config& cfg, const std::string& policy, int min_cpus, in
     }
     SurgeProcess surge(scratch, ls_pod);
     std::this_thread::sleep_for(std::chrono::milliseconds(phase_ms(rng)));  // random phase
-    // Landed: the allowance fell by at least half of the surge's core.
-    const int64_t target = *settled - 50000;
+    // Landed: the allowance fell by at least half of the surge's core (slo: any cut, a
+    // hundredth of a core or more; at rest it only grows).
+    const int64_t target = *settled - (slo ? 1000 : 50000);
     auto start = Clock::now();
     surge.release();
     spdlog::info("trial {}: LS surge released (BE allowance {})", t, *settled);
@@ -247,6 +258,7 @@ int main(int argc, char** argv) {
   std::string which = "both";
   int budget_seconds = 0;
   std::string log_level = "warn";
+  std::string mode = "always";
   CLI::App app{"reaction_bench: LS surge -> BE throttle landed, per policy and configuration"};
   gleaner::bench::positive_option(app, "--trials", trials, "surges per configuration");
   app.add_option("--policy", policies, "CPU suppress policy")
@@ -254,6 +266,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--configs", which, "the shipped loops, the 1 s loop, or both")
       ->check(CLI::IsMember({"shipped", "1s", "both"}))
+      ->capture_default_str();
+  app.add_option("--mode", mode, "cpuSuppressMode: always (the threshold ceiling) or slo")
+      ->check(CLI::IsMember({"always", "slo"}))
       ->capture_default_str();
   gleaner::bench::non_negative_option(
       app, "--budget-seconds", budget_seconds,
@@ -295,15 +310,16 @@ int main(int argc, char** argv) {
     // By default the cpuset policy leaves BE at least 2 CPUs, so on a node of 2 or fewer a
     // surge cannot shrink the set: there it runs with cpuSuppressMinCPUs 1, and says so.
     const int min_cpus = policy == "cpuset" && cpus <= 2 ? 1 : 0;
-    const std::string policy_label =
+    std::string policy_label =
         min_cpus > 0 ? policy + " (cpuSuppressMinCPUs " + std::to_string(min_cpus) + ")" : policy;
+    if (mode == "slo") policy_label += ", cpuSuppressMode slo";
     double shipped_p99 = 0;
     for (const auto& cfg : configs) {
       const bool shipped = cfg.fast_interval.count() > 0;
       if ((which == "shipped" && !shipped) || (which == "1s" && shipped)) continue;
       Result r;
       try {
-        r = run_config(cfg, policy, min_cpus, trials, rng);
+        r = run_config(cfg, policy, min_cpus, trials, mode == "slo", rng);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "reaction_bench: %s\n", e.what());
         return 1;

@@ -80,6 +80,9 @@ struct AgentState {
   std::map<std::string, uint64_t> config_warnings;
   // Durations of the sampling passes finished since the previous update.
   std::vector<double> sampling_pass_seconds;
+  // cpuSuppressMode slo: from the end of an LS wait the eBPF probe signalled to the BE cut it
+  // caused written, one entry per cut since the previous update (observed into a histogram).
+  std::vector<double> suppress_reaction_seconds;
   uint64_t report_sends_total = 0;
   uint64_t report_send_failures_total = 0;
   // NodeMetric status writes (--kubeconfig): done, and failed (the CRD not served included).

@@ -313,10 +313,11 @@ void append_pod_families(const AgentState& s, std::vector<MetricFamily>& out) {
 }  // namespace
 
 struct MetricsRegistry::Impl {
-  // The histogram is the one family with state of its own (buckets accumulate across
+  // The histograms are the families with state of their own (buckets accumulate across
   // ticks), so it lives in a prometheus-cpp registry; everything else renders from state.
   prometheus::Registry registry;
   prometheus::Histogram* sampling_pass = nullptr;
+  prometheus::Histogram* suppress_reaction = nullptr;
   mutable std::mutex mu;
   std::shared_ptr<const AgentState> state = std::make_shared<AgentState>();
 };
@@ -329,6 +330,17 @@ MetricsRegistry::MetricsRegistry() : impl_(std::make_unique<Impl>()) {
   impl_->sampling_pass =
       &fam.Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1, 0.25, 0.5, 1});
+  auto& reaction =
+      prometheus::BuildHistogram()
+          .Name("gleaner_be_suppress_reaction_seconds")
+          .Help(
+              "cpuSuppressMode slo: from the end of an LS task's run-queue wait that BE caused "
+              "beyond its target (kernel time of the eBPF signal) to the BE CPU cut written "
+              "in the cgroup.")
+          .Register(impl_->registry);
+  impl_->suppress_reaction =
+      &reaction.Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.015,
+                                                                0.025, 0.05, 0.1, 0.25, 1});
 }
 
 MetricsRegistry::~MetricsRegistry() = default;
@@ -337,6 +349,9 @@ void MetricsRegistry::update(AgentState state) {
   for (double seconds : state.sampling_pass_seconds)
     impl_->sampling_pass->Observe(seconds);
   state.sampling_pass_seconds.clear();
+  for (double seconds : state.suppress_reaction_seconds)
+    impl_->suppress_reaction->Observe(seconds);
+  state.suppress_reaction_seconds.clear();
   auto next = std::make_shared<const AgentState>(std::move(state));
   std::lock_guard lock(impl_->mu);
   impl_->state = std::move(next);

@@ -3,7 +3,9 @@
 // loop's own timer would have run it. The fast loop is slowed to 3 s and the surge begins
 // just after one of its passes; the run-queue interference rule is kept out of the way
 // (1 s bound), so nothing but the wake-up can land a lower quota within a second. And LS
-// that stays contended does not wake the fast path at every gap.
+// that stays contended does not wake the fast path at every gap. In cpuSuppressMode slo an
+// LS task's wait behind BE beyond its target cuts BE between passes, and the agent measures
+// that reaction from the wait's end in the kernel.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -39,11 +41,14 @@ class AgentWakeupReal : public ::testing::Test {
       GTEST_SKIP() << testing::agent_binary() << " not built";
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs";
     node_ = std::make_unique<testing::ColocatedNode>(
-        testing::ColocatedNodeSpec{.threshold_config = R"({"clusterStrategy":{"enable":true,
-            "cpuSuppressThresholdPercent":90,"cpuSuppressPolicy":"cfsQuota"}})"});
+        testing::ColocatedNodeSpec{.threshold_config = threshold_config()});
     fs_ = std::make_unique<cgroup::CgroupFs>(node_->root(), node_->scratch().version());
     for (int i = 0; i < 2; ++i)
       node_->scratch().spawn_busy(node_->be_pod());
+  }
+  [[nodiscard]] virtual std::string threshold_config() const {
+    return R"({"clusterStrategy":{"enable":true,
+            "cpuSuppressThresholdPercent":90,"cpuSuppressPolicy":"cfsQuota"}})";
   }
   void TearDown() override {
     if (agent_ > 0) {
@@ -164,6 +169,44 @@ TEST_F(AgentWakeupReal, ContendedLsDoesNotWakeTheFastPathAtEveryGap) {
   EXPECT_LE(signals, 40 * seconds) << "demand wake-ups at " << signals / seconds << " per second";
   for (pid_t p : ls)
     node_->scratch().kill_child(p);
+}
+
+// cpuSuppressMode slo with a 200 us wait target: an LS spinner beside the BE spinners waits
+// behind BE's slices beyond it, the probe signals those waits (BE-caused), and each cut
+// between passes is timed from the wait's end to the cut written.
+class AgentWakeupSloReal : public AgentWakeupReal {
+ protected:
+  [[nodiscard]] std::string threshold_config() const override {
+    return R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",
+            "cpuSuppressMode":"slo","cpuSloWaitTargetMicros":200}})";
+  }
+};
+
+TEST_F(AgentWakeupSloReal, AWaitBehindBeCutsBetweenPassesAndTheReactionIsMeasured) {
+  const uint16_t port = testing::free_loopback_port();
+  start_agent(port, "50");
+  ASSERT_GT(agent_, 0);
+  const std::string cuts = R"(gleaner_be_cpu_slo_cuts_total{trigger="wait"})";
+  const std::string reactions = "gleaner_be_suppress_reaction_seconds_count";
+  ASSERT_TRUE(eventually([&] { return metric(port, "gleaner_ebpf_probe_loaded") == 1; }, 10s))
+      << "the eBPF probe did not load";
+  ASSERT_TRUE(eventually([&] { return metric(port, "gleaner_be_cpu_allowance_cores") > 0; }, 10s))
+      << "the slo controller never ran";
+  EXPECT_EQ(metric(port, reactions), 0) << "a reaction before any LS task ran";
+  const pid_t ls = node_->scratch().spawn_busy(node_->ls_pod());
+  ASSERT_TRUE(
+      eventually([&] { return metric(port, cuts) >= 1 && metric(port, reactions) >= 1; }, 10s))
+      << "cuts on waits " << metric(port, cuts) << ", reactions measured "
+      << metric(port, reactions);
+  // Every cut on a wait is timed, and each took less than the full pass's period: it came
+  // from the wake-up, not from the 200 ms pass.
+  const double count = metric(port, reactions);
+  const double sum = metric(port, "gleaner_be_suppress_reaction_seconds_sum");
+  std::cout << "[ wakeup ] " << count << " slo cuts on waits, mean reaction " << 1000 * sum / count
+            << " ms\n";
+  EXPECT_GT(sum, 0);
+  EXPECT_LT(sum / count, 0.2);
+  node_->scratch().kill_child(ls);
 }
 
 }  // namespace
