@@ -39,6 +39,8 @@ inline constexpr const char* kTrainingJobNameLabel = "training.kubeflow.org/job-
 inline constexpr const char* kTrainingReplicaTypeLabel = "training.kubeflow.org/replica-type";
 inline constexpr const char* kTrainingReplicaIndexLabel = "training.kubeflow.org/replica-index";
 inline constexpr const char* kTrainingOperatorLabel = "training.kubeflow.org/operator-name";
+// mpi-operator v2 names a pod's role here (launcher | worker), not in replica-type.
+inline constexpr const char* kTrainingJobRoleLabel = "training.kubeflow.org/job-role";
 
 // Pod groups (scheduler-plugins' coscheduling).
 inline constexpr const char* kPodGroupNameLabel = "pod-group.scheduling.sigs.k8s.io/name";

@@ -1,4 +1,4 @@
-// The pods of a Kubeflow training job (PyTorchJob, TFJob) in the live loop. The training
+// The pods of a Kubeflow training job (training_kinds.h) in the live loop. The training
 // operator creates one pod per replica, labelled with its role (replica type) and its index
 // within the role; each takes the room reserved for that role and index, so the job's pods
 // land where its room was counted. A job placed from a fleet's hub is a core job before it

@@ -53,7 +53,7 @@ inline std::string core_name(const std::string& cluster, const std::string& node
 }
 inline constexpr const char* kDefaultCluster = "default";
 
-// kReplica: a pod of a Kubeflow training job (PyTorchJob, TFJob), known by its role
+// kReplica: a pod of a Kubeflow training job (training_kinds.h), known by its role
 // (replica type) and index within the role.
 enum class PodRole { kNone, kDriver, kExecutor, kMember, kReplica };
 
@@ -111,7 +111,7 @@ struct PodView {
 // A SparkApplication that opts into multi-cluster placement (label
 // gleaner.io/multi-cluster=true), as its member cluster's informer sees it.
 struct AppView {
-  std::string kind = kSparkKind;  // SparkApplication, PyTorchJob or TFJob
+  std::string kind = kSparkKind;  // SparkApplication or a training_kinds() kind
   std::string cluster;
   std::string ns;
   std::string name;

@@ -179,7 +179,7 @@ class ClusterLink {
   kube::KubeClient client_;
   std::unique_ptr<kube::Informer> pods_;
   std::unique_ptr<kube::Informer> apps_;
-  // PyTorchJob and TFJob (kubeflow.org/v1), by kind.
+  // The training kinds (gang/training_kinds.h), by kind.
   std::map<std::string, std::unique_ptr<kube::Informer>> training_jobs_;
   std::set<std::string> job_refusals_;     // kind/ns/name@resourceVersion refused (under mu_)
   std::unique_ptr<kube::Informer> nodes_;  // labels, for node selectors

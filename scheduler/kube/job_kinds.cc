@@ -2,15 +2,18 @@
 
 #include "kube/api_client.h"
 #include "kube/well_known.h"
+#include "scheduler/gang/training_kinds.h"
 #include "scheduler/kube/pod_view.h"
 
 namespace gleaner::scheduler::kube_glue {
 
 const std::vector<AppKind>& app_kinds() {
-  static const std::vector<AppKind> kinds = {
-      {"SparkApplication", kube::kSparkApiVersion, "sparkapplications"},
-      {"PyTorchJob", "kubeflow.org/v1", "pytorchjobs"},
-      {"TFJob", "kubeflow.org/v1", "tfjobs"}};
+  static const std::vector<AppKind> kinds = [] {
+    std::vector<AppKind> k = {{gang::kSparkKind, kube::kSparkApiVersion, "sparkapplications"}};
+    for (const gang::TrainingKind& t : gang::training_kinds())
+      k.push_back({t.kind, t.api_version, t.plural});
+    return k;
+  }();
   return kinds;
 }
 

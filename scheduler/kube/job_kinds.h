@@ -1,6 +1,6 @@
 #pragma once
 // The kinds of application a fleet's hub places into its members, where the API serves
-// each, and a Kubeflow training job (PyTorchJob, TFJob) as the live loop sees it. Pure.
+// each, and a Kubeflow training job (gang/training_kinds.h) as the live loop sees it. Pure.
 
 #include <optional>
 #include <string>
@@ -20,7 +20,7 @@ struct AppKind {
   const char* plural;       // sparkapplications
 };
 
-// SparkApplication, PyTorchJob, TFJob.
+// SparkApplication, then the training kinds (gang/training_kinds.h).
 const std::vector<AppKind>& app_kinds();
 // nullptr for a kind not placed by the fleet.
 const AppKind* find_app_kind(const std::string& kind);

@@ -9,23 +9,11 @@
 #include "common/json_util.h"
 #include "kube/objects.h"
 #include "kube/spark_application.h"
+#include "scheduler/gang/training_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::kube_glue {
 namespace {
-
-struct Kind {
-  const char* kind;
-  const char* specs_field;
-  std::vector<const char*> roles;
-};
-
-const std::array<Kind, 2>& kinds() {
-  static const std::array<Kind, 2> k = {
-      Kind{"PyTorchJob", "pytorchReplicaSpecs", {"Master", "Worker"}},
-      Kind{"TFJob", "tfReplicaSpecs", {"Chief", "Master", "PS", "Worker", "Evaluator"}}};
-  return k;
-}
 
 Result<JobRole> role(const std::string& name, const Json& spec, const std::string& where) {
   if (!spec.is_object()) return invalid_field(where, "expected an object");
@@ -69,7 +57,7 @@ Result<JobRole> role(const std::string& name, const Json& spec, const std::strin
 }  // namespace
 
 bool names_scheduler(const Json& object, const std::string& scheduler) {
-  for (const Kind& k : kinds()) {
+  for (const gang::TrainingKind& k : gang::training_kinds()) {
     const Json* specs = find_path(object, std::string("spec/") + k.specs_field);
     if (specs == nullptr || !specs->is_object()) continue;
     for (const auto& [role, spec] : specs->items()) {
@@ -89,19 +77,24 @@ Result<TrainingJob> parse_training_job(const Json& object) {
   job.ns = meta.is_object() ? meta.value("namespace", "") : "";
   job.name = meta.is_object() ? meta.value("name", "") : "";
   const std::string where = job.kind + " " + job.ns + "/" + job.name;
-  if (object.value("apiVersion", "") != "kubeflow.org/v1") {
-    return invalid_field(where + ": apiVersion", "expected kubeflow.org/v1");
+  const gang::TrainingKind* kind = gang::find_training_kind(job.kind);
+  if (kind == nullptr) {
+    return invalid_field(where + ": kind", "expected " + gang::training_kind_names());
   }
-  const Kind* kind = nullptr;
-  for (const auto& k : kinds()) {
-    if (job.kind == k.kind) kind = &k;
+  if (object.value("apiVersion", "") != kind->api_version) {
+    return invalid_field(where + ": apiVersion", std::string("expected ") + kind->api_version);
   }
-  if (kind == nullptr) return invalid_field(where + ": kind", "expected PyTorchJob or TFJob");
   const Json spec = object.value("spec", Json::object());
   auto specs = spec.is_object() ? spec.find(kind->specs_field) : spec.end();
   if (!spec.is_object() || specs == spec.end() || !specs->is_object() || specs->empty()) {
     return invalid_field(where + ": spec." + kind->specs_field,
                          "expected the replica specs by role");
+  }
+  for (const char* field : kind->refused_switches) {
+    if (auto on = spec.find(field); on != spec.end() && on->is_boolean() && on->get<bool>()) {
+      return invalid_field(where + ": spec." + field,
+                           "not supported: its pods are labelled otherwise (set it false)");
+    }
   }
   for (const auto& [name, _] : specs->items()) {
     bool known = false;

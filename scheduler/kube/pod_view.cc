@@ -4,6 +4,7 @@
 
 #include "common/json_util.h"
 #include "kube/well_known.h"
+#include "scheduler/gang/training_kinds.h"
 #include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
@@ -146,17 +147,20 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
     return v;
   }
   const std::string training_job = label(pod, kube::kTrainingJobNameLabel);
-  const std::string replica_type = label(pod, kube::kTrainingReplicaTypeLabel);
-  const std::string training_operator = label(pod, kube::kTrainingOperatorLabel);
+  // The operator's name says the job's kind, and the kind which label names the role.
+  const gang::TrainingKind* training_kind =
+      gang::training_kind_by_operator(label(pod, kube::kTrainingOperatorLabel));
+  const std::string replica_type = training_kind == nullptr ? std::string()
+                                   : training_kind->role_label == gang::RoleLabel::kJobRole
+                                       ? label(pod, kube::kTrainingJobRoleLabel)
+                                       : label(pod, kube::kTrainingReplicaTypeLabel);
   if (!training_job.empty() && !replica_type.empty()) {
-    // The operator's name says the job's kind (pytorchjob-controller, tfjob-controller).
-    const char* kind = training_operator.find("tfjob") != std::string::npos     ? "TFJob"
-                       : training_operator.find("pytorch") != std::string::npos ? "PyTorchJob"
-                                                                                : nullptr;
-    const std::string index = label(pod, kube::kTrainingReplicaIndexLabel);
+    const char* kind = training_kind->kind;
+    std::string index = label(pod, kube::kTrainingReplicaIndexLabel);
+    if (index.empty() && replica_type == training_kind->unindexed_role) index = "0";
     int value = -1;
     auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
-    if (kind != nullptr && ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
+    if (ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
       v.role = gang::PodRole::kReplica;
       v.gang = gang::gang_name(kind, training_job);
       v.replica_type = replica_type;

@@ -6,9 +6,10 @@
 //     operator label the SparkApplication sizes the gang (executor instances, cores,
 //     memory + overhead as Spark computes it); without it the driver is a gang of one
 //     unless a pod group says otherwise.
-//   Kubeflow training jobs: training.kubeflow.org/job-name, replica-type and replica-index
-//     (the job's kind from operator-name): the pod takes the room its job holds for that
-//     role and index: the room a fleet's hub placed the job with (a copy), or else the
+//   Kubeflow training jobs: training.kubeflow.org/job-name, the role (replica-type, or
+//     mpi-operator's job-role) and replica-index (absent on an MPIJob's launcher: 0); the
+//     job's kind from operator-name (gang/training_kinds.h). The pod takes the room its job holds
+//     for that role and index: the room a fleet's hub placed the job with (a copy), or else the
 //     job's roles size the gang (every replica placed at once, in this cluster); a pod
 //     whose job the informer has not shown yet waits for it.
 //   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.

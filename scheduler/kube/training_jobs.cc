@@ -1,7 +1,7 @@
 // A cluster link's applications of every kind: SparkApplications, and Kubeflow's training
-// jobs (PyTorchJob, TFJob, kubeflow.org/v1). On a fleet's hub, a training job that a
-// PropagationPolicy governs is placed like a SparkApplication: one gang of all its roles,
-// into a member whose batch capacity (and free GPUs) fits the whole job; its copy, or in
+// jobs (gang/training_kinds.h: PyTorchJob, TFJob, MPIJob). On a fleet's hub, a training
+// job that a PropagationPolicy governs is placed like a SparkApplication: one gang of all
+// its roles, into a member whose batch capacity (and free GPUs) fits the whole job; its copy, or in
 // Karmada mode its ResourceBinding, takes it there, and the copy's state comes back. In a
 // member, a hub's copy reports its state back; the cluster's own job whose pods name this
 // scheduler is a gang too: its pods carry its roles (pod_view.h), and the first to come

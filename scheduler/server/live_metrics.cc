@@ -299,7 +299,8 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
           "last good labels and taints).",
           member_clusters_rejected_);
   counter("gleaner_scheduler_hub_jobs_rejected_total",
-          "A hub's PyTorchJob or TFJob versions refused as unreadable (a Warning Event on the "
+          "A hub's training job (PyTorchJob, TFJob, MPIJob) versions refused as unreadable (a "
+          "Warning Event on the "
           "job names the field; nothing is propagated).",
           hub_jobs_rejected_);
   if (!member_api_available_.empty()) {

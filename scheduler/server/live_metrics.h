@@ -59,7 +59,8 @@ class LiveMetrics final : public gang::GangCounters {
   // A hub's Karmada Cluster object version refused (the member keeps its last good labels
   // and taints).
   void member_cluster_rejected();
-  // A hub's job (PyTorchJob, TFJob) version refused as unreadable (nothing is propagated).
+  // A hub's training job (gang/training_kinds.h) version refused as unreadable (nothing is
+  // propagated).
   void hub_job_rejected();
   // Whether a managed cluster's API server answers (gleaner_scheduler_member_api_available).
   void member_api_available(const std::string& cluster, bool available);

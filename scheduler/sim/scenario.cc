@@ -6,6 +6,8 @@
 #include <set>
 
 #include "common/json_util.h"
+#include "scheduler/gang/gang_scheduler.h"
+#include "scheduler/gang/training_kinds.h"
 #include "scheduler/sim/scenario_fleet.h"
 
 namespace gleaner::scheduler::sim {
@@ -95,9 +97,9 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
   ScenarioJob job;
   GLEANER_TRY(kind, get_string(j, p, "kind", false));
   if (kind.empty()) kind = "SparkApplication";
-  if (kind != "SparkApplication" && kind != "PyTorchJob" && kind != "TFJob") {
-    return invalid_field(p + ".kind",
-                         "expected SparkApplication, PyTorchJob or TFJob, got " + kind);
+  if (kind != gang::kSparkKind && gang::find_training_kind(kind) == nullptr) {
+    return invalid_field(p + ".kind", std::string("expected ") + gang::kSparkKind + ", " +
+                                          gang::training_kind_names() + ", got " + kind);
   }
   job.spec.kind = kind;
   GLEANER_TRY(ns, get_string(j, p, "namespace", false));

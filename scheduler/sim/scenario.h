@@ -1,9 +1,9 @@
 #pragma once
 // The simulator's input (docs/scheduler.md, "Simulating a policy"): clusters with their
 // labels, nodes with their batch allocatable and GPUs over time, the quota tree with its
-// namespaces, PriorityClasses, the policy, and the jobs (Spark applications, PyTorchJobs,
-// TFJobs) with their placement and what happens to their pods. Parsing checks every field
-// and names it in errors ("jobs[2].executor.instances: ...").
+// namespaces, PriorityClasses, the policy, and the jobs (Spark applications, Kubeflow
+// training jobs of gang/training_kinds.h) with their placement and what happens to their pods.
+// Parsing checks every field and names it in errors ("jobs[2].executor.instances: ...").
 
 #include <cstdint>
 #include <map>

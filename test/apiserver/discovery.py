@@ -6,7 +6,7 @@ k8s.io/apimachinery pkg/apis/meta/v1. Aggregated discovery (apidiscovery.k8s.io)
 served: clients fall back to these documents when the answer is not of that kind. OpenAPI
 is not served (kubectl needs --validate=false)."""
 
-from routes import RESOURCES, VERSIONS
+from routes import RESOURCES, VERSIONS, group_versions, version_of
 
 # The short names the real resources declare (kubectl get deploy, crd, sparkapp, ...).
 _SHORT_NAMES = {"pods": ["po"], "services": ["svc"], "nodes": ["no"], "namespaces": ["ns"],
@@ -16,14 +16,14 @@ _SHORT_NAMES = {"pods": ["po"], "services": ["svc"], "nodes": ["no"], "namespace
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
-def _group_version(group):
-    return (group + "/" if group else "") + VERSIONS[group]
+def _group_version(group, version):
+    return (group + "/" if group else "") + version
 
 
-def _resource_list(group):
+def _resource_list(group, version):
     resources = []
     for (g, plural), (kind, namespaced, has_status) in sorted(RESOURCES.items()):
-        if g != group:
+        if g != group or version_of(g, plural) != version:
             continue
         verbs = ["create"] if plural in ("tokenreviews", "bindings") else _VERBS
         resources.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced,
@@ -33,7 +33,8 @@ def _resource_list(group):
             resources.append({"name": plural + "/status", "singularName": "",
                               "namespaced": namespaced, "kind": kind,
                               "verbs": ["get", "patch", "update"]})
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": _group_version(group),
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": _group_version(group, version),
             "resources": resources}
 
 
@@ -47,14 +48,15 @@ def document(path):
         return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
             {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
     if path == "/api/v1":
-        return _resource_list("")
+        return _resource_list("", "v1")
     if path == "/apis":
         groups = []
         for group in sorted(g for g in VERSIONS if g):
-            gv = {"groupVersion": _group_version(group), "version": VERSIONS[group]}
-            groups.append({"name": group, "versions": [gv], "preferredVersion": gv})
+            gvs = [{"groupVersion": _group_version(group, v), "version": v}
+                   for v in group_versions(group)]
+            groups.append({"name": group, "versions": gvs, "preferredVersion": gvs[0]})
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
     parts = path.split("/")
-    if len(parts) == 4 and parts[1] == "apis" and VERSIONS.get(parts[2]) == parts[3]:
-        return _resource_list(parts[2])
+    if len(parts) == 4 and parts[1] == "apis" and parts[3] in group_versions(parts[2]):
+        return _resource_list(parts[2], parts[3])
     return None

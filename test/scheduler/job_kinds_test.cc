@@ -29,7 +29,10 @@ TEST(JobKinds, PathsOfEachKind) {
   EXPECT_EQ(app_object_path("TFJob", ""), "/apis/kubeflow.org/v1/tfjobs");
   EXPECT_EQ(app_object_path("SparkApplication", "spark", "pi"),
             "/apis/sparkoperator.k8s.io/v1beta2/namespaces/spark/sparkapplications/pi");
-  EXPECT_EQ(find_app_kind("MPIJob"), nullptr);
+  // mpi-operator v2 serves MPIJobs at kubeflow.org/v2beta1 (its CRD mpijobs.kubeflow.org).
+  EXPECT_EQ(app_object_path("MPIJob", "ml", "pi"),
+            "/apis/kubeflow.org/v2beta1/namespaces/ml/mpijobs/pi");
+  EXPECT_EQ(find_app_kind("XGBoostJob"), nullptr);
   EXPECT_EQ(app_api_version("TFJob"), "kubeflow.org/v1");
 }
 
@@ -139,6 +142,59 @@ TEST(JobKinds, TheTrainingOperatorsPodsAreReplicasOfTheirRole) {
     EXPECT_EQ(pod_view(*other, "b", "gleaner-scheduler", nullptr).role, gang::PodRole::kNone)
         << op << " " << index;
   }
+}
+
+// mpi-operator v2's pods (pkg/controller/mpi_job_controller.go, defaultLabels): job-name,
+// operator-name mpi-operator and job-role launcher | worker, no replica-type; workers carry
+// replica-index, the launcher none (its one pod is index 0).
+Json mpi_pod(const std::string& role, const std::string& index) {
+  Json pod = yaml(R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pi-x
+  namespace: hpc
+  uid: p-2
+  labels:
+    training.kubeflow.org/job-name: pi
+    training.kubeflow.org/operator-name: mpi-operator
+spec:
+  schedulerName: gleaner-scheduler
+  containers: [{name: mpi, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+)");
+  pod["metadata"]["labels"]["training.kubeflow.org/job-role"] = role;
+  if (!index.empty()) pod["metadata"]["labels"]["training.kubeflow.org/replica-index"] = index;
+  return pod;
+}
+
+TEST(JobKinds, MpiOperatorsPodsAreReplicasOfTheLauncherOrAWorker) {
+  std::string asked;
+  auto lookup = [&](const std::string& kind, const std::string& ns,
+                    const std::string& name) -> std::optional<gang::AppView> {
+    asked = kind + " " + ns + "/" + name;
+    return std::nullopt;
+  };
+  auto launcher = kube::parse_pod(mpi_pod("launcher", ""));
+  ASSERT_TRUE(launcher.ok()) << launcher.error().message;
+  const gang::PodView l = pod_view(*launcher, "b", "gleaner-scheduler", nullptr, lookup);
+  EXPECT_EQ(l.role, gang::PodRole::kReplica);
+  EXPECT_EQ(l.gang, "MPIJob:pi");
+  EXPECT_EQ(l.replica_type, "launcher");
+  EXPECT_EQ(l.replica_index, 0);
+  EXPECT_EQ(asked, "MPIJob hpc/pi");
+  EXPECT_EQ(l.waiting_for, "waiting for MPIJob hpc/pi");
+
+  auto worker = kube::parse_pod(mpi_pod("worker", "1"));
+  ASSERT_TRUE(worker.ok());
+  const gang::PodView w = pod_view(*worker, "b", "gleaner-scheduler", nullptr);
+  EXPECT_EQ(w.role, gang::PodRole::kReplica);
+  EXPECT_EQ(w.gang, "MPIJob:pi");
+  EXPECT_EQ(w.replica_type, "worker");
+  EXPECT_EQ(w.replica_index, 1);
+  // A worker without its index is no replica (only the launcher goes without one).
+  auto unindexed = kube::parse_pod(mpi_pod("worker", ""));
+  ASSERT_TRUE(unindexed.ok());
+  EXPECT_EQ(pod_view(*unindexed, "b", "gleaner-scheduler", nullptr).role, gang::PodRole::kNone);
 }
 
 // A replica carries its job's roles (its gang, when no placement holds room for it) and the

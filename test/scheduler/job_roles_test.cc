@@ -104,8 +104,80 @@ spec:
       error(head + "spec: {pytorchReplicaSpecs: {Worker: {replicas: 1}}}").find("Worker.template"),
       std::string::npos);
   EXPECT_NE(error(head + "spec: {}").find("pytorchReplicaSpecs"), std::string::npos);
+  EXPECT_NE(error("apiVersion: kubeflow.org/v1\nkind: XGBoostJob\nmetadata: {name: j}\nspec: {}")
+                .find("kind: expected PyTorchJob, TFJob or MPIJob"),
+            std::string::npos);
+  // Each kind at its own API version: mpi-operator v2's MPIJob is v2beta1.
   EXPECT_NE(error("apiVersion: kubeflow.org/v1\nkind: MPIJob\nmetadata: {name: j}\nspec: {}")
-                .find("kind"),
+                .find("apiVersion: expected kubeflow.org/v2beta1"),
+            std::string::npos);
+}
+
+// An MPIJob as mpi-operator v2's users write it (the shape of its examples/v2beta1/pi):
+// Launcher and Worker under spec.mpiReplicaSpecs, the launcher leading, requests defaulted
+// to limits, the schedulerName read from the templates. runLauncherAsWorker is refused by
+// name: its workers are labelled from index 1, which no room of the job matches.
+TEST(JobRoles, AnMpiJobsLauncherLeadsItsWorkers) {
+  const std::string text = R"(
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: pi, namespace: hpc}
+spec:
+  slotsPerWorker: 1
+  runPolicy: {cleanPodPolicy: Running, ttlSecondsAfterFinished: 60}
+  sshAuthMountPath: /home/mpiuser/.ssh
+  mpiReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          schedulerName: gleaner-scheduler
+          containers:
+          - name: mpi-worker
+            image: mpioperator/mpi-pi:openmpi
+            command: [/usr/sbin/sshd]
+            args: [-De, -f, /home/mpiuser/.sshd_config]
+            resources: {limits: {cpu: 2, memory: 4Gi, nvidia.com/gpu: 1}}
+    Launcher:
+      replicas: 1
+      template:
+        spec:
+          schedulerName: gleaner-scheduler
+          containers:
+          - name: mpi-launcher
+            image: mpioperator/mpi-pi:openmpi
+            command: [mpirun]
+            args: [-n, "2", /home/mpiuser/pi]
+            resources: {limits: {cpu: 1, memory: 1Gi}}
+)";
+  auto job = parse_yaml(text);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_EQ(job->kind, "MPIJob");
+  EXPECT_EQ(job->ns, "hpc");
+  ASSERT_EQ(job->roles.size(), 2U);
+  EXPECT_EQ(job->roles[0].name, "Launcher") << "the leader first, whatever the file's order";
+  EXPECT_EQ(job->roles[0].replicas, 1);
+  EXPECT_EQ(job->roles[0].request, (Resources{1000, kGi}));
+  EXPECT_EQ(job->roles[1].name, "Worker");
+  EXPECT_EQ(job->roles[1].replicas, 2);
+  EXPECT_EQ(job->roles[1].request, (Resources{2000, 4 * kGi, 1}));
+  EXPECT_EQ(component_set(*job).size(), 2U);
+  auto json = kube::yaml_to_json(text, "pi.yaml");
+  ASSERT_TRUE(json.ok());
+  EXPECT_TRUE(names_scheduler(*json, "gleaner-scheduler"));
+  EXPECT_FALSE(names_scheduler(*json, "volcano"));
+
+  auto error = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    auto j = parse_yaml(t);
+    return j.ok() ? std::string("ok") : j.error().message;
+  };
+  EXPECT_NE(error("  slotsPerWorker: 1", "  runLauncherAsWorker: true")
+                .find("MPIJob hpc/pi: spec.runLauncherAsWorker: not supported"),
+            std::string::npos);
+  EXPECT_EQ(error("  slotsPerWorker: 1", "  runLauncherAsWorker: false"), "ok");
+  EXPECT_NE(error("    Launcher:", "    Master:").find("spec.mpiReplicaSpecs.Master: unknown role"),
             std::string::npos);
 }
 

@@ -49,6 +49,27 @@ TEST(SimulatorFleet, GpuJobsGoWhereGpusAreAndWaitForThem) {
   EXPECT_EQ(tf["pods"][0]["role"], "chief");
 }
 
+// scenarios/mpi-gang.json: two MPIJobs of a launcher and three 4-core workers on two
+// 8-core nodes. Only one fits at a time; the second starts whole when the first ends, none
+// of its pods bound before (a pod-by-pod placement would have started two of its workers
+// at once beside the first job).
+TEST(SimulatorFleet, AnMpiJobsLauncherAndWorkersArePlacedAsOneGang) {
+  auto text = read_file(std::string(GLEANER_SOURCE_DIR) + "/scheduler/scenarios/mpi-gang.json");
+  ASSERT_TRUE(text.ok());
+  Json doc = simulate_ok(*text);
+  const Json& a = job(doc, "allreduce-a");
+  EXPECT_EQ(a["kind"], "MPIJob");
+  EXPECT_EQ(a["startedAt"], 0);
+  ASSERT_EQ(a["pods"].size(), 4u);
+  EXPECT_EQ(a["pods"][0]["role"], "launcher") << "the launcher leads";
+  const Json& b = job(doc, "allreduce-b");
+  EXPECT_EQ(b["state"], "Completed");
+  EXPECT_EQ(b["startedAt"], 600) << "waits whole for allreduce-a's room";
+  ASSERT_EQ(b["pods"].size(), 4u);
+  for (const Json& p : b["pods"])
+    EXPECT_EQ(p["boundAt"], 600) << p.dump();
+}
+
 TEST(SimulatorFleet, AJobWantingMoreGpusThanItsOnlyAllowedClusterHasIsUnschedulable) {
   // 8 GPUs (a master and 7 workers of one each); c2, the only cluster its placement allows,
   // has 4 in all. Batch room is plenty: only the Nodes' allocatable GPUs keep it out, for
@@ -184,8 +205,10 @@ TEST(SimulatorFleet, SameInputSameOutput) {
 
 TEST(SimulatorFleet, BadFleetFieldsAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"jobs": [{"name": "j", "kind": "MPIJob", "durationSeconds": 1, "roles": []}]})",
-       "jobs[0].kind: expected SparkApplication, PyTorchJob or TFJob"},
+      {R"({"jobs": [{"name": "j", "kind": "XGBoostJob", "durationSeconds": 1, "roles": []}]})",
+       "jobs[0].kind: expected SparkApplication, PyTorchJob, TFJob or MPIJob, got XGBoostJob"},
+      {R"({"jobs": [{"name": "j", "kind": "MPIJob", "durationSeconds": 1}]})",
+       "jobs[0].roles: required for a MPIJob"},
       {R"({"jobs": [{"name": "j", "kind": "PyTorchJob", "durationSeconds": 1}]})",
        "jobs[0].roles: required for a PyTorchJob"},
       {R"({"jobs": [{"name": "j", "durationSeconds": 1, "driver": {},

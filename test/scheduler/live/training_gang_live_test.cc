@@ -1,6 +1,9 @@
-// A cluster's own Kubeflow training jobs against the test API server: each job is one
-// gang, placed whole or not at all, and a hub's copy the scheduler no longer holds room for
-// is treated the same way.
+// A cluster's own Kubeflow training jobs (PyTorchJob; mpi-operator's MPIJob) against the
+// test API server: each job is one gang, placed whole or not at all, and a hub's copy the
+// scheduler no longer holds room for is treated the same way.
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "common/quantity.h"
@@ -71,6 +74,80 @@ TEST_F(KubeLiveTest, AClustersOwnPyTorchJobsArePlacedWholeOrNotAtAll) {
     return !get(kube::pod_path("default", second + "-worker-0")).contains("spec") &&
            !get(kube::pod_path("default", second + "-worker-1")).contains("spec");
   })) << "the workers of a job without its master were left holding room";
+}
+
+// An MPIJob (mpi-operator v2, kubeflow.org/v2beta1) in "default": a launcher and `workers`
+// workers of a core each.
+Json mpi_job(const std::string& name, int workers) {
+  return Json{{"apiVersion", "kubeflow.org/v2beta1"},
+              {"kind", "MPIJob"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec",
+               {{"slotsPerWorker", 1},
+                {"mpiReplicaSpecs",
+                 {{"Launcher", live_testing::training_replica_spec(1, 0)},
+                  {"Worker", live_testing::training_replica_spec(workers, 0)}}}}}};
+}
+
+// A pod as mpi-operator v2 labels it (pkg/controller/mpi_job_controller.go, defaultLabels
+// and newWorker): operator-name mpi-operator, job-name, job-role; a worker's replica-index,
+// none on the launcher, whose pod its batch Job names with a random suffix.
+Json mpi_operator_pod(const std::string& job, const std::string& role, int index) {
+  Json pod = live_testing::training_operator_pod(job, role, index);
+  Json& labels = pod["metadata"]["labels"];
+  labels.erase("training.kubeflow.org/replica-type");
+  labels["training.kubeflow.org/operator-name"] = "mpi-operator";
+  labels["training.kubeflow.org/job-role"] = role;
+  if (role == "launcher") {
+    labels.erase("training.kubeflow.org/replica-index");
+    pod["metadata"]["name"] = job + "-launcher-x7k2p";
+  }
+  return pod;
+}
+
+// The same for a cluster's own MPIJobs: two jobs of a launcher and two workers beside room
+// for four such pods. Placed pod by pod, each job could hold part of the room and neither
+// run mpirun; as gangs, one job gets its launcher and both workers, the other nothing until
+// the first ends.
+TEST_F(KubeLiveTest, AClustersOwnMpiJobsArePlacedWholeOrNotAtAll) {
+  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  const std::string jobs = "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs";
+  for (const char* name : {"a", "b"})
+    ASSERT_TRUE(client_->create(jobs, mpi_job(name, 2)).ok());
+  // Workers first, as mpi-operator makes them before the launcher's Job, interleaved.
+  for (int i = 0; i < 2; ++i) {
+    for (const char* name : {"a", "b"})
+      ASSERT_TRUE(
+          client_->create(kube::pods_path("default"), mpi_operator_pod(name, "worker", i)).ok());
+  }
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(
+        client_->create(kube::pods_path("default"), mpi_operator_pod(name, "launcher", 0)).ok());
+  }
+  const std::vector<std::string> pods = {"-launcher-x7k2p", "-worker-0", "-worker-1"};
+  auto bound = [&](const std::string& job) {
+    int n = 0;
+    for (const std::string& pod : pods)
+      n += node_of(job + pod).empty() ? 0 : 1;
+    return n;
+  };
+  ASSERT_TRUE(schedule_until([&] { return bound("a") == 3 || bound("b") == 3; }))
+      << "a: " << bound("a") << " pods bound, b: " << bound("b") << "; "
+      << live_->jobs_json().dump();
+  const std::string first = bound("a") == 3 ? "a" : "b";
+  const std::string second = first == "a" ? "b" : "a";
+  for (int i = 0; i < 3; ++i)
+    live_->tick();
+  EXPECT_EQ(bound(second), 0) << "the second job got part of the room";
+
+  // The first job ends (its launcher succeeds, then its workers): the second gets it all.
+  for (const std::string& pod : pods) {
+    auto done = client_->patch(kube::pod_path("default", first + pod) + "/status",
+                               Json{{"status", {{"phase", "Succeeded"}}}}, kube::PatchType::kMerge);
+    ASSERT_TRUE(done.ok()) << done.error().message;
+  }
+  EXPECT_TRUE(schedule_until([&] { return bound(second) == 3; }))
+      << second << ": " << bound(second) << " pods bound";
 }
 
 // A hub's PyTorchJob copied into this cluster before the scheduler restarted: no placement
