@@ -8,7 +8,8 @@
 //   Gleaner, ceiling always applied: 1 s pass, 50 ms fast loop, eBPF and its wake-ups;
 //   Gleaner onInterference: the same, the ceiling applied on LS interference;
 // each agent across cpuSuppressThresholdPercent (--thresholds); and Gleaner as shipped,
-// cpuSuppressMode slo (BE steered by LS's run-queue wait, no threshold), one point. Each
+// cpuSuppressMode slo (BE steered by the LS waits BE causes, no threshold), one point per
+// run-queue wait target (--slo-targets, microseconds; the default 2000 is the shipped one). Each
 // point is the median of --repeats windows (p99 min-max stated). A configuration on a
 // better frontier harvests more at the same latency, or holds latency at the same harvest.
 //
@@ -18,7 +19,8 @@
 // gnuplot).
 //
 // Usage: frontier_bench [--services memcached,redis,nginx] [--be cpu,memory] [--seconds S]
-//                       [--repeats N] [--thresholds 40,60,80,100] [--out-dir DIR]
+//                       [--repeats N] [--thresholds 40,60,80,100] [--slo-targets 2000]
+//                       [--out-dir DIR]
 //                       [--link-prefix P]
 //                       [--client fifo|normal]
 // Needs root (real cgroups) and the service packages; what is missing is skipped and said.
@@ -54,6 +56,7 @@ struct Options {
   std::vector<ServiceKind> services;
   std::vector<BeMix> mixes;
   std::vector<int> thresholds;
+  std::vector<int> slo_targets_us;
   int seconds = 5;
   int repeats = 5;
   std::string out_dir;
@@ -87,8 +90,11 @@ std::vector<Point> sweep_service(ServiceKind kind, const Options& opt) {
         points.push_back(runner.measure(mix, family, threshold));
       }
     }
-    // The feedback mode does not use the threshold (no hard ceiling): one point.
-    if (!g_interrupted) points.push_back(runner.measure(mix, Family::kGleanerSlo, 0));
+    // The feedback mode does not use the threshold (no hard ceiling): a point per target.
+    for (int target_us : opt.slo_targets_us) {
+      if (g_interrupted) break;
+      points.push_back(runner.measure(mix, Family::kGleanerSlo, target_us));
+    }
   }
   return points;
 }
@@ -112,11 +118,15 @@ int main(int argc, char** argv) {
   std::string services = "memcached,redis,nginx";
   std::string mixes = "cpu,memory";
   std::string thresholds = "40,60,80,100";
+  std::string slo_targets = "2000";
   std::string client = "fifo";
   CLI::App app{"frontier_bench: BE harvest against LS p99 on memcached, Redis and nginx"};
   app.add_option("--services", services, "services, comma-separated")->capture_default_str();
   app.add_option("--be", mixes, "stress-ng BE mixes: cpu, memory")->capture_default_str();
   app.add_option("--thresholds", thresholds, "cpuSuppressThresholdPercent values")
+      ->capture_default_str();
+  app.add_option("--slo-targets", slo_targets,
+                 "cpuSloWaitTargetMicros values for the feedback mode (2000: the default)")
       ->capture_default_str();
   gleaner::bench::positive_option(app, "--seconds", opt.seconds, "seconds per measured window");
   gleaner::bench::positive_option(app, "--repeats", opt.repeats,
@@ -141,6 +151,15 @@ int main(int argc, char** argv) {
           return static_cast<int>(v);
         },
         "--thresholds");
+    opt.slo_targets_us = parse_list<int>(
+        slo_targets,
+        [](const std::string& s) -> std::optional<int> {
+          char* end = nullptr;
+          long v = std::strtol(s.c_str(), &end, 10);
+          if (end == s.c_str() || *end != '\0' || v < 1 || v > 1000000) return std::nullopt;
+          return static_cast<int>(v);
+        },
+        "--slo-targets");
   } catch (const CLI::Error& e) {
     return app.exit(e);
   }

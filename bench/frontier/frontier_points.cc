@@ -38,15 +38,24 @@ double busy_seconds() {
 }
 
 std::string threshold_config(Family family, int threshold) {
-  const char* mode = family == Family::kGleanerShipped ? "onInterference"
-                     : family == Family::kGleanerSlo   ? "slo"
-                                                       : "always";
+  if (family == Family::kGleanerSlo) {
+    return R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",)"
+           R"("cpuSuppressMode":"slo","cpuSloWaitTargetMicros":)" +
+           std::to_string(threshold) + "}}";
+  }
+  const char* mode = family == Family::kGleanerShipped ? "onInterference" : "always";
   return R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
          std::to_string(threshold) + R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
          mode + R"("}})";
 }
 
 }  // namespace
+
+std::string setting_label(const Point& p) {
+  if (p.threshold <= 0) return "-";
+  if (p.family == Family::kGleanerSlo) return "wait " + std::to_string(p.threshold) + "us";
+  return std::to_string(p.threshold) + "%";
+}
 
 const char* to_string(Family family) {
   switch (family) {

@@ -25,7 +25,9 @@ const char* to_string(Family family);
 struct Point {
   BeMix mix = BeMix::kCpu;
   Family family = Family::kAlone;
-  int threshold = 0;  // cpuSuppressThresholdPercent; 0 without an agent
+  // cpuSuppressThresholdPercent; for the feedback mode its run-queue wait target (us); 0
+  // without an agent.
+  int threshold = 0;
   double p50_ms = 0, p99_ms = 0;
   double p99_min_ms = 0, p99_max_ms = 0;  // the spread over the point's windows
   double node_utilisation = 0;            // all CPU used / (CPUs x wall), median window
@@ -35,6 +37,10 @@ struct Point {
   double be_share_of_idle = 0;
   int64_t sent = 0, late = 0, failed = 0;
 };
+
+// A point's agent setting as the tables print it: the threshold (65%), the wait target
+// (wait 2000us), or "-".
+std::string setting_label(const Point& p);
 
 struct Calibration {
   double rate = 0;   // requests per second

@@ -79,8 +79,7 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
     for (Family family : kFamilies) {
       for (const auto& p : points) {
         if (p.mix != mix || p.family != family) continue;
-        std::string threshold = "-";
-        if (p.threshold > 0) threshold = std::to_string(p.threshold).append("%");
+        const std::string threshold = setting_label(p);
         std::printf(
             "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %.2f | %.2f | %.1f | %.1f | %.1f | %lld "
             "(%lld, %lld) |\n",
@@ -102,7 +101,7 @@ void print_table(ServiceKind kind, const std::vector<Point>& points) {
       for (size_t i = 0; i < misses.size(); ++i) {
         const Point& m = *misses[i];
         std::string label = to_string(m.family);
-        if (m.threshold > 0) label.append(" ").append(std::to_string(m.threshold)).append("%");
+        if (m.threshold > 0) label.append(" ").append(setting_label(m));
         std::printf("%s%s at %.2f harvest, %.2fx", i == 0 ? " (not matched: " : "; ", label.c_str(),
                     m.be_share_of_idle, ratio(m, alone_p99(points, mix)));
       }
@@ -127,9 +126,9 @@ void print_summary(ServiceKind kind, const std::vector<Point>& points) {
       if (best == nullptr) {
         std::printf(" %s none;", to_string(family));
       } else {
-        std::printf(" %s %.0f%% (%.2fx, node %.0f%%);", to_string(family),
-                    100 * best->be_share_of_idle, ratio(*best, alone),
-                    100 * best->node_utilisation);
+        std::printf(" %s %.0f%% (%.2fx, node %.0f%%%s);", to_string(family),
+                    100 * best->be_share_of_idle, ratio(*best, alone), 100 * best->node_utilisation,
+                    best->threshold > 0 ? (", " + setting_label(*best)).c_str() : "");
       }
     }
     std::printf("\n");
