@@ -1,4 +1,4 @@
-// Kubeflow training jobs (PyTorchJob, TFJob) from a fleet's hub: a job a policy governs is
+// Kubeflow training jobs (PyTorchJob, TFJob, MPIJob) from a fleet's hub: a job a policy governs is
 // placed whole (every role) into a member whose batch capacity and free GPUs fit it; the
 // pods the member's training operator creates take the room reserved for their role and
 // index; the copy's state comes back to the hub; Karmada mode writes the job's
@@ -12,14 +12,15 @@ namespace {
 
 const std::string kPyTorchJobs = "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs";
 const std::string kTfJobs = "/apis/kubeflow.org/v1/namespaces/default/tfjobs";
+const std::string kMpiJobs = "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs";
 const std::string kBindings = "/apis/work.karmada.io/v1alpha2/namespaces/default/resourcebindings";
 
-// A policy of the hub's group selecting every job of `kind` (kubeflow.org/v1).
-Json job_policy(const std::string& group, const std::string& kind) {
+// A policy of the hub's group selecting every job of `kind` at `api_version`.
+Json job_policy(const std::string& group, const std::string& kind,
+                const std::string& api_version = "kubeflow.org/v1") {
   Json p = policy(group, false, {});
   p["metadata"]["name"] = "training-policy";
-  p["spec"]["resourceSelectors"] =
-      Json::array({{{"apiVersion", "kubeflow.org/v1"}, {"kind", kind}}});
+  p["spec"]["resourceSelectors"] = Json::array({{{"apiVersion", api_version}, {"kind", kind}}});
   return p;
 }
 
@@ -97,6 +98,35 @@ TEST_F(HubTrainingLiveTest, APyTorchJobWithGpusLandsWhereGpusAreFreeAndItsPodsTa
   // Deleting the hub object deletes the copy.
   ASSERT_TRUE(member("hub").client->remove(kPyTorchJobs + "/mnist").ok());
   EXPECT_TRUE(until([&] { return !job("b", kPyTorchJobs, "mnist").contains("spec"); }));
+}
+
+// An MPIJob (kubeflow.org/v2beta1) on the hub: a launcher and four workers, 5 cores, which
+// only b has. Its copy goes to b, and the pods b's mpi-operator makes (the launcher without
+// an index) take the room reserved for them there.
+TEST_F(HubTrainingLiveTest, AnMpiJobGoesWholeToTheMemberItFitsAndItsPodsTakeItsRoom) {
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false),
+                                   job_policy(group(), "MPIJob", "kubeflow.org/v2beta1")));
+  ASSERT_TRUE(member("hub").create(kMpiJobs, mpi_job("pi", 4)));
+  ASSERT_TRUE(schedule_until([&] { return job("b", kMpiJobs, "pi").contains("spec"); }))
+      << "a has 4 cores, the job needs 5";
+  EXPECT_FALSE(job("a", kMpiJobs, "pi").contains("spec"));
+  const Json copy = job("b", kMpiJobs, "pi");
+  EXPECT_EQ(copy["apiVersion"], "kubeflow.org/v2beta1");
+  EXPECT_EQ(copy["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"], 4);
+  EXPECT_TRUE(
+      until([&] { return annotation(job("hub", kMpiJobs, "pi"), "gleaner.io/placement") == "b"; }));
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(
+        member("b").create(kube::pods_path("default"), mpi_operator_pod("pi", "worker", i)));
+  ASSERT_TRUE(
+      member("b").create(kube::pods_path("default"), mpi_operator_pod("pi", "launcher", 0)));
+  EXPECT_TRUE(until([&] {
+    for (const char* pod :
+         {"pi-launcher-x7k2p", "pi-worker-0", "pi-worker-1", "pi-worker-2", "pi-worker-3"}) {
+      if (member("b").node_of(pod) != "b1") return false;
+    }
+    return true;
+  }));
 }
 
 TEST_F(HubTrainingLiveTest, AJobTheHubCannotReadIsRefusedWithAnEventNamingTheField) {

@@ -132,6 +132,35 @@ inline Json training_operator_pod(const std::string& job, const std::string& typ
                    {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}}}}}};
 }
 
+// An MPIJob (mpi-operator v2, kubeflow.org/v2beta1) in "default": a launcher and `workers`
+// workers of a core each.
+inline Json mpi_job(const std::string& name, int workers) {
+  return Json{{"apiVersion", "kubeflow.org/v2beta1"},
+              {"kind", "MPIJob"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec",
+               {{"slotsPerWorker", 1},
+                {"mpiReplicaSpecs",
+                 {{"Launcher", training_replica_spec(1, 0)},
+                  {"Worker", training_replica_spec(workers, 0)}}}}}};
+}
+
+// A pod as mpi-operator v2 labels it (pkg/controller/mpi_job_controller.go, defaultLabels
+// and newWorker): operator-name mpi-operator, job-name, job-role; a worker's replica-index,
+// none on the launcher, whose pod its batch Job names with a random suffix.
+inline Json mpi_operator_pod(const std::string& job, const std::string& role, int index) {
+  Json pod = training_operator_pod(job, role, index);
+  Json& labels = pod["metadata"]["labels"];
+  labels.erase("training.kubeflow.org/replica-type");
+  labels["training.kubeflow.org/operator-name"] = "mpi-operator";
+  labels["training.kubeflow.org/job-role"] = role;
+  if (role == "launcher") {
+    labels.erase("training.kubeflow.org/replica-index");
+    pod["metadata"]["name"] = job + "-launcher-x7k2p";
+  }
+  return pod;
+}
+
 // A live loop managing the one cluster c1, whose node n1 has reported 8 CPUs and `memory`
 // bytes of batch capacity; nullptr when either step is refused.
 inline std::unique_ptr<gang::GangScheduler> one_node_live(const Clock& clock,

@@ -76,35 +76,6 @@ TEST_F(KubeLiveTest, AClustersOwnPyTorchJobsArePlacedWholeOrNotAtAll) {
   })) << "the workers of a job without its master were left holding room";
 }
 
-// An MPIJob (mpi-operator v2, kubeflow.org/v2beta1) in "default": a launcher and `workers`
-// workers of a core each.
-Json mpi_job(const std::string& name, int workers) {
-  return Json{{"apiVersion", "kubeflow.org/v2beta1"},
-              {"kind", "MPIJob"},
-              {"metadata", {{"name", name}, {"namespace", "default"}}},
-              {"spec",
-               {{"slotsPerWorker", 1},
-                {"mpiReplicaSpecs",
-                 {{"Launcher", live_testing::training_replica_spec(1, 0)},
-                  {"Worker", live_testing::training_replica_spec(workers, 0)}}}}}};
-}
-
-// A pod as mpi-operator v2 labels it (pkg/controller/mpi_job_controller.go, defaultLabels
-// and newWorker): operator-name mpi-operator, job-name, job-role; a worker's replica-index,
-// none on the launcher, whose pod its batch Job names with a random suffix.
-Json mpi_operator_pod(const std::string& job, const std::string& role, int index) {
-  Json pod = live_testing::training_operator_pod(job, role, index);
-  Json& labels = pod["metadata"]["labels"];
-  labels.erase("training.kubeflow.org/replica-type");
-  labels["training.kubeflow.org/operator-name"] = "mpi-operator";
-  labels["training.kubeflow.org/job-role"] = role;
-  if (role == "launcher") {
-    labels.erase("training.kubeflow.org/replica-index");
-    pod["metadata"]["name"] = job + "-launcher-x7k2p";
-  }
-  return pod;
-}
-
 // The same for a cluster's own MPIJobs: two jobs of a launcher and two workers beside room
 // for four such pods. Placed pod by pod, each job could hold part of the room and neither
 // run mpirun; as gangs, one job gets its launcher and both workers, the other nothing until
@@ -113,16 +84,20 @@ TEST_F(KubeLiveTest, AClustersOwnMpiJobsArePlacedWholeOrNotAtAll) {
   ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
   const std::string jobs = "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs";
   for (const char* name : {"a", "b"})
-    ASSERT_TRUE(client_->create(jobs, mpi_job(name, 2)).ok());
+    ASSERT_TRUE(client_->create(jobs, live_testing::mpi_job(name, 2)).ok());
   // Workers first, as mpi-operator makes them before the launcher's Job, interleaved.
   for (int i = 0; i < 2; ++i) {
     for (const char* name : {"a", "b"})
-      ASSERT_TRUE(
-          client_->create(kube::pods_path("default"), mpi_operator_pod(name, "worker", i)).ok());
+      ASSERT_TRUE(client_
+                      ->create(kube::pods_path("default"),
+                               live_testing::mpi_operator_pod(name, "worker", i))
+                      .ok());
   }
   for (const char* name : {"a", "b"}) {
-    ASSERT_TRUE(
-        client_->create(kube::pods_path("default"), mpi_operator_pod(name, "launcher", 0)).ok());
+    ASSERT_TRUE(client_
+                    ->create(kube::pods_path("default"),
+                             live_testing::mpi_operator_pod(name, "launcher", 0))
+                    .ok());
   }
   const std::vector<std::string> pods = {"-launcher-x7k2p", "-worker-0", "-worker-1"};
   auto bound = [&](const std::string& job) {
