@@ -111,6 +111,16 @@ std::vector<T> parse_list(const std::string& text, Parse parse, const char* what
   return out;
 }
 
+// A parser of whole numbers in [low, high] for parse_list.
+auto int_in(long low, long high) {
+  return [low, high](const std::string& s) -> std::optional<int> {
+    char* end = nullptr;
+    const long v = std::strtol(s.c_str(), &end, 10);
+    if (end == s.c_str() || *end != '\0' || v < low || v > high) return std::nullopt;
+    return static_cast<int>(v);
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,24 +152,8 @@ int main(int argc, char** argv) {
   try {
     opt.services = parse_list<ServiceKind>(services, parse_service, "--services");
     opt.mixes = parse_list<BeMix>(mixes, parse_be_mix, "--be");
-    opt.thresholds = parse_list<int>(
-        thresholds,
-        [](const std::string& s) -> std::optional<int> {
-          char* end = nullptr;
-          long v = std::strtol(s.c_str(), &end, 10);
-          if (end == s.c_str() || *end != '\0' || v < 1 || v > 100) return std::nullopt;
-          return static_cast<int>(v);
-        },
-        "--thresholds");
-    opt.slo_targets_us = parse_list<int>(
-        slo_targets,
-        [](const std::string& s) -> std::optional<int> {
-          char* end = nullptr;
-          long v = std::strtol(s.c_str(), &end, 10);
-          if (end == s.c_str() || *end != '\0' || v < 1 || v > 1000000) return std::nullopt;
-          return static_cast<int>(v);
-        },
-        "--slo-targets");
+    opt.thresholds = parse_list<int>(thresholds, int_in(1, 100), "--thresholds");
+    opt.slo_targets_us = parse_list<int>(slo_targets, int_in(1, 1000000), "--slo-targets");
   } catch (const CLI::Error& e) {
     return app.exit(e);
   }
