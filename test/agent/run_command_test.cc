@@ -146,7 +146,10 @@ TEST(AgentRunValidate, RunAndCheckConfigRefuseTheSameWayNamingTheFlag) {
       {{{"--interference-psi-bound", "150"}}, "--interference-psi-bound "},
       {{{"--metrics-addr", ":x"}}, "--metrics-addr"},
       {{{"--cgroup-root", node.file("missing")}}, "--cgroup-root "},
-      {{{"--proc-root", node.file("empty")}}, "--proc-root "},
+      // Without --node-file: a daemon that got past the checks then fails at once
+      // sampling the machine's own size instead of passing over an empty proc root.
+      {{{"--proc-root", node.file("empty")}, {"--node-file", FakeAgentHost::kLeftOut}},
+       "--proc-root "},
       {{{"--node-file", node.file("bad-node.json")}}, "--node-file "},
       {{{"--node-file", FakeAgentHost::kLeftOut}, {"--kubeconfig", "/nonexistent/kubeconfig"}},
        "--kubeconfig: "},
