@@ -280,6 +280,7 @@ void Daemon::tick() {
   d.describe_suppress(outcome);
   d.describe_slo(outcome);
   outcome.state.ebpf_probe_loaded = d.probe != nullptr;
+  outcome.state.ebpf_be_attribution = d.probe != nullptr && d.be_attribution;
   outcome.state.ebpf_wakeups_total = d.wakeups_total;
   outcome.state.fast_passes_total = d.fast_passes_total;
   if (d.probe) outcome.state.ebpf_wakeups_lost_total = d.probe->wakeups_lost();

@@ -99,6 +99,7 @@ struct AgentState {
   // The eBPF run-queue probe: loaded (1) or running on cgroup and PSI sampling only (0), and
   // its programs' own cost by program name when kernel BPF statistics are on.
   bool ebpf_probe_loaded = false;
+  bool ebpf_be_attribution = false;  // the probe tells BE-caused LS waits apart
   // The probe's wake-ups of the fast path, by signal (runqueue_wait, ls_demand), and those
   // lost because its ring buffer was full.
   std::map<std::string, uint64_t> ebpf_wakeups_total;

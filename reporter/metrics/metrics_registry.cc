@@ -260,6 +260,11 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
                         "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "
                         "cgroup and PSI sampling only.",
                         s.ebpf_probe_loaded ? 1 : 0));
+  out.push_back(net::gauge_family(
+      "gleaner_ebpf_be_attribution",
+      "1 when the eBPF probe knows the BE QoS cgroup and tells the LS waits BE caused apart "
+      "(cpuSuppressMode slo steers by those); 0 before the BE cgroup exists or without the probe.",
+      s.ebpf_be_attribution ? 1 : 0));
   out.push_back(labelled_counter(
       "gleaner_agent_ebpf_wakeups_total",
       "Times the eBPF probe woke the fast path between ticks, by signal (runqueue_wait: an LS "

@@ -192,6 +192,7 @@ TEST_F(AgentWakeupSloReal, AWaitBehindBeCutsBetweenPassesAndTheReactionIsMeasure
       << "the eBPF probe did not load";
   ASSERT_TRUE(eventually([&] { return metric(port, "gleaner_be_cpu_allowance_cores") > 0; }, 10s))
       << "the slo controller never ran";
+  EXPECT_EQ(metric(port, "gleaner_ebpf_be_attribution"), 1) << "the probe has no BE cgroup";
   EXPECT_EQ(metric(port, reactions), 0) << "a reaction before any LS task ran";
   const pid_t ls = node_->scratch().spawn_busy(node_->ls_pod());
   ASSERT_TRUE(
