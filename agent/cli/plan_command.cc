@@ -28,8 +28,7 @@ void register_plan_command(CLI::App& app) {
                   "vm.watermark_scale_factor)")
       ->capture_default_str();
   cmd->add_option("--cgroup-version", opts->cgroup_version,
-                  "v1, v2 or hybrid (default: detected from the tree)")
-      ->check(CLI::IsMember({"v1", "v2", "hybrid"}));
+                  "v1, v2 or hybrid (default: detected from the tree)");
   cmd->add_option("--metrics-interval", opts->metrics_interval_s,
                   "sampling interval in seconds; metrics older than 3 intervals are stale")
       ->check(kPositive)
