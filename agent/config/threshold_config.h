@@ -35,7 +35,10 @@ struct ResourceThresholdStrategy {
   // cpuSuppressMode slo (Gleaner extensions): an LS pod's run-queue wait p99 target unless
   // its annotation sets its own, the least BE keeps (percent of the node), and whether the
   // threshold formula stays a hard ceiling over the allowance.
-  int64_t cpu_slo_wait_target_micros = 2000;
+  // Just above one BE slice on the scheduler (about 3 ms measured on kernel 6.18): below it
+  // BE is held at its floor whenever more than 1% of LS wake-ups meet a BE slice, which no
+  // CPU weight avoids (docs/qos.md, "Feedback mode").
+  int64_t cpu_slo_wait_target_micros = 4000;
   int64_t cpu_slo_floor_percent = 10;
   bool cpu_slo_threshold_ceiling = false;
   int64_t memory_evict_threshold_percent = 70;

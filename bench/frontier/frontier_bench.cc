@@ -9,7 +9,7 @@
 //   Gleaner onInterference: the same, the ceiling applied on LS interference;
 // each agent across cpuSuppressThresholdPercent (--thresholds); and Gleaner as shipped,
 // cpuSuppressMode slo (BE steered by the LS waits BE causes, no threshold), one point per
-// run-queue wait target (--slo-targets, microseconds; the default 2000 is the shipped one). Each
+// run-queue wait target (--slo-targets, microseconds; the default 4000 is the shipped one). Each
 // point is the median of --repeats windows (p99 min-max stated). A configuration on a
 // better frontier harvests more at the same latency, or holds latency at the same harvest.
 //
@@ -19,7 +19,7 @@
 // gnuplot).
 //
 // Usage: frontier_bench [--services memcached,redis,nginx] [--be cpu,memory] [--seconds S]
-//                       [--repeats N] [--thresholds 40,60,80,100] [--slo-targets 2000]
+//                       [--repeats N] [--thresholds 40,60,80,100] [--slo-targets 4000]
 //                       [--out-dir DIR]
 //                       [--link-prefix P]
 //                       [--client fifo|normal]
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::string services = "memcached,redis,nginx";
   std::string mixes = "cpu,memory";
   std::string thresholds = "40,60,80,100";
-  std::string slo_targets = "2000";
+  std::string slo_targets = "4000";
   std::string client = "fifo";
   CLI::App app{"frontier_bench: BE harvest against LS p99 on memcached, Redis and nginx"};
   app.add_option("--services", services, "services, comma-separated")->capture_default_str();
@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   app.add_option("--thresholds", thresholds, "cpuSuppressThresholdPercent values")
       ->capture_default_str();
   app.add_option("--slo-targets", slo_targets,
-                 "cpuSloWaitTargetMicros values for the feedback mode (2000: the default)")
+                 "cpuSloWaitTargetMicros values for the feedback mode (4000: the default)")
       ->capture_default_str();
   gleaner::bench::positive_option(app, "--seconds", opt.seconds, "seconds per measured window");
   gleaner::bench::positive_option(app, "--repeats", opt.repeats,

@@ -39,6 +39,7 @@ class SloStepTest : public ::testing::Test {
     in.threshold.enable = true;
     in.threshold.cpu_suppress_policy = config::CpuSuppressPolicy::kCfsQuota;
     in.threshold.cpu_suppress_mode = config::CpuSuppressMode::kSlo;
+    in.threshold.cpu_slo_wait_target_micros = 2000;  // these tests' own, not the default
     in.layout = kLayout;
     in.reader = &reader_;
     in.now_s = now_s;
@@ -89,7 +90,7 @@ TEST_F(SloStepTest, AWaitBetweenPassesCutsAndTheFastPathWritesIt) {
   step.tick(inputs(100, 0.2));
   step.tick(inputs(101, 0.2));
   EXPECT_EQ(be_quota(step.fast({4000, 2000, false, &reader_})), "190000");
-  LsWait wait{"default/web", 6e6, 101.3, &reader_};  // 3x the 2 ms default target
+  LsWait wait{"default/web", 6e6, 101.3, &reader_};  // 3x the 2 ms target
   auto cut = step.ls_waited(wait);
   ASSERT_TRUE(cut.slo);
   EXPECT_EQ(cut.slo->action, SloAction::kCut);
@@ -108,7 +109,7 @@ TEST_F(SloStepTest, APodsAnnotationSetsItsTargetAndABadOneWarns) {
   ASSERT_EQ(out.warnings.size(), 1u);
   EXPECT_NE(out.warnings[0].find("default/web"), std::string::npos);
   EXPECT_NE(out.warnings[0].find("\"soon\""), std::string::npos);
-  EXPECT_NE(out.slo->action, SloAction::kCut);  // the 2 ms default applies
+  EXPECT_NE(out.slo->action, SloAction::kCut);  // the configured 2 ms applies
 }
 
 // LS queueing behind LS (its own threads, the node's daemons) shows in the pod's wait p99
