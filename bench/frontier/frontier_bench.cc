@@ -23,6 +23,8 @@
 //                       [--out-dir DIR]
 //                       [--link-prefix P]
 //                       [--client fifo|normal]
+//        frontier_bench --replot SAVED.md --out-dir DIR [--link-prefix P]
+//          (the charts of a saved run, from the tables it printed; nothing is measured)
 // Needs root (real cgroups) and the service packages; what is missing is skipped and said.
 // Every process it starts is in its scratch cgroups and dies with it.
 #include <algorithm>
@@ -111,6 +113,41 @@ std::vector<T> parse_list(const std::string& text, Parse parse, const char* what
   return out;
 }
 
+// Prints a chart's markdown link (when drawn and asked for); whether it was drawn or not
+// to be drawn here (no gnuplot), false when drawing failed.
+bool chart(ServiceKind kind, const std::vector<Point>& points, const Options& opt) {
+  switch (write_chart(kind, points, opt.out_dir)) {
+    case Chart::kDrawn:
+      if (!opt.link_prefix.empty()) {
+        std::printf("![%s: BE harvest against LS p99](%sfrontier-%s.png)\n\n", to_string(kind),
+                    opt.link_prefix.c_str(), to_string(kind));
+      }
+      return true;
+    case Chart::kNoGnuplot:
+      return true;
+    case Chart::kFailed:
+      return false;  // a chart that should have been drawn was not: said on stderr
+  }
+  return false;
+}
+
+int replot_saved(const std::string& path, const Options& opt) {
+  if (opt.out_dir.empty()) {
+    std::fprintf(stderr, "frontier_bench: --replot needs --out-dir\n");
+    return 2;
+  }
+  std::ifstream in(path);
+  auto saved = parse_saved_run(in);
+  if (!saved) {
+    std::fprintf(stderr, "frontier_bench: %s: %s\n", path.c_str(), saved.error().message.c_str());
+    return 2;
+  }
+  for (const auto& service : *saved) {
+    if (!chart(service.kind, service.points, opt)) return 1;
+  }
+  return 0;
+}
+
 // A parser of whole numbers in [low, high] for parse_list.
 auto int_in(long low, long high) {
   return [low, high](const std::string& s) -> std::optional<int> {
@@ -130,6 +167,7 @@ int main(int argc, char** argv) {
   std::string thresholds = "40,60,80,100";
   std::string slo_targets = "4000";
   std::string client = "fifo";
+  std::string replot;
   CLI::App app{"frontier_bench: BE harvest against LS p99 on memcached, Redis and nginx"};
   app.add_option("--services", services, "services, comma-separated")->capture_default_str();
   app.add_option("--be", mixes, "stress-ng BE mixes: cpu, memory")->capture_default_str();
@@ -145,6 +183,10 @@ int main(int argc, char** argv) {
   app.add_option("--link-prefix", opt.link_prefix,
                  "with --out-dir: show each chart under its table, as a markdown image at this "
                  "path prefix (e.g. img/)");
+  app.add_option("--replot", replot,
+                 "draw the charts of a saved run from its printed tables into --out-dir; "
+                 "nothing is measured")
+      ->check(CLI::ExistingFile);
   app.add_option("--client", client, "load generator threads: fifo (off-node client) or normal")
       ->check(CLI::IsMember({"fifo", "normal"}))
       ->capture_default_str();
@@ -158,6 +200,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   opt.fifo = client == "fifo";
+  if (!replot.empty()) return replot_saved(replot, opt);
   auto skip = gleaner::testing::real_cgroup_skip_reason();
   if (!skip.empty()) {
     std::printf("frontier_bench: skipped: %s\n", skip.c_str());
@@ -190,20 +233,7 @@ int main(int argc, char** argv) {
     print_table(kind, points);
     print_summary(kind, points);
     std::printf("\n");
-    if (!opt.out_dir.empty()) {
-      switch (write_chart(kind, points, opt.out_dir)) {
-        case Chart::kDrawn:
-          if (!opt.link_prefix.empty()) {
-            std::printf("![%s: BE harvest against LS p99](%sfrontier-%s.png)\n\n", to_string(kind),
-                        opt.link_prefix.c_str(), to_string(kind));
-          }
-          break;
-        case Chart::kNoGnuplot:
-          break;
-        case Chart::kFailed:
-          return 1;  // a chart that should have been drawn was not: said on stderr
-      }
-    }
+    if (!opt.out_dir.empty() && !chart(kind, points, opt)) return 1;
     std::fflush(stdout);
   }
   return 0;

@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <csignal>
+#include <istream>
 #include <string>
 #include <vector>
 
 #include "bench/frontier/services.h"
+#include "common/result.h"
 #include "test/support/colocated_node.h"
 
 namespace gleaner::bench::frontier {
@@ -86,6 +88,16 @@ void print_table(ServiceKind kind, const std::vector<Point>& points);
 void print_summary(ServiceKind kind, const std::vector<Point>& points);
 // <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png.
 enum class Chart { kDrawn, kNoGnuplot, kFailed };
+
+// A service's points as a saved run's tables state them (mix, configuration, setting, p50,
+// p99, BE share of idle CPU: what the tables and charts need).
+struct SavedService {
+  ServiceKind kind;
+  std::vector<Point> points;
+};
+// Every "### <service>" table of frontier_bench's markdown output; a row that names no known
+// BE mix or configuration is an error naming its line.
+Result<std::vector<SavedService>> parse_saved_run(std::istream& in);
 Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std::string& dir);
 
 }  // namespace gleaner::bench::frontier
