@@ -112,7 +112,8 @@ class SchedProbe {
   Status untrack(const std::string& cgroup_dir);
   // The BE QoS cgroup (under the cpu controller on v1, the unified root on v2): a
   // registered cgroup's wait that ends by taking the CPU from a task under it is BE-caused
-  // (CgroupSchedSample::be_runq). An empty `cgroup_dir` forgets it.
+  // (CgroupSchedSample::be_runq). An empty `cgroup_dir` forgets it. Naming the same
+  // directory again costs a stat(); a directory made anew (another id) is taken.
   Status set_be_cgroup(const std::string& cgroup_dir);
 
   // Deltas since the previous sample() (the first: since open). On-CPU time is added as the

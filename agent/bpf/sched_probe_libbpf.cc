@@ -128,6 +128,7 @@ Status SchedProbe::set_be_cgroup(const std::string& cgroup_dir) {
     }
     id = st.st_ino;  // the kernfs node id, as in track()
   }
+  if (id == impl_->be_cgroup_id) return ok_status();  // unchanged: the caches stay valid
   __atomic_store_n(&impl_->skel->bss->be_cgroup_id, id, __ATOMIC_SEQ_CST);
   impl_->be_cgroup_id = id;
   impl_->bump_generation();  // cached resolutions carry the old BE membership

@@ -330,15 +330,26 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
   runq_p99_ns.clear();
   be_runq_p99_ns.clear();
   if (!probe) return readings;
-  if (!be_attribution) {
-    // The BE QoS directory may appear after the agent (kubelet creates it): tried each pass.
+  {
+    // Named each pass: the BE QoS directory may appear after the agent (kubelet creates it),
+    // or be made anew under another id, which would leave no wait BE-caused and let BE grow
+    // unchecked. The probe only takes a changed id; while the directory is missing the plain
+    // waits steer, which errs on LS's side.
     const std::string be_dir = fs->dir_of(cgroup::Resource::kCpuShares, be_qos_dir);
     if (auto set = probe->set_be_cgroup(be_dir); set.ok()) {
+      if (!be_attribution) {
+        spdlog::info("eBPF: waits that end by taking the CPU from {} count as BE-caused", be_dir);
+      }
       be_attribution = true;
-      spdlog::info("eBPF: waits that end by taking the CPU from {} count as BE-caused", be_dir);
-    } else if (!warned_be_attribution) {
-      spdlog::warn("eBPF: no BE-caused waits until the BE cgroup is there ({})",
-                   set.error().describe());
+      warned_be_attribution = false;
+    } else {
+      if (!warned_be_attribution) {
+        spdlog::warn(
+            "eBPF: no BE-caused waits while the BE cgroup is missing ({}); slo steers "
+            "by all LS waits",
+            set.error().describe());
+      }
+      be_attribution = false;
       warned_be_attribution = true;
     }
   }

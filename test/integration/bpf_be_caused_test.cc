@@ -1,7 +1,8 @@
 // BE-caused waits against the real kernel: an LS task that shares its CPU with another LS
 // task waits as long as one that shares it with a BE task, but only the second wait is
 // counted as BE's (it ends by taking the CPU from the BE task), and only it signals when
-// the probe is told to wake on BE-caused waits alone.
+// the probe is told to wake on BE-caused waits alone. A BE cgroup made anew is taken when its
+// path is named again.
 #include <chrono>
 #include <map>
 #include <string>
@@ -103,6 +104,21 @@ TEST(BpfBeCausedWaits, OnlyWaitsThatEndByTakingTheCpuFromBeAreBes) {
     EXPECT_TRUE(w.be_caused);
     EXPECT_GE(w.value, 1ms);
   }
+
+  // The BE cgroup made anew (kubelet recreating it) has another id: until it is named again
+  // no wait is BE's, and naming the same path again takes the new one.
+  scratch.kill_child(be_pid);
+  scratch.rmdir(be);
+  scratch.rmdir(layout.qos_dir(KubeQos::kBestEffort));
+  scratch.mkdir(be);
+  ASSERT_TRUE(testing::pin_to_cpu(scratch.spawn_busy(be), cpu));
+  const auto stale = measure(probe, ls_id);
+  EXPECT_EQ(stale.be_runq.count, 0U) << describe(stale);
+  ASSERT_TRUE(
+      probe.set_be_cgroup(fs.dir_of(Resource::kCpuShares, layout.qos_dir(KubeQos::kBestEffort)))
+          .ok());
+  const auto renamed = measure(probe, ls_id);
+  EXPECT_GT(renamed.be_runq.count, renamed.runq.count / 2) << describe(renamed);
 }
 
 }  // namespace
