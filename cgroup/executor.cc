@@ -22,8 +22,6 @@ std::string logical_or_raw(const FileWrite& w, const std::string& content, Cgrou
   return logical.ok() ? *logical : content;
 }
 
-constexpr std::chrono::seconds kFirstRetry{1};
-constexpr std::chrono::seconds kLongestRetry{30};
 constexpr std::chrono::seconds kWarnEvery{60};
 
 const Clock& system_clock() {
@@ -264,36 +262,23 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
 }
 
 bool WriteExecutor::deferred(const FileWrite& w) {
-  // Whatever the value: a knob the kernel refuses is usually refused for a reason that
-  // outlives one tick (a hierarchy rule, a missing controller), and the suppress value
-  // moves every tick, so keying on it would retry, and warn, every 50 ms.
-  auto it = refusals_.find(w.path);
-  if (it == refusals_.end()) return false;
-  if (clock_->now() >= it->second.retry_at) return false;
+  if (!backoff_.waiting(w.path)) return false;
   ++counters_[to_string(w.resource)].deferred;
   return true;
 }
 
 void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
-  const SteadyTime now = clock_->now();
-  auto& r = refusals_[w.path];
-  r.content = w.content;
-  ++r.failures;
-  auto wait = kFirstRetry * (1LL << std::min(r.failures - 1, 5));
   // A narrowing write protects LS: it is tried again every second, never left for 30.
   const auto before = logical_from_file(w.resource, fs_.version(), w.old_content);
   const auto after = logical_from_file(w.resource, fs_.version(), w.content);
-  if (before && after && direction_of(w.resource, *before, *after) == Direction::kNarrow) {
-    wait = kFirstRetry;
-  }
-  r.retry_at = now + std::min<std::chrono::seconds>(wait, kLongestRetry);
+  const bool narrows =
+      before && after && direction_of(w.resource, *before, *after) == Direction::kNarrow;
   const std::string message = error.describe();
-  if (r.failures == 1 || message != r.error || now - r.warned_at >= kWarnEvery) {
+  const auto verdict = backoff_.refused(w.path, message, narrows);
+  if (verdict.warn) {
     spdlog::warn("cgroup write failed: {}: {} -> {} ({}): {} ({} attempts; next in {}s)", w.path,
-                 w.old_content, w.content, w.reason, message, r.failures,
-                 std::chrono::duration_cast<std::chrono::seconds>(r.retry_at - now).count());
-    r.warned_at = now;
-    r.error = message;
+                 w.old_content, w.content, w.reason, message, verdict.failures,
+                 verdict.wait.count());
   }
 }
 
@@ -391,9 +376,8 @@ ApplyReport WriteExecutor::perform(std::vector<FileWrite> ordered) {
       report.failed.emplace_back(std::move(w), status.error());
       continue;
     }
-    if (auto it = refusals_.find(w.path); it != refusals_.end()) {
-      spdlog::info("cgroup write {} succeeded after {} refusals", w.path, it->second.failures);
-      refusals_.erase(it);
+    if (const int refusals = backoff_.succeeded(w.path); refusals > 0) {
+      spdlog::info("cgroup write {} succeeded after {} refusals", w.path, refusals);
     }
     ++c.writes;
     spdlog::info("cgroup write {}: {} -> {} ({})", w.path, w.old_content, w.content, w.reason);

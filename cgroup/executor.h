@@ -6,7 +6,7 @@
 // restore_all() can put the node back as it was. Knobs the kernel bounds by their
 // ancestors (cgroup/hierarchy.h) are fitted over the whole subtree, so a plan the kernel
 // would refuse part of is never attempted. A write the kernel still refuses is retried
-// with backoff and warned about at most once a minute.
+// with backoff and warned about at most once a minute (cgroup/write_backoff.h).
 
 #include <chrono>
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/hierarchy.h"
 #include "cgroup/resource.h"
+#include "cgroup/write_backoff.h"
 #include "common/clock.h"
 
 namespace gleaner::cgroup {
@@ -99,17 +100,6 @@ class WriteExecutor {
   [[nodiscard]] bool dry_run() const { return dry_run_; }
 
  private:
-  // A file the kernel refused a write to: when to try it again (1 s, doubling, at most
-  // 30 s; narrowing writes every second), and when it was last warned about (the same
-  // warning at most once a minute).
-  struct Refusal {
-    std::string content;
-    int failures = 0;
-    SteadyTime retry_at{};
-    SteadyTime warned_at{};
-    std::string error;
-  };
-
   ApplyReport perform(std::vector<FileWrite> ordered);
   // Replaces the resolved writes of a knob with a hierarchy rule by the values every cgroup
   // of the subtrees they touch must hold (cgroup/hierarchy.h).
@@ -137,7 +127,7 @@ class WriteExecutor {
   int64_t persist_failures_ = 0;
   bool recording_failed_ = false;
   SteadyTime persist_warned_at_{};
-  std::map<std::string, Refusal> refusals_;  // by path
+  WriteBackoff backoff_{*clock_};  // by path
   // A clamped cgroup's wish, and the value it was clamped to (a cgroup found holding
   // anything else was changed by someone else: the wish is dropped).
   struct HeldWish {

@@ -93,7 +93,7 @@ void WriteExecutor::restore_inherited_cpusets(ApplyReport& report) {
     again.old_content = w.old_content;
     again.content = std::string(trim(*cpus));
     again.reason = "restore (inherited CPUs)";
-    refusals_.erase(w.path);
+    backoff_.forget(w.path);
     fallback.push_back(std::move(again));
     return true;
   });

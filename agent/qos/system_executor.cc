@@ -11,12 +11,6 @@
 namespace gleaner::agent::qos {
 namespace {
 
-using namespace std::chrono_literals;
-
-constexpr auto kFirstRetry = 1s;
-constexpr auto kLongestRetry = 30s;
-constexpr auto kWarnEvery = 60s;
-
 std::string trimmed(std::string_view s) {
   return std::string(trim(s));
 }
@@ -80,7 +74,7 @@ SystemApplyReport SystemExecutor::apply(const std::vector<SystemWrite>& wanted) 
   std::set<std::string> kept;
   for (const auto& w : wanted) {
     kept.insert(spec_of(w.knob).name);
-    write(w.knob, std::to_string(w.value), true, report);
+    write(w.knob, std::to_string(w.value), w.reason, true, report);
   }
   // Knobs the config no longer sets: back to what the agent found.
   std::vector<std::string> dropped;
@@ -90,7 +84,7 @@ SystemApplyReport SystemExecutor::apply(const std::vector<SystemWrite>& wanted) 
   for (const auto& name : dropped) {
     const SystemKnob knob = *knob_named(name);
     const size_t failures = report.failed.size();
-    write(knob, originals_.at(name), false, report);
+    write(knob, originals_.at(name), "restore", false, report);
     if (report.failed.size() == failures && !dry_run_) {
       originals_.erase(name);
       if (persist_) persist_(originals_);
@@ -103,20 +97,19 @@ SystemApplyReport SystemExecutor::restore_all() {
   SystemApplyReport report;
   for (auto it = originals_.begin(); it != originals_.end();) {
     const size_t failures = report.failed.size();
-    refusals_.erase(it->first);  // on stop, one last try whatever the backoff says
-    write(*knob_named(it->first), it->second, false, report);
+    backoff_.forget(it->first);  // on stop, one last try whatever the backoff says
+    write(*knob_named(it->first), it->second, "restore", false, report);
     it = report.failed.size() == failures ? originals_.erase(it) : std::next(it);
   }
   return report;
 }
 
-void SystemExecutor::write(SystemKnob knob, const std::string& content, bool remember,
-                           SystemApplyReport& report) {
+void SystemExecutor::write(SystemKnob knob, const std::string& content, const std::string& reason,
+                           bool remember, SystemApplyReport& report) {
   const auto& spec = spec_of(knob);
   const std::string path = path_of(knob);
   auto& c = counters_[spec.name];
-  if (auto r = refusals_.find(spec.name);
-      r != refusals_.end() && clock_->now() < r->second.retry_at) {
+  if (backoff_.waiting(spec.name)) {
     ++c.deferred;
     return;
   }
@@ -137,7 +130,7 @@ void SystemExecutor::write(SystemKnob knob, const std::string& content, bool rem
   const std::string found = trimmed(*current);
   if (found == content) {
     ++c.unchanged;
-    refusals_.erase(spec.name);
+    backoff_.forget(spec.name);
     return;
   }
   if (dry_run_) {
@@ -156,27 +149,21 @@ void SystemExecutor::write(SystemKnob knob, const std::string& content, bool rem
     report.failed.push_back(done.error());
     return;
   }
-  if (auto r = refusals_.find(spec.name); r != refusals_.end()) {
-    spdlog::info("system-config: {} written after {} refusals", spec.name, r->second.failures);
-    refusals_.erase(r);
+  if (const int refusals = backoff_.succeeded(spec.name); refusals > 0) {
+    spdlog::info("system-config: {} written after {} refusals", spec.name, refusals);
   }
   ++c.writes;
   spdlog::info("system-config: {} {} -> {}", spec.name, found, content);
-  report.written.push_back(std::string(spec.name) + " " + found + " -> " + content);
+  report.written.push_back({spec.name, path, found, content, reason});
 }
 
 void SystemExecutor::note_refusal(SystemKnob knob, const std::string& content, const Error& error) {
   const auto& spec = spec_of(knob);
-  const SteadyTime now = clock_->now();
-  auto& r = refusals_[spec.name];
-  ++r.failures;
-  const auto wait = std::min<std::chrono::seconds>(
-      kFirstRetry * (1LL << std::min(r.failures - 1, 5)), kLongestRetry);
-  r.retry_at = now + wait;
-  if (r.failures == 1 || now - r.warned_at >= kWarnEvery) {
+  const std::string message = error.describe();
+  const auto verdict = backoff_.refused(spec.name, message);
+  if (verdict.warn) {
     spdlog::warn("system-config: writing {} to {} failed: {} ({} attempts; next in {}s)", content,
-                 spec.name, error.describe(), r.failures, wait.count());
-    r.warned_at = now;
+                 spec.name, message, verdict.failures, verdict.wait.count());
   }
 }
 

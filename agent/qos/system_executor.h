@@ -5,7 +5,8 @@
 // the persist hook before the change, so a crash does not lose it); a knob the config no
 // longer sets goes back to that value; restore_all() puts every knob back on stop. A write
 // the kernel refuses (a read-only /proc/sys in an unprivileged container) is retried with
-// backoff (1 s doubling to 30 s) and warned about at most once a minute. A knob whose file
+// the cgroup writes' backoff (cgroup/write_backoff.h: 1 s doubling to 30 s, warned about at
+// most once a minute). A knob whose file
 // this kernel does not have (the Alibaba Cloud Linux memcg_reaper) is said once and left.
 
 #include <chrono>
@@ -17,6 +18,7 @@
 
 #include "agent/qos/system_config.h"
 #include "cgroup/executor.h"
+#include "cgroup/write_backoff.h"
 #include "common/clock.h"
 #include "common/json_fwd.h"
 #include "common/result.h"
@@ -41,7 +43,7 @@ struct SystemFileWrite {
 };
 
 struct SystemApplyReport {
-  std::vector<std::string> written;  // "vm.watermark_scale_factor 150 -> 200"
+  std::vector<SystemFileWrite> written;
   std::vector<Error> failed;
 };
 
@@ -78,13 +80,9 @@ class SystemExecutor {
   [[nodiscard]] std::string path_of(SystemKnob knob) const {
     return knob_path(knob, proc_root_, sys_root_);
   }
-  struct Refusal {
-    int failures = 0;
-    SteadyTime retry_at{};
-    SteadyTime warned_at{};
-  };
   // Writes `content` to `knob` (remembering the original first when `remember`).
-  void write(SystemKnob knob, const std::string& content, bool remember, SystemApplyReport& report);
+  void write(SystemKnob knob, const std::string& content, const std::string& reason, bool remember,
+             SystemApplyReport& report);
   void note_refusal(SystemKnob knob, const std::string& content, const Error& error);
 
   std::string proc_root_;
@@ -94,7 +92,7 @@ class SystemExecutor {
   const Clock* clock_;
   SystemOriginals originals_;
   Persist persist_;
-  std::map<std::string, Refusal> refusals_;
+  cgroup::WriteBackoff backoff_{*clock_};  // by knob name
   std::set<std::string> said_absent_;
   std::map<std::string, cgroup::WriteCounters> counters_;
 };
