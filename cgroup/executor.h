@@ -18,20 +18,13 @@
 #include <vector>
 
 #include "cgroup/cgroup_fs.h"
+#include "cgroup/cgroup_write.h"
 #include "cgroup/hierarchy.h"
 #include "cgroup/resource.h"
 #include "cgroup/write_backoff.h"
 #include "common/clock.h"
 
 namespace gleaner::cgroup {
-
-// What a strategy wants: a logical value for a resource of a cgroup.
-struct CgroupWrite {
-  Resource resource;
-  std::string cgroup;  // relative, e.g. "kubepods/besteffort"
-  std::string value;   // logical value, e.g. quota "170000", "-1", cpuset "0-3"
-  std::string reason;  // e.g. "cpu-suppress"
-};
 
 // A write resolved to a file: what `plan` prints and `apply` performs.
 struct FileWrite {

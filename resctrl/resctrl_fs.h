@@ -11,29 +11,10 @@
 #include <vector>
 
 #include "common/result.h"
+#include "resctrl/capability.h"
 #include "resctrl/schemata.h"
 
 namespace gleaner::resctrl {
-
-struct L3Info {
-  uint64_t cbm_mask = 0;
-  int ways = 0;
-  int min_cbm_bits = 1;
-  std::vector<int> cache_ids;  // from the root schemata; need not be contiguous
-};
-
-struct MbaInfo {
-  int min_bandwidth = 10;
-  int bandwidth_granularity = 10;
-  std::vector<int> domain_ids;
-};
-
-struct Capability {
-  std::optional<L3Info> l3;
-  std::optional<MbaInfo> mba;
-  bool monitoring = false;  // info/L3_MON present
-  [[nodiscard]] bool any() const { return l3 || mba; }
-};
 
 struct MonData {
   std::map<int, uint64_t> llc_occupancy_bytes;  // by cache id

@@ -37,9 +37,9 @@ std::string quota_value(std::optional<int64_t> limit_milli, int64_t period) {
   return std::to_string(std::max<int64_t>(*limit_milli * period / 1000, 1000));
 }
 
-void add(Plan& plan, QosReader& reader, Resource r, const std::string& cg, std::string value,
-         const char* reason) {
-  if (!reader.has(r, cg)) return;
+void add(Plan& plan, const KnobSnapshot& knobs, Resource r, const std::string& cg,
+         std::string value, const char* reason) {
+  if (!knobs.has(r, cg)) return;
   plan.writes.push_back({r, cg, std::move(value), reason});
 }
 
@@ -51,21 +51,22 @@ int64_t shares_from_milli(int64_t milli) {
 }
 
 Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                     bool cfs_quota_suppress_active, bool pods_sched_idle, QosReader& reader) {
+                     bool cfs_quota_suppress_active, bool pods_sched_idle,
+                     const KnobSnapshot& knobs) {
   Plan plan;
   for (const auto& pod : snap.pods) {
     if (!is_labelled_be(pod)) continue;
     const std::string pod_dir = pod_cgroup(layout, pod);
-    if (!reader.has(Resource::kCpuShares, pod_dir)) continue;  // not created yet, or gone
-    int64_t period = reader.integer(Resource::kCpuPeriod, pod_dir).value_or(kDefaultPeriodUs);
+    if (!knobs.has(Resource::kCpuShares, pod_dir)) continue;  // not created yet, or gone
+    int64_t period = knobs.integer(Resource::kCpuPeriod, pod_dir).value_or(kDefaultPeriodUs);
     if (!pods_sched_idle) {
-      add(plan, reader, Resource::kCpuShares, pod_dir,
+      add(plan, knobs, Resource::kCpuShares, pod_dir,
           std::to_string(shares_from_milli(pod.batch.cpu_request_milli)), kReasonBeCgroup);
     }
-    add(plan, reader, Resource::kCpuQuota, pod_dir,
+    add(plan, knobs, Resource::kCpuQuota, pod_dir,
         cfs_quota_suppress_active ? "-1" : quota_value(pod.batch.cpu_limit_milli, period),
         kReasonBeCgroup);
-    add(plan, reader, Resource::kMemoryLimit, pod_dir,
+    add(plan, knobs, Resource::kMemoryLimit, pod_dir,
         pod.batch.memory_limit_bytes ? std::to_string(*pod.batch.memory_limit_bytes) : "-1",
         kReasonBeCgroup);
     for (const auto& [name, dir] : container_cgroups(layout, pod)) {
@@ -73,12 +74,12 @@ Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
                                [&](const kube::Container& c) { return c.name == name; });
       if (spec == pod.pod.containers.end()) continue;
       ContainerBatch b = container_batch(*spec);
-      int64_t cperiod = reader.integer(Resource::kCpuPeriod, dir).value_or(kDefaultPeriodUs);
-      add(plan, reader, Resource::kCpuShares, dir, std::to_string(shares_from_milli(b.cpu_request)),
+      int64_t cperiod = knobs.integer(Resource::kCpuPeriod, dir).value_or(kDefaultPeriodUs);
+      add(plan, knobs, Resource::kCpuShares, dir, std::to_string(shares_from_milli(b.cpu_request)),
           kReasonBeCgroup);
-      add(plan, reader, Resource::kCpuQuota, dir, quota_value(b.cpu_limit, cperiod),
+      add(plan, knobs, Resource::kCpuQuota, dir, quota_value(b.cpu_limit, cperiod),
           kReasonBeCgroup);
-      add(plan, reader, Resource::kMemoryLimit, dir,
+      add(plan, knobs, Resource::kMemoryLimit, dir,
           b.memory_limit ? std::to_string(*b.memory_limit) : "-1", kReasonBeCgroup);
     }
   }
@@ -90,13 +91,13 @@ bool be_pods_sched_idle(const config::ResourceQoSStrategy& qos) {
 }
 
 Plan plan_cpu_idle(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                   const config::ResourceQoSStrategy& qos, QosReader& reader) {
+                   const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs) {
   Plan plan;
   const std::string value = be_pods_sched_idle(qos) ? "1" : "0";
   for (const auto& pod : snap.pods) {
     if (pod.qos != states::QoSClass::kBE) continue;
     const std::string dir = pod_cgroup(layout, pod);
-    add(plan, reader, Resource::kCpuIdle, dir, value, kReasonCpuIdle);
+    add(plan, knobs, Resource::kCpuIdle, dir, value, kReasonCpuIdle);
   }
   return plan;
 }

@@ -21,7 +21,8 @@ inline constexpr int64_t kMaxShares = 262144;
 int64_t shares_from_milli(int64_t milli);
 
 Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                     bool cfs_quota_suppress_active, bool pods_sched_idle, QosReader& reader);
+                     bool cfs_quota_suppress_active, bool pods_sched_idle,
+                     const KnobSnapshot& knobs);
 
 // Whether plan_cpu_idle makes BE pod directories idle under `qos`.
 bool be_pods_sched_idle(const config::ResourceQoSStrategy& qos);
@@ -31,6 +32,6 @@ bool be_pods_sched_idle(const config::ResourceQoSStrategy& qos);
 // it). Never on kubelet's QoS directories: kubelet writes their cpu.shares, which the
 // kernel refuses for an idle group.
 Plan plan_cpu_idle(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                   const config::ResourceQoSStrategy& qos, QosReader& reader);
+                   const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs);
 
 }  // namespace gleaner::agent::qos

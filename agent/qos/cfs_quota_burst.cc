@@ -93,8 +93,9 @@ SharePool share_pool_state(const snapshot::NodeSnapshot& snap, int64_t threshold
 }
 
 Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                          const config::CpuBurstStrategy& burst, QosReader& reader, double now_s,
-                          bool hold, std::map<std::string, QuotaBurstMemory>& memory) {
+                          const config::CpuBurstStrategy& burst, const KnobSnapshot& knobs,
+                          double now_s, bool hold,
+                          std::map<std::string, QuotaBurstMemory>& memory) {
   Plan plan;
   const bool on = scaling_on(burst.policy);
   const SharePool pool =
@@ -111,16 +112,16 @@ Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::Kube
     for (const auto& [name, dir] : container_cgroups(layout, pod)) {
       auto limit = limits.find(name);
       if (limit == limits.end() || limit->second <= 0) continue;
-      const auto current = reader.integer(Resource::kCpuQuota, dir);
+      const auto current = knobs.integer(Resource::kCpuQuota, dir);
       if (!current || *current <= 0) continue;
-      const int64_t period = reader.integer(Resource::kCpuPeriod, dir).value_or(kDefaultPeriodUs);
+      const int64_t period = knobs.integer(Resource::kCpuPeriod, dir).value_or(kDefaultPeriodUs);
       const int64_t base = limit->second * period / 1000;
       const int64_t ceiling = std::max(
           base, static_cast<int64_t>(static_cast<double>(base) *
                                      static_cast<double>(burst.cfs_quota_burst_percent) / 100.0));
       // Counters only while the policy is on: with it off nothing but a reset can happen.
       std::optional<CpuCounters> counters;
-      if (on) counters = reader.cpu_counters(dir);
+      if (on) counters = knobs.cpu_counters(dir);
       auto before = memory.find(dir);
       const bool seen_before = before != memory.end();
       QuotaBurstMemory m = seen_before ? before->second : QuotaBurstMemory{};
@@ -156,8 +157,7 @@ Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::Kube
     if (pod_delta == 0) continue;
     const std::string pod_dir = pod_cgroup(layout, pod);
     // The pod's quota exists only when every container has a limit (-1 otherwise).
-    if (auto pod_quota = reader.integer(Resource::kCpuQuota, pod_dir);
-        pod_quota && *pod_quota > 0) {
+    if (auto pod_quota = knobs.integer(Resource::kCpuQuota, pod_dir); pod_quota && *pod_quota > 0) {
       plan.writes.push_back({Resource::kCpuQuota, pod_dir, std::to_string(*pod_quota + pod_delta),
                              kReasonCfsQuotaBurst});
     }
@@ -167,6 +167,17 @@ Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::Kube
   }
   memory = std::move(seen);
   return plan;
+}
+
+void declare_quota_burst_reads(const snapshot::NodeSnapshot& snap,
+                               const cgroup::KubeletLayout& layout,
+                               const config::CpuBurstStrategy& burst, KnobReads& reads) {
+  if (!scaling_on(burst.policy)) return;
+  for (const auto& pod : snap.pods) {
+    if (pod.qos != states::QoSClass::kLS || is_terminating(pod)) continue;
+    for (const auto& [name, dir] : container_cgroups(layout, pod))
+      reads.counters.insert(dir);
+  }
 }
 
 }  // namespace gleaner::agent::qos

@@ -36,7 +36,12 @@ SharePool share_pool_state(const snapshot::NodeSnapshot& snap, int64_t threshold
 // `memory`: each container's counters and bucket from the last pass, updated in place
 // (containers gone are dropped). `hold`: stale metrics, nothing is scaled up.
 Plan plan_cfs_quota_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                          const config::CpuBurstStrategy& burst, QosReader& reader, double now_s,
-                          bool hold, std::map<std::string, QuotaBurstMemory>& memory);
+                          const config::CpuBurstStrategy& burst, const KnobSnapshot& knobs,
+                          double now_s, bool hold, std::map<std::string, QuotaBurstMemory>& memory);
+// Adds what plan_cfs_quota_burst reads beyond the cgroup knobs: the CPU counters of LS
+// containers, only while the policy scales quotas.
+void declare_quota_burst_reads(const snapshot::NodeSnapshot& snap,
+                               const cgroup::KubeletLayout& layout,
+                               const config::CpuBurstStrategy& burst, KnobReads& reads);
 
 }  // namespace gleaner::agent::qos

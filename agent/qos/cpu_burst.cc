@@ -16,12 +16,12 @@ bool static_burst_on(config::CpuBurstPolicy policy) {
 // The burst for a CPU limit, capped at the cgroup's quota (the kernel's rule); nullopt
 // where there is nothing to set (no such file, no quota).
 std::optional<int64_t> burst_for(int64_t limit_milli, const config::CpuBurstStrategy& burst,
-                                 bool on, const std::string& cg, QosReader& reader) {
-  if (!reader.has(Resource::kCpuBurst, cg)) return std::nullopt;
+                                 bool on, const std::string& cg, const KnobSnapshot& knobs) {
+  if (!knobs.has(Resource::kCpuBurst, cg)) return std::nullopt;
   if (!on) return 0;
-  const auto quota = reader.integer(Resource::kCpuQuota, cg);
+  const auto quota = knobs.integer(Resource::kCpuQuota, cg);
   if (!quota || *quota <= 0 || limit_milli <= 0) return 0;  // unlimited: nothing to carry
-  const int64_t period = reader.integer(Resource::kCpuPeriod, cg).value_or(kDefaultPeriodUs);
+  const int64_t period = knobs.integer(Resource::kCpuPeriod, cg).value_or(kDefaultPeriodUs);
   const int64_t base = limit_milli * period / 1000;  // kubelet's quota for the limit
   const int64_t wanted = base * burst.cpu_burst_percent / 100;
   // Capped at kubelet's quota too, not only the quota in force: a quota the CFS quota burst
@@ -32,7 +32,7 @@ std::optional<int64_t> burst_for(int64_t limit_milli, const config::CpuBurstStra
 }  // namespace
 
 Plan plan_cpu_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                    const config::CpuBurstStrategy& burst, QosReader& reader) {
+                    const config::CpuBurstStrategy& burst, const KnobSnapshot& knobs) {
   Plan plan;
   const bool on = static_burst_on(burst.policy);
   for (const auto& pod : snap.pods) {
@@ -49,7 +49,7 @@ Plan plan_cpu_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLay
       pod_limit += limit;
     }
     auto add = [&](const std::string& cg, int64_t limit) {
-      if (auto b = burst_for(limit, burst, on, cg, reader)) {
+      if (auto b = burst_for(limit, burst, on, cg, knobs)) {
         plan.writes.push_back({Resource::kCpuBurst, cg, std::to_string(*b), kReasonCpuBurst});
       }
     };

@@ -19,6 +19,6 @@ namespace gleaner::agent::qos {
 inline constexpr const char* kReasonCpuBurst = "cpu-burst";
 
 Plan plan_cpu_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                    const config::CpuBurstStrategy& burst, QosReader& reader);
+                    const config::CpuBurstStrategy& burst, const KnobSnapshot& knobs);
 
 }  // namespace gleaner::agent::qos

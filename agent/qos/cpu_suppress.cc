@@ -37,20 +37,20 @@ void add_write(Plan& plan, Resource r, const std::string& cg, std::string value,
 // Cpuset writes to the BE QoS dir and every BE pod/container dir that has a CPU list of
 // its own (v2 leaves children empty, meaning "inherit"; those are left alone). The
 // executor orders them parents-first when widening, children-first when narrowing.
-void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
+void write_cpusets(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs,
                    const std::vector<int>& cpus, const std::string& reason = kReasonCpuSuppress) {
   const std::string list = cgroup::format_cpu_list(cpus);
   // An empty v2 cpuset inherits its parent's CPUs: when those are what BE gets, writing
   // them would only turn inheritance into a fixed list (which a populated cgroup can never
   // be emptied back from: the kernel answers ENOSPC).
-  auto current = reader.logical(Resource::kCpusetCpus, ctx.be_qos_dir);
+  auto current = knobs.logical(Resource::kCpusetCpus, ctx.be_qos_dir);
   const bool inherits_all =
-      current && current->empty() && reader.ids(Resource::kCpusetEffective, ctx.be_qos_dir) == cpus;
-  if (reader.has(Resource::kCpusetCpus, ctx.be_qos_dir) && !inherits_all) {
+      current && current->empty() && knobs.ids(Resource::kCpusetEffective, ctx.be_qos_dir) == cpus;
+  if (knobs.has(Resource::kCpusetCpus, ctx.be_qos_dir) && !inherits_all) {
     add_write(plan, Resource::kCpusetCpus, ctx.be_qos_dir, list, reason);
   }
   for (const auto& dir : ctx.be_dirs) {
-    auto current = reader.logical(Resource::kCpusetCpus, dir);
+    auto current = knobs.logical(Resource::kCpusetCpus, dir);
     if (current && !current->empty()) add_write(plan, Resource::kCpusetCpus, dir, list, reason);
   }
 }
@@ -58,8 +58,8 @@ void write_cpusets(Plan& plan, const SuppressContext& ctx, QosReader& reader,
 // The CPUs BE may use at all, in the order it receives them: the topology's CPUs that are
 // also in kubepods' CPU list (pods can never use more), minus reserved CPUs. Without a
 // topology, the kubepods CPU list alone.
-std::vector<int> be_universe_order(const SuppressContext& ctx, QosReader& reader) {
-  auto pods_cpus = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
+std::vector<int> be_universe_order(const SuppressContext& ctx, const KnobSnapshot& knobs) {
+  auto pods_cpus = knobs.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
   const bool have_list = pods_cpus && !pods_cpus->empty();
   if (!ctx.topology) {
     if (!have_list) return {};
@@ -73,55 +73,55 @@ std::vector<int> be_universe_order(const SuppressContext& ctx, QosReader& reader
 }
 
 void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
-                    QosReader& reader, bool stale, bool full_pass) {
-  auto current = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+                    const KnobSnapshot& knobs, bool stale, bool full_pass) {
+  auto current = knobs.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (!current) {
     plan.notes.emplace_back("cpu-suppress: no CPU quota file for " + ctx.be_qos_dir + ", skipped");
     return;
   }
-  int64_t period = reader.integer(Resource::kCpuPeriod, ctx.be_qos_dir).value_or(kDefaultPeriodUs);
+  int64_t period = knobs.integer(Resource::kCpuPeriod, ctx.be_qos_dir).value_or(kDefaultPeriodUs);
   if (period <= 0) period = kDefaultPeriodUs;
   auto next = next_quota(suppress_milli, ctx.capacity_milli, period, *current, stale);
   if (next) add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, std::to_string(*next));
   if (stale) return;       // restoring the full cpuset would grow BE
   if (!full_pass) return;  // the walk over BE's pods: once a second is enough
-  auto order = be_universe_order(ctx, reader);
+  auto order = be_universe_order(ctx, knobs);
   if (order.empty()) return;
   std::sort(order.begin(), order.end());
-  write_cpusets(plan, ctx, reader, order);
+  write_cpusets(plan, ctx, knobs, order);
 }
 
-void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli, QosReader& reader,
-                 bool stale, int min_cpus) {
-  auto order = be_universe_order(ctx, reader);
+void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
+                 const KnobSnapshot& knobs, bool stale, int min_cpus) {
+  auto order = be_universe_order(ctx, knobs);
   if (order.empty()) {
     plan.notes.emplace_back("cpu-suppress: no CPU list for BE, cpuset policy skipped");
     return;
   }
   const int available = static_cast<int>(order.size());
-  auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
+  auto current = knobs.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
   // An empty v2 cpuset.cpus inherits the parent's: BE has every CPU.
   int current_count = current && !current->empty() ? static_cast<int>(current->size()) : available;
   int count = next_cpu_count(suppress_milli, current_count, available, stale, min_cpus);
   std::vector<int> chosen(order.begin(), order.begin() + count);
   std::sort(chosen.begin(), chosen.end());
-  write_cpusets(plan, ctx, reader, chosen);
+  write_cpusets(plan, ctx, knobs, chosen);
   // The cpuset is the only limit while this policy is active.
-  auto quota = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+  auto quota = knobs.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (quota && *quota != cgroup::kUnlimited && !stale) {
     add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, "-1");
   }
 }
 
 // Suppression off: give BE back what kubelet gave it (no quota, the kubepods CPU list).
-void plan_recover(Plan& plan, const SuppressContext& ctx, QosReader& reader, bool stale) {
+void plan_recover(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, bool stale) {
   if (stale) return;
-  auto quota = reader.integer(Resource::kCpuQuota, ctx.be_qos_dir);
+  auto quota = knobs.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (quota && *quota != cgroup::kUnlimited) {
     add_write(plan, Resource::kCpuQuota, ctx.be_qos_dir, "-1");
   }
-  auto all = reader.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
-  if (all && !all->empty()) write_cpusets(plan, ctx, reader, *all);
+  auto all = knobs.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
+  if (all && !all->empty()) write_cpusets(plan, ctx, knobs, *all);
 }
 
 }  // namespace
@@ -212,9 +212,9 @@ int capped_cpu_count(int count, int max_cpus, int available, int min_cpus) {
   return std::max(std::min(count, max_cpus), std::min(min_cpus, count));
 }
 
-void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
+void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, int max_cpus,
                    const std::string& reason, int min_cpus) {
-  auto order = be_universe_order(ctx, reader);
+  auto order = be_universe_order(ctx, knobs);
   if (order.empty()) return;
   const int available = static_cast<int>(order.size());
   // What BE gets after this plan: its planned write, else what it holds now (an empty v2
@@ -225,7 +225,7 @@ void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, in
     if (auto ids = cgroup::parse_cpu_list(w.value); ids.ok()) count = static_cast<int>(ids->size());
   }
   if (!count) {
-    auto current = reader.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
+    auto current = knobs.ids(Resource::kCpusetCpus, ctx.be_qos_dir);
     count = current && !current->empty() ? static_cast<int>(current->size()) : available;
   }
   const int limit = capped_cpu_count(*count, max_cpus, available, min_cpus);
@@ -237,7 +237,7 @@ void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, in
   });
   std::vector<int> chosen(order.begin(), order.begin() + limit);
   std::sort(chosen.begin(), chosen.end());
-  write_cpusets(plan, ctx, reader, chosen, reason);
+  write_cpusets(plan, ctx, knobs, chosen, reason);
 }
 
 bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy, bool armed) {
@@ -247,8 +247,8 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
 
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed,
-                       bool full_pass) {
+                       int64_t system_usage_milli, const KnobSnapshot& knobs, bool stale,
+                       bool armed, bool full_pass) {
   Plan plan;
   if (!suppress_ceiling_applies(strategy, armed)) {
     if (strategy.enable) {
@@ -256,7 +256,7 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
           "cpu-suppress: no LS interference within the hold time, BE unbounded "
           "(cpuSuppressMode onInterference)");
     }
-    plan_recover(plan, ctx, reader, stale);
+    plan_recover(plan, ctx, knobs, stale);
     return plan;
   }
   if (ctx.capacity_milli <= 0) {
@@ -264,18 +264,18 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
     return plan;
   }
   auto terms = suppress_terms(ctx, strategy, non_be_milli, system_usage_milli);
-  return plan_be_allowance(ctx, strategy, terms.suppress_milli, reader, stale, full_pass);
+  return plan_be_allowance(ctx, strategy, terms.suppress_milli, knobs, stale, full_pass);
 }
 
 Plan plan_be_allowance(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
-                       QosReader& reader, bool stale, bool full_pass) {
+                       const KnobSnapshot& knobs, bool stale, bool full_pass) {
   Plan plan;
   if (stale) plan.notes.emplace_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    plan_cfs_quota(plan, ctx, allowance_milli, reader, stale, full_pass);
+    plan_cfs_quota(plan, ctx, allowance_milli, knobs, stale, full_pass);
   } else {
-    plan_cpuset(plan, ctx, allowance_milli, reader, stale,
+    plan_cpuset(plan, ctx, allowance_milli, knobs, stale,
                 static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
   return plan;

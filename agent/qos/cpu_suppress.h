@@ -62,14 +62,14 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
 // pass.
 Plan plan_cpu_suppress(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, QosReader& reader, bool stale, bool armed = true,
-                       bool full_pass = true);
+                       int64_t system_usage_milli, const KnobSnapshot& knobs, bool stale,
+                       bool armed = true, bool full_pass = true);
 
 // Enforces `allowance_milli` for BE in the strategy's policy (the part of
 // plan_cpu_suppress after the formula; cpuSuppressMode slo gives its own allowance).
 Plan plan_be_allowance(const SuppressContext& ctx,
                        const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
-                       QosReader& reader, bool stale, bool full_pass = true);
+                       const KnobSnapshot& knobs, bool stale, bool full_pass = true);
 
 // The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
 // `current` (-1: unlimited).
@@ -88,7 +88,7 @@ int capped_cpu_count(int count, int max_cpus, int available, int min_cpus = kMin
 // Applies that ceiling to a cpuset-policy plan, in the policy's CPU order: BE cpuset writes
 // above it are replaced, and writes are added when BE holds more CPUs now and the plan did
 // not change them. `reason` labels the writes.
-void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, QosReader& reader, int max_cpus,
+void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, int max_cpus,
                    const std::string& reason, int min_cpus = kMinSuppressCpus);
 
 }  // namespace gleaner::agent::qos

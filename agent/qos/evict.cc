@@ -96,14 +96,14 @@ Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
 }
 
 int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
-                          QosReader& reader) {
+                          const KnobSnapshot& knobs) {
   int64_t limit = capacity_milli;
-  auto quota = reader.integer(Resource::kCpuQuota, be_qos_dir);
-  auto period = reader.integer(Resource::kCpuPeriod, be_qos_dir);
+  auto quota = knobs.integer(Resource::kCpuQuota, be_qos_dir);
+  auto period = knobs.integer(Resource::kCpuPeriod, be_qos_dir);
   if (quota && *quota > 0 && period && *period > 0) {
     limit = std::min(limit, *quota * 1000 / *period);
   }
-  auto cpus = reader.ids(Resource::kCpusetCpus, be_qos_dir);
+  auto cpus = knobs.ids(Resource::kCpusetCpus, be_qos_dir);
   if (cpus && !cpus->empty())
     limit = std::min<int64_t>(limit, static_cast<int64_t>(cpus->size()) * 1000);
   return limit;

@@ -25,7 +25,8 @@ Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
 
 // BE's real CPU limit in millicores as the current cgroup values set it: the besteffort
 // quota when limited, else its cpuset size, else the node capacity.
-int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli, QosReader& reader);
+int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
+                          const KnobSnapshot& knobs);
 
 // When BE usage >= usageThreshold% of its real limit and limit / Σ batch-cpu requests <=
 // lower%, frees batch-cpu requests worth requests * (upper% - satisfaction%).

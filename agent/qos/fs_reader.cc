@@ -4,55 +4,37 @@
 
 namespace gleaner::agent::qos {
 
-std::optional<std::string> FsQosReader::logical(cgroup::Resource resource, const std::string& cg) {
-  auto v = fs_.read_logical(resource, cg);
-  if (!v) return std::nullopt;
-  return *v;
-}
-
-std::optional<int64_t> FsQosReader::integer(cgroup::Resource resource, const std::string& cg) {
-  auto v = fs_.read_int(resource, cg);
-  if (!v) return std::nullopt;
-  return *v;
-}
-
-std::optional<std::vector<int>> FsQosReader::ids(cgroup::Resource resource, const std::string& cg) {
-  auto v =
-      resource == cgroup::Resource::kCpusetCpus ? fs_.read_cpuset(cg) : fs_.read_ids(resource, cg);
-  if (!v) return std::nullopt;
-  return *v;
-}
-
-std::optional<CpuCounters> FsQosReader::cpu_counters(const std::string& cg) {
-  auto usage = fs_.read_cpu_usage_ns(cg);
-  auto throttle = fs_.read_cpu_throttle(cg);
-  if (!usage || !throttle) return std::nullopt;
-  return CpuCounters{*usage, throttle->nr_throttled};
-}
-
-bool FsQosReader::has(cgroup::Resource resource, const std::string& cg) const {
-  return fs_.has(resource, cg);
-}
-
-std::optional<resctrl::Capability> FsQosReader::resctrl_capability() {
-  if (resctrl_ == nullptr) return std::nullopt;
-  auto cap = resctrl_->detect();
-  if (!cap) return std::nullopt;
-  return *cap;
-}
-
-std::optional<resctrl::Schemata> FsQosReader::resctrl_schemata(const std::string& group) {
-  if (resctrl_ == nullptr || !is_directory(resctrl_->group_dir(group))) return std::nullopt;
-  auto s = resctrl_->read_schemata(group);
-  // A group directory without a readable schemata is treated as empty: every line differs.
-  return s ? *s : resctrl::Schemata{};
-}
-
-std::optional<std::vector<int>> FsQosReader::resctrl_tasks(const std::string& group) {
-  if (resctrl_ == nullptr) return std::nullopt;
-  auto t = resctrl_->read_tasks(group);
-  if (!t) return std::nullopt;
-  return *t;
+KnobSnapshot FsQosReader::read(const KnobReads& reads) {
+  KnobSnapshot knobs(fs_.version());
+  for (const auto& [cg, resources] : reads.files) {
+    for (const auto resource : resources) {
+      if (!fs_.has(resource, cg)) continue;
+      // Task lists change constantly and are read rarely: no cached descriptor for them.
+      const bool tasks =
+          resource == cgroup::Resource::kThreads || resource == cgroup::Resource::kProcs;
+      auto path = fs_.path_of(resource, cg);
+      auto raw = !tasks ? fs_.read_raw(resource, cg)
+                 : path ? read_file(*path)
+                        : Result<std::string>(path.error());
+      knobs.set_file(resource, cg, raw ? std::optional<std::string>(*raw) : std::nullopt);
+    }
+  }
+  for (const auto& cg : reads.counters) {
+    auto usage = fs_.read_cpu_usage_ns(cg);
+    auto throttle = fs_.read_cpu_throttle(cg);
+    if (usage && throttle) knobs.set_counters(cg, {*usage, throttle->nr_throttled});
+  }
+  if (!reads.resctrl || resctrl_ == nullptr) return knobs;
+  if (auto cap = resctrl_->detect()) knobs.set_resctrl_capability(*cap);
+  for (const auto& group : reads.resctrl_groups) {
+    // A group directory without a readable schemata counts as empty: every line differs.
+    if (is_directory(resctrl_->group_dir(group))) {
+      auto s = resctrl_->read_schemata(group);
+      knobs.set_resctrl_schemata(group, s ? *s : resctrl::Schemata{});
+    }
+    if (auto t = resctrl_->read_tasks(group)) knobs.set_resctrl_tasks(group, *t);
+  }
+  return knobs;
 }
 
 }  // namespace gleaner::agent::qos

@@ -1,5 +1,6 @@
 #pragma once
-// QosReader over the real (or a fake) cgroup and resctrl trees. Reads only.
+// QosReader over the real (or a fake) cgroup and resctrl trees: reads what a pass declares
+// into a KnobSnapshot. Reads only.
 
 #include "agent/qos/qos_types.h"
 #include "cgroup/cgroup_fs.h"
@@ -13,15 +14,7 @@ class FsQosReader : public QosReader {
   FsQosReader(cgroup::CgroupFs& fs, const resctrl::ResctrlFs* resctrl)
       : fs_(fs), resctrl_(resctrl) {}
 
-  [[nodiscard]] cgroup::CgroupVersion version() const override { return fs_.version(); }
-  std::optional<std::string> logical(cgroup::Resource resource, const std::string& cg) override;
-  std::optional<int64_t> integer(cgroup::Resource resource, const std::string& cg) override;
-  std::optional<std::vector<int>> ids(cgroup::Resource resource, const std::string& cg) override;
-  [[nodiscard]] bool has(cgroup::Resource resource, const std::string& cg) const override;
-  std::optional<resctrl::Capability> resctrl_capability() override;
-  std::optional<resctrl::Schemata> resctrl_schemata(const std::string& group) override;
-  std::optional<std::vector<int>> resctrl_tasks(const std::string& group) override;
-  std::optional<CpuCounters> cpu_counters(const std::string& cg) override;
+  KnobSnapshot read(const KnobReads& reads) override;
 
  private:
   cgroup::CgroupFs& fs_;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "agent/qos/pod_dirs.h"
+#include "cgroup/parsers.h"
 
 namespace gleaner::agent::qos {
 namespace {
@@ -34,27 +35,28 @@ Protection container_protection(const kube::Container& c, bool batch, const conf
   return p;
 }
 
-void add(Plan& plan, QosReader& reader, Resource r, const std::string& cg, int64_t v) {
-  if (!reader.has(r, cg)) return;
+void add(Plan& plan, const KnobSnapshot& knobs, Resource r, const std::string& cg, int64_t v) {
+  if (!knobs.has(r, cg)) return;
   plan.writes.push_back({r, cg, std::to_string(v), kReasonMemoryQoS});
 }
 
 // The knobs beyond protection, each written only where the kernel has the file
 // (memory.oom.group on v2; the watermark and OOM priority files of Alibaba Cloud Linux).
-void add_knobs(Plan& plan, QosReader& reader, const std::string& cg, const config::MemoryQoS& m) {
-  add(plan, reader, Resource::kMemoryOomGroup, cg, m.oom_kill_group);
-  add(plan, reader, Resource::kMemoryWmarkRatio, cg, m.wmark_ratio);
-  add(plan, reader, Resource::kMemoryWmarkScaleFactor, cg, m.wmark_scale_permill);
-  add(plan, reader, Resource::kMemoryWmarkMinAdj, cg, m.wmark_min_adj);
-  add(plan, reader, Resource::kMemoryUsePriorityOom, cg, m.priority_enable);
-  add(plan, reader, Resource::kMemoryPriority, cg, m.priority);
+void add_knobs(Plan& plan, const KnobSnapshot& knobs, const std::string& cg,
+               const config::MemoryQoS& m) {
+  add(plan, knobs, Resource::kMemoryOomGroup, cg, m.oom_kill_group);
+  add(plan, knobs, Resource::kMemoryWmarkRatio, cg, m.wmark_ratio);
+  add(plan, knobs, Resource::kMemoryWmarkScaleFactor, cg, m.wmark_scale_permill);
+  add(plan, knobs, Resource::kMemoryWmarkMinAdj, cg, m.wmark_min_adj);
+  add(plan, knobs, Resource::kMemoryUsePriorityOom, cg, m.priority_enable);
+  add(plan, knobs, Resource::kMemoryPriority, cg, m.priority);
 }
 
-void add_protection(Plan& plan, QosReader& reader, const std::string& cg, const Protection& p,
-                    bool with_high) {
-  add(plan, reader, Resource::kMemoryMin, cg, p.min);
-  add(plan, reader, Resource::kMemoryLow, cg, p.low);
-  if (with_high) add(plan, reader, Resource::kMemoryHigh, cg, p.high.value_or(cgroup::kUnlimited));
+void add_protection(Plan& plan, const KnobSnapshot& knobs, const std::string& cg,
+                    const Protection& p, bool with_high) {
+  add(plan, knobs, Resource::kMemoryMin, cg, p.min);
+  add(plan, knobs, Resource::kMemoryLow, cg, p.low);
+  if (with_high) add(plan, knobs, Resource::kMemoryHigh, cg, p.high.value_or(cgroup::kUnlimited));
 }
 
 }  // namespace
@@ -75,7 +77,7 @@ const config::ResourceQoS* class_qos(const config::ResourceQoSStrategy& qos, sta
 }
 
 Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                     const config::ResourceQoSStrategy& qos, QosReader& reader) {
+                     const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs) {
   Plan plan;
   if (!qos.lsr.memory.enable && !qos.ls.memory.enable && !qos.be.memory.enable) return plan;
   std::map<std::string, Protection> per_qos_dir;
@@ -103,12 +105,12 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
     for (const auto& [name, dir] : container_cgroups(layout, pod)) {
       auto it = by_container.find(name);
       if (it == by_container.end()) continue;
-      add_protection(plan, reader, dir, it->second, true);
-      add_knobs(plan, reader, dir, cls->memory);
+      add_protection(plan, knobs, dir, it->second, true);
+      add_knobs(plan, knobs, dir, cls->memory);
     }
     const std::string pod_dir = pod_cgroup(layout, pod);
-    add_protection(plan, reader, pod_dir, pod_total, true);
-    add_knobs(plan, reader, pod_dir, cls->memory);
+    add_protection(plan, knobs, pod_dir, pod_total, true);
+    add_knobs(plan, knobs, pod_dir, cls->memory);
     auto& q = per_qos_dir[layout.qos_dir(pod.kube_qos)];
     q.min += pod_total.min;
     q.low += pod_total.low;
@@ -117,9 +119,9 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
   }
   // Guaranteed pods sit directly under kubepods, which gets the node-wide sums below.
   for (const auto& [dir, p] : per_qos_dir) {
-    if (dir != layout.kubepods_dir()) add_protection(plan, reader, dir, p, false);
+    if (dir != layout.kubepods_dir()) add_protection(plan, knobs, dir, p, false);
   }
-  add_protection(plan, reader, layout.kubepods_dir(), all, false);
+  add_protection(plan, knobs, layout.kubepods_dir(), all, false);
   return plan;
 }
 

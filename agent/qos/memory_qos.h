@@ -21,6 +21,6 @@ namespace gleaner::agent::qos {
 const config::ResourceQoS* class_qos(const config::ResourceQoSStrategy& qos, states::QoSClass c);
 
 Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                     const config::ResourceQoSStrategy& qos, QosReader& reader);
+                     const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs);
 
 }  // namespace gleaner::agent::qos

@@ -6,6 +6,7 @@
 #include "agent/qos/cfs_quota_burst.h"
 #include "agent/qos/cpu_burst.h"
 #include "agent/qos/evict.h"
+#include "agent/qos/knob_reads.h"
 #include "agent/qos/memory_qos.h"
 #include "agent/qos/resctrl_qos.h"
 
@@ -26,16 +27,20 @@ void append(Plan& into, Plan&& from) {
 }  // namespace
 
 Plan QosEngine::run(const QosInputs& in) {
+  return run(in, in.reader->read(
+                     full_pass_reads(in, suppress_context(*in.snapshot, in.layout, in.topology))));
+}
+
+Plan QosEngine::run(const QosInputs& in, const KnobSnapshot& knobs) {
   Plan plan;
   const auto& snap = *in.snapshot;
-  QosReader& reader = *in.reader;
   suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
   threshold_ = in.threshold;
   cpu_measured_ = in.cpu_measured;
 
   if (in.cpu_measured) {
     append(plan, plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
-                                   suppress_ctx_->system_usage_milli, reader, in.stale,
+                                   suppress_ctx_->system_usage_milli, knobs, in.stale,
                                    in.suppress_armed));
   } else {
     plan.notes.emplace_back("cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
@@ -45,14 +50,14 @@ Plan QosEngine::run(const QosInputs& in) {
       in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
   // cpu.idle before the weights: leaving idle resets a pod's weight, which the BE cgroup
   // plan then sets in the same pass.
-  append(plan, plan_cpu_idle(snap, in.layout, in.qos, reader));
+  append(plan, plan_cpu_idle(snap, in.layout, in.qos, knobs));
   append(plan,
-         plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), reader));
-  append(plan, plan_memory_qos(snap, in.layout, in.qos, reader));
-  append(plan, plan_cpu_burst(snap, in.layout, in.cpu_burst, reader));
-  append(plan, plan_cfs_quota_burst(snap, in.layout, in.cpu_burst, reader, in.now_s,
+         plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), knobs));
+  append(plan, plan_memory_qos(snap, in.layout, in.qos, knobs));
+  append(plan, plan_cpu_burst(snap, in.layout, in.cpu_burst, knobs));
+  append(plan, plan_cfs_quota_burst(snap, in.layout, in.cpu_burst, knobs, in.now_s,
                                     in.stale || !in.cpu_measured, state_.quota_burst));
-  append(plan, plan_resctrl(snap, in.layout, in.qos, reader));
+  append(plan, plan_resctrl(snap, in.layout, in.qos, knobs));
   auto memory_capacity = snap.node.capacity.find(kube::kResourceMemory);
   SystemPlan system = plan_system_config(
       in.system, memory_capacity == snap.node.capacity.end() ? 0 : memory_capacity->second.value());
@@ -66,7 +71,7 @@ Plan QosEngine::run(const QosInputs& in) {
   append(plan, std::move(memory));
   if (!in.cpu_measured) return plan;
   const int64_t be_limit =
-      be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, reader);
+      be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, knobs);
   Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
   record_evictions(cpu, snap, in.now_s, state_);
   if (!in.stale) record_be_cpu(state_, in.threshold, {in.now_s, be_cpu_usage(snap), be_limit});
@@ -78,11 +83,22 @@ void QosEngine::eviction_answered(const std::string& pod, bool accepted, double 
   record_eviction_answer(pod, accepted, now_s, state_);
 }
 
-Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
+Plan QosEngine::suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const {
   if (!suppress_ctx_ || !cpu_measured_) return {};
   return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli,
-                           fast_system_usage(sample), reader, sample.stale, sample.suppress_armed,
+                           fast_system_usage(sample), knobs, sample.stale, sample.suppress_armed,
                            /*full_pass=*/false);
+}
+
+Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
+  if (!suppress_ctx_ || !cpu_measured_) return {};
+  return suppress_only(sample, reader.read(fast_reads(threshold_.cpu_suppress_policy ==
+                                                      config::CpuSuppressPolicy::kCpuset)));
+}
+
+KnobReads QosEngine::fast_reads(bool cpusets) const {
+  if (!suppress_ctx_) return {};
+  return suppress_reads(*suppress_ctx_, cpusets);
 }
 
 int64_t QosEngine::fast_system_usage(const SuppressSample& sample) const {

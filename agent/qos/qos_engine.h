@@ -23,11 +23,19 @@ struct SuppressSample {
 
 class QosEngine {
  public:
-  // Reads current values through in.reader; records evictions in the engine's state.
+  // Every strategy on `knobs` (read for full_pass_reads); records evictions in the
+  // engine's state.
+  Plan run(const QosInputs& in, const KnobSnapshot& knobs);
+  // As above, reading the pass's knobs through in.reader first.
   Plan run(const QosInputs& in);
-  // Only BE CPU suppression, from a fresh sample and the node facts of the last run().
-  // Empty until run() has been called with CPU measured.
+  // Only BE CPU suppression, from a fresh sample, the node facts of the last run() and
+  // `knobs` (read for fast_reads()). Empty until run() has been called with CPU measured.
+  Plan suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const;
+  // As above, reading fast_reads() through `reader` first.
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
+  // What the fast path reads (nothing before the first run()); `cpusets` adds the CPU
+  // lists (the cpuset policy, or a CPU-count ceiling over it).
+  [[nodiscard]] KnobReads fast_reads(bool cpusets = false) const;
   // The system usage the fast path counts for `sample`: what the node uses beyond non-BE
   // pods, at most the last run()'s figure.
   [[nodiscard]] int64_t fast_system_usage(const SuppressSample& sample) const;

@@ -1,8 +1,8 @@
 #pragma once
 // Inputs and outputs shared by the QoS strategies. Every strategy is a pure function of a
-// node snapshot, the node's resolved config, the current cgroup/resctrl values (read
-// through QosReader, never written) and its own small state; it returns writes and
-// evictions. The daemon and `gleaner-agent plan` hand them to the executors.
+// node snapshot, the node's resolved config, the current cgroup/resctrl values (a
+// KnobSnapshot read once per pass, never written) and its own small state; it returns
+// writes and evictions. The daemon and `gleaner-agent plan` hand them to the executors.
 
 #include <cstdint>
 #include <deque>
@@ -17,10 +17,10 @@
 #include "agent/config/threshold_config.h"
 #include "agent/qos/cpu_topology.h"
 #include "agent/qos/system_config.h"
+#include "agent/snapshot/knob_snapshot.h"
 #include "agent/snapshot/node_snapshot.h"
-#include "cgroup/executor.h"
+#include "cgroup/cgroup_write.h"
 #include "cgroup/layout.h"
-#include "resctrl/resctrl_fs.h"
 
 namespace gleaner::agent::qos {
 
@@ -62,33 +62,17 @@ struct Plan {
   std::vector<std::string> notes;  // decisions worth one log line (skips, holds)
 };
 
-// A cgroup's cumulative CPU counters (the CFS quota burst reads their deltas).
-struct CpuCounters {
-  int64_t usage_ns = 0;
-  int64_t nr_throttled = 0;
-};
+using snapshot::CpuCounters;
+using snapshot::KnobReads;
+using snapshot::KnobSnapshot;
 
-// Read-only access to the current values a strategy needs. Implemented over CgroupFs and
-// ResctrlFs; tests use the same implementation on fake trees.
+// Where the kernel's current values come from: one read per pass of what the pass declares
+// (KnobReads), into a value the strategies take. Implemented over CgroupFs and ResctrlFs at
+// the edge; tests implement it over maps.
 class QosReader {
  public:
   virtual ~QosReader() = default;
-  [[nodiscard]] virtual cgroup::CgroupVersion version() const = 0;
-  // Logical value (see cgroup/resource.h), nullopt when the file is absent or unreadable.
-  virtual std::optional<std::string> logical(cgroup::Resource resource,
-                                             const std::string& cgroup) = 0;
-  virtual std::optional<int64_t> integer(cgroup::Resource resource, const std::string& cgroup) = 0;
-  virtual std::optional<std::vector<int>> ids(cgroup::Resource resource,
-                                              const std::string& cgroup) = 0;
-  [[nodiscard]] virtual bool has(cgroup::Resource resource, const std::string& cgroup) const = 0;
-  // resctrl: nullopt when absent on this node.
-  virtual std::optional<resctrl::Capability> resctrl_capability() = 0;
-  virtual std::optional<resctrl::Schemata> resctrl_schemata(const std::string& group) = 0;
-  virtual std::optional<std::vector<int>> resctrl_tasks(const std::string& group) = 0;
-  // nullopt when unreadable (and in readers that offer none).
-  virtual std::optional<CpuCounters> cpu_counters(const std::string& /*cgroup*/) {
-    return std::nullopt;
-  }
+  virtual KnobSnapshot read(const KnobReads& reads) = 0;
 };
 
 // The persistent state of the strategies across ticks (cool-downs, evicted pods).

@@ -56,8 +56,25 @@ Result<resctrl::Schemata> desired_schemata(const resctrl::Capability& cap,
 
 }  // namespace
 
+void declare_resctrl_reads(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
+                           const config::ResourceQoSStrategy& qos, KnobReads& reads) {
+  const std::vector<GroupClass> classes = {
+      {kGroupLSR, &qos.lsr.resctrl}, {kGroupLS, &qos.ls.resctrl}, {kGroupBE, &qos.be.resctrl}};
+  for (const auto& c : classes) {
+    if (c.cfg->enable) reads.resctrl_groups.insert(c.group);
+  }
+  if (reads.resctrl_groups.empty()) return;
+  reads.resctrl = true;
+  for (const auto& pod : snap.pods) {
+    const char* group = group_of(pod.qos);
+    if (group == nullptr || reads.resctrl_groups.count(group) == 0) continue;
+    for (const auto& [name, dir] : container_cgroups(layout, pod))
+      reads.add(dir, {cgroup::Resource::kThreads});
+  }
+}
+
 Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                  const config::ResourceQoSStrategy& qos, QosReader& reader) {
+                  const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs) {
   Plan plan;
   const std::vector<GroupClass> classes = {
       {kGroupLSR, &qos.lsr.resctrl}, {kGroupLS, &qos.ls.resctrl}, {kGroupBE, &qos.be.resctrl}};
@@ -65,7 +82,7 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
   for (const auto& c : classes)
     any = any || c.cfg->enable;
   if (!any) return plan;
-  auto cap = reader.resctrl_capability();
+  const auto& cap = knobs.resctrl_capability();
   if (!cap || !cap->any()) {
     plan.notes.emplace_back("resctrl: not available on this node, resctrlQOS skipped");
     return plan;
@@ -80,7 +97,7 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
       continue;
     }
     enabled.insert(c.group);
-    auto current = reader.resctrl_schemata(c.group);
+    auto current = knobs.resctrl_schemata(c.group);
     if (!current) plan.resctrl.push_back({ResctrlAction::Kind::kCreateGroup, c.group, "", {}, 0});
     for (const auto& [resource, values] : *desired) {
       bool differs = !current;
@@ -104,11 +121,11 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
     if (group == nullptr || enabled.count(group) == 0) continue;
     auto it = group_tasks.find(group);
     if (it == group_tasks.end()) {
-      auto tasks = reader.resctrl_tasks(group).value_or(std::vector<int>{});
+      auto tasks = knobs.resctrl_tasks(group).value_or(std::vector<int>{});
       it = group_tasks.emplace(group, std::set<int>(tasks.begin(), tasks.end())).first;
     }
     for (const auto& [name, dir] : container_cgroups(layout, pod)) {
-      auto tids = reader.ids(cgroup::Resource::kThreads, dir);
+      auto tids = knobs.ids(cgroup::Resource::kThreads, dir);
       if (!tids) continue;  // container gone or not started
       for (int tid : *tids) {
         if (it->second.insert(tid).second) {

@@ -22,7 +22,11 @@ inline constexpr const char* kGroupLS = "LS";
 inline constexpr const char* kGroupBE = "BE";
 
 Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
-                  const config::ResourceQoSStrategy& qos, QosReader& reader);
+                  const config::ResourceQoSStrategy& qos, const KnobSnapshot& knobs);
+// Adds what plan_resctrl reads: the groups' schemata and tasks and the threads of the
+// containers of enabled classes, when any class enables resctrl.
+void declare_resctrl_reads(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayout& layout,
+                           const config::ResourceQoSStrategy& qos, KnobReads& reads);
 
 // A resctrl action as `plan` prints it: the file (or group directory) and the value.
 struct ResctrlFileWrite {

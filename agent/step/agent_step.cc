@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "agent/qos/cpu_suppress.h"
+#include "agent/qos/knob_reads.h"
 
 namespace gleaner::agent::step {
 namespace {
@@ -37,6 +38,9 @@ AgentStep::AgentStep(bpf::InterferenceConfig interference, const cgroup::Kubelet
 
 StepResult AgentStep::tick(const TickInputs& in) {
   StepResult out;
+  // Everything this pass compares with, read once: the decisions below read nothing else.
+  const qos::KnobSnapshot knobs = in.reader->read(
+      qos::full_pass_reads(in, qos::suppress_context(*in.snapshot, in.layout, in.topology)));
   // The interference verdict, on the latest sample (a BE pod that stopped a minute ago is
   // not running, whatever the batch formula's average says).
   bpf::InterferenceInput signal;
@@ -50,7 +54,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
     out.events.push_back("interference: " + out.interference.reason);
   }
   if (!slo_mode(in.threshold)) {
-    cap_.follow(out.interference.action, in.threshold, *in.reader);
+    cap_.follow(out.interference.action, in.threshold, knobs);
   } else {
     cap_.set_ceilings(std::nullopt, std::nullopt);  // the controller's allowance replaces it
   }
@@ -71,7 +75,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
 
   qos::QosInputs q = in;  // the engine's part of the inputs
   q.suppress_armed = suppress_armed_;
-  out.plan = engine_.run(q);
+  out.plan = engine_.run(q, knobs);
   if (in.fast_path_live) {
     // ... except what the fast path leaves to this pass: under cfsQuota it plans the quota
     // alone, not the BE pods' CPU lists.
@@ -82,20 +86,28 @@ StepResult AgentStep::tick(const TickInputs& in) {
     });
   }
   if (slo_mode(in.threshold)) {
-    slo_tick(in, out);  // the allowance replaces the formula and the interference ceiling
+    slo_tick(in, knobs, out);  // the allowance replaces the formula and the interference ceiling
   } else if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
-    cap_.cap(out.plan, in.threshold, *ctx, *in.reader);
+    cap_.cap(out.plan, in.threshold, *ctx, knobs);
   }
   return out;
 }
 
+qos::KnobSnapshot AgentStep::fast_knobs(qos::QosReader& reader) const {
+  return reader.read(engine_.fast_reads(engine_.threshold().cpu_suppress_policy ==
+                                            config::CpuSuppressPolicy::kCpuset ||
+                                        cap_.cpu_ceiling().has_value()));
+}
+
 qos::Plan AgentStep::fast(const FastInputs& in) const {
   if (!qos::suppress_ceiling_applies(engine_.threshold(), suppress_armed_)) return {};
-  if (slo_mode(engine_.threshold()) && slo_probe_) return slo_fast(in);
+  if (in.reader == nullptr) return {};
+  const qos::KnobSnapshot knobs = fast_knobs(*in.reader);
+  if (slo_mode(engine_.threshold()) && slo_probe_) return slo_fast(in, knobs);
   qos::Plan plan = engine_.suppress_only(
-      {in.node_cpu_milli, in.non_be_cpu_milli, in.stale, suppress_armed_}, *in.reader);
+      {in.node_cpu_milli, in.non_be_cpu_milli, in.stale, suppress_armed_}, knobs);
   if (const auto& ctx = engine_.last_suppress_context(); ctx && engine_.threshold().enable) {
-    cap_.cap(plan, engine_.threshold(), *ctx, *in.reader);
+    cap_.cap(plan, engine_.threshold(), *ctx, knobs);
   }
   return plan;
 }
@@ -115,7 +127,7 @@ StepResult AgentStep::ls_waited(const LsWait& wait) {
     return out;
   }
   last_wait_step_s_ = wait.now_s;
-  cap_.follow(bpf::InterferenceAction::kTightenNow, threshold, *wait.reader);
+  cap_.follow(bpf::InterferenceAction::kTightenNow, threshold, fast_knobs(*wait.reader));
   const bool on_interference =
       threshold.cpu_suppress_mode == config::CpuSuppressMode::kOnInterference;
   if (on_interference && !suppress_armed_) {

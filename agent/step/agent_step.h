@@ -5,7 +5,8 @@
 // from the previous tick (interference rule, ceilings, eviction cool-downs). The daemon
 // gathers the inputs, calls the step and applies the plan; `gleaner-agent plan` calls the
 // very same step on a snapshot file, so it prints what the daemon writes, in every mode.
-// No I/O here: current values come through the reader, nothing is written.
+// No I/O here: current values are read once per pass through the reader (the edge) into a
+// KnobSnapshot the strategies take; nothing is written.
 
 #include <cstdint>
 #include <map>
@@ -134,8 +135,10 @@ class AgentStep {
 
   // cpuSuppressMode slo (agent_step_slo.cc): the controller over the engine's plan, its
   // fast-path and between-ticks counterparts.
-  void slo_tick(const TickInputs& in, StepResult& out);
-  qos::Plan slo_fast(const FastInputs& in) const;
+  void slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, StepResult& out);
+  qos::Plan slo_fast(const FastInputs& in, const qos::KnobSnapshot& knobs) const;
+  // The fast path's and the between-tick waits' knobs, read once through `reader`.
+  qos::KnobSnapshot fast_knobs(qos::QosReader& reader) const;
   StepResult slo_waited(const LsWait& wait);
   SloMemory slo_;
   bool slo_probe_ = false;                        // the run-queue probe at the last tick

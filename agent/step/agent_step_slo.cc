@@ -25,7 +25,7 @@ bool slo_mode(const config::ResourceThresholdStrategy& strategy) {
   return strategy.enable && strategy.cpu_suppress_mode == config::CpuSuppressMode::kSlo;
 }
 
-void AgentStep::slo_tick(const TickInputs& in, StepResult& out) {
+void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, StepResult& out) {
   const auto& ctx = engine_.last_suppress_context();
   slo_probe_ = in.probe.runqueue_probe;
   if (!ctx || !in.cpu_measured || ctx->capacity_milli <= 0) return;  // the engine left BE too
@@ -79,7 +79,7 @@ void AgentStep::slo_tick(const TickInputs& in, StepResult& out) {
   std::erase_if(out.plan.writes,
                 [](const cgroup::CgroupWrite& w) { return w.reason == qos::kReasonCpuSuppress; });
   qos::Plan own =
-      qos::plan_be_allowance(*ctx, in.threshold, decision.allowance_milli, *in.reader, in.stale);
+      qos::plan_be_allowance(*ctx, in.threshold, decision.allowance_milli, knobs, in.stale);
   out.plan.writes.insert(out.plan.writes.end(), own.writes.begin(), own.writes.end());
   out.plan.notes.insert(out.plan.notes.end(), own.notes.begin(), own.notes.end());
   out.plan.notes.push_back("cpu-suppress: slo " + std::string(to_string(decision.action)) +
@@ -87,9 +87,9 @@ void AgentStep::slo_tick(const TickInputs& in, StepResult& out) {
                            decision.reason + ")");
 }
 
-qos::Plan AgentStep::slo_fast(const FastInputs& in) const {
+qos::Plan AgentStep::slo_fast(const FastInputs& in, const qos::KnobSnapshot& knobs) const {
   const auto& ctx = engine_.last_suppress_context();
-  if (!ctx || !slo_.allowance_milli || in.reader == nullptr) return {};
+  if (!ctx || !slo_.allowance_milli) return {};
   const auto& threshold = engine_.threshold();
   int64_t allowance = *slo_.allowance_milli;
   if (threshold.cpu_slo_threshold_ceiling) {
@@ -100,7 +100,7 @@ qos::Plan AgentStep::slo_fast(const FastInputs& in) const {
                                         .suppress_milli);
     allowance = std::max(allowance, floor_milli(*ctx, threshold));
   }
-  return qos::plan_be_allowance(*ctx, threshold, allowance, *in.reader, in.stale,
+  return qos::plan_be_allowance(*ctx, threshold, allowance, knobs, in.stale,
                                 /*full_pass=*/false);
 }
 

@@ -48,33 +48,33 @@ void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be
 }
 
 void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
-                                    qos::QosReader& reader, int min_cpus) const {
+                                    const qos::KnobSnapshot& knobs, int min_cpus) const {
   if (cpu_ceiling_) {
-    qos::cap_be_cpuset(plan, ctx, reader, *cpu_ceiling_, "interference", min_cpus);
+    qos::cap_be_cpuset(plan, ctx, knobs, *cpu_ceiling_, "interference", min_cpus);
   }
 }
 
 void InterferenceCap::follow(bpf::InterferenceAction action,
                              const config::ResourceThresholdStrategy& strategy,
-                             qos::QosReader& reader) {
+                             const qos::KnobSnapshot& knobs) {
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     cpu_ceiling_.reset();
-    update(action, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
+    update(action, knobs.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
     return;
   }
   ceiling_.reset();
   // An empty CPU list inherits the parent's: BE holds every CPU.
-  auto held = reader.ids(cgroup::Resource::kCpusetCpus, be_qos_dir_);
+  auto held = knobs.ids(cgroup::Resource::kCpusetCpus, be_qos_dir_);
   update_cpus(action, held && !held->empty() ? static_cast<int>(held->size()) : cpus_,
               static_cast<int>(strategy.cpu_suppress_min_cpus));
 }
 
 void InterferenceCap::cap(qos::Plan& plan, const config::ResourceThresholdStrategy& strategy,
-                          const qos::SuppressContext& ctx, qos::QosReader& reader) const {
+                          const qos::SuppressContext& ctx, const qos::KnobSnapshot& knobs) const {
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    filter(plan.writes, reader.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
+    filter(plan.writes, knobs.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
   } else {
-    filter_cpuset(plan, ctx, reader, static_cast<int>(strategy.cpu_suppress_min_cpus));
+    filter_cpuset(plan, ctx, knobs, static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
 }
 

@@ -87,7 +87,7 @@ class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion
 
 TEST_P(InterferenceCpuset, TightenTakesTheNextStepOffBeInThePolicysOrder) {
   cgroup::CgroupFs fs(tree_.path(), GetParam());
-  qos::FsQosReader reader(fs, nullptr);
+  qos::test::TreeReader reader(fs, nullptr);
   cgroup::WriteExecutor exec(fs);
   InterferenceCap cap(be_dir(), 16);
   // A quiet node: usage rules leave BE every CPU, so the plan changes no cpuset.
@@ -143,7 +143,7 @@ TEST_P(InterferenceCpuset, TightenTakesTheNextStepOffBeInThePolicysOrder) {
 
 TEST_P(InterferenceCpuset, VerdictsAndCapsFollowTheActivePolicyOnly) {
   cgroup::CgroupFs fs(tree_.path(), GetParam());
-  qos::FsQosReader reader(fs, nullptr);
+  qos::test::TreeReader reader(fs, nullptr);
   InterferenceCap cap(be_dir(), 16);
   auto has_write = [](const qos::Plan& plan, Resource r) {
     return std::any_of(plan.writes.begin(), plan.writes.end(), [r](const cgroup::CgroupWrite& w) {

@@ -37,7 +37,7 @@ class BeTree : public ::testing::TestWithParam<Case> {
   TempDir t;
   cgroup::KubeletLayout layout{GetParam().driver};
   cgroup::CgroupFs fs{t.path(), GetParam().version};
-  FsQosReader reader{fs, nullptr};
+  TreeReader reader{fs, nullptr};
 };
 
 TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {

@@ -39,7 +39,13 @@ class CfsQuotaBurst : public ::testing::Test {
   std::pair<std::optional<int64_t>, std::optional<int64_t>> pass(double now_s, double usage_s,
                                                                  int64_t throttled) {
     reader_.counters[dir_] = {static_cast<int64_t>(usage_s * 1e9), throttled};
-    Plan plan = plan_cfs_quota_burst(snap_, layout_, strategy_, reader_, now_s, false, memory_);
+    // The quotas, and what the strategy declares it reads beyond them (the counters).
+    KnobReads reads;
+    reads.add(dir_, {Resource::kCpuQuota, Resource::kCpuPeriod});
+    reads.add(pod_dir_, {Resource::kCpuQuota, Resource::kCpuPeriod});
+    declare_quota_burst_reads(snap_, layout_, strategy_, reads);
+    Plan plan = plan_cfs_quota_burst(snap_, layout_, strategy_, reader_.read(reads), now_s, false,
+                                     memory_);
     std::optional<int64_t> c;
     std::optional<int64_t> p;
     for (const auto& w : plan.writes) {

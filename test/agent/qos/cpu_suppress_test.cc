@@ -137,7 +137,7 @@ TEST_P(SuppressTree, CfsQuotaWritesTheBesteffortQuotaAndAdoptsItOnRestart) {
   make_node_tree(t, GetParam().version, layout(), pods);
   auto snap = make_snapshot(node8(), pods);
   cgroup::CgroupFs fs(t.path(), GetParam().version);
-  FsQosReader reader(fs, nullptr);
+  TreeReader reader(fs, nullptr);
   auto ctx = suppress_context(snap, layout(), std::nullopt);
   auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
   Plan plan =
@@ -165,7 +165,7 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
   setup.apply(
       {{Resource::kCpusetCpus, pod, "0-1", "t"}, {Resource::kCpusetCpus, be_dir(), "0-1", "t"}});
   auto snap = make_snapshot(node8(), pods);
-  FsQosReader reader(fs, nullptr);
+  TreeReader reader(fs, nullptr);
   auto ctx = suppress_context(snap, layout(), std::nullopt);
   Plan plan = plan_cpu_suppress(ctx, strategy(config::CpuSuppressPolicy::kCfsQuota),
                                 non_be_cpu_usage(snap), ctx.system_usage_milli, reader, false);
@@ -215,7 +215,7 @@ struct SuppressNodeTree {
   TempDir sys;
   std::vector<FakePod> pods;
   cgroup::CgroupFs fs;
-  FsQosReader reader{fs, nullptr};
+  TreeReader reader{fs, nullptr};
   snapshot::NodeSnapshot snap;
   SuppressContext ctx;
 };

@@ -1,7 +1,9 @@
 #pragma once
 // Fake node trees and snapshots for the QoS strategy tests.
 
+#include <filesystem>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,39 +28,69 @@ using cgroup::CgroupVersion;
 using cgroup::KubeQos;
 using cgroup::Resource;
 
-// Current values from maps; CPU counters for the CFS quota burst.
+// Current values from maps (as a v1 node's files hold them); CPU counters for the CFS
+// quota burst. Converts to the KnobSnapshot of all of them, for a strategy called directly.
 class MapReader : public QosReader {
  public:
   std::map<std::pair<cgroup::Resource, std::string>, int64_t> values;
-  [[nodiscard]] cgroup::CgroupVersion version() const override {
-    return cgroup::CgroupVersion::kV2;
-  }
-  std::optional<std::string> logical(cgroup::Resource r, const std::string& cg) override {
-    auto v = integer(r, cg);
-    return v ? std::optional<std::string>(std::to_string(*v)) : std::nullopt;
-  }
-  std::optional<int64_t> integer(cgroup::Resource r, const std::string& cg) override {
-    auto it = values.find({r, cg});
-    return it == values.end() ? std::nullopt : std::optional<int64_t>(it->second);
-  }
-  std::optional<std::vector<int>> ids(cgroup::Resource, const std::string&) override { return {}; }
-  [[nodiscard]] bool has(cgroup::Resource r, const std::string& cg) const override {
-    return values.contains({r, cg});
-  }
-  std::optional<resctrl::Capability> resctrl_capability() override { return std::nullopt; }
-  std::optional<resctrl::Schemata> resctrl_schemata(const std::string&) override {
-    return std::nullopt;
-  }
-  std::optional<std::vector<int>> resctrl_tasks(const std::string&) override {
-    return std::nullopt;
-  }
   std::map<std::string, CpuCounters> counters;
   int counter_reads = 0;
-  std::optional<CpuCounters> cpu_counters(const std::string& cg) override {
-    ++counter_reads;
-    auto it = counters.find(cg);
-    return it == counters.end() ? std::nullopt : std::optional<CpuCounters>(it->second);
+
+  KnobSnapshot read(const KnobReads& reads) override {
+    KnobSnapshot knobs(cgroup::CgroupVersion::kV1);
+    for (const auto& [key, v] : values) {
+      auto it = reads.files.find(key.second);
+      if (it != reads.files.end() && it->second.contains(key.first))
+        knobs.set_file(key.first, key.second, std::to_string(v));
+    }
+    for (const auto& cg : reads.counters) {
+      ++counter_reads;
+      if (auto it = counters.find(cg); it != counters.end()) knobs.set_counters(cg, it->second);
+    }
+    return knobs;
   }
+  operator KnobSnapshot() const {  // NOLINT(google-explicit-constructor): a test's shorthand
+    KnobSnapshot knobs(cgroup::CgroupVersion::kV1);
+    for (const auto& [key, v] : values)
+      knobs.set_file(key.first, key.second, std::to_string(v));
+    for (const auto& [cg, c] : counters)
+      knobs.set_counters(cg, c);
+    return knobs;
+  }
+};
+
+// FsQosReader over a test's tree that also converts to the KnobSnapshot of every knob of
+// every cgroup in it (and the resctrl groups), for a strategy called directly.
+class TreeReader : public FsQosReader {
+ public:
+  TreeReader(cgroup::CgroupFs& fs, const resctrl::ResctrlFs* resctrl)
+      : FsQosReader(fs, resctrl), fs_(fs) {}
+  operator KnobSnapshot() {  // NOLINT(google-explicit-constructor): a test's shorthand
+    namespace fsys = std::filesystem;
+    KnobReads reads;
+    reads.resctrl = true;
+    reads.resctrl_groups = {"LSR", "LS", "BE"};
+    std::set<std::string> cgroups = {""};
+    for (const auto& top : fsys::directory_iterator(fs_.root())) {
+      if (!top.is_directory()) continue;
+      const fsys::path base = fs_.version() == cgroup::CgroupVersion::kV2
+                                  ? fsys::path(fs_.root())
+                                  : top.path();
+      if (fs_.version() == cgroup::CgroupVersion::kV2) cgroups.insert(top.path().filename());
+      for (const auto& e : fsys::recursive_directory_iterator(top.path())) {
+        if (e.is_directory()) cgroups.insert(fsys::relative(e.path(), base).string());
+      }
+    }
+    for (const auto& cg : cgroups) {
+      for (int r = 0; r <= static_cast<int>(cgroup::kLastResource); ++r)
+        reads.files[cg].insert(static_cast<cgroup::Resource>(r));
+      reads.counters.insert(cg);
+    }
+    return read(reads);
+  }
+
+ private:
+  cgroup::CgroupFs& fs_;
 };
 
 // A container id the layout accepts, derived from a short name.
@@ -215,7 +247,7 @@ struct NodeTree {
   TempDir t;
   cgroup::KubeletLayout layout;
   cgroup::CgroupFs fs;
-  FsQosReader reader{fs, nullptr};
+  TreeReader reader{fs, nullptr};
   cgroup::WriteExecutor exec{fs};
 };
 

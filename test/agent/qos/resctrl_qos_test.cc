@@ -37,7 +37,7 @@ TEST_P(ResctrlTree, GroupSchemataPerCacheIdAndTasksPlacedOnce) {
            "101\n102\n");
   cgroup::CgroupFs fs(cg.path(), GetParam());
   resctrl::ResctrlFs rfs(rt.path());
-  FsQosReader reader(fs, &rfs);
+  TreeReader reader(fs, &rfs);
   auto snap = make_snapshot({}, pods);
 
   Plan plan = plan_resctrl(snap, layout, be_resctrl(), reader);
@@ -134,7 +134,7 @@ TEST_P(ResctrlTree, MissingResctrlIsOneNoteAndNoAction) {
   make_node_tree(cg, GetParam(), layout, {be_pod()});
   cgroup::CgroupFs fs(cg.path(), GetParam());
   resctrl::ResctrlFs rfs(empty.path());
-  FsQosReader reader(fs, &rfs);
+  TreeReader reader(fs, &rfs);
   Plan plan = plan_resctrl(make_snapshot({}, {be_pod()}), layout, be_resctrl(), reader);
   EXPECT_TRUE(plan.resctrl.empty());
   ASSERT_EQ(plan.notes.size(), 1u);

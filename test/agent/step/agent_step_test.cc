@@ -69,7 +69,7 @@ class AgentStepTest : public ::testing::Test {
   std::vector<FakePod> pods_;
   snapshot::NodeSnapshot snap_;
   cgroup::CgroupFs fs_{tree_.path(), cgroup::CgroupVersion::kV1};
-  qos::FsQosReader reader_{fs_, nullptr};
+  qos::test::TreeReader reader_{fs_, nullptr};
   bpf::InterferenceConfig rule_{.runq_p99_bound = std::chrono::milliseconds(5),
                                 .hold = std::chrono::seconds(30)};
 };
@@ -118,33 +118,17 @@ TEST_F(AgentStepTest, ALiveFastPathOwnsTheSuppressWrites) {
   EXPECT_TRUE(writes_be_quota(step.fast({4000, 2500, false, &reader_})));
 }
 
-// Forwards to a reader and notes every cgroup it was asked about.
+// Forwards to a reader and notes every cgroup a pass asked it to read.
 class CountingReader : public qos::QosReader {
  public:
   explicit CountingReader(qos::QosReader& inner) : inner_(inner) {}
   std::vector<std::string> cgroups;
-  [[nodiscard]] cgroup::CgroupVersion version() const override { return inner_.version(); }
-  std::optional<std::string> logical(Resource r, const std::string& cg) override {
-    cgroups.push_back(cg);
-    return inner_.logical(r, cg);
-  }
-  std::optional<int64_t> integer(Resource r, const std::string& cg) override {
-    cgroups.push_back(cg);
-    return inner_.integer(r, cg);
-  }
-  std::optional<std::vector<int>> ids(Resource r, const std::string& cg) override {
-    cgroups.push_back(cg);
-    return inner_.ids(r, cg);
-  }
-  [[nodiscard]] bool has(Resource r, const std::string& cg) const override {
-    return inner_.has(r, cg);
-  }
-  std::optional<resctrl::Capability> resctrl_capability() override { return std::nullopt; }
-  std::optional<resctrl::Schemata> resctrl_schemata(const std::string&) override {
-    return std::nullopt;
-  }
-  std::optional<std::vector<int>> resctrl_tasks(const std::string&) override {
-    return std::nullopt;
+  qos::KnobSnapshot read(const qos::KnobReads& reads) override {
+    for (const auto& [cg, resources] : reads.files)
+      cgroups.push_back(cg);
+    for (const auto& cg : reads.counters)
+      cgroups.push_back(cg);
+    return inner_.read(reads);
   }
 
  private:

@@ -56,7 +56,7 @@ class SloStepTest : public ::testing::Test {
   TempDir tree_;
   snapshot::NodeSnapshot snap_;
   cgroup::CgroupFs fs_{tree_.path(), cgroup::CgroupVersion::kV1};
-  qos::FsQosReader reader_{fs_, nullptr};
+  qos::test::TreeReader reader_{fs_, nullptr};
   bpf::InterferenceConfig rule_{.runq_p99_bound = std::chrono::milliseconds(5),
                                 .hold = std::chrono::seconds(30)};
 };
