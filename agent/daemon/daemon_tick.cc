@@ -225,7 +225,7 @@ void Daemon::tick() {
         d.step->eviction_answered(answer.pod, answer.accepted, in.now_s);
       }
     }
-    const step::AgentMemory before = d.step->memory();
+    const step::AgentMemory before = d.step->memory(in.now_s);
     step::StepResult result = d.step->tick(in);
     for (const auto& event : result.events)
       spdlog::info("{}", event);

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/record_fields.h"
+#include "agent/qos/strategy.h"
 
 namespace gleaner::agent::qos {
 namespace {
@@ -178,6 +180,76 @@ void declare_quota_burst_reads(const snapshot::NodeSnapshot& snap,
     for (const auto& [name, dir] : container_cgroups(layout, pod))
       reads.counters.insert(dir);
   }
+}
+
+namespace {
+
+class CfsQuotaBurst final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "cfsQuotaBurst"; }
+  void declare_reads(const Pass& pass, KnobReads& reads) const override {
+    declare_quota_burst_reads(*pass.in.snapshot, pass.in.layout, pass.in.cpu_burst, reads);
+  }
+  Plan plan(const Pass& pass) override {
+    const auto& in = pass.in;
+    return plan_cfs_quota_burst(*in.snapshot, in.layout, in.cpu_burst, pass.knobs, in.now_s,
+                                in.stale || !in.cpu_measured, memory_);
+  }
+
+  // agent.cfsQuotaBurst: container cgroup -> {secondsAgo, usageNanos, nrThrottled, tokens}.
+  void save(Json& agent, double now_s) const override {
+    if (memory_.empty()) return;
+    Json bursts = Json::object();
+    for (const auto& [cgroup, b] : memory_) {
+      bursts[cgroup] = {{"secondsAgo", now_s - b.at_s},
+                        {"usageNanos", b.counters.usage_ns},
+                        {"nrThrottled", b.counters.nr_throttled},
+                        {"tokens", b.tokens}};
+    }
+    agent["cfsQuotaBurst"] = bursts;
+  }
+
+  Status load(const Json& agent, const std::string& where, double now_s) override {
+    auto entries = agent.find("cfsQuotaBurst");
+    if (entries == agent.end() || entries->is_null()) {
+      memory_.clear();
+      return ok_status();
+    }
+    if (!entries->is_object())
+      return record_field_error(where, "agent.cfsQuotaBurst", "expected an object");
+    std::map<std::string, QuotaBurstMemory> loaded;
+    for (const auto& [cgroup, e] : entries->items()) {
+      const std::string field = "agent.cfsQuotaBurst." + cgroup;
+      if (!e.is_object()) return record_field_error(where, field, "expected an object");
+      auto counter = [&](const char* name) -> Result<int64_t> {
+        auto it = e.find(name);
+        if (it == e.end() || !it->is_number_integer() || it->get<int64_t>() < 0)
+          return record_field_error(where, field + "." + name, "expected a non-negative integer");
+        return it->get<int64_t>();
+      };
+      auto at = record_moment(e.value("secondsAgo", Json()), where, field + ".secondsAgo", now_s);
+      if (!at) return at.error();
+      auto usage = counter("usageNanos");
+      if (!usage) return usage.error();
+      auto throttled = counter("nrThrottled");
+      if (!throttled) return throttled.error();
+      auto tokens = e.find("tokens");
+      if (tokens == e.end() || !tokens->is_number() || !std::isfinite(tokens->get<double>()))
+        return record_field_error(where, field + ".tokens", "expected a number");
+      loaded[cgroup] = {*at, {*usage, *throttled}, tokens->get<double>()};
+    }
+    memory_ = std::move(loaded);
+    return ok_status();
+  }
+
+ private:
+  std::map<std::string, QuotaBurstMemory> memory_;  // container cgroup -> memory
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_cfs_quota_burst_strategy() {
+  return std::make_unique<CfsQuotaBurst>();
 }
 
 }  // namespace gleaner::agent::qos

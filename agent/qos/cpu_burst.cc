@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/strategy.h"
 
 namespace gleaner::agent::qos {
 namespace {
@@ -61,6 +62,22 @@ Plan plan_cpu_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLay
     add(pod_cgroup(layout, pod), every_container_limited ? pod_limit : 0);
   }
   return plan;
+}
+
+namespace {
+
+class CpuBurst final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "cpuBurst"; }
+  Plan plan(const Pass& pass) override {
+    return plan_cpu_burst(*pass.in.snapshot, pass.in.layout, pass.in.cpu_burst, pass.knobs);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_cpu_burst_strategy() {
+  return std::make_unique<CpuBurst>();
 }
 
 }  // namespace gleaner::agent::qos

@@ -4,7 +4,9 @@
 #include <set>
 
 #include "agent/batch/batch_calculator.h"
+#include "agent/qos/knob_reads.h"
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/strategy.h"
 #include "cgroup/parsers.h"
 #include "common/json_util.h"
 #include "kube/well_known.h"
@@ -279,6 +281,41 @@ Plan plan_be_allowance(const SuppressContext& ctx,
                 static_cast<int>(strategy.cpu_suppress_min_cpus));
   }
   return plan;
+}
+
+namespace {
+
+// The suppress formula's ceiling on BE, on every full pass and on the fast path.
+class CpuSuppress final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "cpuSuppress"; }
+  Plan plan(const Pass& pass) override {
+    if (!pass.in.cpu_measured) {
+      Plan plan;
+      plan.notes.emplace_back(
+          "cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
+      return plan;
+    }
+    return plan_cpu_suppress(pass.node, pass.in.threshold, pass.non_be_cpu_milli,
+                             pass.system_usage_milli, pass.knobs, pass.stale, pass.suppress_armed);
+  }
+  [[nodiscard]] bool on_fast_path() const override { return true; }
+  void declare_fast_reads(const Pass& pass, KnobReads& reads) const override {
+    const bool cpusets =
+        pass.in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCpuset;
+    reads.merge(suppress_reads(pass.node, cpusets));
+  }
+  [[nodiscard]] Plan plan_fast(const Pass& pass) const override {
+    return plan_cpu_suppress(pass.node, pass.in.threshold, pass.non_be_cpu_milli,
+                             pass.system_usage_milli, pass.knobs, pass.stale, pass.suppress_armed,
+                             /*full_pass=*/false);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_cpu_suppress_strategy() {
+  return std::make_unique<CpuSuppress>();
 }
 
 }  // namespace gleaner::agent::qos

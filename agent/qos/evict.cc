@@ -4,6 +4,8 @@
 #include <set>
 
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/record_fields.h"
+#include "agent/qos/strategy.h"
 #include "cgroup/parsers.h"
 
 namespace gleaner::agent::qos {
@@ -219,6 +221,126 @@ void record_eviction_answer(const std::string& pod, bool accepted, double now_s,
   for (int i = 1; i < r.refusals && wait < kEvictRetryMaxS; ++i)
     wait *= 2;
   r.retry_at_s = now_s + std::min(wait, kEvictRetryMaxS);
+}
+
+namespace {
+
+// Memory first: a pod the memory eviction chooses counts as released for the CPU decision.
+// One strategy for both, since they share the cool-downs and the pods asked to leave.
+class Evict final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "evict"; }
+
+  Plan plan(const Pass& pass) override {
+    const auto& in = pass.in;
+    const auto& snap = *in.snapshot;
+    Plan plan = plan_memory_evict(snap, in.threshold, state_, in.now_s, in.stale);
+    record_evictions(plan, snap, in.now_s, state_);
+    if (!in.cpu_measured) return plan;
+    const int64_t be_limit =
+        be_cpu_real_limit(pass.node.be_qos_dir, pass.node.capacity_milli, pass.knobs);
+    Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
+    record_evictions(cpu, snap, in.now_s, state_);
+    if (!in.stale) record_be_cpu(state_, in.threshold, {in.now_s, be_cpu_usage(snap), be_limit});
+    append_plan(plan, std::move(cpu));
+    return plan;
+  }
+
+  void eviction_answered(const std::string& pod, bool accepted, double now_s) override {
+    record_eviction_answer(pod, accepted, now_s, state_);
+  }
+
+  // agent.evictions {lastMemorySecondsAgo, lastCpuSecondsAgo, pods: {pod: secondsAgo}} and
+  // agent.beCpuWindow [{secondsAgo, usage, limit}].
+  void save(Json& agent, double now_s) const override {
+    Json evictions = Json::object();
+    if (state_.last_memory_evict_s)
+      evictions["lastMemorySecondsAgo"] = now_s - *state_.last_memory_evict_s;
+    if (state_.last_cpu_evict_s) evictions["lastCpuSecondsAgo"] = now_s - *state_.last_cpu_evict_s;
+    if (!state_.evicted_at_s.empty()) {
+      Json pods = Json::object();
+      for (const auto& [pod, at] : state_.evicted_at_s)
+        pods[pod] = now_s - at;
+      evictions["pods"] = pods;
+    }
+    if (!evictions.empty()) agent["evictions"] = evictions;
+    if (!state_.be_cpu_history.empty()) {
+      Json window = Json::array();
+      for (const auto& s : state_.be_cpu_history) {
+        window.push_back({{"secondsAgo", now_s - s.at_s},
+                          {"usage", std::to_string(s.usage_milli) + "m"},
+                          {"limit", std::to_string(s.limit_milli) + "m"}});
+      }
+      agent["beCpuWindow"] = window;
+    }
+  }
+
+  Status load(const Json& agent, const std::string& where, double now_s) override {
+    QosState loaded;
+    if (auto ok = load_evictions(agent, where, now_s, loaded); !ok) return ok;
+    if (auto ok = load_window(agent, where, now_s, loaded); !ok) return ok;
+    state_ = std::move(loaded);
+    return ok_status();
+  }
+
+ private:
+  static Status load_evictions(const Json& agent, const std::string& where, double now_s,
+                               QosState& out) {
+    auto it = agent.find("evictions");
+    if (it == agent.end() || it->is_null()) return ok_status();
+    if (!it->is_object()) return record_field_error(where, "agent.evictions", "expected an object");
+    auto moment = [&](const char* key, std::optional<double>& into) -> Status {
+      if (auto v = it->find(key); v != it->end()) {
+        auto at = record_moment(*v, where, std::string("agent.evictions.") + key, now_s);
+        if (!at) return at.error();
+        into = *at;
+      }
+      return ok_status();
+    };
+    if (auto ok = moment("lastMemorySecondsAgo", out.last_memory_evict_s); !ok) return ok;
+    if (auto ok = moment("lastCpuSecondsAgo", out.last_cpu_evict_s); !ok) return ok;
+    if (auto pods = it->find("pods"); pods != it->end()) {
+      if (!pods->is_object())
+        return record_field_error(where, "agent.evictions.pods", "expected an object");
+      for (const auto& [pod, v] : pods->items()) {
+        auto at = record_moment(v, where, "agent.evictions.pods." + pod, now_s);
+        if (!at) return at.error();
+        out.evicted_at_s[pod] = *at;
+      }
+    }
+    return ok_status();
+  }
+
+  static Status load_window(const Json& agent, const std::string& where, double now_s,
+                            QosState& out) {
+    auto it = agent.find("beCpuWindow");
+    if (it == agent.end() || it->is_null()) return ok_status();
+    if (!it->is_array()) return record_field_error(where, "agent.beCpuWindow", "expected a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& e = (*it)[i];
+      const std::string field = "agent.beCpuWindow[" + std::to_string(i) + "]";
+      if (!e.is_object() || !e.contains("secondsAgo") || !e.contains("usage") ||
+          !e.contains("limit")) {
+        return record_field_error(where, field, "expected {secondsAgo, usage, limit}");
+      }
+      auto at = record_moment(e["secondsAgo"], where, field + ".secondsAgo", now_s);
+      if (!at) return at.error();
+      auto usage = record_milli(e["usage"], where, field + ".usage");
+      if (!usage) return usage.error();
+      auto limit = record_milli(e["limit"], where, field + ".limit");
+      if (!limit) return limit.error();
+      out.be_cpu_history.push_back({*at, *usage, *limit});
+    }
+    return ok_status();
+  }
+
+  QosState state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_evict_strategy() {
+  return std::make_unique<Evict>();
 }
 
 }  // namespace gleaner::agent::qos

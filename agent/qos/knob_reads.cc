@@ -1,8 +1,6 @@
 #include "agent/qos/knob_reads.h"
 
-#include "agent/qos/cfs_quota_burst.h"
 #include "agent/qos/pod_dirs.h"
-#include "agent/qos/resctrl_qos.h"
 
 namespace gleaner::agent::qos {
 
@@ -36,8 +34,6 @@ KnobReads full_pass_reads(const QosInputs& in, const SuppressContext& ctx) {
     for (const auto& [name, dir] : container_cgroups(in.layout, pod))
       reads.add(dir, kCgroupKnobs);
   }
-  declare_quota_burst_reads(*in.snapshot, in.layout, in.cpu_burst, reads);
-  declare_resctrl_reads(*in.snapshot, in.layout, in.qos, reads);
   return reads;
 }
 

@@ -8,8 +8,8 @@
 
 namespace gleaner::agent::qos {
 
-// A full pass: the cgroup knobs of kubepods, its QoS dirs and every pod and container, plus
-// what the CFS quota burst (CPU counters) and resctrl (groups, tasks) declare.
+// A full pass's common part: the cgroup knobs of kubepods, its QoS dirs and every pod and
+// container (each strategy declares what it reads beyond them).
 KnobReads full_pass_reads(const QosInputs& in, const SuppressContext& ctx);
 
 // The fast path: BE's quota and period; under the cpuset policy (or a CPU-count ceiling)

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/strategy.h"
 #include "cgroup/parsers.h"
 
 namespace gleaner::agent::qos {
@@ -123,6 +124,22 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
   }
   add_protection(plan, knobs, layout.kubepods_dir(), all, false);
   return plan;
+}
+
+namespace {
+
+class MemoryQos final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "memoryQos"; }
+  Plan plan(const Pass& pass) override {
+    return plan_memory_qos(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_memory_qos_strategy() {
+  return std::make_unique<MemoryQos>();
 }
 
 }  // namespace gleaner::agent::qos

@@ -2,109 +2,124 @@
 
 #include <algorithm>
 
-#include "agent/qos/be_cgroups.h"
-#include "agent/qos/cfs_quota_burst.h"
-#include "agent/qos/cpu_burst.h"
-#include "agent/qos/evict.h"
 #include "agent/qos/knob_reads.h"
-#include "agent/qos/memory_qos.h"
-#include "agent/qos/resctrl_qos.h"
+#include "agent/qos/strategy_table.h"
 
 namespace gleaner::agent::qos {
-namespace {
 
-void append(Plan& into, Plan&& from) {
-  for (auto& w : from.writes)
-    into.writes.push_back(std::move(w));
-  for (auto& e : from.evictions)
-    into.evictions.push_back(std::move(e));
-  for (auto& r : from.resctrl)
-    into.resctrl.push_back(std::move(r));
-  for (auto& n : from.notes)
-    into.notes.emplace_back(std::move(n));
+QosEngine::QosEngine() : strategies_(make_strategies()) {}
+QosEngine::~QosEngine() = default;
+QosEngine::QosEngine(QosEngine&&) noexcept = default;
+QosEngine& QosEngine::operator=(QosEngine&&) noexcept = default;
+
+KnobReads QosEngine::full_reads(const QosInputs& in) const {
+  const SuppressContext node = suppress_context(*in.snapshot, in.layout, in.topology);
+  KnobReads reads = full_pass_reads(in, node);
+  const KnobSnapshot none;
+  const Pass pass{.in = in, .knobs = none, .node = node};
+  for (const auto& s : strategies_) {
+    if (s->enabled(in)) s->declare_reads(pass, reads);
+  }
+  return reads;
 }
 
-}  // namespace
-
 Plan QosEngine::run(const QosInputs& in) {
-  return run(in, in.reader->read(
-                     full_pass_reads(in, suppress_context(*in.snapshot, in.layout, in.topology))));
+  return run(in, in.reader->read(full_reads(in)));
 }
 
 Plan QosEngine::run(const QosInputs& in, const KnobSnapshot& knobs) {
-  Plan plan;
   const auto& snap = *in.snapshot;
   suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
-  threshold_ = in.threshold;
-  cpu_measured_ = in.cpu_measured;
+  last_inputs_ = in;
+  last_inputs_.snapshot = nullptr;
+  last_inputs_.reader = nullptr;
 
-  if (in.cpu_measured) {
-    append(plan, plan_cpu_suppress(*suppress_ctx_, in.threshold, non_be_cpu_usage(snap),
-                                   suppress_ctx_->system_usage_milli, knobs, in.stale,
-                                   in.suppress_armed));
-  } else {
-    plan.notes.emplace_back("cpu-suppress: no CPU measurement yet (first pass), BE left as it is");
+  Plan plan;
+  const Pass pass{.in = in,
+                  .knobs = knobs,
+                  .node = *suppress_ctx_,
+                  .full = true,
+                  .non_be_cpu_milli = non_be_cpu_usage(snap),
+                  .system_usage_milli = suppress_ctx_->system_usage_milli,
+                  .stale = in.stale,
+                  .suppress_armed = in.suppress_armed,
+                  .so_far = &plan};
+  for (const auto& s : strategies_) {
+    if (s->enabled(in)) append_plan(plan, s->plan(pass));
   }
-  const bool cfs_quota_active =
-      suppress_ceiling_applies(in.threshold, in.suppress_armed) &&
-      in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
-  // cpu.idle before the weights: leaving idle resets a pod's weight, which the BE cgroup
-  // plan then sets in the same pass.
-  append(plan, plan_cpu_idle(snap, in.layout, in.qos, knobs));
-  append(plan,
-         plan_be_cgroups(snap, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos), knobs));
-  append(plan, plan_memory_qos(snap, in.layout, in.qos, knobs));
-  append(plan, plan_cpu_burst(snap, in.layout, in.cpu_burst, knobs));
-  append(plan, plan_cfs_quota_burst(snap, in.layout, in.cpu_burst, knobs, in.now_s,
-                                    in.stale || !in.cpu_measured, state_.quota_burst));
-  append(plan, plan_resctrl(snap, in.layout, in.qos, knobs));
-  auto memory_capacity = snap.node.capacity.find(kube::kResourceMemory);
-  SystemPlan system = plan_system_config(
-      in.system, memory_capacity == snap.node.capacity.end() ? 0 : memory_capacity->second.value());
-  plan.system = std::move(system.writes);
-  for (auto& n : system.notes)
-    plan.notes.push_back(std::move(n));
-
-  // Memory first: a pod it evicts counts as released for the CPU decision.
-  Plan memory = plan_memory_evict(snap, in.threshold, state_, in.now_s, in.stale);
-  record_evictions(memory, snap, in.now_s, state_);
-  append(plan, std::move(memory));
-  if (!in.cpu_measured) return plan;
-  const int64_t be_limit =
-      be_cpu_real_limit(suppress_ctx_->be_qos_dir, suppress_ctx_->capacity_milli, knobs);
-  Plan cpu = plan_cpu_evict(snap, in.threshold, be_limit, state_, in.now_s, in.stale);
-  record_evictions(cpu, snap, in.now_s, state_);
-  if (!in.stale) record_be_cpu(state_, in.threshold, {in.now_s, be_cpu_usage(snap), be_limit});
-  append(plan, std::move(cpu));
   return plan;
 }
 
-void QosEngine::eviction_answered(const std::string& pod, bool accepted, double now_s) {
-  record_eviction_answer(pod, accepted, now_s, state_);
+Pass QosEngine::fast_pass(const SuppressSample& sample, const KnobSnapshot& knobs) const {
+  return Pass{.in = last_inputs_,
+              .knobs = knobs,
+              .node = *suppress_ctx_,
+              .full = false,
+              .non_be_cpu_milli = sample.non_be_cpu_milli,
+              .system_usage_milli = fast_system_usage(sample),
+              .stale = sample.stale,
+              .suppress_armed = sample.suppress_armed};
 }
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const {
-  if (!suppress_ctx_ || !cpu_measured_) return {};
-  return plan_cpu_suppress(*suppress_ctx_, threshold_, sample.non_be_cpu_milli,
-                           fast_system_usage(sample), knobs, sample.stale, sample.suppress_armed,
-                           /*full_pass=*/false);
+  if (!suppress_ctx_ || !last_inputs_.cpu_measured) return {};
+  const Pass pass = fast_pass(sample, knobs);
+  Plan plan;
+  for (const auto& s : strategies_) {
+    if (s->on_fast_path() && s->enabled(last_inputs_)) append_plan(plan, s->plan_fast(pass));
+  }
+  return plan;
 }
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
-  if (!suppress_ctx_ || !cpu_measured_) return {};
-  return suppress_only(sample, reader.read(fast_reads(threshold_.cpu_suppress_policy ==
-                                                      config::CpuSuppressPolicy::kCpuset)));
+  if (!suppress_ctx_ || !last_inputs_.cpu_measured) return {};
+  return suppress_only(sample, reader.read(fast_reads()));
 }
 
-KnobReads QosEngine::fast_reads(bool cpusets) const {
-  if (!suppress_ctx_) return {};
-  return suppress_reads(*suppress_ctx_, cpusets);
+KnobReads QosEngine::fast_reads() const {
+  KnobReads reads;
+  if (!suppress_ctx_) return reads;
+  const KnobSnapshot none;
+  const Pass pass = fast_pass({}, none);
+  for (const auto& s : strategies_) {
+    if (s->on_fast_path() && s->enabled(last_inputs_)) s->declare_fast_reads(pass, reads);
+  }
+  return reads;
 }
 
 int64_t QosEngine::fast_system_usage(const SuppressSample& sample) const {
   // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
   return std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
                              suppress_ctx_ ? suppress_ctx_->system_usage_milli : 0);
+}
+
+Json QosEngine::save_memory(double now_s) const {
+  Json agent = Json::object();
+  for (const auto& s : strategies_)
+    s->save(agent, now_s);
+  return agent;
+}
+
+Status QosEngine::load_memory(const Json& agent, const std::string& where, double now_s) {
+  // Into fresh strategies first, so a rejected part leaves every strategy as it was.
+  auto loaded = make_strategies();
+  for (const auto& s : loaded) {
+    if (auto ok = s->load(agent, where, now_s); !ok) return ok;
+  }
+  strategies_ = std::move(loaded);
+  return ok_status();
+}
+
+void QosEngine::eviction_answered(const std::string& pod, bool accepted, double now_s) {
+  for (const auto& s : strategies_)
+    s->eviction_answered(pod, accepted, now_s);
+}
+
+std::vector<std::string> QosEngine::strategy_names() const {
+  std::vector<std::string> out;
+  for (const auto& s : strategies_)
+    out.emplace_back(s->name());
+  return out;
 }
 
 }  // namespace gleaner::agent::qos

@@ -1,15 +1,17 @@
 #pragma once
-// The entry point the daemon calls: every enabled strategy once per full tick (run), and
-// the CPU suppress strategy alone on the fast path (suppress_only). The engine holds the
-// strategies' persistent state (cool-downs, pods asked to leave, the slow-changing parts
-// of the node the fast path needs); the decisions themselves are pure functions. The
-// caller applies the plan: cgroup writes through cgroup::WriteExecutor, resctrl actions
-// through ResctrlExecutor, evictions through the Eviction API.
+// The entry point the daemon calls: the table of strategies (strategy_table.h) in order on
+// every full pass (run), and the fast-path ones on the fast path (fast). The engine holds
+// the strategies, and with them their memory, and the slow-changing node facts the fast
+// path needs; each strategy's decision is a pure function of the pass and its memory. The
+// caller applies the plan through the executors and the Eviction API.
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "agent/qos/cpu_suppress.h"
 #include "agent/qos/qos_types.h"
+#include "agent/qos/strategy.h"
 
 namespace gleaner::agent::qos {
 
@@ -23,39 +25,53 @@ struct SuppressSample {
 
 class QosEngine {
  public:
-  // Every strategy on `knobs` (read for full_pass_reads); records evictions in the
-  // engine's state.
+  QosEngine();
+  ~QosEngine();
+  QosEngine(QosEngine&&) noexcept;
+  QosEngine& operator=(QosEngine&&) noexcept;
+
+  // What a full pass over `in` reads: the cgroup knobs of kubepods, its QoS directories and
+  // every pod and container, and what each enabled strategy declares.
+  [[nodiscard]] KnobReads full_reads(const QosInputs& in) const;
+  // Every enabled strategy on `knobs` (read for full_reads), in the table's order.
   Plan run(const QosInputs& in, const KnobSnapshot& knobs);
   // As above, reading the pass's knobs through in.reader first.
   Plan run(const QosInputs& in);
-  // Only BE CPU suppression, from a fresh sample, the node facts of the last run() and
-  // `knobs` (read for fast_reads()). Empty until run() has been called with CPU measured.
-  Plan suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const;
+  // The fast-path strategies, from a fresh sample, the node facts and inputs of the last
+  // run() and `knobs` (read for fast_reads()). Empty until run() has been called with CPU
+  // measured.
+  [[nodiscard]] Plan suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const;
   // As above, reading fast_reads() through `reader` first.
   Plan suppress_only(const SuppressSample& sample, QosReader& reader) const;
-  // What the fast path reads (nothing before the first run()); `cpusets` adds the CPU
-  // lists (the cpuset policy, or a CPU-count ceiling over it).
-  [[nodiscard]] KnobReads fast_reads(bool cpusets = false) const;
+  // What the fast path reads (nothing before the first run()).
+  [[nodiscard]] KnobReads fast_reads() const;
   // The system usage the fast path counts for `sample`: what the node uses beyond non-BE
   // pods, at most the last run()'s figure.
   [[nodiscard]] int64_t fast_system_usage(const SuppressSample& sample) const;
 
-  [[nodiscard]] const QosState& state() const { return state_; }
-  // The strategies' state as an earlier tick left it (the agent's memory, for `plan`).
-  void set_state(QosState state) { state_ = std::move(state); }
-  // The API server's answer to an eviction a run() planned (see record_eviction_answer).
+  // The strategies' memory in the record form (see Strategy::save), and back. load_memory
+  // changes nothing when any strategy rejects its part.
+  [[nodiscard]] Json save_memory(double now_s) const;
+  Status load_memory(const Json& agent, const std::string& where, double now_s);
+  // The API server's answer to an eviction a run() planned.
   void eviction_answered(const std::string& pod, bool accepted, double now_s);
   // The node facts of the last run() (nullopt before it), for filters applied after it.
   [[nodiscard]] const std::optional<SuppressContext>& last_suppress_context() const {
     return suppress_ctx_;
   }
-  [[nodiscard]] const config::ResourceThresholdStrategy& threshold() const { return threshold_; }
+  [[nodiscard]] const config::ResourceThresholdStrategy& threshold() const {
+    return last_inputs_.threshold;
+  }
+  // The strategies' names, in the order they run.
+  [[nodiscard]] std::vector<std::string> strategy_names() const;
 
  private:
-  QosState state_;
+  [[nodiscard]] Pass fast_pass(const SuppressSample& sample, const KnobSnapshot& knobs) const;
+
+  std::vector<std::unique_ptr<Strategy>> strategies_;
   std::optional<SuppressContext> suppress_ctx_;
-  bool cpu_measured_ = false;  // whether the last run() had CPU figures
-  config::ResourceThresholdStrategy threshold_;
+  // The last run()'s inputs without the pointers into the caller's pass (for the fast path).
+  QosInputs last_inputs_;
 };
 
 }  // namespace gleaner::agent::qos

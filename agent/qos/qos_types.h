@@ -62,6 +62,20 @@ struct Plan {
   std::vector<std::string> notes;  // decisions worth one log line (skips, holds)
 };
 
+// Adds `from`'s writes, evictions, resctrl and system changes and notes to `into`.
+inline void append_plan(Plan& into, Plan&& from) {
+  for (auto& w : from.writes)
+    into.writes.push_back(std::move(w));
+  for (auto& e : from.evictions)
+    into.evictions.push_back(std::move(e));
+  for (auto& r : from.resctrl)
+    into.resctrl.push_back(std::move(r));
+  for (auto& s : from.system)
+    into.system.push_back(std::move(s));
+  for (auto& n : from.notes)
+    into.notes.emplace_back(std::move(n));
+}
+
 using snapshot::CpuCounters;
 using snapshot::KnobReads;
 using snapshot::KnobSnapshot;
@@ -75,7 +89,6 @@ class QosReader {
   virtual KnobSnapshot read(const KnobReads& reads) = 0;
 };
 
-// The persistent state of the strategies across ticks (cool-downs, evicted pods).
 // One full pass's BE CPU figures, kept for cpuEvictTimeWindowSeconds.
 struct BeCpuSample {
   double at_s = 0;
@@ -102,6 +115,7 @@ struct EvictionRefusal {
   double retry_at_s = 0;
 };
 
+// The eviction strategy's memory across passes (cool-downs, evicted pods, the BE CPU window).
 struct QosState {
   std::optional<double> last_memory_evict_s;
   std::optional<double> last_cpu_evict_s;
@@ -113,7 +127,6 @@ struct QosState {
   std::map<std::string, double> eviction_asked_s;
   std::map<std::string, EvictionRefusal> eviction_refused;  // pod key -> its back-off
   std::deque<BeCpuSample> be_cpu_history;                   // oldest first, earlier passes only
-  std::map<std::string, QuotaBurstMemory> quota_burst;      // container cgroup -> memory
 };
 
 // Everything one full reconcile pass needs.

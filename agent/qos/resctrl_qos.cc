@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "agent/qos/pod_dirs.h"
+#include "agent/qos/strategy.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "resctrl/schemata.h"
@@ -295,6 +296,25 @@ ResctrlApplyReport ResctrlExecutor::restore_all() {
     count(fs_.remove_group(group));
   originals_ = {};
   return report;
+}
+
+namespace {
+
+class Resctrl final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "resctrl"; }
+  void declare_reads(const Pass& pass, KnobReads& reads) const override {
+    declare_resctrl_reads(*pass.in.snapshot, pass.in.layout, pass.in.qos, reads);
+  }
+  Plan plan(const Pass& pass) override {
+    return plan_resctrl(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_resctrl_strategy() {
+  return std::make_unique<Resctrl>();
 }
 
 }  // namespace gleaner::agent::qos

@@ -4,6 +4,9 @@
 #include <optional>
 #include <string_view>
 
+#include "agent/qos/strategy.h"
+#include "kube/well_known.h"
+
 namespace gleaner::agent::qos {
 namespace {
 
@@ -68,6 +71,29 @@ SystemPlan plan_system_config(const config::SystemStrategy& strategy,
     plan.writes.push_back({SystemKnob::kMemcgReapBackground, *strategy.memcg_reap_background});
   }
   return plan;
+}
+
+namespace {
+
+class SystemConfig final : public Strategy {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "systemConfig"; }
+  Plan plan(const Pass& pass) override {
+    const auto& capacity = pass.in.snapshot->node.capacity;
+    auto memory = capacity.find(kube::kResourceMemory);
+    SystemPlan system =
+        plan_system_config(pass.in.system, memory == capacity.end() ? 0 : memory->second.value());
+    Plan plan;
+    plan.system = std::move(system.writes);
+    plan.notes = std::move(system.notes);
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_system_config_strategy() {
+  return std::make_unique<SystemConfig>();
 }
 
 }  // namespace gleaner::agent::qos

@@ -38,6 +38,14 @@ struct KnobReads {
   void add(const std::string& cgroup, std::initializer_list<cgroup::Resource> resources) {
     files[cgroup].insert(resources.begin(), resources.end());
   }
+  // Everything `other` reads as well.
+  void merge(const KnobReads& other) {
+    for (const auto& [cgroup, resources] : other.files)
+      files[cgroup].insert(resources.begin(), resources.end());
+    counters.insert(other.counters.begin(), other.counters.end());
+    resctrl = resctrl || other.resctrl;
+    resctrl_groups.insert(other.resctrl_groups.begin(), other.resctrl_groups.end());
+  }
 };
 
 class KnobSnapshot {

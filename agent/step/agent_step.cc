@@ -94,9 +94,11 @@ StepResult AgentStep::tick(const TickInputs& in) {
 }
 
 qos::KnobSnapshot AgentStep::fast_knobs(qos::QosReader& reader) const {
-  return reader.read(engine_.fast_reads(engine_.threshold().cpu_suppress_policy ==
-                                            config::CpuSuppressPolicy::kCpuset ||
-                                        cap_.cpu_ceiling().has_value()));
+  qos::KnobReads reads = engine_.fast_reads();
+  // The interference rule's CPU-count ceiling reads the CPU lists under any policy.
+  if (const auto& ctx = engine_.last_suppress_context(); ctx && cap_.cpu_ceiling())
+    reads.merge(qos::suppress_reads(*ctx, /*cpusets=*/true));
+  return reader.read(reads);
 }
 
 qos::Plan AgentStep::fast(const FastInputs& in) const {
@@ -138,24 +140,25 @@ StepResult AgentStep::ls_waited(const LsWait& wait) {
   return out;
 }
 
-AgentMemory AgentStep::memory() const {
+AgentMemory AgentStep::memory(double now_s) const {
   AgentMemory m;
   m.suppress_armed = suppress_armed_;
   if (auto at = rule_.last_breach()) m.last_breach_s = seconds_of(*at);
   m.ceiling_quota_us = cap_.ceiling();
   m.ceiling_cpus = cap_.cpu_ceiling();
-  m.qos = engine_.state();
+  m.strategies = engine_.save_memory(now_s);
   m.slo = slo_;
   return m;
 }
 
-void AgentStep::adopt(const AgentMemory& memory) {
+Status AgentStep::adopt(const AgentMemory& memory, double now_s) {
+  if (auto ok = engine_.load_memory(memory.strategies, "the agent's memory", now_s); !ok) return ok;
   suppress_armed_ = memory.suppress_armed;
   rule_.set_last_breach(memory.last_breach_s ? std::optional(at_seconds(*memory.last_breach_s))
                                              : std::nullopt);
   cap_.set_ceilings(memory.ceiling_quota_us, memory.ceiling_cpus);
-  engine_.set_state(memory.qos);
   slo_ = memory.slo;
+  return ok_status();
 }
 
 }  // namespace gleaner::agent::step

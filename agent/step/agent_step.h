@@ -38,8 +38,10 @@ struct AgentMemory {
   std::optional<double> last_breach_s;      // monotonic seconds of the last interference
   std::optional<int64_t> ceiling_quota_us;  // the interference ceiling, cfsQuota policy
   std::optional<int> ceiling_cpus;          // the interference ceiling, cpuset policy
-  qos::QosState qos;                        // eviction cool-downs and the BE CPU window
-  SloMemory slo;                            // cpuSuppressMode slo: the feedback controller
+  // The QoS strategies' memory in the record form (QosEngine::save_memory), its times
+  // counted back from the moment memory() was given.
+  Json strategies = Json::object();
+  SloMemory slo;  // cpuSuppressMode slo: the feedback controller
 };
 
 // A full pass's inputs: what the QoS engine takes (the node's resolved strategies, its
@@ -103,8 +105,12 @@ class AgentStep {
   // follows writes the ceiling.
   StepResult ls_waited(const LsWait& wait);
 
-  [[nodiscard]] AgentMemory memory() const;
-  void adopt(const AgentMemory& memory);
+  // The step's memory, the strategies' times counted back from `now_s` (the monotonic
+  // moment the record it goes into stands for).
+  [[nodiscard]] AgentMemory memory(double now_s) const;
+  // Takes up `memory` as memory(now_s) gave it; a strategy's part it rejects changes
+  // nothing and is the error.
+  Status adopt(const AgentMemory& memory, double now_s);
   // The API server's answer to an eviction a tick planned: accepted, or refused (asked
   // again after a back-off).
   void eviction_answered(const std::string& pod, bool accepted, double now_s) {

@@ -87,7 +87,10 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   // One interference step is a tenth of the node's CPUs, as the daemon counts them.
   const int64_t capacity = suppress_context(*snap, in.layout, topology).capacity_milli;
   AgentStep step(*interference, in.layout, static_cast<int>((capacity + 999) / 1000));
-  step.adopt(record->memory);
+  if (auto adopted = step.adopt(record->memory, kSnapshotNow); !adopted) {
+    err << kCmd << "bad snapshot: " << adopted.error().message << "\n";
+    return 2;
+  }
   StepResult result = step.tick(in);
   const Plan& plan = result.plan;
   for (const auto& event : result.events)

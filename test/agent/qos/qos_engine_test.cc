@@ -64,7 +64,7 @@ TEST(QosEngine, FirstPassWithoutCpuFiguresLeavesBeCpuAsItIs) {
   for (const auto& w : first.writes)
     EXPECT_NE(w.reason, kReasonCpuSuppress) << w.cgroup << " " << w.value;
   EXPECT_TRUE(first.evictions.empty());
-  EXPECT_TRUE(engine.state().be_cpu_history.empty());
+  EXPECT_FALSE(engine.save_memory(0).contains("beCpuWindow"));
   // Nor does the fast path act on the node facts of that pass.
   EXPECT_TRUE(engine.suppress_only({6000, 5000, false}, reader).writes.empty());
   // The same figures, measured, do cut BE: the hold is what the flag decides.

@@ -177,7 +177,7 @@ TEST_F(AgentStepTest, MemoryRoundTripsThroughAnotherStep) {
   const auto mode = config::CpuSuppressMode::kOnInterference;
   first.tick(inputs(mode, 100, waiting(8)));
   AgentStep second(rule_, kLayout, 8);
-  second.adopt(first.memory());
+  ASSERT_TRUE(second.adopt(first.memory(100), 100));
   // Within the hold time the adopted step still holds, as the first one would.
   auto a = first.tick(inputs(mode, 110, waiting(0.1)));
   auto b = second.tick(inputs(mode, 110, waiting(0.1)));
@@ -203,13 +203,13 @@ TEST_F(AgentStepTest, AWaitBetweenTicksArmsAndTheFastPathWritesTheCeiling) {
   EXPECT_TRUE(step.suppress_armed());
   ASSERT_FALSE(out.events.empty());
   EXPECT_NE(out.events.front().find("armed"), std::string::npos);
-  ASSERT_TRUE(step.memory().ceiling_quota_us.has_value());
+  ASSERT_TRUE(step.memory(0).ceiling_quota_us.has_value());
   // The fast pass that follows writes BE's quota, at most the ceiling.
   auto plan = step.fast({4000, 2000, false, &reader_});
   ASSERT_TRUE(writes_be_quota(plan));
   for (const auto& w : plan.writes) {
     if (w.resource == Resource::kCpuQuota && w.cgroup == kBeQos) {
-      EXPECT_LE(std::stoll(w.value), *step.memory().ceiling_quota_us);
+      EXPECT_LE(std::stoll(w.value), *step.memory(0).ceiling_quota_us);
     }
   }
   // The wait restarted the hold: a quiet tick 20 s later still holds.
@@ -221,29 +221,29 @@ TEST_F(AgentStepTest, WaitsBetweenTicksTakeAtMostOneStepPerGap) {
   AgentStep step(rule_, kLayout, 8);
   step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
   step.ls_waited(waited(8, 100.20, reader_));
-  const auto first = step.memory().ceiling_quota_us;
+  const auto first = step.memory(0).ceiling_quota_us;
   ASSERT_TRUE(first.has_value());
   // Within the gap: held, the ceiling stays.
   EXPECT_EQ(step.ls_waited(waited(9, 100.25, reader_)).interference.action,
             bpf::InterferenceAction::kHold);
-  EXPECT_EQ(step.memory().ceiling_quota_us, first);
+  EXPECT_EQ(step.memory(0).ceiling_quota_us, first);
   // After it: one more step down (a tenth of 8 CPUs).
   step.ls_waited(waited(9, 100.31, reader_));
-  ASSERT_TRUE(step.memory().ceiling_quota_us.has_value());
-  EXPECT_EQ(*step.memory().ceiling_quota_us, *first - 80'000);
+  ASSERT_TRUE(step.memory(0).ceiling_quota_us.has_value());
+  EXPECT_EQ(*step.memory(0).ceiling_quota_us, *first - 80'000);
 }
 
 TEST_F(AgentStepTest, AWaitBetweenTicksWithoutBeRunningOrBeforeAnyTickChangesNothing) {
   AgentStep fresh(rule_, kLayout, 8);
   EXPECT_TRUE(fresh.ls_waited(waited(8, 99, reader_)).events.empty());
-  EXPECT_FALSE(fresh.memory().ceiling_quota_us.has_value());
+  EXPECT_FALSE(fresh.memory(0).ceiling_quota_us.has_value());
 
   be_idle();
   AgentStep step(rule_, kLayout, 8);
   step.tick(inputs(config::CpuSuppressMode::kAlways, 100));
   EXPECT_EQ(step.ls_waited(waited(8, 100.5, reader_)).interference.action,
             bpf::InterferenceAction::kHold);
-  EXPECT_FALSE(step.memory().ceiling_quota_us.has_value());
+  EXPECT_FALSE(step.memory(0).ceiling_quota_us.has_value());
 }
 
 TEST(StepRecord, RoundTripsAndNamesBadFields) {
@@ -253,9 +253,12 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   r.probe.cpu_psi_some_avg10 = 12.5;
   r.memory.last_breach_s = 990;
   r.memory.ceiling_quota_us = 40000;
-  r.memory.qos.last_cpu_evict_s = 900;
-  r.memory.qos.be_cpu_history.push_back({995, 900, 1000});
-  r.memory.qos.quota_burst["kubepods/burstable/pod1/c1"] = {999, {81000000000, 42}, -12.5};
+  // The strategies' parts, in their record form (each strategy reads and writes its own).
+  r.memory.strategies = Json::parse(R"({
+    "evictions": {"lastCpuSecondsAgo": 100},
+    "beCpuWindow": [{"secondsAgo": 5, "usage": "900m", "limit": "1"}],
+    "cfsQuotaBurst": {"kubepods/burstable/pod1/c1":
+        {"secondsAgo": 1, "usageNanos": 81000000000, "nrThrottled": 42, "tokens": -12.5}}})");
   r.fast_path_live = true;
   Json doc = Json::object();
   add_step_record(doc, r, 1000);
@@ -264,10 +267,13 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   EXPECT_EQ(back->probe.runq_p99_ns.at("web/api-0"), 8e6);
   EXPECT_EQ(*back->memory.last_breach_s, 4990);
   EXPECT_EQ(*back->memory.ceiling_quota_us, 40000);
-  EXPECT_EQ(*back->memory.qos.last_cpu_evict_s, 4900);
-  EXPECT_EQ(back->memory.qos.be_cpu_history.at(0).usage_milli, 900);
-  EXPECT_EQ(back->memory.qos.quota_burst.at("kubepods/burstable/pod1/c1"),
-            (qos::QuotaBurstMemory{4999, {81000000000, 42}, -12.5}));
+  const Json& m = back->memory.strategies;
+  EXPECT_EQ(m["evictions"]["lastCpuSecondsAgo"], 100);
+  EXPECT_EQ(m["beCpuWindow"][0]["usage"], "900m");
+  EXPECT_EQ(m["beCpuWindow"][0]["limit"], "1000m");
+  EXPECT_EQ(m["cfsQuotaBurst"]["kubepods/burstable/pod1/c1"]["secondsAgo"], 1);
+  EXPECT_EQ(m["cfsQuotaBurst"]["kubepods/burstable/pod1/c1"]["nrThrottled"], 42);
+  EXPECT_EQ(m["cfsQuotaBurst"]["kubepods/burstable/pod1/c1"]["tokens"], -12.5);
   EXPECT_TRUE(back->fast_path_live);
 
   // The BE-caused waits travel with the record, in the same unit.

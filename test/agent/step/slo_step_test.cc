@@ -151,17 +151,17 @@ TEST_F(SloStepTest, TheMemoryReplaysThroughTheStepRecord) {
   // What `plan` reads back from the record decides as the live step does next.
   Json doc = Json::object();
   const auto in = inputs(114, 0.2);  // past the hold: grows, at the rate the memory sets
-  add_step_record(doc, {in.probe, live.memory(), false}, in.now_s);
+  add_step_record(doc, {in.probe, live.memory(in.now_s), false}, in.now_s);
   auto record = parse_step_record(doc, "snapshot.json", in.now_s);
   ASSERT_TRUE(record) << record.error().message;
   AgentStep replay(rule_, kLayout, 8);
-  replay.adopt(record->memory);
+  ASSERT_TRUE(replay.adopt(record->memory, in.now_s));
   auto a = live.tick(in);
   auto b = replay.tick(in);
   ASSERT_TRUE(a.slo && b.slo);
   EXPECT_EQ(a.slo->allowance_milli, b.slo->allowance_milli);
   EXPECT_EQ(be_quota(a.plan), be_quota(b.plan));
-  EXPECT_EQ(live.memory().slo.window.size(), replay.memory().slo.window.size());
+  EXPECT_EQ(live.memory(in.now_s).slo.window.size(), replay.memory(in.now_s).slo.window.size());
 }
 
 }  // namespace
