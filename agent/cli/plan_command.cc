@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "agent/cli/commands.h"
-#include "agent/step/plan_runner.h"
+#include "agent/cli/plan_runner.h"
 #include "common/cli_checks.h"
 
 namespace gleaner::agent {

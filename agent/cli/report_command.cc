@@ -12,7 +12,7 @@
 
 #include "agent/cli/commands.h"
 #include "agent/metrics/node_sampler.h"
-#include "agent/step/node_environment.h"
+#include "agent/edge/node_environment.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
 #include "common/file_io.h"
@@ -40,7 +40,7 @@ Json build_report(const ReportOptions& opt) {
     out["node"] = uts.nodename;
     out["kernel"] = uts.release;
   }
-  auto env = step::discover_environment(step::EnvironmentFlags{
+  auto env = edge::discover_environment(edge::EnvironmentFlags{
       .cgroup_root = opt.cgroup_root,
       .cgroup_version = opt.cgroup_version,
       .resctrl_root = opt.resctrl_root,
@@ -70,7 +70,7 @@ Json build_report(const ReportOptions& opt) {
   out["features"]["btf"] = path_exists(opt.btf_path);
   // Looked for on its own: a cgroup root not recognised says nothing about RDT.
   std::optional<resctrl::Capability> found;
-  if (!env) found = step::discover_resctrl(opt.resctrl_root);
+  if (!env) found = edge::discover_resctrl(opt.resctrl_root);
   const std::optional<resctrl::Capability>& resctrl = env ? env->resctrl : found;
   if (resctrl) {
     const resctrl::Capability& rdt = *resctrl;

@@ -11,7 +11,7 @@
 #include "agent/config/slo_config.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/metrics/node_sampler.h"
-#include "agent/step/node_environment.h"
+#include "agent/edge/node_environment.h"
 #include "common/cli_main.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
@@ -53,13 +53,13 @@ void combination_errors(const DaemonOptions& o, std::vector<std::string>& errors
 
 std::vector<std::string> validate(const RunFlags& flags) {
   const DaemonOptions& o = flags.daemon;
-  const step::EnvironmentFlags env_flags{.cgroup_root = o.cgroup_root,
+  const edge::EnvironmentFlags env_flags{.cgroup_root = o.cgroup_root,
                                          .cgroup_version = o.cgroup_version,
                                          .cgroup_driver = o.cgroup_driver,
                                          .cgroup_parent = o.cgroup_parent};
-  std::vector<std::string> errors = step::environment_flag_errors(env_flags);
+  std::vector<std::string> errors = edge::environment_flag_errors(env_flags);
   if (errors.empty()) {
-    if (auto env = step::discover_environment(env_flags); !env)
+    if (auto env = edge::discover_environment(env_flags); !env)
       errors.push_back(env.error().message);
   }
   if (auto usage = NodeSampler(o.proc_root).sample(); !usage)

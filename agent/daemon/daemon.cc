@@ -2,7 +2,7 @@
 
 #include "agent/daemon/daemon_impl.h"
 #include "agent/daemon/descriptor_limit.h"
-#include "agent/step/node_environment.h"
+#include "agent/edge/node_environment.h"
 
 namespace gleaner::agent {
 namespace {
@@ -49,7 +49,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
 
   // resctrl mounted first (when asked), so that discovery finds it.
   prepare_resctrl(d.opt.resctrl_root, d.opt.proc_root, d.opt.resctrl_mount && !d.opt.dry_run);
-  auto env = step::discover_environment(step::EnvironmentFlags{
+  auto env = edge::discover_environment(edge::EnvironmentFlags{
       .cgroup_root = d.opt.cgroup_root,
       .cgroup_version = d.opt.cgroup_version,
       .cgroup_driver = d.opt.cgroup_driver,
@@ -76,7 +76,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     d.state = std::make_unique<StateRecord>(d.opt.state_dir, d.opt.proc_root, *d.executor,
                                             d.resctrl_executor.get(), *d.system_executor);
   }
-  d.qos_reader = std::make_unique<qos::FsQosReader>(*d.fs, d.resctrl_fs.get());
+  d.qos_reader = std::make_unique<edge::FsQosReader>(*d.fs, d.resctrl_fs.get());
   if (env->topology) d.topology = std::move(*env->topology);
 
   d.node_sampler = std::make_unique<NodeSampler>(d.opt.proc_root);

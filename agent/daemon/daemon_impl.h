@@ -31,7 +31,7 @@
 #include "agent/metrics/node_sampler.h"
 #include "agent/metrics/pod_sampler.h"
 #include "agent/qos/cpu_topology.h"
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
 #include "agent/qos/resctrl_qos.h"
@@ -67,7 +67,7 @@ struct Daemon::Impl {
   std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
   std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
   std::unique_ptr<qos::SystemExecutor> system_executor;  // system-config's node-wide knobs
-  std::unique_ptr<qos::FsQosReader> qos_reader;
+  std::unique_ptr<edge::FsQosReader> qos_reader;
   std::unique_ptr<step::AgentStep> step;
   std::optional<qos::CpuTopology> topology;
   std::unique_ptr<FastSampler> fast_sampler;

@@ -233,7 +233,9 @@ void Daemon::tick() {
     if (d.opt.on_step) {
       StepObservation seen;
       seen.snapshot_file = snapshot::to_snapshot_json(latest_snap);
-      step::add_step_record(seen.snapshot_file, {in.probe, before, in.fast_path_live}, in.now_s);
+      step::add_step_record(seen.snapshot_file,
+                            {in.probe, before, in.fast_path_live, d.node_sampler->cpus()},
+                            in.now_s);
       seen.writes = d.executor->plan(result.plan.writes);
       for (const auto& e : result.plan.evictions)
         seen.evictions.push_back(e.pod);

@@ -1,7 +1,7 @@
 #pragma once
 // CPU topology as sysfs describes it (cpuN/topology/{core_id,physical_package_id,
-// thread_siblings_list}, nodeN/cpulist), read under a configurable root so tests use fake
-// trees, and the order in which the cpuset suppress policy hands CPUs to BE work.
+// thread_siblings_list}, nodeN/cpulist; read by agent/edge/cpu_topology_reader.h), and the
+// order in which the cpuset suppress policy hands CPUs to BE work.
 
 #include <string>
 #include <vector>
@@ -21,10 +21,6 @@ struct CpuTopology {
   std::vector<CpuInfo> cpus;  // sorted by cpu id
   [[nodiscard]] std::vector<int> ids() const;
 };
-
-// Reads <sys_root>/sys/devices/system/cpu/cpu*/topology and
-// <sys_root>/sys/devices/system/node/node*/cpulist. Errors name the file.
-Result<CpuTopology> read_cpu_topology(const std::string& sys_root);
 
 // A topology without structure: every CPU its own core, one socket, one node. Used when
 // no sysfs is available (the CPU list then comes from the cgroup tree).

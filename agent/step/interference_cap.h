@@ -14,7 +14,7 @@
 
 #include "agent/bpf/interference.h"
 #include "agent/qos/cpu_suppress.h"
-#include "cgroup/executor.h"
+#include "cgroup/cgroup_write.h"
 
 namespace gleaner::agent {
 

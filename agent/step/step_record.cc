@@ -196,6 +196,12 @@ Result<StepRecord> parse_step_record(const Json& doc, const std::string& where, 
     auto memory = parse_memory(*it, where, now_s, out.fast_path_live);
     if (!memory) return memory.error();
     out.memory = std::move(*memory);
+    if (auto cpus = it->find("cpus"); cpus != it->end() && !cpus->is_null()) {
+      if (!cpus->is_number_integer() || cpus->get<int64_t>() < 1 || cpus->get<int64_t>() > 65536) {
+        return qos::record_field_error(where, "agent.cpus", "expected a CPU count (1-65536)");
+      }
+      out.cpus = cpus->get<int>();
+    }
   }
   return out;
 }
@@ -220,6 +226,7 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
 
   const AgentMemory& m = record.memory;
   Json agent = {{"suppressArmed", m.suppress_armed}, {"fastPathLive", record.fast_path_live}};
+  if (record.cpus) agent["cpus"] = *record.cpus;
   if (m.last_breach_s) agent["secondsSinceInterference"] = now_s - *m.last_breach_s;
   Json ceiling = Json::object();
   if (m.ceiling_quota_us) ceiling["cpuQuotaMicros"] = *m.ceiling_quota_us;

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
 #include "cgroup/executor.h"
@@ -77,7 +77,7 @@ TEST(QosReal, BeIsThrottledToTheSuppressQuotaWhileLsRunsAndRestoredAfter) {
                   .cpu_usage = std::to_string(used[be_pod]) + "m"};
   auto snap = make_snapshot(node, {ls_spec, be_spec});
 
-  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::edge::FsQosReader reader(fs, nullptr);
   agent::qos::QosInputs in;
   in.snapshot = &snap;
   in.threshold.enable = true;
@@ -144,7 +144,7 @@ TEST(QosReal, CpuBurstOfAnLsPodStaysWithinItsQuotaAndIsRestored) {
                   .failed.empty());
   ASSERT_EQ(*fs.read_int(Resource::kCpuBurst, app_dir), 0);
 
-  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::edge::FsQosReader reader(fs, nullptr);
   agent::qos::QosInputs in;
   in.snapshot = &snap;
   in.layout = layout;
@@ -198,7 +198,7 @@ TEST(QosReal, CfsQuotaBurstRaisesAThrottledLsContainerAndIsRestored) {
                   .failed.empty());
   scratch.spawn_busy(app_dir);
 
-  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::edge::FsQosReader reader(fs, nullptr);
   agent::qos::QosInputs in;
   in.snapshot = &snap;
   in.layout = layout;
@@ -252,7 +252,7 @@ TEST(QosReal, MemoryQosKnobsLandWhereTheKernelHasThemAndAreRestored) {
     ASSERT_TRUE(has_oom_group);
   }
 
-  agent::qos::FsQosReader reader(fs, nullptr);
+  agent::edge::FsQosReader reader(fs, nullptr);
   agent::qos::QosInputs in;
   in.snapshot = &snap;
   in.layout = layout;

@@ -4,8 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/edge/cpu_topology_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/qos/cpu_suppress.h"
-#include "agent/qos/fs_reader.h"
 #include "agent/step/interference_cap.h"
 #include "cgroup/executor.h"
 #include "test/agent/qos/qos_test_util.h"
@@ -67,7 +68,7 @@ class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion
     FakeNode n;
     n.cpu = n.allocatable_cpu = "16";
     auto snap = make_snapshot(n, pods_);
-    ctx_ = qos::suppress_context(snap, layout_, *qos::read_cpu_topology(sys_.path()));
+    ctx_ = qos::suppress_context(snap, layout_, *edge::read_cpu_topology(sys_.path()));
     strategy_.enable = true;
     strategy_.cpu_suppress_policy = config::CpuSuppressPolicy::kCpuset;
     strategy_.cpu_suppress_threshold_percent = 100;  // an idle node leaves BE every CPU

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/qos/memory_qos.h"
 #include "cgroup/executor.h"
 #include "test/agent/qos/qos_test_util.h"

@@ -44,8 +44,8 @@ class CfsQuotaBurst : public ::testing::Test {
     reads.add(dir_, {Resource::kCpuQuota, Resource::kCpuPeriod});
     reads.add(pod_dir_, {Resource::kCpuQuota, Resource::kCpuPeriod});
     declare_quota_burst_reads(snap_, layout_, strategy_, reads);
-    Plan plan = plan_cfs_quota_burst(snap_, layout_, strategy_, reader_.read(reads), now_s, false,
-                                     memory_);
+    Plan plan =
+        plan_cfs_quota_burst(snap_, layout_, strategy_, reader_.read(reads), now_s, false, memory_);
     std::optional<int64_t> c;
     std::optional<int64_t> p;
     for (const auto& w : plan.writes) {

@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/cpu_topology_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "cgroup/executor.h"
 #include "cgroup/hierarchy.h"
 #include "test/agent/qos/qos_test_util.h"
@@ -103,7 +104,7 @@ TEST(NextCpuCount, KeepsCpuSuppressMinCpus) {
 TEST(CpuTopology, OrderTakesWholeCoresAlternatingNumaNodes) {
   TempDir t;
   make_sysfs16(t);
-  auto topo = read_cpu_topology(t.path());
+  auto topo = edge::read_cpu_topology(t.path());
   ASSERT_TRUE(topo.ok()) << topo.error().message;
   ASSERT_EQ(topo->cpus.size(), 16u);
   EXPECT_EQ(topo->cpus[12].node, 1);
@@ -118,7 +119,7 @@ TEST(CpuTopology, OrderTakesWholeCoresAlternatingNumaNodes) {
 
 TEST(CpuTopology, MissingSysfsIsAnErrorNamingThePath) {
   TempDir t;
-  auto topo = read_cpu_topology(t.path());
+  auto topo = edge::read_cpu_topology(t.path());
   ASSERT_FALSE(topo.ok());
   EXPECT_NE(topo.error().message.find("sys/devices/system/cpu"), std::string::npos);
 }
@@ -205,7 +206,7 @@ struct SuppressNodeTree {
     if (sixteen) {
       make_sysfs16(sys);
       n.cpu = n.allocatable_cpu = "16";
-      topology = *read_cpu_topology(sys.path());
+      topology = *edge::read_cpu_topology(sys.path());
     }
     n.annotations = std::move(annotations);
     snap = make_snapshot(n, pods);

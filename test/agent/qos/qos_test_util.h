@@ -3,14 +3,14 @@
 
 #include <filesystem>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/qos/qos_types.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "cgroup/executor.h"
@@ -61,10 +61,10 @@ class MapReader : public QosReader {
 
 // FsQosReader over a test's tree that also converts to the KnobSnapshot of every knob of
 // every cgroup in it (and the resctrl groups), for a strategy called directly.
-class TreeReader : public FsQosReader {
+class TreeReader : public edge::FsQosReader {
  public:
   TreeReader(cgroup::CgroupFs& fs, const resctrl::ResctrlFs* resctrl)
-      : FsQosReader(fs, resctrl), fs_(fs) {}
+      : edge::FsQosReader(fs, resctrl), fs_(fs) {}
   operator KnobSnapshot() {  // NOLINT(google-explicit-constructor): a test's shorthand
     namespace fsys = std::filesystem;
     KnobReads reads;
@@ -73,9 +73,8 @@ class TreeReader : public FsQosReader {
     std::set<std::string> cgroups = {""};
     for (const auto& top : fsys::directory_iterator(fs_.root())) {
       if (!top.is_directory()) continue;
-      const fsys::path base = fs_.version() == cgroup::CgroupVersion::kV2
-                                  ? fsys::path(fs_.root())
-                                  : top.path();
+      const fsys::path base =
+          fs_.version() == cgroup::CgroupVersion::kV2 ? fsys::path(fs_.root()) : top.path();
       if (fs_.version() == cgroup::CgroupVersion::kV2) cgroups.insert(top.path().filename());
       for (const auto& e : fsys::recursive_directory_iterator(top.path())) {
         if (e.is_directory()) cgroups.insert(fsys::relative(e.path(), base).string());

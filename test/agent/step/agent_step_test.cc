@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
 #include "test/agent/qos/qos_test_util.h"
@@ -260,6 +260,7 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
     "cfsQuotaBurst": {"kubepods/burstable/pod1/c1":
         {"secondsAgo": 1, "usageNanos": 81000000000, "nrThrottled": 42, "tokens": -12.5}}})");
   r.fast_path_live = true;
+  r.cpus = 96;
   Json doc = Json::object();
   add_step_record(doc, r, 1000);
   auto back = parse_step_record(doc, "snap.json", 5000);  // another moment: ages carry over
@@ -275,6 +276,7 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   EXPECT_EQ(m["cfsQuotaBurst"]["kubepods/burstable/pod1/c1"]["nrThrottled"], 42);
   EXPECT_EQ(m["cfsQuotaBurst"]["kubepods/burstable/pod1/c1"]["tokens"], -12.5);
   EXPECT_TRUE(back->fast_path_live);
+  EXPECT_EQ(back->cpus, 96);
 
   // The BE-caused waits travel with the record, in the same unit.
   {
@@ -317,6 +319,7 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
           .find("cfsQuotaBurst.c.usageNanos"),
       std::string::npos);
   EXPECT_NE(err(R"({"agent":{"suppressArmed":"yes"}})").find("suppressArmed"), std::string::npos);
+  EXPECT_NE(err(R"({"agent":{"cpus":0}})").find("agent.cpus"), std::string::npos);
 }
 
 }  // namespace

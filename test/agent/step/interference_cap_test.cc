@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cgroup/parsers.h"
+
 namespace gleaner::agent {
 namespace {
 using bpf::InterferenceAction;

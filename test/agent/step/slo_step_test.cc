@@ -4,7 +4,7 @@
 // record.
 #include <gtest/gtest.h>
 
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"

@@ -14,7 +14,7 @@
 #include "common/result.h"
 #include "resctrl/resctrl_fs.h"
 
-namespace gleaner::agent::step {
+namespace gleaner::agent::edge {
 
 // The flags that say where to look, as `run` takes them.
 struct EnvironmentFlags {
@@ -52,4 +52,4 @@ std::optional<resctrl::Capability> discover_resctrl(const std::string& resctrl_r
 // be recognised ("--cgroup-root /x: ...").
 Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags);
 
-}  // namespace gleaner::agent::step
+}  // namespace gleaner::agent::edge

@@ -1,11 +1,10 @@
-// One discovery of the node for every entry point (agent/step/node_environment.h).
-#include "agent/step/node_environment.h"
-
+// One discovery of the node for every entry point (agent/edge/node_environment.h).
 #include <gtest/gtest.h>
 
+#include "agent/edge/node_environment.h"
 #include "test/support/temp_tree.h"
 
-namespace gleaner::agent::step {
+namespace gleaner::agent::edge {
 namespace {
 
 using gleaner::testing::TempDir;
@@ -73,4 +72,4 @@ TEST(NodeEnvironment, AMissingTopologyIsAProblemNotAnError) {
 }
 
 }  // namespace
-}  // namespace gleaner::agent::step
+}  // namespace gleaner::agent::edge

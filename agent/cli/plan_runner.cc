@@ -1,15 +1,15 @@
-#include "agent/step/plan_runner.h"
+#include "agent/cli/plan_runner.h"
 
 #include <nlohmann/json.hpp>
 
 #include "agent/config/slo_config.h"
+#include "agent/edge/knob_reader.h"
+#include "agent/edge/node_environment.h"
 #include "agent/qos/cpu_suppress.h"
-#include "agent/qos/fs_reader.h"
 #include "agent/qos/resctrl_qos.h"
 #include "agent/qos/system_executor.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
-#include "agent/step/node_environment.h"
 #include "agent/step/step_record.h"
 #include "cgroup/executor.h"
 #include "common/file_io.h"
@@ -42,9 +42,10 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     err << kCmd << interference.error().message << "\n";
     return 2;
   }
-  auto env = discover_environment(EnvironmentFlags{.cgroup_root = opts.cgroup_root,
-                                                   .cgroup_version = opts.cgroup_version,
-                                                   .sys_root = opts.sys_root});
+  auto env =
+      edge::discover_environment(edge::EnvironmentFlags{.cgroup_root = opts.cgroup_root,
+                                                        .cgroup_version = opts.cgroup_version,
+                                                        .sys_root = opts.sys_root});
   if (!env) {
     err << kCmd << env.error().message << "\n";
     return 2;
@@ -72,7 +73,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   }
   std::optional<resctrl::ResctrlFs> rfs;
   if (!opts.resctrl_root.empty()) rfs.emplace(opts.resctrl_root);
-  FsQosReader reader(fs, rfs ? &*rfs : nullptr);
+  edge::FsQosReader reader(fs, rfs ? &*rfs : nullptr);
 
   TickInputs in;
   in.snapshot = &*snap;
@@ -84,9 +85,11 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   in.stale = is_stale(snap->metrics.age_seconds, opts.metrics_interval_s);
   in.probe = record->probe;
   in.fast_path_live = record->fast_path_live;
-  // One interference step is a tenth of the node's CPUs, as the daemon counts them.
+  // One interference step is a tenth of the node's CPUs: the count the daemon recorded
+  // (its online CPUs), else the Node's capacity.
   const int64_t capacity = suppress_context(*snap, in.layout, topology).capacity_milli;
-  AgentStep step(*interference, in.layout, static_cast<int>((capacity + 999) / 1000));
+  const int cpus = record->cpus.value_or(static_cast<int>((capacity + 999) / 1000));
+  AgentStep step(*interference, in.layout, cpus);
   if (auto adopted = step.adopt(record->memory, kSnapshotNow); !adopted) {
     err << kCmd << "bad snapshot: " << adopted.error().message << "\n";
     return 2;

@@ -1,8 +1,8 @@
-#include "agent/qos/fs_reader.h"
+#include "agent/edge/knob_reader.h"
 
 #include "common/file_io.h"
 
-namespace gleaner::agent::qos {
+namespace gleaner::agent::edge {
 
 KnobSnapshot FsQosReader::read(const KnobReads& reads) {
   KnobSnapshot knobs(fs_.version());
@@ -37,4 +37,4 @@ KnobSnapshot FsQosReader::read(const KnobReads& reads) {
   return knobs;
 }
 
-}  // namespace gleaner::agent::qos
+}  // namespace gleaner::agent::edge

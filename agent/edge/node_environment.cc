@@ -1,9 +1,10 @@
-#include "agent/step/node_environment.h"
+#include "agent/edge/node_environment.h"
 
+#include "agent/edge/cpu_topology_reader.h"
 #include "cgroup/cgroup_fs.h"
 #include "common/file_io.h"
 
-namespace gleaner::agent::step {
+namespace gleaner::agent::edge {
 
 std::vector<std::string> environment_flag_errors(const EnvironmentFlags& flags) {
   std::vector<std::string> errors;
@@ -50,7 +51,7 @@ Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags) {
   }
   env.resctrl = discover_resctrl(flags.resctrl_root);
   if (!flags.sys_root.empty()) {
-    if (auto topology = qos::read_cpu_topology(flags.sys_root)) {
+    if (auto topology = read_cpu_topology(flags.sys_root)) {
       env.topology = std::move(*topology);
     } else {
       env.topology_problem = topology.error().message;
@@ -59,4 +60,4 @@ Result<NodeEnvironment> discover_environment(const EnvironmentFlags& flags) {
   return env;
 }
 
-}  // namespace gleaner::agent::step
+}  // namespace gleaner::agent::edge
