@@ -265,6 +265,7 @@ ResctrlApplyReport ResctrlExecutor::apply(const std::vector<ResctrlAction>& acti
     }
     if (status) {
       ++report.written;
+      report.changes.push_back(describe(fs_, a));
     } else {
       report.failed.push_back(status.error());
     }
@@ -274,9 +275,10 @@ ResctrlApplyReport ResctrlExecutor::apply(const std::vector<ResctrlAction>& acti
 
 ResctrlApplyReport ResctrlExecutor::restore_all() {
   ResctrlApplyReport report;
-  auto count = [&](const Status& status) {
+  auto count = [&](const Status& status, ResctrlFileWrite what) {
     if (status) {
       ++report.written;
+      report.changes.push_back(std::move(what));
     } else if (status.error().code != ErrorCode::kNotFound) {
       report.failed.push_back(status.error());
     }
@@ -286,14 +288,20 @@ ResctrlApplyReport ResctrlExecutor::restore_all() {
   for (const auto& [group, tids] : originals_.tasks) {
     if (originals_.created_groups.count(group) > 0) continue;  // rmdir moves them anyway
     for (int tid : tids)
-      count(fs_.add_task("", tid));
+      count(fs_.add_task("", tid),
+            {join_path(fs_.group_dir(""), "tasks"), std::to_string(tid), "restore"});
   }
   for (const auto& [group, lines] : originals_.schemata) {
     auto written = fs_.apply_schemata(group, lines);
-    count(written ? ok_status() : Status(written.error()));
+    std::string value;
+    for (const auto& [resource, values] : lines)
+      value.append(value.empty() ? "" : "\n")
+          .append(resctrl::format_schemata_line(resource, values));
+    count(written ? ok_status() : Status(written.error()),
+          {join_path(fs_.group_dir(group), "schemata"), value, "restore"});
   }
   for (const auto& group : originals_.created_groups)
-    count(fs_.remove_group(group));
+    count(fs_.remove_group(group), {fs_.group_dir(group), "(rmdir)", "restore"});
   originals_ = {};
   return report;
 }

@@ -38,6 +38,7 @@ ResctrlFileWrite describe(const resctrl::ResctrlFs& fs, const ResctrlAction& act
 
 struct ResctrlApplyReport {
   int written = 0;
+  std::vector<ResctrlFileWrite> changes;  // the `written` ones, as `plan` prints them
   std::vector<Error> failed;
   int unrecorded = 0;  // not taken: the record of what they change could not be persisted
 };
