@@ -35,6 +35,11 @@ Result<kube::Node> load_node_file(const std::string& path) {
   return node;
 }
 
+const Clock& system_clock() {
+  static const SystemClock clock;
+  return clock;
+}
+
 }  // namespace
 
 Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
@@ -42,9 +47,12 @@ Daemon::Daemon(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
 }
 Daemon::~Daemon() = default;
 
-Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, DaemonOptions options) {
-  auto impl = std::make_unique<Impl>(io, std::move(options));
+Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, DaemonOptions options,
+                                               DaemonDeps deps) {
+  auto impl = std::make_unique<Impl>(io, std::move(options),
+                                     deps.clock != nullptr ? *deps.clock : system_clock());
   auto& d = *impl;
+  d.own_timers = deps.own_timers;
   if (d.opt.node_name.empty()) d.opt.node_name = host_name();
 
   // resctrl mounted first (when asked), so that discovery finds it.
@@ -61,20 +69,15 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
   d.version = env->version;
   d.fs = std::make_unique<cgroup::CgroupFs>(d.opt.cgroup_root, d.version);
   d.fs->set_descriptor_cap(raise_descriptor_limit(cgroup::CgroupFs::kDefaultDescriptorCap));
-  d.executor = std::make_unique<cgroup::WriteExecutor>(*d.fs, d.opt.dry_run);
   if (!env->driver) {
     spdlog::warn("{}; assuming cgroupfs until kubepods appears", env->driver_problem);
   }
   d.layout.emplace(env->driver.value_or(cgroup::CgroupDriver::kCgroupfs), d.opt.cgroup_parent);
-  if (env->resctrl) {
-    d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
-    d.resctrl_executor = std::make_unique<qos::ResctrlExecutor>(*d.resctrl_fs, d.opt.dry_run);
-  }
-  d.system_executor =
-      std::make_unique<qos::SystemExecutor>(d.opt.proc_root, d.opt.sys_root, d.opt.dry_run);
+  if (env->resctrl) d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
+  d.knobs = std::make_unique<exec::KnobExecutor>(*d.fs, d.resctrl_fs.get(), d.opt.proc_root,
+                                                 d.opt.sys_root, d.opt.dry_run);
   if (!d.opt.state_dir.empty() && !d.opt.dry_run) {
-    d.state = std::make_unique<StateRecord>(d.opt.state_dir, d.opt.proc_root, *d.executor,
-                                            d.resctrl_executor.get(), *d.system_executor);
+    d.state = std::make_unique<StateRecord>(d.opt.state_dir, d.opt.proc_root, *d.knobs);
   }
   d.qos_reader = std::make_unique<edge::FsQosReader>(*d.fs, d.resctrl_fs.get());
   if (env->topology) d.topology = std::move(*env->topology);
@@ -89,7 +92,9 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     probe_options.cgroup_root = d.opt.cgroup_root;
     probe_options.v1_cpu_controller = d.version != cgroup::CgroupVersion::kV2;
     probe_options.enable_stats = d.opt.bpf_stats;
-    if (auto probe = bpf::SchedProbe::open(probe_options)) {
+    auto probe =
+        deps.open_probe ? deps.open_probe(probe_options) : bpf::open_runq_probe(probe_options);
+    if (probe) {
       d.probe = std::move(*probe);
     } else {
       spdlog::warn("eBPF run-queue sampling off ({}); interference from PSI only",
@@ -121,7 +126,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
           "ServiceAccount token goes to whoever answers at {}:{}",
           k.host, k.port);
     }
-    d.pod_source = std::make_unique<KubeletPodSource>(std::move(k));
+    d.pod_source = std::make_unique<KubeletPodSource>(std::move(k), d.clock);
   } else {
     d.pod_source = std::make_unique<CgroupTreePodSource>(env->cpu_root, *d.layout);
   }
@@ -212,8 +217,10 @@ void Daemon::start() {
   reload_config();
   if (impl_->report_client) impl_->report_client->start();
   tick();
-  impl_->schedule_next();
-  if (impl_->opt.enforce && impl_->opt.fast_interval.count() > 0) impl_->schedule_fast();
+  if (impl_->own_timers) {
+    impl_->schedule_next();
+    if (impl_->opt.enforce && impl_->opt.fast_interval.count() > 0) impl_->schedule_fast();
+  }
   impl_->start_wakeups();
   auto& d = *impl_;
   std::vector<std::string> qos_dirs;
@@ -238,10 +245,7 @@ StopDecision Daemon::Impl::decide_stop() {
   if (!state || !state->complete()) {
     return {false, "the original values are not all on record"};
   }
-  if (executor->originals().empty() && system_executor->originals().empty() &&
-      (!resctrl_executor || resctrl_executor->originals().empty())) {
-    return {};
-  }
+  if (knobs->originals().empty()) return {};
   auto pod = api->fetch(kube::pod_path(opt.pod_namespace, opt.pod_name));
   if (!pod) return {false, "cannot read this agent's Pod: " + pod.error().describe()};
   std::optional<Json> daemon_set;
@@ -293,40 +297,30 @@ void Daemon::stop() {
     // The values stay in force and on record; the next agent adopts the record and
     // restores from it when it is the one that goes for good.
     spdlog::info("{}: leaving {} cgroup values in force for the next agent ({})", decision.why,
-                 d.executor->originals().size(), d.state->path());
-    d.executor->release_originals();
-    d.system_executor->release();
-    if (d.resctrl_executor) d.resctrl_executor->release();
+                 d.knobs->originals().cgroups.size(), d.state->path());
+    d.knobs->release();
     if (d.report_client) d.report_client->stop();
     if (d.metrics_server) d.metrics_server->stop();
     if (d.on_stop) d.on_stop();
     return;
   }
   if (!decision.why.empty()) spdlog::info("restoring on stop: {}", decision.why);
-  // Safety first: put back every resctrl and cgroup value this agent changed.
-  qos::ResctrlApplyReport resctrl_back;
-  if (d.resctrl_executor) {
-    resctrl_back = d.resctrl_executor->restore_all();
-    for (const auto& e : resctrl_back.failed)
-      spdlog::warn("resctrl restore: {}", e.describe());
+  // Safety first: put back every resctrl, cgroup and system-config value this agent changed.
+  const exec::KnobReport back = d.knobs->restore_all();
+  for (const auto& f : back.failed) {
+    if (f.kind != exec::KnobKind::kCgroup) {
+      spdlog::warn("{} restore: {}", exec::to_string(f.kind), f.error.describe());
+    }
   }
-  auto restored = d.executor->restore_all();
-  const qos::SystemApplyReport knobs_back = d.system_executor->restore_all();
-  for (const auto& e : knobs_back.failed)
-    spdlog::warn("system-config restore: {}", e.describe());
+  using exec::KnobKind;
   spdlog::info(
       "restored {} cgroup values ({} failed), {} resctrl changes ({} failed) and {} "
       "system-config knobs ({} failed)",
-      restored.written.size(), restored.failed.size(), resctrl_back.written,
-      resctrl_back.failed.size(), knobs_back.written.size(), knobs_back.failed.size());
-  if (d.state) {
-    const bool all_back =
-        resctrl_back.failed.empty() && knobs_back.failed.empty() &&
-        std::all_of(restored.failed.begin(), restored.failed.end(),
-                    [](const auto& f) { return f.second.code == ErrorCode::kNotFound; });
-    // Kept when something could not be put back: the next start adopts and retries it.
-    if (all_back) d.state->remove();
-  }
+      back.written_of(KnobKind::kCgroup), back.failed_of(KnobKind::kCgroup),
+      back.written_of(KnobKind::kResctrl), back.failed_of(KnobKind::kResctrl),
+      back.written_of(KnobKind::kSysctl), back.failed_of(KnobKind::kSysctl));
+  // Kept when something could not be put back: the next start adopts and retries it.
+  if (d.state && back.nothing_left()) d.state->remove();
   if (d.report_client) d.report_client->stop();
   if (d.metrics_server) d.metrics_server->stop();
   if (d.on_stop) d.on_stop();

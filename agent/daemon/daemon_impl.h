@@ -26,6 +26,7 @@
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/daemon/state_record.h"
+#include "agent/exec/knob_executor.h"
 #include "agent/metrics/fast_sampler.h"
 #include "agent/metrics/metric_store.h"
 #include "agent/metrics/node_sampler.h"
@@ -34,12 +35,9 @@
 #include "agent/edge/knob_reader.h"
 #include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
-#include "agent/qos/resctrl_qos.h"
-#include "agent/qos/system_executor.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
-#include "cgroup/executor.h"
 #include "cgroup/layout.h"
 #include "common/file_io.h"
 #include "common/json_fwd.h"
@@ -58,15 +56,14 @@ constexpr std::chrono::minutes kLongestWindow{30};
 struct Daemon::Impl {
   boost::asio::io_context& io;
   DaemonOptions opt;
-  SystemClock clock;
+  const Clock& clock;
   cgroup::CgroupVersion version = cgroup::CgroupVersion::kV1;
   std::optional<cgroup::KubeletLayout> layout;
   std::unique_ptr<cgroup::CgroupFs> fs;
-  std::unique_ptr<cgroup::WriteExecutor> executor;
-  std::unique_ptr<StateRecord> state;              // null: originals not recorded (--state-dir "")
   std::unique_ptr<resctrl::ResctrlFs> resctrl_fs;  // null: no resctrl on this node
-  std::unique_ptr<qos::ResctrlExecutor> resctrl_executor;
-  std::unique_ptr<qos::SystemExecutor> system_executor;  // system-config's node-wide knobs
+  // The one writer of cgroup, resctrl and system-config knobs (declared after what it uses).
+  std::unique_ptr<exec::KnobExecutor> knobs;
+  std::unique_ptr<StateRecord> state;  // null: originals not recorded (--state-dir "")
   std::unique_ptr<edge::FsQosReader> qos_reader;
   std::unique_ptr<step::AgentStep> step;
   std::optional<qos::CpuTopology> topology;
@@ -82,7 +79,7 @@ struct Daemon::Impl {
   std::unique_ptr<boost::asio::posix::stream_descriptor> watch_descriptor;
   bool force_pod_refresh = false;
   SteadyTime last_fast_sample{};
-  std::unique_ptr<bpf::SchedProbe> probe;
+  std::unique_ptr<bpf::RunqProbe> probe;
   // The probe's wake-up ring buffer in the event loop (null: wake-ups off).
   std::unique_ptr<boost::asio::posix::stream_descriptor> wake_descriptor;
   bpf::WakeSettings wake_settings;                    // in force in the probe
@@ -124,10 +121,11 @@ struct Daemon::Impl {
   std::string last_calc;
   std::vector<double> pass_seconds;
   Daemon* owner = nullptr;
+  bool own_timers = true;  // DaemonDeps::own_timers
   std::function<void()> on_stop;
 
-  Impl(boost::asio::io_context& io_ctx, DaemonOptions o)
-      : io(io_ctx), opt(std::move(o)), fast_timer(io_ctx), timer(io_ctx) {}
+  Impl(boost::asio::io_context& io_ctx, DaemonOptions o, const Clock& c)
+      : io(io_ctx), opt(std::move(o)), clock(c), fast_timer(io_ctx), timer(io_ctx) {}
 
   void refresh_pods(SteadyTime now);
   void schedule_next();
@@ -156,7 +154,8 @@ struct Daemon::Impl {
   std::set<std::string> slo_warned;  // each bad target is logged once
   bool slo_fallback = false;         // the last pass fell back to the threshold formula
   std::optional<int64_t> slo_allowance_milli;
-  void apply(const qos::Plan& plan);
+  // `full_pass`: system-config's knobs are set too (the fast path leaves them).
+  void apply(const qos::Plan& plan, bool full_pass = false);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
   StopDecision decide_stop();
 };

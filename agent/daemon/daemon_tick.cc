@@ -52,11 +52,10 @@ void Daemon::fast_tick(const char* trigger) {
   d.apply(plan);
 }
 
-void Daemon::Impl::apply(const qos::Plan& plan) {
+void Daemon::Impl::apply(const qos::Plan& plan, bool full_pass) {
   for (const auto& note : plan.notes)
     spdlog::debug("qos: {}", note);
-  if (!plan.writes.empty()) executor->apply(plan.writes);
-  if (!plan.resctrl.empty() && resctrl_executor) resctrl_executor->apply(plan.resctrl);
+  knobs->apply(plan.writes, plan.resctrl, full_pass ? &plan.system : nullptr);
   for (const auto& eviction : plan.evictions) {
     ++evictions_total[eviction.reason];
     if (api) {
@@ -236,21 +235,21 @@ void Daemon::tick() {
       step::add_step_record(seen.snapshot_file,
                             {in.probe, before, in.fast_path_live, d.node_sampler->cpus()},
                             in.now_s);
-      seen.writes = d.executor->plan(result.plan.writes);
+      seen.writes = d.knobs->cgroups().plan(result.plan.writes);
       for (const auto& e : result.plan.evictions)
         seen.evictions.push_back(e.pod);
       seen.cpu_measured = in.cpu_measured;
       d.opt.on_step(seen);
     }
-    d.apply(result.plan);
+    // A full pass also sets system-config's knobs: the ones not in this plan go back to
+    // what the agent found.
+    d.apply(result.plan, true);
     // Without the Eviction API (no --kubeconfig, or --dry-run) a decision is only logged:
     // taken as answered, so that it is logged once, not at every decision.
     if (!d.api || d.opt.dry_run) {
       for (const auto& e : result.plan.evictions)
         d.step->eviction_answered(e.pod, true, in.now_s);
     }
-    // A full pass only: the knobs not in this plan go back to what the agent found.
-    d.system_executor->apply(result.plan.system);
   }
 
   d.bound_batch_by_slo(batch_result);
@@ -260,14 +259,12 @@ void Daemon::tick() {
   TickOutcome outcome =
       describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
   outcome.report.epoch = d.epoch;
-  for (const auto* counters : {&d.executor->counters(), &d.system_executor->counters()}) {
-    for (const auto& [resource, c] : *counters) {
-      outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
-      outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
-      outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
-      outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
-      outcome.state.cgroup_writes_unrecorded_total[resource] = static_cast<uint64_t>(c.unrecorded);
-    }
+  for (const auto& [resource, c] : d.knobs->counters()) {
+    outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);
+    outcome.state.cgroup_write_failures_total[resource] = static_cast<uint64_t>(c.failures);
+    outcome.state.cgroup_writes_clamped_total[resource] = static_cast<uint64_t>(c.clamped);
+    outcome.state.cgroup_writes_deferred_total[resource] = static_cast<uint64_t>(c.deferred);
+    outcome.state.cgroup_writes_unrecorded_total[resource] = static_cast<uint64_t>(c.unrecorded);
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
   outcome.state.config_warnings = d.config->warning_counts();

@@ -9,12 +9,9 @@
 namespace gleaner::agent {
 
 StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_root,
-                         cgroup::WriteExecutor& cgroups, qos::ResctrlExecutor* resctrl,
-                         qos::SystemExecutor& system)
+                         exec::KnobExecutor& knobs)
     : file_(join_path(state_dir, "originals.json"), cgroup::read_boot_id(proc_root)),
-      cgroups_(cgroups),
-      resctrl_(resctrl),
-      system_(system) {
+      knobs_(knobs) {
   auto loaded = file_.load();
   if (loaded) {
     adopt(std::move(*loaded));
@@ -26,67 +23,32 @@ StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_r
         loaded.error().describe(), file_.path());
     (void)file_.set_aside();
   }
-  cgroups_.set_persist([this](const cgroup::Originals& originals) {
-    return save(originals, resctrl_originals(), system_.originals());
-  });
-  if (resctrl_ != nullptr) {
-    resctrl_->set_persist([this](const qos::ResctrlOriginals& changes) {
-      if (save(cgroups_.originals(), changes, system_.originals())) return true;
-      ++resctrl_save_failures_;
-      return false;
-    });
-  }
-  system_.set_persist([this](const qos::SystemOriginals& knobs) {
-    if (save(cgroups_.originals(), resctrl_originals(), knobs)) return true;
-    ++system_save_failures_;
-    return false;
-  });
+  knobs_.set_persist([this](const exec::KnobOriginals& originals) { return save(originals); });
 }
 
 void StateRecord::adopt(cgroup::LoadedOriginals loaded) {
-  if (loaded.other_boot) {
+  auto read = exec::read_knob_originals(std::move(loaded), file_.path());
+  if (read.other_boot) {
     spdlog::info("{}: recorded before the last reboot, nothing to restore", file_.path());
     (void)file_.remove();
     return;
   }
-  if (!loaded.originals.empty()) {
-    spdlog::info(
-        "{}: adopting {} original values recorded by an earlier run (restored on stop instead "
-        "of the values found now)",
-        file_.path(), loaded.originals.size());
-    cgroups_.adopt_originals(loaded.originals);
-  }
-  if (auto knobs = loaded.sections.find("system"); knobs != loaded.sections.end()) {
-    if (auto earlier = qos::parse_system_originals(*knobs, file_.path()); !earlier) {
-      ++errors_;
-      spdlog::warn("{}; system-config knobs are restored from the values found now",
-                   earlier.error().describe());
-    } else {
-      spdlog::info("{}: adopting {} system-config knob values recorded by an earlier run",
-                   file_.path(), earlier->size());
-      system_.adopt(*earlier);
-    }
-  }
-  auto section = loaded.sections.find("resctrl");
-  if (section == loaded.sections.end()) return;
-  auto earlier = qos::parse_resctrl_originals(*section, file_.path());
-  if (!earlier) {
+  for (const auto& problem : read.problems) {
     ++errors_;
-    spdlog::warn("{}; resctrl is restored from the values found now", earlier.error().describe());
-  } else if (resctrl_ == nullptr) {
-    spdlog::warn("{}: resctrl changes on record but resctrl is not available here; left as is",
-                 file_.path());
-  } else {
-    resctrl_->adopt(*earlier);
+    spdlog::warn("{}; that section is restored from the values found now", problem.describe());
   }
+  const auto& earlier = read.originals;
+  if (earlier.empty()) return;
+  spdlog::info(
+      "{}: adopting {} cgroup values, {} system-config knobs and {} resctrl groups/lines "
+      "recorded by an earlier run (restored on stop instead of the values found now)",
+      file_.path(), earlier.cgroups.size(), earlier.sysctls.size(),
+      earlier.resctrl.created_groups.size() + earlier.resctrl.schemata.size());
+  knobs_.adopt(earlier);
 }
 
-Status StateRecord::save(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl,
-                         const qos::SystemOriginals& system) {
-  Json sections = Json::object();
-  if (!resctrl.empty()) sections["resctrl"] = qos::resctrl_originals_json(resctrl);
-  if (!system.empty()) sections["system"] = qos::system_originals_json(system);
-  auto saved = file_.save(cgroups, sections);
+Status StateRecord::save(const exec::KnobOriginals& originals) {
+  auto saved = exec::save_knob_originals(file_, originals);
   if (!saved) ++errors_;
   problem_ = saved ? std::string() : saved.error().describe();
   return saved;

@@ -1,34 +1,27 @@
 #pragma once
 // The agent's record of what it changed, on the node (<--state-dir>/originals.json): at
-// start it adopts what an earlier run recorded (a crashed or upgraded agent) into the cgroup,
-// resctrl and system-config executors, and from then on each records every new original
-// there before it changes the file. docs/agent.md describes the format and the cases.
+// start the knob executor adopts what an earlier run recorded (a crashed or upgraded
+// agent), and from then on records every new original there before it changes the knob.
+// docs/agent.md describes the format and the cases.
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "agent/qos/resctrl_qos.h"
-#include "agent/qos/system_executor.h"
-#include "cgroup/executor.h"
+#include "agent/exec/knob_executor.h"
 #include "cgroup/originals_file.h"
 
 namespace gleaner::agent {
 
 class StateRecord {
  public:
-  // `resctrl` may be null (no resctrl on this node).
   StateRecord(const std::string& state_dir, const std::string& proc_root,
-              cgroup::WriteExecutor& cgroups, qos::ResctrlExecutor* resctrl,
-              qos::SystemExecutor& system);
+              exec::KnobExecutor& knobs);
   StateRecord(const StateRecord&) = delete;
   StateRecord& operator=(const StateRecord&) = delete;
 
   // Every original of every executor reached the file: a successor could adopt them.
-  [[nodiscard]] bool complete() const {
-    return cgroups_.persist_failures() == 0 && resctrl_save_failures_ == 0 &&
-           system_save_failures_ == 0;
-  }
+  [[nodiscard]] bool complete() const { return knobs_.persist_failures() == 0; }
   // Why the last save failed (empty when it succeeded, or none was needed): changes whose
   // originals it should have recorded are held meanwhile.
   [[nodiscard]] const std::string& problem() const { return problem_; }
@@ -40,20 +33,12 @@ class StateRecord {
 
  private:
   void adopt(cgroup::LoadedOriginals loaded);
-  Status save(const cgroup::Originals& cgroups, const qos::ResctrlOriginals& resctrl,
-              const qos::SystemOriginals& system);
-  [[nodiscard]] qos::ResctrlOriginals resctrl_originals() const {
-    return resctrl_ != nullptr ? resctrl_->originals() : qos::ResctrlOriginals{};
-  }
+  Status save(const exec::KnobOriginals& originals);
 
   cgroup::OriginalsFile file_;
-  cgroup::WriteExecutor& cgroups_;
-  qos::ResctrlExecutor* resctrl_;
-  qos::SystemExecutor& system_;
+  exec::KnobExecutor& knobs_;
   uint64_t errors_ = 0;
   std::string problem_;
-  uint64_t resctrl_save_failures_ = 0;
-  uint64_t system_save_failures_ = 0;
 };
 
 // Mounts resctrl at `root` where the CPU has RDT allocation and nobody mounted it (as
