@@ -5,17 +5,15 @@
 // hands over requests and reads the cached Node, so a slow API server never delays
 // enforcement.
 
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/worker.h"
 #include "kube/api_client.h"
 #include "kube/informer.h"
 #include "kube/objects.h"
@@ -36,7 +34,8 @@ struct EvictionAnswer {
 
 class ApiLink {
  public:
-  ApiLink(kube::KubeConfig config, std::string node_name);
+  // `clock`: the system clock when null; it must outlive the link.
+  ApiLink(kube::KubeConfig config, std::string node_name, const Clock* clock = nullptr);
   ~ApiLink();
   ApiLink(const ApiLink&) = delete;
   ApiLink& operator=(const ApiLink&) = delete;
@@ -56,19 +55,19 @@ class ApiLink {
   Result<std::optional<Json>> fetch(const std::string& path) const;
 
  private:
-  void worker(const std::stop_token& stop);
+  // One eviction and its Event, on the worker thread.
+  void evict_now(const std::string& pod_key, const std::string& reason);
 
-  SystemClock clock_;
+  SystemClock system_clock_;
+  const Clock& clock_;
   kube::KubeConfig config_;
   std::string node_name_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<kube::Informer> informer_;
   mutable std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::deque<std::pair<std::string, std::string>> queue_;  // pod key, reason
-  EvictionOutcome outcome_;
-  std::vector<EvictionAnswer> answers_;
-  std::jthread worker_;
+  EvictionOutcome outcome_;              // under mu_
+  std::vector<EvictionAnswer> answers_;  // under mu_
+  Worker worker_;                        // last: stopped before the members its jobs use go
 };
 
 }  // namespace gleaner::agent

@@ -75,24 +75,26 @@ Json node_metric_object(const std::string& node, int64_t aggregate_seconds,
                   {"nodeAggregatePolicy", {{"durations", {"5m0s", "10m0s", "30m0s"}}}}}}}}};
 }
 
-NodeMetricPublisher::NodeMetricPublisher(kube::KubeConfig config, std::string node_name)
-    : node_name_(std::move(node_name)),
-      client_(std::make_unique<kube::KubeClient>(std::move(config), clock_)) {
-  worker_ = std::jthread([this](const std::stop_token& stop) { worker(stop); });
+NodeMetricPublisher::NodeMetricPublisher(kube::KubeConfig config, std::string node_name,
+                                         const Clock* clock)
+    : clock_(clock != nullptr ? *clock : system_clock_),
+      node_name_(std::move(node_name)),
+      client_(std::make_unique<kube::KubeClient>(std::move(config), clock_)),
+      worker_("node-metric", &clock_) {
+  worker_.start();
 }
 
 NodeMetricPublisher::~NodeMetricPublisher() {
-  worker_.request_stop();
-  cv_.notify_all();
+  worker_.stop(Worker::Pending::kDrop);
 }
 
 void NodeMetricPublisher::submit(Json status, std::chrono::seconds interval,
                                  int64_t aggregate_seconds) {
-  std::lock_guard lock(mu_);
-  latest_ = std::move(status);
-  interval_ = std::max(interval, std::chrono::seconds(1));
-  aggregate_seconds_ = aggregate_seconds;
-  cv_.notify_one();
+  // Only the newest status is written: a newer one replaces one still waiting.
+  interval = std::max(interval, std::chrono::seconds(1));
+  worker_.post_latest("status", [this, status = std::move(status), interval, aggregate_seconds] {
+    write(status, interval, aggregate_seconds);
+  });
 }
 
 NodeMetricStats NodeMetricPublisher::stats() const {
@@ -119,48 +121,30 @@ Status NodeMetricPublisher::publish(const Json& status, std::chrono::seconds int
   return again ? ok_status() : Status(again.error());
 }
 
-void NodeMetricPublisher::worker(const std::stop_token& stop) {
-  auto next = std::chrono::steady_clock::now();
-  auto last_error_log = std::chrono::steady_clock::time_point{};
-  while (!stop.stop_requested()) {
-    Json status;
-    std::chrono::seconds interval;
-    int64_t aggregate_seconds = 0;
-    {
-      std::unique_lock lock(mu_);
-      // First the due time, then a status to write.
-      cv_.wait_until(lock, stop, next, [] { return false; });
-      cv_.wait(lock, stop, [&] { return latest_.has_value(); });
-      if (stop.stop_requested()) return;
-      status = std::move(*latest_);
-      latest_.reset();
-      interval = interval_;
-      aggregate_seconds = aggregate_seconds_;
+void NodeMetricPublisher::write(const Json& status, std::chrono::seconds interval,
+                                int64_t aggregate_seconds) {
+  const Status s = publish(status, interval, aggregate_seconds);
+  const auto now = clock_.now();
+  worker_.hold_until(now + (s || s.error().code != ErrorCode::kNotFound ? interval : kCrdRecheck));
+  std::lock_guard lock(mu_);
+  if (s) {
+    ++stats_.updates;
+    if (!stats_.crd_served) spdlog::info("NodeMetric: the API server serves it now");
+    stats_.crd_served = true;
+    return;
+  }
+  ++stats_.failures;
+  if (s.error().code == ErrorCode::kNotFound) {
+    if (stats_.crd_served) {
+      spdlog::warn(
+          "NodeMetric (slo.koordinator.sh/v1alpha1) is not served by the API server: "
+          "not published; asked again every {} minutes",
+          std::chrono::duration_cast<std::chrono::minutes>(kCrdRecheck).count());
     }
-    Status s = publish(status, interval, aggregate_seconds);
-    const auto now = std::chrono::steady_clock::now();
-    next = now + interval;
-    std::lock_guard lock(mu_);
-    if (s) {
-      ++stats_.updates;
-      if (!stats_.crd_served) spdlog::info("NodeMetric: the API server serves it now");
-      stats_.crd_served = true;
-      continue;
-    }
-    ++stats_.failures;
-    if (s.error().code == ErrorCode::kNotFound) {
-      if (stats_.crd_served) {
-        spdlog::warn(
-            "NodeMetric (slo.koordinator.sh/v1alpha1) is not served by the API server: "
-            "not published; asked again every {} minutes",
-            std::chrono::duration_cast<std::chrono::minutes>(kCrdRecheck).count());
-      }
-      stats_.crd_served = false;
-      next = now + kCrdRecheck;
-    } else if (now - last_error_log >= std::chrono::minutes(1)) {
-      last_error_log = now;
-      spdlog::warn("NodeMetric {}: {}", node_name_, s.error().describe());
-    }
+    stats_.crd_served = false;
+  } else if (now - last_error_log_ >= std::chrono::minutes(1)) {
+    last_error_log_ = now;
+    spdlog::warn("NodeMetric {}: {}", node_name_, s.error().describe());
   }
 }
 

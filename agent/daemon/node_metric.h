@@ -10,19 +10,17 @@
 // the latest status.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/metrics/metric_store.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "common/clock.h"
 #include "common/json_util.h"
+#include "common/worker.h"
 #include "kube/api_client.h"
 
 namespace gleaner::agent {
@@ -51,7 +49,8 @@ struct NodeMetricStats {
 
 class NodeMetricPublisher {
  public:
-  NodeMetricPublisher(kube::KubeConfig config, std::string node_name);
+  // `clock`: the system clock when null (it paces the writes); it must outlive the publisher.
+  NodeMetricPublisher(kube::KubeConfig config, std::string node_name, const Clock* clock = nullptr);
   ~NodeMetricPublisher();
   NodeMetricPublisher(const NodeMetricPublisher&) = delete;
   NodeMetricPublisher& operator=(const NodeMetricPublisher&) = delete;
@@ -62,19 +61,18 @@ class NodeMetricPublisher {
   [[nodiscard]] NodeMetricStats stats() const;
 
  private:
-  void worker(const std::stop_token& stop);
+  // One write on the worker thread, which then holds the next until it is due.
+  void write(const Json& status, std::chrono::seconds interval, int64_t aggregate_seconds);
   Status publish(const Json& status, std::chrono::seconds interval, int64_t aggregate_seconds);
 
-  SystemClock clock_;
+  SystemClock system_clock_;
+  const Clock& clock_;
   std::string node_name_;
   std::unique_ptr<kube::KubeClient> client_;
   mutable std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::optional<Json> latest_;
-  std::chrono::seconds interval_{60};
-  int64_t aggregate_seconds_ = 300;
-  NodeMetricStats stats_;
-  std::jthread worker_;
+  NodeMetricStats stats_;        // under mu_
+  SteadyTime last_error_log_{};  // worker thread only
+  Worker worker_;                // last: stopped before the members its jobs use go
 };
 
 }  // namespace gleaner::agent

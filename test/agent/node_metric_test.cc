@@ -110,5 +110,37 @@ TEST_F(NodeMetricPublisherTest, AnApiServerWithoutTheCrdIsSaidOnceAndNotAskedAga
       eventually([&] { return publisher.stats().failures > 1; }, std::chrono::milliseconds(1500)));
 }
 
+// The pace is the injected clock's: a newer status waits for the report interval, and
+// after a 404 for the resource, for the ten-minute recheck, however much real time passes.
+TEST_F(NodeMetricPublisherTest, WritesArePacedByTheInjectedClock) {
+  FakeClock clock;
+  NodeMetricPublisher publisher(server_->config(), "node-a", &clock);
+  const auto status = [&] { return node_metric_status(worked_example(), {}, clock.wall_now()); };
+  publisher.submit(status(), std::chrono::seconds(60), 300);
+  ASSERT_TRUE(eventually([&] { return publisher.stats().updates == 1; }));
+  publisher.submit(status(), std::chrono::seconds(60), 300);
+  EXPECT_FALSE(
+      eventually([&] { return publisher.stats().updates > 1; }, std::chrono::milliseconds(500)));
+  clock.advance(std::chrono::seconds(60));
+  publisher.submit(status(), std::chrono::seconds(60), 300);  // the newest replaces the waiting
+  ASSERT_TRUE(eventually([&] { return publisher.stats().updates == 2; }));
+
+  server_->admin("fail", "method=*&code=404&count=1000&prefix=/apis/slo.koordinator.sh");
+  clock.advance(std::chrono::seconds(60));
+  publisher.submit(status(), std::chrono::seconds(60), 300);
+  ASSERT_TRUE(eventually([&] { return publisher.stats().failures == 1; }));
+  EXPECT_FALSE(publisher.stats().crd_served);
+  clock.advance(std::chrono::minutes(9));
+  publisher.submit(status(), std::chrono::seconds(60), 300);
+  EXPECT_FALSE(
+      eventually([&] { return publisher.stats().failures > 1; }, std::chrono::milliseconds(500)));
+  server_->admin("reset");
+  clock.advance(std::chrono::minutes(1));
+  publisher.submit(status(), std::chrono::seconds(60), 300);
+  ASSERT_TRUE(eventually([&] { return publisher.stats().updates == 3; }));
+  EXPECT_TRUE(publisher.stats().crd_served);
+  EXPECT_EQ(publisher.stats().failures, 1u);
+}
+
 }  // namespace
 }  // namespace gleaner::agent

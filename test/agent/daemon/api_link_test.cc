@@ -69,6 +69,35 @@ TEST_F(ApiLinkTest, EvictsThroughTheEvictionApiAndRecordsAnEvent) {
   EXPECT_EQ(events["items"][0]["involvedObject"]["name"], "exec-1");
 }
 
+TEST_F(ApiLinkTest, APodAlreadyWaitingForEvictionIsNotAskedForTwice) {
+  post("/api/v1/namespaces/spark/pods", R"({"apiVersion":"v1","kind":"Pod","metadata":{
+    "name":"exec-2","namespace":"spark"},"spec":{"nodeName":"node-a","containers":[
+    {"name":"c","image":"x"}]}})");
+  const std::string first = "/api/v1/namespaces/spark/pods/exec-1/eviction";
+  const std::string second = "/api/v1/namespaces/spark/pods/exec-2/eviction";
+  // The first eviction is held by the server, so the next ones wait behind it.
+  server_->admin("stall", "count=1&seconds=60&prefix=" + first);
+  ApiLink link(server_->config(), "node-a");
+  link.evict("spark/exec-1", "memory-evict", false);
+  ASSERT_TRUE(eventually([&] { return server_->count_requests("POST", first, false) == 1; }, 30s));
+  link.evict("spark/exec-2", "memory-evict", false);
+  link.evict("spark/exec-2", "cpu-evict", false);     // waiting already: dropped
+  link.evict("spark/exec-1", "memory-evict", false);  // under way, not waiting: asked again
+  server_->admin("release");
+  ASSERT_TRUE(eventually([&] { return link.outcome().evicted == 3; }, 30s));
+  std::vector<std::string> answered;
+  for (const auto& a : link.take_answers())
+    answered.push_back(a.pod + (a.accepted ? " accepted" : " refused"));
+  EXPECT_EQ(answered, (std::vector<std::string>{"spark/exec-1 accepted", "spark/exec-2 accepted",
+                                                "spark/exec-1 accepted"}));
+  EXPECT_EQ(server_->count_requests("POST", second, false), 1);
+  auto events = Json::parse(server_->raw("GET", "/api/v1/namespaces/spark/events").body);
+  ASSERT_EQ(events["items"].size(), 2u);
+  EXPECT_NE(events["items"][1]["message"].get<std::string>().find("memory-evict"),
+            std::string::npos)
+      << "the waiting eviction keeps its first reason";
+}
+
 TEST_F(ApiLinkTest, DryRunEvictsNothing) {
   ApiLink link(server_->config(), "node-a");
   link.evict("spark/exec-1", "cpu-evict", /*dry_run=*/true);
