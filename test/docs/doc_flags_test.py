@@ -21,8 +21,9 @@ OTHER_TOOLS = {
     "--enable-scheduler-estimator", "--insecure-skip-estimator-verify",
     "--scheduler-estimator-ca-file", "--scheduler-estimator-timeout",
 }
-# Pages (or lines) about tools with flags of their own: benchmarks, the test VM, scripts.
-OWN_TOOL_PAGES = {"benchmarks.md", "testing-vm.md"}
+# Pages (or lines) about tools with flags of their own: benchmarks, the test VM, the test
+# stand-ins, scripts.
+OWN_TOOL_PAGES = {"benchmarks.md", "testing-vm.md", "testing.md"}
 OWN_TOOL_LINE = re.compile(r"bench/|_bench|run\.sh|scripts/|live\.py|fetch-kernel|bench_smoke|LINT_FLAGS|clang_tidy_tree")
 
 

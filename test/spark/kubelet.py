@@ -1,5 +1,6 @@
 """A kubelet for the emulator's nodes (admission as pkg/kubelet/lifecycle/predicate.go does
-it, then running containers that exit when the emulated process says so) and the part of
+it, then running containers that exit when the emulated process says so; on a real node,
+podruntime.py, as real processes in kubelet's cgroups) and the part of
 kube-controller-manager's garbage collector the emulated objects need."""
 
 import copy
@@ -9,6 +10,7 @@ import time
 from kubernetes.client.rest import ApiException
 
 import kubeapi
+import podruntime
 from kubeapi import Actor, log, now_rfc3339
 
 DEFAULT_MAX_PODS = 110  # the kubelet's --max-pods default
@@ -85,7 +87,20 @@ class Kubelet(Actor):
         self.handled = set()  # pod uids admitted or rejected
         self.waiting = {}  # node -> [pod keys] bound before we saw the Node
         self.ips = {}
+        self.real = {}  # node -> podruntime.RealNode
         cache.subscribe(self.on_cache_event)
+
+    def add_real_node(self, name, cgroup_root, log_dir=None):
+        """Pods bound to `name` run as real processes in cgroups under `cgroup_root`."""
+        self.real[name] = podruntime.RealNode(name, cgroup_root, lambda pod, code, reason: self.post(
+            self.container_exited, pod, code, reason), log_dir)
+        if self.node_names is not None:
+            self.node_names.add(name)
+        return self.real[name]
+
+    def stop_real_nodes(self):
+        for node in self.real.values():
+            node.shutdown()
 
     def ours(self, node):
         if not node:
@@ -101,6 +116,10 @@ class Kubelet(Actor):
             self.post(self.pod_event, etype, obj)
 
     def node_seen(self, name):
+        node = self.cache.get("nodes", (None, name))
+        cpu = ((node or {}).get("status") or {}).get("allocatable", {}).get("cpu")
+        if name in self.real and cpu is not None:
+            self.real[name].set_allocatable(kubeapi.quantity_value("cpu", cpu))
         for key in self.waiting.pop(name, []):
             pod = self.cache.get("pods", key)
             if pod is not None:
@@ -109,6 +128,10 @@ class Kubelet(Actor):
     def pod_event(self, etype, pod):
         meta, spec = pod["metadata"], pod.get("spec") or {}
         node, uid, key = spec.get("nodeName"), meta.get("uid"), kubeapi.key_of(pod)
+        phase = (pod.get("status") or {}).get("phase")
+        if node in self.real and (etype == "DELETED" or meta.get("deletionTimestamp") or
+                                  phase in ("Succeeded", "Failed")):
+            self.real[node].stop_pod(uid, podruntime.grace_of(pod))  # killPod
         if etype == "DELETED":
             for pods in self.admitted.values():
                 if pods.get(key) == uid:
@@ -117,7 +140,6 @@ class Kubelet(Actor):
             return
         if not self.ours(node):
             return
-        phase = (pod.get("status") or {}).get("phase")
         if uid in self.handled:
             if phase in ("Succeeded", "Failed"):
                 self.admitted.get(node, {}).pop(key, None)
@@ -129,6 +151,9 @@ class Kubelet(Actor):
         if phase != "Pending" or meta.get("deletionTimestamp"):
             if phase == "Running":  # running before we started: the kubelet restarted
                 self.admitted.setdefault(node, {})[key] = uid
+                if node in self.real and not meta.get("deletionTimestamp"):
+                    self.run_real(pod, node, {s["name"]: s.get("containerID") for s in (
+                        pod.get("status") or {}).get("containerStatuses") or []})
             return
         self.admit(pod, node)
 
@@ -263,7 +288,28 @@ class Kubelet(Actor):
                   "startTime": stamp, "containerStatuses": statuses}
         if init:
             status["initContainerStatuses"] = init
+        if node["metadata"]["name"] in self.real and not self.run_real(
+                pod, node["metadata"]["name"], {s["name"]: s["containerID"] for s in statuses}):
+            return
         self.patch_status(pod, {"status": status})
+
+    def run_real(self, pod, node, container_ids):
+        """The pod's cgroups and processes on a real node; false (a Warning event, the pod
+        left Pending, as kubelet leaves a pod whose sandbox it cannot make) if that failed."""
+        try:
+            self.real[node].start_pod(pod, container_ids)
+            return True
+        except (OSError, KeyError, IndexError, ValueError) as e:
+            self.real[node].stop_pod(pod["metadata"]["uid"], 0)
+            self.record_event(pod, node, "FailedCreatePodContainer",
+                              "unable to ensure pod container exists: %s" % e)
+            return False
+
+    def run_task(self, pod, seconds, memory):
+        """A Spark driver hands a task to an executor: on a real node its process works."""
+        node = self.real.get((pod.get("spec") or {}).get("nodeName"))
+        if node is not None:
+            node.run_task(pod["metadata"].get("uid"), seconds, memory)
 
     def container_exited(self, pod, exit_code, reason):
         """The emulated process in the pod's main container (Spark's, by its usual names,

@@ -6,9 +6,13 @@ Python client.
 
 Usage: spark_emulator.py --server http://127.0.0.1:PORT [--namespace NS] [--nodes n1,n2]
            [--token T] [--insecure] [--driver-pod-creation-grace-period 10]
+           [--real-nodes n1 [--cgroup-root /sys/fs/cgroup] [--kubelet-port 0]
+            [--kubelet-tls-cert F --kubelet-tls-key F [--kubelet-token T]]
+            [--workload-log-dir D]]
            [--exit-on-stdin-eof] [--verbose]
-Prints "ready" once its watches (pods, nodes, SparkApplications) are established and runs
-until SIGTERM (or, with --exit-on-stdin-eof, until its stdin closes).
+Prints "kubelet node=NAME port=PORT" for each real node, then "ready" once its watches
+(pods, nodes, SparkApplications) are established, and runs until SIGTERM (or, with
+--exit-on-stdin-eof, until its stdin closes).
 
 What runs inside, each as its own thread:
   operator  the SparkApplication controller: NEW -> SUBMITTED -> RUNNING -> SUCCEEDING ->
@@ -31,6 +35,15 @@ What runs inside, each as its own thread:
             namespace. Exits of the emulated processes (scripted executor failures,
             executors asked to exit, the driver at the end) become terminated container
             states and Succeeded/Failed pods, whichever node the pod is on.
+  real      for --real-nodes: each pod gets kubelet's cgroups under --cgroup-root
+            (kubepods/{burstable,besteffort}/pod<uid>/<container id>, cgroupfs driver, v1
+            or v2; shares from requests, CFS quota and memory limit from limits) and each
+            container a real process inside its cgroup (workload.py: an HTTP service on
+            its hostPort, a Spark executor spinning the CPU for the tasks its driver hands
+            it, or an idle driver/sidecar); deletion, eviction and the pod's end stop them
+            (SIGTERM, SIGKILL after the grace period) and remove the pod's cgroups; a
+            process that dies on its own ends its pod (137 after an OOM kill: OOMKilled).
+            The node's kubelet API (GET /pods, /healthz) is served on --kubelet-port.
   gc        cascading deletion through ownerReferences (app -> driver -> executors).
 
 Scripting, for tests only: annotations on the SparkApplication, read when its driver starts.
@@ -50,6 +63,9 @@ Scripting, for tests only: annotations on the SparkApplication, read when its dr
                                               entry the target stays the initial one)
   spark-emulator.gleaner.io/seed              an integer: app ids, submission ids and name
                                               prefixes repeat run to run
+  spark-emulator.gleaner.io/task-seconds      on a real node, each busy executor gets a task
+                                              this long (default 0.5) every as long
+  spark-emulator.gleaner.io/task-memory       bytes each task holds and touches (default 0)
 To be fast, set Spark's own timings in spec.sparkConf, e.g.
   spark.kubernetes.allocation.batch.delay: "100ms"
   spark.kubernetes.executor.eventProcessingInterval: "100ms"  (failed executors deleted)
@@ -62,7 +78,8 @@ still name the ConfigMap volumes), events of the operator, batch schedulers (Vol
 YuniKorn, Kueue), PodDisruptionBudgets, Prometheus, the REST submitter, executor
 registration over RPC (a running pod is a registered executor), shuffle tracking (an
 executor without tasks is idle), the polling snapshot source, graceful pod termination
-(the test API server deletes at once), the SparkApplication defaulting webhook's write
+(the test API server deletes at once; a real node still gives its processes their grace
+period), the SparkApplication defaulting webhook's write
 (defaults apply when read). A Node without "pods" in allocatable counts as the default 110.
 """
 
@@ -76,17 +93,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kubeapi  # noqa: E402
 from kubelet import GarbageCollector, Kubelet  # noqa: E402
+from kubelet_server import KubeletServer  # noqa: E402
 from sparkruntime import SparkRuntime  # noqa: E402
 from sparkoperator import Operator  # noqa: E402
 
 
 class Emulator:
     def __init__(self, server, namespace=None, nodes=None, token=None, insecure=False,
-                 grace_period=10.0, gc=True):
+                 grace_period=10.0, gc=True, real_nodes=(), cgroup_root="/sys/fs/cgroup",
+                 kubelet_port=0, tls=None, kubelet_token=None, workload_log_dir=None):
+        """real_nodes: the nodes whose pods run as real processes in cgroups under
+        cgroup_root; each serves its kubelet API on kubelet_port (0: any free port), over
+        HTTPS when tls is (cert file, key file)."""
         self.api = kubeapi.Api(server, token, insecure)
         self.cache = kubeapi.Cache()
         self.stop_event = threading.Event()
         self.kubelet = Kubelet(self.api, self.cache, nodes)
+        self.servers = []
+        try:
+            for name in real_nodes:
+                self.kubelet.add_real_node(name, cgroup_root, workload_log_dir)
+                self.servers.append(KubeletServer(name, self.cache, kubelet_port,
+                                                  *(tls or (None, None)), kubelet_token))
+        except BaseException:
+            self.kubelet.stop_real_nodes()
+            raise
         self.runtime = SparkRuntime(self.api, self.cache, self.kubelet, namespace)
         self.operator = Operator(self.api, self.cache, self.runtime, namespace, grace_period)
         self.actors = [self.kubelet, self.operator]
@@ -100,6 +131,8 @@ class Emulator:
     def start(self, timeout=30.0):
         for actor in self.actors:
             actor.start()
+        for server in self.servers:
+            server.start()
         for informer in self.informers:
             informer.start()
         for informer in self.informers:
@@ -111,6 +144,9 @@ class Emulator:
         self.stop_event.set()
         for actor in self.actors:
             actor.stop()
+        for server in self.servers:
+            server.stop()
+        self.kubelet.stop_real_nodes()
 
 
 def main():
@@ -124,14 +160,35 @@ def main():
     parser.add_argument("--insecure", action="store_true", help="skip TLS verification")
     parser.add_argument("--driver-pod-creation-grace-period", type=float, default=10.0)
     parser.add_argument("--no-gc", action="store_true", help="no cascading deletion")
+    parser.add_argument("--real-nodes", default="",
+                        help="comma-separated nodes whose pods run as real processes in cgroups")
+    parser.add_argument("--cgroup-root", default="/sys/fs/cgroup",
+                        help="where the real nodes' kubepods tree goes (a cgroup root)")
+    parser.add_argument("--kubelet-port", type=int, default=0,
+                        help="the real nodes' kubelet API port (0: any free port)")
+    parser.add_argument("--kubelet-tls-cert", default=None, help="serve the kubelet API "
+                        "over HTTPS with this certificate (and --kubelet-tls-key)")
+    parser.add_argument("--kubelet-tls-key", default=None)
+    parser.add_argument("--kubelet-token", default=None,
+                        help="the bearer token the HTTPS kubelet API accepts (default: any)")
+    parser.add_argument("--workload-log-dir", default=None,
+                        help="where the real containers' output goes (default: discarded)")
     parser.add_argument("--exit-on-stdin-eof", action="store_true",
                         help="exit when stdin closes (the test that started us went away)")
     parser.add_argument("--verbose", action="store_true", help="log to stderr")
     args = parser.parse_args()
     kubeapi.VERBOSE = args.verbose
     nodes = [n for n in (args.nodes or "").split(",") if n] or None
-    emulator = Emulator(args.server, args.namespace, nodes, args.token, args.insecure,
-                        args.driver_pod_creation_grace_period, not args.no_gc)
+    if bool(args.kubelet_tls_cert) != bool(args.kubelet_tls_key):
+        parser.error("--kubelet-tls-cert and --kubelet-tls-key go together")
+    tls = (args.kubelet_tls_cert, args.kubelet_tls_key) if args.kubelet_tls_cert else None
+    try:
+        emulator = Emulator(args.server, args.namespace, nodes, args.token, args.insecure,
+                            args.driver_pod_creation_grace_period, not args.no_gc,
+                            [n for n in args.real_nodes.split(",") if n], args.cgroup_root,
+                            args.kubelet_port, tls, args.kubelet_token, args.workload_log_dir)
+    except (OSError, ValueError) as e:
+        sys.exit("spark_emulator.py: the real nodes cannot run: %s" % e)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
@@ -141,6 +198,8 @@ def main():
             done.set()
         threading.Thread(target=watch_stdin, daemon=True).start()
     emulator.start()
+    for server in emulator.servers:
+        print("kubelet node=%s port=%d" % (server.node, server.port), flush=True)
     print("ready", flush=True)
     while not done.wait(1.0):
         pass

@@ -38,6 +38,9 @@ class Script:
             at, _, n = item.partition(":")
             self.demand.append((float(at), int(n)))
         self.demand.sort()
+        # What each task does on a real node (podruntime.py): its wall time and memory.
+        self.task_seconds = float(get("task-seconds") or 0.5)
+        self.task_memory = int(get("task-memory") or 0)
 
     def demand_at(self, t):
         current = None
@@ -442,9 +445,21 @@ class SparkDriver(Actor):
         if self.run_started is not None:
             return
         self.run_started = time.monotonic()
+        self.task_tick()
         if self.script.run_seconds is not None:
             log(self.name, "job runs for %.3fs", self.script.run_seconds)
             self.call_later(self.script.run_seconds, self.finish, self.script.driver_exit_code)
+
+    def task_tick(self):
+        """While the job runs, each executor with work (every registered one; with dynamic
+        allocation those the demand keeps busy) is handed one task per task length."""
+        if self.finishing:
+            return
+        self.call_later(self.script.task_seconds, self.task_tick)
+        for i in self.running_ids():
+            if i not in self.killed and (not self.dynamic or i not in self.idle_since):
+                self.kubelet.post(self.kubelet.run_task, self.pods[i], self.script.task_seconds,
+                                  self.script.task_memory)
 
     def finish(self, exit_code):
         """SparkContext.stop: KubernetesClusterSchedulerBackend.stop deletes the executors
