@@ -5,13 +5,11 @@
 #include "agent/config/slo_config.h"
 #include "agent/edge/knob_reader.h"
 #include "agent/edge/node_environment.h"
+#include "agent/exec/knob_executor.h"
 #include "agent/qos/cpu_suppress.h"
-#include "agent/qos/resctrl_qos.h"
-#include "agent/qos/system_executor.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
-#include "cgroup/executor.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 
@@ -101,26 +99,15 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   for (const auto& note : plan.notes)
     err << kCmd << note << "\n";
 
-  cgroup::WriteExecutor executor(fs);
-  std::vector<Error> rejected;
-  std::vector<cgroup::FileWrite> writes = executor.plan(plan.writes, &rejected);
-  for (const auto& r : rejected)
-    err << kCmd << "write rejected: " << r.message << "\n";
+  exec::KnobExecutor knobs(fs, rfs ? &*rfs : nullptr, opts.proc_root, opts.sys_root);
+  const exec::KnobReport planned = knobs.plan(plan.writes, plan.resctrl, &plan.system);
+  for (const auto& r : planned.rejected)
+    err << kCmd << "write rejected: " << r.error.message << "\n";
 
   nlohmann::ordered_json printed;
   printed["writes"] = nlohmann::ordered_json::array();
-  for (const auto& w : writes) {
-    printed["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
-  }
-  if (rfs) {
-    for (const auto& a : plan.resctrl) {
-      auto d = describe(*rfs, a);
-      printed["writes"].push_back({{"path", d.path}, {"value", d.value}, {"reason", d.reason}});
-    }
-  }
-  SystemExecutor system(opts.proc_root, opts.sys_root);
-  for (const auto& w : system.plan(plan.system)) {
-    printed["writes"].push_back({{"path", w.path}, {"value", w.content}, {"reason", w.reason}});
+  for (const auto& w : planned.written) {
+    printed["writes"].push_back({{"path", w.path}, {"value", w.value}, {"reason", w.reason}});
   }
   printed["evictions"] = nlohmann::ordered_json::array();
   for (const auto& e : plan.evictions) {
@@ -130,21 +117,19 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   if (!opts.apply) return 0;
 
   int code = 0;
-  auto report = executor.apply(plan.writes);
-  for (const auto& [w, e] : report.failed) {
-    err << kCmd << "write " << w.path << " failed: " << e.message << "\n";
-    code = 1;
-  }
-  for (const auto& e : system.apply(plan.system).failed) {
-    err << kCmd << "system-config: " << e.message << "\n";
-    code = 1;
-  }
-  if (rfs) {
-    auto rr = ResctrlExecutor(*rfs).apply(plan.resctrl);
-    for (const auto& e : rr.failed) {
-      err << kCmd << "resctrl: " << e.message << "\n";
-      code = 1;
+  for (const auto& f : knobs.apply(plan.writes, plan.resctrl, &plan.system).failed) {
+    switch (f.kind) {
+      case exec::KnobKind::kCgroup:
+        err << kCmd << "write " << f.path << " failed: " << f.error.message << "\n";
+        break;
+      case exec::KnobKind::kResctrl:
+        err << kCmd << "resctrl: " << f.error.message << "\n";
+        break;
+      case exec::KnobKind::kSysctl:
+        err << kCmd << "system-config: " << f.error.message << "\n";
+        break;
     }
+    code = 1;
   }
   return code;
 }

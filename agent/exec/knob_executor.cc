@@ -74,6 +74,7 @@ KnobExecutor::KnobExecutor(cgroup::CgroupFs& cgroups, const resctrl::ResctrlFs* 
                            std::string proc_root, std::string sys_root, bool dry_run,
                            const Clock* clock)
     : cgroups_(cgroups, dry_run, clock),
+      resctrl_fs_(resctrl),
       resctrl_(resctrl != nullptr ? std::make_unique<qos::ResctrlExecutor>(*resctrl, dry_run)
                                   : nullptr),
       sysctls_(std::move(proc_root), std::move(sys_root), dry_run, clock) {
@@ -103,6 +104,27 @@ Status KnobExecutor::record(KnobOriginals all) {
   auto saved = persist_(all);
   if (!saved) ++persist_failures_;
   return saved;
+}
+
+KnobReport KnobExecutor::plan(const std::vector<cgroup::CgroupWrite>& cgroups,
+                              const std::vector<qos::ResctrlAction>& resctrl,
+                              const std::vector<qos::SystemWrite>* sysctls) {
+  cgroup::ApplyReport planned;
+  planned.written = cgroups_.plan(cgroups, &planned.rejected);
+  KnobReport report;
+  add_cgroups(std::move(planned), report);
+  if (resctrl_fs_ != nullptr) {
+    for (const auto& a : resctrl) {
+      auto d = qos::describe(*resctrl_fs_, a);
+      report.written.push_back(
+          {KnobKind::kResctrl, std::move(d.path), "", std::move(d.value), std::move(d.reason)});
+    }
+  }
+  if (sysctls != nullptr) {
+    for (const auto& w : sysctls_.plan(*sysctls))
+      report.written.push_back(sysctl_change(w));
+  }
+  return report;
 }
 
 KnobReport KnobExecutor::apply(const std::vector<cgroup::CgroupWrite>& cgroups,

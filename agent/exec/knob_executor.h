@@ -64,6 +64,12 @@ class KnobExecutor {
   KnobExecutor(const KnobExecutor&) = delete;
   KnobExecutor& operator=(const KnobExecutor&) = delete;
 
+  // What apply() would write, reading only (`plan` prints it): the cgroup writes as
+  // resolved, fitted and ordered, the resctrl actions, and the sysctls that differ (not the
+  // ones a full pass would put back). Invalid or unresolvable requests come as rejected.
+  KnobReport plan(const std::vector<cgroup::CgroupWrite>& cgroups,
+                  const std::vector<qos::ResctrlAction>& resctrl,
+                  const std::vector<qos::SystemWrite>* sysctls = nullptr);
   // Performs the cgroup writes, then the resctrl actions, then, when `sysctls` is given (a
   // full pass), sets every knob in it and puts back the ones changed earlier and not in it.
   KnobReport apply(const std::vector<cgroup::CgroupWrite>& cgroups,
@@ -100,6 +106,7 @@ class KnobExecutor {
   [[nodiscard]] int64_t held() const;
 
   cgroup::WriteExecutor cgroups_;
+  const resctrl::ResctrlFs* resctrl_fs_;
   std::unique_ptr<qos::ResctrlExecutor> resctrl_;
   qos::SystemExecutor sysctls_;
   Persist persist_;
