@@ -92,8 +92,9 @@ class Kubelet(Actor):
 
     def add_real_node(self, name, cgroup_root, log_dir=None):
         """Pods bound to `name` run as real processes in cgroups under `cgroup_root`."""
-        self.real[name] = podruntime.RealNode(name, cgroup_root, lambda pod, code, reason: self.post(
-            self.container_exited, pod, code, reason), log_dir)
+        def exited(pod, code, reason):  # called from the process's reaper thread
+            self.post(self.container_exited, pod, code, reason)
+        self.real[name] = podruntime.RealNode(name, cgroup_root, exited, log_dir)
         if self.node_names is not None:
             self.node_names.add(name)
         return self.real[name]

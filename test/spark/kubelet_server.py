@@ -61,11 +61,8 @@ class KubeletServer:
         """The pods bound to this node that the kubelet knows, with the status it wrote."""
         pods = sorted(self.cache.items("pods", lambda p: (p.get("spec") or {}).get(
             "nodeName") == self.node), key=kubeapi.key_of)
-        items = []
-        for pod in pods:
-            pod = dict(pod, apiVersion="v1", kind="Pod")
-            items.append(pod)
-        return {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
+        return {"kind": "PodList", "apiVersion": "v1", "metadata": {},
+                "items": [dict(pod, apiVersion="v1", kind="Pod") for pod in pods]}
 
     def start(self):
         threading.Thread(target=self.httpd.serve_forever, name="kubelet-server-" + self.node,
