@@ -93,14 +93,32 @@ struct Wakeup {
   bool be_caused = false;  // runq wait: it ended by taking the CPU from a BE task
 };
 
-class SchedProbe {
+// What the agent asks of a run-queue probe, each call as SchedProbe documents it: the
+// daemon holds this, so that a test can drive the daemon with chosen waits and wake-ups
+// instead of the kernel's.
+class RunqProbe {
+ public:
+  virtual ~RunqProbe() = default;
+  virtual Result<uint64_t> track(const std::string& cgroup_dir) = 0;
+  virtual Status untrack(const std::string& cgroup_dir) = 0;
+  virtual Status set_be_cgroup(const std::string& cgroup_dir) = 0;
+  virtual Result<SchedInterval> sample() = 0;
+  virtual void set_wake(const WakeSettings& settings) = 0;
+  [[nodiscard]] virtual int wake_fd() const = 0;
+  virtual std::vector<Wakeup> drain_wakeups() = 0;
+  [[nodiscard]] virtual uint64_t wakeups_lost() const = 0;
+  virtual Result<std::vector<ProgramCost>> program_costs() = 0;
+  [[nodiscard]] virtual bool stats_enabled() const = 0;
+};
+
+class SchedProbe final : public RunqProbe {
  public:
   // Loads and attaches. Errors (never exceptions): kUnsupported (built without BPF, no
   // BTF, old kernel), kPermission (no CAP_BPF/CAP_PERFMON), kInvalidArgument (verifier
   // rejection; the message carries the verifier's last lines), kIo otherwise. The first
   // failure in a process is logged once at warn level.
   static Result<std::unique_ptr<SchedProbe>> open(const SchedProbeOptions& options = {});
-  ~SchedProbe();
+  ~SchedProbe() override;
   SchedProbe(const SchedProbe&) = delete;
   SchedProbe& operator=(const SchedProbe&) = delete;
 
@@ -108,30 +126,30 @@ class SchedProbe {
   // v1, or under the unified root on v2); its tasks and its descendants' tasks count
   // towards it (nearest registered ancestor, up to GLEANER_MAX_CGROUP_DEPTH levels).
   // Fails with kUnavailable when all cgroup slots are in use.
-  Result<uint64_t> track(const std::string& cgroup_dir);
-  Status untrack(const std::string& cgroup_dir);
+  Result<uint64_t> track(const std::string& cgroup_dir) override;
+  Status untrack(const std::string& cgroup_dir) override;
   // The BE QoS cgroup (under the cpu controller on v1, the unified root on v2): a
   // registered cgroup's wait that ends by taking the CPU from a task under it is BE-caused
   // (CgroupSchedSample::be_runq). An empty `cgroup_dir` forgets it. Naming the same
   // directory again costs a stat(); a directory made anew (another id) is taken.
-  Status set_be_cgroup(const std::string& cgroup_dir);
+  Status set_be_cgroup(const std::string& cgroup_dir) override;
 
   // Deltas since the previous sample() (the first: since open). On-CPU time is added as the
   // scheduler charges it (every tick, switch and wake-up), so a task that never leaves its
   // CPU is still measured.
-  Result<SchedInterval> sample();
+  Result<SchedInterval> sample() override;
 
   // Wake-up signals: settings take effect at once; wake_fd() becomes readable when
   // wake-ups are waiting (-1 without the ring buffer); drain_wakeups() takes them.
-  void set_wake(const WakeSettings& settings);
-  [[nodiscard]] int wake_fd() const;
-  std::vector<Wakeup> drain_wakeups();
+  void set_wake(const WakeSettings& settings) override;
+  [[nodiscard]] int wake_fd() const override;
+  std::vector<Wakeup> drain_wakeups() override;
   // Wake-ups the kernel side could not queue (ring buffer full; cumulative).
-  [[nodiscard]] uint64_t wakeups_lost() const;
+  [[nodiscard]] uint64_t wakeups_lost() const override;
 
   // Per-program kernel statistics (run time and count are 0 unless stats are enabled).
-  Result<std::vector<ProgramCost>> program_costs();
-  [[nodiscard]] bool stats_enabled() const;
+  Result<std::vector<ProgramCost>> program_costs() override;
+  [[nodiscard]] bool stats_enabled() const override;
   // Kernel ids of the loaded programs (to check that nothing outlives the probe).
   [[nodiscard]] std::vector<uint32_t> program_ids() const;
 
@@ -141,6 +159,13 @@ class SchedProbe {
   explicit SchedProbe(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// SchedProbe::open as the agent holds a probe.
+inline Result<std::unique_ptr<RunqProbe>> open_runq_probe(const SchedProbeOptions& options) {
+  auto probe = SchedProbe::open(options);
+  if (!probe) return probe.error();
+  return std::unique_ptr<RunqProbe>(std::move(*probe));
+}
 
 // Ids of every BPF program / link loaded in the kernel (any owner), to check that a probe
 // leaves nothing behind.

@@ -10,10 +10,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
+#include "agent/bpf/sched_probe.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/run_flags.h"
 #include "agent/daemon/daemon.h"
 #include "common/cli_main.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace gleaner::agent {
@@ -35,7 +37,9 @@ int run(RunFlags& flags) {
   flags.daemon.interval = std::chrono::milliseconds(flags.interval_ms);
   flags.daemon.fast_interval = std::chrono::milliseconds(flags.fast_interval_ms);
   boost::asio::io_context io;
-  auto daemon = Daemon::create(io, flags.daemon);
+  const SystemClock clock;
+  auto daemon =
+      Daemon::create(io, flags.daemon, {.clock = &clock, .open_probe = bpf::open_runq_probe});
   if (!daemon) {
     spdlog::error("cannot start: {}", daemon.error().describe());
     return 1;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/bpf/sched_probe.h"
 #include "cgroup/executor.h"
 #include "common/clock.h"
 #include "common/json_util.h"
@@ -98,9 +99,23 @@ struct DaemonOptions {
   std::function<void(const StepObservation&)> on_step;
 };
 
+// What the daemon takes from outside rather than making itself: time, and the eBPF
+// run-queue probe. The composition root passes the machine's own; a test passes a fake
+// clock it moves and a probe that reports chosen waits and wake-ups.
+struct DaemonDeps {
+  // Must outlive the daemon. Null: the system clock.
+  const Clock* clock = nullptr;
+  // Opens the probe when DaemonOptions::ebpf is set. Empty: bpf::open_runq_probe.
+  std::function<Result<std::unique_ptr<bpf::RunqProbe>>(const bpf::SchedProbeOptions&)> open_probe;
+  // False: start() arms neither pass's timer; the caller runs tick() and fast_tick() on the
+  // io_context's thread, at its own clock's pace (a test on a fake clock).
+  bool own_timers = true;
+};
+
 class Daemon {
  public:
-  static Result<std::unique_ptr<Daemon>> create(boost::asio::io_context& io, DaemonOptions options);
+  static Result<std::unique_ptr<Daemon>> create(boost::asio::io_context& io, DaemonOptions options,
+                                                DaemonDeps deps = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

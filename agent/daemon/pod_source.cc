@@ -52,9 +52,9 @@ Result<std::vector<kube::Pod>> PodsFileSource::fetch() {
   return cached_;
 }
 
-KubeletPodSource::KubeletPodSource(kube::KubeletOptions options)
+KubeletPodSource::KubeletPodSource(kube::KubeletOptions options, const Clock& clock)
     : host_(options.host),
-      client_(std::make_unique<kube::KubeletClient>(std::move(options), clock_)) {}
+      client_(std::make_unique<kube::KubeletClient>(std::move(options), clock)) {}
 
 Result<std::vector<kube::Pod>> KubeletPodSource::fetch() {
   auto listed = client_->pods();

@@ -53,12 +53,12 @@ class PodsFileSource final : public PodSource {
 
 class KubeletPodSource final : public PodSource {
  public:
-  explicit KubeletPodSource(kube::KubeletOptions options);
+  // `clock` (the client's request timing) must outlive the source.
+  KubeletPodSource(kube::KubeletOptions options, const Clock& clock);
   Result<std::vector<kube::Pod>> fetch() override;
   [[nodiscard]] std::string name() const override { return "kubelet " + host_; }
 
  private:
-  SystemClock clock_;
   std::string host_;
   std::unique_ptr<kube::KubeletClient> client_;
 };

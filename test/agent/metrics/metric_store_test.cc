@@ -5,8 +5,8 @@
 namespace gleaner::agent {
 namespace {
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-constexpr Clock::time_point kEpoch{};
+using SteadyClock = std::chrono::steady_clock;
+constexpr SteadyClock::time_point kEpoch{};
 
 // A store of `capacity` samples per series, given the values 1..n of series `name`, one a
 // second from kEpoch + 1 s.
@@ -44,7 +44,7 @@ TEST(MetricStore, RingOverwritesOldestSoMemoryIsBounded) {
 }
 
 TEST(MetricStore, DropsDeletedAndSilentSeries) {
-  Clock::time_point t0{};
+  SteadyClock::time_point t0{};
   MetricStore store(t0, 60);
   store.add("pod/web/a/cpu", t0 + 1s, 1);
   store.add("pod/web/a/memory", t0 + 1s, 1);
