@@ -320,6 +320,26 @@ class RealNodeTest(unittest.TestCase):
             self.kubelet_pods(token=None)
         self.assertEqual(denied.exception.code, 401)
 
+        # An executor whose process dies (SIGKILL, as from the OOM killer) ends its pod with
+        # exit code 137; Spark deletes the pod and asks for another, which runs for real.
+        os.kill(pids["executor"], signal.SIGKILL)
+
+        def replaced():
+            execs = [p for p in self.pods().values() if (p["metadata"].get("labels") or {}).get(
+                "spark-role") == "executor"]
+            fresh = [p for p in execs if p["metadata"]["uid"] != executor["metadata"]["uid"] and
+                     p["status"].get("phase") == "Running"]
+            return fresh[0] if fresh and len(execs) == 1 else None
+        replacement = self.wait_for("the killed executor replaced", replaced)
+        with open(self.log) as f:
+            self.assertIn("container %s of %s exited with 137 (Error)" % (
+                executor["status"]["containerStatuses"][0]["name"],
+                executor["metadata"]["name"]), f.read())
+        self.wait_for("the killed executor's pod cgroup removed", lambda: not os.path.exists(
+            os.path.join(self.scratch.root, "cpu", os.path.dirname(be))))
+        be = self.container_dir(replacement, "kubepods/besteffort")
+        pids["executor"] = self.assert_inside(be)
+
         # Deletion: the processes stopped (web ignores SIGTERM: SIGKILL after its 1 s grace
         # period), the pod cgroups removed.
         self.call("DELETE", "/api/v1/namespaces/%s/pods/web" % NS)
