@@ -9,28 +9,21 @@
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
 #include "test/agent/qos/qos_test_util.h"
+#include "test/agent/step/step_test_node.h"
 
 namespace gleaner::agent::step {
 namespace {
 using namespace qos::test;
 using cgroup::Resource;
-
-const cgroup::KubeletLayout kLayout(cgroup::CgroupDriver::kCgroupfs);
-const std::string kBeQos = "kubepods/besteffort";
+using test::kBeQos;
+using test::kLayout;
 
 class AgentStepTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    FakePod ls{.name = "web", .uid = "ls-1", .kube_qos = "Burstable", .cpu_usage = "2"};
-    ls.containers = Json::array({container("app", {{"cpu", "1"}})});
-    FakePod be{.name = "spark", .uid = "be-1", .qos_label = "BE", .cpu_usage = "1500m"};
-    be.containers = Json::array({container("exec")});
-    pods_ = {ls, be};
-    FakeNode n;
-    n.node_cpu_usage = "4";
-    n.system_cpu = "500m";
+    pods_ = test::web_and_spark();
     make_node_tree(tree_, cgroup::CgroupVersion::kV1, kLayout, pods_);
-    snap_ = make_snapshot(n, pods_);
+    snap_ = make_snapshot(test::busy_node(), pods_);
   }
 
   TickInputs inputs(config::CpuSuppressMode mode, double now_s, ProbeReadings probe = {}) {
