@@ -11,7 +11,7 @@ KnobChange cgroup_change(const cgroup::FileWrite& w) {
   return {KnobKind::kCgroup, w.path, w.old_content, w.content, w.reason};
 }
 
-KnobChange sysctl_change(const qos::SystemFileWrite& w) {
+KnobChange sysctl_change(const SystemFileWrite& w) {
   return {KnobKind::kSysctl, w.path, w.old_content, w.content, w.reason};
 }
 
@@ -24,7 +24,7 @@ void add_cgroups(cgroup::ApplyReport&& from, KnobReport& to) {
     to.rejected.push_back({KnobKind::kCgroup, "", std::move(e)});
 }
 
-void add_resctrl(qos::ResctrlApplyReport&& from, KnobReport& to) {
+void add_resctrl(ResctrlApplyReport&& from, KnobReport& to) {
   for (auto& w : from.changes)
     to.written.push_back(
         {KnobKind::kResctrl, std::move(w.path), "", std::move(w.value), std::move(w.reason)});
@@ -33,7 +33,7 @@ void add_resctrl(qos::ResctrlApplyReport&& from, KnobReport& to) {
   to.unrecorded += from.unrecorded;
 }
 
-void add_sysctls(qos::SystemApplyReport&& from, KnobReport& to) {
+void add_sysctls(SystemApplyReport&& from, KnobReport& to) {
   for (const auto& w : from.written)
     to.written.push_back(sysctl_change(w));
   for (auto& e : from.failed)
@@ -75,8 +75,7 @@ KnobExecutor::KnobExecutor(cgroup::CgroupFs& cgroups, const resctrl::ResctrlFs* 
                            const Clock* clock)
     : cgroups_(cgroups, dry_run, clock),
       resctrl_fs_(resctrl),
-      resctrl_(resctrl != nullptr ? std::make_unique<qos::ResctrlExecutor>(*resctrl, dry_run)
-                                  : nullptr),
+      resctrl_(resctrl != nullptr ? std::make_unique<ResctrlExecutor>(*resctrl, dry_run) : nullptr),
       sysctls_(std::move(proc_root), std::move(sys_root), dry_run, clock) {
   // Each back end hands over its own grown record; the whole record is the others' as they
   // stand plus that one.
@@ -86,13 +85,13 @@ KnobExecutor::KnobExecutor(cgroup::CgroupFs& cgroups, const resctrl::ResctrlFs* 
     return record(std::move(all));
   });
   if (resctrl_) {
-    resctrl_->set_persist([this](const qos::ResctrlOriginals& grown) {
+    resctrl_->set_persist([this](const ResctrlOriginals& grown) {
       KnobOriginals all = originals();
       all.resctrl = grown;
       return record(std::move(all)).ok();
     });
   }
-  sysctls_.set_persist([this](const qos::SystemOriginals& grown) {
+  sysctls_.set_persist([this](const SystemOriginals& grown) {
     KnobOriginals all = originals();
     all.sysctls = grown;
     return record(std::move(all)).ok();
@@ -115,7 +114,7 @@ KnobReport KnobExecutor::plan(const std::vector<cgroup::CgroupWrite>& cgroups,
   add_cgroups(std::move(planned), report);
   if (resctrl_fs_ != nullptr) {
     for (const auto& a : resctrl) {
-      auto d = qos::describe(*resctrl_fs_, a);
+      auto d = describe(*resctrl_fs_, a);
       report.written.push_back(
           {KnobKind::kResctrl, std::move(d.path), "", std::move(d.value), std::move(d.reason)});
     }

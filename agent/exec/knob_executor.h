@@ -2,8 +2,8 @@
 // The one writer of the kernel state the agent changes (docs/architecture.md, "One writer
 // for kernel state"). Three back ends hold the rules of their knobs: cgroup files
 // (cgroup::WriteExecutor: ordering and clamping under the kernel's hierarchy rules), resctrl
-// groups, schemata and tasks (qos::ResctrlExecutor), and the sysctl and sysfs files of
-// system-config (qos::SystemExecutor). Around them this executor keeps what they share:
+// groups, schemata and tasks (ResctrlExecutor), and the sysctl and sysfs files of
+// system-config (SystemExecutor). Around them this executor keeps what they share:
 // one record of the values found before the first change (one persist hook, called before
 // any change, and one JSON form: agent/exec/knob_originals.h), one adopt / release /
 // restore_all path, one report, and the refusal back-off of cgroup/write_backoff.h.
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "agent/exec/knob_originals.h"
+#include "agent/exec/resctrl_executor.h"
+#include "agent/exec/system_executor.h"
 #include "agent/qos/qos_types.h"
-#include "agent/qos/resctrl_qos.h"
-#include "agent/qos/system_executor.h"
 #include "cgroup/executor.h"
 #include "common/clock.h"
 #include "common/result.h"
@@ -107,8 +107,8 @@ class KnobExecutor {
 
   cgroup::WriteExecutor cgroups_;
   const resctrl::ResctrlFs* resctrl_fs_;
-  std::unique_ptr<qos::ResctrlExecutor> resctrl_;
-  qos::SystemExecutor sysctls_;
+  std::unique_ptr<ResctrlExecutor> resctrl_;
+  SystemExecutor sysctls_;
   Persist persist_;
   int64_t persist_failures_ = 0;
 };

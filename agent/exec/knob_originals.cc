@@ -14,14 +14,14 @@ ReadOriginals read_knob_originals(cgroup::LoadedOriginals loaded, const std::str
   if (loaded.other_boot) return out;
   out.originals.cgroups = std::move(loaded.originals);
   if (auto section = loaded.sections.find(kSysctlSection); section != loaded.sections.end()) {
-    if (auto knobs = qos::parse_system_originals(*section, where)) {
+    if (auto knobs = parse_system_originals(*section, where)) {
       out.originals.sysctls = std::move(*knobs);
     } else {
       out.problems.push_back(knobs.error());
     }
   }
   if (auto section = loaded.sections.find(kResctrlSection); section != loaded.sections.end()) {
-    if (auto changes = qos::parse_resctrl_originals(*section, where)) {
+    if (auto changes = parse_resctrl_originals(*section, where)) {
       out.originals.resctrl = std::move(*changes);
     } else {
       out.problems.push_back(changes.error());
@@ -33,10 +33,10 @@ ReadOriginals read_knob_originals(cgroup::LoadedOriginals loaded, const std::str
 Status save_knob_originals(const cgroup::OriginalsFile& file, const KnobOriginals& originals) {
   Json sections = Json::object();
   if (!originals.resctrl.empty()) {
-    sections[kResctrlSection] = qos::resctrl_originals_json(originals.resctrl);
+    sections[kResctrlSection] = resctrl_originals_json(originals.resctrl);
   }
   if (!originals.sysctls.empty()) {
-    sections[kSysctlSection] = qos::system_originals_json(originals.sysctls);
+    sections[kSysctlSection] = system_originals_json(originals.sysctls);
   }
   return file.save(originals.cgroups, sections);
 }

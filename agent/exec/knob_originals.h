@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/qos/resctrl_qos.h"
-#include "agent/qos/system_executor.h"
+#include "agent/exec/resctrl_executor.h"
+#include "agent/exec/system_executor.h"
 #include "cgroup/executor.h"
 #include "cgroup/originals_file.h"
 #include "common/result.h"
@@ -17,9 +17,9 @@
 namespace gleaner::agent::exec {
 
 struct KnobOriginals {
-  cgroup::Originals cgroups;      // by path
-  qos::ResctrlOriginals resctrl;  // groups created, schemata lines found, tasks placed
-  qos::SystemOriginals sysctls;   // by knob name ("vm.min_free_kbytes")
+  cgroup::Originals cgroups;  // by path
+  ResctrlOriginals resctrl;   // groups created, schemata lines found, tasks placed
+  SystemOriginals sysctls;    // by knob name ("vm.min_free_kbytes")
   [[nodiscard]] bool empty() const { return cgroups.empty() && resctrl.empty() && sysctls.empty(); }
 };
 

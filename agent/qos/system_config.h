@@ -7,7 +7,7 @@
 //   memcg_reaper reap_background = memcgReapBackGround (Alibaba Cloud Linux; only where
 //                              the kernel has /sys/kernel/mm/memcg_reaper)
 // A knob the ConfigMap stops setting goes back to the value the agent found
-// (SystemExecutor), unlike koordlet, which leaves its last value in place.
+// (exec::SystemExecutor), unlike koordlet, which leaves its last value in place.
 
 #include <cstdint>
 #include <optional>

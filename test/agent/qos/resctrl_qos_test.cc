@@ -3,12 +3,18 @@
 #include <gtest/gtest.h>
 
 #include "agent/edge/knob_reader.h"
+#include "agent/exec/resctrl_executor.h"
 #include "common/file_io.h"
 #include "test/agent/qos/qos_test_util.h"
 
 namespace gleaner::agent::qos {
 namespace {
 using namespace test;
+using exec::describe;
+using exec::parse_resctrl_originals;
+using exec::resctrl_originals_json;
+using exec::ResctrlExecutor;
+using exec::ResctrlOriginals;
 
 FakePod be_pod() {
   FakePod p{.name = "exec", .uid = "be-1", .qos_label = "BE"};

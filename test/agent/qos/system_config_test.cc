@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agent/config/burst_system_config.h"
-#include "agent/qos/system_executor.h"
+#include "agent/exec/system_executor.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 #include "common/quantity.h"
@@ -16,6 +16,10 @@
 
 namespace gleaner::agent::qos {
 namespace {
+using exec::parse_system_originals;
+using exec::system_originals_json;
+using exec::SystemExecutor;
+using exec::SystemOriginals;
 
 using namespace std::chrono_literals;
 using testing::TempDir;

@@ -1,5 +1,6 @@
 #pragma once
-// The only writer of the node-wide kernel knobs of system-config (agent/qos/system_config.h).
+// The sysctl back end of the knob executor (agent/exec/knob_executor.h): the only writer of
+// the node-wide kernel knobs of system-config (agent/qos/system_config.h).
 // Like the cgroup executor: every write is read first and skipped when the file already
 // holds the value; the value found before the first change is remembered (and handed to
 // the persist hook before the change, so a crash does not lose it); a knob the config no
@@ -23,7 +24,10 @@
 #include "common/json_fwd.h"
 #include "common/result.h"
 
-namespace gleaner::agent::qos {
+namespace gleaner::agent::exec {
+
+using qos::SystemKnob;
+using qos::SystemWrite;
 
 // Knob name ("vm.min_free_kbytes") -> the file's content before the agent's first change.
 using SystemOriginals = std::map<std::string, std::string>;
@@ -78,7 +82,7 @@ class SystemExecutor {
 
  private:
   [[nodiscard]] std::string path_of(SystemKnob knob) const {
-    return knob_path(knob, proc_root_, sys_root_);
+    return qos::knob_path(knob, proc_root_, sys_root_);
   }
   // Writes `content` to `knob` (remembering the original first when `remember`).
   void write(SystemKnob knob, const std::string& content, const std::string& reason, bool remember,
@@ -97,4 +101,4 @@ class SystemExecutor {
   std::map<std::string, cgroup::WriteCounters> counters_;
 };
 
-}  // namespace gleaner::agent::qos
+}  // namespace gleaner::agent::exec

@@ -1,4 +1,4 @@
-#include "agent/qos/system_executor.h"
+#include "agent/exec/system_executor.h"
 
 #include <algorithm>
 
@@ -8,7 +8,11 @@
 #include "common/file_io.h"
 #include "common/json_util.h"
 
-namespace gleaner::agent::qos {
+namespace gleaner::agent::exec {
+
+using qos::knob_named;
+using qos::knob_path;
+using qos::spec_of;
 namespace {
 
 std::string trimmed(std::string_view s) {
@@ -167,4 +171,4 @@ void SystemExecutor::note_refusal(SystemKnob knob, const std::string& content, c
   }
 }
 
-}  // namespace gleaner::agent::qos
+}  // namespace gleaner::agent::exec
