@@ -9,14 +9,6 @@
 #include "scheduler/cli/run_options.h"
 
 namespace gleaner::scheduler {
-namespace {
-
-// spdlog's level names, as init_logging accepts them.
-const std::vector<std::string> kLogLevels{"trace", "debug",    "info", "warn",
-                                          "error", "critical", "off"};
-
-}  // namespace
-
 void add_run_flags(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--listen", o.listen, "HTTP address for reports, API and /metrics")
       ->capture_default_str();
@@ -158,11 +150,11 @@ void add_run_flags(CLI::App& cmd, RunOptions& o) {
       ->check(kPositive)
       ->capture_default_str();
   cmd.add_option("--log-level", o.log_level, "trace|debug|info|warn|error")
-      ->check(CLI::IsMember(kLogLevels))
+      ->check(kLogLevel)
       ->capture_default_str();
   cmd.add_option("--log-format", o.log_format,
                  "text, or json (one object per line: time, level, msg)")
-      ->check(CLI::IsMember({"text", "json"}))
+      ->check(kLogFormat)
       ->capture_default_str();
   cmd.add_option("--webhook-listen", o.webhook.listen,
                  "HTTPS address of the colocation webhook (POST /mutate-pod); empty: none");
