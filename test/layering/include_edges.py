@@ -10,6 +10,11 @@ Boost.Beast stays where HTTP is spoken: a header may include <boost/beast/...> i
 header may include such a header (only .cc files may), so Beast is compiled only by the files
 that use it, not by every file that includes a module's header.
 
+The agent's decisions (the QoS strategies, agent/qos, and the step, agent/step) read and
+write nothing on the node: every kernel value they use is in the pass's snapshot, read at
+the edge (agent/edge), and their plans are applied by the executor. So they may not include a
+header that does file I/O (IO_HEADERS), even from a module they may otherwise use.
+
 Usage: include_edges.py --source-dir SRC     exit 1 and one line per forbidden include
        include_edges.py --self-test           the checker finds planted forbidden includes"""
 
@@ -24,6 +29,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 BEAST = re.compile(r"^\s*#\s*include\s+<boost/beast[/.]")
 CALL = re.compile(r"\b(gleaner_module|add_executable|target_link_libraries)\s*\(([^)]*)\)",
                   re.S)
+DECISION_MODULES = ("agent/qos", "agent/step")
+IO_HEADERS = {"common/file_io.h", "cgroup/cgroup_fs.h", "cgroup/executor.h",
+              "cgroup/originals_file.h", "resctrl/resctrl_fs.h", "resctrl/availability.h"}
 KEYWORDS = {"NAME", "DIR", "LIBS", "EXCLUDE", "PRIVATE", "PUBLIC", "INTERFACE"}
 
 
@@ -123,6 +131,11 @@ def violations(src):
                 m = INCLUDE.match(line)
                 if not m or "/" not in m.group(1):
                     continue
+                if here in DECISION_MODULES and m.group(1) in IO_HEADERS:
+                    out.append("%s:%d: %s decides from the pass's snapshot and may not include "
+                               "the I/O header %s (read at agent/edge, write by the executor)"
+                               % (path, n, here, m.group(1)))
+                    continue
                 there = module_of(m.group(1), allowed)
                 if there is None or there == here or there in allowed[here]:
                     continue
@@ -170,6 +183,15 @@ def self_test():
             return 1
         for f in found:
             print("self-test: reported: " + f)
+        put("agent/CMakeLists.txt", "gleaner_module(NAME agent_qos DIR qos LIBS gleaner_common)\n")
+        put("common/file_io.h", "#pragma once\n")
+        put("agent/qos/reads.cc", '#include "common/file_io.h"\n')
+        io = [f for f in violations(tmp) if "agent/qos/reads.cc" in f]
+        if len(io) != 1 or "may not include the I/O header common/file_io.h" not in io[0]:
+            print("FAIL: a strategy including an I/O header of a module it may use was not "
+                  "reported: %s" % io)
+            return 1
+        print("self-test: reported: " + io[0])
     return 0
 
 
