@@ -68,7 +68,7 @@ class HttpListener {
   // (each costs a file descriptor and a coroutine; a flood of idle ones must not exhaust
   // the descriptors the process's real work needs). Never more than half the process's
   // descriptor limit (RLIMIT_NOFILE), whatever is asked.
-  static constexpr size_t kDefaultMaxConnections = 128;
+  static constexpr size_t kDefaultMaxConnections = kDefaultMaxHttpConnections;
 
   [[nodiscard]] uint16_t port() const;
   // accept() failures so far (out of descriptors, mostly); each is followed by a pause

@@ -7,6 +7,10 @@
 
 namespace gleaner::net {
 
+// Open connections a listener takes at most, unless its server asks for another cap
+// (HttpListener::kDefaultMaxConnections says why).
+inline constexpr size_t kDefaultMaxHttpConnections = 128;
+
 struct ListenerStats {
   size_t open_connections = 0;
   size_t max_connections = 0;

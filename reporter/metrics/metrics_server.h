@@ -3,9 +3,9 @@
 //
 // Why not prometheus-cpp's pull Exposer: it serves only registered collectables (its
 // public API has no way to add /healthz or /readyz handlers), it brings its own embedded
-// web server and threads, and it would need a second port for the probes. A small
-// Boost.Beast server on the composition root's io_context serves all three paths on
-// one port, and /metrics is still rendered by prometheus-cpp's TextSerializer.
+// web server and threads, and it would need a second port for the probes. The project's one
+// HTTP server (net/http_server.h) on the composition root's io_context serves all three
+// paths on one port, and /metrics is still rendered by prometheus-cpp's TextSerializer.
 
 #include <cstdint>
 #include <functional>

@@ -1,31 +1,32 @@
 #include "scheduler/server/http_server.h"
 
 #include <chrono>
-#include <mutex>
-#include <type_traits>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/beast/ssl.hpp>
 
 #include "net/beast_names.h"
-#include "net/http_listener.h"
-#include "scheduler/server/connection_limits.h"
-#include "scheduler/server/tls_context.h"
+#include "net/http_server.h"
 
 namespace gleaner::scheduler::server {
 
 using namespace net::beast_names;
-namespace ssl = asio::ssl;
 
 namespace {
 
-constexpr auto kDrainTimeout = std::chrono::seconds(2);
-constexpr std::size_t kDrainLimit = 8 << 20;
 // Token reviews (API server round trips) run on a few worker threads so the I/O thread
 // never waits on them; beyond this many at once (a flood of made-up tokens), a report is
 // answered 503 and its agent retries on its next pass.
 constexpr int kReviewThreads = 4;
 constexpr int kMaxReviewsInFlight = 64;
+// Agents keep their report connection open: room for a large cluster's nodes, capped by
+// the descriptor limit (half of it) so a flood cannot take them all.
+constexpr size_t kMaxConnections = 16384;
+
+// The answer to a request that outlives its server (in the moments after stop()).
+net::HttpReply shutting_down() {
+  return net::HttpReply{503, "application/json", "{\"error\":\"shutting_down\"}\n"};
+}
 
 }  // namespace
 
@@ -33,161 +34,59 @@ struct HttpServer::Impl {
   explicit Impl(ApiRoutes& r) : routes(r) {}
 
   ApiRoutes& routes;
-  std::shared_ptr<net::HttpListener> listener;
+  std::unique_ptr<net::HttpServer> server;
+  std::unique_ptr<asio::thread_pool> review_pool;  // only when tokens are reviewed
+  int reviews_in_flight = 0;                       // only the I/O thread touches it
 
-  // Answers one request; `close` when the rest of the request was left unread.
-  template <class Stream>
-  static asio::awaitable<net::HttpReply> answer(Impl& self, Stream& stream,
-                                                beast::flat_buffer& buffer,
-                                                http::request_parser<http::string_body>& parser,
-                                                bool too_large, bool& close) {
-    auto& req = parser.get();
+  // Before a body is read: every path but the report's takes none, and a report without the
+  // token is refused unread.
+  std::optional<net::HttpReply> before_body(const net::HttpRequest& req) {
     const std::string_view target = view(req.target());
-    if (!ApiRoutes::is_report_path(target)) {
-      // No other path takes a body: leave any unread and end the connection after this.
-      close = !parser.is_done();
-      co_return self.routes.get(view(req.method_string()), target);
-    }
+    if (!ApiRoutes::is_report_path(target)) return routes.get(view(req.method_string()), target);
     if (req.method() != http::verb::post) {
-      close = !parser.is_done();
-      co_return net::HttpReply{405, "application/json",
-                               R"({"error":"method_not_allowed","message":"POST a NodeReport"})"
-                               "\n"};
+      return net::HttpReply{405, "application/json",
+                            R"({"error":"method_not_allowed","message":"POST a NodeReport"})"
+                            "\n"};
     }
-    const std::string_view auth = view(req[http::field::authorization]);
-    if (!self.routes.authorized(auth)) {
-      close = !parser.is_done();
-      co_return self.routes.rejected(RejectReason::kUnauthorized,
-                                     "missing or invalid bearer token");
-    }
-    error_code ec;
-    if (too_large) {
-      ec = http::error::body_limit;
-    } else {
-      co_await http::async_read(stream, buffer, parser,
-                                asio::redirect_error(asio::use_awaitable, ec));
-    }
-    if (ec == http::error::body_limit) {
-      close = true;
-      co_return self.routes.rejected(RejectReason::kTooLarge,
-                                     "report is above the limit of " +
-                                         std::to_string(self.routes.max_report_bytes()) + " bytes");
-    }
-    if (ec) {
-      close = true;
-      co_return self.routes.rejected(RejectReason::kMalformed, "request: " + ec.message());
-    }
-    ReportAttempt attempt = self.routes.begin_report(auth, req.body());
+    if (!routes.authorized(view(req[http::field::authorization])))
+      return routes.rejected(RejectReason::kUnauthorized, "missing or invalid bearer token");
+    return std::nullopt;
+  }
+
+  // A report read whole (its token already accepted or under review).
+  static asio::awaitable<net::HttpReply> report(std::shared_ptr<Impl> self,
+                                                const net::HttpRequest& req) {
+    if (!self) co_return shutting_down();
+    ReportAttempt attempt =
+        self->routes.begin_report(view(req[http::field::authorization]), req.body());
     if (attempt.reply) co_return std::move(*attempt.reply);
-    if (!self.review_pool) co_return self.routes.finish_report(attempt);
-    if (self.reviews_in_flight >= kMaxReviewsInFlight) {
-      co_return self.routes.rejected(RejectReason::kAuthUnavailable,
-                                     "too many token reviews at once; retry later");
+    if (!self->review_pool) co_return self->routes.finish_report(attempt);
+    if (self->reviews_in_flight >= kMaxReviewsInFlight) {
+      co_return self->routes.rejected(RejectReason::kAuthUnavailable,
+                                      "too many token reviews at once; retry later");
     }
-    ++self.reviews_in_flight;  // only the I/O thread touches the count
+    ++self->reviews_in_flight;
     net::HttpReply reply = co_await asio::co_spawn(
-        self.review_pool->get_executor(),
-        [&]() -> asio::awaitable<net::HttpReply> { co_return self.routes.finish_report(attempt); },
+        self->review_pool->get_executor(),
+        [&]() -> asio::awaitable<net::HttpReply> { co_return self->routes.finish_report(attempt); },
         asio::use_awaitable);
-    --self.reviews_in_flight;
+    --self->reviews_in_flight;
     co_return reply;
   }
 
-  // Closing a socket with unread input makes the kernel send a reset, which can destroy
-  // the answer before the client reads it. So, having answered, stop sending and discard
-  // what the client still sends, for a bounded time and amount.
-  template <class Stream>
-  static asio::awaitable<void> drain(beast::tcp_stream& tcp, Stream& stream,
-                                     beast::flat_buffer& buffer) {
-    error_code ec;
-    // Plain TCP can stop sending at once; under TLS the close_notify comes with the end.
-    if constexpr (std::is_same_v<Stream, beast::tcp_stream>)
-      tcp.socket().shutdown(tcp::socket::shutdown_send, ec);
-    tcp.expires_after(kDrainTimeout);
-    std::size_t total = 0;
-    char scratch[16 * 1024];
-    buffer.clear();
-    while (!ec && total < kDrainLimit) {
-      total += co_await stream.async_read_some(asio::buffer(scratch),
-                                               asio::redirect_error(asio::use_awaitable, ec));
+  net::HttpReply refused(net::RequestRefusal why, const std::string& message) {
+    switch (why) {
+      case net::RequestRefusal::kHeaderTooLarge:
+        break;
+      case net::RequestRefusal::kBodyTooLarge:
+        return routes.rejected(
+            RejectReason::kTooLarge,
+            "report is above the limit of " + std::to_string(routes.max_report_bytes()) + " bytes");
+      case net::RequestRefusal::kMalformed:
+        return routes.rejected(RejectReason::kMalformed, message);
     }
+    return net::refusal_reply(why, message);
   }
-
-  static asio::awaitable<void> session(std::shared_ptr<Impl> self,
-                                       std::shared_ptr<beast::tcp_stream> stream) {
-    error_code ec;
-    if (auto ctx = self->current_tls()) {
-      beast::ssl_stream<beast::tcp_stream&> secure(*stream, *ctx);
-      stream->expires_after(kHandshakeTimeout);
-      co_await secure.async_handshake(ssl::stream_base::server,
-                                      asio::redirect_error(asio::use_awaitable, ec));
-      if (!ec) {
-        co_await serve(*self, *stream, secure);
-        stream->expires_after(kDrainTimeout);
-        co_await secure.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
-      }
-    } else {
-      co_await serve(*self, *stream, *stream);
-      stream->socket().shutdown(tcp::socket::shutdown_both, ec);
-    }
-    stream->close();
-  }
-
-  // The request loop over plain TCP or TLS; `tcp` carries the timeouts.
-  template <class Stream>
-  static asio::awaitable<void> serve(Impl& self, beast::tcp_stream& tcp, Stream& stream) {
-    beast::flat_buffer buffer;
-    error_code ec;
-    for (;;) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(kHeaderLimit);
-      parser.body_limit(self.routes.max_report_bytes());
-      tcp.expires_after(kIdleTimeout);
-      co_await http::async_read_header(stream, buffer, parser,
-                                       asio::redirect_error(asio::use_awaitable, ec));
-      // A Content-Length above the limit fails here, with the header already parsed.
-      const bool too_large = ec == http::error::body_limit;
-      if (ec == http::error::header_limit) {
-        // Answered, not dropped: the client learns why (431), then the connection ends.
-        http::response<http::string_body> res{http::status::request_header_fields_too_large, 11};
-        res.set(http::field::server, "gleaner-scheduler");
-        res.set(http::field::content_type, "application/json");
-        res.keep_alive(false);
-        res.body() = R"({"error":"header_too_large","message":"request headers above )" +
-                     std::to_string(kHeaderLimit) + " bytes\"}\n";
-        res.prepare_payload();
-        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-        co_await drain(tcp, stream, buffer);
-        co_return;
-      }
-      if (ec && !too_large) co_return;  // closed, timed out or not HTTP: nothing to answer
-      bool close = false;
-      net::HttpReply reply = co_await answer(self, stream, buffer, parser, too_large, close);
-      const auto& req = parser.get();
-      http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
-      res.set(http::field::server, "gleaner-scheduler");
-      res.set(http::field::content_type, reply.content_type);
-      res.keep_alive(req.keep_alive() && !close);
-      res.body() = std::move(reply.body);
-      res.prepare_payload();
-      if (req.method() == http::verb::head) res.body().clear();
-      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return;
-      if (!res.keep_alive()) {
-        if (close) co_await drain(tcp, stream, buffer);
-        co_return;
-      }
-    }
-  }
-
-  std::shared_ptr<ssl::context> current_tls() {
-    std::lock_guard lock(tls_mu);
-    return tls;
-  }
-  std::mutex tls_mu;
-  std::shared_ptr<ssl::context> tls;               // nullptr: plain HTTP
-  std::unique_ptr<asio::thread_pool> review_pool;  // only when tokens are reviewed
-  int reviews_in_flight = 0;
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
@@ -196,19 +95,32 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
   auto impl = std::make_shared<Impl>(routes);
   if (routes.reviews_tokens())
     impl->review_pool = std::make_unique<asio::thread_pool>(kReviewThreads);
-  if (tls != nullptr) {
-    auto ctx = server_tls_context(*tls);
-    if (!ctx) return ctx.error();
-    impl->tls = std::move(*ctx);
-  }
-  // Agents keep their report connection open: room for a large cluster's nodes, capped by
-  // the descriptor limit (half of it) so a flood cannot take them all.
-  constexpr size_t kMaxConnections = 16384;
-  auto listener = net::HttpListener::listen(io, address, "listen address",
-                                            net::HttpListener::spawn_sessions(impl, &Impl::session),
-                                            kMaxConnections);
-  if (!listener) return listener.error();
-  impl->listener = std::move(*listener);
+  net::HttpServerOptions options;
+  options.what = "listen address";
+  options.server_header = "gleaner-scheduler";
+  options.max_connections = kMaxConnections;
+  options.body_limit = routes.max_report_bytes();
+  // The sessions hold the one server, which holds these: weak, so that this Impl does not
+  // keep itself alive through them; a request that outlives it is answered 503.
+  const std::weak_ptr<Impl> weak = impl;
+  net::HttpHandler handler;
+  handler.before_body = [weak](const net::HttpRequest& req) -> std::optional<net::HttpReply> {
+    if (auto self = weak.lock()) return self->before_body(req);
+    return shutting_down();
+  };
+  handler.reply_async = [weak](const net::HttpRequest& req) {
+    return Impl::report(weak.lock(), req);
+  };
+  handler.refused = [weak](net::RequestRefusal why, const std::string& message) {
+    if (auto self = weak.lock()) return self->refused(why, message);
+    return shutting_down();
+  };
+  std::optional<net::ServingCertificate> serving;
+  if (tls != nullptr) serving = net::ServingCertificate{tls->cert_pem, tls->key_pem};
+  auto server =
+      net::HttpServer::create(io, address, std::move(options), std::move(handler), serving);
+  if (!server) return server.error();
+  impl->server = std::move(*server);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
@@ -217,24 +129,19 @@ HttpServer::~HttpServer() {
 }
 
 Status HttpServer::set_certificate(const admission::KeyPair& pair) {
-  auto ctx = server_tls_context(pair);
-  if (!ctx) return ctx.error();
-  std::lock_guard lock(impl_->tls_mu);
-  if (!impl_->tls) return make_error(ErrorCode::kInvalidArgument, "this port serves plain HTTP");
-  impl_->tls = std::move(*ctx);
-  return ok_status();
+  return impl_->server->set_certificate({pair.cert_pem, pair.key_pem});
 }
 
 uint16_t HttpServer::port() const {
-  return impl_->listener->port();
+  return impl_->server->port();
 }
 
 net::ListenerStats HttpServer::listener_stats() const {
-  return impl_->listener->stats();
+  return impl_->server->listener_stats();
 }
 
 void HttpServer::stop() {
-  impl_->listener->stop();
+  impl_->server->stop();
   // Reviews under way finish (each is bounded by the API client's timeout) before the
   // sessions waiting on them can be torn down.
   if (impl_->review_pool) {

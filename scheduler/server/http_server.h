@@ -1,7 +1,7 @@
 #pragma once
-// The scheduler's one HTTP port (Boost.Beast on the composition root's io_context, with
-// the listener it shares with the agent's metrics server): report ingestion and the
-// read-only API of api_routes.h. Per connection: keep-alive, an
+// The scheduler's one HTTP port (on the composition root's io_context, served by the one
+// HTTP(S) server of every port, net/http_server.h): report ingestion and the read-only API
+// of api_routes.h. Per connection: keep-alive, an
 // idle timeout, a header size cap and the report body limit enforced while reading, so a
 // client can neither hold memory nor a connection indefinitely. A report without the
 // token is refused before its body is read.
