@@ -232,9 +232,12 @@ class DaemonHermetic : public ::testing::Test {
   std::unique_ptr<Daemon> daemon_;
 };
 
-// Disabled until its first expectation holds: the daemon writes a BE quota of 30000 here
-// where the formula above gives 60000 (BE's usage does not seem to be taken off the
-// system term); what follows it has not run yet.
+// Disabled until its expectations hold. Measured: the daemon writes a BE quota of 30000
+// (then 2000) where the formula below gives 60000 (then 30000): BE's 300m is counted
+// against BE a second time, as if it were system usage; the report arrives (suppress
+// 300m); the metric names gleaner_be_suppress_cpu_cores and the pod run-queue series are
+// not found as written here; the wake bound is 0 after the pass; stop restores the quota
+// and shares but the tree still differs from the one found.
 TEST_F(DaemonHermetic, DISABLED_SuppressesBeReportsAndRestoresTheTreeOnStop) {
   const auto found = tree_of(node_.cgroup_tree());
   ASSERT_EQ(be_quota(), "-1");
