@@ -75,6 +75,10 @@ TEST_F(KubeLiveTest, GangsHalfBoundByAnEarlierProcessAreFinished) {
                              left_behind(live_testing::spark_operator_pod("pi", name, role), node))
                     .ok());
   }
+  // The scheduler starts now, as after a restart: its informers list every pod at once.
+  // (Created under a running link, the pods arrive one by one, and a pass between them
+  // would place the pending ones beside bound pods it has not seen yet.)
+  start_link();
   ASSERT_TRUE(schedule_until([&] {
     return !node_of("pgb-2").empty() && !node_of("pgb-3").empty() &&
            !node_of("pi-exec-3").empty() && !node_of("pi-exec-4").empty();

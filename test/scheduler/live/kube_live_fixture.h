@@ -32,6 +32,12 @@ class KubeLiveTest : public ::testing::Test {
     auto live = gang::GangScheduler::create(options, {}, clock_, metrics_);
     ASSERT_TRUE(live.ok()) << live.error().message;
     live_ = std::move(*live);
+    start_link();
+  }
+  // A new link to the API server (as at a scheduler's start: its informers list what is
+  // there), after stopping the one running; returns once its informers have synced.
+  void start_link() {
+    if (link_) link_->stop();
     kube_glue::ClusterLinkOptions lo;
     lo.name = "c1";
     lo.config = api_->config();
