@@ -11,8 +11,8 @@
 #include <sys/utsname.h>
 
 #include "agent/cli/commands.h"
-#include "agent/metrics/node_sampler.h"
 #include "agent/edge/node_environment.h"
+#include "agent/metrics/node_sampler.h"
 #include "cgroup/layout.h"
 #include "cgroup/version.h"
 #include "common/file_io.h"

@@ -2,9 +2,9 @@
 // The colocation webhook's HTTPS port: POST /mutate-pod or /mutate-pod/<cluster> (an
 // AdmissionReview in, one out; a fleet's member names itself in its configuration's path)
 // and GET /healthz, on the composition root's io_context, served by the one HTTP(S) server
-// of every port (net/http_server.h). The serving certificate can be replaced while running (renewal): new
-// connections take the new one, open ones finish on theirs. Per connection: a handshake
-// and an idle timeout, a header cap and a body limit (kube-apiserver sends at most the
+// of every port (net/http_server.h). The serving certificate can be replaced while running
+// (renewal): new connections take the new one, open ones finish on theirs. Per connection: a
+// handshake and an idle timeout, a header cap and a body limit (kube-apiserver sends at most the
 // object, bounded by etcd's 1.5 MiB request limit, plus the review around it).
 
 #include <cstdint>

@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "agent/daemon/daemon.h"
 #include "agent/cli/plan_runner.h"
+#include "agent/daemon/daemon.h"
 #include "common/file_io.h"
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
