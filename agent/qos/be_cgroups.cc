@@ -103,38 +103,23 @@ Plan plan_cpu_idle(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayo
   return plan;
 }
 
-namespace {
-
 // cpu.idle of BE pods, before the weights: leaving idle resets a pod's weight, which the BE
 // cgroup strategy then sets in the same pass.
-class CpuIdle final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "cpuIdle"; }
-  Plan plan(const Pass& pass) override {
+std::unique_ptr<Strategy> make_cpu_idle_strategy() {
+  return std::make_unique<PlanOnlyStrategy>("cpuIdle", [](const Pass& pass) {
     return plan_cpu_idle(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
-  }
-};
+  });
+}
 
-class BeCgroups final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "beCgroups"; }
-  Plan plan(const Pass& pass) override {
+std::unique_ptr<Strategy> make_be_cgroups_strategy() {
+  return std::make_unique<PlanOnlyStrategy>("beCgroups", [](const Pass& pass) {
     const auto& in = pass.in;
     const bool cfs_quota_active =
         suppress_ceiling_applies(in.threshold, in.suppress_armed) &&
         in.threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota;
     return plan_be_cgroups(*in.snapshot, in.layout, cfs_quota_active, be_pods_sched_idle(in.qos),
                            pass.knobs);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Strategy> make_cpu_idle_strategy() {
-  return std::make_unique<CpuIdle>();
-}
-std::unique_ptr<Strategy> make_be_cgroups_strategy() {
-  return std::make_unique<BeCgroups>();
+  });
 }
 
 }  // namespace gleaner::agent::qos

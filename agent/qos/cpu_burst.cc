@@ -64,20 +64,10 @@ Plan plan_cpu_burst(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLay
   return plan;
 }
 
-namespace {
-
-class CpuBurst final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "cpuBurst"; }
-  Plan plan(const Pass& pass) override {
-    return plan_cpu_burst(*pass.in.snapshot, pass.in.layout, pass.in.cpu_burst, pass.knobs);
-  }
-};
-
-}  // namespace
-
 std::unique_ptr<Strategy> make_cpu_burst_strategy() {
-  return std::make_unique<CpuBurst>();
+  return std::make_unique<PlanOnlyStrategy>("cpuBurst", [](const Pass& pass) {
+    return plan_cpu_burst(*pass.in.snapshot, pass.in.layout, pass.in.cpu_burst, pass.knobs);
+  });
 }
 
 }  // namespace gleaner::agent::qos

@@ -126,20 +126,10 @@ Plan plan_memory_qos(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
   return plan;
 }
 
-namespace {
-
-class MemoryQos final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "memoryQos"; }
-  Plan plan(const Pass& pass) override {
-    return plan_memory_qos(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
-  }
-};
-
-}  // namespace
-
 std::unique_ptr<Strategy> make_memory_qos_strategy() {
-  return std::make_unique<MemoryQos>();
+  return std::make_unique<PlanOnlyStrategy>("memoryQos", [](const Pass& pass) {
+    return plan_memory_qos(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
+  });
 }
 
 }  // namespace gleaner::agent::qos

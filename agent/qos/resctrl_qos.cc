@@ -136,23 +136,15 @@ Plan plan_resctrl(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLayou
   return plan;
 }
 
-namespace {
-
-class Resctrl final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "resctrl"; }
-  void declare_reads(const Pass& pass, KnobReads& reads) const override {
-    declare_resctrl_reads(*pass.in.snapshot, pass.in.layout, pass.in.qos, reads);
-  }
-  Plan plan(const Pass& pass) override {
-    return plan_resctrl(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
-  }
-};
-
-}  // namespace
-
 std::unique_ptr<Strategy> make_resctrl_strategy() {
-  return std::make_unique<Resctrl>();
+  return std::make_unique<PlanOnlyStrategy>(
+      "resctrl",
+      [](const Pass& pass) {
+        return plan_resctrl(*pass.in.snapshot, pass.in.layout, pass.in.qos, pass.knobs);
+      },
+      [](const Pass& pass, KnobReads& reads) {
+        declare_resctrl_reads(*pass.in.snapshot, pass.in.layout, pass.in.qos, reads);
+      });
 }
 
 }  // namespace gleaner::agent::qos

@@ -7,6 +7,7 @@
 // KnobSnapshot before any of them plans.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,26 @@ class Strategy {
   }
   // The API server's answer to an eviction a plan asked for.
   virtual void eviction_answered(const std::string& /*pod*/, bool /*accepted*/, double /*now_s*/) {}
+};
+
+// A strategy that is its plan alone: no memory, no fast path, no eviction answers, reading
+// what every full pass reads plus what `reads` declares (when given). Most strategies are.
+class PlanOnlyStrategy final : public Strategy {
+ public:
+  using PlanFn = Plan (*)(const Pass&);
+  using ReadsFn = void (*)(const Pass&, KnobReads&);
+  PlanOnlyStrategy(std::string name, PlanFn plan, ReadsFn reads = nullptr)
+      : name_(std::move(name)), plan_(plan), reads_(reads) {}
+  [[nodiscard]] std::string_view name() const override { return name_; }
+  void declare_reads(const Pass& pass, KnobReads& reads) const override {
+    if (reads_ != nullptr) reads_(pass, reads);
+  }
+  Plan plan(const Pass& pass) override { return plan_(pass); }
+
+ private:
+  std::string name_;
+  PlanFn plan_;
+  ReadsFn reads_;
 };
 
 }  // namespace gleaner::agent::qos

@@ -73,12 +73,8 @@ SystemPlan plan_system_config(const config::SystemStrategy& strategy,
   return plan;
 }
 
-namespace {
-
-class SystemConfig final : public Strategy {
- public:
-  [[nodiscard]] std::string_view name() const override { return "systemConfig"; }
-  Plan plan(const Pass& pass) override {
+std::unique_ptr<Strategy> make_system_config_strategy() {
+  return std::make_unique<PlanOnlyStrategy>("systemConfig", [](const Pass& pass) {
     const auto& capacity = pass.in.snapshot->node.capacity;
     auto memory = capacity.find(kube::kResourceMemory);
     SystemPlan system =
@@ -87,13 +83,7 @@ class SystemConfig final : public Strategy {
     plan.system = std::move(system.writes);
     plan.notes = std::move(system.notes);
     return plan;
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Strategy> make_system_config_strategy() {
-  return std::make_unique<SystemConfig>();
+  });
 }
 
 }  // namespace gleaner::agent::qos
