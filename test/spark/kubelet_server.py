@@ -3,7 +3,9 @@
 pkg/kubelet/server/server.go's getPods encodes them, and GET /healthz. With a certificate it
 serves HTTPS like the authenticated port (10250): a request without a bearer token, or with
 another token than the one it was given, gets 401 "Unauthorized" as the server's
-InstallAuthFilter answers; without one it is the read-only port (10255), open to all."""
+InstallAuthFilter answers with anonymous authentication off (as kubeadm configures kubelet;
+with it on, an anonymous request passes authentication and the authorizer answers 403);
+without a certificate it is the read-only port (10255), open to all."""
 
 import http.server
 import json

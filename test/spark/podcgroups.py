@@ -10,6 +10,7 @@ CpuSharesToCpuWeight of pkg/kubelet/cm/cgroup_manager_linux.go on v2."""
 
 import errno
 import os
+import select
 import signal
 import time
 
@@ -172,21 +173,43 @@ def remove_dir(top, timeout=5.0):
     if not os.path.isdir(top):
         return
     for d in sorted((d for d, _, _ in os.walk(top)), key=len, reverse=True):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                os.rmdir(d)
-                break
-            except OSError as e:
-                if e.errno == errno.ENOENT:
-                    break
-                if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                    raise
-            kill_all(os.path.join(d, "cgroup.procs"))
-            time.sleep(0.01)  # the poll interval of a bounded wait for the kernel
+        if rmdir_gone(d):
+            continue
+        kill_all(os.path.join(d, "cgroup.procs"), time.monotonic() + timeout)
+        remove_with_retries(d, timeout)
 
 
-def kill_all(procs_file):
+def rmdir_gone(d):
+    """True once `d` is removed (or was gone); false while the kernel holds it busy."""
+    try:
+        os.rmdir(d)
+        return True
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return True
+        if e.errno != errno.EBUSY:
+            raise
+        return False
+
+
+def remove_with_retries(d, timeout):
+    """A task that has exited still holds its cgroup until its parent reaps it. The
+    runtime's schedule for that: runc's RemovePaths (libcontainer/cgroups/utils.go) tries
+    five times, 10 ms apart and doubling; what it leaves kubelet's housekeeping removes on a
+    later pass (pod_container_manager's cleanup of orphaned pod cgroups, every 2 s), modelled
+    here by going on at that period until `timeout`."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while not rmdir_gone(d):
+        if time.monotonic() > deadline:
+            raise OSError(errno.EBUSY, "cgroup still busy after %.0f s" % timeout, d)
+        time.sleep(delay)  # the runtime's retry schedule, not a wait for this test
+        delay = min(delay * 2, 2.0)
+
+
+def kill_all(procs_file, deadline):
+    """SIGKILL every task of the cgroup and wait (on a pidfd, bounded by `deadline`) until
+    each has exited."""
     try:
         with open(procs_file) as f:
             pids = [int(x) for x in f.read().split()]
@@ -194,6 +217,13 @@ def kill_all(procs_file):
         return
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            continue
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         except ProcessLookupError:
             pass
+        finally:
+            os.close(fd)

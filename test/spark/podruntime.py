@@ -4,6 +4,7 @@ Stopping a pod is kubelet's killPod: SIGTERM, SIGKILL once the grace period is o
 the pod cgroup removed. A process that exits on its own is reported back to the kubelet."""
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -68,7 +69,9 @@ class RealNode:
         return "cpu.shares", shares
 
     def set_allocatable(self, milli_cpu):
-        """kubepods is the node allocatable cgroup: shares from allocatable cpu."""
+        """kubepods is the node allocatable cgroup: shares from allocatable cpu (kubelet's
+        enforceNodeAllocatableCgroups, pkg/kubelet/cm/node_container_manager_linux.go, with
+        its default --enforce-node-allocatable=pods)."""
         self.tree.write("kubepods", *self.weight_file(milli_cpu_to_shares(milli_cpu)))
 
     def update_burstable(self):
@@ -113,30 +116,37 @@ class RealNode:
             argv.append("--ignore-sigterm")
         procs = [os.path.join(self.tree.path(cgroup, c), "cgroup.procs")
                  for c in self.tree.controllers]
-        script = 'for f in %s; do echo $$ > "$f" || exit 126; done; exec "$@"' % " ".join(
-            "'%s'" % p for p in procs)
         out = subprocess.DEVNULL
         if self.log_dir:
             out = open(os.path.join(self.log_dir, "%s_%s_%s.log" % (
                 pod["metadata"].get("namespace"), pod["metadata"]["name"], container["name"])),
                 "ab")
+        # The shell (bash: dash takes no fd above 9) joins every controller, then says so on a
+        # pipe and closes it before it becomes the workload: the runtime's start returns only
+        # once the process is in its cgroups, as runc's does (the container's init joins them
+        # before it execs). A shell that fails to join exits, and the pipe reads end of file.
+        placed_r, placed_w = os.pipe()
+        script = ('for f in %s; do echo $$ > "$f" || exit 126; done; '
+                  'echo placed >&%d; exec %d>&-; exec "$@"') % (
+                      " ".join("'%s'" % p for p in procs), placed_w, placed_w)
         try:
-            proc = subprocess.Popen(["/bin/sh", "-c", script, "sh"] + argv,
+            proc = subprocess.Popen(["/bin/bash", "-c", script, "bash"] + argv,
                                     stdin=subprocess.PIPE, stdout=out, stderr=out,
-                                    start_new_session=True)
+                                    start_new_session=True, pass_fds=(placed_w,))
         finally:
+            os.close(placed_w)
             if out is not subprocess.DEVNULL:
                 out.close()
-        # The container has started once its process is in every controller (the last one
-        # written is the last of the list), as a runtime returns only after that.
-        deadline = time.monotonic() + PLACEMENT_TIMEOUT
-        while proc.pid not in self.tree.procs(cgroup, self.tree.controllers[-1]):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                raise OSError("the process of container %s did not enter %s (exit code %s)"
-                              % (container["name"], cgroup, proc.returncode))
-            time.sleep(0.002)  # the poll interval of a bounded wait for the shell
+        try:
+            ready, _, _ = select.select([placed_r], [], [], PLACEMENT_TIMEOUT)
+            placed = bool(ready) and os.read(placed_r, 16) == b"placed\n"
+        finally:
+            os.close(placed_r)
+        if not placed:  # the shell failed to join one (exit 126) or never got the CPU
+            proc.kill()
+            proc.wait()
+            raise OSError("the process of container %s did not enter %s (exit code %s)"
+                          % (container["name"], cgroup, proc.returncode))
         return proc
 
     def run_task(self, uid, seconds, memory):
