@@ -1,5 +1,7 @@
 #include "agent/cli/plan_runner.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/config/slo_config.h"
@@ -20,6 +22,34 @@ namespace {
 constexpr const char* kCmd = "gleaner-agent plan: ";
 // The monotonic moment the snapshot stands for; the record's ages count back from it.
 constexpr double kSnapshotNow = 1e6;
+
+// The writes a plan makes, as printed; the requests the executor rejects go to `err`.
+nlohmann::ordered_json printed_writes(const exec::KnobReport& planned, std::ostream& err) {
+  for (const auto& r : planned.rejected)
+    err << kCmd << "write rejected: " << r.error.message << "\n";
+  nlohmann::ordered_json writes = nlohmann::ordered_json::array();
+  for (const auto& w : planned.written)
+    writes.push_back({{"path", w.path}, {"value", w.value}, {"reason", w.reason}});
+  return writes;
+}
+
+// 1 when some write failed (each named on `err`), else 0.
+int report_failures(const exec::KnobReport& applied, std::ostream& err) {
+  for (const auto& f : applied.failed) {
+    switch (f.kind) {
+      case exec::KnobKind::kCgroup:
+        err << kCmd << "write " << f.path << " failed: " << f.error.message << "\n";
+        break;
+      case exec::KnobKind::kResctrl:
+        err << kCmd << "resctrl: " << f.error.message << "\n";
+        break;
+      case exec::KnobKind::kSysctl:
+        err << kCmd << "system-config: " << f.error.message << "\n";
+        break;
+    }
+  }
+  return applied.failed.empty() ? 0 : 1;
+}
 
 }  // namespace
 
@@ -101,36 +131,35 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
 
   exec::KnobExecutor knobs(fs, rfs ? &*rfs : nullptr, opts.proc_root, opts.sys_root);
   const exec::KnobReport planned = knobs.plan(plan.writes, plan.resctrl, &plan.system);
-  for (const auto& r : planned.rejected)
-    err << kCmd << "write rejected: " << r.error.message << "\n";
+  int code = 0;
+  if (opts.apply) code = report_failures(knobs.apply(plan.writes, plan.resctrl, &plan.system), err);
 
   nlohmann::ordered_json printed;
-  printed["writes"] = nlohmann::ordered_json::array();
-  for (const auto& w : planned.written) {
-    printed["writes"].push_back({{"path", w.path}, {"value", w.value}, {"reason", w.reason}});
-  }
+  printed["writes"] = printed_writes(planned, err);
   printed["evictions"] = nlohmann::ordered_json::array();
   for (const auto& e : plan.evictions) {
     printed["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
   }
-  out << printed.dump(2) << "\n";
-  if (!opts.apply) return 0;
-
-  int code = 0;
-  for (const auto& f : knobs.apply(plan.writes, plan.resctrl, &plan.system).failed) {
-    switch (f.kind) {
-      case exec::KnobKind::kCgroup:
-        err << kCmd << "write " << f.path << " failed: " << f.error.message << "\n";
-        break;
-      case exec::KnobKind::kResctrl:
-        err << kCmd << "resctrl: " << f.error.message << "\n";
-        break;
-      case exec::KnobKind::kSysctl:
-        err << kCmd << "system-config: " << f.error.message << "\n";
-        break;
+  // The fast passes after the tick, in order, each with the memory it began with and the
+  // node facts the tick left; each reads the tree as it is now (with --apply: after the
+  // writes before it), as the daemon's did at its moment.
+  for (size_t i = 0; i < record->fast_passes.size(); ++i) {
+    const FastPassRecord& pass = record->fast_passes[i];
+    if (auto adopted = step.adopt(pass.memory, kSnapshotNow + pass.seconds_after); !adopted) {
+      err << kCmd << "bad snapshot: " << adopted.error().message << "\n";
+      return 2;
     }
-    code = 1;
+    const Plan fast = step.fast({pass.node_cpu_milli, pass.non_be_cpu_milli, pass.stale, &reader});
+    for (const auto& note : fast.notes)
+      err << kCmd << "fast pass " << i << ": " << note << "\n";
+    const exec::KnobReport fast_planned = knobs.plan(fast.writes, fast.resctrl);
+    if (opts.apply)
+      code = std::max(code, report_failures(knobs.apply(fast.writes, fast.resctrl), err));
+    printed["fastPasses"].push_back({{"secondsAfterSnapshot", pass.seconds_after},
+                                     {"trigger", pass.trigger},
+                                     {"writes", printed_writes(fast_planned, err)}});
   }
+  out << printed.dump(2) << "\n";
   return code;
 }
 

@@ -2,8 +2,9 @@
 // `gleaner-agent plan`: loads a snapshot file (with the probe's readings and the agent's
 // memory when it carries them) and an ack-slo-config directory, reads the current values
 // under the given roots, runs the daemon's own step once (AgentStep::tick) and prints the
-// writes, as the daemon's executor would order and fit them, and the evictions.
-// With `apply` the writes are made through the same executors the daemon uses.
+// writes, as the daemon's executor would order and fit them, and the evictions; then each
+// fast pass the snapshot records after that tick (AgentStep::fast) and its writes.
+// With `apply` the writes are made through the same executors the daemon uses, in order.
 
 #include <optional>
 #include <ostream>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/bpf/sched_probe.h"
+#include "agent/exec/knob_executor.h"
 #include "cgroup/executor.h"
 #include "common/clock.h"
 #include "common/json_util.h"
@@ -23,13 +24,15 @@ class io_context;
 
 namespace gleaner::agent {
 
-// One full tick as `gleaner-agent plan` can replay it: the step's inputs as a snapshot file
-// (usage, probe readings, the agent's memory before the tick) and what the executor is
-// about to write, in order. Taken before the writes, on the daemon's thread.
+// One pass as `gleaner-agent plan` can replay it: the step's inputs as a snapshot file
+// (usage, probe readings, the agent's memory before the tick; for a fast pass, that tick's
+// file with the pass as its one `fastPasses` entry) and what the executor is about to write
+// (cgroup files, then resctrl, then system-config knobs), in order. Taken before the
+// writes, on the daemon's thread.
 struct StepObservation {
   Json snapshot_file;
-  std::vector<cgroup::FileWrite> writes;
-  std::vector<std::string> evictions;  // pod keys
+  std::vector<exec::KnobChange> writes;
+  std::vector<std::string> evictions;  // pod keys (none on a fast pass)
   bool cpu_measured = true;            // false on the priming pass, which `plan` never is
 };
 
@@ -97,6 +100,8 @@ struct DaemonOptions {
   // Called on every full tick that enforces (tests comparing the daemon with `plan`). It
   // plans the writes a second time, so the executor's counters count them twice.
   std::function<void(const StepObservation&)> on_step;
+  // Called on every fast pass that plans after a full tick with CPU measured, likewise.
+  std::function<void(const StepObservation&)> on_fast_pass;
 };
 
 // What the daemon takes from outside rather than making itself: time, and the eBPF

@@ -154,6 +154,18 @@ struct Daemon::Impl {
   std::set<std::string> slo_warned;  // each bad target is logged once
   bool slo_fallback = false;         // the last pass fell back to the threshold formula
   std::optional<int64_t> slo_allowance_milli;
+  // DaemonOptions::on_step and on_fast_pass (step_observer.cc): a full tick's record before
+  // its writes, kept for the fast passes after it, and a fast pass's against it.
+  void observe_tick(const step::TickInputs& in, const step::AgentMemory& before,
+                    const qos::Plan& plan);
+  void observe_fast_pass(const char* trigger, const step::FastInputs& in, SteadyTime now,
+                         const qos::Plan& plan);
+  struct ObservedTick {
+    Json snapshot;
+    step::StepRecord record;
+    double now_s = 0;
+  };
+  std::optional<ObservedTick> observed_tick;  // the last tick, CPU measured
   // `full_pass`: system-config's knobs are set too (the fast path leaves them).
   void apply(const qos::Plan& plan, bool full_pass = false);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).

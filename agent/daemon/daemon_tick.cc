@@ -46,8 +46,10 @@ void Daemon::fast_tick(const char* trigger) {
   // The fast path only ever reacts to the latest counters; staleness is judged by the
   // full pass, whose node facts the fast path reuses.
   const bool stale = now - d.last_full_sample > 3 * d.opt.interval;
-  qos::Plan plan =
-      d.step->fast({sample->node_cpu_milli, sample->non_be_cpu_milli, stale, d.qos_reader.get()});
+  const step::FastInputs in{sample->node_cpu_milli, sample->non_be_cpu_milli, stale,
+                            d.qos_reader.get()};
+  qos::Plan plan = d.step->fast(in);
+  if (d.opt.on_fast_pass) d.observe_fast_pass(trigger, in, now, plan);
   d.last_fast_sample = now;
   d.apply(plan);
 }
@@ -229,18 +231,7 @@ void Daemon::tick() {
     for (const auto& event : result.events)
       spdlog::info("{}", event);
     d.note_slo(result, "pass");
-    if (d.opt.on_step) {
-      StepObservation seen;
-      seen.snapshot_file = snapshot::to_snapshot_json(latest_snap);
-      step::add_step_record(seen.snapshot_file,
-                            {in.probe, before, in.fast_path_live, d.node_sampler->cpus()},
-                            in.now_s);
-      seen.writes = d.knobs->cgroups().plan(result.plan.writes);
-      for (const auto& e : result.plan.evictions)
-        seen.evictions.push_back(e.pod);
-      seen.cpu_measured = in.cpu_measured;
-      d.opt.on_step(seen);
-    }
+    if (d.opt.on_step || d.opt.on_fast_pass) d.observe_tick(in, before, result.plan);
     // A full pass also sets system-config's knobs: the ones not in this plan go back to
     // what the agent found.
     d.apply(result.plan, true);

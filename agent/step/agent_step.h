@@ -3,8 +3,11 @@
 // (the latest node snapshot, the node's resolved config, the current cgroup values read
 // through a QosReader, the interference probe's readings, the time) and of its memory
 // from the previous tick (interference rule, ceilings, eviction cool-downs). The daemon
-// gathers the inputs, calls the step and applies the plan; `gleaner-agent plan` calls the
-// very same step on a snapshot file, so it prints what the daemon writes, in every mode.
+// gathers the inputs, calls the step and applies the plan. `gleaner-agent plan` calls the
+// very same step on a snapshot file: the full pass (tick) on the snapshot, then each fast
+// pass the file records after it (fast, from its sample and the memory it began with), so
+// it prints the writes the daemon makes on both, in every mode. A wait seen between ticks
+// (ls_waited) is not replayed: what it changed is in the memory the next fast pass records.
 // No I/O here: current values are read once per pass through the reader (the edge) into a
 // KnobSnapshot the strategies take; nothing is written.
 

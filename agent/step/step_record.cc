@@ -183,6 +183,77 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
   return m;
 }
 
+// The step's memory in the `agent` form, its times counted back from `now_s`.
+Json memory_json(const AgentMemory& m, double now_s) {
+  Json agent = {{"suppressArmed", m.suppress_armed}};
+  if (m.last_breach_s) agent["secondsSinceInterference"] = now_s - *m.last_breach_s;
+  Json ceiling = Json::object();
+  if (m.ceiling_quota_us) ceiling["cpuQuotaMicros"] = *m.ceiling_quota_us;
+  if (m.ceiling_cpus) ceiling["cpus"] = *m.ceiling_cpus;
+  if (!ceiling.empty()) agent["interferenceCeiling"] = ceiling;
+  for (const auto& [key, value] : m.strategies.items())
+    agent[key] = value;
+  if (Json slo = slo_json(m.slo, now_s); !slo.empty()) agent["slo"] = slo;
+  return agent;
+}
+
+// fastPasses[i] (`entry`): its own fields, then its `agent` read as the snapshot's own, its
+// errors naming the entry before the field ("<file>: fastPasses[1]: agent.suppressArmed").
+Result<FastPassRecord> parse_fast_pass(const Json& e, const std::string& where,
+                                       const std::string& entry, double now_s) {
+  FastPassRecord out;
+  if (!e.is_object()) return qos::record_field_error(where, entry, "expected an object");
+  auto field = [&](const char* name) -> const Json* {
+    auto it = e.find(name);
+    return it == e.end() || it->is_null() ? nullptr : &*it;
+  };
+  const std::string at = entry + ".";
+  const Json* after = field("secondsAfterSnapshot");
+  if (after == nullptr)
+    return qos::record_field_error(where, at + "secondsAfterSnapshot", "missing");
+  auto seconds = qos::record_number(*after, where, at + "secondsAfterSnapshot");
+  if (!seconds) return seconds.error();
+  out.seconds_after = *seconds;
+  if (const Json* trigger = field("trigger")) {
+    if (!trigger->is_string() ||
+        (trigger->get<std::string>() != "timer" && trigger->get<std::string>() != "wakeup")) {
+      return qos::record_field_error(where, at + "trigger", "expected timer or wakeup");
+    }
+    out.trigger = trigger->get<std::string>();
+  }
+  for (auto [name, into] :
+       {std::pair{"nodeCpu", &out.node_cpu_milli}, std::pair{"nonBeCpu", &out.non_be_cpu_milli}}) {
+    const Json* v = field(name);
+    if (v == nullptr) return qos::record_field_error(where, at + name, "missing");
+    auto milli = qos::record_milli(*v, where, at + name);
+    if (!milli) return milli.error();
+    if (*milli < 0) return qos::record_field_error(where, at + name, "expected a quantity >= 0");
+    *into = *milli;
+  }
+  if (const Json* stale = field("stale")) {
+    if (!stale->is_boolean())
+      return qos::record_field_error(where, at + "stale", "expected true or false");
+    out.stale = stale->get<bool>();
+  }
+  if (const Json* agent = field("agent")) {
+    bool unused = false;  // fastPathLive: the full pass's alone
+    auto memory = parse_memory(*agent, where + ": " + entry, now_s + out.seconds_after, unused);
+    if (!memory) return memory.error();
+    out.memory = std::move(*memory);
+  }
+  return out;
+}
+
+Json fast_pass_json(const FastPassRecord& p, double now_s) {
+  auto quantity = [](int64_t milli) { return std::to_string(milli) + "m"; };
+  return {{"secondsAfterSnapshot", p.seconds_after},
+          {"trigger", p.trigger},
+          {"nodeCpu", quantity(p.node_cpu_milli)},
+          {"nonBeCpu", quantity(p.non_be_cpu_milli)},
+          {"stale", p.stale},
+          {"agent", memory_json(p.memory, now_s + p.seconds_after)}};
+}
+
 }  // namespace
 
 Result<StepRecord> parse_step_record(const Json& doc, const std::string& where, double now_s) {
@@ -201,6 +272,14 @@ Result<StepRecord> parse_step_record(const Json& doc, const std::string& where, 
         return qos::record_field_error(where, "agent.cpus", "expected a CPU count (1-65536)");
       }
       out.cpus = cpus->get<int>();
+    }
+  }
+  if (auto it = doc.find("fastPasses"); it != doc.end() && !it->is_null()) {
+    if (!it->is_array()) return qos::record_field_error(where, "fastPasses", "expected a list");
+    for (size_t i = 0; i < it->size(); ++i) {
+      auto pass = parse_fast_pass((*it)[i], where, "fastPasses[" + std::to_string(i) + "]", now_s);
+      if (!pass) return pass.error();
+      out.fast_passes.push_back(std::move(*pass));
     }
   }
   return out;
@@ -224,18 +303,16 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
     probe["nodeCpuPsiSomeAvg10"] = *record.probe.cpu_psi_some_avg10;
   doc["probe"] = probe;
 
-  const AgentMemory& m = record.memory;
-  Json agent = {{"suppressArmed", m.suppress_armed}, {"fastPathLive", record.fast_path_live}};
+  Json agent = memory_json(record.memory, now_s);
+  agent["fastPathLive"] = record.fast_path_live;
   if (record.cpus) agent["cpus"] = *record.cpus;
-  if (m.last_breach_s) agent["secondsSinceInterference"] = now_s - *m.last_breach_s;
-  Json ceiling = Json::object();
-  if (m.ceiling_quota_us) ceiling["cpuQuotaMicros"] = *m.ceiling_quota_us;
-  if (m.ceiling_cpus) ceiling["cpus"] = *m.ceiling_cpus;
-  if (!ceiling.empty()) agent["interferenceCeiling"] = ceiling;
-  for (const auto& [key, value] : m.strategies.items())
-    agent[key] = value;
-  if (Json slo = slo_json(m.slo, now_s); !slo.empty()) agent["slo"] = slo;
   doc["agent"] = agent;
+  if (!record.fast_passes.empty()) {
+    Json passes = Json::array();
+    for (const auto& p : record.fast_passes)
+      passes.push_back(fast_pass_json(p, now_s));
+    doc["fastPasses"] = passes;
+  }
 }
 
 }  // namespace gleaner::agent::step

@@ -13,18 +13,37 @@
 //                     "cutLevel": "1500m", "watched": {"web/api-0": 30},
 //                     "window": [{"secondsAgo": 1, "allowance": "1200m"}]}}
 //
+//   "fastPasses": [{"secondsAfterSnapshot": 0.05, "trigger": "timer", "nodeCpu": "1500m",
+//                   "nonBeCpu": "900m", "stale": false, "agent": {"suppressArmed": true, ...}}]
+//
 // "evictions", "beCpuWindow" and "cfsQuotaBurst" are the QoS strategies' own keys (each
 // strategy saves and loads its part; agent/qos/strategy.h). Times are ages at the snapshot's
 // moment, so a record taken on one machine replays on another. Absent `probe`: no signal (as a node
 // without eBPF or PSI bound); absent `agent`: no history.
+// `fastPasses`: fast passes the daemon ran after the snapshot's tick, each with its fresh
+// sample and the step's memory as the pass began (its ages at the pass's own moment, which
+// is secondsAfterSnapshot after the snapshot's); the node facts they plan with are the tick's.
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "agent/step/agent_step.h"
 #include "common/json_fwd.h"
 #include "common/result.h"
 
 namespace gleaner::agent::step {
+
+// One fast pass after the snapshot's tick: what AgentStep::fast took.
+struct FastPassRecord {
+  double seconds_after = 0;       // after the snapshot's moment
+  std::string trigger = "timer";  // what ran it: timer | wakeup
+  int64_t node_cpu_milli = 0;
+  int64_t non_be_cpu_milli = 0;  // with a demand a wake-up noted
+  bool stale = false;
+  // The step's memory as the pass began: a wait seen between ticks has already moved it.
+  AgentMemory memory;
+};
 
 struct StepRecord {
   ProbeReadings probe;
@@ -33,13 +52,14 @@ struct StepRecord {
   // The CPU count the daemon sizes the interference step by (/proc/stat's online CPUs), as
   // agent.cpus; nullopt in a record without it (`plan` then counts the Node's capacity).
   std::optional<int> cpus;
+  std::vector<FastPassRecord> fast_passes;
 };
 
-// Reads `probe` and `agent` of a snapshot document; `now_s` is the moment ages count
+// Reads `probe`, `agent` and `fastPasses` of a snapshot document; `now_s` is the moment ages count
 // back from. Errors name `where` and the field.
 Result<StepRecord> parse_step_record(const Json& snapshot_doc, const std::string& where,
                                      double now_s);
-// Adds `probe` and `agent` to a snapshot document.
+// Adds `probe`, `agent` and (when there are any) `fastPasses` to a snapshot document.
 void add_step_record(Json& snapshot_doc, const StepRecord& record, double now_s);
 
 }  // namespace gleaner::agent::step

@@ -65,10 +65,10 @@ void PrintTo(const Mode& mode, std::ostream* os) {
 }
 
 // "<path> = <value>" lines, in order.
-std::vector<std::string> lines_of(const std::vector<cgroup::FileWrite>& writes) {
+std::vector<std::string> lines_of(const std::vector<exec::KnobChange>& writes) {
   std::vector<std::string> out;
   for (const auto& w : writes)
-    out.push_back(w.path + " = " + w.content);
+    out.push_back(w.path + " = " + w.value);
   return out;
 }
 

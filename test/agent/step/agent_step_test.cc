@@ -315,5 +315,46 @@ TEST(StepRecord, RoundTripsAndNamesBadFields) {
   EXPECT_NE(err(R"({"agent":{"cpus":0}})").find("agent.cpus"), std::string::npos);
 }
 
+// A fast pass's memory counts its ages from its own moment, secondsAfterSnapshot after the
+// snapshot's, so it lands at the same distance from the snapshot on another clock.
+TEST(StepRecord, FastPassesRoundTripWithTheirOwnMoments) {
+  StepRecord r;
+  FastPassRecord pass;
+  pass.seconds_after = 0.25;
+  pass.trigger = "wakeup";
+  pass.node_cpu_milli = 1500;
+  pass.non_be_cpu_milli = 900;
+  pass.stale = true;
+  pass.memory.suppress_armed = false;
+  pass.memory.last_breach_s = 995;
+  pass.memory.ceiling_quota_us = 30000;
+  pass.memory.slo.allowance_milli = 1200;
+  pass.memory.slo.last_cut_s = 1000.1;
+  r.fast_passes = {FastPassRecord{}, pass};
+  Json doc = Json::object();
+  add_step_record(doc, r, 1000);
+  EXPECT_EQ(doc["fastPasses"][1]["nonBeCpu"], "900m") << doc.dump();
+  auto back = parse_step_record(doc, "snap.json", 5000);
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_EQ(back->fast_passes.size(), 2u);
+  EXPECT_EQ(back->fast_passes[0].trigger, "timer");
+  EXPECT_TRUE(back->fast_passes[0].memory.suppress_armed);
+  const FastPassRecord& p = back->fast_passes[1];
+  EXPECT_DOUBLE_EQ(p.seconds_after, 0.25);
+  EXPECT_EQ(p.trigger, "wakeup");
+  EXPECT_EQ(p.node_cpu_milli, 1500);
+  EXPECT_EQ(p.non_be_cpu_milli, 900);
+  EXPECT_TRUE(p.stale);
+  EXPECT_FALSE(p.memory.suppress_armed);
+  EXPECT_NEAR(*p.memory.last_breach_s, 4995, 1e-6);
+  EXPECT_EQ(*p.memory.ceiling_quota_us, 30000);
+  EXPECT_EQ(*p.memory.slo.allowance_milli, 1200);
+  EXPECT_NEAR(*p.memory.slo.last_cut_s, 5000.1, 1e-6);
+  // No fast pass, no key: a record without them reads as before.
+  Json plain = Json::object();
+  add_step_record(plain, StepRecord{}, 0);
+  EXPECT_FALSE(plain.contains("fastPasses"));
+}
+
 }  // namespace
 }  // namespace gleaner::agent::step

@@ -90,6 +90,82 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PlanGolden, ::testing::Values("v1-cfs-quota",
                            return n;
                          });
 
+// The v1-cfs-quota fixture's snapshot with `fast_passes` recorded after its tick, in `t`.
+std::string with_fast_passes(const TempDir& t, const char* fast_passes) {
+  Json doc = *parse_json(*read_file(fixture_path("agent/plan/v1-cfs-quota/snapshot.json")), "");
+  doc["fastPasses"] = Json::parse(fast_passes);
+  t.write("snap.json", doc.dump());
+  return t / "snap.json";
+}
+
+// Two fast passes after the tick, each from its own sample: LS at 3 CPUs leaves BE 5.2 - 3 -
+// 0.5 (system) = 1.7 CPUs. Read as the tree is, both would write it; with --apply each pass
+// reads the tree the writes before it left, and the second finds the first's in place.
+TEST(PlanCommand, ReplaysTheFastPassesAfterTheTick) {
+  TempDir t;
+  std::filesystem::copy(fixture_path("agent/plan/v1-cfs-quota/cgroup"), t / "cgroup",
+                        std::filesystem::copy_options::recursive);
+  const std::string snap = with_fast_passes(t, R"([
+      {"secondsAfterSnapshot": 0.05, "trigger": "timer", "nodeCpu": "4", "nonBeCpu": "3",
+       "agent": {"suppressArmed": true}},
+      {"secondsAfterSnapshot": 0.1, "trigger": "wakeup", "nodeCpu": "4", "nonBeCpu": "3000m"}])");
+  const std::vector<std::string> args = {
+      "--snapshot",    snap,         "--config-dir", fixture_path("agent/plan/v1-cfs-quota/config"),
+      "--cgroup-root", t / "cgroup", "--sys-root",   t / "no-sys"};
+  const Json quota = {{"path", "<cgroup>/cpu/kubepods/besteffort/cpu.cfs_quota_us"},
+                      {"value", "170000"},
+                      {"reason", "cpu-suppress"}};
+  PlanRun run = run_plan(args);
+  ASSERT_EQ(run.code, 0) << run.err;
+  Json printed = normalised(run.out, t / "cgroup");
+  Json expected = *parse_json(*read_file(fixture_path("agent/plan/v1-cfs-quota/expected.json")),
+                              "expected.json");
+  EXPECT_EQ(printed["writes"], expected["writes"]) << run.out;  // the tick's, as without them
+  ASSERT_EQ(printed["fastPasses"].size(), 2u) << run.out;
+  EXPECT_EQ(printed["fastPasses"][0]["secondsAfterSnapshot"], 0.05);
+  EXPECT_EQ(printed["fastPasses"][1]["trigger"], "wakeup");
+  EXPECT_EQ(printed["fastPasses"][0]["writes"], Json::array({quota})) << run.out;
+  EXPECT_EQ(printed["fastPasses"][1]["writes"], Json::array({quota})) << run.out;
+
+  auto applying = args;
+  applying.push_back("--apply");
+  PlanRun applied = run_plan(applying);
+  ASSERT_EQ(applied.code, 0) << applied.err;
+  printed = normalised(applied.out, t / "cgroup");
+  // After the tick's writes the BE container has a quota (2 CPUs) above the new ceiling:
+  // the executor lowers it first, as the kernel requires.
+  const Json child = {{"path", "<cgroup>/cpu/kubepods/besteffort/pod2222-bbbb/b2/cpu.cfs_quota_us"},
+                      {"value", "170000"},
+                      {"reason", "parent-limit"}};
+  EXPECT_EQ(printed["fastPasses"][0]["writes"], Json::array({child, quota})) << applied.out;
+  EXPECT_TRUE(printed["fastPasses"][1]["writes"].empty()) << applied.out;
+  EXPECT_EQ(gleaner::trim(*read_file(t / "cgroup/cpu/kubepods/besteffort/cpu.cfs_quota_us")),
+            "170000");
+}
+
+TEST(PlanCommand, ABadFastPassExitsTwoNamingTheEntryAndField) {
+  TempDir t;
+  t.mkdir("cgroup/cpu/kubepods");
+  for (const auto& [passes, field] : std::vector<std::pair<const char*, const char*>>{
+           {R"({"secondsAfterSnapshot": 1})", "fastPasses"},
+           {R"([{"secondsAfterSnapshot": 1, "nodeCpu": "1", "nonBeCpu": "1"},
+                {"secondsAfterSnapshot": 1, "nodeCpu": "1", "nonBeCpu": "lots"}])",
+            "fastPasses[1].nonBeCpu"},
+           {R"([{"nodeCpu": "1", "nonBeCpu": "1"}])", "fastPasses[0].secondsAfterSnapshot"},
+           {R"([{"secondsAfterSnapshot": 1, "nodeCpu": "1", "nonBeCpu": "1", "trigger": "cron"}])",
+            "fastPasses[0].trigger"},
+           {R"([{"secondsAfterSnapshot": 1, "nodeCpu": "1", "nonBeCpu": "1",
+                 "agent": {"suppressArmed": "yes"}}])",
+            "fastPasses[0]: agent.suppressArmed"}}) {
+    const std::string snap = with_fast_passes(t, passes);
+    PlanRun run =
+        run_plan({"--snapshot", snap, "--config-dir", t / "config", "--cgroup-root", t / "cgroup"});
+    EXPECT_EQ(run.code, 2) << passes;
+    EXPECT_NE(run.err.find(snap + ": " + field), std::string::npos) << run.err;
+    EXPECT_TRUE(run.out.empty()) << run.out;
+  }
+}
+
 TEST(PlanCommand, BadSnapshotExitsTwoNamingFileAndField) {
   TempDir t;
   t.write(
