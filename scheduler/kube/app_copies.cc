@@ -294,9 +294,7 @@ void ClusterLink::defer(const gang::Action& a, const std::string& why) {
   }
   std::lock_guard lock(mu_);
   // A newer action for this application, queued while this one was tried, replaces it.
-  const bool superseded = std::any_of(
-      queue_.begin(), queue_.end(), [&](const gang::Action& q) { return deferral_key(q) == key; });
-  if (!superseded) deferred_[key] = {std::chrono::steady_clock::now() + kAppRetry, a};
+  if (!worker_.waiting(key)) deferred_[key] = {clock_.now() + kAppRetry, a};
 }
 
 void ClusterLink::retry_done(const gang::Action& a) {
@@ -309,14 +307,14 @@ std::size_t ClusterLink::retries_waiting() {
 }
 
 void ClusterLink::requeue_due() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.now();
   std::lock_guard lock(mu_);
   for (auto it = deferred_.begin(); it != deferred_.end();) {
     if (it->second.first > now) {
       ++it;
       continue;
     }
-    queue_.push_back(std::move(it->second.second));
+    queue_action(it->first, std::move(it->second.second));
     it = deferred_.erase(it);
   }
 }

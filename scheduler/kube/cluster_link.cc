@@ -27,8 +27,11 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::G
       live_(live),
       metrics_(metrics),
       client_(options_.config, clock),
-      decider_(options_.publish) {
+      decider_(options_.publish),
+      last_answer_(clock.now()),
+      worker_("link-" + options_.name, &clock_) {
   policies_.cluster = options_.publish;
+  worker_.every(kPublishSweep, [this] { tick(); });
   kube::InformerOptions pods;
   pods.path = kube::pods_path("");
   // Every pod, terminal ones included: a pod's turn to Succeeded or Failed must arrive as
@@ -156,7 +159,7 @@ void ClusterLink::start() {
   for (auto& [kind, informer] : training_jobs_)
     informer->start();
   pods_->start();
-  thread_ = std::jthread([this](const std::stop_token& st) { run(st); });
+  worker_.start();
 }
 
 void ClusterLink::stop() {
@@ -171,11 +174,7 @@ void ClusterLink::stop() {
   if (propagation_policies_) propagation_policies_->stop();
   if (cluster_propagation_policies_) cluster_propagation_policies_->stop();
   if (member_clusters_) member_clusters_->stop();
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    cv_.notify_all();
-    thread_.join();
-  }
+  worker_.stop(Worker::Pending::kDrop);
 }
 
 bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
@@ -222,12 +221,16 @@ void ClusterLink::on_node(const Json& obj) {
 }
 
 void ClusterLink::enqueue(gang::Action action) {
-  {
-    std::lock_guard lock(mu_);
-    deferred_.erase(deferral_key(action));  // a newer one replaces a deferred one
-    queue_.push_back(std::move(action));
-  }
-  cv_.notify_one();
+  const std::string key = deferral_key(action);
+  // Under mu_, so that defer() sees either the deferred action or the newer one queued.
+  std::lock_guard lock(mu_);
+  deferred_.erase(key);  // a newer one replaces a deferred one
+  queue_action(key, std::move(action));
+}
+
+void ClusterLink::queue_action(const std::string& key, gang::Action action) {
+  worker_.post(
+      key, [this, action = std::move(action)] { perform(action); }, Worker::IfWaiting::kQueueToo);
 }
 
 void ClusterLink::publish(const gang::NodeBatch& batch) {
@@ -236,7 +239,14 @@ void ClusterLink::publish(const gang::NodeBatch& batch) {
     desired_[batch.node] = batch.batch;  // latest wins
     changed_.insert(batch.node);
   }
-  cv_.notify_one();
+  publish_soon();
+}
+
+void ClusterLink::publish_soon() {
+  worker_.post_latest("publish", [this] {
+    if (std::exchange(sweep_due_, false)) check_api();
+    publish_due();
+  });
 }
 
 std::optional<kube::SparkApplication> ClusterLink::spark_app(const std::string& ns,
@@ -332,37 +342,10 @@ void ClusterLink::on_spark_app(const Json& obj) {
   }
 }
 
-void ClusterLink::run(const std::stop_token& stop) {
-  auto next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
-  auto next_retry = next_sweep;  // deferred actions are looked at once a second, busy or not
-  while (!stop.stop_requested()) {
-    std::optional<gang::Action> action;
-    bool sweep = false;
-    {
-      std::unique_lock lock(mu_);
-      cv_.wait_until(lock, stop, next_sweep, [&] { return !queue_.empty() || !changed_.empty(); });
-      if (stop.stop_requested()) return;
-      if (!queue_.empty()) {
-        action = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      sweep = std::chrono::steady_clock::now() >= next_sweep;
-    }
-    if (std::chrono::steady_clock::now() >= next_retry) {
-      next_retry = std::chrono::steady_clock::now() + kPublishSweep;
-      requeue_due();
-    }
-    // Binds first: a pending pod waits on them; node values may lag a little.
-    if (action) {
-      perform(*action);
-      continue;
-    }
-    if (sweep) {
-      next_sweep = std::chrono::steady_clock::now() + kPublishSweep;
-      check_api();
-    }
-    publish_due();
-  }
+void ClusterLink::tick() {
+  requeue_due();  // busy or not
+  sweep_due_ = true;
+  publish_soon();  // binds first: a pending pod waits on them; node values may lag a little
 }
 
 void ClusterLink::perform(const gang::Action& a) {
@@ -466,9 +449,10 @@ void ClusterLink::publish_due() {
       // otherwise hold pending pods back by one API round trip per node): the rest of
       // the sweep is marked changed and resumes after the queued actions.
       std::lock_guard lock(mu_);
-      if (!queue_.empty()) {
+      if (worker_.ordered_waiting()) {
         for (auto rest = it; rest != desired.end(); ++rest)
           changed_.insert(rest->first);
+        publish_soon();
         return;
       }
     }

@@ -1,25 +1,23 @@
 #pragma once
 // One member cluster's connection: the API client (with its rate limit), an informer of
 // every non-terminal pod (ours to schedule, everyone's to account bound room), one of
-// SparkApplications (gang sizes) and one of Nodes (labels for node selectors), and a worker thread
-// that performs the live loop's actions (bind, delete, Event) and node status patches. Actions
-// never run on the caller's thread: the live loop only queues them, so a slow API server delays
-// binds but never report ingestion or scheduling.
+// SparkApplications (gang sizes) and one of Nodes (labels for node selectors), and a Worker
+// (common/worker.h) that performs the live loop's actions (bind, delete, Event) in order and
+// node status patches behind them. Actions never run on the caller's thread: the live loop
+// only queues them, so a slow API server delays binds but never report ingestion or
+// scheduling.
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <stop_token>
 #include <string>
-#include <thread>
 
 #include "common/clock.h"
+#include "common/worker.h"
 #include "kube/api_client.h"
 #include "kube/informer.h"
 #include "scheduler/fleet/propagation_policy.h"
@@ -85,8 +83,14 @@ class ClusterLink {
   [[nodiscard]] std::map<std::string, fleet::MemberCluster> member_clusters();
 
  private:
-  void run(const std::stop_token& stop);
+  // Once a second on the worker: deferred actions due go back to the queue, and a sweep
+  // (API probe, node values against updateTimeThresholdSeconds) waits behind the actions.
+  void tick();
+  // Queues an action on the worker under its deferral key; the caller holds mu_.
+  void queue_action(const std::string& key, gang::Action action);
   void perform(const gang::Action& action);
+  // The node values' patching, a latest-wins job behind the actions.
+  void publish_soon();
   void publish_due();
   // A pod event from the pods' informer: delivered under pod_feed_mu_.
   void on_pod(const Json& obj, bool gone);
@@ -203,8 +207,6 @@ class ClusterLink {
   // the applications' thread (on_spark_app), so each pod's states arrive in order.
   std::mutex pod_feed_mu_;
   std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::deque<gang::Action> queue_;
   std::map<std::string, std::optional<Resources>> desired_;  // node -> batch (nullopt: remove)
   std::set<std::string> changed_;
   NodeStatusDecider decider_;  // worker thread only
@@ -217,14 +219,17 @@ class ClusterLink {
   // hub object uid -> the status last written on it (on a hub: written again only changed).
   std::map<std::string, std::string> recorded_hub_status_;
   std::set<std::string> retry_warned_;  // deferral keys refused since their last success
-  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, gang::Action>>
+  std::map<std::string, std::pair<SteadyTime, gang::Action>>
       deferred_;  // deferral_key -> (when to try again, the action)
   // Worker thread only: whether the API server answered its last call, when one last
   // answered, and when to probe it next.
   bool api_available_ = true;
-  std::chrono::steady_clock::time_point last_answer_ = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::time_point next_probe_{};
-  std::jthread thread_;
+  SteadyTime last_answer_;  // the clock's now() at construction
+  SteadyTime next_probe_{};
+  bool sweep_due_ = false;  // worker thread only
+  // Actions (ordered, keyed by deferral_key) and node patches (latest wins, behind them).
+  // Last: stopped before the members its jobs use go.
+  Worker worker_;
 };
 
 }  // namespace gleaner::scheduler::kube_glue

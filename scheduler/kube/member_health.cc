@@ -17,7 +17,7 @@ constexpr auto kApiProbe = std::chrono::seconds(3);
 }  // namespace
 
 void ClusterLink::check_api() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.now();
   if (api_available_ && now - last_answer_ < kApiProbe) return;
   if (now < next_probe_) return;
   next_probe_ = now + kApiProbe;
@@ -28,7 +28,7 @@ void ClusterLink::check_api() {
 }
 
 void ClusterLink::note_api(bool answered, const std::string& why) {
-  if (answered) last_answer_ = std::chrono::steady_clock::now();
+  if (answered) last_answer_ = clock_.now();
   if (answered == api_available_) return;
   api_available_ = answered;
   metrics_.member_api_available(options_.name, answered);
