@@ -1,23 +1,12 @@
 #include "scheduler/kube/pod_view.h"
 
-#include <charconv>
-
 #include "common/json_util.h"
 #include "kube/well_known.h"
-#include "scheduler/gang/training_kinds.h"
+#include "scheduler/kube/job_adapter.h"
 #include "scheduler/kube/job_kinds.h"
 #include "scheduler/kube/node_affinity.h"
 
 namespace gleaner::scheduler::kube_glue {
-
-namespace {
-
-std::string label(const kube::Pod& pod, const char* key) {
-  auto it = pod.metadata.labels.find(key);
-  return it == pod.metadata.labels.end() ? std::string() : it->second;
-}
-
-}  // namespace
 
 std::string annotation_of(const Json& obj, const char* key) {
   // Not find_path: annotation keys contain a '/'.
@@ -92,8 +81,7 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
 }
 
 gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                       const std::string& scheduler_name, const SparkLookup& spark,
-                       const TrainingLookup& training) {
+                       const std::string& scheduler_name, const JobOwners& owners) {
   gang::PodView v;
   v.cluster = cluster;
   v.ns = pod.metadata.namespace_name;
@@ -103,8 +91,8 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.phase = pod.phase;
   v.ours = pod.scheduler_name == scheduler_name;
   v.priority = pod.priority.value_or(0);
-  v.queue = label(pod, kube::kQueueLabel);
-  if (v.queue.empty()) v.queue = label(pod, kube::kKoordQuotaLabel);
+  v.queue = pod_label(pod, kube::kQueueLabel);
+  if (v.queue.empty()) v.queue = pod_label(pod, kube::kKoordQuotaLabel);
   const Json& raw = object_or_empty(pod.raw);
   if (auto spec = raw.find("spec"); spec != raw.end()) {
     const std::string where = "pod " + v.ns + "/" + v.name + " spec";
@@ -130,75 +118,27 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.request.memory_bytes =
       batch_memory > 0 ? batch_memory : kube::pod_request(pod, kube::kResourceMemory).value();
 
-  const std::string role = label(pod, kube::kSparkRoleLabel);
-  const std::string operator_app = label(pod, kube::kSparkOperatorAppLabel);
-  const std::string group = label(pod, kube::kPodGroupNameLabel);
-  if (!operator_app.empty() && (role == "driver" || role == "executor")) {
-    v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
-    v.gang = operator_app;
-    if (v.role == gang::PodRole::kDriver) {
-      auto app = spark ? spark(v.ns, operator_app) : std::nullopt;
-      if (app) {
-        v.shape = spark_gang_shape(*app);
-      } else {
-        v.waiting_for = "waiting for SparkApplication " + v.ns + "/" + operator_app;
-      }
-    }
-    return v;
-  }
-  const std::string training_job = label(pod, kube::kTrainingJobNameLabel);
-  // The operator's name says the job's kind, and the kind which label names the role.
-  const gang::TrainingKind* training_kind =
-      gang::training_kind_by_operator(label(pod, kube::kTrainingOperatorLabel));
-  const std::string replica_type = training_kind == nullptr ? std::string()
-                                   : training_kind->role_label == gang::RoleLabel::kJobRole
-                                       ? label(pod, kube::kTrainingJobRoleLabel)
-                                       : label(pod, kube::kTrainingReplicaTypeLabel);
-  if (!training_job.empty() && !replica_type.empty()) {
-    const char* kind = training_kind->kind;
-    std::string index = label(pod, kube::kTrainingReplicaIndexLabel);
-    if (index.empty() && replica_type == training_kind->unindexed_role) index = "0";
-    int value = -1;
-    auto [ptr, ec] = std::from_chars(index.data(), index.data() + index.size(), value);
-    if (ec == std::errc() && ptr == index.data() + index.size() && value >= 0) {
-      v.role = gang::PodRole::kReplica;
-      v.gang = gang::gang_name(kind, training_job);
-      v.replica_type = replica_type;
-      v.replica_index = value;
-      if (!training) return v;
-      auto job = training(kind, v.ns, training_job);
-      if (!job) {
-        v.waiting_for = std::string("waiting for ") + kind + " " + v.ns + "/" + training_job;
-        return v;
-      }
-      // Its roles are the gang: for the cluster's own job, and for a hub's copy whose
-      // placement this scheduler no longer holds (made before a restart; one it holds
-      // takes the room reserved for it).
-      v.shape = job->shape;
-      if (v.queue.empty()) v.queue = job->queue;
-      return v;
-    }
-  }
-  if (!group.empty()) {
-    v.role = gang::PodRole::kMember;
-    v.gang = "podgroup:" + group;
-    const std::string min = label(pod, kube::kPodGroupMinLabel);
-    int value = 1;
-    auto [ptr, ec] = std::from_chars(min.data(), min.data() + min.size(), value);
-    v.min_available =
-        (ec == std::errc() && ptr == min.data() + min.size() && value > 0) ? value : 1;
-    return v;
-  }
-  if (role == "driver" || role == "executor") {
-    const std::string app = label(pod, kube::kSparkAppSelectorLabel);
-    v.role = role == "driver" ? gang::PodRole::kDriver : gang::PodRole::kExecutor;
-    v.gang = app.empty() ? v.name : app;
-    // spark-submit without the operator: the driver alone is the gang; executors that
-    // come later take free room in its cluster.
-    if (v.role == gang::PodRole::kDriver) v.shape = gang::GangShape{v.request, {}, 0};
-    return v;
-  }
+  // Its gang, role and index: the first kind that recognises it (job_adapter.h).
+  recognise_pod(pod, owners, v);
   return v;
+}
+
+gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                       const std::string& scheduler_name, const SparkLookup& spark,
+                       const TrainingLookup& training) {
+  JobOwners owners;
+  if (spark) {
+    owners.spark = [&spark](const std::string&, const std::string& ns,
+                            const std::string& name) -> std::optional<gang::AppView> {
+      auto app = spark(ns, name);
+      if (!app) return std::nullopt;
+      gang::AppView v;
+      v.shape = spark_gang_shape(*app);
+      return v;
+    };
+  }
+  owners.training = training;
+  return pod_view(pod, cluster, scheduler_name, owners);
 }
 
 }  // namespace gleaner::scheduler::kube_glue

@@ -1,18 +1,8 @@
 #pragma once
-// Reads a Pod (and its SparkApplication) into the live loop's PodView: which gang the pod
-// belongs to and in what role, and what it asks for.
-//   Spark: label spark-role (driver | executor); the application is the value of
-//     sparkoperator.k8s.io/app-name (Spark operator) or else spark-app-selector. With the
-//     operator label the SparkApplication sizes the gang (executor instances, cores,
-//     memory + overhead as Spark computes it); without it the driver is a gang of one
-//     unless a pod group says otherwise.
-//   Kubeflow training jobs: training.kubeflow.org/job-name, the role (replica-type, or
-//     mpi-operator's job-role) and replica-index (absent on an MPIJob's launcher: 0); the
-//     job's kind from operator-name (gang/training_kinds.h). The pod takes the room its job holds
-//     for that role and index: the room a fleet's hub placed the job with (a copy), or else the
-//     job's roles size the gang (every replica placed at once, in this cluster); a pod
-//     whose job the informer has not shown yet waits for it.
-//   Pod groups: pod-group.scheduling.sigs.k8s.io/name + .../min-available.
+// Reads a Pod (and the object that owns it) into the live loop's PodView: which gang the pod
+// belongs to and in what role, and what it asks for. The gang and the role are the job
+// kind's (job_adapter.h: Spark, Kubeflow training jobs, pod groups, YuniKorn task groups,
+// lone pods); what every pod has in common is read here:
 //   Requests: kubernetes.io/batch-cpu (millicores) and batch-memory (bytes) when the pod
 //     asks for them (colocation), else its cpu and memory requests.
 //   Queue: label gleaner.io/queue, else quota.scheduling.koordinator.sh/name.
@@ -27,6 +17,7 @@
 #include "kube/spark_application.h"
 #include "kube/well_known.h"
 #include "scheduler/gang/gang_scheduler.h"
+#include "scheduler/kube/job_adapter.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -50,6 +41,10 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
 using TrainingLookup = std::function<std::optional<gang::AppView>(
     const std::string&, const std::string&, const std::string&)>;
 
+gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
+                       const std::string& scheduler_name, const JobOwners& owners);
+// The live loop's informers as the owners: a SparkApplication sizes its driver's gang by
+// spark_gang_shape.
 gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
                        const std::string& scheduler_name, const SparkLookup& spark,
                        const TrainingLookup& training = nullptr);
