@@ -126,6 +126,8 @@ void Daemon::Impl::refresh_pods(SteadyTime now) {
       pods.push_back(std::move(pod));
   }
   have_pods = true;
+  // kubelet names a new pod's containers a moment after the pod: list again next pass.
+  force_pod_refresh = opt.pods_file.empty() && containers_pending(pods);
 }
 
 void Daemon::tick() {

@@ -1,5 +1,6 @@
 #include "agent/daemon/pod_source.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <sys/stat.h>
@@ -67,6 +68,19 @@ Result<std::vector<kube::Pod>> KubeletPodSource::fetch() {
     pods.push_back(std::move(*pod));
   }
   return pods;
+}
+
+bool containers_pending(const std::vector<kube::Pod>& pods) {
+  auto started = [](const kube::Pod& pod, const std::string& name) {
+    return std::any_of(
+        pod.container_statuses.begin(), pod.container_statuses.end(),
+        [&](const kube::ContainerStatus& s) { return s.name == name && !s.container_id.empty(); });
+  };
+  return std::any_of(pods.begin(), pods.end(), [&](const kube::Pod& pod) {
+    if (pod.phase != "Pending" && pod.phase != "Running") return false;
+    return std::any_of(pod.containers.begin(), pod.containers.end(),
+                       [&](const kube::Container& c) { return !started(pod, c.name); });
+  });
 }
 
 Result<std::vector<kube::Pod>> CgroupTreePodSource::fetch() {

@@ -63,6 +63,16 @@ class KubeletPodSource final : public PodSource {
   std::unique_ptr<kube::KubeletClient> client_;
 };
 
+// Whether the next pass must list the pods again instead of waiting for the periodic
+// re-list: a pod that is not over (Pending or Running) has a container
+// without a container ID. kubelet lists a pod once it admits it and creates its pod cgroup
+// (which is what wakes the agent's watch), but names a container only after the runtime
+// created it; until then the agent cannot find that container's cgroup, and a BE
+// container would run with kubelet's values, not the agent's, for up to a whole re-list
+// period. A pod that never starts (an image that cannot be pulled) keeps the list
+// refreshed every pass.
+bool containers_pending(const std::vector<kube::Pod>& pods);
+
 // Pods reconstructed from kubelet's pod directories: UID and kube QoS only. Enough to
 // measure them and to keep BE work in check when kubelet cannot be reached.
 class CgroupTreePodSource final : public PodSource {

@@ -68,5 +68,36 @@ TEST(PodsFileSource, AMissingFileSaysSo) {
   EXPECT_NE(r.error().message.find("absent.json"), std::string::npos);
 }
 
+kube::Pod listed(const std::string& phase, const std::vector<std::string>& ids) {
+  std::string statuses;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) statuses += ",";
+    statuses += R"({"name":"c)" + std::to_string(i) + R"(")" +
+                (ids[i].empty() ? "" : R"(,"containerID":")" + ids[i] + R"(")") + "}";
+  }
+  auto pod =
+      kube::parse_pod(Json::parse(R"({"metadata":{"name":"p","namespace":"default","uid":"u"},)"
+                                  R"("spec":{"containers":[{"name":"c0"},{"name":"c1"}]},)"
+                                  R"("status":{"phase":")" +
+                                  phase + R"(","containerStatuses":[)" + statuses + "]}}"));
+  EXPECT_TRUE(pod.ok());
+  return *pod;
+}
+
+// kubelet lists a pod before its containers exist; their cgroups can be found only once
+// each has an ID, so the agent lists again at the next pass until then.
+TEST(ContainersPending, ListedAgainUntilEveryContainerOfALivePodHasItsId) {
+  EXPECT_FALSE(containers_pending({}));
+  EXPECT_TRUE(containers_pending({listed("Pending", {})})) << "no status yet";
+  EXPECT_TRUE(containers_pending({listed("Running", {"containerd://a", ""})}));
+  EXPECT_TRUE(containers_pending({listed("Running", {"containerd://a"})})) << "c1 not listed";
+  EXPECT_FALSE(containers_pending({listed("Running", {"containerd://a", "containerd://b"})}));
+  EXPECT_TRUE(containers_pending(
+      {listed("Running", {"containerd://a", "containerd://b"}), listed("Pending", {"", ""})}));
+  // Over: nothing will start any more.
+  EXPECT_FALSE(containers_pending({listed("Succeeded", {"", ""})}));
+  EXPECT_FALSE(containers_pending({listed("Failed", {})}));
+}
+
 }  // namespace
 }  // namespace gleaner::agent
