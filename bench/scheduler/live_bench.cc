@@ -181,7 +181,8 @@ int pending_to_bound(const Args& a) {
   kube_glue::ClusterLinkOptions lo;
   lo.name = "c1";
   lo.config = api->config();  // qps 0: no client-side rate limit
-  kube_glue::ClusterLink link(lo, clock, **live, metrics);
+  kube_glue::ClusterLink link(lo, std::make_unique<kube_glue::MemberRole>(), clock, **live,
+                              metrics);
   // When the live loop decides each bind (before the API call), to split the latency.
   std::mutex mu;
   std::map<std::string, Steady::time_point> created, decided, bound;

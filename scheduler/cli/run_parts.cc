@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "scheduler/kube/hub_role.h"
+
 namespace gleaner::scheduler {
 namespace {
 
@@ -56,14 +58,18 @@ ClusterLinks make_cluster_links(const RunOptions& o, const ClusterConfigs& clust
     lo.publish = kube_glue::PublishPolicy{o.resource_diff_threshold, o.update_time_threshold};
     lo.slo_config = o.slo_config;
     lo.watch_quota_tree = o.queues_file.empty() && name == quota_cluster;
+    // The role each cluster plays is chosen here, once (kube/cluster_role.h).
+    std::unique_ptr<kube_glue::ClusterRole> role = std::make_unique<kube_glue::MemberRole>();
     if (name == clusters.hub) {
-      lo.hub = true;
-      lo.policy_group = o.hub_policy_group;
-      lo.cluster_objects = o.hub_cluster_objects;
+      kube_glue::HubOptions hub;
+      hub.policy_group = o.hub_policy_group;
+      hub.cluster_objects = o.hub_cluster_objects;
       for (const auto& [member, unused] : clusters.configs)
-        if (member != clusters.hub) lo.members.push_back(member);
+        if (member != clusters.hub) hub.members.push_back(member);
+      role = std::make_unique<kube_glue::HubRole>(std::move(hub));
     }
-    links.emplace(name, std::make_unique<kube_glue::ClusterLink>(lo, clock, live, metrics));
+    links.emplace(
+        name, std::make_unique<kube_glue::ClusterLink>(lo, std::move(role), clock, live, metrics));
   }
   return links;
 }

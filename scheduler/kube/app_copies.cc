@@ -46,7 +46,7 @@ std::string uid_of(const Json& obj) {
 }  // namespace
 
 void ClusterLink::place_app(const gang::Action& a) {
-  if (options_.hub && by_karmada(a.app_kind, a.ns, a.name)) {
+  if (placed_by_binding(a.app_kind, a.ns, a.name)) {
     place_by_binding(a);
     return;
   }
@@ -76,10 +76,9 @@ void ClusterLink::place_app(const gang::Action& a) {
   if (here) live_.app_recorded(options_.name, a.ns, a.name, a.app_kind);
   if (!here) forward_copy(*r, a.target);
   if (recorded_before) return;  // the Event was written the first time
-  app_event(a.app_kind, a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
-            a.message + (here           ? "; released here"
-                         : options_.hub ? "; a copy runs there"
-                                        : "; this copy stays suspended"));
+  app_event(
+      a.app_kind, a.ns, a.name, a.uid, here ? "GleanerPlaced" : "GleanerPlacedRemote",
+      a.message + (here ? std::string("; released here") : std::string(role_->placed_elsewhere())));
 }
 
 void ClusterLink::app_event(const std::string& kind, const std::string& ns, const std::string& name,
@@ -234,10 +233,8 @@ void ClusterLink::mirror_app_state(const gang::Action& a) {
   if (annotation_of(*origin, kube::kPlacementAnnotation) != a.peer || a.message.empty()) {
     return;  // not placed there, or nothing reported yet
   }
-  // A SparkApplication's state has a status field every client shows; a training job's
-  // conditions belong to its operator, so on the hub its state is the annotation below.
-  if (options_.hub && a.app_kind == gang::kSparkKind)
-    record_hub_status(a.ns, a.name, uid, a.message, object_or_empty(a.object));
+  // On a hub, a SparkApplication's state is also its status, which every client shows.
+  role_->show_copy_state(a.app_kind, a.ns, a.name, uid, a.message, object_or_empty(a.object));
   if (recorded) return;  // the state is already recorded
   // The uid makes the write conditional: an origin re-created under this name since it
   // was read is another application (the server answers 409).

@@ -20,9 +20,11 @@ std::string deferral_key(const gang::Action& a) {
          gang::gang_name(a.app_kind, a.name);
 }
 
-ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::GangScheduler& live,
+ClusterLink::ClusterLink(ClusterLinkOptions options, std::unique_ptr<ClusterRole> role,
+                         const Clock& clock, gang::GangScheduler& live,
                          server::LiveMetrics& metrics)
     : options_(std::move(options)),
+      role_(std::move(role)),
       clock_(clock),
       live_(live),
       metrics_(metrics),
@@ -83,29 +85,8 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::G
                                [this](const Json&, const Json& o) { on_slo_config(&o); },
                                [this](const Json&) { on_slo_config(nullptr); }});
   }
-  if (options_.hub) {
-    auto changed = [this] { on_hub_policies(); };
-    kube::InformerHandlers handlers{[changed](const Json&) { changed(); },
-                                    [changed](const Json&, const Json&) { changed(); },
-                                    [changed](const Json&) { changed(); }};
-    kube::InformerOptions pp;
-    pp.path = "/apis/" + options_.policy_group + "/v1alpha1/propagationpolicies";
-    propagation_policies_ = std::make_unique<kube::Informer>(client_, pp, handlers);
-    kube::InformerOptions cpp;
-    cpp.path = "/apis/" + options_.policy_group + "/v1alpha1/clusterpropagationpolicies";
-    cluster_propagation_policies_ = std::make_unique<kube::Informer>(client_, cpp, handlers);
-    if (options_.cluster_objects) {
-      auto clusters_changed = [this] { on_hub_clusters(); };
-      kube::InformerOptions clusters;
-      clusters.path = "/apis/cluster.karmada.io/v1alpha1/clusters";
-      member_clusters_ = std::make_unique<kube::Informer>(
-          client_, clusters,
-          kube::InformerHandlers{
-              [clusters_changed](const Json&) { clusters_changed(); },
-              [clusters_changed](const Json&, const Json&) { clusters_changed(); },
-              [clusters_changed](const Json&) { clusters_changed(); }});
-    }
-  }
+  role_->attach(RoleContext{options_.name, options_.scheduler_name, &client_, &metrics_,
+                            [this] { revisit_apps(); }});
   if (options_.watch_quota_tree) {
     kube::InformerOptions trees;
     trees.path = kube::elastic_quota_trees_path("");
@@ -127,26 +108,7 @@ void ClusterLink::start() {
   priority_classes_->start();
   if (slo_config_) slo_config_->start();
   if (quota_trees_) quota_trees_->start();
-  if (propagation_policies_) {
-    // Policies before applications: an application no policy governs yet is not ours.
-    propagation_policies_->start();
-    cluster_propagation_policies_->start();
-    if (!propagation_policies_->wait_for_sync(std::chrono::seconds(10)) ||
-        !cluster_propagation_policies_->wait_for_sync(std::chrono::seconds(10))) {
-      spdlog::warn("hub {}: propagation policies of {} not listed within 10 s", options_.name,
-                   options_.policy_group);
-    }
-    if (member_clusters_) {
-      member_clusters_->start();
-      if (!member_clusters_->wait_for_sync(std::chrono::seconds(10))) {
-        spdlog::warn(
-            "hub {}: Karmada Cluster objects not listed within 10 s; members have no "
-            "labels or taints until they are (--hub-cluster-objects=false if the hub "
-            "has none)",
-            options_.name);
-      }
-    }
-  }
+  role_->start();  // before the applications: they are judged through it
   nodes_->start();
   // Nodes (labels, taints, allocatable) before pods: a pod placed before its candidate
   // nodes are known would ignore its selector and kubelet's regular allocatable.
@@ -171,9 +133,7 @@ void ClusterLink::stop() {
   nodes_->stop();
   priority_classes_->stop();
   if (quota_trees_) quota_trees_->stop();
-  if (propagation_policies_) propagation_policies_->stop();
-  if (cluster_propagation_policies_) cluster_propagation_policies_->stop();
-  if (member_clusters_) member_clusters_->stop();
+  role_->stop();
   worker_.stop(Worker::Pending::kDrop);
 }
 
@@ -187,9 +147,7 @@ bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
   // PriorityClasses before SparkApplications: an application's priority is read once.
   return priority_classes_->wait_for_sync(left()) && nodes_->wait_for_sync(left()) &&
          apps_->wait_for_sync(left()) && pods_->wait_for_sync(left()) &&
-         (!quota_trees_ || quota_trees_->wait_for_sync(left())) &&
-         (!propagation_policies_ || (propagation_policies_->wait_for_sync(left()) &&
-                                     cluster_propagation_policies_->wait_for_sync(left())));
+         (!quota_trees_ || quota_trees_->wait_for_sync(left())) && role_->wait_for_sync(left());
 }
 
 void ClusterLink::on_node(const Json& obj) {
@@ -231,22 +189,6 @@ void ClusterLink::enqueue(gang::Action action) {
 void ClusterLink::queue_action(const std::string& key, gang::Action action) {
   worker_.post(
       key, [this, action = std::move(action)] { perform(action); }, Worker::IfWaiting::kQueueToo);
-}
-
-void ClusterLink::publish(const gang::NodeBatch& batch) {
-  {
-    std::lock_guard lock(mu_);
-    desired_[batch.node] = batch.batch;  // latest wins
-    changed_.insert(batch.node);
-  }
-  publish_soon();
-}
-
-void ClusterLink::publish_soon() {
-  worker_.post_latest("publish", [this] {
-    if (std::exchange(sweep_due_, false)) check_api();
-    publish_due();
-  });
 }
 
 std::optional<kube::SparkApplication> ClusterLink::spark_app(const std::string& ns,
@@ -298,7 +240,7 @@ void ClusterLink::on_app_gone(const std::string& kind, const Json& obj) {
                      gang::gang_name(kind, name->get<std::string>()));
     if (const Json* uid = find_path(obj, "metadata/uid"); uid != nullptr && uid->is_string()) {
       recorded_states_.erase(uid->get<std::string>());
-      recorded_hub_status_.erase(uid->get<std::string>());
+      role_->forget_app(uid->get<std::string>());
     }
   }
   observe_origin_gone(obj);
@@ -320,7 +262,12 @@ void ClusterLink::on_spark_app(const Json& obj) {
   const Json* name = find_path(obj, "metadata/name");
   if (ns == nullptr || name == nullptr || !ns->is_string() || !name->is_string()) return;
   if (auto app = kube::parse_spark_application(obj); app) {
-    if (auto view = options_.hub ? hub_app_view(*app) : app_view(*app, options_.name)) {
+    auto scope = role_->scope(fleet::HubObject{kube::kSparkApiVersion, gang::kSparkKind,
+                                               app->namespace_, app->name, app->labels});
+    auto view = scope ? app_view(*app, options_.name, scope->own_only) : std::nullopt;
+    if (view) {
+      view->hub = scope->hub;
+      view->allowed_clusters = std::move(scope->allowed);
       view->priority = priority_of_class(string_at(obj, "spec/driver/priorityClassName"));
       route_app(obj, *view);
     }
@@ -340,12 +287,6 @@ void ClusterLink::on_spark_app(const Json& obj) {
     std::lock_guard feed(pod_feed_mu_);
     if (auto latest = pods_->get(kube::Informer::key_of(p))) deliver_pod(*latest, false);
   }
-}
-
-void ClusterLink::tick() {
-  requeue_due();  // busy or not
-  sweep_due_ = true;
-  publish_soon();  // binds first: a pending pod waits on them; node values may lag a little
 }
 
 void ClusterLink::perform(const gang::Action& a) {
@@ -401,77 +342,6 @@ void ClusterLink::perform(const gang::Action& a) {
                       s.error().message);
       }
       return;
-    }
-  }
-}
-
-void ClusterLink::on_slo_config(const Json* config_map) {
-  auto parsed = config_map != nullptr
-                    ? publish_policies(*config_map, options_.publish)
-                    : Result<PublishPolicies>(PublishPolicies{options_.publish, {}});
-  if (!parsed) {
-    spdlog::warn("cluster {}: ConfigMap {}: {}; keeping the publish thresholds in force",
-                 options_.name, options_.slo_config, parsed.error().message);
-    return;
-  }
-  std::lock_guard lock(mu_);
-  policies_ = std::move(*parsed);
-}
-
-PublishPolicy ClusterLink::publish_policy(const std::string& node) {
-  Labels labels;
-  if (auto raw = nodes_->get(node)) {
-    if (const Json* l = find_path(*raw, "metadata/labels"); l != nullptr && l->is_object()) {
-      for (auto it = l->begin(); it != l->end(); ++it) {
-        if (it->is_string()) labels[it.key()] = it->get<std::string>();
-      }
-    }
-  }
-  std::lock_guard lock(mu_);
-  return policies_.for_node(labels);
-}
-
-void ClusterLink::publish_due() {
-  std::map<std::string, std::optional<Resources>> desired;
-  {
-    std::lock_guard lock(mu_);
-    desired = desired_;
-    changed_.clear();
-  }
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
-          .count();
-  for (auto it = desired.begin(); it != desired.end(); ++it) {
-    const auto& [node, value] = *it;
-    if (!decider_.should_publish(node, value, now, publish_policy(node))) continue;
-    {
-      // Binds go first even in the middle of a sweep (a sweep of many nodes would
-      // otherwise hold pending pods back by one API round trip per node): the rest of
-      // the sweep is marked changed and resumes after the queued actions.
-      std::lock_guard lock(mu_);
-      if (worker_.ordered_waiting()) {
-        for (auto rest = it; rest != desired.end(); ++rest)
-          changed_.insert(rest->first);
-        publish_soon();
-        return;
-      }
-    }
-    auto r = client_.patch(kube::node_status_path(node), batch_status_patch(value),
-                           kube::PatchType::kMerge);
-    metrics_.node_status_patch(r.ok());
-    const bool answered = r.ok() || r.error().code != ErrorCode::kUnavailable;
-    note_api(answered, answered ? "" : r.error().message);
-    if (r.ok() || r.error().code == ErrorCode::kNotFound) {
-      // A Node the API does not have (yet) is tried again on the next change or after
-      // updateTimeThresholdSeconds, not on every sweep.
-      decider_.published(node, value, now);
-    }
-    if (!r.ok() && answered) {
-      spdlog::warn("cluster {}: patch node {} status: {}", options_.name, node, r.error().message);
-    } else if (!r.ok()) {
-      // Said once, as the member's unavailability, not at every sweep.
-      spdlog::debug("cluster {}: patch node {} status: {}", options_.name, node, r.error().message);
-      return;  // the rest would fail alike
     }
   }
 }

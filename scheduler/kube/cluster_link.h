@@ -22,6 +22,7 @@
 #include "kube/informer.h"
 #include "scheduler/fleet/propagation_policy.h"
 #include "scheduler/gang/gang_scheduler.h"
+#include "scheduler/kube/cluster_role.h"
 #include "scheduler/kube/node_status.h"
 #include "scheduler/kube/pod_view.h"
 #include "scheduler/server/live_metrics.h"
@@ -40,16 +41,6 @@ struct ClusterLinkOptions {
   // The ack-slo-config (NAMESPACE/NAME; "" = none): its colocation-config's
   // updateTimeThresholdSeconds / resourceDiffThreshold, per node, over `publish`.
   std::string slo_config = "kube-system/ack-slo-config";
-  // A fleet's hub (its control plane: no nodes or workloads of its own). Its
-  // SparkApplications that a PropagationPolicy or ClusterPropagationPolicy of
-  // `policy_group` governs are placed into `members` (docs/fleet.md).
-  bool hub = false;
-  std::string policy_group = "policy.karmada.io";
-  std::vector<std::string> members;
-  // Read the members' labels and taints from the hub's Karmada Cluster objects
-  // (cluster.karmada.io/v1alpha1), for clusterAffinity.labelSelector and
-  // placement.clusterTolerations. A member without one has neither.
-  bool cluster_objects = true;
 };
 
 // Actions that are tried again later are known by kind and application.
@@ -57,13 +48,15 @@ std::string deferral_key(const gang::Action& a);
 
 class ClusterLink {
  public:
-  ClusterLink(ClusterLinkOptions options, const Clock& clock, gang::GangScheduler& live,
-              server::LiveMetrics& metrics);
+  // `role`: what differs by the role the cluster plays (cluster_role.h).
+  ClusterLink(ClusterLinkOptions options, std::unique_ptr<ClusterRole> role, const Clock& clock,
+              gang::GangScheduler& live, server::LiveMetrics& metrics);
   ~ClusterLink();
   ClusterLink(const ClusterLink&) = delete;
   ClusterLink& operator=(const ClusterLink&) = delete;
 
   [[nodiscard]] const std::string& name() const { return options_.name; }
+  [[nodiscard]] const ClusterRole& role() const { return *role_; }
   void start();
   void stop();
   bool wait_for_sync(std::chrono::milliseconds timeout);
@@ -80,7 +73,9 @@ class ClusterLink {
   // their retry.
   [[nodiscard]] std::size_t retries_waiting();
   // On a hub: its members' labels and taints as last read from Karmada's Cluster objects.
-  [[nodiscard]] std::map<std::string, fleet::MemberCluster> member_clusters();
+  [[nodiscard]] std::map<std::string, fleet::MemberCluster> member_clusters() {
+    return role_->member_clusters();
+  }
 
  private:
   // Once a second on the worker: deferred actions due go back to the queue, and a sweep
@@ -110,24 +105,12 @@ class ClusterLink {
   void route_app(const Json& obj, gang::AppView& view);
   // The informer of the applications of `kind`.
   kube::Informer& apps_of(const std::string& kind);
-  // The hub's part (hub_apps.cc): the policies, and an application as a policy governs it
-  // (nullopt: none does, it is not ours).
-  void on_hub_policies();
-  // The hub's Cluster objects: members' labels and taints.
-  void on_hub_clusters();
-  // Which applications are ours, and where they may go, may have changed: each is looked
-  // at again.
-  void revisit_hub_apps();
-  std::optional<gang::AppView> hub_app_view(const kube::SparkApplication& app);
-  // The members the policy governing `object` allows (nullopt inside: any); nullopt when no
-  // policy governs it (it is not ours).
-  std::optional<std::optional<std::vector<std::string>>> hub_allowed(
-      const fleet::HubObject& object);
-  // On the hub the state of the copy is also the hub object's status, so that
-  // `kubectl get sparkapplication` there shows it, with the copy's error, driver and
-  // executors as spark-operator writes them (`copy_status`: the copy's status).
-  void record_hub_status(const std::string& ns, const std::string& name, const std::string& uid,
-                         const std::string& state, const Json& copy_status);
+  // Which applications are ours, and where they may go, may have changed (the role says
+  // so): each is looked at again (hub_apps.cc).
+  void revisit_apps();
+  // The application `ns/name` of `kind` as the role judges it (its labels from the cache).
+  std::optional<fleet::HubObject> app_object(const std::string& kind, const std::string& ns,
+                                             const std::string& name);
   // The member's API server (member_health.cc): whether it answers, from the link's own
   // calls and, when none answered lately, a probe; the live loop places nothing new in a
   // member that does not answer. Worker thread only.
@@ -158,9 +141,9 @@ class ClusterLink {
   void mirror_app_state(const gang::Action& a);
   void delete_copy(const gang::Action& a);
   void unplace_app(const gang::Action& a);  // hub_apps.cc
-  // Karmada mode (hub_bindings.cc): the application's governing policy names this
-  // scheduler, so its ResourceBinding is written instead of a copy created.
-  bool by_karmada(const std::string& kind, const std::string& ns, const std::string& name);
+  // Karmada mode (hub_bindings.cc): the role places the application by its ResourceBinding
+  // instead of a copy (on a hub, its governing policy names this scheduler).
+  bool placed_by_binding(const std::string& kind, const std::string& ns, const std::string& name);
   void place_by_binding(const gang::Action& a);
   // Sets the binding's spec.clusters to `target` ("" none); with `only_from`, only while
   // it names that member alone.
@@ -177,6 +160,7 @@ class ClusterLink {
   void requeue_due();
 
   ClusterLinkOptions options_;
+  std::unique_ptr<ClusterRole> role_;
   const Clock& clock_;
   gang::GangScheduler& live_;
   server::LiveMetrics& metrics_;
@@ -187,18 +171,9 @@ class ClusterLink {
   std::map<std::string, std::unique_ptr<kube::Informer>> training_jobs_;
   std::set<std::string> job_refusals_;     // kind/ns/name@resourceVersion refused (under mu_)
   std::unique_ptr<kube::Informer> nodes_;  // labels, for node selectors
-  std::unique_ptr<kube::Informer> priority_classes_;              // a SparkApplication's priority
-  std::unique_ptr<kube::Informer> quota_trees_;                   // when watch_quota_tree
-  std::unique_ptr<kube::Informer> slo_config_;                    // when options_.slo_config is set
-  std::unique_ptr<kube::Informer> propagation_policies_;          // on a hub
-  std::unique_ptr<kube::Informer> cluster_propagation_policies_;  // on a hub
-  std::unique_ptr<kube::Informer> member_clusters_;     // on a hub, Karmada's Cluster objects
-  std::vector<fleet::PropagationPolicy> hub_policies_;  // under mu_
-  std::mutex hub_policies_mu_;                          // on_hub_policies runs one call at a time
-  std::set<std::string> policy_refusals_;               // name@resourceVersion logged as refused
-  // Member name -> labels and taints from its last good Cluster object (under mu_).
-  std::map<std::string, fleet::MemberCluster> member_objects_;
-  std::set<std::string> cluster_refusals_;  // name@resourceVersion logged as refused
+  std::unique_ptr<kube::Informer> priority_classes_;  // a SparkApplication's priority
+  std::unique_ptr<kube::Informer> quota_trees_;       // when watch_quota_tree
+  std::unique_ptr<kube::Informer> slo_config_;        // when options_.slo_config is set
   // The ElasticQuotaTree versions last applied or refused (each logged once).
   std::string quota_applied_version_;
   std::string quota_refused_version_;
@@ -216,8 +191,6 @@ class ClusterLink {
   // origin uid -> the copy's state last recorded on it by this process (the informer's
   // copy of the origin may lag behind our own patch).
   std::map<std::string, std::string> recorded_states_;
-  // hub object uid -> the status last written on it (on a hub: written again only changed).
-  std::map<std::string, std::string> recorded_hub_status_;
   std::set<std::string> retry_warned_;  // deferral keys refused since their last success
   std::map<std::string, std::pair<SteadyTime, gang::Action>>
       deferred_;  // deferral_key -> (when to try again, the action)

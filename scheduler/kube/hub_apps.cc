@@ -1,9 +1,7 @@
-// A cluster link's part as a fleet's hub (docs/fleet.md): the hub's PropagationPolicies and
-// ClusterPropagationPolicies say which of its SparkApplications the scheduler places into
-// the member clusters, and where they may go. A governed application is an origin of the
-// multi-cluster protocol that no operator holds (the hub runs no workloads), so it needs no
-// spec.suspend; its copy runs in the member the core chose, and the copy's state comes back
-// as the hub object's status.
+// A cluster link's side of a hub's applications (the policies that govern them are the
+// HubRole's, hub_role.h): looking at every application again when the role says which are
+// ours, or where they may go, changed; and withdrawing a placement from a member (a
+// reclaim), by its recorded annotation and, in Karmada mode, its ResourceBinding.
 #include <algorithm>
 #include <string>
 
@@ -15,75 +13,7 @@
 
 namespace gleaner::scheduler::kube_glue {
 
-void ClusterLink::on_hub_policies() {
-  // Both policy informers call this, each on its own thread: one at a time, so that the
-  // policies assigned last are the newest lists of both.
-  std::lock_guard serial(hub_policies_mu_);
-  std::vector<fleet::PropagationPolicy> parsed;
-  for (const auto* informer : {propagation_policies_.get(), cluster_propagation_policies_.get()}) {
-    for (const Json& obj : informer->list()) {
-      auto policy = fleet::parse_propagation_policy(obj);
-      if (policy) {
-        parsed.push_back(std::move(*policy));
-        continue;
-      }
-      // Logged once per version: the policy governs nothing until it is fixed, and an
-      // application it would have governed stays where it is (on the hub, unplaced).
-      const std::string version =
-          string_at(obj, "metadata/name") + "@" + string_at(obj, "metadata/resourceVersion");
-      bool first = false;
-      {
-        std::lock_guard lock(mu_);
-        first = policy_refusals_.insert(version).second;
-      }
-      if (first) {
-        metrics_.propagation_policy_rejected();
-        spdlog::warn("hub {}: {}; it governs nothing until fixed", options_.name,
-                     policy.error().message);
-      }
-    }
-  }
-  {
-    std::lock_guard lock(mu_);
-    hub_policies_ = std::move(parsed);
-  }
-  revisit_hub_apps();
-}
-
-void ClusterLink::on_hub_clusters() {
-  std::lock_guard serial(hub_policies_mu_);
-  std::map<std::string, fleet::MemberCluster> parsed;
-  for (const Json& obj : member_clusters_->list()) {
-    const std::string name = string_at(obj, "metadata/name");
-    auto cluster = fleet::parse_member_cluster(obj);
-    if (cluster) {
-      parsed[name] = std::move(*cluster);
-      continue;
-    }
-    const std::string version = name + "@" + string_at(obj, "metadata/resourceVersion");
-    std::lock_guard lock(mu_);
-    // Bad input loses nothing: the member keeps the labels and taints last read well.
-    if (auto last = member_objects_.find(name); last != member_objects_.end())
-      parsed[name] = last->second;
-    if (cluster_refusals_.insert(version).second) {
-      metrics_.member_cluster_rejected();
-      spdlog::warn("hub {}: {}; the member keeps its last good labels and taints", options_.name,
-                   cluster.error().message);
-    }
-  }
-  {
-    std::lock_guard lock(mu_);
-    member_objects_ = std::move(parsed);
-  }
-  revisit_hub_apps();
-}
-
-std::map<std::string, fleet::MemberCluster> ClusterLink::member_clusters() {
-  std::lock_guard lock(mu_);
-  return member_objects_;
-}
-
-void ClusterLink::revisit_hub_apps() {
+void ClusterLink::revisit_apps() {
   for (const AppKind& k : app_kinds()) {
     kube::Informer& informer = apps_of(k.kind);
     for (const Json& listed : informer.list()) {
@@ -101,67 +31,12 @@ void ClusterLink::revisit_hub_apps() {
   }
 }
 
-std::optional<std::optional<std::vector<std::string>>> ClusterLink::hub_allowed(
-    const fleet::HubObject& object) {
-  std::lock_guard lock(mu_);
-  const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
-  if (policy == nullptr) return std::nullopt;
-  std::vector<fleet::MemberCluster> members;
-  for (const std::string& m : options_.members) {
-    auto found = member_objects_.find(m);
-    members.push_back(found != member_objects_.end() ? found->second
-                                                     : fleet::MemberCluster{m, {}, {}});
-  }
-  return fleet::allowed_clusters(*policy, members);
-}
-
-std::optional<gang::AppView> ClusterLink::hub_app_view(const kube::SparkApplication& app) {
-  auto allowed = hub_allowed(fleet::HubObject{kube::kSparkApiVersion, gang::kSparkKind,
-                                              app.namespace_, app.name, app.labels});
-  if (!allowed) return std::nullopt;
-  auto view = app_view(app, options_.name, /*labelled_only=*/false);
-  if (!view) return std::nullopt;
-  view->hub = true;
-  view->allowed_clusters = std::move(*allowed);
-  return view;
-}
-
-void ClusterLink::record_hub_status(const std::string& ns, const std::string& name,
-                                    const std::string& uid, const std::string& state,
-                                    const Json& copy_status) {
-  // The status spark-operator writes (SparkApplicationStatus, kubeflow/spark-operator
-  // api/v1beta2), as the member's operator wrote it on the copy: the application's state
-  // and error, the driver (pod, web UI), each executor's state, the Spark application id,
-  // attempts and times. What the copy does not say is removed (a copy made after a reclaim
-  // has no driver yet), so the hub never shows another run's details.
-  Json status{{"applicationState", {{"state", state}, {"errorMessage", nullptr}}}};
-  if (const Json* error = find_path(copy_status, "applicationState/errorMessage");
-      error != nullptr && error->is_string() && !error->get_ref<const std::string&>().empty())
-    status["applicationState"]["errorMessage"] = *error;
-  for (const char* key : {"driverInfo", "executorState", "sparkApplicationId", "submissionID",
-                          "lastSubmissionAttemptTime", "terminationTime", "executionAttempts",
-                          "submissionAttempts"}) {
-    auto it = copy_status.is_object() ? copy_status.find(key) : copy_status.end();
-    status[key] = copy_status.is_object() && it != copy_status.end() ? *it : Json(nullptr);
-  }
-  const std::string written = status.dump();
-  {
-    std::lock_guard lock(mu_);
-    auto last = recorded_hub_status_.find(uid);
-    if (last != recorded_hub_status_.end() && last->second == written) return;
-  }
-  // The uid makes the write conditional, as for the annotation: a hub object re-created
-  // under this name since is another application.
-  Json patch{{"metadata", {{"uid", uid}}}, {"status", std::move(status)}};
-  auto r = client_.patch(kube::spark_application_path(ns, name) + "/status", patch,
-                         kube::PatchType::kMerge);
-  if (r) {
-    std::lock_guard lock(mu_);
-    recorded_hub_status_[uid] = written;
-  } else if (r.error().code != ErrorCode::kNotFound && r.error().code != ErrorCode::kConflict) {
-    spdlog::warn("hub {}: record the state {} of SparkApplication {}/{} in its status: {}",
-                 options_.name, state, ns, name, r.error().message);
-  }
+std::optional<fleet::HubObject> ClusterLink::app_object(const std::string& kind,
+                                                        const std::string& ns,
+                                                        const std::string& name) {
+  auto obj = apps_of(kind).get(ns + "/" + name);
+  if (!obj) return std::nullopt;
+  return fleet::HubObject{app_api_version(kind), kind, ns, name, object_labels(*obj)};
 }
 
 void ClusterLink::unplace_app(const gang::Action& a) {
@@ -182,7 +57,7 @@ void ClusterLink::unplace_app(const gang::Action& a) {
     defer(a, what + found.error().message);
     return;
   }
-  if (by_karmada(a.app_kind, a.ns, a.name)) {
+  if (placed_by_binding(a.app_kind, a.ns, a.name)) {
     // The binding first: Karmada withdraws the object from the member it no longer names,
     // and does not carry the annotation change below into that member's copy (which would
     // then look unplaced there).
@@ -220,8 +95,8 @@ void ClusterLink::unplace_app(const gang::Action& a) {
     // Its next placement asks for a copy afresh.
     forwarded_.erase(a.ns + "/" + gang::gang_name(a.app_kind, a.name));
     recorded_states_.erase(a.uid);
-    recorded_hub_status_.erase(a.uid);
   }
+  role_->forget_app(a.uid);
   // The copy in that member goes, whatever the hub object says now (in Karmada mode too:
   // its pods must not hold the member's room while Karmada catches up).
   forward_delete();

@@ -24,14 +24,10 @@ std::string bindings_path(const std::string& ns) {
 
 }  // namespace
 
-bool ClusterLink::by_karmada(const std::string& kind, const std::string& ns,
-                             const std::string& name) {
-  auto obj = apps_of(kind).get(ns + "/" + name);
-  if (!obj) return false;
-  fleet::HubObject object{app_api_version(kind), kind, ns, name, object_labels(*obj)};
-  std::lock_guard lock(mu_);
-  const fleet::PropagationPolicy* policy = fleet::governing_policy(hub_policies_, object);
-  return policy != nullptr && policy->scheduler_name == options_.scheduler_name;
+bool ClusterLink::placed_by_binding(const std::string& kind, const std::string& ns,
+                                    const std::string& name) {
+  auto object = app_object(kind, ns, name);
+  return object && role_->placement_means(*object) == PlacementMeans::kBinding;
 }
 
 Status ClusterLink::write_binding(const std::string& kind, const std::string& ns,

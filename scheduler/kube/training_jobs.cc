@@ -20,14 +20,10 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
   const std::string name = string_at(obj, "metadata/name");
   if (ns.empty() || name.empty()) return;
   const std::string origin = annotation_of(obj, kube::kOriginAnnotation);
-  std::optional<std::vector<std::string>> allowed;
-  if (options_.hub) {
-    auto governed =
-        hub_allowed(fleet::HubObject{app_api_version(kind), kind, ns, name, object_labels(obj)});
-    if (!governed) return;  // no policy governs it: not ours
-    allowed = std::move(*governed);
-  }
-  const bool own = !options_.hub && (origin.empty() || origin == options_.name);
+  auto scope =
+      role_->scope(fleet::HubObject{app_api_version(kind), kind, ns, name, object_labels(obj)});
+  if (!scope) return;  // not ours (on a hub, no policy governs it)
+  const bool own = scope->own_only && (origin.empty() || origin == options_.name);
   if (own && !names_scheduler(obj, options_.scheduler_name)) return;  // another scheduler's
   auto job = parse_training_job(obj);
   if (job && component_set(*job).empty()) {
@@ -60,8 +56,8 @@ void ClusterLink::on_training_job(const std::string& kind, const Json& obj) {
   }
   if (own) return;  // its pods bring its roles to the live loop (training_job below)
   gang::AppView view = training_app_view(*job, obj, options_.name);
-  view.hub = options_.hub;
-  view.allowed_clusters = std::move(allowed);
+  view.hub = scope->hub;
+  view.allowed_clusters = std::move(scope->allowed);
   // The leader's PriorityClass: the first role with replicas.
   for (const JobRole& r : job->roles) {
     if (r.replicas <= 0) continue;
@@ -100,7 +96,7 @@ void ClusterLink::route_app(const Json& obj, gang::AppView& view) {
       std::lock_guard lock(mu_);
       first = forwarded_.insert(view.ns + "/" + gang::gang_name(view.kind, view.name)).second;
     }
-    if (first && options_.hub && by_karmada(view.kind, view.ns, view.name)) {
+    if (first && placed_by_binding(view.kind, view.ns, view.name)) {
       gang::Action again{gang::ActionKind::kPlaceApp, options_.name, view.ns, view.name,
                          string_at(obj, "metadata/uid")};
       again.app_kind = view.kind;

@@ -43,7 +43,8 @@ class KubeLiveTest : public ::testing::Test {
     lo.config = api_->config();
     lo.resync = std::chrono::milliseconds(500);
     lo.watch_quota_tree = true;
-    link_ = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
+    link_ =
+        std::make_unique<kube_glue::ClusterLink>(lo, make_role_(), system_clock_, *live_, metrics_);
     live_->set_sinks([this](gang::Action a) { link_->enqueue(std::move(a)); },
                      [this](gang::NodeBatch b) { link_->publish(std::move(b)); });
     link_->start();
@@ -69,6 +70,11 @@ class KubeLiveTest : public ::testing::Test {
     });
   }
 
+  // The role the next start_link() gives the cluster (a member's, unless a test plugs in
+  // another).
+  std::function<std::unique_ptr<kube_glue::ClusterRole>()> make_role_ = [] {
+    return std::make_unique<kube_glue::MemberRole>();
+  };
   SystemClock system_clock_;
   live_testing::JumpClock clock_;
   server::LiveMetrics metrics_;

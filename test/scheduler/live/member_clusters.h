@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler/kube/cluster_link.h"
+#include "scheduler/kube/hub_role.h"
 #include "test/kube/test_apiserver.h"
 #include "test/scheduler/live/live_fixture.h"
 
@@ -91,13 +92,16 @@ class MemberClusters : public ::testing::Test {
       lo.name = n;
       lo.config = m.api->config();
       lo.resync = std::chrono::milliseconds(500);
+      std::unique_ptr<kube_glue::ClusterRole> role = std::make_unique<kube_glue::MemberRole>();
       if (hubs_.contains(n)) {
-        lo.hub = true;
-        lo.policy_group = hub_policy_group_;
+        kube_glue::HubOptions hub;
+        hub.policy_group = hub_policy_group_;
         for (const auto& [other, unused] : members_)
-          if (!hubs_.contains(other)) lo.members.push_back(other);
+          if (!hubs_.contains(other)) hub.members.push_back(other);
+        role = std::make_unique<kube_glue::HubRole>(std::move(hub));
       }
-      m.link = std::make_unique<kube_glue::ClusterLink>(lo, system_clock_, *live_, metrics_);
+      m.link = std::make_unique<kube_glue::ClusterLink>(lo, std::move(role), system_clock_, *live_,
+                                                        metrics_);
     }
     auto route = [this](gang::Action a) {
       auto it = members_.find(a.cluster);
