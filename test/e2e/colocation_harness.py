@@ -101,6 +101,38 @@ class ColocationHarness:
                           "clientConfig"].get("caBundle") == self.get_raw(
                           "/api/v1/namespaces/%s/secrets/%s" % (ns, name))["data"]["ca.crt"], 10)
 
+    def apply_base_manifests(self):
+        """What an operator applies first (kubectl apply -k deploy/manifests, the profile
+        example): the namespace, PriorityClasses, the webhook configuration (its Service
+        is not an object the test API server keeps: start_scheduler maps it to the
+        scheduler's port), and the example ClusterColocationProfile."""
+        webhook_docs = load_yaml(os.path.join(MANIFESTS, "colocation-webhook.yaml"))
+        self.webhook_service = find_doc(webhook_docs, "Service")
+        self.webhook_config = find_doc(webhook_docs, "MutatingWebhookConfiguration")
+        self.create(find_doc(load_yaml(os.path.join(MANIFESTS, "namespace.yaml")), "Namespace"))
+        for pc in load_yaml(os.path.join(MANIFESTS, "priority-classes", "priority-classes.yaml")):
+            self.create(pc)
+        self.create(self.webhook_config)
+        self.create(find_doc(load_yaml(os.path.join(EXAMPLES, "colocation-profile.yaml")),
+                             "ClusterColocationProfile"))
+
+    def probe_webhook(self, ns):
+        """The webhook answers 503 until it has listed profiles, namespaces and
+        PriorityClasses (failurePolicy Fail: pods refused). A dry-run create of a
+        spark-role pod until the profile's BE label comes back (the profile matches by
+        namespace labels, so the webhook has seen this namespace too)."""
+        probe = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "webhook-probe", "namespace": ns,
+                              "labels": {"spark-role": "driver"}},
+                 "spec": {"containers": [{"name": "c", "image": "busybox",
+                                          "resources": {"requests": {"cpu": "100m"}}}]}}
+
+        def answered():
+            pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body=probe,
+                            query={"dryRun": "All"})
+            return pod["metadata"]["labels"].get("koordinator.sh/qosClass") == "BE"
+        self.wait_for("the colocation webhook to answer", answered, 10)
+
     def agent_token(self, node):
         """The projected token kubelet gives the agent pod of `node`: a TokenRequest for
         the DaemonSet's ServiceAccount and audience, bound to a pod on that node."""

@@ -80,19 +80,7 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         self.core = client.CoreV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
 
-        # What an operator applies first (kubectl apply -k deploy/manifests, the profile
-        # example): the namespace, PriorityClasses, the webhook configuration (its Service
-        # is not an object the test API server keeps: it is mapped to the scheduler's port
-        # below), and the example ClusterColocationProfile.
-        webhook_docs = load_yaml(os.path.join(MANIFESTS, "colocation-webhook.yaml"))
-        self.webhook_service = find_doc(webhook_docs, "Service")
-        self.webhook_config = find_doc(webhook_docs, "MutatingWebhookConfiguration")
-        self.create(find_doc(load_yaml(os.path.join(MANIFESTS, "namespace.yaml")), "Namespace"))
-        for pc in load_yaml(os.path.join(MANIFESTS, "priority-classes", "priority-classes.yaml")):
-            self.create(pc)
-        self.create(self.webhook_config)
-        self.create(find_doc(load_yaml(os.path.join(EXAMPLES, "colocation-profile.yaml")),
-                             "ClusterColocationProfile"))
+        self.apply_base_manifests()
 
         # Two nodes, each with an LS service whose requests nearly fill regular cpu.
         self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "services"}})
@@ -159,23 +147,6 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         # driver, 9 cpu / 18Gi, which the two nodes' 2 x (5 cpu, 16Gi) batch capacity fits.
         # image and mainApplicationFile are set in the example: nothing to add.
         return ns, app
-
-    def probe_webhook(self, ns):
-        """The webhook answers 503 until it has listed profiles, namespaces and
-        PriorityClasses (failurePolicy Fail: pods refused). A dry-run create of a
-        spark-role pod until the profile's BE label comes back (the profile matches by
-        namespace labels, so the webhook has seen this namespace too)."""
-        probe = {"apiVersion": "v1", "kind": "Pod",
-                 "metadata": {"name": "webhook-probe", "namespace": ns,
-                              "labels": {"spark-role": "driver"}},
-                 "spec": {"containers": [{"name": "c", "image": "busybox",
-                                          "resources": {"requests": {"cpu": "100m"}}}]}}
-
-        def answered():
-            pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body=probe,
-                            query={"dryRun": "All"})
-            return pod["metadata"]["labels"].get("koordinator.sh/qosClass") == "BE"
-        self.wait_for("the colocation webhook to answer", answered, 10)
 
     # --- the tests --------------------------------------------------------------------------
     def test_colocated_application_runs_on_batch_capacity(self):
