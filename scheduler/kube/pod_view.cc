@@ -81,7 +81,8 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
 }
 
 gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                       const std::string& scheduler_name, const JobOwners& owners) {
+                       const std::string& scheduler_name, const JobOwners& owners,
+                       const JobKindAdapter** kind) {
   gang::PodView v;
   v.cluster = cluster;
   v.ns = pod.metadata.namespace_name;
@@ -119,7 +120,8 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
       batch_memory > 0 ? batch_memory : kube::pod_request(pod, kube::kResourceMemory).value();
 
   // Its gang, role and index: the first kind that recognises it (job_adapter.h).
-  recognise_pod(pod, owners, v);
+  const JobKindAdapter& adapter = recognise_pod(pod, owners, v);
+  if (kind != nullptr) *kind = &adapter;
   return v;
 }
 

@@ -42,7 +42,8 @@ using TrainingLookup = std::function<std::optional<gang::AppView>(
     const std::string&, const std::string&, const std::string&)>;
 
 gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
-                       const std::string& scheduler_name, const JobOwners& owners);
+                       const std::string& scheduler_name, const JobOwners& owners,
+                       const JobKindAdapter** kind = nullptr);  // set to the pod's kind
 // The live loop's informers as the owners: a SparkApplication sizes its driver's gang by
 // spark_gang_shape.
 gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,

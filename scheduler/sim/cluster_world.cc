@@ -8,11 +8,18 @@
 #include <charconv>
 #include <limits>
 
+#include "common/json_util.h"
+#include "kube/well_known.h"
+#include "scheduler/gang/training_kinds.h"
+#include "scheduler/kube/pod_view.h"
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {
 
 namespace {
+
+// The scheduler name the simulated pods ask for.
+constexpr const char* kSchedulerName = "gleaner-scheduler";
 
 // As the live loop reads a job: GPUs are regular resources (kubelet admits them against the
 // Node's allocatable), cpu and memory batch ones.
@@ -129,43 +136,81 @@ void Simulator::create_leader_pods(uint32_t job, const std::string& cluster) {
 std::string Simulator::create_pod(uint32_t job, const std::string& cluster, gang::PodRole role,
                                   const std::string& name, const RoleSpec& role_spec, int index) {
   const JobSpec& spec = jobs_[job].spec;
-  const RoleSpec live = as_live(role_spec);
+  const std::string uid = "pod-" + std::to_string(++next_uid_);
+  // The pod as its operator creates it, read as the live loop reads it (kube/pod_view.h):
+  // the job's kind adapter gives its gang, role, index and leader; the job's object, as an
+  // informer would show it, its gang's shape.
+  const kube::Pod object = pod_object(job, uid, name, role, role_spec, index);
+  const gang::AppView owner = [&] {
+    gang::AppView a;
+    a.shape = shape_of(spec);
+    a.queue = spec.queue;
+    return a;
+  }();
+  kube_glue::JobOwners owners;
+  owners.spark = owners.training = [&owner](const std::string&, const std::string&,
+                                            const std::string&) { return owner; };
   Pod pod;
   pod.job = job;
-  pod.leader = role == gang::PodRole::kDriver ||
-               (role == gang::PodRole::kReplica && roles_of(spec).front().name == role_spec.name &&
-                index == 0);
-  pod.executor = role == gang::PodRole::kExecutor;
-  gang::PodView& v = pod.view;
-  v.cluster = cluster;
-  v.ns = ns_of(job);
-  v.name = name;
-  v.uid = "pod-" + std::to_string(++next_uid_);
-  v.phase = "Pending";
-  v.ours = true;
-  v.role = role;
-  v.gang = role == gang::PodRole::kReplica ? gang::gang_name(spec.kind, spec.name) : spec.name;
-  v.request = live.batch;
-  v.batch = true;
-  v.regular = live.regular;
-  v.priority = spec.priority;
-  v.queue = spec.queue;
-  v.selector = role_spec.selector ? *role_spec.selector : spec.node_selector;
-  if (role == gang::PodRole::kReplica) {
-    v.replica_type = lower(role_spec.name);
-    v.replica_index = index;
-    v.shape = shape_of(spec);  // the job's roles, as the training-job informer gives them
-  } else if (role == gang::PodRole::kDriver) {
-    v.shape = shape_of(spec);  // from its SparkApplication
-    v.selector = spec.node_selector;
-  }
-  std::string uid = v.uid;
+  const kube_glue::JobKindAdapter* kind = nullptr;
+  pod.view = kube_glue::pod_view(object, cluster, kSchedulerName, owners, &kind);
+  pod.leader = kind->leads(pod.view);
+  pod.executor = pod.view.role == gang::PodRole::kExecutor;
   pods_[uid] = pod;
   job_pods_[job].push_back(uid);
   touched_.insert(job);
   gang_->observe_pod(pods_[uid].view);
   drain();
   return uid;
+}
+
+kube::Pod Simulator::pod_object(uint32_t job, const std::string& uid, const std::string& name,
+                                gang::PodRole role, const RoleSpec& role_spec, int index) const {
+  const JobSpec& spec = jobs_[job].spec;
+  const RoleSpec live = as_live(role_spec);
+  Json labels = Json::object();
+  if (role == gang::PodRole::kReplica) {
+    // Kubeflow's training operator (mpi-operator: job-role, and no index on its launcher).
+    const gang::TrainingKind* kind = gang::find_training_kind(spec.kind);
+    const std::string type = lower(role_spec.name);
+    labels[kube::kTrainingJobNameLabel] = spec.name;
+    labels[kube::kTrainingOperatorLabel] = kind->operator_name;
+    labels[kind->role_label == gang::RoleLabel::kJobRole ? kube::kTrainingJobRoleLabel
+                                                         : kube::kTrainingReplicaTypeLabel] = type;
+    if (type != kind->unindexed_role)
+      labels[kube::kTrainingReplicaIndexLabel] = std::to_string(index);
+  } else {
+    // The Spark operator.
+    labels[kube::kSparkRoleLabel] = role == gang::PodRole::kDriver ? "driver" : "executor";
+    labels[kube::kSparkOperatorAppLabel] = spec.name;
+  }
+  if (!spec.queue.empty()) labels[kube::kQueueLabel] = spec.queue;
+  // Batch cpu/memory as the colocation webhook writes them, GPUs and regular cpu/memory
+  // as the pod asks.
+  Json requests = Json::object();
+  auto put = [&requests](const char* resource, int64_t amount, const char* unit) {
+    if (amount > 0) requests[resource] = std::to_string(amount) + unit;
+  };
+  put(kube::kResourceBatchCpu, live.batch.cpu_milli, "");
+  put(kube::kResourceBatchMemory, live.batch.memory_bytes, "");
+  put(kube::kResourceCpu, live.regular.cpu_milli, "m");
+  put(kube::kResourceMemory, live.regular.memory_bytes, "");
+  put(kResourceGpu, live.regular.gpus, "");
+  const NodeSelector& selector = role_spec.selector && role != gang::PodRole::kDriver
+                                     ? *role_spec.selector
+                                     : spec.node_selector;
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", ns_of(job)}, {"uid", uid}, {"labels", labels}}},
+      {"spec",
+       {{"schedulerName", kSchedulerName},
+        {"priority", spec.priority},
+        {"nodeSelector", selector.labels},
+        {"containers", {{{"name", "main"}, {"resources", {{"requests", requests}}}}}}}},
+      {"status", {{"phase", "Pending"}}}};
+  auto parsed = kube::parse_pod(pod);
+  return parsed ? std::move(*parsed) : kube::Pod{};  // built above: always parses
 }
 
 void Simulator::create_executor(uint32_t job, std::optional<uint32_t> request) {

@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "kube/objects.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/sim/scenario.h"
 
@@ -150,6 +151,10 @@ class Simulator {
   void create_leader_pods(uint32_t job, const std::string& cluster);
   std::string create_pod(uint32_t job, const std::string& cluster, gang::PodRole role,
                          const std::string& name, const RoleSpec& role_spec, int index);
+  // The Pod object the job's operator makes (labels, requests, node selector), as JSON read.
+  [[nodiscard]] kube::Pod pod_object(uint32_t job, const std::string& uid, const std::string& name,
+                                     gang::PodRole role, const RoleSpec& role_spec,
+                                     int index) const;
   void create_executor(uint32_t job, std::optional<uint32_t> request);
   // The pod is deleted (by the scheduler, Spark, or the world): the gang layer forgets it.
   void delete_pod(const std::string& uid, const std::string& phase = "");
