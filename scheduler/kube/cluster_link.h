@@ -1,6 +1,7 @@
 #pragma once
-// One member cluster's connection: the API client (with its rate limit), an informer of
-// every non-terminal pod (ours to schedule, everyone's to account bound room), one of
+// One cluster's connection, the part every cluster shares whatever role it plays (its
+// ClusterRole holds what differs: cluster_role.h): the API client (with its rate limit), an
+// informer of every pod (ours to schedule, everyone's to account bound room), one of
 // SparkApplications (gang sizes) and one of Nodes (labels for node selectors), and a Worker
 // (common/worker.h) that performs the live loop's actions (bind, delete, Event) in order and
 // node status patches behind them. Actions never run on the caller's thread: the live loop
@@ -56,7 +57,6 @@ class ClusterLink {
   ClusterLink& operator=(const ClusterLink&) = delete;
 
   [[nodiscard]] const std::string& name() const { return options_.name; }
-  [[nodiscard]] const ClusterRole& role() const { return *role_; }
   void start();
   void stop();
   bool wait_for_sync(std::chrono::milliseconds timeout);
