@@ -137,7 +137,14 @@ struct Daemon::Impl {
   void wait_for_wakeup();
   void on_wakeups();
   void update_wake_bounds(std::optional<int64_t> non_be_milli);
+  // The suppress status: BE's ceiling as the last full pass put it in force (nullopt: no
+  // pass planned yet, or enforcement off), not a read of the tree.
   void describe_suppress(TickOutcome& outcome);
+  std::optional<step::BeCeiling> be_in_force;
+  // The ceiling the pass read with the writes the executor made over it: a planned write
+  // it did not make (refused, held back, a dry run) leaves the value read.
+  [[nodiscard]] step::BeCeiling be_ceiling_applied(const step::StepResult& result,
+                                                   const exec::KnobReport& applied) const;
   // The interference signals of this tick: LS pods tracked by the eBPF probe (their
   // run-queue p99 over the interval) and the node's cpu PSI.
   step::ProbeReadings read_probe(const snapshot::NodeSnapshot& snap, const NodeUsage& node_usage);
@@ -167,7 +174,7 @@ struct Daemon::Impl {
   };
   std::optional<ObservedTick> observed_tick;  // the last tick, CPU measured
   // `full_pass`: system-config's knobs are set too (the fast path leaves them).
-  void apply(const qos::Plan& plan, bool full_pass = false);
+  exec::KnobReport apply(const qos::Plan& plan, bool full_pass = false);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).
   StopDecision decide_stop();
 };

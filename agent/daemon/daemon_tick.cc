@@ -54,10 +54,11 @@ void Daemon::fast_tick(const char* trigger) {
   d.apply(plan);
 }
 
-void Daemon::Impl::apply(const qos::Plan& plan, bool full_pass) {
+exec::KnobReport Daemon::Impl::apply(const qos::Plan& plan, bool full_pass) {
   for (const auto& note : plan.notes)
     spdlog::debug("qos: {}", note);
-  knobs->apply(plan.writes, plan.resctrl, full_pass ? &plan.system : nullptr);
+  exec::KnobReport report =
+      knobs->apply(plan.writes, plan.resctrl, full_pass ? &plan.system : nullptr);
   for (const auto& eviction : plan.evictions) {
     ++evictions_total[eviction.reason];
     if (api) {
@@ -68,6 +69,7 @@ void Daemon::Impl::apply(const qos::Plan& plan, bool full_pass) {
                    opt.dry_run ? "dry-run: would " : "would ", eviction.pod, eviction.reason);
     }
   }
+  return report;
 }
 
 void Daemon::Impl::schedule_next() {
@@ -236,7 +238,7 @@ void Daemon::tick() {
     if (d.opt.on_step || d.opt.on_fast_pass) d.observe_tick(in, before, result.plan);
     // A full pass also sets system-config's knobs: the ones not in this plan go back to
     // what the agent found.
-    d.apply(result.plan, true);
+    d.be_in_force = d.be_ceiling_applied(result, d.apply(result.plan, true));
     // Without the Eviction API (no --kubeconfig, or --dry-run) a decision is only logged:
     // taken as answered, so that it is logged once, not at every decision.
     if (!d.api || d.opt.dry_run) {
@@ -388,6 +390,24 @@ void Daemon::Impl::warn_without_signal(const config::ResourceThresholdStrategy& 
   }
 }
 
+step::BeCeiling Daemon::Impl::be_ceiling_applied(const step::StepResult& result,
+                                                 const exec::KnobReport& applied) const {
+  step::BeCeiling in_force = result.be_read;
+  if (opt.dry_run) return in_force;  // nothing was written
+  // Each write as made, in order: under an ancestor's limit it may be clamped below the
+  // plan. One skipped because the file held the value already leaves the value read.
+  for (const auto resource : {cgroup::Resource::kCpuQuota, cgroup::Resource::kCpusetCpus}) {
+    auto path = fs->path_of(resource, be_qos_dir);
+    if (!path) continue;
+    for (const auto& c : applied.written) {
+      if (c.kind != exec::KnobKind::kCgroup || c.path != *path) continue;
+      if (auto logical = cgroup::logical_from_file(resource, version, c.value))
+        step::note_be_write(in_force, resource, *logical);
+    }
+  }
+  return in_force;
+}
+
 void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
   for (auto& pod : outcome.state.pods) {
     auto it = runq_p99_ns.find(pod.namespace_name + "/" + pod.name);
@@ -404,19 +424,20 @@ void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
   }
   const auto threshold = config->current().threshold.for_node(node.metadata.labels);
   reporter::SuppressState s;
+  const step::BeCeiling in_force = be_in_force.value_or(step::BeCeiling{});
   if (!threshold.enable) {
     s.policy = "none";
   } else if (threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     s.policy = "cfsQuota";
-    auto quota = fs->read_int(cgroup::Resource::kCpuQuota, be_qos_dir);
-    auto period = fs->read_int(cgroup::Resource::kCpuPeriod, be_qos_dir);
+    const auto& quota = in_force.quota_us;
+    const auto& period = in_force.period_us;
     if (quota && period && *quota > 0 && *period > 0) {
       s.active = true;
       s.be_cpu_limit_millicores = *quota * 1000 / *period;
     }
   } else {
     s.policy = "cpuset";
-    auto cpuset = fs->read_cpuset(be_qos_dir);
+    const auto& cpuset = in_force.cpus;
     if (cpuset && !cpuset->empty() && static_cast<int>(cpuset->size()) < node_sampler->cpus()) {
       s.active = true;
       s.be_cpu_limit_millicores = static_cast<int64_t>(cpuset->size()) * 1000;

@@ -90,6 +90,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   } else if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
     cap_.cap(out.plan, in.threshold, *ctx, knobs);
   }
+  out.be_read = be_ceiling_read(knobs, in.layout.qos_dir(cgroup::KubeQos::kBestEffort));
   return out;
 }
 

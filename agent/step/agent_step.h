@@ -19,6 +19,7 @@
 
 #include "agent/bpf/interference.h"
 #include "agent/qos/qos_engine.h"
+#include "agent/step/be_ceiling.h"
 #include "agent/step/interference_cap.h"
 #include "agent/step/slo_controller.h"
 
@@ -68,6 +69,7 @@ struct StepResult {
   // formula (no eBPF run-queue probe) or the mode is off.
   std::optional<SloDecision> slo;
   bool slo_fallback = false;
+  BeCeiling be_read;  // BE's CPU ceiling as the full pass read it, before its writes
 };
 
 // The fast path's figures, sampled every ~50 ms.
