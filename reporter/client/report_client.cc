@@ -5,30 +5,23 @@
 #include <random>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/beast/ssl.hpp>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include "net/beast_names.h"
+#include "net/client_connection.h"
 #include "net/token_source.h"
 #include "net/url.h"
 
 namespace gleaner::reporter {
 
 using namespace net::beast_names;
-namespace ssl = asio::ssl;
 
 namespace {
 
-Error net_error(const std::string& what, const error_code& ec) {
-  ErrorCode code = ec == beast::error::timeout ? ErrorCode::kTimeout : ErrorCode::kUnavailable;
-  return make_error(code, what + ": " + ec.message());
-}
-
-Error status_error(unsigned status, const std::string& body) {
+Error status_error(int status, const std::string& body) {
   ErrorCode code = ErrorCode::kInvalidArgument;  // 4xx: the scheduler refused this report
   if (status == 401 || status == 403) code = ErrorCode::kPermission;
   if (status == 429) code = ErrorCode::kRetryLater;
@@ -46,7 +39,7 @@ struct ReportClient::Impl {
         endpoint(std::move(ep)),
         strand(asio::make_strand(io)),
         wake(strand),
-        resolver(strand),
+        conn(strand, endpoint),
         token("", opts.token_file),
         rng(std::random_device{}()) {}
 
@@ -54,14 +47,9 @@ struct ReportClient::Impl {
   const ReportClientOptions opts;
   const net::HttpUrl endpoint;
   asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer wake;  // heartbeat, backoff and "new report" wake-ups
-  tcp::resolver resolver;
-  std::unique_ptr<ssl::context> tls_context;
-  std::string ca_identity;  // device, inode, size and mtime of the CA file loaded
-  // One of the two is open while a keep-alive connection exists.
-  std::unique_ptr<beast::tcp_stream> plain;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
-  beast::flat_buffer buffer;
+  asio::steady_timer wake;     // heartbeat, backoff and "new report" wake-ups
+  net::ClientConnection conn;  // keep-alive, on the strand
+  std::string ca_identity;     // device, inode, size and mtime of the CA file loaded
   net::TokenSource token;
   std::mt19937_64 rng;
 
@@ -81,151 +69,62 @@ struct ReportClient::Impl {
     return stopped;
   }
 
-  // Aborts pending operations but keeps the stream objects: the loop may be suspended
-  // inside one of them and must wake up to an error, not to freed memory.
-  void abort_connection() {
-    error_code ignored;
-    if (plain) plain->socket().close(ignored);
-    if (secure) beast::get_lowest_layer(*secure).socket().close(ignored);
-  }
-
-  // Only from the loop itself, never while an operation on the stream is pending.
-  void close_connection() {
-    abort_connection();
-    plain.reset();
-    secure.reset();
-    buffer.clear();
-  }
-
-  beast::tcp_stream& lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
-
   // The trusted CAs: the system store, or --scheduler-ca-file, re-read when the file
   // changes (a rotated CA; kubelet swaps a mounted ConfigMap's files) and until it first
   // exists. A file gone or unusable later keeps the CAs already loaded.
   Status refresh_trust() {
-    if (tls_context && opts.ca_file.empty()) return ok_status();
+    if (conn.has_tls() && opts.ca_file.empty()) return ok_status();
     std::string identity;
     if (!opts.ca_file.empty()) {
       struct stat st {};
       if (::stat(opts.ca_file.c_str(), &st) != 0) {
-        if (tls_context) return ok_status();
+        if (conn.has_tls()) return ok_status();
         return errno_error(errno, "CA file " + opts.ca_file);
       }
       identity = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
                  std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
                  std::to_string(st.st_mtim.tv_nsec);
-      if (tls_context && identity == ca_identity) return ok_status();
+      if (conn.has_tls() && identity == ca_identity) return ok_status();
     }
-    auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
-    ctx->set_verify_mode(ssl::verify_peer);
-    error_code ec;
-    if (opts.ca_file.empty()) {
-      ctx->set_default_verify_paths(ec);
-    } else {
-      ctx->load_verify_file(opts.ca_file, ec);
-    }
-    if (ec) {
-      Error e = make_error(ErrorCode::kInvalidArgument,
-                           "CA file '" + opts.ca_file + "': " + ec.message());
-      if (!tls_context) return e;
-      spdlog::warn("report client: {}; keeping the CAs loaded before", e.message);
+    net::TlsOptions trust;
+    trust.ca_file = opts.ca_file;
+    auto ctx = net::client_tls_context(trust);
+    if (!ctx) {
+      if (!conn.has_tls()) return ctx.error();
+      spdlog::warn("report client: {}; keeping the CAs loaded before", ctx.error().message);
       ca_identity = identity;  // not re-read until it changes again
       return ok_status();
     }
-    if (tls_context)
+    if (conn.has_tls())
       spdlog::info("report client: {} changed; new connections trust it", opts.ca_file);
-    tls_context = std::move(ctx);
+    conn.set_tls(std::move(*ctx), true);
     ca_identity = identity;
     return ok_status();
-  }
-
-  asio::awaitable<Status> connect() {
-    error_code ec;
-    if (endpoint.tls()) {
-      if (Status trust = refresh_trust(); !trust) co_return trust.error();
-    }
-    auto results = co_await resolver.async_resolve(endpoint.host, std::to_string(endpoint.port),
-                                                   asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return net_error("resolve " + endpoint.host, ec);
-    if (endpoint.tls()) {
-      secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(strand, *tls_context);
-      if (!SSL_set_tlsext_host_name(secure->native_handle(), endpoint.host.c_str())) {
-        co_return make_error(ErrorCode::kInternal, "cannot set TLS SNI for " + endpoint.host);
-      }
-      secure->set_verify_callback(ssl::host_name_verification(endpoint.host));
-    } else {
-      plain = std::make_unique<beast::tcp_stream>(strand);
-    }
-    lowest().expires_after(opts.request_timeout);
-    co_await lowest().async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return net_error("connect " + endpoint.host_header(), ec);
-    if (secure) {
-      co_await secure->async_handshake(ssl::stream_base::client,
-                                       asio::redirect_error(asio::use_awaitable, ec));
-      if (ec) co_return net_error("TLS handshake with " + endpoint.host_header(), ec);
-    }
-    std::lock_guard lock(mu);
-    ++stats.connections;
-    co_return ok_status();
-  }
-
-  template <typename Stream>
-  asio::awaitable<Status> exchange(Stream& stream, const http::request<http::string_body>& req) {
-    error_code ec;
-    co_await http::async_write(stream, req, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return net_error("send report", ec);
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(opts.max_response_bytes);
-    parser.header_limit(16 * 1024);
-    co_await http::async_read(stream, buffer, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return net_error("read scheduler response", ec);
-    const auto& res = parser.get();
-    if (!res.keep_alive()) close_connection();
-    if (res.result_int() / 100 != 2) co_return status_error(res.result_int(), res.body());
-    co_return ok_status();
   }
 
   asio::awaitable<Status> send_once(const NodeReport& report) {
     auto bearer = token.get();
     if (!bearer) co_return bearer.error();
-    http::request<http::string_body> req{http::verb::post, endpoint.target, 11};
-    req.set(http::field::host, endpoint.host_header());
-    req.set(http::field::user_agent, "gleaner-agent");
-    req.set(http::field::content_type, "application/json");
-    if (!bearer->empty()) req.set(http::field::authorization, "Bearer " + *bearer);
-    req.keep_alive(true);
-    req.body() = to_json_text(report);
-    req.prepare_payload();
-
-    // A reused keep-alive connection may have been closed by the server while idle; that
-    // is not a failure of the scheduler, so such an attempt is retried once on a fresh one.
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      bool reused = plain || secure;
-      if (!reused) {
-        Status c = co_await connect();
-        if (!c) {
-          close_connection();
-          co_return c;
-        }
-      }
-      lowest().expires_after(opts.request_timeout);
-      // Not a conditional expression: g++ 12 mis-destroys temporaries of co_await in ?:.
-      Status s = ok_status();
-      if (secure) {
-        s = co_await exchange(*secure, req);
-      } else {
-        s = co_await exchange(*plain, req);
-      }
-      if (s) {
-        if (plain || secure) lowest().expires_never();
-        co_return s;
-      }
-      bool transport_failure = s.error().code == ErrorCode::kUnavailable;
-      close_connection();
-      if (!(reused && transport_failure)) co_return s;
+    if (endpoint.tls() && !conn.connected()) {
+      if (Status trust = refresh_trust(); !trust) co_return trust.error();
     }
-    co_return make_error(ErrorCode::kUnavailable, "connection closed by scheduler");
+    net::ClientRequest req;
+    req.method = "POST";
+    // The scheduler URL's path prefixes every target; what follows it (a trailing slash,
+    // a query) is the request's own.
+    req.target = endpoint.target.substr(conn.path_prefix().size());
+    req.headers = {{"User-Agent", "gleaner-agent"}, {"Content-Type", "application/json"}};
+    if (!bearer->empty()) req.headers.emplace_back("Authorization", "Bearer " + *bearer);
+    req.body = to_json_text(report);
+    net::HttpLimits limits;
+    limits.timeout = opts.request_timeout;
+    limits.max_body_bytes = opts.max_response_bytes;
+    limits.max_header_bytes = 16 * 1024;
+    auto res =
+        co_await conn.request(req, limits, std::chrono::steady_clock::now() + limits.timeout);
+    if (!res) co_return res.error();
+    if (res->status / 100 != 2) co_return status_error(res->status, res->body);
+    co_return ok_status();
   }
 
   // Waits until `deadline` or until submit()/stop() cancels the timer.
@@ -309,7 +208,7 @@ struct ReportClient::Impl {
       co_await wait_until(steady_clock::now() + backoff_delay(opts.backoff, failures, u));
       in_backoff = false;
     }
-    close_connection();
+    conn.close();
   }
 
   void poke() {
@@ -366,14 +265,15 @@ void ReportClient::stop() {
   // Keep the Impl alive until the posted handler has run.
   asio::post(impl_->strand, [impl = impl_] {
     impl->wake.cancel();
-    impl->resolver.cancel();
-    impl->abort_connection();
+    impl->conn.abort();
   });
 }
 
 ReportClientStats ReportClient::stats() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->stats;
+  ReportClientStats stats = impl_->stats;
+  stats.connections = impl_->conn.connections_opened();
+  return stats;
 }
 
 }  // namespace gleaner::reporter
