@@ -67,7 +67,9 @@ const JobKindAdapter& spark_submit_adapter();    // spark_adapter.cc
 const JobKindAdapter& training_job_adapter();    // training_adapter.cc
 const JobKindAdapter& pod_group_adapter();       // pod_group_adapter.cc
 const JobKindAdapter& yunikorn_adapter();        // yunikorn_adapter.cc
-const JobKindAdapter& lone_pod_adapter();        // lone_pod_adapter.cc
+// The kind of a YuniKorn application's gang (gang::gang_name), as a scenario names it.
+inline constexpr const char* kYuniKornKind = "YuniKorn";
+const JobKindAdapter& lone_pod_adapter();  // lone_pod_adapter.cc
 
 // Helpers the adapters share: a pod's label or annotation ("" when absent), and a
 // non-negative decimal (nullopt for anything else).

@@ -65,7 +65,7 @@ class YuniKornAdapter final : public JobKindAdapter {
     const std::string group = pod_annotation(pod, kTaskGroupNameAnnotation);
     if (app.empty() || group.empty()) return false;
     v.role = gang::PodRole::kMember;
-    v.gang = "yunikorn:" + app;  // not a pod group's or an application's gang of one name
+    v.gang = gang::gang_name(kYuniKornKind, app);  // apart from other kinds' of one name
     auto min = gang_minimum(pod_annotation(pod, kTaskGroupsAnnotation), group);
     v.min_available = min ? std::max(1, *min) : 1;
     // Refused like a selector it cannot honour: an Event names the annotation, and the

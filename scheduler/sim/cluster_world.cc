@@ -169,7 +169,16 @@ kube::Pod Simulator::pod_object(uint32_t job, const std::string& uid, const std:
   const JobSpec& spec = jobs_[job].spec;
   const RoleSpec live = as_live(role_spec);
   Json labels = Json::object();
-  if (role == gang::PodRole::kReplica) {
+  Json annotations = Json::object();
+  if (spec.kind == kube_glue::kYuniKornKind) {
+    // YuniKorn's: the application's task groups on every pod, each role one group.
+    Json groups = Json::array();
+    for (const RoleSpec& r : roles_of(spec))
+      groups.push_back({{"name", lower(r.name)}, {"minMember", r.replicas}});
+    labels["yunikorn.apache.org/app-id"] = spec.name;
+    annotations["yunikorn.apache.org/task-group-name"] = lower(role_spec.name);
+    annotations["yunikorn.apache.org/task-groups"] = groups.dump();
+  } else if (role == gang::PodRole::kReplica) {
     // Kubeflow's training operator (mpi-operator: job-role, and no index on its launcher).
     const gang::TrainingKind* kind = gang::find_training_kind(spec.kind);
     const std::string type = lower(role_spec.name);
@@ -199,16 +208,20 @@ kube::Pod Simulator::pod_object(uint32_t job, const std::string& uid, const std:
   const NodeSelector& selector = role_spec.selector && role != gang::PodRole::kDriver
                                      ? *role_spec.selector
                                      : spec.node_selector;
-  Json pod = {
-      {"apiVersion", "v1"},
-      {"kind", "Pod"},
-      {"metadata", {{"name", name}, {"namespace", ns_of(job)}, {"uid", uid}, {"labels", labels}}},
-      {"spec",
-       {{"schedulerName", kSchedulerName},
-        {"priority", spec.priority},
-        {"nodeSelector", selector.labels},
-        {"containers", {{{"name", "main"}, {"resources", {{"requests", requests}}}}}}}},
-      {"status", {{"phase", "Pending"}}}};
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", ns_of(job)},
+                {"uid", uid},
+                {"labels", labels},
+                {"annotations", annotations}}},
+              {"spec",
+               {{"schedulerName", kSchedulerName},
+                {"priority", spec.priority},
+                {"nodeSelector", selector.labels},
+                {"containers", {{{"name", "main"}, {"resources", {{"requests", requests}}}}}}}},
+              {"status", {{"phase", "Pending"}}}};
   auto parsed = kube::parse_pod(pod);
   return parsed ? std::move(*parsed) : kube::Pod{};  // built above: always parses
 }

@@ -8,6 +8,7 @@
 #include "common/json_util.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/gang/training_kinds.h"
+#include "scheduler/kube/job_adapter.h"
 #include "scheduler/sim/scenario_fleet.h"
 
 namespace gleaner::scheduler::sim {
@@ -97,8 +98,11 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
   ScenarioJob job;
   GLEANER_TRY(kind, get_string(j, p, "kind", false));
   if (kind.empty()) kind = "SparkApplication";
-  if (kind != gang::kSparkKind && gang::find_training_kind(kind) == nullptr) {
+  // YuniKorn: an application of task groups (its roles, each of `replicas` minMember).
+  if (kind != gang::kSparkKind && kind != kube_glue::kYuniKornKind &&
+      gang::find_training_kind(kind) == nullptr) {
     return invalid_field(p + ".kind", std::string("expected ") + gang::kSparkKind + ", " +
+                                          kube_glue::kYuniKornKind + ", " +
                                           gang::training_kind_names() + ", got " + kind);
   }
   job.spec.kind = kind;
@@ -287,6 +291,9 @@ Result<Scenario> parse_scenario(const Json& doc) {
     const std::string p = "jobs[" + std::to_string(i) + "]";
     JobExtras extras;
     GLEANER_TRY(job, parse_job((*jobs)[i], p, extras));
+    // A fleet's hub places SparkApplications and training jobs; YuniKorn's gangs are pods.
+    if (job.spec.kind == kube_glue::kYuniKornKind && out.clusters.size() > 1)
+      return invalid_field(p + ".kind", "a YuniKorn application runs in a scenario of one cluster");
     GLEANER_CHECK(resolve_job(job, extras, p, out));
     out.jobs.push_back(std::move(job));
   }

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "common/file_io.h"
 #include "common/json_util.h"
 #include "kube/well_known.h"
 #include "scheduler/kube/pod_view.h"
+#include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::kube_glue {
 namespace job_adapter_test {
@@ -53,7 +55,7 @@ TEST(JobAdapters, YuniKornTaskGroupsAreOneGangOfTheirMinMembers) {
   ASSERT_NE(kind, nullptr);
   EXPECT_EQ(kind->name(), "yunikorn");
   EXPECT_EQ(v.role, gang::PodRole::kMember);
-  EXPECT_EQ(v.gang, "yunikorn:etl-42");
+  EXPECT_EQ(v.gang, "YuniKorn:etl-42");
   EXPECT_EQ(v.min_available, 4) << "driver's 1 + workers' 3";
   EXPECT_EQ(v.selector_error, "");
   EXPECT_FALSE(kind->leads(v)) << "peers";
@@ -62,7 +64,7 @@ TEST(JobAdapters, YuniKornTaskGroupsAreOneGangOfTheirMinMembers) {
   Json legacy = yunikorn_pod("etl-d", "driver", kTwoGroups);
   legacy["metadata"].erase("labels");
   legacy["metadata"]["annotations"]["applicationId"] = "etl-7";
-  EXPECT_EQ(read(legacy).gang, "yunikorn:etl-7");
+  EXPECT_EQ(read(legacy).gang, "YuniKorn:etl-7");
 
   // Without a task group name: not YuniKorn's gang, a lone pod.
   Json lone = yunikorn_pod("etl-x", "workers", kTwoGroups);
@@ -98,6 +100,39 @@ TEST(JobAdapters, ThePodGroupLabelWinsOverSparkSubmitsApplicationId) {
   EXPECT_EQ(submit.gang, "spark-1");
   EXPECT_EQ(submit.role, gang::PodRole::kDriver);
   ASSERT_TRUE(submit.shape.has_value()) << "spark-submit's driver is a gang of one";
+}
+
+// scenarios/yunikorn-gang.json: the kind added as one adapter, in `simulate`. Two YuniKorn
+// applications of a 1-core driver group and three 4-core workers on two 8-core nodes: only
+// one fits at a time, so the second starts whole when the first ends, none of its pods bound
+// before (read as lone pods, three of its workers would have gone at once).
+TEST(JobAdapters, YuniKornApplicationsArePlacedWholeInTheSimulator) {
+  auto text =
+      read_file(std::string(GLEANER_SOURCE_DIR) + "/scheduler/scenarios/yunikorn-gang.json");
+  ASSERT_TRUE(text.ok());
+  auto out = sim::simulate(*text, "yunikorn-gang.json");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const Json doc = Json::parse(*out);
+  ASSERT_EQ(doc["jobs"].size(), 2u) << doc.dump();
+  const Json& a = doc["jobs"][0];
+  const Json& b = doc["jobs"][1];
+  EXPECT_EQ(a["name"], "etl-a");
+  EXPECT_EQ(a["state"], "Completed") << a.dump();
+  EXPECT_EQ(a["startedAt"], 0);
+  EXPECT_EQ(b["state"], "Completed") << b.dump();
+  EXPECT_EQ(b["startedAt"], 600) << "waits whole for etl-a's room";
+  ASSERT_EQ(b["pods"].size(), 4u) << b.dump();
+  for (const Json& p : b["pods"])
+    EXPECT_EQ(p["boundAt"], 600) << p.dump();
+  // A fleet's hub does not place them.
+  Json fleet = Json::parse(*text);
+  fleet["clusters"] = {"c1", "c2"};
+  for (Json& n : fleet["nodes"])
+    n["cluster"] = "c1";
+  auto refused = sim::simulate(fleet.dump(), "fleet.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("jobs[0].kind"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace
