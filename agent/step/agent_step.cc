@@ -39,8 +39,8 @@ AgentStep::AgentStep(bpf::InterferenceConfig interference, const cgroup::Kubelet
 StepResult AgentStep::tick(const TickInputs& in) {
   StepResult out;
   // Everything this pass compares with, read once: the decisions below read nothing else.
-  const qos::KnobSnapshot knobs = in.reader->read(
-      qos::full_pass_reads(in, qos::suppress_context(*in.snapshot, in.layout, in.topology)));
+  // What each strategy declares is read too (resctrl's capability, groups and tasks).
+  const qos::KnobSnapshot knobs = in.reader->read(engine_.full_reads(in));
   // The interference verdict, on the latest sample (a BE pod that stopped a minute ago is
   // not running, whatever the batch formula's average says).
   bpf::InterferenceInput signal;

@@ -3,6 +3,7 @@
 // ColocatedNode; stopped (restoring what it changed) and joined when the object goes.
 // Header-only: only targets that link gleaner_agent include it.
 
+#include <functional>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -35,8 +36,10 @@ class InProcessAgent {
   // its thread cannot be moved to `tasks_file`: a cgroup v1 `tasks` file the agent's thread
   // moves itself to before it runs (ColocatedNode::agent_tasks_file, the agent's own pod);
   // empty: it stays where it is.
-  explicit InProcessAgent(agent::DaemonOptions options, const std::string& tasks_file = "") {
-    auto created = agent::Daemon::create(io_, std::move(options));
+  // `deps`: as Daemon::create takes them (own_timers off: the test runs the passes, run()).
+  explicit InProcessAgent(agent::DaemonOptions options, const std::string& tasks_file = "",
+                          agent::DaemonDeps deps = {}) {
+    auto created = agent::Daemon::create(io_, std::move(options), std::move(deps));
     if (!created.ok()) throw std::runtime_error(created.error().describe());
     daemon_ = std::move(*created);
     // The first pass, too, runs on the agent's thread, after it has moved.
@@ -58,6 +61,17 @@ class InProcessAgent {
   ~InProcessAgent() { stop(); }
   InProcessAgent(const InProcessAgent&) = delete;
   InProcessAgent& operator=(const InProcessAgent&) = delete;
+
+  // Runs `step` on the daemon's thread (between its passes) and returns when it is done.
+  void run(const std::function<void(agent::Daemon&)>& step) {
+    std::promise<void> done;
+    auto finished = done.get_future();
+    boost::asio::post(io_, [&] {
+      step(*daemon_);
+      done.set_value();
+    });
+    finished.wait();
+  }
 
   // Stops the daemon on its own thread (it restores every value it changed) and joins.
   void stop() {

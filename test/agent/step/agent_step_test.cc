@@ -239,6 +239,23 @@ TEST_F(AgentStepTest, AWaitBetweenTicksWithoutBeRunningOrBeforeAnyTickChangesNot
   EXPECT_FALSE(step.memory(0).ceiling_quota_us.has_value());
 }
 
+// The step reads what each strategy declares: resctrl QoS finds the node's resctrl (its
+// capability, groups and tasks) and plans BE's group.
+TEST_F(AgentStepTest, AFullPassReadsWhatTheStrategiesDeclare) {
+  TempDir resctrl_root;
+  make_resctrl(resctrl_root);
+  resctrl::ResctrlFs rfs(resctrl_root.path());
+  TreeReader reader(fs_, &rfs);
+  TickInputs in = inputs(config::CpuSuppressMode::kAlways, 100);
+  in.reader = &reader;
+  in.qos.be.resctrl.enable = true;
+  AgentStep step(rule_, kLayout, 8);
+  const StepResult out = step.tick(in);
+  EXPECT_FALSE(out.plan.resctrl.empty());
+  for (const auto& note : out.plan.notes)
+    EXPECT_EQ(note.find("resctrl: not available"), std::string::npos) << note;
+}
+
 TEST(StepRecord, RoundTripsAndNamesBadFields) {
   StepRecord r;
   r.probe.runqueue_probe = true;
