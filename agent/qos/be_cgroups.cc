@@ -57,6 +57,11 @@ Plan plan_be_cgroups(const snapshot::NodeSnapshot& snap, const cgroup::KubeletLa
   Plan plan;
   for (const auto& pod : snap.pods) {
     if (!is_labelled_be(pod)) continue;
+    // kubelet makes the pod cgroup, then writes its values: a pass in between would take
+    // the new cgroup's defaults (cpu.shares 1024) for kubelet's, and put them back on stop.
+    // The pod's containers start only after that, so one started container means the pod
+    // cgroup is kubelet's as meant.
+    if (container_cgroups(layout, pod).empty()) continue;
     const std::string pod_dir = pod_cgroup(layout, pod);
     if (!knobs.has(Resource::kCpuShares, pod_dir)) continue;  // not created yet, or gone
     int64_t period = knobs.integer(Resource::kCpuPeriod, pod_dir).value_or(kDefaultPeriodUs);

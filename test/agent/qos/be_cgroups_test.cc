@@ -77,6 +77,20 @@ TEST_P(BeTree, PodAndContainerValuesFromBatchResources) {
   }));
 }
 
+// kubelet lists a pod, makes its cgroup and only then writes the cgroup's values; until a
+// container of the pod started, the values read there may be the kernel's defaults.
+TEST_P(BeTree, APodIsLeftToKubeletUntilAContainerOfItStarted) {
+  auto pods = std::vector<FakePod>{batch_pod()};
+  make_node_tree(t, GetParam().version, layout, pods);
+  auto snap = make_snapshot({}, pods);
+  for (auto& pod : snap.pods)
+    pod.pod.container_statuses.clear();
+  EXPECT_TRUE(plan_be_cgroups(snap, layout, false, false, reader).writes.empty());
+  snap = make_snapshot({}, pods);
+  snap.pods[0].pod.container_statuses[1].container_id.clear();  // one of two started
+  EXPECT_FALSE(plan_be_cgroups(snap, layout, false, false, reader).writes.empty());
+}
+
 TEST_P(BeTree, UnlabelledBestEffortPodsAreLeftToKubelet) {
   FakePod p = batch_pod();
   p.qos_label = "";
