@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace gleaner {
 
@@ -21,7 +22,15 @@ struct LabelRequirement {
 
   // As Kubernetes: a label set without `key` matches NotIn and DoesNotExist.
   [[nodiscard]] bool matches(const Labels& labels) const;
+  // The selector-string form every reader accepts: "k", "!k", "k=v", "k!=v",
+  // "k in (a,b)", "k notin (a,b)" (values in order).
+  [[nodiscard]] std::string to_string() const;
   auto operator<=>(const LabelRequirement&) const = default;
 };
+
+// A node affinity's nodeSelectorTerms, one list of requirements a term: any term whose every
+// requirement holds. An empty term matches nothing, as Kubernetes defines NodeSelectorTerm
+// ("a null or empty node selector term matches no objects").
+bool terms_match(const std::vector<std::vector<LabelRequirement>>& terms, const Labels& labels);
 
 }  // namespace gleaner

@@ -131,36 +131,11 @@ Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_vie
   }
   if (auto it = json.find("matchExpressions"); it != json.end() && !it->is_null()) {
     if (!it->is_array()) return fail("matchExpressions must be a list");
-    for (const auto& expr : *it) {
-      if (!expr.is_object() || !expr.contains("key") || !expr["key"].is_string() ||
-          !expr.contains("operator") || !expr["operator"].is_string()) {
-        return fail("each matchExpressions entry needs a string key and operator");
-      }
-      LabelRequirement req{expr["key"].get<std::string>(), LabelOp::kIn, {}};
-      const auto op = expr["operator"].get<std::string>();
-      if (op == "In") {
-        req.op = LabelOp::kIn;
-      } else if (op == "NotIn") {
-        req.op = LabelOp::kNotIn;
-      } else if (op == "Exists") {
-        req.op = LabelOp::kExists;
-      } else if (op == "DoesNotExist") {
-        req.op = LabelOp::kDoesNotExist;
-      } else {
-        return fail("unknown operator \"" + op + "\"");
-      }
-      if (auto values = expr.find("values"); values != expr.end() && !values->is_null()) {
-        if (!values->is_array()) return fail("values of " + req.key + " must be a list");
-        for (const auto& v : *values) {
-          if (!v.is_string()) return fail("values of " + req.key + " must be strings");
-          req.values.insert(v.get<std::string>());
-        }
-      }
-      const bool set_op = req.op == LabelOp::kIn || req.op == LabelOp::kNotIn;
-      if (set_op == req.values.empty()) {
-        return fail("operator " + op + (set_op ? " needs values" : " takes no values"));
-      }
-      sel.reqs_.push_back(std::move(req));
+    for (size_t i = 0; i < it->size(); ++i) {
+      auto req = requirement_from_json(
+          (*it)[i], std::string(where) + ".matchExpressions[" + std::to_string(i) + "]");
+      if (!req) return req.error();
+      sel.reqs_.push_back(std::move(*req));
     }
   }
   return sel;
@@ -175,29 +150,70 @@ std::string LabelSelector::to_string() const {
   std::string out;
   for (const auto& req : reqs_) {
     if (!out.empty()) out += ',';
-    const bool single = req.values.size() == 1;
-    switch (req.op) {
-      case LabelOp::kExists:
-        out += req.key;
-        break;
-      case LabelOp::kDoesNotExist:
-        out += "!" + req.key;
-        break;
-      case LabelOp::kIn:
-      case LabelOp::kNotIn: {
-        if (single) {
-          out += req.key + (req.op == LabelOp::kIn ? "=" : "!=") + *req.values.begin();
-          break;
-        }
-        out += req.key + (req.op == LabelOp::kIn ? " in (" : " notin (");
-        bool first = true;
-        for (const auto& v : req.values) {
-          out += (first ? "" : ",") + v;
-          first = false;
-        }
-        out += ")";
+    out += req.to_string();
+  }
+  return out;
+}
+
+Result<LabelRequirement> requirement_from_json(const Json& e, const std::string& where) {
+  if (!e.is_object()) return invalid_field(where, "expected an object");
+  auto key = e.find("key");
+  auto op = e.find("operator");
+  if (key == e.end() || !key->is_string() || key->get<std::string>().empty()) {
+    return invalid_field(where + ".key", "expected a label key");
+  }
+  if (op == e.end() || !op->is_string()) return invalid_field(where + ".operator", "required");
+  LabelRequirement r;
+  r.key = key->get<std::string>();
+  const std::string o = op->get<std::string>();
+  if (o == "In") {
+    r.op = LabelOp::kIn;
+  } else if (o == "NotIn") {
+    r.op = LabelOp::kNotIn;
+  } else if (o == "Exists") {
+    r.op = LabelOp::kExists;
+  } else if (o == "DoesNotExist") {
+    r.op = LabelOp::kDoesNotExist;
+  } else {
+    return invalid_field(where + ".operator", "operator " + o + " is not supported by gleaner");
+  }
+  if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
+    if (!v->is_array()) return invalid_field(where + ".values", "expected an array of strings");
+    for (const Json& s : *v) {
+      if (!s.is_string()) return invalid_field(where + ".values", "expected an array of strings");
+      r.values.insert(s.get<std::string>());
+    }
+  }
+  const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;
+  if (wants_values == r.values.empty()) {
+    return invalid_field(where + ".values",
+                         wants_values ? "required for " + o : "must be empty for " + o);
+  }
+  return r;
+}
+
+Result<std::vector<std::vector<LabelRequirement>>> node_selector_terms(const Json& terms,
+                                                                       const std::string& where) {
+  if (!terms.is_array()) return invalid_field(where, "expected an array");
+  std::vector<std::vector<LabelRequirement>> out;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Json& term = terms[i];
+    const std::string tp = where + "[" + std::to_string(i) + "]";
+    if (!term.is_object()) return invalid_field(tp, "expected an object");
+    if (auto f = term.find("matchFields"); f != term.end() && f->is_array() && !f->empty()) {
+      return invalid_field(tp + ".matchFields", "not supported by gleaner");
+    }
+    std::vector<LabelRequirement> reqs;
+    if (auto m = term.find("matchExpressions"); m != term.end() && !m->is_null()) {
+      if (!m->is_array()) return invalid_field(tp + ".matchExpressions", "expected an array");
+      for (size_t j = 0; j < m->size(); ++j) {
+        auto r =
+            requirement_from_json((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]");
+        if (!r) return r.error();
+        reqs.push_back(std::move(*r));
       }
     }
+    out.push_back(std::move(reqs));
   }
   return out;
 }

@@ -32,6 +32,16 @@ class LabelSelector {
   std::vector<LabelRequirement> reqs_;
 };
 
+// One matchExpressions entry (metav1.LabelSelectorRequirement, corev1.NodeSelectorRequirement)
+// with operator In, NotIn, Exists or DoesNotExist; `where` names the entry in errors.
+Result<LabelRequirement> requirement_from_json(const Json& expr, const std::string& where);
+
+// A node affinity's nodeSelectorTerms (`where` names the list): one list of requirements a
+// term, for terms_match (common/labels.h). Operators Gt and Lt and matchFields are refused
+// with the field named: they are not modelled.
+Result<std::vector<std::vector<LabelRequirement>>> node_selector_terms(const Json& terms,
+                                                                       const std::string& where);
+
 // Percent-encodes a query parameter value (RFC 3986 unreserved characters stay).
 std::string url_encode(std::string_view text);
 // "?k1=v1&k2=v2" from the non-empty values, or "" when none.

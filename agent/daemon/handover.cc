@@ -27,23 +27,6 @@ const Json* label_or_annotation(const Json& obj, const char* map, const char* ke
   return it == m->end() ? nullptr : &*it;
 }
 
-// One nodeSelectorTerm: every matchExpression holds. nullopt: cannot tell.
-std::optional<bool> term_selects(const Json& term, const Labels& labels) {
-  if (!term.is_object()) return std::nullopt;
-  if (term.contains("matchFields") && !term["matchFields"].empty()) return std::nullopt;
-  auto expressions = term.find("matchExpressions");
-  if (expressions == term.end()) return true;
-  if (!expressions->is_array()) return std::nullopt;
-  for (const auto& e : *expressions) {
-    const std::string op = e.is_object() ? e.value("operator", "") : "";
-    if (op != "In" && op != "NotIn" && op != "Exists" && op != "DoesNotExist") return std::nullopt;
-  }
-  auto selector =
-      kube::LabelSelector::from_json(Json{{"matchExpressions", *expressions}}, "nodeSelectorTerm");
-  if (!selector) return std::nullopt;
-  return selector->matches(labels);
-}
-
 }  // namespace
 
 std::string owning_daemon_set(const Json& pod) {
@@ -71,16 +54,11 @@ std::optional<bool> template_selects(const Json& pod_template, const Labels& lab
                                 "spec/affinity/nodeAffinity/"
                                 "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
   if (terms == nullptr) return true;
-  if (!terms->is_array()) return std::nullopt;
-  // Terms are ORed.
-  bool unsure = false;
-  for (const auto& term : *terms) {
-    auto selects = term_selects(term, labels);
-    if (selects == true) return true;
-    if (!selects) unsure = true;
-  }
-  if (unsure) return std::nullopt;
-  return false;
+  // What Kubernetes' DaemonSet controller cannot be matched here (Gt, Lt, matchFields,
+  // a malformed term) leaves the answer open.
+  auto parsed = kube::node_selector_terms(*terms, "nodeSelectorTerms");
+  if (!parsed) return std::nullopt;
+  return terms_match(*parsed, labels);
 }
 
 StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,

@@ -9,12 +9,7 @@ bool NodeSelector::matches(const Labels& node_labels) const {
     auto it = node_labels.find(k);
     if (it == node_labels.end() || it->second != v) return false;
   }
-  if (terms.empty()) return true;
-  return std::any_of(terms.begin(), terms.end(), [&](const std::vector<LabelRequirement>& term) {
-    return !term.empty() && std::all_of(term.begin(), term.end(), [&](const LabelRequirement& r) {
-      return r.matches(node_labels);
-    });
-  });
+  return terms.empty() || terms_match(terms, node_labels);
 }
 
 std::string NodeSelector::to_string() const {
@@ -32,25 +27,7 @@ std::string NodeSelector::to_string() const {
     std::string t;
     for (const auto& r : term) {
       if (!t.empty()) t += " and ";
-      switch (r.op) {
-        case LabelOp::kIn:
-        case LabelOp::kNotIn: {
-          t += r.key + (r.op == LabelOp::kIn ? " in (" : " notin (");
-          bool first = true;
-          for (const auto& v : r.values) {
-            t += (first ? "" : ",") + v;
-            first = false;
-          }
-          t += ")";
-          break;
-        }
-        case LabelOp::kExists:
-          t += r.key;
-          break;
-        case LabelOp::kDoesNotExist:
-          t += "!" + r.key;
-          break;
-      }
+      t += r.to_string();
     }
     affinity += t.empty() ? "(empty term)" : t;
   }

@@ -4,50 +4,10 @@
 #include <optional>
 
 #include "common/json_util.h"
+#include "kube/selectors.h"
 #include "scheduler/fleet/taints.h"
 
 namespace gleaner::scheduler::kube_glue {
-
-namespace {
-
-Result<LabelRequirement> requirement(const Json& e, const std::string& where) {
-  if (!e.is_object()) return invalid_field(where, "expected an object");
-  auto key = e.find("key");
-  auto op = e.find("operator");
-  if (key == e.end() || !key->is_string() || key->get<std::string>().empty()) {
-    return invalid_field(where + ".key", "expected a label key");
-  }
-  if (op == e.end() || !op->is_string()) return invalid_field(where + ".operator", "required");
-  LabelRequirement r;
-  r.key = key->get<std::string>();
-  const std::string o = op->get<std::string>();
-  if (o == "In") {
-    r.op = LabelOp::kIn;
-  } else if (o == "NotIn") {
-    r.op = LabelOp::kNotIn;
-  } else if (o == "Exists") {
-    r.op = LabelOp::kExists;
-  } else if (o == "DoesNotExist") {
-    r.op = LabelOp::kDoesNotExist;
-  } else {
-    return invalid_field(where + ".operator", "operator " + o + " is not supported by gleaner");
-  }
-  if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
-    if (!v->is_array()) return invalid_field(where + ".values", "expected an array of strings");
-    for (const Json& s : *v) {
-      if (!s.is_string()) return invalid_field(where + ".values", "expected an array of strings");
-      r.values.insert(s.get<std::string>());
-    }
-  }
-  const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;
-  if (wants_values == r.values.empty()) {
-    return invalid_field(where + ".values",
-                         wants_values ? "required for " + o : "must be empty for " + o);
-  }
-  return r;
-}
-
-}  // namespace
 
 Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where) {
   NodeSelector out;
@@ -74,27 +34,12 @@ Result<NodeSelector> node_selector_of(const Json& spec, const std::string& where
   auto required = node_affinity.find("requiredDuringSchedulingIgnoredDuringExecution");
   if (required == node_affinity.end() || required->is_null()) return out;
   auto terms = required->find("nodeSelectorTerms");
-  if (!required->is_object() || terms == required->end() || !terms->is_array()) {
+  if (!required->is_object() || terms == required->end()) {
     return invalid_field(rp + ".nodeSelectorTerms", "expected an array");
   }
-  for (size_t i = 0; i < terms->size(); ++i) {
-    const Json& term = (*terms)[i];
-    const std::string tp = rp + ".nodeSelectorTerms[" + std::to_string(i) + "]";
-    if (!term.is_object()) return invalid_field(tp, "expected an object");
-    if (auto f = term.find("matchFields"); f != term.end() && f->is_array() && !f->empty()) {
-      return invalid_field(tp + ".matchFields", "not supported by gleaner");
-    }
-    std::vector<LabelRequirement> reqs;
-    if (auto m = term.find("matchExpressions"); m != term.end() && !m->is_null()) {
-      if (!m->is_array()) return invalid_field(tp + ".matchExpressions", "expected an array");
-      for (size_t j = 0; j < m->size(); ++j) {
-        auto r = requirement((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]");
-        if (!r) return r.error();
-        reqs.push_back(std::move(*r));
-      }
-    }
-    out.terms.push_back(std::move(reqs));
-  }
+  auto parsed = kube::node_selector_terms(*terms, rp + ".nodeSelectorTerms");
+  if (!parsed) return parsed.error();
+  out.terms = std::move(*parsed);
   return out;
 }
 

@@ -70,6 +70,39 @@ TEST(LabelSelector, FromMetav1Json) {
                    .ok());
 }
 
+TEST(NodeSelectorTerms, OneParserOneEvaluatorOneRenderer) {
+  auto terms = node_selector_terms(Json::parse(R"([
+      {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b", "a"]},
+                            {"key": "gpu", "operator": "DoesNotExist"}]},
+      {"matchExpressions": [{"key": "pool", "operator": "NotIn", "values": ["batch"]}]},
+      {}])"),
+                                   "nodeSelectorTerms");
+  ASSERT_TRUE(terms.ok()) << terms.error().message;
+  ASSERT_EQ(terms->size(), 3u);
+  EXPECT_EQ((*terms)[0][0].to_string(), "zone in (a,b)");
+  EXPECT_EQ((*terms)[0][1].to_string(), "!gpu");
+  EXPECT_EQ((*terms)[1][0].to_string(), "pool!=batch");
+  EXPECT_TRUE((*terms)[2].empty());
+  // Terms are ORed, requirements ANDed; the empty term matches no node (NodeSelectorTerm).
+  EXPECT_TRUE(terms_match(*terms, {{"zone", "a"}, {"pool", "batch"}}));
+  EXPECT_TRUE(terms_match(*terms, {{"zone", "c"}}));  // pool absent: NotIn holds
+  EXPECT_FALSE(terms_match(*terms, {{"zone", "c"}, {"pool", "batch"}}));
+  EXPECT_FALSE(terms_match({{}}, {{"zone", "a"}}));
+  auto gt = node_selector_terms(
+      Json::parse(R"([{"matchExpressions": [{"key": "c", "operator": "Gt", "values": ["4"]}]}])"),
+      "t");
+  ASSERT_FALSE(gt.ok());
+  EXPECT_NE(gt.error().message.find("t[0].matchExpressions[0].operator"), std::string::npos);
+  EXPECT_FALSE(node_selector_terms(Json::parse(R"({"a": 1})"), "t").ok());
+}
+
+TEST(LabelSelector, RendersWhatItParses) {
+  for (const char* text : {"a=b,c!=d,e in (x,y),f notin (u,v),g,!h"}) {
+    EXPECT_EQ(sel(text).to_string(), text);
+    EXPECT_EQ(sel(sel(text).to_string().c_str()).requirements(), sel(text).requirements());
+  }
+}
+
 TEST(QueryString, EncodesSelectorsAndSkipsEmptyValues) {
   EXPECT_EQ(
       query_string(

@@ -70,6 +70,14 @@ TEST(Handover, RequiredNodeAffinityIsHonouredAndUnknownOperatorsMeanRestore) {
   EXPECT_EQ(template_selects(gt, {{"cores", "16"}}), std::nullopt);
 }
 
+TEST(Handover, AnEmptyNodeSelectorTermSelectsNoNode) {
+  // Kubernetes' NodeSelectorTerm: "a null or empty node selector term matches no objects",
+  // so the DaemonSet controller schedules no agent from such a template.
+  Json tmpl = Json::parse(R"({"spec":{"affinity":{"nodeAffinity":{
+    "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{}]}}}}})");
+  EXPECT_EQ(template_selects(tmpl, {{"pool", "online"}}), false);
+}
+
 TEST(Handover, FindsTheControllingDaemonSet) {
   EXPECT_EQ(owning_daemon_set(pod("1")), "gleaner-agent");
   EXPECT_EQ(owning_daemon_set(pod("1", false)), "");
