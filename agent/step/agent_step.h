@@ -6,8 +6,10 @@
 // gathers the inputs, calls the step and applies the plan. `gleaner-agent plan` calls the
 // very same step on a snapshot file: the full pass (tick) on the snapshot, then each fast
 // pass the file records after it (fast, from its sample and the memory it began with), so
-// it prints the writes the daemon makes on both, in every mode. A wait seen between ticks
-// (ls_waited) is not replayed: what it changed is in the memory the next fast pass records.
+// it prints the writes the daemon makes on both, in every mode, but for what the executor
+// itself holds (a child's wish clamped under its parent, written back as the parent widens:
+// docs/qos.md). A wait seen between ticks (ls_waited) is not replayed: what it changed is
+// in the memory the next fast pass records.
 // No I/O here: current values are read once per pass through the reader (the edge) into a
 // KnobSnapshot the strategies take; nothing is written.
 
