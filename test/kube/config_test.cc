@@ -100,6 +100,19 @@ TEST(Base64, DecodesPaddedAndRejectsJunk) {
   EXPECT_FALSE(base64_decode("aGV$").ok());
 }
 
+TEST(Base64, RejectsMisplacedPaddingAndTruncationNamingTheFault) {
+  auto error_of = [](std::string_view text) {
+    auto r = base64_decode(text);
+    return r.ok() ? std::string("ok") : r.error().message;
+  };
+  EXPECT_NE(error_of("Zg=a").find("unexpected character 'a'"), std::string::npos);
+  EXPECT_NE(error_of("Zg===").find("padding"), std::string::npos);
+  EXPECT_NE(error_of("Z").find("truncated"), std::string::npos);
+  EXPECT_NE(error_of(std::string("Zg\x01=", 4)).find("0x01"), std::string::npos);
+  // Wrapped lines and spaces, as kubeconfig and Secret data may carry, are skipped.
+  EXPECT_EQ(base64_decode(" Zm9v\r\nYg==\n").value_or("?"), "foob");
+}
+
 TEST(Base64, EncodesEveryPaddingCase) {
   EXPECT_EQ(base64_encode(""), "");
   EXPECT_EQ(base64_encode("f"), "Zg==");
