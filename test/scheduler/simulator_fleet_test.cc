@@ -206,7 +206,8 @@ TEST(SimulatorFleet, SameInputSameOutput) {
 TEST(SimulatorFleet, BadFleetFieldsAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"jobs": [{"name": "j", "kind": "XGBoostJob", "durationSeconds": 1, "roles": []}]})",
-       "jobs[0].kind: expected SparkApplication, YuniKorn, PyTorchJob, TFJob or MPIJob, got XGBoostJob"},
+       "jobs[0].kind: expected SparkApplication, YuniKorn, PyTorchJob, TFJob or MPIJob, got "
+       "XGBoostJob"},
       {R"({"jobs": [{"name": "j", "kind": "MPIJob", "durationSeconds": 1}]})",
        "jobs[0].roles: required for a MPIJob"},
       {R"({"jobs": [{"name": "j", "kind": "PyTorchJob", "durationSeconds": 1}]})",
