@@ -61,5 +61,36 @@ TEST_F(DaemonSuppressStatus, IsWhatThePassPutInForceNotAReadOfTheTreeAfterIt) {
   EXPECT_DOUBLE_EQ(be_cores().value_or(-1), 0.59);
 }
 
+// Under the cpuset policy the status is BE's CPU list as the pass wrote it: one CPU of two
+// while LS is busy, and inactive once BE has every CPU back.
+class DaemonSuppressStatusCpuset : public DaemonSuppressStatus {
+ protected:
+  void adjust(DaemonOptions& options) override {
+    config_.write("resource-threshold-config", R"({"clusterStrategy": {"enable": true,
+        "cpuSuppressThresholdPercent": 65, "cpuSuppressPolicy": "cpuset",
+        "cpuSuppressMinCPUs": 1}})");
+    options.config_dir = config_.path();
+  }
+  gleaner::testing::TempDir config_;
+};
+
+TEST_F(DaemonSuppressStatusCpuset, IsTheCpuListWrittenAndLiftsWhenBeHasEveryCpu) {
+  using gleaner::testing::metric_value;
+  on_loop([this] { daemon_->start(); });
+  // BE may have 600m: one CPU.
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  std::string text = metrics();
+  EXPECT_EQ(metric_value(text, "gleaner_be_suppress_active"), 1.0) << text;
+  EXPECT_EQ(metric_value(text, R"(gleaner_be_suppress_cpu_cores{policy="cpuset"})"), 1.0) << text;
+  // LS falls to 100m: BE may have 1100m, two CPUs, the node's all: no longer suppressed.
+  node_.run_for_a_second(clock_, 500, 100, 300);
+  on_loop([this] { daemon_->tick(); });
+  text = metrics();
+  EXPECT_EQ(metric_value(text, "gleaner_be_suppress_active"), 0.0) << text;
+  EXPECT_EQ(metric_value(text, R"(gleaner_be_suppress_cpu_cores{policy="cpuset"})"), std::nullopt)
+      << text;
+}
+
 }  // namespace
 }  // namespace gleaner::agent::test
