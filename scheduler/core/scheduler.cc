@@ -300,32 +300,6 @@ Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
   return ok_status();
 }
 
-Result<NodeId> Scheduler::place_extra_executor(JobId id, const Resources& request,
-                                               const Resources& regular,
-                                               const NodeSelector* selector) {
-  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
-  const Job& j = jobs_[id];
-  if ((j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) || !j.cluster)
-    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not running");
-  // Like the job's last role (a Spark application's executors) unless told otherwise.
-  auto node = clusters_.place_one(
-      *j.cluster, request, selector != nullptr ? selector : j.selector_of(j.roles.back()), regular);
-  if (!node) {
-    return make_error(ErrorCode::kUnavailable,
-                      regular == Resources{}
-                          ? "no batch room left in cluster " + clusters_.cluster_name(*j.cluster)
-                          : "no node of cluster " + clusters_.cluster_name(*j.cluster) +
-                                " has both the batch room and the regular allocatable "
-                                "(cpu/memory requests) it needs");
-  }
-  return *node;
-}
-
-void Scheduler::release_extra_executor(NodeId node, const Resources& request,
-                                       const Resources& regular) {
-  clusters_.release(node, request, false, regular);
-}
-
 void Scheduler::complete(JobId id, int64_t now) {
   Job& j = jobs_[id];
   if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted) return;

@@ -60,7 +60,8 @@ class Scheduler {
  public:
   Scheduler(SchedulerPolicy policy, QuotaTree quotas, ClusterState clusters);
 
-  [[nodiscard]] ClusterState& clusters() { return clusters_; }
+  // Read-only: the cluster model changes only through the calls below, so that the core's
+  // jobs and the room it counts outside them never disagree.
   [[nodiscard]] const ClusterState& clusters() const { return clusters_; }
   [[nodiscard]] const QuotaTree& quotas() const { return quotas_; }
   [[nodiscard]] const SchedulerPolicy& policy() const { return policy_; }
@@ -141,11 +142,33 @@ class Scheduler {
   Status executor_gone(JobId id, int pod_index, int64_t now);
   // An executor beyond the job's declared gang (dynamic allocation asked for more): free
   // batch room in the job's cluster under `selector` (nullptr: the job's), accounted on
-  // the node and not in the job; release_extra_executor gives it back when it goes.
+  // the node and not in the job.
   // Error: the job is not admitted or running, or no node has room.
-  Result<NodeId> place_extra_executor(JobId id, const Resources& request, const Resources& regular,
-                                      const NodeSelector* selector);
-  void release_extra_executor(NodeId node, const Resources& request, const Resources& regular);
+  // Records it under `key` (the pod's UID): release_foreign_pod gives the room back.
+  Result<NodeId> place_extra_executor(const std::string& key, JobId id, const Resources& request,
+                                      const Resources& regular, const NodeSelector* selector);
+
+  // --- the nodes and the room outside the core's jobs (foreign_pods.cc) ---
+  // A node joins (or its reported size and labels replace what is known) and a node's
+  // labels, taints and health change: ClusterState's rules, through the core.
+  Result<NodeId> upsert_node(const NodeInfo& info, int64_t now);
+  void set_node_labels(NodeId node, const Labels& labels);
+  void set_node_taints(NodeId node, const Taints& taints);
+  // Nodes whose health changed at `now` (ClusterState::refresh_health).
+  std::vector<NodeId> refresh_health(int64_t now, const StalenessPolicy& policy);
+  // The regular allocatable (cpu/memory requests) pods outside the core's jobs leave on
+  // the node (ClusterState::set_regular_outside).
+  void set_regular_outside(NodeId node, std::optional<Resources> regular,
+                           std::optional<Resources> allocatable = std::nullopt);
+  // A pod outside the core's jobs that holds batch room on `node` (another scheduler bound
+  // it): its room is counted once per `key` (its UID); called again for the same key on
+  // another node (rebound) or with another amount, the room moves rather than doubles.
+  void account_foreign_pod(const std::string& key, NodeId node, const Resources& amount);
+  // The room `key` holds (account_foreign_pod, place_extra_executor) goes back, once;
+  // false when it holds none.
+  bool release_foreign_pod(const std::string& key);
+  // Where `key` holds room, if it does.
+  [[nodiscard]] std::optional<NodeId> foreign_pod_node(const std::string& key) const;
   // A node report with a new batch size. When it shrank below what is placed there, the
   // lowest-priority jobs on the node lose their pods (as the agent would evict them) and
   // are rescheduled, preferring another cluster.
@@ -227,6 +250,13 @@ class Scheduler {
   SchedulerPolicy policy_;
   QuotaTree quotas_;
   ClusterState clusters_;
+  // Room held outside the jobs, by key (account_foreign_pod, place_extra_executor).
+  struct ForeignPod {
+    NodeId node = 0;
+    Resources amount;
+    Resources regular;
+  };
+  std::map<std::string, ForeignPod> foreign_pods_;
   std::deque<Job> jobs_;  // deque: PendingKey::name points into it
   std::map<std::string, JobId> job_ids_;
   std::set<PendingKey> pending_;

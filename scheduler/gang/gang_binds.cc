@@ -49,8 +49,8 @@ std::optional<std::string> GangScheduler::bind_target(const Tracked& t) const {
     const auto index = static_cast<size_t>(t.index);
     if (index >= j.pods.size() || !j.pods[index].holds_room) return std::nullopt;
     node = j.pods[index].node;
-  } else if (t.loose_node && t.regular_in_core && !t.deleting) {
-    node = t.loose_node;  // an executor placed beyond its gang, in room of its own
+  } else if (t.regular_in_core && !t.deleting) {
+    node = core_.foreign_pod_node(t.view.uid);  // an executor beyond its gang, in its own room
   }
   if (!node) return std::nullopt;
   const std::string& full = core_.clusters().node(*node).name;

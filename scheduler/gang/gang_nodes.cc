@@ -24,7 +24,7 @@ std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeRep
   } else {
     NodeInfo info{name, *cluster, node_labels(*cluster, report.node), batch};
     if (auto t = node_taints_.find(name); t != node_taints_.end()) info.taints = t->second;
-    if (auto added = core_.clusters().upsert_node(info, now); !added) {
+    if (auto added = core_.upsert_node(info, now); !added) {
       spdlog::warn("report for node {}: {}", report.node, added.error().message);
       return ReportRefusal::kUnknownCluster;
     }
@@ -71,8 +71,8 @@ void GangScheduler::observe_node(const std::string& cluster, const std::string& 
   const bool relabelled = known != labels;
   known = labels;
   if (auto id = core_.clusters().find_node(name)) {
-    if (relabelled) core_.clusters().set_labels(*id, node_labels(cluster, node));
-    core_.clusters().set_taints(*id, taints);
+    if (relabelled) core_.set_node_labels(*id, node_labels(cluster, node));
+    core_.set_node_taints(*id, taints);
   }
 }
 
@@ -84,7 +84,7 @@ void GangScheduler::set_cluster_available(const std::string& cluster, bool avail
 void GangScheduler::tick() {
   std::lock_guard lock(mu_);
   const int64_t now = now_s();
-  for (NodeId id : core_.clusters().refresh_health(now, options_.staleness)) {
+  for (NodeId id : core_.refresh_health(now, options_.staleness)) {
     const Node& n = core_.clusters().node(id);
     if (n.health != NodeHealth::kDegraded || !nodes_) continue;
     const auto slash = n.name.find('/');

@@ -10,8 +10,8 @@ namespace gleaner::scheduler::gang {
 
 void GangScheduler::track_loose(Tracked& t) {
   // Only pods bound outside our jobs: theirs is room nobody else may place into.
-  if (t.loose_node || t.deleting || !t.gang.empty() || t.view.node.empty() ||
-      terminal_phase(t.view.phase)) {
+  if (t.deleting || !t.gang.empty() || t.view.node.empty() || terminal_phase(t.view.phase) ||
+      core_.foreign_pod_node(t.view.uid)) {
     return;
   }
   // Other pods' usage is already outside the batch the agent reports, unless they
@@ -19,20 +19,12 @@ void GangScheduler::track_loose(Tracked& t) {
   if (!t.view.ours && !t.view.batch) return;
   auto id = core_node(t.view.cluster, t.view.node);
   if (!id) return;
-  core_.clusters().acquire(*id, t.view.request, false);
-  t.loose_node = id;
-  t.loose_amount = t.view.request;
+  core_.account_foreign_pod(t.view.uid, *id, t.view.request);
 }
 
 void GangScheduler::release_loose(Tracked& t) {
-  if (!t.loose_node) return;
-  if (t.regular_in_core) {
-    core_.release_extra_executor(*t.loose_node, t.loose_amount, t.view.regular);
-  } else {
-    core_.clusters().release(*t.loose_node, t.loose_amount, false);
-  }
+  core_.release_foreign_pod(t.view.uid);
   t.regular_in_core = false;
-  t.loose_node.reset();
 }
 
 void GangScheduler::track_regular(Tracked& t) {
@@ -65,11 +57,11 @@ void GangScheduler::push_regular(const std::string& name) {
   if (!id) return;
   auto alloc = node_allocatable_.find(name);
   if (alloc == node_allocatable_.end()) {
-    core_.clusters().set_regular_outside(*id, std::nullopt);
+    core_.set_regular_outside(*id, std::nullopt);
     return;
   }
   auto used = regular_outside_used_.find(name);
-  core_.clusters().set_regular_outside(
+  core_.set_regular_outside(
       *id, alloc->second - (used == regular_outside_used_.end() ? Resources{} : used->second),
       alloc->second);
 }

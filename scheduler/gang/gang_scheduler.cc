@@ -102,7 +102,7 @@ void GangScheduler::observe_pod(const PodView& pod) {
   if (!pod.node.empty()) {
     // First seen bound, ours: an earlier process bound it (a restart, a failover).
     if (first_seen && pod.ours) adopt_bound(t);
-    if (!was_bound || !t.loose_node) track_loose(t);
+    track_loose(t);  // once: the core counts its room once per pod
     return;
   }
   if (pod.ours) observe_ours_unbound(t);
@@ -308,15 +308,14 @@ void GangScheduler::attach_waiting(Gang& g) {
       // the job's cluster, accounted as a pod of its own.
       const NodeSelector selector =
           merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
-      auto node = core_.place_extra_executor(*g.job, t.view.request, t.view.regular, &selector);
+      auto node =
+          core_.place_extra_executor(t.view.uid, *g.job, t.view.request, t.view.regular, &selector);
       if (!node) {
         event(t, "GleanerNoRoom", node.error().message, false);
         ++it;
         continue;
       }
       t.gang.clear();
-      t.loose_node = *node;
-      t.loose_amount = t.view.request;
       t.regular_in_core = true;
       track_regular(t);  // now the core's: not counted on the node a second time
       const std::string& full = core_.clusters().node(*node).name;

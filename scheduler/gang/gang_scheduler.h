@@ -320,13 +320,12 @@ class GangScheduler {
   };
   struct Tracked {
     PodView view;
-    std::string gang;                  // key, "" for pods outside gangs
-    int index = -1;                    // core pod index
-    std::optional<NodeId> loose_node;  // accounted outside any job (bound elsewhere)
-    Resources loose_amount;
+    std::string gang;       // key, "" for pods outside gangs
+    int index = -1;         // core pod index
     bool deleting = false;  // we asked for its deletion: its room is already released
     // Its cpu/memory requests counted on this node's regular allocatable (pods outside
-    // our jobs), or held in the core for an executor placed beyond its gang.
+    // our jobs), or held in the core for an executor placed beyond its gang (the core
+    // holds the batch room of such pods and of pods bound elsewhere by their UID).
     std::string regular_node;  // core node name
     Resources regular_amount;
     bool regular_in_core = false;

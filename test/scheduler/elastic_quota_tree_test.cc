@@ -60,7 +60,7 @@ TEST(ElasticQuotaTree, AnAnnotationSetsQueuesBlockingOrNonBlocking) {
   auto quotas = QuotaTree::build(c->queues, c->root_max);
   ASSERT_TRUE(quotas.ok());
   Scheduler s(SchedulerPolicy{}, *quotas, ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"n1", "c1", {}, Resources{4000, 16 * kGi}}, 0);
+  (void)*s.upsert_node(NodeInfo{"n1", "c1", {}, Resources{4000, 16 * kGi}}, 0);
   auto job = [&](const std::string& name, const std::string& queue, int64_t cpu, int64_t at) {
     JobSpec spec;
     spec.name = name;
@@ -136,7 +136,7 @@ TEST(ElasticQuotaTree, ReplacedTreeKeepsJobsInTheirQueuesAndChargesAdmittedOnes)
   auto first = QuotaTree::build({QueueSpec{"a", "root", std::nullopt, Resources{2000, 8 * kGi}}});
   ASSERT_TRUE(first.ok());
   Scheduler s({}, std::move(*first), ClusterState());
-  ASSERT_TRUE(s.clusters().upsert_node(NodeInfo{"n1", "c1", {}, {8000, 64 * kGi}}, 0).ok());
+  ASSERT_TRUE(s.upsert_node(NodeInfo{"n1", "c1", {}, {8000, 64 * kGi}}, 0).ok());
   JobSpec small{"small", "a", 0, 0, {1000, kGi}, {}, 0, {}};
   JobSpec big{"big", "a", 0, 1, {2000, kGi}, {}, 0, {}};
   ASSERT_TRUE(s.submit(small).ok());

@@ -13,8 +13,8 @@ namespace {
 TEST(MemberAvailability, AnUnavailableMemberIsSkippedUntilItIsBack) {
   Scheduler s(SchedulerPolicy{}, *QuotaTree::build({}), ClusterState());
   const Resources core{1000, kGi, 0};
-  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, Resources{4000, 4 * kGi, 0}}, 0);
-  (void)*s.clusters().upsert_node(NodeInfo{"b-1", "b", {}, Resources{8000, 8 * kGi, 0}}, 0);
+  (void)*s.upsert_node(NodeInfo{"a-1", "a", {}, Resources{4000, 4 * kGi, 0}}, 0);
+  (void)*s.upsert_node(NodeInfo{"b-1", "b", {}, Resources{8000, 8 * kGi, 0}}, 0);
   const ClusterId a = *s.clusters().find_cluster("a");
   const ClusterId b = *s.clusters().find_cluster("b");
   s.set_cluster_available(a, false);

@@ -32,7 +32,7 @@ TEST(ReclaimVictims, AJobHoldingOnlyGpusIsNotPreemptedToMakeCpuRoom) {
               *QuotaTree::build({QueueSpec{"a", "root", cores(8), std::nullopt, std::nullopt},
                                  QueueSpec{"b", "root", std::nullopt, std::nullopt, std::nullopt}}),
               ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"n1", "c", {}, cores(8, 4)}, 0);
+  (void)*s.upsert_node(NodeInfo{"n1", "c", {}, cores(8, 4)}, 0);
   // b borrows the whole node: a GPU-only training job (no cpu or memory) and two 4-core
   // Spark applications. The GPU job has the lowest priority: it is the first candidate.
   JobSpec gpu_only;
@@ -62,8 +62,8 @@ TEST(ReclaimVictims, AJobOnNodesTheWaitingJobCannotUseIsSpared) {
               *QuotaTree::build({QueueSpec{"a", "root", cores(8), std::nullopt, std::nullopt},
                                  QueueSpec{"b", "root", std::nullopt, std::nullopt, std::nullopt}}),
               ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"n1", "c", {{"pool", "x"}}, cores(4)}, 0);
-  (void)*s.clusters().upsert_node(NodeInfo{"n2", "c", {{"pool", "y"}}, cores(4)}, 0);
+  (void)*s.upsert_node(NodeInfo{"n1", "c", {{"pool", "x"}}, cores(4)}, 0);
+  (void)*s.upsert_node(NodeInfo{"n2", "c", {{"pool", "y"}}, cores(4)}, 0);
   JobSpec on_x = spark("b-x", 0, 0, "b");
   on_x.node_selector = NodeSelector{{{"pool", "x"}}, {}};
   JobSpec on_y = spark("b-y", 0, 5, "b");

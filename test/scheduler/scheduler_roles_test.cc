@@ -21,7 +21,7 @@ struct Fixture {
       : s(SchedulerPolicy{}, *QuotaTree::build(queues), ClusterState()) {}
   NodeId node(const std::string& name, const std::string& cluster, Resources batch,
               Labels labels = {}) {
-    return *s.clusters().upsert_node(NodeInfo{name, cluster, std::move(labels), batch}, 0);
+    return *s.upsert_node(NodeInfo{name, cluster, std::move(labels), batch}, 0);
   }
   Scheduler s;
 };
@@ -38,8 +38,8 @@ JobSpec pytorch(const std::string& name, int workers, int64_t gpus_each) {
 // Clusters a and b of 8 cores each, and a 6-core job that may go to b only (b is then
 // busy); returns that job.
 JobId a_and_busy_b(Scheduler& s) {
-  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
-  (void)*s.clusters().upsert_node(NodeInfo{"b-1", "b", {}, cores(8)}, 0);
+  (void)*s.upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  (void)*s.upsert_node(NodeInfo{"b-1", "b", {}, cores(8)}, 0);
   JobSpec filler = pytorch("filler", 1, 0);
   filler.allowed_clusters = std::vector<std::string>{"b"};
   return *s.submit(filler);
@@ -104,7 +104,7 @@ TEST(SchedulerRoles, EachRoleHonoursItsOwnSelector) {
   EXPECT_EQ(nodes, (std::vector<std::string>{"fast", "fast", "fast"}));
 
   // Once "fast" is full, a second job waits although "plain" has room.
-  ASSERT_TRUE(f.s.clusters().report(*f.s.clusters().find_node("fast"), cores(12), 1).ok());
+  ASSERT_TRUE(f.s.report_node(*f.s.clusters().find_node("fast"), cores(12), 1).ok());
   spec.name = "tf-2";
   JobId other = *f.s.submit(spec);
   f.s.schedule(2);
@@ -160,7 +160,7 @@ TEST(SchedulerRoles, PlacementAllowsOnlyTheNamedClusters) {
 TEST(SchedulerRoles, AJobAskingForGpusDoesNotHoldBackTheSameShapeWithout) {
   Fixture f;
   const NodeId n = f.node("a-1", "a", cores(8));
-  f.s.clusters().set_regular_outside(n, Resources{8000, 8 * kGi, 0});  // no GPU on the node
+  f.s.set_regular_outside(n, Resources{8000, 8 * kGi, 0});  // no GPU on the node
   JobSpec gpu;
   gpu.name = "gpu";
   gpu.driver = cores(1);
@@ -264,8 +264,8 @@ TEST(SchedulerRoles, NoBackOffWhenNoOtherClusterCouldEverTakeIt) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 100;
   Scheduler s(policy, *QuotaTree::build({}), ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"gpu-1", "gpu", {}, cores(8, 4)}, 0);
-  (void)*s.clusters().upsert_node(NodeInfo{"cpu-1", "cpu", {}, cores(64)}, 0);
+  (void)*s.upsert_node(NodeInfo{"gpu-1", "gpu", {}, cores(8, 4)}, 0);
+  (void)*s.upsert_node(NodeInfo{"cpu-1", "cpu", {}, cores(64)}, 0);
   JobId id = *s.submit(pytorch("train", 1, 1));  // GPUs: only "gpu" can ever hold it
   s.schedule(0);
   ASSERT_EQ(s.check_timeouts(100).size(), 1u);
@@ -277,7 +277,7 @@ TEST(SchedulerRoles, WithNowhereElseToGoAReclaimedJobReturnsAtOnce) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 100;
   Scheduler s(policy, *QuotaTree::build({}), ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  (void)*s.upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
   JobId id = *s.submit(pytorch("j", 1, 0));
   s.schedule(0);
   ASSERT_EQ(s.check_timeouts(100).size(), 1u);
@@ -306,7 +306,7 @@ TEST(SchedulerRoles, AFleetJobBacksOffEvenWithNowhereElseToGo) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 100;
   Scheduler s(policy, *QuotaTree::build({}), ClusterState());
-  (void)*s.clusters().upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
+  (void)*s.upsert_node(NodeInfo{"a-1", "a", {}, cores(8)}, 0);
   JobSpec spec = pytorch("j", 1, 0);
   spec.back_off_without_alternative = true;
   JobId id = *s.submit(spec);

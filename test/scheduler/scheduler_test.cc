@@ -20,7 +20,7 @@ struct Fixture {
       : s(policy, *QuotaTree::build(queues), ClusterState()) {
     for (auto& [name, n] : nodes) {
       std::string cluster = name.substr(0, name.find('-'));
-      (void)*s.clusters().upsert_node(NodeInfo{name, cluster, {}, cores(n)}, 0);
+      (void)*s.upsert_node(NodeInfo{name, cluster, {}, cores(n)}, 0);
     }
   }
   JobId submit(const std::string& name, int64_t at, int executors, int32_t priority = 0,
@@ -220,7 +220,7 @@ TEST(Scheduler, SelectorMatchingNoNodeIsUnschedulableWithItsReason) {
   EXPECT_EQ(ds[0].kind, DecisionKind::kUnschedulable);
   EXPECT_EQ(f.s.job(id).reason, "no node matches the node selector (pool=gpu)");
   // A node labelled later makes it placeable; a new selector is judged again.
-  f.s.clusters().set_labels(*f.s.clusters().find_node("c-n1"), {{"pool", "gpu"}});
+  f.s.set_node_labels(*f.s.clusters().find_node("c-n1"), {{"pool", "gpu"}});
   EXPECT_EQ(f.admitted(f.s.schedule(1)), std::vector<std::string>{"j"});
   JobSpec k{"k", "", 0, 2, cores(1), {}, 0, {}};
   JobId kid = *f.s.submit(k);
@@ -386,8 +386,8 @@ TEST(Scheduler, PodsThatKeepCpuRequestsNeedRegularAllocatableToo) {
   const NodeId n1 = *f.s.clusters().find_node("c-n1");
   const NodeId n2 = *f.s.clusters().find_node("c-n2");
   // n1 has the batch room but LS requests leave it half a core of regular allocatable.
-  f.s.clusters().set_regular_outside(n1, Resources{500, 8 * kGi});
-  f.s.clusters().set_regular_outside(n2, Resources{500, 8 * kGi});
+  f.s.set_regular_outside(n1, Resources{500, 8 * kGi});
+  f.s.set_regular_outside(n2, Resources{500, 8 * kGi});
   JobSpec spec{"burstable", "", 0, 1, cores(1), {}, 0, {}};
   spec.driver_regular = cores(1);
   const JobId id = *f.s.submit(spec);
@@ -397,7 +397,7 @@ TEST(Scheduler, PodsThatKeepCpuRequestsNeedRegularAllocatableToo) {
       << f.s.job(id).reason;
   // Room made on n2's regular allocatable (an LS pod went): the driver goes there, though
   // n1 has more batch room.
-  f.s.clusters().set_regular_outside(n2, Resources{4000, 8 * kGi});
+  f.s.set_regular_outside(n2, Resources{4000, 8 * kGi});
   f.s.schedule(3);
   ASSERT_EQ(f.s.job(id).phase, JobPhase::kAdmitted);
   EXPECT_EQ(f.s.job(id).pods[0].node, n2);
