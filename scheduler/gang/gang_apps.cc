@@ -27,25 +27,25 @@ std::optional<JobId> GangScheduler::job_of(const std::string& cluster, const std
                                            const std::string& name, const std::string& kind) const {
   std::lock_guard lock(mu_);
   const std::string placed = placed_key(kind, cluster, ns, name);
-  auto it = gangs_.find(placed);
-  if (it == gangs_.end()) it = gangs_.find(app_key(kind, cluster, ns, name));
-  if (it == gangs_.end()) {
+  auto it = book_.find(placed);
+  if (it == book_.end()) it = book_.find(app_key(kind, cluster, ns, name));
+  if (it == book_.end()) {
     if (auto elsewhere = placed_apps_.find(placed); elsewhere != placed_apps_.end())
-      it = gangs_.find(elsewhere->second);
+      it = book_.find(elsewhere->second);
   }
-  if (it == gangs_.end()) return std::nullopt;
+  if (it == book_.end()) return std::nullopt;
   return it->second.job;
 }
 
 void GangScheduler::observe_app(const AppView& app) {
   std::lock_guard lock(mu_);
   const std::string key = app_key(app.kind, app.cluster, app.ns, app.name);
-  auto it = gangs_.find(key);
+  auto it = book_.find(key);
   if (!app.placement.empty()) {
     // Decided (by us before a restart, or it is a copy we made): nothing to place.
     return;
   }
-  if (it != gangs_.end()) {
+  if (it != book_.end()) {
     // Already queued. A hub's policy or its members' labels and taints may have changed
     // since: a job still waiting goes by the members allowed now.
     Gang& g = it->second;
@@ -69,7 +69,7 @@ void GangScheduler::observe_app(const AppView& app) {
   g.app_kind = app.kind;
   g.first_seen = steady_s();
   // Kept (without a job when it cannot be placed) so that each warning is written once.
-  Gang& added = gangs_[key] = std::move(g);
+  Gang& added = book_[key] = std::move(g);
   if (!app.suspended && !app.hub) {
     // Its operator may already be running it here: placing it elsewhere could run it
     // twice. Its pods are scheduled in this cluster like any application's.
@@ -95,15 +95,15 @@ void GangScheduler::observe_app(const AppView& app) {
 void GangScheduler::forget_app(const std::string& cluster, const std::string& ns,
                                const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto it = gangs_.find(app_key(kind, cluster, ns, name));
+  auto it = book_.find(app_key(kind, cluster, ns, name));
   if (auto placed = placed_apps_.find(placed_key(kind, cluster, ns, name));
       placed != placed_apps_.end()) {
     // Placed already. Released in its own cluster and still waiting for its driver:
     // that driver will not come, the room goes back. Copied elsewhere: the copy is an
     // application of that cluster now and keeps its room.
-    it = gangs_.find(placed->second);
+    it = book_.find(placed->second);
     placed_apps_.erase(placed);
-    if (it == gangs_.end()) return;
+    if (it == book_.end()) return;
     // A hub's application is the hub object (its copy is deleted with it), and a placement
     // never recorded made no copy that could own the room: the job ends here, wherever it
     // stood, and nothing about it is retried or reclaimed later.
@@ -113,9 +113,9 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
       return;
     }
   }
-  if (it == gangs_.end()) {
-    it = gangs_.find(placed_key(kind, cluster, ns, name));
-    if (it != gangs_.end() && it->second.replica_gang) {
+  if (it == book_.end()) {
+    it = book_.find(placed_key(kind, cluster, ns, name));
+    if (it != book_.end() && it->second.replica_gang) {
       // A cluster's own training job deleted: its queued or held room goes now (its
       // pods, if any, are deleted with it and hold nothing more).
       Gang& g = it->second;
@@ -123,14 +123,14 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
         if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
       }
       if (g.members.empty() && g.waiting.empty()) {
-        if (g.job) job_gang_.erase(*g.job);
-        gangs_.erase(it);
+        if (g.job) book_.unlink_job(*g.job);
+        book_.erase(it);
       }
       return;
     }
     // A copy made here for another cluster's application, deleted before its driver
     // came: its room goes back (once pods exist, they leave with their own deletion).
-    if (it == gangs_.end() || it->second.origin.empty() || it->second.origin == cluster ||
+    if (it == book_.end() || it->second.origin.empty() || it->second.origin == cluster ||
         !it->second.members.empty() || !it->second.waiting.empty()) {
       return;
     }
@@ -143,38 +143,38 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
       core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
     if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
   }
-  if (it->second.job) job_gang_.erase(*it->second.job);
-  gangs_.erase(it);
+  if (it->second.job) book_.unlink_job(*it->second.job);
+  book_.erase(it);
 }
 
-void GangScheduler::end_app_gang(std::map<std::string, Gang>::iterator it) {
+void GangScheduler::end_app_gang(GangBook::iterator it) {
   Gang& g = it->second;
   if (g.job && !job_over(*g.job)) {
     if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
   }
   release_pods(g);
-  if (g.job) job_gang_.erase(*g.job);
-  gangs_.erase(it);
+  if (g.job) book_.unlink_job(*g.job);
+  book_.erase(it);
 }
 
 void GangScheduler::place_app(const std::string& key, JobId job) {
-  auto it = gangs_.find(key);
-  if (it == gangs_.end()) return;
+  auto it = book_.find(key);
+  if (it == book_.end()) return;
   const Job& j = core_.job(job);
   const std::string target = core_.clusters().cluster_name(*j.cluster);
   Gang g = std::move(it->second);
-  gangs_.erase(it);
+  book_.erase(it);
   const std::string placed = placed_key(g.app_kind, target, g.ns, g.name);
-  if (gangs_.contains(placed)) {
+  if (book_.contains(placed)) {
     // Another application of that name holds the key there (often the copy of an earlier
     // origin of this name, about to be deleted with it): the room goes back and the
     // application is submitted again after app_retry_seconds.
     if (Status s = core_.withdraw(job); !s) spdlog::warn("{}", s.error().message);
-    job_gang_.erase(job);
+    book_.unlink_job(job);
     g.job.reset();
     g.resubmit_at = steady_s() + options_.app_retry_seconds;
     app_retry_gangs_.insert(key);
-    Gang& back = gangs_[key] = std::move(g);
+    Gang& back = book_[key] = std::move(g);
     app_event(back, "GleanerPending",
               "chosen member cluster " + target +
                   " still has another application of this name; placement tried again",
@@ -196,16 +196,16 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
   g.cluster = target;
   g.key = placed;
   g.last_event.clear();
-  job_gang_[job] = placed;
+  book_.link_job(job, placed);
   placed_apps_[placed_key(g.app_kind, g.origin, g.ns, g.name)] = placed;
-  send_place_app(gangs_.emplace(placed, std::move(g)).first->second);
+  send_place_app(book_.emplace(placed, std::move(g)).first->second);
 }
 
 void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
-  auto it = gangs_.find(key);
-  if (it == gangs_.end() || !it->second.job) return;
+  auto it = book_.find(key);
+  if (it == book_.end() || !it->second.job) return;
   Gang g = std::move(it->second);
-  gangs_.erase(it);
+  book_.erase(it);
   const std::string member = g.cluster;
   if (actions_) {
     // The hub forgets the placement, then asks `member` to delete the copy: queued behind
@@ -227,8 +227,8 @@ void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
   g.members.clear();
   g.waiting.clear();
   g.last_event.clear();
-  job_gang_[*g.job] = g.key;
-  Gang& back = gangs_[g.key] = std::move(g);
+  book_.link_job(*g.job, g.key);
+  Gang& back = book_[g.key] = std::move(g);
   app_event(back, "GleanerReclaimed",
             "reclaimed from member cluster " + member + " (" + d.reason +
                 "); its copy there is deleted and it is placed again",
@@ -261,7 +261,7 @@ void GangScheduler::app_recorded(const std::string& origin, const std::string& n
   std::lock_guard lock(mu_);
   auto placed = placed_apps_.find(placed_key(kind, origin, ns, name));
   if (placed == placed_apps_.end()) return;
-  if (auto it = gangs_.find(placed->second); it != gangs_.end()) it->second.app_recorded = true;
+  if (auto it = book_.find(placed->second); it != book_.end()) it->second.app_recorded = true;
 }
 
 void GangScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,

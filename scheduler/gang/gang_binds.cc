@@ -42,8 +42,8 @@ const char* cause_of(ErrorCode code) {
 std::optional<std::string> GangScheduler::bind_target(const Tracked& t) const {
   std::optional<NodeId> node;
   if (!t.gang.empty() && t.index >= 0) {
-    auto g = gangs_.find(t.gang);
-    if (g == gangs_.end() || !g->second.job) return std::nullopt;
+    auto g = book_.find(t.gang);
+    if (g == book_.end() || !g->second.job) return std::nullopt;
     const Job& j = core_.job(*g->second.job);
     if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return std::nullopt;
     const auto index = static_cast<size_t>(t.index);
@@ -103,8 +103,8 @@ void GangScheduler::bind_done(const std::string& cluster, const std::string& uid
 }
 
 void GangScheduler::give_up_binding(Tracked& t, const std::string& why) {
-  auto g = gangs_.find(t.gang);
-  if (g == gangs_.end() || !g->second.job || t.index < 0) return;  // its own room: keep trying
+  auto g = book_.find(t.gang);
+  if (g == book_.end() || !g->second.job || t.index < 0) return;  // its own room: keep trying
   Gang& gang = g->second;
   for (const auto& [index, uid] : gang.members) {
     auto p = pods_.find(uid);
@@ -149,7 +149,7 @@ void GangScheduler::retry_binds() {
     Tracked& t = p->second;
     if (now - r.first_failed >= static_cast<double>(ttl) && !t.gang.empty()) {
       // Half bound for longer than the reservation TTL: the gang is placed again whole.
-      const JobId job = *gangs_[t.gang].job;
+      const JobId job = *book_[t.gang].job;
       const std::string reason = "pod " + t.view.name + " could not be bound within the " +
                                  "reservation TTL (" + std::to_string(ttl) +
                                  "s) while others of its gang were";

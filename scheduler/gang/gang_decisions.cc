@@ -10,9 +10,9 @@ namespace gleaner::scheduler::gang {
 
 void GangScheduler::handle(const std::vector<Decision>& decisions) {
   for (const Decision& d : decisions) {
-    auto key = job_gang_.find(d.job);
-    if (key == job_gang_.end()) continue;
-    Gang& g = gangs_[key->second];
+    const std::string* key = book_.key_of_job(d.job);
+    if (key == nullptr) continue;
+    Gang& g = book_[*key];
     switch (d.kind) {
       case DecisionKind::kAdmit:
         if (g.replica_gang) {
@@ -28,7 +28,7 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
           // or wait for the driver its operator re-creates (after a reclaim).
           if (g.cluster.empty()) {
             counters_.admitted(steady_s() - g.first_seen);
-            place_app(std::string(key->second), d.job);
+            place_app(std::string(*key), d.job);
           }
           break;
         }
@@ -38,8 +38,8 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
           // back now) and a driver that appears later starts a new job.
           if (Status s = core_.withdraw(d.job); !s) spdlog::warn("{}", s.error().message);
           g.job.reset();
-          if (g.waiting.empty()) gangs_.erase(key->second);
-          job_gang_.erase(key);
+          if (g.waiting.empty()) book_.erase(*key);
+          book_.unlink_job(d.job);
           break;
         }
         counters_.admitted(steady_s() - g.first_seen);
@@ -57,7 +57,7 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
         }
         counters_.reclaimed(d.job, d.reason);
         reclaim(g, d);
-        if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(key->second), d);
+        if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(*key), d);
         break;
       case DecisionKind::kUnschedulable:
       case DecisionKind::kReservationExpired:

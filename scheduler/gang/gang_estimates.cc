@@ -27,7 +27,7 @@ int32_t GangScheduler::unschedulable_pods(const std::string& cluster, const std:
   if (!managed) return 0;
   const double now = steady_s();
   int32_t pods = 0;
-  for (const auto& [key, g] : gangs_) {
+  for (const auto& [key, g] : book_) {
     if (g.ns != ns || g.name != name || !g.job) continue;
     if (g.cluster != *managed && g.origin != *managed) continue;
     if (now - g.first_seen < threshold_seconds) continue;

@@ -98,8 +98,8 @@ void GangScheduler::tick() {
   // Executors beyond their gang (dynamic allocation) waiting for room take what others gave
   // back on this pass (a scale-down, a finished job), not at the next resync.
   for (auto it = waiting_gangs_.begin(); it != waiting_gangs_.end();) {
-    auto g = gangs_.find(*it);
-    if (g == gangs_.end() || g->second.waiting.empty()) {
+    auto g = book_.find(*it);
+    if (g == book_.end() || g->second.waiting.empty()) {
       it = waiting_gangs_.erase(it);
       continue;
     }
@@ -108,15 +108,15 @@ void GangScheduler::tick() {
   }
   // A pending job's reason is written once.
   for (JobId id : core_.pending_jobs()) {
-    auto key = job_gang_.find(id);
-    if (key == job_gang_.end()) continue;
-    if (auto g = gangs_.find(key->second); g != gangs_.end()) emit_pending_event(g->second);
+    const std::string* key = book_.key_of_job(id);
+    if (key == nullptr) continue;
+    if (auto g = book_.find(*key); g != book_.end()) emit_pending_event(g->second);
   }
   // Placements not yet recorded are sent again; applications are submitted again.
   const double steady = steady_s();
   for (auto it = app_retry_gangs_.begin(); it != app_retry_gangs_.end();) {
-    auto g = gangs_.find(*it);
-    if (g == gangs_.end() || !retry_app_placement(g->second, steady)) {
+    auto g = book_.find(*it);
+    if (g == book_.end() || !retry_app_placement(g->second, steady)) {
       it = app_retry_gangs_.erase(it);
     } else {
       ++it;

@@ -27,7 +27,7 @@ void GangScheduler::adopt_bound(Tracked& t) {
     const bool queued_only = (v.role == PodRole::kReplica || v.role == PodRole::kMember) &&
                              core_.job(*g.job).phase == JobPhase::kPending;
     if (!queued_only || !core_.withdraw(*g.job)) return;
-    job_gang_.erase(*g.job);
+    book_.unlink_job(*g.job);
     g.job.reset();
     for (const auto& [index, uid] : g.members) {
       if (auto p = pods_.find(uid); p != pods_.end()) p->second.index = -1;
@@ -57,8 +57,8 @@ void GangScheduler::recover_gangs() {
   const double now = steady_s();
   const auto ttl = core_.policy().reservation_ttl_seconds;
   for (auto it = recovering_gangs_.begin(); it != recovering_gangs_.end();) {
-    auto g = gangs_.find(*it);
-    if (g == gangs_.end()) {
+    auto g = book_.find(*it);
+    if (g == book_.end()) {
       it = recovering_gangs_.erase(it);
       continue;
     }
@@ -77,7 +77,7 @@ void GangScheduler::recover_gangs() {
       ++it;
       continue;
     }
-    if (!gang.job && gang.members.empty() && gang.waiting.empty()) gangs_.erase(g);
+    if (!gang.job && gang.members.empty() && gang.waiting.empty()) book_.erase(g);
     it = recovering_gangs_.erase(it);
   }
 }
@@ -178,7 +178,7 @@ bool GangScheduler::resume_gang(Gang& g) {
     return false;
   }
   g.job = *id;
-  job_gang_[*id] = g.key;
+  book_.link_job(*id, g.key);
   end_recovery();
   counters_.gang_recovered("resumed");
   for (const auto& [index, p] : at) {
@@ -273,8 +273,8 @@ void GangScheduler::partial_gauges(StateGauges& out) const {
     out.oldest_partial_gang_seconds = std::max(out.oldest_partial_gang_seconds, now - since);
   };
   for (const std::string& key : recovering_gangs_) {
-    auto g = gangs_.find(key);
-    if (g != gangs_.end() && g->second.recovering) count(key, g->second.partial_since);
+    auto g = book_.find(key);
+    if (g != book_.end() && g->second.recovering) count(key, g->second.partial_since);
   }
   for (const auto& [uid, retry] : bind_retries_) {
     auto p = pods_.find(uid);

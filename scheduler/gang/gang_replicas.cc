@@ -29,18 +29,18 @@ bool same_role(const std::string& a, const std::string& b) {
 void GangScheduler::observe_replica(Tracked& t) {
   PodView& v = t.view;
   const std::string key = v.cluster + "/" + v.ns + "/" + v.gang;
-  auto it = gangs_.find(key);
-  if (it != gangs_.end() && it->second.recovering) {
+  auto it = book_.find(key);
+  if (it != book_.end() && it->second.recovering) {
     // Found partly bound after a restart: it waits for the job resumed around the others.
     t.gang = key;
     wait_in(it->second, v.uid);
     return;
   }
-  if (v.shape && (it == gangs_.end() || !it->second.job || job_over(*it->second.job))) {
+  if (v.shape && (it == book_.end() || !it->second.job || job_over(*it->second.job))) {
     // No room held for the job (the cluster's own, or a hub's copy placed before a
     // restart): the first of its pods queues it whole, in this cluster.
-    Gang& g = gangs_[key];
-    if (g.job) job_gang_.erase(*g.job);  // an earlier job of this name, over
+    Gang& g = book_[key];
+    if (g.job) book_.unlink_job(*g.job);  // an earlier job of this name, over
     g.job.reset();
     g.key = key;
     g.cluster = v.cluster;
@@ -62,7 +62,7 @@ void GangScheduler::observe_replica(Tracked& t) {
     submit(g, *v.shape, v.priority, v.queue);
     return;
   }
-  if (it == gangs_.end() || !it->second.job) {
+  if (it == book_.end() || !it->second.job) {
     if (!v.waiting_for.empty()) {
       // Its job is not known yet: placed alone it could split the gang. The informer's
       // next look at the pod (an update, or the resync) tries again.

@@ -76,8 +76,8 @@ bool GangScheduler::adopt_bound_elsewhere(Tracked& t) {
       (v.role != PodRole::kDriver && v.role != PodRole::kExecutor)) {
     return false;
   }
-  auto it = gangs_.find(v.cluster + "/" + v.ns + "/" + v.gang);
-  if (it == gangs_.end() || !it->second.job || it->second.replica_gang) return false;
+  auto it = book_.find(v.cluster + "/" + v.ns + "/" + v.gang);
+  if (it == book_.end() || !it->second.job || it->second.replica_gang) return false;
   Gang& g = it->second;
   const Job& j = core_.job(*g.job);
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return false;

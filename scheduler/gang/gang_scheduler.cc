@@ -33,7 +33,7 @@ Status GangScheduler::set_quotas(const std::vector<QueueSpec>& queues,
   // Jobs that named no queue belong to their namespace's leaf as the new tree has it (a job
   // admitted before any tree existed leaves `default` for its team's queue).
   std::map<JobId, std::string> moves;
-  for (const auto& [key, g] : gangs_) {
+  for (const auto& [key, g] : book_) {
     if (!g.job || !g.named_queue.empty()) continue;
     auto q = namespace_queue.find(g.ns);
     moves[*g.job] = q != namespace_queue.end() ? q->second : "";
@@ -86,13 +86,13 @@ void GangScheduler::observe_pod(const PodView& pod) {
   t.view = pod;
   adopt_bound_elsewhere(t);
   track_regular(t);
-  if (!t.gang.empty() && !gangs_.contains(t.gang)) {
+  if (!t.gang.empty() && !book_.contains(t.gang)) {
     // Its gang ended while it waited (its run was over): it is a pod of its own again.
     t.gang.clear();
     t.index = -1;
   }
   if (!t.gang.empty()) {
-    auto g = gangs_.find(t.gang);
+    auto g = book_.find(t.gang);
     if (g->second.job && t.index >= 0 && !pod.node.empty() && pod.phase == "Running") {
       core_.pod_running(*g->second.job, t.index, now_s());
     }
@@ -108,10 +108,10 @@ void GangScheduler::observe_pod(const PodView& pod) {
   if (pod.ours) observe_ours_unbound(t);
 }
 
-GangScheduler::Gang& GangScheduler::gang_of_pod(const PodView& v) {
+Gang& GangScheduler::gang_of_pod(const PodView& v) {
   const std::string name = v.gang.empty() ? v.name : v.gang;
   const std::string key = v.cluster + "/" + v.ns + "/" + name;
-  Gang& g = gangs_[key];
+  Gang& g = book_[key];
   if (g.key.empty()) {
     g.key = key;
     g.cluster = v.cluster;
@@ -204,7 +204,7 @@ void GangScheduler::observe_ours_unbound(Tracked& t) {
 
 void GangScheduler::start_new_run(Gang& g) {
   release_pods(g);
-  job_gang_.erase(*g.job);
+  book_.unlink_job(*g.job);
   g.job.reset();
   g.first_seen = steady_s();
   g.last_event.clear();
@@ -239,7 +239,7 @@ void GangScheduler::submit(Gang& g, const GangShape& shape, int32_t priority,
     return;
   }
   g.job = *id;
-  job_gang_[*id] = g.key;
+  book_.link_job(*id, g.key);
 }
 
 JobSpec GangScheduler::job_spec(Gang& g, const GangShape& shape, int32_t priority,
@@ -383,8 +383,8 @@ void GangScheduler::forget_pod(const PodView& pod) {
   pods_.erase(it);
   release_loose(t);
   release_regular(t);
-  auto g = gangs_.find(t.gang);
-  if (g == gangs_.end()) return;
+  auto g = book_.find(t.gang);
+  if (g == book_.end()) return;
   Gang& gang = g->second;
   gang.waiting.erase(pod.uid);
   if (auto m = gang.members.find(t.index); m != gang.members.end() && m->second == pod.uid) {
@@ -419,8 +419,8 @@ void GangScheduler::forget_pod(const PodView& pod) {
     }
   }
   if (gang.members.empty() && gang.waiting.empty() && (!gang.job || job_over(*gang.job))) {
-    if (gang.job) job_gang_.erase(*gang.job);
-    gangs_.erase(g);
+    if (gang.job) book_.unlink_job(*gang.job);
+    book_.erase(g);
   }
 }
 

@@ -34,6 +34,7 @@
 #include "reporter/wire/node_report.h"
 #include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_counters.h"
 
 namespace gleaner::scheduler::gang {
@@ -56,30 +57,6 @@ inline constexpr const char* kDefaultCluster = "default";
 // kReplica: a pod of a Kubeflow training job (training_kinds.h), known by its role
 // (replica type) and index within the role.
 enum class PodRole { kNone, kDriver, kExecutor, kMember, kReplica };
-
-inline constexpr const char* kSparkKind = "SparkApplication";
-
-// The gang of a job of `kind` named `name`: a SparkApplication's is its name (its driver
-// and executors carry it); another kind's is prefixed with the kind, so that a PyTorchJob
-// and a SparkApplication of one name in one namespace are two gangs.
-inline std::string gang_name(const std::string& kind, const std::string& name) {
-  return kind == kSparkKind ? name : kind + ":" + name;
-}
-
-// A gang's size as its owner declares it: a SparkApplication's driver and executors, or a
-// training job's roles.
-struct GangShape {
-  Resources driver;
-  Resources executor;
-  int executors = 0;
-  // Regular cpu/memory the pods request besides batch (pods not converted to batch
-  // resources): kubelet admits them against the node's regular allocatable.
-  Resources driver_regular;
-  Resources executor_regular;
-  // A training job's roles, the leader's (Master, Chief) first; given, the fields above
-  // are unused.
-  std::vector<RoleSpec> roles;
-};
 
 // What the live loop needs from a pod; scheduler/kube builds it from the Pod object.
 struct PodView {
@@ -271,53 +248,6 @@ class GangScheduler {
   [[nodiscard]] StateGauges gauges() const;
 
  private:
-  struct Gang {
-    std::string key;  // cluster/namespace/name
-    std::string cluster;
-    std::string ns;
-    std::string name;
-    bool pod_group = false;
-    int min_available = 0;
-    std::optional<JobId> job;
-    // The queue it named when submitted; "": its namespace's leaf of the quota tree, which
-    // it follows when the tree changes.
-    std::string named_queue;
-    // Where its pods may go (the driver's selector, or every member's).
-    NodeSelector selector;
-    // Submitted from a multi-cluster SparkApplication: `origin` is the cluster it was
-    // created in; `cluster` stays empty until the core chooses one, and its driver pod
-    // arrives only after the application is released or copied there.
-    std::string origin;
-    std::string app_uid;
-    std::string app_kind = kSparkKind;
-    // Placed: whether the placement is complete (decision recorded on the origin and,
-    // for another cluster, the copy created); until then kPlaceApp is sent again every
-    // app_retry_seconds (every step of it is idempotent).
-    bool app_recorded = false;
-    bool hub_origin = false;  // its origin is a fleet's hub
-    double app_retry_at = 0;
-    std::string app_message;
-    // What it was submitted with, to submit it again when the chosen cluster still held
-    // another application of its name (resubmit_at > 0: when).
-    GangShape app_shape;
-    std::string app_queue;
-    int32_t app_priority = 0;
-    std::optional<std::vector<std::string>> app_allowed;  // a hub application's members
-    double resubmit_at = 0;
-    // A cluster's own training job, queued by its first pod (gang_replicas.cc): its pods
-    // wait in `waiting` until the whole job is admitted.
-    bool replica_gang = false;
-    std::map<int, std::string> members;  // core pod index -> pod uid
-    std::set<std::string> waiting;       // executors / members not in the job yet
-    double first_seen = 0;               // steady seconds, for admission latency
-    std::string last_event;
-    // Found partly bound (gang_recovery.cc): pods an earlier process bound (`adopted`, each
-    // holding its room as a pod of its own meanwhile) wait for the job to be resumed around
-    // them, since `partial_since` (steady seconds; also set while a member's binding fails).
-    bool recovering = false;
-    std::set<std::string> adopted;
-    double partial_since = 0;
-  };
   struct Tracked {
     PodView view;
     std::string gang;       // key, "" for pods outside gangs
@@ -361,7 +291,7 @@ class GangScheduler {
   void release_pods(Gang& g);
   // The application behind the gang is gone (a hub object deleted, or the origin found gone
   // before its placement was recorded): its job ends wherever it stood, nothing is retried.
-  void end_app_gang(std::map<std::string, Gang>::iterator it);
+  void end_app_gang(GangBook::iterator it);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
   // `uid` waits in `g` for room; the pass then looks at `g` (waiting_gangs_).
@@ -417,8 +347,7 @@ class GangScheduler {
   // bound there outside our jobs.
   std::map<std::string, Resources> node_allocatable_;
   std::map<std::string, Resources> regular_outside_used_;
-  std::map<std::string, Gang> gangs_;  // key
-  std::map<JobId, std::string> job_gang_;
+  GangBook book_;                              // the gangs, by key and by core job
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)
   // origin/ns/name of multi-cluster applications placed by this process -> gang key:

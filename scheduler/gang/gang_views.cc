@@ -49,11 +49,7 @@ Json GangScheduler::jobs_json() const {
     // The core counts a job's leader bound from its admission (its room is taken); the
     // view says whether a pod of the gang is bound to a node now (a driver still to be
     // created, or Pending, is not).
-    const Gang* gang = nullptr;
-    if (auto k = job_gang_.find(id); k != job_gang_.end()) {
-      auto g = gangs_.find(k->second);
-      if (g != gangs_.end() && g->second.job == id) gang = &g->second;
-    }
+    const Gang* gang = book_.gang_of_job(id);
     Json pods = Json::array();
     for (size_t i = 0; i < j.pods.size(); ++i) {
       const PodState& p = j.pods[i];
@@ -88,7 +84,7 @@ Json GangScheduler::jobs_json() const {
   // Pods known but in no job yet: executors whose driver has not come (or went), gang
   // members short of minAvailable. A pod that stays here says why it stays Pending.
   Json waiting = Json::array();
-  for (const auto& [key, g] : gangs_) {
+  for (const auto& [key, g] : book_) {
     if (g.waiting.empty()) continue;
     Json names = Json::array();
     for (const auto& uid : g.waiting)

@@ -1,0 +1,61 @@
+// The gang book on its own: gangs by key, and the index from core jobs back to them that
+// decisions go through.
+#include "scheduler/gang/gang_book.h"
+
+#include <gtest/gtest.h>
+
+namespace gleaner::scheduler::gang {
+// Named: test files share unity batches, and their anonymous namespaces merge there.
+namespace gang_book_test {
+namespace {
+
+TEST(GangBook, AJobLeadsBackToItsGangWhileTheGangIsThatJob) {
+  GangBook book;
+  Gang& g = book["c/ns/app"];
+  g.key = "c/ns/app";
+  g.job = 7;
+  book.link_job(7, g.key);
+  ASSERT_NE(book.key_of_job(7), nullptr);
+  EXPECT_EQ(*book.key_of_job(7), "c/ns/app");
+  EXPECT_EQ(book.gang_of_job(7), &book.find("c/ns/app")->second);
+  EXPECT_EQ(book.key_of_job(8), nullptr);
+  EXPECT_EQ(book.gang_of_job(8), nullptr);
+
+  // The gang started a new run as job 9: job 7's entry stays (its late decisions still
+  // find the key) but it is no longer that gang's job.
+  g.job = 9;
+  book.link_job(9, g.key);
+  ASSERT_NE(book.key_of_job(7), nullptr);
+  EXPECT_EQ(book.gang_of_job(7), nullptr);
+  EXPECT_EQ(book.gang_of_job(9), &book.find("c/ns/app")->second);
+
+  book.unlink_job(7);
+  EXPECT_EQ(book.key_of_job(7), nullptr);
+}
+
+TEST(GangBook, AGoneGangIsNoJobsGang) {
+  GangBook book;
+  book["c/ns/a"].job = 1;
+  book.link_job(1, "c/ns/a");
+  book.erase("c/ns/a");
+  EXPECT_FALSE(book.contains("c/ns/a"));
+  EXPECT_EQ(book.gang_of_job(1), nullptr);
+  ASSERT_NE(book.key_of_job(1), nullptr);  // until unlinked: the caller decides when
+  EXPECT_EQ(book.size(), 0u);
+}
+
+TEST(GangBook, AnApplicationMovedToItsPlacementKeyIsFoundThere) {
+  GangBook book;
+  Gang g;
+  g.key = "hub/ns/app";
+  g.job = 3;
+  auto [it, added] = book.emplace("placed:hub/ns/app", std::move(g));
+  ASSERT_TRUE(added);
+  book.link_job(3, "placed:hub/ns/app");
+  EXPECT_EQ(book.gang_of_job(3), &it->second);
+  EXPECT_FALSE(book.emplace("placed:hub/ns/app", Gang{}).second);  // one gang per key
+}
+
+}  // namespace
+}  // namespace gang_book_test
+}  // namespace gleaner::scheduler::gang
