@@ -288,11 +288,22 @@ bool Scheduler::pod_running(JobId id, int pod_index, int64_t now) {
 Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
   auto slot = executor_of(id, pod_index);
   if (!slot) return slot.error();
-  // The room stays accounted on its node (holds_room) for the replacement; until that
-  // one runs, not every pod of the job does. The reservation clock runs again for it.
+  // The room stays accounted on its node (holds_room) for the replacement unless that node
+  // is over-committed; until the replacement runs, not every pod of the job does. The
+  // reservation clock runs again for it.
   (*slot)->bound = false;
   (*slot)->running = false;
   Job& j = jobs_[id];
+  if (PodState& p = **slot; p.holds_room) {
+    // On a node whose batch capacity shrank below its use (report_node) the room goes
+    // back instead: the replacement binds where the cluster has room (bind_executor).
+    const Node& n = clusters_.node(p.node);
+    if (!n.used.fits_in(n.capacity())) {
+      const RoleSpec& role = j.role_of(static_cast<size_t>(pod_index));
+      clusters_.release(p.node, role.batch, false, role.regular);
+      p.holds_room = false;
+    }
+  }
   if (j.phase == JobPhase::kRunning) j.phase = JobPhase::kAdmitted;
   j.reservation_expires_at =
       std::max(j.reservation_expires_at, now + policy_.reservation_ttl_seconds);
@@ -376,26 +387,43 @@ Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
 Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resources& batch,
                                                      int64_t now) {
   if (Status s = clusters_.report(node, batch, now); !s) return s.error();
+  // A shrink never deletes a bound pod: the node is over-committed and takes nothing new
+  // until its use fits (every placement checks free room, negative here). Kubernetes and
+  // Koordinator do the same: kubelet's admission (pkg/kubelet/lifecycle/predicate.go)
+  // refuses new pods against allocatable and never evicts for a smaller allocatable;
+  // koord-manager only rewrites batch-cpu/batch-memory on the Node, and koordlet evicts
+  // BE pods on real pressure (pkg/koordlet/qosmanager/plugins/memoryevict,
+  // .../cpuevict). Those evictions reach the core as pod loss (lose_pod). Only room that
+  // is reserved and not yet bound goes back, lowest priority first, youngest job among
+  // equals, as far as the node needs; an executor that later comes binds where the
+  // cluster has room (bind_executor), as after a reservation expired.
   std::vector<Decision> out;
   const Node& n = clusters_.node(node);
-  while (!n.used.fits_in(n.capacity())) {
-    // The agent evicts the lowest-priority pods first; among equals the youngest job.
-    const Job* victim = nullptr;
-    for (JobId id : active_) {
-      const Job& j = jobs_[id];
-      bool here = std::any_of(j.pods.begin(), j.pods.end(),
-                              [&](const PodState& p) { return p.holds_room && p.node == node; });
-      if (!here) continue;
-      if (victim == nullptr || j.spec.priority < victim->spec.priority ||
-          (j.spec.priority == victim->spec.priority &&
-           std::tie(j.admitted_at, j.spec.name) >
-               std::tie(victim->admitted_at, victim->spec.name))) {
-        victim = &j;
-      }
+  std::vector<Job*> here;
+  for (JobId id : active_) {
+    Job& j = jobs_[id];
+    if (std::any_of(j.pods.begin(), j.pods.end(), [&](const PodState& p) {
+          return p.holds_room && !p.bound && p.node == node;
+        })) {
+      here.push_back(&j);
     }
-    if (victim == nullptr) break;
-    out.push_back(
-        lose_pod(victim->id, now, "lost pods: batch capacity of node " + n.name + " shrank"));
+  }
+  std::sort(here.begin(), here.end(), [](const Job* a, const Job* b) {
+    if (a->spec.priority != b->spec.priority) return a->spec.priority < b->spec.priority;
+    return std::tie(a->admitted_at, a->spec.name) > std::tie(b->admitted_at, b->spec.name);
+  });
+  for (Job* j : here) {
+    if (n.used.fits_in(n.capacity())) break;
+    for (size_t i = 1; i < j->pods.size() && !n.used.fits_in(n.capacity()); ++i) {
+      PodState& p = j->pods[i];
+      if (!p.holds_room || p.bound || p.node != node) continue;
+      const RoleSpec& role = j->role_of(i);
+      clusters_.release(p.node, role.batch, false, role.regular);
+      p.holds_room = false;
+    }
+    out.push_back(Decision{DecisionKind::kReservationExpired, j->id,
+                           "batch capacity of node " + n.name + " shrank"});
+    refresh_timer(*j);
   }
   return out;
 }

@@ -136,7 +136,9 @@ class Scheduler {
   // An executor of a running application went (Spark deletes executors on scale-down, on
   // failure, and at the end, and asks for replacements): the application goes on, and the
   // executor's room stays with the job, on the same node, for the executor that takes its
-  // place (bind_executor of the same index), reserved for reservation_ttl from `now`; a
+  // place (bind_executor of the same index), reserved for reservation_ttl from `now` (on a
+  // node over-committed by a batch shrink the room goes back and the replacement binds
+  // where the cluster has room); a
   // running job is admitted again until the replacement runs. Error: unknown id, the
   // driver's index, or a job not admitted or running.
   Status executor_gone(JobId id, int pod_index, int64_t now);
@@ -169,9 +171,11 @@ class Scheduler {
   bool release_foreign_pod(const std::string& key);
   // Where `key` holds room, if it does.
   [[nodiscard]] std::optional<NodeId> foreign_pod_node(const std::string& key) const;
-  // A node report with a new batch size. When it shrank below what is placed there, the
-  // lowest-priority jobs on the node lose their pods (as the agent would evict them) and
-  // are rescheduled, preferring another cluster.
+  // A node report with a new batch size. A shrink below what is placed there never loses a
+  // bound pod: the node is over-committed and nothing new goes there until its use fits;
+  // pods the node agent evicts arrive as pod loss (lose_pod). Executor room reserved there
+  // and not yet bound is released (kReservationExpired), lowest-priority jobs first, as far
+  // as the node needs.
   Result<std::vector<Decision>> report_node(NodeId node, const Resources& batch, int64_t now);
   // Driver start timeouts and reservation expiry due at `now`.
   std::vector<Decision> check_timeouts(int64_t now);

@@ -301,23 +301,6 @@ TEST(Scheduler, DriverRunningInTimeCancelsItsTimeout) {
   EXPECT_EQ(f.s.job(id).reschedules, 0);
 }
 
-TEST(Scheduler, BatchShrinkEvictsLowestPriorityJobOnThatNode) {
-  Fixture f({{"c-n1", 4}, {"c-n2", 4}});
-  f.submit("high", 0, 1, 100);
-  f.submit("low", 0, 1, 10);
-  f.s.schedule(0);
-  NodeId n1 = *f.s.clusters().find_node("c-n1");
-  // high: driver and executor on n1; low: driver spread to n2, executor packed onto n1.
-  // n1 holds 3 cores; shrinking it to 2 must evict low's executor and nothing of high.
-  auto ds = f.s.report_node(n1, cores(2), 30);
-  ASSERT_TRUE(ds.ok());
-  ASSERT_EQ(ds->size(), 1u);
-  EXPECT_EQ(f.s.job((*ds)[0].job).spec.name, "low");
-  EXPECT_EQ(f.s.job(*f.s.find_job("low")).reschedules, 1);
-  EXPECT_EQ(f.s.clusters().node(n1).used, cores(2));
-  EXPECT_EQ(f.s.job(*f.s.find_job("high")).phase, JobPhase::kAdmitted);
-}
-
 TEST(Scheduler, WithdrawnPendingJobLeavesItsQueue) {
   Fixture f({{"c-n1", 2}});
   JobId first = f.submit("first", 0, 1);
