@@ -30,8 +30,7 @@ std::optional<JobId> GangScheduler::job_of(const std::string& cluster, const std
   auto it = book_.find(placed);
   if (it == book_.end()) it = book_.find(app_key(kind, cluster, ns, name));
   if (it == book_.end()) {
-    if (auto elsewhere = placed_apps_.find(placed); elsewhere != placed_apps_.end())
-      it = book_.find(elsewhere->second);
+    if (const std::string* elsewhere = placer_.gang_of(placed)) it = book_.find(*elsewhere);
   }
   if (it == book_.end()) return std::nullopt;
   return it->second.job;
@@ -59,7 +58,7 @@ void GangScheduler::observe_app(const AppView& app) {
     }
     return;
   }
-  if (placed_apps_.contains(placed_key(app.kind, app.cluster, app.ns, app.name))) return;
+  if (placer_.placed(placed_key(app.kind, app.cluster, app.ns, app.name))) return;
   Gang g;
   g.key = key;
   g.ns = app.ns;
@@ -96,13 +95,12 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
                                const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
   auto it = book_.find(app_key(kind, cluster, ns, name));
-  if (auto placed = placed_apps_.find(placed_key(kind, cluster, ns, name));
-      placed != placed_apps_.end()) {
+  if (const std::string* placed = placer_.gang_of(placed_key(kind, cluster, ns, name))) {
     // Placed already. Released in its own cluster and still waiting for its driver:
     // that driver will not come, the room goes back. Copied elsewhere: the copy is an
     // application of that cluster now and keeps its room.
-    it = book_.find(placed->second);
-    placed_apps_.erase(placed);
+    it = book_.find(*placed);
+    placer_.forget(placed_key(kind, cluster, ns, name));
     if (it == book_.end()) return;
     // A hub's application is the hub object (its copy is deleted with it), and a placement
     // never recorded made no copy that could own the room: the job ends here, wherever it
@@ -172,8 +170,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
     if (Status s = core_.withdraw(job); !s) spdlog::warn("{}", s.error().message);
     book_.unlink_job(job);
     g.job.reset();
-    g.resubmit_at = steady_s() + options_.app_retry_seconds;
-    app_retry_gangs_.insert(key);
+    placer_.resubmit_later(g, key, steady_s());
     Gang& back = book_[key] = std::move(g);
     app_event(back, "GleanerPending",
               "chosen member cluster " + target +
@@ -197,7 +194,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
   g.key = placed;
   g.last_event.clear();
   book_.link_job(job, placed);
-  placed_apps_[placed_key(g.app_kind, g.origin, g.ns, g.name)] = placed;
+  placer_.record(placed_key(g.app_kind, g.origin, g.ns, g.name), placed);
   send_place_app(book_.emplace(placed, std::move(g)).first->second);
 }
 
@@ -217,7 +214,7 @@ void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
     unplace.message = "reclaimed: " + d.reason;
     actions_(std::move(unplace));
   }
-  placed_apps_.erase(placed_key(g.app_kind, g.origin, g.ns, g.name));
+  placer_.forget(placed_key(g.app_kind, g.origin, g.ns, g.name));
   // No longer pinned to the member: any member the policy allows may take it.
   if (Status s = core_.set_node_selector(*g.job, g.selector); !s)
     spdlog::warn("{}", s.error().message);
@@ -236,8 +233,7 @@ void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
 }
 
 void GangScheduler::send_place_app(Gang& g) {
-  g.app_retry_at = steady_s() + options_.app_retry_seconds;
-  app_retry_gangs_.insert(g.key);
+  placer_.sent(g, steady_s());
   if (!actions_) return;
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
   a.app_kind = g.app_kind;
@@ -247,21 +243,21 @@ void GangScheduler::send_place_app(Gang& g) {
 }
 
 bool GangScheduler::retry_app_placement(Gang& g, double now) {
-  const bool unrecorded = !g.origin.empty() && !g.cluster.empty() && !g.app_recorded;
-  if (unrecorded && now >= g.app_retry_at) send_place_app(g);
-  if (!g.job && g.resubmit_at > 0 && now >= g.resubmit_at) {
+  const FleetPlacer::Due due = FleetPlacer::due(g, now);
+  if (due.send) send_place_app(g);
+  if (due.resubmit) {
     g.resubmit_at = 0;
     submit(g, g.app_shape, g.app_priority, g.app_queue);
   }
-  return unrecorded || (!g.job && g.resubmit_at > 0);
+  return due.keep;
 }
 
 void GangScheduler::app_recorded(const std::string& origin, const std::string& ns,
                                  const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto placed = placed_apps_.find(placed_key(kind, origin, ns, name));
-  if (placed == placed_apps_.end()) return;
-  if (auto it = book_.find(placed->second); it != book_.end()) it->second.app_recorded = true;
+  const std::string* placed = placer_.gang_of(placed_key(kind, origin, ns, name));
+  if (placed == nullptr) return;
+  if (auto it = book_.find(*placed); it != book_.end()) it->second.app_recorded = true;
 }
 
 void GangScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,

@@ -114,14 +114,10 @@ void GangScheduler::tick() {
   }
   // Placements not yet recorded are sent again; applications are submitted again.
   const double steady = steady_s();
-  for (auto it = app_retry_gangs_.begin(); it != app_retry_gangs_.end();) {
-    auto g = book_.find(*it);
-    if (g == book_.end() || !retry_app_placement(g->second, steady)) {
-      it = app_retry_gangs_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  placer_.retry_each([&](const std::string& key) {
+    auto g = book_.find(key);
+    return g != book_.end() && retry_app_placement(g->second, steady);
+  });
 }
 
 }  // namespace gleaner::scheduler::gang

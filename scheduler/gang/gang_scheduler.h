@@ -34,6 +34,7 @@
 #include "reporter/wire/node_report.h"
 #include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/scheduler.h"
+#include "scheduler/gang/fleet_placer.h"
 #include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_counters.h"
 
@@ -350,15 +351,12 @@ class GangScheduler {
   GangBook book_;                              // the gangs, by key and by core job
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)
-  // origin/ns/name of multi-cluster applications placed by this process -> gang key:
-  // one decision per application, even before the origin's informer shows it.
-  std::map<std::string, std::string> placed_apps_;
+  // Multi-cluster applications placed by this process, and placements to send again.
+  FleetPlacer placer_{options_.app_retry_seconds};
   uint64_t submissions_ = 0;  // numbers core job names
   // Gangs a pass must look at besides those of pending jobs (a superset: keys of gangs gone
-  // or done are dropped as the pass meets them): pods waiting in them, or a placement to
-  // send again or an application to submit again.
+  // or done are dropped as the pass meets them): pods waiting in them.
   std::set<std::string> waiting_gangs_;
-  std::set<std::string> app_retry_gangs_;
 
   // The gang a pod of ours belongs to (its application, pod group, or the pod alone),
   // created empty when new.
