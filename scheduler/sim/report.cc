@@ -62,8 +62,9 @@ nlohmann::ordered_json Simulator::report() const {
       }
       out["preemptions"] = preemptions;
       out["reschedules"] = reschedules;
-      if (!jobs_[i].executor_losses.empty() || !jobs_[i].events.empty())
+      if (!jobs_[i].executor_losses.empty() || !jobs_[i].events.empty() || r.evicted > 0)
         out["executorsReplaced"] = r.replaced;
+      if (r.evicted > 0) out["executorsEvicted"] = r.evicted;
       if (!jobs_[i].executor_requests.empty()) {
         int waiting = 0;
         for (const auto& [uid, pod] : pods_)

@@ -39,12 +39,19 @@ Result<ScenarioNode> parse_node(const Json& n, const std::string& p,
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string cp = p + ".changes[" + std::to_string(i) + "]";
       const Json& c = (*it)[i];
-      GLEANER_CHECK(only_known(c, cp, {"at", "batch"}));
+      GLEANER_CHECK(only_known(c, cp, {"at", "batch", "evict"}));
       GLEANER_TRY(at, get_count(c, cp, "at"));
       if (!at) return invalid_field(cp + ".at", "required");
       if (!c.contains("batch")) return invalid_field(cp + ".batch", "required");
       GLEANER_TRY(b, get_resources(c["batch"], cp + ".batch"));
-      node.changes.push_back(NodeChange{*at, b});
+      int64_t evict = 0;
+      if (auto e = c.find("evict"); e != c.end()) {
+        GLEANER_TRY(freed, get_resources(*e, cp + ".evict"));
+        if (freed.memory_bytes <= 0 || freed.cpu_milli != 0 || freed.gpus != 0)
+          return invalid_field(cp + ".evict", "expected a memory amount only");
+        evict = freed.memory_bytes;
+      }
+      node.changes.push_back(NodeChange{*at, b, evict});
     }
     std::stable_sort(node.changes.begin(), node.changes.end(),
                      [](const NodeChange& a, const NodeChange& b) { return a.at < b.at; });

@@ -24,6 +24,9 @@ namespace gleaner::scheduler::sim {
 struct NodeChange {
   int64_t at = 0;
   Resources batch;
+  // Memory the node's agent frees by evicting executors after this report (its memory
+  // eviction under pressure); 0: none.
+  int64_t evict_memory = 0;
 };
 
 struct ScenarioNode {

@@ -125,6 +125,7 @@ void Simulator::handle(const Event& e) {
       break;
     case Kind::kNodeChange:
       report_node(e.a, nodes_[e.a].changes[e.b].batch);
+      if (const int64_t m = nodes_[e.a].changes[e.b].evict_memory; m > 0) evict_memory(e.a, m);
       break;
     case Kind::kPodRunning:
       pod_running(e.pod);
@@ -171,6 +172,40 @@ void Simulator::handle(const Event& e) {
       break;
     case Kind::kTick:
       break;  // the pass after every instant checks the timeouts
+  }
+}
+
+void Simulator::evict_memory(uint32_t node, int64_t memory) {
+  const ScenarioNode& n = nodes_[node];
+  const std::string cluster = n.info.cluster.empty() ? "default" : n.info.cluster;
+  std::vector<const Pod*> victims;
+  for (const auto& [uid, pod] : pods_) {
+    if (pod.executor && !pod.request && pod.view.node == n.info.name &&
+        pod.view.cluster == cluster) {
+      victims.push_back(&pod);
+    }
+  }
+  // The agent's order (agent/qos/evict.h): lowest priority, then the largest user; the
+  // youngest among equals (executor names count up).
+  std::sort(victims.begin(), victims.end(), [](const Pod* a, const Pod* b) {
+    const auto& x = a->view;
+    const auto& y = b->view;
+    return std::make_tuple(x.priority, -x.request.memory_bytes, -std::ssize(x.name), y.name) <
+           std::make_tuple(y.priority, -y.request.memory_bytes, -std::ssize(y.name), x.name);
+  });
+  std::vector<std::pair<std::string, uint32_t>> chosen;  // uid, scenario job
+  for (const Pod* p : victims) {
+    if (memory <= 0) break;
+    memory -= p->view.request.memory_bytes;
+    chosen.emplace_back(p->view.uid, p->job);
+  }
+  for (const auto& [uid, job] : chosen) {
+    delete_pod(uid, "Failed");
+    Run& r = runs_[job];
+    ++r.evicted;
+    if (r.core_jobs.empty()) continue;
+    const JobId core = r.core_jobs.back();
+    push(now_, Kind::kExecutorReplaced, job, 0, core, core_view(core).attempt);
   }
 }
 

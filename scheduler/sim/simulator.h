@@ -124,6 +124,7 @@ class Simulator {
     std::optional<uint32_t> scheduled;  // the admission whose end and churn are scheduled
     int start_timeouts = 0;             // consecutive driver start timeouts
     int replaced = 0;
+    int evicted = 0;  // executors the node agent evicted
     int extras_placed = 0;
     int executors_created = 0;  // Spark executor pods created (names them)
   };
@@ -143,6 +144,10 @@ class Simulator {
             std::string pod = "");
   void handle(const Event& e);
   void report_node(uint32_t node, const Resources& batch);
+  // The node agent's memory eviction: executors on `node` are deleted, lowest job priority
+  // first, then the largest memory request, then the youngest, until `memory` is freed;
+  // Spark asks for a replacement of each at once.
+  void evict_memory(uint32_t node, int64_t memory);
 
   // --- the cluster's part ---
   void submit(uint32_t job);

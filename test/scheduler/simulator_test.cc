@@ -74,12 +74,29 @@ TEST(Simulator, BlockingHoldsTheSmallJobBackNonBlockingLetsItThrough) {
   EXPECT_EQ(outcomes(run("nonblocking.json")), nonblocking);
 }
 
-TEST(Simulator, LsSurgeReschedulesIntoTheSecondCluster) {
+TEST(Simulator, LsSurgeKeepsTheRunningJobAndSendsTheNextOneElsewhere) {
+  // c1's node shrinks below etl-1's use at 30 s and its agent evicts 4Gi of executors:
+  // etl-1 keeps running in c1 (two executors replaced there once the node grows back at
+  // 60 s); etl-2, submitted meanwhile, goes to c2.
   Json doc = run("ls-surge-reschedule.json");
-  std::map<std::string, std::string> want{{"etl-1", "Completed c2 30-130 0/1"}};
+  std::map<std::string, std::string> want{{"etl-1", "Completed c1 0-100 0/0"},
+                                          {"etl-2", "Completed c2 40-90 0/0"}};
   EXPECT_EQ(outcomes(doc), want);
-  for (const Json& pod : doc["jobs"][0]["pods"])
-    EXPECT_EQ(pod["node"], "c2-n1");
+  const Json& etl1 = doc["jobs"][0];
+  EXPECT_EQ(etl1["executorsEvicted"], 2);
+  EXPECT_EQ(etl1["executorsReplaced"], 2);
+  for (const Json& pod : etl1["pods"])
+    EXPECT_EQ(pod["node"], "c1-n1");
+}
+
+TEST(Simulator, AnEvictionOnlyNamesMemory) {
+  const char* text = R"({"nodes": [{"name": "n", "batch": {"cpu": "2", "memory": "4Gi"},
+    "changes": [{"at": 5, "batch": {"cpu": "1", "memory": "4Gi"}, "evict": {"cpu": "1"}}]}],
+    "jobs": []})";
+  auto out = simulate(text, "inline");
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.error().message.find("nodes[0].changes[0].evict"), std::string::npos)
+      << out.error().message;
 }
 
 TEST(Simulator, StalledDriverIsReclaimedAfterTheTimeout) {
