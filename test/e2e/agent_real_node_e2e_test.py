@@ -22,7 +22,8 @@ BestEffort) share the node. The test drives the LS service's load and shows: the
 lists both pods from kubelet; the executor's cgroup gets the agent's BE settings; the BE
 quota falls when LS CPU rises and the executor's CPU use stays under it; the batch CPU the
 agent reports reaches the Node through the scheduler, falls under LS load and comes back
-after it; the NodeMetric is written; after the agent stops every value it changed is
+after it, and the Spark application placed on that batch room keeps running across the
+shrink (a shrink never deletes a running pod); the NodeMetric is written; after the agent stops every value it changed is
 kubelet's again; after the test no cgroup or process is left.
 
 Root only (real cgroups; exit 77, skipped, otherwise). Usage:
@@ -45,7 +46,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "spark"))
 import scratch_cgroups  # noqa: E402
 from colocation_harness import (APISERVER, BATCH_CPU, BATCH_MEMORY, EMULATOR,  # noqa: E402
                                 EXAMPLES, PYTHON, SCRIPT, SPARK)
-from e2e_harness import (find_doc, load_yaml, make_certificates, node_report,  # noqa: E402
+from e2e_harness import (find_doc, load_yaml, make_certificates,  # noqa: E402
                          run_with_bin_dir)
 from real_node_harness import LS_NS, LS_POD, NODE, RealNodeHarness, free_port  # noqa: E402
 
@@ -132,22 +133,17 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
     # --- the tests ---------------------------------------------------------------------------
     def test_be_executor_is_held_under_ls_load_and_restored(self):
         found = self.found_values()
-        # This agent does not report: the scheduler takes a job off a node whose reported
-        # batch room shrinks below what is placed there, and the LS load below (or any
-        # other work of the machine) shrinks it. The node's batch room comes from one
-        # report, as an agent would post it; test_batch_cpu_follows_ls_load covers reports.
-        agent = self.start_agent(report=False)
+        # The agent's own reports drive the node's batch room throughout (usage averaged
+        # over 5 s, so it follows the LS load within seconds): the LS surge below shrinks
+        # it, and the scheduler must not take the running job off the node for that.
+        agent = self.start_agent(metricAggregateDurationSeconds=5)
         agent.wait_line(r"pods from kubelet localhost", 20)
         # The agent lists the LS pod from kubelet's /pods: its name, which the cgroup tree
         # alone would not give it.
         self.wait_for("the agent's series of the LS pod", lambda: (
             LS_NS, LS_POD) in self.agent_pods(), 20)
-        memory = int(self.node(NODE)["status"]["capacity"]["memory"][:-2]) * 1024
-        status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(node_report(
-            NODE, 1, "hand-written", 1000, 4 << 30, cluster="default", capacity=(2000, memory))),
-            self.report_token)
-        self.assertEqual(status, 200, body)
-        self.wait_for("batch room on the Node", lambda: self.batch_cpu() == 1000, 20)
+        idle_batch = self.wait_for("1200m of batch-cpu on the Node", lambda: (
+            lambda b: b if b is not None and b >= 1200 else None)(self.batch_cpu()), 60)
 
         # A Spark job: its executor is made a BE pod by the colocation webhook and placed
         # on the batch room the agent reports.
@@ -156,9 +152,10 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
         ns, name = app["metadata"]["namespace"], app["metadata"]["name"]
         # One executor doing real CPU work (tasks of 0.5 s, back to back) on up to one core
         # (its coreLimit, which the webhook makes its batch-cpu limit and the agent its CFS
-        # quota), with requests that fit what a 2-CPU node lends to batch.
+        # quota), requesting that core: the job holds 1100m of batch-cpu, more than the
+        # LS surge leaves.
         app["spec"]["driver"].update(coreRequest="100m", memory="256m", memoryOverhead="128m")
-        app["spec"]["executor"].update(instances=1, cores=1, coreRequest="200m", coreLimit="1",
+        app["spec"]["executor"].update(instances=1, cores=1, coreRequest="1", coreLimit="1",
                                        memory="256m", memoryOverhead="128m")
         app["spec"].setdefault("sparkConf", {}).update({
             "spark.kubernetes.allocation.batch.delay": "100ms",
@@ -176,7 +173,8 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
         main = next(c for c in executor["spec"]["containers"]
                     if c["name"] == "spark-kubernetes-executor")
         batch_request = int(main["resources"]["requests"][BATCH_CPU])
-        self.assertEqual(batch_request, 200)
+        self.assertEqual(batch_request, 1000)
+        held = batch_request + 100  # and the driver's
         exec_dir, exec_containers = self.pod_dirs(executor, "kubepods/besteffort")
         exec_main = exec_containers["spark-kubernetes-executor"]
         self.wait_for("the agent's series of the executor, class BE", lambda: self.agent_pods(
@@ -204,6 +202,11 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
             lambda lim: lim if lim is not None and lim >= 0.5 else None)(
             self.be_limit_cores()), 120)
         load = self.start_load()
+        # The batch room shrinks under the surge below what the job holds; the job keeps
+        # running on the node.
+        shrunk = self.wait_for("the Node's batch-cpu below the job's %dm under LS load" % held,
+                               lambda: (lambda b: b if b is not None and b < held else None)(
+                                   self.batch_cpu()), 40)
         limit = self.wait_for("the BE quota down by 0.3 cores, below the executor's core",
                               lambda: (lambda lim: lim if lim is not None and lim <= min(
                                   idle_limit - 0.3, 0.9) else None)(self.be_limit_cores()), 30)
@@ -214,10 +217,20 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
         # CFS holds a group to its quota each period; 0.05 cores for the window's edges.
         self.assertLessEqual(rate, highest + 0.05, "the executor runs over the BE quota")
         load.stop()
+        grown = self.wait_for("the Node's batch-cpu back after the load", lambda: (
+            lambda b: b if b is not None and b >= shrunk + 300 else None)(self.batch_cpu()), 40)
+        self.log("batch-cpu %dm before the surge, %dm under it, %dm after; the job holds "
+                 "%dm" % (idle_batch, shrunk, grown, held))
 
+        # Across the surge and the shrink: the same executor and driver, still running,
+        # and the scheduler never reclaimed the job.
         driver = self.pod(ns, name + "-driver")
-        self.assertEqual(self.pods(ns, "spark-role=executor")[0]["metadata"]["uid"],
-                         executor["metadata"]["uid"], "the executor was replaced")
+        self.assertEqual(driver["status"].get("phase"), "Running", driver["status"])
+        executors = self.pods(ns, "spark-role=executor")
+        self.assertEqual([p["metadata"]["uid"] for p in executors],
+                         [executor["metadata"]["uid"]], "the executor was deleted or replaced")
+        self.assertEqual(executors[0]["status"].get("phase"), "Running")
+        self.assertEqual(self.job(ns, name)["reschedules"], 0)
         self.stop_agent_and_check(found, [(executor, "kubepods/besteffort"),
                                           (driver, "kubepods/besteffort")])
         self.custom.delete_namespaced_custom_object(*SPARK[:2], ns, SPARK[2], name)
