@@ -298,11 +298,7 @@ Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
     // On a node whose batch capacity shrank below its use (report_node) the room goes
     // back instead: the replacement binds where the cluster has room (bind_executor).
     const Node& n = clusters_.node(p.node);
-    if (!n.used.fits_in(n.capacity())) {
-      const RoleSpec& role = j.role_of(static_cast<size_t>(pod_index));
-      clusters_.release(p.node, role.batch, false, role.regular);
-      p.holds_room = false;
-    }
+    if (!n.used.fits_in(n.capacity())) release_executor_room(j, static_cast<size_t>(pod_index));
   }
   if (j.phase == JobPhase::kRunning) j.phase = JobPhase::kAdmitted;
   j.reservation_expires_at =
@@ -366,6 +362,13 @@ Status Scheduler::set_allowed_clusters(JobId id, std::optional<std::vector<std::
   return ok_status();
 }
 
+void Scheduler::release_executor_room(Job& j, size_t pod_index) {
+  PodState& p = j.pods[pod_index];
+  const RoleSpec& role = j.role_of(pod_index);
+  clusters_.release(p.node, role.batch, false, role.regular);
+  p.holds_room = false;
+}
+
 Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
   Job& j = jobs_[id];
   if (j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning) {
@@ -399,6 +402,8 @@ Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resource
   // cluster has room (bind_executor), as after a reservation expired.
   std::vector<Decision> out;
   const Node& n = clusters_.node(node);
+  // Most reports change nothing that matters here: no walk over the jobs then.
+  if (n.used.fits_in(n.capacity())) return out;
   std::vector<Job*> here;
   for (JobId id : active_) {
     Job& j = jobs_[id];
@@ -416,10 +421,7 @@ Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resource
     if (n.used.fits_in(n.capacity())) break;
     for (size_t i = 1; i < j->pods.size() && !n.used.fits_in(n.capacity()); ++i) {
       PodState& p = j->pods[i];
-      if (!p.holds_room || p.bound || p.node != node) continue;
-      const RoleSpec& role = j->role_of(i);
-      clusters_.release(p.node, role.batch, false, role.regular);
-      p.holds_room = false;
+      if (p.holds_room && !p.bound && p.node == node) release_executor_room(*j, i);
     }
     out.push_back(Decision{DecisionKind::kReservationExpired, j->id,
                            "batch capacity of node " + n.name + " shrank"});
@@ -448,9 +450,7 @@ std::vector<Decision> Scheduler::check_timeouts(int64_t now) {
       for (size_t i = 1; i < j.pods.size(); ++i) {
         PodState& p = j.pods[i];
         if (p.holds_room && !p.bound) {
-          const RoleSpec& role = j.role_of(i);
-          clusters_.release(p.node, role.batch, false, role.regular);
-          p.holds_room = false;
+          release_executor_room(j, i);
           released = true;
         }
       }

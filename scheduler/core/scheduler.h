@@ -184,6 +184,8 @@ class Scheduler {
   [[nodiscard]] std::optional<int64_t> next_deadline() const;
 
  private:
+  // Executor `pod_index`'s room goes back to its node; it holds none afterwards.
+  void release_executor_room(Job& j, size_t pod_index);
   // Executor `pod_index` of an admitted or running job; errors as bind_executor's.
   Result<PodState*> executor_of(JobId id, int pod_index);
 
