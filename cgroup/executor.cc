@@ -38,22 +38,6 @@ const char* hierarchy_reason(FittedValue::Kind kind) {
 WriteExecutor::WriteExecutor(CgroupFs& fs, bool dry_run, const Clock* clock)
     : fs_(fs), dry_run_(dry_run), clock_(clock != nullptr ? clock : &system_clock()) {}
 
-void WriteExecutor::adopt_originals(const Originals& originals) {
-  // Files are found again from (resource, cgroup) under this run's root: the record's paths
-  // may name another mount point (a changed --cgroup-root), and are never trusted as paths.
-  for (const auto& [recorded, original] : originals) {
-    auto path = fs_.path_of(original.resource, original.cgroup);
-    if (!path) {
-      spdlog::warn("recorded original of {} ({}) has no file here: {}", original.cgroup,
-                   to_string(original.resource), path.error().describe());
-      continue;
-    }
-    FileWrite adopted = original;
-    adopted.path = *path;
-    originals_.insert_or_assign(*path, std::move(adopted));
-  }
-}
-
 std::vector<FileWrite> order_writes(const std::vector<FileWrite>& writes, CgroupVersion version) {
   std::vector<FileWrite> widen;
   std::vector<FileWrite> neutral;
@@ -102,6 +86,14 @@ std::vector<FileWrite> order_writes(const std::vector<FileWrite>& writes, Cgroup
 
 std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& writes,
                                            std::vector<Error>* rejected) {
+  // Planning a fit moves the clamps on; a plan shown before apply() must leave them as they
+  // are, or apply() would start from clamps its writes never made.
+  HeldClamps unchanged = held_;
+  return plan(writes, rejected, unchanged);
+}
+
+std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& writes,
+                                           std::vector<Error>* rejected, HeldClamps& held) {
   std::vector<FileWrite> resolved;
   auto reject = [&](const CgroupWrite& w, const Error& e) {
     auto& c = counters_[to_string(w.resource)];
@@ -145,7 +137,7 @@ std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& write
     if (hierarchy_rule(r, fs_.version()) == HierarchyRule::kNone) continue;
     const bool changes = std::any_of(resolved.begin(), resolved.end(),
                                      [&](const FileWrite& f) { return f.resource == r; });
-    if (changes) fit_hierarchy(r, writes, resolved);
+    if (changes) fit_hierarchy(r, writes, resolved, held);
   }
   auto ordered = order_writes(resolved, fs_.version());
   std::set<std::pair<Resource, std::string>> held_back;
@@ -161,7 +153,7 @@ std::vector<FileWrite> WriteExecutor::plan(const std::vector<CgroupWrite>& write
 }
 
 void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
-                                  std::vector<FileWrite>& resolved) {
+                                  std::vector<FileWrite>& resolved, HeldClamps& held_clamps) {
   const CgroupVersion v = fs_.version();
   std::map<std::string, std::string> wishes;
   std::map<std::string, std::string> reasons;
@@ -203,32 +195,10 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
     }
     add_subtree(cg);
   }
-  // A wish is kept only while its cgroup holds what it was clamped to: once the cgroup is
-  // gone, or someone else (kubelet resizing a container) wrote another value, the wish is
-  // stale and must not be written back over theirs.
-  auto& kept = held_[resource];
-  std::erase_if(kept, [&](const auto& entry) {
-    auto node = tree.find(entry.first);
-    if (node == tree.end()) return !fs_.exists(entry.first);
-    return node->second.value != entry.second.clamped_to;
-  });
-  std::map<std::string, std::string> held;
-  for (const auto& [cg, h] : kept)
-    held.emplace(cg, h.wish);
+  auto held =
+      held_clamps.standing(resource, tree, [&](const std::string& cg) { return fs_.exists(cg); });
   auto fitted = fit_to_ancestors(hierarchy_rule(resource, v), tree, wishes, held);
-  std::map<std::string, HeldWish> still;
-  for (const auto& [cg, wish] : held) {
-    auto fit = fitted.find(cg);
-    auto node = tree.find(cg);
-    if (fit != fitted.end()) {
-      still[cg] = {wish, fit->second.value};
-    } else if (node != tree.end()) {
-      still[cg] = {wish, node->second.value};
-    } else if (auto old = kept.find(cg); old != kept.end()) {
-      still[cg] = old->second;  // outside the subtrees looked at: as it was
-    }
-  }
-  kept = std::move(still);
+  held_clamps.keep(resource, held, fitted, tree);
 
   // Fitted values replace the asked ones where they stand (keeping the request order);
   // cgroups nobody asked about follow.
@@ -319,7 +289,7 @@ bool WriteExecutor::persist_originals() {
 
 ApplyReport WriteExecutor::apply(const std::vector<CgroupWrite>& writes) {
   std::vector<Error> rejected;
-  auto ordered = plan(writes, &rejected);
+  auto ordered = plan(writes, &rejected, held_);
   ApplyReport report = perform(std::move(ordered));
   report.rejected = std::move(rejected);
   return report;
@@ -401,20 +371,6 @@ bool WriteExecutor::narrows_over_refused(
     return r.first == w.resource && r.second.size() > prefix.size() &&
            r.second.compare(0, prefix.size(), prefix) == 0;
   });
-}
-
-void WriteExecutor::remember_weight_under_idle(const std::string& cgroup,
-                                               std::vector<std::string>& added) {
-  auto path = fs_.path_of(Resource::kCpuShares, cgroup);
-  if (!path) return;
-  auto current = fs_.read_cached(*path);
-  if (!current) return;
-  if (originals_
-          .try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
-                                        std::string(trim(*current)), "restore"})
-          .second) {
-    added.push_back(*path);
-  }
 }
 
 }  // namespace gleaner::cgroup

@@ -19,6 +19,7 @@
 
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/cgroup_write.h"
+#include "cgroup/held_clamp.h"
 #include "cgroup/hierarchy.h"
 #include "cgroup/resource.h"
 #include "cgroup/write_backoff.h"
@@ -79,7 +80,8 @@ class WriteExecutor {
   using FileWriter = std::function<Status(const std::string& path, std::string_view content)>;
   void set_writer(FileWriter writer) { writer_ = std::move(writer); }
 
-  // Resolves, reads current values, drops unchanged writes and orders the rest. Reads only.
+  // Resolves, reads current values, drops unchanged writes and orders the rest. Reads only,
+  // and changes nothing here either: apply() then makes exactly these writes.
   std::vector<FileWrite> plan(const std::vector<CgroupWrite>& writes,
                               std::vector<Error>* rejected = nullptr);
   // Plans, then writes in order (nothing is written in dry-run mode, only logged).
@@ -91,13 +93,20 @@ class WriteExecutor {
   [[nodiscard]] const Originals& originals() const { return originals_; }
   [[nodiscard]] const std::map<std::string, WriteCounters>& counters() const { return counters_; }
   [[nodiscard]] bool dry_run() const { return dry_run_; }
+  // The clamps held now (cgroup/held_clamp.h), and replacing them: a pass's writes depend
+  // on them, so the daemon records them with each pass and `plan` adopts them to replay it.
+  [[nodiscard]] std::vector<HeldClamp> held_clamps() const { return held_.list(); }
+  void adopt_held_clamps(const std::vector<HeldClamp>& clamps) { held_.adopt(clamps); }
 
  private:
+  // plan(), with `held` the clamps it starts from and leaves as the writes will.
+  std::vector<FileWrite> plan(const std::vector<CgroupWrite>& writes, std::vector<Error>* rejected,
+                              HeldClamps& held);
   ApplyReport perform(std::vector<FileWrite> ordered);
   // Replaces the resolved writes of a knob with a hierarchy rule by the values every cgroup
   // of the subtrees they touch must hold (cgroup/hierarchy.h).
   void fit_hierarchy(Resource resource, const std::vector<CgroupWrite>& requests,
-                     std::vector<FileWrite>& resolved);
+                     std::vector<FileWrite>& resolved, HeldClamps& held);
   // Records the value `w` finds, adding the paths of new originals to `added`;
   // persist_originals() hands the record to the persist hook (false: it failed).
   void remember_original(const FileWrite& w, std::vector<std::string>& added);
@@ -121,13 +130,7 @@ class WriteExecutor {
   bool recording_failed_ = false;
   SteadyTime persist_warned_at_{};
   WriteBackoff backoff_{*clock_};  // by path
-  // A clamped cgroup's wish, and the value it was clamped to (a cgroup found holding
-  // anything else was changed by someone else: the wish is dropped).
-  struct HeldWish {
-    std::string wish;
-    std::string clamped_to;
-  };
-  std::map<Resource, std::map<std::string, HeldWish>> held_;
+  HeldClamps held_;
   // Entering cpu.idle changes the group's weight as the kernel sees it (an idle group reads
   // a fixed weight, and leaving idle resets it to the default), so the weight found before
   // is remembered too and restore_all() puts it back after cpu.idle.

@@ -1,5 +1,6 @@
-// WriteExecutor::restore_all(): putting back every value the executor changed, in an
-// order and form the kernel accepts (cpu.idle before weights, parents widened first, v1
+// The WriteExecutor's originals: adopting an earlier run's record, the weight remembered on
+// entering cpu.idle, and restore_all(): putting back every value the executor changed, in
+// an order and form the kernel accepts (cpu.idle before weights, parents widened first, v1
 // cpusets kubelet copied from a narrowed parent, v2 cpusets that cannot inherit again).
 #include <algorithm>
 #include <functional>
@@ -12,6 +13,22 @@
 #include "common/strings.h"
 
 namespace gleaner::cgroup {
+
+void WriteExecutor::adopt_originals(const Originals& originals) {
+  // Files are found again from (resource, cgroup) under this run's root: the record's paths
+  // may name another mount point (a changed --cgroup-root), and are never trusted as paths.
+  for (const auto& [recorded, original] : originals) {
+    auto path = fs_.path_of(original.resource, original.cgroup);
+    if (!path) {
+      spdlog::warn("recorded original of {} ({}) has no file here: {}", original.cgroup,
+                   to_string(original.resource), path.error().describe());
+      continue;
+    }
+    FileWrite adopted = original;
+    adopted.path = *path;
+    originals_.insert_or_assign(*path, std::move(adopted));
+  }
+}
 
 ApplyReport WriteExecutor::restore_all() {
   std::vector<FileWrite> back;
@@ -102,6 +119,20 @@ void WriteExecutor::restore_inherited_cpusets(ApplyReport& report) {
     report.written.push_back(std::move(w));
   for (auto& f : second.failed)
     report.failed.push_back(std::move(f));
+}
+
+void WriteExecutor::remember_weight_under_idle(const std::string& cgroup,
+                                               std::vector<std::string>& added) {
+  auto path = fs_.path_of(Resource::kCpuShares, cgroup);
+  if (!path) return;
+  auto current = fs_.read_cached(*path);
+  if (!current) return;
+  if (originals_
+          .try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
+                                        std::string(trim(*current)), "restore"})
+          .second) {
+    added.push_back(*path);
+  }
 }
 
 }  // namespace gleaner::cgroup

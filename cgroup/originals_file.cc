@@ -17,14 +17,6 @@ namespace {
 
 constexpr int kFormat = 1;
 
-std::optional<Resource> resource_named(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(kLastResource); ++i) {
-    auto r = static_cast<Resource>(i);
-    if (name == to_string(r)) return r;
-  }
-  return std::nullopt;
-}
-
 Error corrupt(std::string_view where, const std::string& what) {
   return make_error(ErrorCode::kParse, std::string(where) + ": " + what);
 }

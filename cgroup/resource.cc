@@ -82,6 +82,13 @@ const char* to_string(Resource resource) {
   return spec_of(resource).name;
 }
 
+std::optional<Resource> resource_named(std::string_view name) {
+  for (const auto& spec : kTable) {
+    if (name == spec.name) return spec.resource;
+  }
+  return std::nullopt;
+}
+
 Status validate_value(Resource resource, std::string_view value) {
   if (!spec_of(resource).writable) return invalid(resource, value, "not a writable resource");
   if (resource == Resource::kCpusetCpus) {

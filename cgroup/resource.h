@@ -4,6 +4,7 @@
 // validated and converted). Call sites name a Resource and never spell a file name.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -60,6 +61,8 @@ struct ResourceSpec {
 
 const ResourceSpec& spec_of(Resource resource);
 const char* to_string(Resource resource);
+// The resource of a logical name ("cpu_quota"); nullopt for a name no row has.
+std::optional<Resource> resource_named(std::string_view name);
 
 // Checks a logical value before any write: ranges, formats.
 Status validate_value(Resource resource, std::string_view logical_value);

@@ -130,6 +130,8 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     err << kCmd << note << "\n";
 
   exec::KnobExecutor knobs(fs, rfs ? &*rfs : nullptr, opts.proc_root, opts.sys_root);
+  // The clamps the daemon's executor held as each pass began: its writes depend on them.
+  knobs.cgroups().adopt_held_clamps(record->held_clamps);
   const exec::KnobReport planned = knobs.plan(plan.writes, plan.resctrl, &plan.system);
   int code = 0;
   if (opts.apply) code = report_failures(knobs.apply(plan.writes, plan.resctrl, &plan.system), err);
@@ -152,6 +154,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     const Plan fast = step.fast({pass.node_cpu_milli, pass.non_be_cpu_milli, pass.stale, &reader});
     for (const auto& note : fast.notes)
       err << kCmd << "fast pass " << i << ": " << note << "\n";
+    knobs.cgroups().adopt_held_clamps(pass.held_clamps);
     const exec::KnobReport fast_planned = knobs.plan(fast.writes, fast.resctrl);
     if (opts.apply)
       code = std::max(code, report_failures(knobs.apply(fast.writes, fast.resctrl), err));

@@ -11,6 +11,7 @@ void Daemon::Impl::observe_tick(const step::TickInputs& in, const step::AgentMem
   ObservedTick tick{snapshot::to_snapshot_json(*in.snapshot),
                     {in.probe, before, in.fast_path_live, node_sampler->cpus()},
                     in.now_s};
+  tick.record.held_clamps = knobs->cgroups().held_clamps();
   if (opt.on_step) {
     StepObservation seen;
     seen.snapshot_file = tick.snapshot;
@@ -39,7 +40,8 @@ void Daemon::Impl::observe_fast_pass(const char* trigger, const step::FastInputs
                          .node_cpu_milli = in.node_cpu_milli,
                          .non_be_cpu_milli = in.non_be_cpu_milli,
                          .stale = in.stale,
-                         .memory = step->memory(now_s)}};
+                         .memory = step->memory(now_s),
+                         .held_clamps = knobs->cgroups().held_clamps()}};
   StepObservation seen;
   seen.snapshot_file = observed_tick->snapshot;
   step::add_step_record(seen.snapshot_file, record, observed_tick->now_s);

@@ -1,5 +1,6 @@
 #include "agent/step/step_record.h"
 
+#include <array>
 #include <cmath>
 
 #include "agent/qos/qos_engine.h"
@@ -197,6 +198,49 @@ Json memory_json(const AgentMemory& m, double now_s) {
   return agent;
 }
 
+// `heldClamps` of a pass (`at`: "heldClamps" or "fastPasses[0].heldClamps").
+Result<std::vector<cgroup::HeldClamp>> parse_held_clamps(const Json& list, const std::string& where,
+                                                         const std::string& at) {
+  if (!list.is_array()) return qos::record_field_error(where, at, "expected a list");
+  std::vector<cgroup::HeldClamp> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Json& e = list[i];
+    const std::string entry = at + "[" + std::to_string(i) + "]";
+    if (!e.is_object()) return qos::record_field_error(where, entry, "expected an object");
+    std::array<std::string, 4> fields;
+    constexpr std::array<const char*, 4> names = {"resource", "cgroup", "wish", "clampedTo"};
+    for (size_t f = 0; f < names.size(); ++f) {
+      auto it = e.find(names[f]);
+      if (it == e.end() || !it->is_string())
+        return qos::record_field_error(where, entry + "." + names[f], "expected a string");
+      fields[f] = it->get<std::string>();
+    }
+    // Only the knobs the kernel bounds by their parent's are ever clamped.
+    const auto resource = cgroup::resource_named(fields[0]);
+    if (!resource ||
+        (*resource != cgroup::Resource::kCpuQuota && *resource != cgroup::Resource::kCpusetCpus)) {
+      return qos::record_field_error(where, entry + ".resource",
+                                     "expected cpu_quota or cpuset_cpus");
+    }
+    // A cgroup is a path below the root: nothing that climbs out of it.
+    if (fields[1].find("..") != std::string::npos || fields[1].starts_with('/'))
+      return qos::record_field_error(where, entry + ".cgroup", "expected a relative cgroup path");
+    out.push_back({*resource, fields[1], fields[2], fields[3]});
+  }
+  return out;
+}
+
+Json held_clamps_json(const std::vector<cgroup::HeldClamp>& clamps) {
+  Json out = Json::array();
+  for (const auto& c : clamps) {
+    out.push_back({{"resource", cgroup::to_string(c.resource)},
+                   {"cgroup", c.cgroup},
+                   {"wish", c.wish},
+                   {"clampedTo", c.clamped_to}});
+  }
+  return out;
+}
+
 // fastPasses[i] (`entry`): its own fields, then its `agent` read as the snapshot's own, its
 // errors naming the entry before the field ("<file>: fastPasses[1]: agent.suppressArmed").
 Result<FastPassRecord> parse_fast_pass(const Json& e, const std::string& where,
@@ -241,17 +285,24 @@ Result<FastPassRecord> parse_fast_pass(const Json& e, const std::string& where,
     if (!memory) return memory.error();
     out.memory = std::move(*memory);
   }
+  if (const Json* held = field("heldClamps")) {
+    auto clamps = parse_held_clamps(*held, where, at + "heldClamps");
+    if (!clamps) return clamps.error();
+    out.held_clamps = std::move(*clamps);
+  }
   return out;
 }
 
 Json fast_pass_json(const FastPassRecord& p, double now_s) {
   auto quantity = [](int64_t milli) { return std::to_string(milli) + "m"; };
-  return {{"secondsAfterSnapshot", p.seconds_after},
-          {"trigger", p.trigger},
-          {"nodeCpu", quantity(p.node_cpu_milli)},
-          {"nonBeCpu", quantity(p.non_be_cpu_milli)},
-          {"stale", p.stale},
-          {"agent", memory_json(p.memory, now_s + p.seconds_after)}};
+  Json pass = {{"secondsAfterSnapshot", p.seconds_after},
+               {"trigger", p.trigger},
+               {"nodeCpu", quantity(p.node_cpu_milli)},
+               {"nonBeCpu", quantity(p.non_be_cpu_milli)},
+               {"stale", p.stale},
+               {"agent", memory_json(p.memory, now_s + p.seconds_after)}};
+  if (!p.held_clamps.empty()) pass["heldClamps"] = held_clamps_json(p.held_clamps);
+  return pass;
 }
 
 }  // namespace
@@ -273,6 +324,11 @@ Result<StepRecord> parse_step_record(const Json& doc, const std::string& where, 
       }
       out.cpus = cpus->get<int>();
     }
+  }
+  if (auto it = doc.find("heldClamps"); it != doc.end() && !it->is_null()) {
+    auto clamps = parse_held_clamps(*it, where, "heldClamps");
+    if (!clamps) return clamps.error();
+    out.held_clamps = std::move(*clamps);
   }
   if (auto it = doc.find("fastPasses"); it != doc.end() && !it->is_null()) {
     if (!it->is_array()) return qos::record_field_error(where, "fastPasses", "expected a list");
@@ -307,6 +363,7 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
   agent["fastPathLive"] = record.fast_path_live;
   if (record.cpus) agent["cpus"] = *record.cpus;
   doc["agent"] = agent;
+  if (!record.held_clamps.empty()) doc["heldClamps"] = held_clamps_json(record.held_clamps);
   if (!record.fast_passes.empty()) {
     Json passes = Json::array();
     for (const auto& p : record.fast_passes)

@@ -20,6 +20,14 @@
 // strategy saves and loads its part; agent/qos/strategy.h). Times are ages at the snapshot's
 // moment, so a record taken on one machine replays on another. Absent `probe`: no signal (as a node
 // without eBPF or PSI bound); absent `agent`: no history.
+//
+//   "heldClamps": [{"resource": "cpu_quota", "cgroup": "kubepods/besteffort/pod1/c1",
+//                   "wish": "150000", "clampedTo": "28500"}]
+//
+// `heldClamps` (beside `agent`, and in each fastPasses entry): the limits the cgroup
+// executor had clamped under a narrower parent as the pass began, each with the value asked
+// for, which it writes back once the parent widens (cgroup/held_clamp.h). The pass's writes
+// depend on them as on the tree, so `plan` starts its executor from them. Absent: none.
 // `fastPasses`: fast passes the daemon ran after the snapshot's tick, each with its fresh
 // sample and the step's memory as the pass began (its ages at the pass's own moment, which
 // is secondsAfterSnapshot after the snapshot's); the node facts they plan with are the tick's.
@@ -29,6 +37,7 @@
 #include <vector>
 
 #include "agent/step/agent_step.h"
+#include "cgroup/held_clamp.h"
 #include "common/json_fwd.h"
 #include "common/result.h"
 
@@ -43,6 +52,8 @@ struct FastPassRecord {
   bool stale = false;
   // The step's memory as the pass began: a wait seen between ticks has already moved it.
   AgentMemory memory;
+  // The executor's clamps as the pass began (its writes depend on them).
+  std::vector<cgroup::HeldClamp> held_clamps;
 };
 
 struct StepRecord {
@@ -53,6 +64,8 @@ struct StepRecord {
   // agent.cpus; nullopt in a record without it (`plan` then counts the Node's capacity).
   std::optional<int> cpus;
   std::vector<FastPassRecord> fast_passes;
+  // The executor's clamps as the tick's writes began.
+  std::vector<cgroup::HeldClamp> held_clamps;
 };
 
 // Reads `probe`, `agent` and `fastPasses` of a snapshot document; `now_s` is the moment ages count

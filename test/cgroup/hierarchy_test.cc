@@ -160,6 +160,50 @@ TEST(ExecutorHierarchy, AWishIsDroppedOnceSomeoneElseChangesTheCgroup) {
   EXPECT_EQ(t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "20000\n");
 }
 
+std::vector<std::string> lines_of(const std::vector<FileWrite>& writes) {
+  std::vector<std::string> out;
+  for (const auto& w : writes)
+    out.push_back(w.cgroup + " = " + w.content + " (" + w.reason + ")");
+  return out;
+}
+
+// A plan shown before apply() (the daemon's record of a pass, `plan --apply`) moves no
+// clamp on: apply() then makes the writes shown, and the container's wish survives.
+TEST(ExecutorHierarchy, APlanChangesNoHeldClamp) {
+  BatchLimitedV1 node;
+  WriteExecutor exec(node.fs);
+  exec.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  const std::vector<HeldClamp> held = {{Resource::kCpuQuota, kContainer, "200000", "29100"}};
+  ASSERT_EQ(exec.held_clamps(), held);
+  const std::vector<CgroupWrite> lower = {{Resource::kCpuQuota, kBe, "20000", "cpu-suppress"}};
+  const auto shown = exec.plan(lower);
+  EXPECT_EQ(exec.held_clamps(), held);
+  EXPECT_EQ(lines_of(exec.apply(lower).written), lines_of(shown));
+  EXPECT_EQ(node.t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "20000");
+  exec.apply({{Resource::kCpuQuota, kBe, "-1", "cpu-suppress"}});
+  EXPECT_EQ(node.t.read("cpu/" + kContainer + "/cpu.cfs_quota_us"), "200000");
+}
+
+// Another executor on the same tree (`gleaner-agent plan` replaying a recorded pass) makes
+// the daemon's writes only from the daemon's clamps.
+TEST(ExecutorHierarchy, AnExecutorAdoptingTheClampsPlansTheSameRelease) {
+  BatchLimitedV1 node;
+  WriteExecutor daemon(node.fs);
+  daemon.apply({{Resource::kCpuQuota, kBe, "29100", "cpu-suppress"}});
+  const std::vector<CgroupWrite> widen = {{Resource::kCpuQuota, kBe, "-1", "cpu-suppress"}};
+  const std::vector<std::string> released = {kBe + " = -1 (cpu-suppress)",
+                                             kContainer + " = 200000 (parent-limit-released)"};
+  ASSERT_EQ(lines_of(daemon.plan(widen)), released);
+
+  WriteExecutor replay(node.fs);
+  EXPECT_EQ(lines_of(replay.plan(widen)), std::vector<std::string>{released[0]});
+  replay.adopt_held_clamps(daemon.held_clamps());
+  EXPECT_EQ(replay.held_clamps(), daemon.held_clamps());
+  EXPECT_EQ(lines_of(replay.plan(widen)), released);
+  replay.adopt_held_clamps({});  // replaces: none held
+  EXPECT_EQ(lines_of(replay.plan(widen)), std::vector<std::string>{released[0]});
+}
+
 TEST(ExecutorHierarchy, AParentIsNotNarrowedOverAChildThatCouldNotBeClamped) {
   BatchLimitedV1 node;
   auto& [t, fs, clock] = node;

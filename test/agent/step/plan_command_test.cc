@@ -143,6 +143,41 @@ TEST(PlanCommand, ReplaysTheFastPassesAfterTheTick) {
             "170000");
 }
 
+// The tree as the daemon left it after a fast pass lowered BE's ceiling to 1.7 CPUs: the BE
+// container's batch quota (2 CPUs) clamped under it, its wish held by the executor. The next
+// pass raises the ceiling (LS at 2.5 CPUs): the daemon's executor gives the container its
+// quota back after widening BE, and `plan` names that write only from the record's clamps.
+TEST(PlanCommand, AFastPassGivesBackTheQuotaTheRecordHoldsClamped) {
+  TempDir t;
+  std::filesystem::copy(fixture_path("agent/plan/v1-cfs-quota/cgroup"), t / "cgroup",
+                        std::filesystem::copy_options::recursive);
+  const std::string be = "cgroup/cpu/kubepods/besteffort/";
+  t.write(be + "cpu.cfs_quota_us", "170000\n");
+  t.write(be + "pod2222-bbbb/b2/cpu.cfs_quota_us", "170000\n");
+  const std::string pass = R"("secondsAfterSnapshot": 0.05, "nodeCpu": "4", "nonBeCpu": "2500m",
+      "agent": {"suppressArmed": true})";
+  const std::string clamps = R"("heldClamps": [{"resource": "cpu_quota",
+      "cgroup": "kubepods/besteffort/pod2222-bbbb/b2", "wish": "200000", "clampedTo": "170000"}])";
+  const std::string passes = "[{" + pass + ", " + clamps + "}, {" + pass + "}]";
+  const std::string snap = with_fast_passes(t, passes.c_str());
+  PlanRun run =
+      run_plan({"--snapshot", snap, "--config-dir", fixture_path("agent/plan/v1-cfs-quota/config"),
+                "--cgroup-root", t / "cgroup", "--sys-root", t / "no-sys"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const Json printed = normalised(run.out, t / "cgroup");
+  const Json widen = {{"path", "<cgroup>/cpu/kubepods/besteffort/cpu.cfs_quota_us"},
+                      {"value", "220000"},
+                      {"reason", "cpu-suppress"}};
+  const Json release = {
+      {"path", "<cgroup>/cpu/kubepods/besteffort/pod2222-bbbb/b2/cpu.cfs_quota_us"},
+      {"value", "200000"},
+      {"reason", "parent-limit-released"}};
+  ASSERT_EQ(printed["fastPasses"].size(), 2u) << run.out;
+  EXPECT_EQ(printed["fastPasses"][0]["writes"], Json::array({widen, release})) << run.out;
+  // The same pass recorded without clamps: an executor that clamped nothing.
+  EXPECT_EQ(printed["fastPasses"][1]["writes"], Json::array({widen})) << run.out;
+}
+
 TEST(PlanCommand, ABadFastPassExitsTwoNamingTheEntryAndField) {
   TempDir t;
   t.mkdir("cgroup/cpu/kubepods");
