@@ -1,6 +1,7 @@
 #include "common/labels.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace gleaner {
 
@@ -16,8 +17,28 @@ bool LabelRequirement::matches(const Labels& labels) const {
       return present;
     case LabelOp::kDoesNotExist:
       return !present;
+    case LabelOp::kGt:
+    case LabelOp::kLt: {
+      if (!present || values.size() != 1) return false;
+      auto have = label_integer(it->second);
+      auto bound = label_integer(*values.begin());
+      if (!have || !bound) return false;
+      return op == LabelOp::kGt ? *have > *bound : *have < *bound;
+    }
   }
   return false;
+}
+
+std::optional<int64_t> label_integer(std::string_view text) {
+  // from_chars takes a leading '-' but not '+'; ParseInt takes either, once ("+-1" fails).
+  if (text.starts_with('+')) {
+    text.remove_prefix(1);
+    if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+  }
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 std::string LabelRequirement::to_string() const {
@@ -26,6 +47,9 @@ std::string LabelRequirement::to_string() const {
       return key;
     case LabelOp::kDoesNotExist:
       return "!" + key;
+    case LabelOp::kGt:
+    case LabelOp::kLt:
+      return key + (op == LabelOp::kGt ? ">" : "<") + (values.empty() ? "" : *values.begin());
     case LabelOp::kIn:
     case LabelOp::kNotIn:
       break;

@@ -155,7 +155,8 @@ std::string LabelSelector::to_string() const {
   return out;
 }
 
-Result<LabelRequirement> requirement_from_json(const Json& e, const std::string& where) {
+Result<LabelRequirement> requirement_from_json(const Json& e, const std::string& where,
+                                               RequirementOps ops) {
   if (!e.is_object()) return invalid_field(where, "expected an object");
   auto key = e.find("key");
   auto op = e.find("operator");
@@ -174,15 +175,36 @@ Result<LabelRequirement> requirement_from_json(const Json& e, const std::string&
     r.op = LabelOp::kExists;
   } else if (o == "DoesNotExist") {
     r.op = LabelOp::kDoesNotExist;
+  } else if ((o == "Gt" || o == "Lt") && ops == RequirementOps::kNodeSelector) {
+    r.op = o == "Gt" ? LabelOp::kGt : LabelOp::kLt;
+  } else if (o == "Gt" || o == "Lt") {
+    return invalid_field(where + ".operator",
+                         "operator " + o +
+                             " is not valid in a label selector (In, NotIn, Exists, "
+                             "DoesNotExist; Gt and Lt belong to node affinity only)");
   } else {
     return invalid_field(where + ".operator", "operator " + o + " is not supported by gleaner");
   }
+  size_t count = 0;
   if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
     if (!v->is_array()) return invalid_field(where + ".values", "expected an array of strings");
+    count = v->size();
     for (const Json& s : *v) {
       if (!s.is_string()) return invalid_field(where + ".values", "expected an array of strings");
       r.values.insert(s.get<std::string>());
     }
+  }
+  if (r.op == LabelOp::kGt || r.op == LabelOp::kLt) {
+    // Counted from the list, not the set: ["1", "1"] is two values to the API server.
+    if (count != 1) {
+      return invalid_field(where + ".values", "exactly one value is required for " + o + ", got " +
+                                                  std::to_string(count));
+    }
+    if (!label_integer(*r.values.begin())) {
+      return invalid_field(where + ".values[0]",
+                           "\"" + *r.values.begin() + "\" is not an integer (" + o + ")");
+    }
+    return r;
   }
   const bool wants_values = r.op == LabelOp::kIn || r.op == LabelOp::kNotIn;
   if (wants_values == r.values.empty()) {
@@ -207,8 +229,8 @@ Result<std::vector<std::vector<LabelRequirement>>> node_selector_terms(const Jso
     if (auto m = term.find("matchExpressions"); m != term.end() && !m->is_null()) {
       if (!m->is_array()) return invalid_field(tp + ".matchExpressions", "expected an array");
       for (size_t j = 0; j < m->size(); ++j) {
-        auto r =
-            requirement_from_json((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]");
+        auto r = requirement_from_json((*m)[j], tp + ".matchExpressions[" + std::to_string(j) + "]",
+                                       RequirementOps::kNodeSelector);
         if (!r) return r.error();
         reqs.push_back(std::move(*r));
       }

@@ -32,13 +32,24 @@ class LabelSelector {
   std::vector<LabelRequirement> reqs_;
 };
 
-// One matchExpressions entry (metav1.LabelSelectorRequirement, corev1.NodeSelectorRequirement)
-// with operator In, NotIn, Exists or DoesNotExist; `where` names the entry in errors.
-Result<LabelRequirement> requirement_from_json(const Json& expr, const std::string& where);
+// Which operators a matchExpressions entry may use. A label selector
+// (metav1.LabelSelectorRequirement) takes In, NotIn, Exists and DoesNotExist: the API server
+// refuses any other (apimachinery pkg/apis/meta/v1/validation, ValidateLabelSelectorRequirement).
+// A node affinity term (corev1.NodeSelectorRequirement) takes Gt and Lt too
+// (component-helpers scheduling/corev1/nodeaffinity/nodeaffinity.go,
+// nodeSelectorRequirementsAsSelector), each with exactly one value that is an integer
+// (apimachinery pkg/labels/selector.go, NewRequirement; core validation's
+// validateNodeSelectorRequirement asks for the single value).
+enum class RequirementOps { kLabelSelector, kNodeSelector };
+
+// One matchExpressions entry; `where` names the entry in errors, which name the field at
+// fault (".operator", ".values", ".values[0]").
+Result<LabelRequirement> requirement_from_json(const Json& expr, const std::string& where,
+                                               RequirementOps ops = RequirementOps::kLabelSelector);
 
 // A node affinity's nodeSelectorTerms (`where` names the list): one list of requirements a
-// term, for terms_match (common/labels.h). Operators Gt and Lt and matchFields are refused
-// with the field named: they are not modelled.
+// term, for terms_match (common/labels.h), Gt and Lt included. matchFields is refused with
+// the field named: it is not modelled.
 Result<std::vector<std::vector<LabelRequirement>>> node_selector_terms(const Json& terms,
                                                                        const std::string& where);
 

@@ -54,8 +54,8 @@ std::optional<bool> template_selects(const Json& pod_template, const Labels& lab
                                 "spec/affinity/nodeAffinity/"
                                 "requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
   if (terms == nullptr) return true;
-  // What Kubernetes' DaemonSet controller cannot be matched here (Gt, Lt, matchFields,
-  // a malformed term) leaves the answer open.
+  // What cannot be matched here as Kubernetes' DaemonSet controller would (matchFields, a
+  // malformed term) leaves the answer open.
   auto parsed = kube::node_selector_terms(*terms, "nodeSelectorTerms");
   if (!parsed) return std::nullopt;
   return terms_match(*parsed, labels);

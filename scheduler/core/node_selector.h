@@ -2,9 +2,9 @@
 // Which nodes a job may use, as Kubernetes expresses it on a pod: `nodeSelector` (every
 // pair must be among the node's labels) and required node affinity
 // (requiredDuringSchedulingIgnoredDuringExecution: any one of the terms, and within a
-// term every expression). Expressions support In, NotIn, Exists and DoesNotExist on node
-// labels; Gt/Lt and matchFields are not modelled (the live glue refuses such pods with a
-// pending reason rather than placing them wrongly).
+// term every expression). Expressions support In, NotIn, Exists, DoesNotExist, Gt and Lt on
+// node labels (common/labels.h); matchFields is not modelled (the live glue refuses such
+// pods with a pending reason rather than placing them wrongly).
 
 #include <compare>
 #include <map>

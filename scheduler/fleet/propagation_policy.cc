@@ -46,7 +46,7 @@ Result<std::optional<kube::LabelSelector>> label_selector(const Json& obj,
   auto it = obj.find("labelSelector");
   if (it == obj.end() || it->is_null()) return std::optional<kube::LabelSelector>();
   auto s = kube::LabelSelector::from_json(*it, where + ".labelSelector");
-  if (!s) return invalid_field(where + ".labelSelector", s.error().message);
+  if (!s) return s.error();  // already names the field
   return std::optional<kube::LabelSelector>(std::move(*s));
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // Reads where a pod may run from its spec: `nodeSelector` and required node affinity
 // (`affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
-// .nodeSelectorTerms[].matchExpressions`) into the core's NodeSelector. Operators Gt and
-// Lt and `matchFields` are not modelled: such a pod is an error naming the field, so the
-// live loop reports it as pending instead of placing it where Kubernetes would not.
+// .nodeSelectorTerms[].matchExpressions`, Gt and Lt included) into the core's NodeSelector.
+// `matchFields` is not modelled, and a malformed expression (Gt with two values, a bound
+// that is not an integer) is refused: either is an error naming the field, so the live loop
+// reports the pod as pending instead of placing it where Kubernetes would not.
 // Preferred affinity is a score, not a filter, and is ignored.
 
 #include "common/json_fwd.h"

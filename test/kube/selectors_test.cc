@@ -1,5 +1,8 @@
 #include "kube/selectors.h"
 
+#include <cstdint>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "common/json_util.h"
@@ -88,12 +91,79 @@ TEST(NodeSelectorTerms, OneParserOneEvaluatorOneRenderer) {
   EXPECT_TRUE(terms_match(*terms, {{"zone", "c"}}));  // pool absent: NotIn holds
   EXPECT_FALSE(terms_match(*terms, {{"zone", "c"}, {"pool", "batch"}}));
   EXPECT_FALSE(terms_match({{}}, {{"zone", "a"}}));
-  auto gt = node_selector_terms(
-      Json::parse(R"([{"matchExpressions": [{"key": "c", "operator": "Gt", "values": ["4"]}]}])"),
-      "t");
-  ASSERT_FALSE(gt.ok());
-  EXPECT_NE(gt.error().message.find("t[0].matchExpressions[0].operator"), std::string::npos);
   EXPECT_FALSE(node_selector_terms(Json::parse(R"({"a": 1})"), "t").ok());
+}
+
+// One node affinity expression, or the error naming its field.
+Result<LabelRequirement> node_expr(const char* expr) {
+  auto terms = node_selector_terms(
+      Json::parse(std::string(R"([{"matchExpressions": [)") + expr + "]}]"), "t");
+  if (!terms) return terms.error();
+  return (*terms)[0][0];
+}
+
+std::string error_of(const Result<LabelRequirement>& r) {
+  return r.ok() ? std::string("ok") : r.error().message;
+}
+
+TEST(NodeSelectorTerms, GtAndLtCompareTheLabelAsAnInteger) {
+  auto gt = node_expr(R"({"key": "gpu-count", "operator": "Gt", "values": ["1"]})");
+  auto lt = node_expr(R"({"key": "gpu-count", "operator": "Lt", "values": ["4"]})");
+  ASSERT_TRUE(gt.ok()) << gt.error().message;
+  ASSERT_TRUE(lt.ok()) << lt.error().message;
+  EXPECT_FALSE(gt->matches({{"gpu-count", "1"}}));  // strictly greater
+  EXPECT_TRUE(gt->matches({{"gpu-count", "2"}}));
+  EXPECT_TRUE(gt->matches({{"gpu-count", "10"}}));  // as numbers: "10" > "1", and > "9"
+  EXPECT_TRUE(lt->matches({{"gpu-count", "3"}}));
+  EXPECT_FALSE(lt->matches({{"gpu-count", "4"}}));
+  EXPECT_TRUE(lt->matches({{"gpu-count", "-2"}}));
+  // A label that is missing or not an integer matches neither (selector.go: ParseInt fails).
+  for (const Labels& labels : std::vector<Labels>{{},
+                                                  {{"gpu-count", "two"}},
+                                                  {{"gpu-count", "2.0"}},
+                                                  {{"gpu-count", "99999999999999999999"}}}) {
+    EXPECT_FALSE(gt->matches(labels));
+    EXPECT_FALSE(lt->matches(labels));
+  }
+  EXPECT_EQ(gt->to_string(), "gpu-count>1");
+  EXPECT_EQ(lt->to_string(), "gpu-count<4");
+}
+
+TEST(NodeSelectorTerms, MalformedGtOrLtIsRefusedNamingTheField) {
+  EXPECT_EQ(error_of(node_expr(R"({"key": "c", "operator": "Gt"})")),
+            "t[0].matchExpressions[0].values: exactly one value is required for Gt, got 0");
+  EXPECT_EQ(error_of(node_expr(R"({"key": "c", "operator": "Lt", "values": ["1", "1"]})")),
+            "t[0].matchExpressions[0].values: exactly one value is required for Lt, got 2");
+  EXPECT_EQ(error_of(node_expr(R"({"key": "c", "operator": "Gt", "values": ["4x"]})")),
+            "t[0].matchExpressions[0].values[0]: \"4x\" is not an integer (Gt)");
+  EXPECT_EQ(error_of(node_expr(R"({"key": "c", "operator": "Lt", "values": ["+-4"]})")),
+            "t[0].matchExpressions[0].values[0]: \"+-4\" is not an integer (Lt)");
+}
+
+TEST(LabelSelector, RefusesGtAndLtNamingTheField) {
+  // metav1.LabelSelector has no Gt or Lt: the API server refuses them, and so does gleaner.
+  for (const char* op : {"Gt", "Lt"}) {
+    Json json = Json::parse(R"({"matchExpressions": [{"key": "gpu-count", "values": ["1"]}]})");
+    json["matchExpressions"][0]["operator"] = op;
+    auto s = LabelSelector::from_json(json, "spec.resourceSelectors[0].labelSelector");
+    ASSERT_FALSE(s.ok()) << op;
+    EXPECT_EQ(s.error().message,
+              "spec.resourceSelectors[0].labelSelector.matchExpressions[0].operator: operator " +
+                  std::string(op) +
+                  " is not valid in a label selector (In, NotIn, Exists, DoesNotExist; Gt and "
+                  "Lt belong to node affinity only)");
+  }
+}
+
+TEST(LabelInteger, ReadsAsStrconvParseIntBase10) {
+  EXPECT_EQ(label_integer("42"), 42);
+  EXPECT_EQ(label_integer("-7"), -7);
+  EXPECT_EQ(label_integer("+7"), 7);
+  EXPECT_EQ(label_integer("9223372036854775807"), INT64_MAX);
+  for (const char* bad :
+       {"", "+", "-", "+-1", "++1", " 1", "1 ", "0x10", "1_000", "1e3", "9223372036854775808"}) {
+    EXPECT_EQ(label_integer(bad), std::nullopt) << bad;
+  }
 }
 
 TEST(LabelSelector, RendersWhatItParses) {

@@ -49,6 +49,22 @@ TEST(NodeAffinity, EmptySpecSelectsEveryNode) {
   EXPECT_TRUE(s->matches({}));
 }
 
+TEST(NodeAffinity, GtAndLtBoundTheNodeLabelAsAnInteger) {
+  // A pod for nodes with 2 or 3 GPUs: gpu-count Gt 1 and Lt 4 in one term.
+  auto s = node_selector_of(spec_with_terms(R"([{"matchExpressions": [
+      {"key": "gpu-count", "operator": "Gt", "values": ["1"]},
+      {"key": "gpu-count", "operator": "Lt", "values": ["4"]}]}])"),
+                            "pod p spec");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_FALSE(s->matches({{"gpu-count", "1"}}));
+  EXPECT_TRUE(s->matches({{"gpu-count", "2"}}));
+  EXPECT_TRUE(s->matches({{"gpu-count", "3"}}));
+  EXPECT_FALSE(s->matches({{"gpu-count", "4"}}));
+  EXPECT_FALSE(s->matches({{"gpu-count", "two"}}));  // not an integer: no match
+  EXPECT_FALSE(s->matches({}));
+  EXPECT_EQ(s->to_string(), "affinity: gpu-count>1 and gpu-count<4");
+}
+
 TEST(NodeAffinity, RefusesWhatItCannotHonourNamingTheField) {
   auto error_of = [](const Json& spec) {
     auto s = node_selector_of(spec, "pod p spec");
@@ -58,9 +74,20 @@ TEST(NodeAffinity, RefusesWhatItCannotHonourNamingTheField) {
       "pod p spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
   EXPECT_EQ(
       error_of(spec_with_terms(
-          R"([{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]}])")),
+          R"([{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4", "8"]}]}])")),
       base +
-          ".nodeSelectorTerms[0].matchExpressions[0].operator: operator Gt is not "
+          ".nodeSelectorTerms[0].matchExpressions[0].values: exactly one value is required for "
+          "Gt, got 2");
+  EXPECT_EQ(
+      error_of(spec_with_terms(
+          R"([{"matchExpressions": [{"key": "cores", "operator": "Lt", "values": ["four"]}]}])")),
+      base +
+          ".nodeSelectorTerms[0].matchExpressions[0].values[0]: \"four\" is not an integer (Lt)");
+  EXPECT_EQ(
+      error_of(spec_with_terms(
+          R"([{"matchExpressions": [{"key": "cores", "operator": "Gte", "values": ["4"]}]}])")),
+      base +
+          ".nodeSelectorTerms[0].matchExpressions[0].operator: operator Gte is not "
           "supported by gleaner");
   EXPECT_EQ(
       error_of(spec_with_terms(

@@ -200,6 +200,14 @@ TEST(PropagationPolicy, BadPoliciesNameTheField) {
                          "{clusterAffinity: {fieldSelector: {matchExpressions: []}}}}")
                 .find("fieldSelector"),
             std::string::npos);
+  // A label selector takes no Gt or Lt (metav1.LabelSelectorRequirement), unlike node affinity.
+  EXPECT_EQ(error(head + "spec: {resourceSelectors: [{apiVersion: v1, kind: X}], placement: "
+                         "{clusterAffinity: {labelSelector: {matchExpressions: "
+                         "[{key: gpu-count, operator: Gt, values: ['1']}]}}}}"),
+            "PropagationPolicy n/p: spec.placement.clusterAffinity.labelSelector"
+            ".matchExpressions[0].operator: operator "
+            "Gt is not valid in a label selector (In, NotIn, Exists, DoesNotExist; Gt and Lt "
+            "belong to node affinity only)");
   EXPECT_NE(error(head + "spec: {resourceSelectors: [{apiVersion: v1, kind: X}], placement: "
                          "{clusterTolerations: [{key: a, operator: Above}]}}")
                 .find("spec.placement.clusterTolerations[0].operator"),

@@ -67,7 +67,13 @@ TEST(Handover, RequiredNodeAffinityIsHonouredAndUnknownOperatorsMeanRestore) {
   Json gt = Json::parse(R"({"spec":{"affinity":{"nodeAffinity":{
     "requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
       {"matchExpressions":[{"key":"cores","operator":"Gt","values":["8"]}]}]}}}}})");
-  EXPECT_EQ(template_selects(gt, {{"cores", "16"}}), std::nullopt);
+  // Gt compares the label as an integer, as the DaemonSet controller's nodeaffinity does.
+  EXPECT_EQ(template_selects(gt, {{"cores", "16"}}), true);
+  EXPECT_EQ(template_selects(gt, {{"cores", "4"}}), false);
+  Json two_bounds = gt;
+  two_bounds["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = Json::array({"8", "9"});
+  EXPECT_EQ(template_selects(two_bounds, {{"cores", "16"}}), std::nullopt);
 }
 
 TEST(Handover, AnEmptyNodeSelectorTermSelectsNoNode) {
