@@ -86,31 +86,22 @@ void HubRole::on_policies() {
         parsed.push_back(std::move(*policy));
         continue;
       }
-      // Logged once per version: the policy governs nothing until it is fixed, and an
-      // application it would have governed stays where it is (on the hub, unplaced).
-      const std::string version =
-          string_at(obj, "metadata/name") + "@" + string_at(obj, "metadata/resourceVersion");
-      bool first = false;
-      {
-        std::lock_guard lock(mu_);
-        first = policy_refusals_.insert(version).second;
-      }
-      if (first) {
+      // The policy governs nothing until it is fixed, and an application it would have
+      // governed stays where it is (on the hub, unplaced).
+      if (first_refusal(policy_refusals_, obj)) {
         context_.metrics->propagation_policy_rejected();
         spdlog::warn("hub {}: {}; it governs nothing until fixed", context_.cluster,
                      policy.error().message);
       }
     }
   }
-  {
-    std::lock_guard lock(mu_);
-    policies_ = std::move(parsed);
-  }
-  context_.revisit_apps();
+  publish(policies_, std::move(parsed));
 }
 
 void HubRole::on_clusters() {
   std::lock_guard serial(serial_);
+  // Only this handler (under serial_) writes member_objects_: a copy is the last good state.
+  const std::map<std::string, fleet::MemberCluster> last_good = member_clusters();
   std::map<std::string, fleet::MemberCluster> parsed;
   for (const Json& obj : member_clusters_->list()) {
     const std::string name = string_at(obj, "metadata/name");
@@ -119,20 +110,30 @@ void HubRole::on_clusters() {
       parsed[name] = std::move(*cluster);
       continue;
     }
-    const std::string version = name + "@" + string_at(obj, "metadata/resourceVersion");
-    std::lock_guard lock(mu_);
     // Bad input loses nothing: the member keeps the labels and taints last read well.
-    if (auto last = member_objects_.find(name); last != member_objects_.end())
-      parsed[name] = last->second;
-    if (cluster_refusals_.insert(version).second) {
+    if (auto last = last_good.find(name); last != last_good.end()) parsed[name] = last->second;
+    if (first_refusal(cluster_refusals_, obj)) {
       context_.metrics->member_cluster_rejected();
       spdlog::warn("hub {}: {}; the member keeps its last good labels and taints", context_.cluster,
                    cluster.error().message);
     }
   }
+  publish(member_objects_, std::move(parsed));
+}
+
+bool HubRole::first_refusal(std::set<std::string>& refused, const Json& obj) {
+  // Logged and counted once per version of the object, not on every resync.
+  const std::string version =
+      string_at(obj, "metadata/name") + "@" + string_at(obj, "metadata/resourceVersion");
+  std::lock_guard lock(mu_);
+  return refused.insert(version).second;
+}
+
+template <typename T>
+void HubRole::publish(T& books, T parsed) {
   {
     std::lock_guard lock(mu_);
-    member_objects_ = std::move(parsed);
+    books = std::move(parsed);
   }
   context_.revisit_apps();
 }

@@ -51,6 +51,11 @@ class HubRole final : public ClusterRole {
  private:
   void on_policies();
   void on_clusters();
+  // Whether this version of the refused object `obj` is new to `refused` (under mu_).
+  bool first_refusal(std::set<std::string>& refused, const Json& obj);
+  // Replaces what a handler read (under mu_) and has applications placed again by it.
+  template <typename T>
+  void publish(T& books, T parsed);
 
   const HubOptions options_;
   RoleContext context_;

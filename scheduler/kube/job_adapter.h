@@ -52,6 +52,25 @@ class JobKindAdapter {
   [[nodiscard]] virtual bool leads(const gang::PodView& v) const = 0;
 };
 
+// A kind whose pods all lead their gang (a lone pod) or none does (the peers of a pod group
+// or a YuniKorn application): its name, its recognise as one function, and that answer.
+class FixedLeadAdapter final : public JobKindAdapter {
+ public:
+  using Recognise = bool (*)(const kube::Pod& pod, const JobOwners& owners, gang::PodView& v);
+  FixedLeadAdapter(std::string_view name, Recognise recognise, bool leads)
+      : name_(name), recognise_(recognise), leads_(leads) {}
+  [[nodiscard]] std::string_view name() const override { return name_; }
+  bool recognise(const kube::Pod& pod, const JobOwners& owners, gang::PodView& v) const override {
+    return recognise_(pod, owners, v);
+  }
+  [[nodiscard]] bool leads(const gang::PodView&) const override { return leads_; }
+
+ private:
+  std::string_view name_;
+  Recognise recognise_;
+  bool leads_;
+};
+
 // The registry, in the order pods are tried: Spark operator, training jobs, pod groups,
 // YuniKorn task groups, spark-submit, lone pods (last: every pod is one).
 const std::vector<const JobKindAdapter*>& job_kind_adapters();

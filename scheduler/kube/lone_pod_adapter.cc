@@ -4,21 +4,11 @@
 
 namespace gleaner::scheduler::kube_glue {
 
-namespace {
-
-class LonePodAdapter final : public JobKindAdapter {
- public:
-  [[nodiscard]] std::string_view name() const override { return "pod"; }
-  bool recognise(const kube::Pod&, const JobOwners&, gang::PodView&) const override {
-    return true;  // role kNone, no gang
-  }
-  [[nodiscard]] bool leads(const gang::PodView&) const override { return true; }
-};
-
-}  // namespace
-
 const JobKindAdapter& lone_pod_adapter() {
-  static const LonePodAdapter adapter;
+  // Every pod is one (role kNone, no gang), and leads its job of one pod.
+  static const FixedLeadAdapter adapter(
+      "pod", [](const kube::Pod&, const JobOwners&, gang::PodView&) { return true; },
+      /*leads=*/true);
   return adapter;
 }
 

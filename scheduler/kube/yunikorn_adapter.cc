@@ -57,29 +57,25 @@ Result<int> gang_minimum(const std::string& text, const std::string& own_group) 
   return sum;
 }
 
-class YuniKornAdapter final : public JobKindAdapter {
- public:
-  [[nodiscard]] std::string_view name() const override { return "yunikorn"; }
-  bool recognise(const kube::Pod& pod, const JobOwners&, gang::PodView& v) const override {
-    const std::string app = app_id(pod);
-    const std::string group = pod_annotation(pod, kTaskGroupNameAnnotation);
-    if (app.empty() || group.empty()) return false;
-    v.role = gang::PodRole::kMember;
-    v.gang = gang::gang_name(kYuniKornKind, app);  // apart from other kinds' of one name
-    auto min = gang_minimum(pod_annotation(pod, kTaskGroupsAnnotation), group);
-    v.min_available = min ? std::max(1, *min) : 1;
-    // Refused like a selector it cannot honour: an Event names the annotation, and the
-    // gang waits (never placed in part) until the pod is fixed.
-    if (!min) v.selector_error = "pod " + v.ns + "/" + v.name + ": " + min.error().message;
-    return true;
-  }
-  [[nodiscard]] bool leads(const gang::PodView&) const override { return false; }
-};
+bool recognise_task_group_member(const kube::Pod& pod, const JobOwners&, gang::PodView& v) {
+  const std::string app = app_id(pod);
+  const std::string group = pod_annotation(pod, kTaskGroupNameAnnotation);
+  if (app.empty() || group.empty()) return false;
+  v.role = gang::PodRole::kMember;
+  v.gang = gang::gang_name(kYuniKornKind, app);  // apart from other kinds' of one name
+  auto min = gang_minimum(pod_annotation(pod, kTaskGroupsAnnotation), group);
+  v.min_available = min ? std::max(1, *min) : 1;
+  // Refused like a selector it cannot honour: an Event names the annotation, and the
+  // gang waits (never placed in part) until the pod is fixed.
+  if (!min) v.selector_error = "pod " + v.ns + "/" + v.name + ": " + min.error().message;
+  return true;
+}
 
 }  // namespace
 
 const JobKindAdapter& yunikorn_adapter() {
-  static const YuniKornAdapter adapter;
+  static const FixedLeadAdapter adapter("yunikorn", recognise_task_group_member,
+                                        /*leads=*/false);
   return adapter;
 }
 
