@@ -65,9 +65,15 @@ struct Node {
   // ever reach, with nothing else on it.
   std::optional<Resources> regular_allocatable;
 
-  // Whether one more pod asking `regular` of cpu/memory passes kubelet's admission.
+  // Whether one more pod asking `regular` of cpu/memory/GPUs passes kubelet's admission.
+  // With the allocatable unknown (the Node informer has not seen it yet) cpu/memory are not
+  // constrained, but GPUs are none: only the device plugin's nvidia.com/gpu in the Node's
+  // allocatable makes them, and kubelet refuses a pod asking more than that
+  // (pkg/kubelet/lifecycle/predicate.go: reason OutOfnvidia.com/gpu). A job asking for
+  // GPUs waits for the Node to state them rather than go where none may be.
   [[nodiscard]] bool regular_fits(const Resources& regular) const {
-    if (regular == Resources{} || !regular_outside) return true;
+    if (regular == Resources{}) return true;
+    if (!regular_outside) return regular.gpus == 0;
     return regular.fits_in(*regular_outside - regular_used);
   }
 

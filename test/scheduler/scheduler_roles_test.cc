@@ -177,6 +177,33 @@ TEST(SchedulerRoles, AJobAskingForGpusDoesNotHoldBackTheSameShapeWithout) {
   EXPECT_EQ(f.s.job(p).phase, JobPhase::kAdmitted) << "a different shape: its GPUs differ";
 }
 
+// A Node whose allocatable is not yet seen (the informer lags its watch) has no GPUs:
+// kubelet would refuse a GPU pod there. A job asking for GPUs waits for the Node to state
+// them; one asking only regular cpu/memory is not held back.
+TEST(SchedulerRoles, AGpuJobWaitsForTheNodeToStateItsGpus) {
+  Fixture f;
+  const NodeId a = f.node("a-1", "a", cores(16));
+  const NodeId b = f.node("b-1", "b", cores(8));
+  f.s.set_regular_outside(a, Resources{16000, 16 * kGi, 0});  // a states no GPU; b nothing yet
+  JobSpec gpu;
+  gpu.name = "gpu";
+  gpu.driver = cores(1);
+  gpu.driver_regular = Resources{0, 0, 1};
+  JobSpec kept = gpu;
+  kept.name = "kept-cpu";
+  kept.driver_regular = Resources{500, kGi, 0};
+  kept.allowed_clusters = std::vector<std::string>{"b"};
+  const JobId g = *f.s.submit(gpu);
+  const JobId k = *f.s.submit(kept);
+  f.s.schedule(0);
+  EXPECT_EQ(f.s.job(g).phase, JobPhase::kPending) << "neither node is known to have a GPU";
+  EXPECT_EQ(f.s.job(k).phase, JobPhase::kAdmitted) << "cpu/memory of an unknown Node: no limit";
+  f.s.set_regular_outside(b, Resources{8000, 8 * kGi, 2}, Resources{8000, 8 * kGi, 2});
+  f.s.schedule(1);
+  ASSERT_EQ(f.s.job(g).phase, JobPhase::kAdmitted);
+  EXPECT_EQ(f.s.clusters().cluster_name(*f.s.job(g).cluster), "b");
+}
+
 TEST(SchedulerRoles, AWaitingJobGoesByTheClustersAllowedNow) {
   Fixture f;
   f.node("a-1", "a", cores(32));
