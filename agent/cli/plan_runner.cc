@@ -12,6 +12,7 @@
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
+#include "agent/step/suppress_status.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
 
@@ -142,6 +143,20 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   for (const auto& e : plan.evictions) {
     printed["evictions"].push_back({{"pod", e.pod}, {"reason", e.reason}});
   }
+  // The suppress status the daemon reports for this tick: BE's ceiling as the tick read it
+  // with its writes over it. A fast pass leaves the reported status as its tick set it.
+  const std::string be_dir = in.layout.qos_dir(cgroup::KubeQos::kBestEffort);
+  const BeCeilingFiles be_files{fs.path_of(cgroup::Resource::kCpuQuota, be_dir).value_or(""),
+                                fs.path_of(cgroup::Resource::kCpusetCpus, be_dir).value_or(""),
+                                env->version};
+  BeCeiling in_force = result.be_read;
+  for (const auto& c : planned.written) {
+    if (c.kind == exec::KnobKind::kCgroup) note_be_file_write(in_force, be_files, c.path, c.value);
+  }
+  const SuppressStatus status = suppress_status(in.threshold, in_force, cpus);
+  printed["suppress"] = {{"policy", status.policy},
+                         {"active", status.active},
+                         {"beCpuLimitMillicores", status.be_cpu_limit_millicores}};
   // The fast passes after the tick, in order, each with the memory it began with and the
   // node facts the tick left; each reads the tree as it is now (with --apply: after the
   // writes before it), as the daemon's did at its moment.

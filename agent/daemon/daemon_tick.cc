@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "agent/daemon/daemon_impl.h"
+#include "agent/step/suppress_status.h"
 
 namespace gleaner::agent {
 namespace {
@@ -396,14 +397,12 @@ step::BeCeiling Daemon::Impl::be_ceiling_applied(const step::StepResult& result,
   if (opt.dry_run) return in_force;  // nothing was written
   // Each write as made, in order: under an ancestor's limit it may be clamped below the
   // plan. One skipped because the file held the value already leaves the value read.
-  for (const auto resource : {cgroup::Resource::kCpuQuota, cgroup::Resource::kCpusetCpus}) {
-    auto path = fs->path_of(resource, be_qos_dir);
-    if (!path) continue;
-    for (const auto& c : applied.written) {
-      if (c.kind != exec::KnobKind::kCgroup || c.path != *path) continue;
-      if (auto logical = cgroup::logical_from_file(resource, version, c.value))
-        step::note_be_write(in_force, resource, *logical);
-    }
+  const step::BeCeilingFiles files{
+      fs->path_of(cgroup::Resource::kCpuQuota, be_qos_dir).value_or(""),
+      fs->path_of(cgroup::Resource::kCpusetCpus, be_qos_dir).value_or(""), version};
+  for (const auto& c : applied.written) {
+    if (c.kind == exec::KnobKind::kCgroup)
+      step::note_be_file_write(in_force, files, c.path, c.value);
   }
   return in_force;
 }
@@ -422,27 +421,10 @@ void Daemon::Impl::describe_suppress(TickOutcome& outcome) {
     entry.runqueue_latency_p99_us = static_cast<int64_t>(p99 / 1000);
     outcome.report.interference.push_back(entry);
   }
-  const auto threshold = config->current().threshold.for_node(node.metadata.labels);
-  reporter::SuppressState s;
-  const step::BeCeiling in_force = be_in_force.value_or(step::BeCeiling{});
-  if (!threshold.enable) {
-    s.policy = "none";
-  } else if (threshold.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
-    s.policy = "cfsQuota";
-    const auto& quota = in_force.quota_us;
-    const auto& period = in_force.period_us;
-    if (quota && period && *quota > 0 && *period > 0) {
-      s.active = true;
-      s.be_cpu_limit_millicores = *quota * 1000 / *period;
-    }
-  } else {
-    s.policy = "cpuset";
-    const auto& cpuset = in_force.cpus;
-    if (cpuset && !cpuset->empty() && static_cast<int>(cpuset->size()) < node_sampler->cpus()) {
-      s.active = true;
-      s.be_cpu_limit_millicores = static_cast<int64_t>(cpuset->size()) * 1000;
-    }
-  }
+  const step::SuppressStatus status =
+      step::suppress_status(config->current().threshold.for_node(node.metadata.labels),
+                            be_in_force.value_or(step::BeCeiling{}), node_sampler->cpus());
+  const reporter::SuppressState s{status.active, status.policy, status.be_cpu_limit_millicores};
   outcome.state.suppress = s;
   outcome.report.suppress = s;
 }

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "cgroup/parsers.h"
+#include "cgroup/resource.h"
 
 namespace gleaner::agent::step {
 
@@ -19,6 +20,16 @@ void note_be_write(BeCeiling& ceiling, cgroup::Resource resource, std::string_vi
     if (std::from_chars(logical_value.data(), end, quota).ptr == end) ceiling.quota_us = quota;
   } else if (resource == cgroup::Resource::kCpusetCpus) {
     if (auto cpus = cgroup::parse_cpu_list(logical_value); cpus.ok()) ceiling.cpus = *cpus;
+  }
+}
+
+void note_be_file_write(BeCeiling& ceiling, const BeCeilingFiles& files, std::string_view path,
+                        std::string_view content) {
+  for (const auto& [resource, file] : {std::pair{cgroup::Resource::kCpuQuota, &files.quota},
+                                       std::pair{cgroup::Resource::kCpusetCpus, &files.cpus}}) {
+    if (file->empty() || path != *file) continue;
+    if (auto logical = cgroup::logical_from_file(resource, files.version, content))
+      note_be_write(ceiling, resource, *logical);
   }
 }
 

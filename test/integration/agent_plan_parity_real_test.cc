@@ -3,9 +3,12 @@
 // written out as a snapshot file (a full tick: usage, the probe's readings, the agent's
 // memory; a fast pass: its tick's file with the pass's sample and memory as `fastPasses`)
 // and `plan` is run on it against the same trees: both must name the same writes (cgroup
-// files, resctrl groups, system-config knobs), in the same order, and the same evictions.
+// files, resctrl groups, system-config knobs), in the same order, and the same evictions;
+// and where the test runs the passes itself, the suppress status the daemon reports once a
+// tick is done (its metrics) must be the one `plan` prints for that tick.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -23,6 +26,7 @@
 #include "test/support/colocated_node.h"
 #include "test/support/eventually.h"
 #include "test/support/in_process_agent.h"
+#include "test/support/net.h"
 #include "test/support/temp_tree.h"
 
 namespace gleaner::agent {
@@ -137,7 +141,55 @@ class ParityNode {
       if (seen.cpu_measured) compare(seen, false);  // the priming pass: `plan` always has rates
     };
     if (fast) opt.on_fast_pass = [this](const StepObservation& seen) { compare(seen, true); };
+    opt.metrics_addr = "127.0.0.1:0";  // the suppress status the daemon reports
     return opt;
+  }
+
+  // Runs ticks on the agent's thread until one is compared (the first has no CPU rates to
+  // act on), then compares the suppress status the daemon reports for it, read from its
+  // metrics once the tick is done, with the one `plan` printed for it. A fast pass leaves
+  // the reported status as its tick set it. False if no tick was compared in time.
+  [[nodiscard]] bool compared_tick(gleaner::testing::InProcessAgent& agent) {
+    const int ticks = counts().ticks;
+    const bool ticked = eventually(
+        [&] {
+          agent.run([&](Daemon& d) {
+            restore_vm_knobs();  // each tick finds the vm knobs as the agent did
+            d.tick();
+          });
+          return counts().ticks > ticks;
+        },
+        20s, 5ms);
+    if (!ticked) return false;
+    uint16_t port = 0;
+    agent.run([&](Daemon& d) { port = d.metrics_port(); });
+    const std::string text = gleaner::testing::http_get_loopback(port, "/metrics");
+    using gleaner::testing::metric_value;
+    Json daemon = {{"active", metric_value(text, "gleaner_be_suppress_active") == 1.0}};
+    for (const char* policy : {"cfsQuota", "cpuset"}) {
+      const std::string series =
+          std::string("gleaner_be_suppress_cpu_cores{policy=\"") + policy + "\"}";
+      if (auto cores = metric_value(text, series)) {
+        daemon["policy"] = policy;
+        daemon["beCpuLimitMillicores"] = std::llround(*cores * 1000);
+      }
+    }
+    std::lock_guard lock(mu_);
+    // The metrics name the policy and the limit while suppression is active only.
+    // Null when `plan` failed: that tick's writes already stand as a mismatch.
+    const bool printed = plan_suppress_.is_object();
+    Json planned = {{"active", printed && plan_suppress_.value("active", false)}};
+    if (planned["active"]) {
+      planned["policy"] = plan_suppress_["policy"];
+      planned["beCpuLimitMillicores"] = plan_suppress_["beCpuLimitMillicores"];
+    }
+    ++counts_.statuses;
+    if (daemon["active"]) ++counts_.statuses_active;
+    if (daemon != planned || !printed || !plan_suppress_.contains("policy")) {
+      mismatches_.push_back("suppress status after " + plan_suppress_file_ + ": daemon " +
+                            daemon.dump() + ", plan " + plan_suppress_.dump());
+    }
+    return true;
   }
 
   struct Counts {
@@ -147,6 +199,8 @@ class ParityNode {
     int fast_passes_holding_clamps = 0;  // the record carries the executor's held clamps
     int ticks_writing_resctrl = 0;
     int ticks_writing_sysctl = 0;
+    int statuses = 0;  // ticks whose suppress status was compared
+    int statuses_active = 0;
   };
   Counts counts() {
     std::lock_guard lock(mu_);
@@ -211,7 +265,9 @@ class ParityNode {
     const int code = step::run_plan(p, out, err);
     std::vector<std::string> planned;
     std::vector<std::string> evicted;
+    Json suppress;
     if (auto printed = parse_json(out.str(), "plan output"); code == 0 && printed) {
+      suppress = (*printed)["suppress"];
       const Json& writes = fast ? (*printed)["fastPasses"][0]["writes"] : (*printed)["writes"];
       for (const auto& w : writes)
         planned.push_back(w["path"].get<std::string>() + " = " + w["value"].get<std::string>());
@@ -219,6 +275,10 @@ class ParityNode {
         evicted.push_back(e["pod"].get<std::string>());
     }
     std::lock_guard lock(mu_);
+    if (!fast) {
+      plan_suppress_ = suppress;
+      plan_suppress_file_ = name;
+    }
     Counts& c = counts_;
     ++(fast ? c.fast_passes : c.ticks);
     if (fast && !seen.writes.empty()) ++c.fast_passes_writing;
@@ -254,6 +314,8 @@ class ParityNode {
   std::mutex mu_;
   Counts counts_;
   std::vector<std::string> mismatches_;
+  Json plan_suppress_;  // what `plan` printed for the last tick compared, and its file
+  std::string plan_suppress_file_;
 };
 
 class PlanParityReal : public ::testing::TestWithParam<Mode> {};
@@ -289,17 +351,7 @@ TEST_P(PlanParityReal, PlanPrintsWhatEachFastPassAndTickWrites) {
   {
     gleaner::testing::InProcessAgent agent(opt, "", {.own_timers = false});
     for (int round = 0; round < 3; ++round) {
-      const int ticks = parity.counts().ticks;
-      ASSERT_TRUE(eventually(
-          [&] {
-            // Until one has CPU rates to act on; each finds the vm knobs as the agent did.
-            agent.run([&](Daemon& d) {
-              parity.restore_vm_knobs();
-              d.tick();
-            });
-            return parity.counts().ticks > ticks;
-          },
-          20s, 5ms));
+      ASSERT_TRUE(parity.compared_tick(agent));
       for (int pass = 0; pass < 2; ++pass) {
         const int fast = parity.counts().fast_passes;
         agent.run([&](Daemon&) { parity.move_be_cpu(); });
@@ -314,6 +366,7 @@ TEST_P(PlanParityReal, PlanPrintsWhatEachFastPassAndTickWrites) {
   }
   const auto counts = parity.counts();
   EXPECT_EQ(parity.mismatches(), "");
+  EXPECT_EQ(counts.statuses, 3);
   EXPECT_GE(counts.fast_passes_writing, 4) << counts.fast_passes << " fast passes";
   // Where the threshold formula sets BE's quota (no probe to steer by), BE's ceiling (65% of
   // the node less LS's busy CPU) stays under the BE container's batch quota of 1.5 CPUs:
@@ -326,6 +379,35 @@ TEST_P(PlanParityReal, PlanPrintsWhatEachFastPassAndTickWrites) {
     EXPECT_GE(counts.ticks, 3);
     EXPECT_EQ(counts.ticks_writing_resctrl, counts.ticks) << counts.ticks << " ticks";
     EXPECT_EQ(counts.ticks_writing_sysctl, counts.ticks) << counts.ticks << " ticks";
+  }
+}
+
+// In every mode, the suppress modes whose fast passes may plan nothing included: before each
+// tick the test moves BE's CPU knob, so that a tick whose ceiling applies writes it and the
+// status the daemon reports comes from its write (a tick that lifts the ceiling may find it
+// held, or not). Each tick's writes and status must be `plan`'s.
+TEST_P(PlanParityReal, PlanPrintsTheSuppressStatusEachTickLeavesInForce) {
+  auto reason = gleaner::testing::real_cgroup_skip_reason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  ParityNode parity(GetParam());
+  DaemonOptions opt = parity.options(false);
+  opt.ebpf_wakeups = false;
+  {
+    gleaner::testing::InProcessAgent agent(opt, "", {.own_timers = false});
+    for (int round = 0; round < 4; ++round) {
+      agent.run([&](Daemon&) { parity.move_be_cpu(); });
+      ASSERT_TRUE(parity.compared_tick(agent));
+    }
+  }
+  const auto counts = parity.counts();
+  EXPECT_EQ(parity.mismatches(), "");
+  EXPECT_EQ(counts.statuses, 4);
+  // A quota always in force is finite whatever the load (the threshold formula's share of
+  // the node, or the feedback controller's allowance): the status compared is active. (A
+  // CPU list may cover both CPUs of this node when LS is idle, as under a busy CI box.)
+  const bool cfs_quota = std::string(GetParam().threshold).find("cfsQuota") != std::string::npos;
+  if (GetParam().fast_plans && cfs_quota) {
+    EXPECT_GE(counts.statuses_active, 1) << counts.statuses << " ticks";
   }
 }
 

@@ -75,10 +75,39 @@ TEST_P(PlanGolden, ApplyWritesThemAndASecondRunFindsNothing) {
     path.replace(0, std::string("<cgroup>").size(), tree.path() + "/cgroup");
     EXPECT_EQ(std::string(gleaner::trim(*read_file(path))), w["value"].get<std::string>()) << path;
   }
-  // Restart adoption: the tree the first run left needs no writes.
+  // Restart adoption: the tree the first run left needs no writes, and the ceiling it
+  // reads is the one the first run's writes put in force.
   PlanRun again = run_plan(args(tree));
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE((*parse_json(again.out, "plan"))["writes"].empty()) << again.out;
+  EXPECT_EQ((*parse_json(again.out, "plan"))["suppress"], expected["suppress"]) << again.out;
+}
+
+// The suppress status is the tick's: BE's ceiling as it read it with its writes over it.
+// The v1 fixture's BE quota reads -1 (not held); the tick writes 270000 of 100000 us.
+TEST(PlanCommand, PrintsTheSuppressStatusTheTicksWritesPutInForce) {
+  const std::string dir = fixture_path("agent/plan/v1-cfs-quota");
+  ASSERT_EQ(std::string(gleaner::trim(
+                *read_file(dir + "/cgroup/cpu/kubepods/besteffort/cpu.cfs_quota_us"))),
+            "-1");
+  TempDir t;
+  std::filesystem::copy(dir + "/cgroup", t / "cgroup", std::filesystem::copy_options::recursive);
+  PlanRun run = run_plan({"--snapshot", dir + "/snapshot.json", "--config-dir", dir + "/config",
+                          "--cgroup-root", t / "cgroup"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ((*parse_json(run.out, "plan"))["suppress"],
+            Json::parse(R"({"policy": "cfsQuota", "active": true, "beCpuLimitMillicores": 2700})"))
+      << run.out;
+
+  // Suppression off: "none", whatever the tree holds.
+  TempDir off;
+  off.write("resource-threshold-config", R"({"clusterStrategy": {"enable": false}})");
+  PlanRun disabled = run_plan({"--snapshot", dir + "/snapshot.json", "--config-dir", off.path(),
+                               "--cgroup-root", t / "cgroup"});
+  ASSERT_EQ(disabled.code, 0) << disabled.err;
+  EXPECT_EQ((*parse_json(disabled.out, "plan"))["suppress"],
+            Json::parse(R"({"policy": "none", "active": false, "beCpuLimitMillicores": 0})"))
+      << disabled.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PlanGolden, ::testing::Values("v1-cfs-quota", "v2-cpuset"),
