@@ -79,7 +79,10 @@ struct Gang {
   bool replica_gang = false;
   std::map<int, std::string> members;  // core pod index -> pod uid
   std::set<std::string> waiting;       // executors / members not in the job yet
-  double first_seen = 0;               // steady seconds, for admission latency
+  // Members whose executor found no room when it came (its reserved room went back with a
+  // batch shrink or the reservation's expiry): each pass tries them again.
+  std::set<int> unbound;
+  double first_seen = 0;  // steady seconds, for admission latency
   std::string last_event;
   // Found partly bound (gang_recovery.cc): pods an earlier process bound (`adopted`, each
   // holding its room as a pod of its own meanwhile) wait for the job to be resumed around

@@ -95,15 +95,19 @@ void GangScheduler::tick() {
   handle(core_.check_timeouts(now));
   handle(core_.schedule(now));
   retry_binds();
-  // Executors beyond their gang (dynamic allocation) waiting for room take what others gave
-  // back on this pass (a scale-down, a finished job), not at the next resync.
+  // Executors beyond their gang (dynamic allocation) and members that found no room take
+  // what others gave back on this pass (a scale-down, a finished job, a node's batch
+  // capacity grown back), not at the next resync.
   for (auto it = waiting_gangs_.begin(); it != waiting_gangs_.end();) {
     auto g = book_.find(*it);
-    if (g == book_.end() || g->second.waiting.empty()) {
+    if (g == book_.end() || (g->second.waiting.empty() && g->second.unbound.empty())) {
       it = waiting_gangs_.erase(it);
       continue;
     }
-    if (g->second.job) attach_waiting(g->second);
+    if (g->second.job) {
+      bind_unbound(g->second);
+      if (!g->second.waiting.empty()) attach_waiting(g->second);
+    }
     ++it;
   }
   // A pending job's reason is written once.

@@ -342,14 +342,34 @@ void GangScheduler::bind_member(Gang& g, int index) {
     auto placed = core_.bind_executor(*g.job, index, now_s());
     if (!placed) {
       event(t, "GleanerNoRoom", placed.error().message, true);
+      g.unbound.insert(index);
+      waiting_gangs_.insert(g.key);
       return;
     }
     node = *placed;
+    g.unbound.erase(index);
   }
   const std::string& full = core_.clusters().node(node).name;
   Action a{ActionKind::kBind, g.cluster,  t.view.ns,
            t.view.name,       t.view.uid, full.substr(full.find('/') + 1)};
   if (actions_) actions_(std::move(a));
+}
+
+void GangScheduler::bind_unbound(Gang& g) {
+  const std::set<int> unbound = std::move(g.unbound);
+  g.unbound.clear();
+  if (!g.job) return;
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
+  for (int index : unbound) {
+    auto member = g.members.find(index);
+    if (member == g.members.end() || static_cast<size_t>(index) >= j.pods.size() ||
+        j.pods[static_cast<size_t>(index)].bound) {
+      continue;  // gone, or bound since
+    }
+    auto t = pods_.find(member->second);
+    if (t != pods_.end() && t->second.view.node.empty()) bind_member(g, index);
+  }
 }
 
 void GangScheduler::event(Tracked& t, const std::string& reason, const std::string& message,

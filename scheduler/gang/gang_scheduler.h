@@ -310,6 +310,8 @@ class GangScheduler {
   // An Event on the driver: an executor went and its room waits for a replacement.
   void event_gone_executor(Gang& g, const std::string& executor);
   void bind_member(Gang& g, int index);
+  // The members of `g` that found no room: bound now if the room is back.
+  void bind_unbound(Gang& g);
   void handle(const std::vector<Decision>& decisions);
   void reclaim(Gang& g, const Decision& d);
   void event(Tracked& t, const std::string& reason, const std::string& message, bool warning);

@@ -128,6 +128,33 @@ TEST_F(GangFaults, AFailedBindingIsTriedAgainAndNeverDeletesThePod) {
             std::string::npos);
 }
 
+// The node's batch capacity shrank below what the job reserved before its executor came:
+// the reserved room went back (a shrink deletes nothing), and the executor that comes then
+// finds no room. It waits, and binds on the pass after the node has room again: a
+// GleanerNoRoom is not the end of it.
+TEST_F(GangFaults, AnExecutorThatFoundNoRoomBindsOnceTheNodeHasRoomAgain) {
+  report("n1", 3000);
+  const gang::PodView driver = driver_of("pi", 1);
+  live_->observe_pod(driver);
+  live_->tick();
+  ASSERT_EQ(bind_of("pi-driver"), "n1");
+  live_->bind_done("c1", driver.uid, ok_status());
+  live_->observe_pod(bound(driver, "n1"));
+  report("n1", 1500);  // an LS surge: below the 2000m the job reserved
+  EXPECT_EQ(used_cpu(), 1000) << "the executor's unbound room went back";
+  gang::PodView executor = pod_of("pi-exec-1", gang::PodRole::kExecutor, "pi", 1000);
+  live_->observe_pod(executor);
+  live_->tick();
+  EXPECT_EQ(bind_of("pi-exec-1"), "") << "no room on n1 yet";
+  live_->tick();
+  EXPECT_EQ(bind_of("pi-exec-1"), "");
+  report("n1", 3000);  // the surge is over
+  live_->tick();
+  EXPECT_EQ(bind_of("pi-exec-1"), "n1") << live_->jobs_json().dump();
+  EXPECT_EQ(used_cpu(), 2000);
+  EXPECT_EQ(actions(gang::ActionKind::kDelete), std::vector<std::string>{});
+}
+
 TEST_F(GangFaults, AJobNoneOfWhosePodsCouldBeBoundWaitsInItsQueueAgain) {
   report("n1", 8000);
   const gang::PodView driver = driver_of("pi", 1);
