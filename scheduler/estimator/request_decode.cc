@@ -2,6 +2,7 @@
 
 #include "common/json_util.h"
 #include "common/quantity.h"
+#include "kube/selectors.h"
 #include "kube/well_known.h"
 #include "kube_wire.pb.h"
 #include "scheduler/kube/node_affinity.h"
@@ -17,9 +18,16 @@ struct Parts {
   int replicas = 1;
 };
 
-// A Kubernetes object's protobuf bytes, as JSON in the pod-spec shape node_affinity reads.
-Result<Json> affinity_json(const std::string& bytes, const std::string& field,
-                           std::string& no_opinion) {
+using Terms = std::vector<std::vector<LabelRequirement>>;
+
+// A NodeSelector's protobuf bytes as node affinity terms, read by the same vocabulary as a
+// pod's nodeSelectorTerms (kube/selectors.h), so Gt and Lt mean what they mean to
+// kube-scheduler; Karmada's estimator matches nodes with the same helper
+// (karmada pkg/estimator/server/nodes/filter.go, GetRequiredNodeAffinity). A malformed
+// expression is an error naming the field; matchFields, which gleaner does not model, is no
+// opinion.
+Result<Terms> affinity_terms(const std::string& bytes, const std::string& field,
+                             std::string& no_opinion) {
   gleaner::kubewire::NodeSelector selector;
   if (!selector.ParseFromString(bytes)) return invalid_field(field, "not a NodeSelector");
   Json terms = Json::array();
@@ -27,8 +35,6 @@ Result<Json> affinity_json(const std::string& bytes, const std::string& field,
     if (term.matchfields_size() > 0) no_opinion = field + ": matchFields is not modelled";
     Json exprs = Json::array();
     for (const auto& r : term.matchexpressions()) {
-      if (r.operator_() == "Gt" || r.operator_() == "Lt")
-        no_opinion = field + ": operator " + r.operator_() + " is not modelled";
       Json e = {{"key", r.key()}, {"operator", r.operator_()}};
       if (r.values_size() > 0) {
         e["values"] = Json::array();
@@ -39,9 +45,7 @@ Result<Json> affinity_json(const std::string& bytes, const std::string& field,
     }
     terms.push_back({{"matchExpressions", std::move(exprs)}});
   }
-  return Json{{"nodeAffinity",
-               {{"requiredDuringSchedulingIgnoredDuringExecution",
-                 {{"nodeSelectorTerms", std::move(terms)}}}}}};
+  return kube::node_selector_terms(terms, field + ".nodeSelectorTerms");
 }
 
 Result<Json> tolerations_json(const google::protobuf::RepeatedPtrField<std::string>& list,
@@ -63,6 +67,7 @@ Result<Json> tolerations_json(const google::protobuf::RepeatedPtrField<std::stri
 Result<NodeSelector> selector_of(const pb::NodeClaim* claim, const std::string& field,
                                  std::string& no_opinion) {
   Json spec = Json::object();
+  Terms terms;
   if (claim != nullptr) {
     if (!claim->nodeselector().empty()) {
       spec["nodeSelector"] = Json::object();
@@ -73,10 +78,10 @@ Result<NodeSelector> selector_of(const pb::NodeClaim* claim, const std::string& 
     const std::string& affinity =
         current ? claim->nodeaffinitybytes() : claim->legacynodeaffinity();
     if (!affinity.empty()) {
-      auto a = affinity_json(affinity, field + (current ? ".nodeAffinityBytes" : ".nodeAffinity"),
-                             no_opinion);
+      auto a = affinity_terms(affinity, field + (current ? ".nodeAffinityBytes" : ".nodeAffinity"),
+                              no_opinion);
       if (!a) return a.error();
-      spec["affinity"] = std::move(*a);
+      terms = std::move(*a);
     }
     const bool current_t = claim->tolerationsbytes_size() > 0;
     auto t = tolerations_json(current_t ? claim->tolerationsbytes() : claim->legacytolerations(),
@@ -87,6 +92,7 @@ Result<NodeSelector> selector_of(const pb::NodeClaim* claim, const std::string& 
   if (!no_opinion.empty()) return NodeSelector{};
   auto selector = kube_glue::node_selector_of(spec, field);
   if (!selector) return invalid_field(field, selector.error().message);
+  selector->terms = std::move(terms);
   auto tolerations = kube_glue::tolerations_of(spec, field);
   if (!tolerations) return invalid_field(field, tolerations.error().message);
   selector->tolerations = {std::move(*tolerations)};

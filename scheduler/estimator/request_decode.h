@@ -8,8 +8,9 @@
 // send a pod template's plain requests; the colocation webhook turns them into batch
 // resources in the member); `pods` and `ephemeral-storage` are not modelled and ignored.
 // Anything else (an extended resource such as nvidia.com/gpu), plain cpu/memory of a class
-// that is not batch, and node affinity with Gt, Lt or matchFields get no opinion (-1), so
-// karmada-scheduler goes by its other estimators.
+// that is not batch, and node affinity with matchFields get no opinion (-1), so
+// karmada-scheduler goes by its other estimators. Node affinity's Gt and Lt compare a node
+// label read as an integer with the bound, as kube-scheduler does (kube/selectors.h).
 
 #include <set>
 #include <string>
@@ -36,8 +37,9 @@ struct Decoded {
   std::vector<ComponentSet> assumed;
 };
 
-// Errors (kInvalidArgument) name the field: a malformed quantity, affinity or toleration,
-// a negative or oversized replica count, too many components.
+// Errors (kInvalidArgument) name the field: a malformed quantity, affinity (Gt or Lt
+// without exactly one integer value included) or toleration, a negative or oversized
+// replica count, too many components.
 Result<Decoded> decode(const pb::MaxAvailableReplicasRequest& request, const DecodePolicy& policy);
 Result<Decoded> decode(const pb::MaxAvailableComponentSetsRequest& request,
                        const DecodePolicy& policy);

@@ -5,8 +5,10 @@ node reports for a member cluster: MaxAvailableComponentSets for a Spark driver 
 equals the number of such applications `gleaner-scheduler simulate` places on the same nodes,
 for several cluster shapes; both quantity encodings (resourceRequestBytes, Karmada >= 1.18, and
 the typed map of <= 1.17) give the same answer; MaxAvailableReplicas counts single pods; node
-affinity, selectors and tolerations narrow the answer as placement does; a cluster with no
-reports, a stale one, a class that is not batch, a GPU request and affinity with Gt get -1;
+affinity, selectors and tolerations narrow the answer as placement does; node affinity's Gt and
+Lt count the nodes whose label, read as an integer, is above or below the bound (labels from
+a member's Nodes, served by the test API server); a cluster with no reports, a stale one, a
+class that is not batch and a GPU request get -1;
 a malformed quantity gets INVALID_ARGUMENT; assumed workloads are subtracted; the calls are
 counted in /metrics. (Taints and tolerations: the C++ tests, as nodes known from reports
 alone carry no taints.)
@@ -25,8 +27,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from e2e_harness import (Proc, deadline_loop, make_certificates, node_report,  # noqa: E402
-                         run_with_bin_dir)
+                         run_with_bin_dir, write_kubeconfig)
 
+APISERVER = os.path.join(HERE, "..", "apiserver", "apiserver.py")
 PROTO_DIR = os.path.join(HERE, "..", "..", "scheduler", "estimator", "proto")
 SERVICE = "/github.com.karmada_io.karmada.pkg.estimator.service.Estimator/"
 BIN_DIR = None
@@ -59,7 +62,12 @@ SHAPES = {
 }
 
 
-class KarmadaEstimatorTest(unittest.TestCase):
+class EstimatorCase(unittest.TestCase):
+    """A scheduler serving the estimator, and the calls to it; no tests of its own."""
+
+    def scheduler_args(self):
+        return []
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="gleaner-estimator-")
@@ -74,7 +82,7 @@ class KarmadaEstimatorTest(unittest.TestCase):
         self.sched = Proc("scheduler", [
             os.path.join(BIN_DIR, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
             "--report-auth", "none", "--estimator-listen", "127.0.0.1:0", "--stale-after", "3",
-            "--tick-ms", "50"], self.tmp.name)
+            "--tick-ms", "50"] + self.scheduler_args(), self.tmp.name)
         self.procs.append(self.sched)
         self.http = "http://127.0.0.1:" + self.sched.wait_line(r"listening on port (\d+)",
                                                               20).group(1)
@@ -84,7 +92,7 @@ class KarmadaEstimatorTest(unittest.TestCase):
 
     def tearDown(self):
         self.channel.close()
-        for p in self.procs:
+        for p in reversed(self.procs):
             p.stop()
         if any(e for _, e in getattr(self._outcome, "errors", []) if e):
             print("---- scheduler\n" + self.sched.text()[-3000:])
@@ -148,19 +156,6 @@ class KarmadaEstimatorTest(unittest.TestCase):
         self.assertLess(admitted, apps, "the scenario must hold more applications than fit")
         return admitted
 
-    # --- the tests ---
-    def test_component_sets_equal_what_the_simulator_places(self):
-        for cluster, (nodes, shape) in SHAPES.items():
-            for name, cpu, memory in nodes:
-                self.post(name, cluster, cpu, memory)
-        for cluster, (nodes, shape) in SHAPES.items():
-            expected = self.simulated(cluster, nodes, shape)
-            self.assertGreater(expected, 0, cluster)
-            self.assertEqual(self.spark_set(cluster, shape), expected, cluster)
-            print("%s: %d whole Spark sets, as the simulator places" % (cluster, expected))
-            self.assertEqual(self.spark_set(cluster, shape, legacy=True), expected,
-                             cluster + ": the typed Quantity map of Karmada <= 1.17")
-
     def replicas(self, cluster, cpu, memory, priority="koord-batch", claim=None, extra=None):
         req = self.pb.MaxAvailableReplicasRequest(cluster=cluster)
         r = req.replicaRequirements
@@ -173,6 +168,21 @@ class KarmadaEstimatorTest(unittest.TestCase):
             r.nodeClaim.CopyFrom(claim)
         return self.call("MaxAvailableReplicas", req,
                          self.pb.MaxAvailableReplicasResponse).maxReplicas
+
+
+class KarmadaEstimatorTest(EstimatorCase):
+    # --- the tests ---
+    def test_component_sets_equal_what_the_simulator_places(self):
+        for cluster, (nodes, shape) in SHAPES.items():
+            for name, cpu, memory in nodes:
+                self.post(name, cluster, cpu, memory)
+        for cluster, (nodes, shape) in SHAPES.items():
+            expected = self.simulated(cluster, nodes, shape)
+            self.assertGreater(expected, 0, cluster)
+            self.assertEqual(self.spark_set(cluster, shape), expected, cluster)
+            print("%s: %d whole Spark sets, as the simulator places" % (cluster, expected))
+            self.assertEqual(self.spark_set(cluster, shape, legacy=True), expected,
+                             cluster + ": the typed Quantity map of Karmada <= 1.17")
 
     def test_replicas_selectors_and_no_opinion(self):
         self.post("a1", "member-a", 4000, 8 * GI)  # 4 pods of 1 CPU / 2 GiB
@@ -199,8 +209,8 @@ class KarmadaEstimatorTest(unittest.TestCase):
         _, sel = affinity(["member-a"])
         sel.nodeSelectorTerms[0].matchExpressions.add(key="zone", operator="Gt", values=["1"])
         claim = self.pb.NodeClaim(nodeAffinityBytes=sel.SerializeToString())
-        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=claim), -1,
-                         "Gt is not modelled: no opinion")
+        self.assertEqual(self.replicas("member-a", "1", "2Gi", claim=claim), 0,
+                         "Gt on a label no node has: no node counts")
 
         self.assertEqual(self.replicas("member-a", "1", "2Gi", priority="koord-prod"), -1)
         self.assertEqual(self.replicas("member-a", "1", "2Gi", extra={"nvidia.com/gpu": "1"}), -1)
@@ -250,6 +260,68 @@ class KarmadaEstimatorTest(unittest.TestCase):
                                              name="nothing-here"))
         self.assertEqual(self.call("GetUnschedulableReplicas", unsched,
                                    self.pb.UnschedulableReplicasResponse).unschedulableReplicas, 0)
+
+
+class KarmadaEstimatorNodeLabelsTest(EstimatorCase):
+    """A member whose Nodes (in its API server) carry labels: node affinity's Gt and Lt
+    compare them as integers, as kube-scheduler does."""
+
+    NODES = {"l1": {"gpu-count": "2"}, "l2": {"gpu-count": "1"}, "l3": {"gpu-count": "8x"},
+             "l4": {}}
+
+    def setUp(self):
+        self.procs = []
+        api = Proc("apiserver", ["/usr/bin/python3", APISERVER, "--port", "0"], self.tmp.name,
+                   stdin=True)
+        self.procs.append(api)
+        url = "http://127.0.0.1:%s" % api.wait_line(r"ready port=(\d+)", 20).group(1)
+        for name, labels in self.NODES.items():
+            node = {"apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": labels}}
+            req = urllib.request.Request(url + "/api/v1/nodes", data=json.dumps(node).encode(),
+                                         method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=5) as r:
+                self.assertEqual(r.status, 201)
+        self.kubeconfig = write_kubeconfig(os.path.join(self.tmp.name, "member-l.kubeconfig"),
+                                           url)
+        procs = self.procs
+        super().setUp()
+        self.procs = procs + self.procs
+
+    def scheduler_args(self):
+        return ["--cluster", "member-l=" + self.kubeconfig]
+
+    def claim(self, operator, values, key="gpu-count"):
+        sel = self.kw.NodeSelector()
+        sel.nodeSelectorTerms.add().matchExpressions.add(key=key, operator=operator,
+                                                         values=values)
+        return self.pb.NodeClaim(nodeAffinityBytes=sel.SerializeToString())
+
+    def test_gt_and_lt_count_the_nodes_whose_label_is_above_or_below(self):
+        for name in self.NODES:
+            self.post(name, "member-l", 2000, 4 * GI)  # 2 pods of 1 CPU / 2 GiB each
+        # The Nodes' labels come through the member's informer: wait until the three
+        # labelled nodes count.
+        for _ in deadline_loop(15, 0.1):
+            if self.replicas("member-l", "1", "2Gi", claim=self.claim("Exists", [])) == 6:
+                break
+        else:
+            self.fail("the member's Node labels never reached the estimator")
+        self.assertEqual(self.replicas("member-l", "1", "2Gi", claim=self.claim("Gt", ["1"])), 2,
+                         "Gt 1: l1 (2) alone; l2 (1) is not above, l3 (8x) is not an integer, "
+                         "l4 has no label")
+        self.assertEqual(self.replicas("member-l", "1", "2Gi", claim=self.claim("Lt", ["2"])), 2,
+                         "Lt 2: l2 (1) alone")
+        self.assertEqual(self.replicas("member-l", "1", "2Gi", claim=self.claim("Lt", ["9"])), 4,
+                         "Lt 9: l1 and l2; l3's 8x is not 8")
+        self.assertEqual(self.replicas("member-l", "1", "2Gi", claim=self.claim("Gt", ["2"])), 0)
+        for values in ([], ["1", "2"], ["two"]):
+            with self.assertRaises(grpc.RpcError) as bad:
+                self.replicas("member-l", "1", "2Gi", claim=self.claim("Gt", values))
+            self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, values)
+            self.assertIn("replicaRequirements.nodeClaim.nodeAffinityBytes.nodeSelectorTerms[0]"
+                          ".matchExpressions[0].values", bad.exception.details())
 
 
 class KarmadaEstimatorTlsTest(unittest.TestCase):

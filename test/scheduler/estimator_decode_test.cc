@@ -84,9 +84,64 @@ TEST(EstimatorDecode, AffinityAndTolerationsFromKubernetesBytes) {
   EXPECT_FALSE(
       s.admits({{"pool", "spark"}, {"zone", "a"}}, {{"gpu", "true", TaintEffect::kNoSchedule}}));
 
-  e->set_operator_("Gt");
+  // matchFields (metadata.name) is not modelled: no opinion, naming it.
+  auto* f = affinity.mutable_nodeselectorterms(0)->add_matchfields();
+  f->set_key("metadata.name");
+  f->set_operator_("In");
+  f->add_values("n1");
   claim->set_nodeaffinitybytes(affinity.SerializeAsString());
-  EXPECT_NE(decode(r, {})->no_opinion.find("Gt"), std::string::npos);
+  EXPECT_NE(decode(r, {})->no_opinion.find("matchFields"), std::string::npos);
+}
+
+// Gt and Lt read the node's label as an integer, as kube-scheduler's nodeaffinity does: the
+// estimator answers for them instead of saying no opinion.
+TEST(EstimatorDecode, GtAndLtCompareTheNodeLabelAsAnInteger) {
+  auto r = replicas("koord-batch", {{"cpu", "1"}});
+  auto* claim = r.mutable_replicarequirements()->mutable_nodeclaim();
+  gleaner::kubewire::NodeSelector affinity;
+  auto* e = affinity.add_nodeselectorterms()->add_matchexpressions();
+  e->set_key("gpu-count");
+  e->set_operator_("Gt");
+  e->add_values("1");
+  claim->set_nodeaffinitybytes(affinity.SerializeAsString());
+  auto gt = decode(r, {});
+  ASSERT_TRUE(gt.ok()) << gt.error().message;
+  EXPECT_EQ(gt->no_opinion, "");
+  const NodeSelector& s = gt->set[0].selector;
+  EXPECT_TRUE(s.matches({{"gpu-count", "2"}}));
+  EXPECT_FALSE(s.matches({{"gpu-count", "1"}}));
+  EXPECT_FALSE(s.matches({{"gpu-count", "8x"}}));
+  EXPECT_FALSE(s.matches({}));
+
+  e->set_operator_("Lt");
+  claim->set_legacynodeaffinity(affinity.SerializeAsString());
+  claim->clear_nodeaffinitybytes();
+  auto lt = decode(r, {});
+  ASSERT_TRUE(lt.ok()) << lt.error().message;
+  EXPECT_TRUE(lt->set[0].selector.matches({{"gpu-count", "0"}}));
+  EXPECT_FALSE(lt->set[0].selector.matches({{"gpu-count", "1"}}));
+  EXPECT_FALSE(lt->set[0].selector.matches({}));
+}
+
+TEST(EstimatorDecode, MalformedGtOrLtIsAnErrorNamingTheField) {
+  const std::string at =
+      "replicaRequirements.nodeClaim.nodeAffinityBytes.nodeSelectorTerms[0]"
+      ".matchExpressions[0]";
+  for (const std::vector<std::string>& values : {std::vector<std::string>{}, {"1", "2"}, {"two"}}) {
+    auto r = replicas("koord-batch", {{"cpu", "1"}});
+    gleaner::kubewire::NodeSelector affinity;
+    auto* e = affinity.add_nodeselectorterms()->add_matchexpressions();
+    e->set_key("gpu-count");
+    e->set_operator_("Lt");
+    for (const auto& v : values)
+      e->add_values(v);
+    r.mutable_replicarequirements()->mutable_nodeclaim()->set_nodeaffinitybytes(
+        affinity.SerializeAsString());
+    auto d = decode(r, {});
+    ASSERT_FALSE(d.ok()) << values.size() << " values";
+    EXPECT_EQ(d.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_EQ(d.error().message.rfind(at + ".values", 0), 0u) << d.error().message;
+  }
 }
 
 TEST(EstimatorDecode, BadInputNamesTheField) {
