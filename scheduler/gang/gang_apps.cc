@@ -68,7 +68,7 @@ void GangScheduler::observe_app(const AppView& app) {
   g.app_kind = app.kind;
   g.first_seen = steady_s();
   // Kept (without a job when it cannot be placed) so that each warning is written once.
-  Gang& added = book_[key] = std::move(g);
+  Gang& added = book_.put(std::move(g));
   if (!app.suspended && !app.hub) {
     // Its operator may already be running it here: placing it elsewhere could run it
     // twice. Its pods are scheduled in this cluster like any application's.
@@ -120,10 +120,7 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
       if (g.job && !job_over(*g.job)) {
         if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
       }
-      if (g.members.empty() && g.waiting.empty()) {
-        if (g.job) book_.unlink_job(*g.job);
-        book_.erase(it);
-      }
+      if (g.members.empty() && g.waiting.empty()) book_.remove(it);
       return;
     }
     // A copy made here for another cluster's application, deleted before its driver
@@ -141,8 +138,7 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
       core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
     if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
   }
-  if (it->second.job) book_.unlink_job(*it->second.job);
-  book_.erase(it);
+  book_.remove(it);
 }
 
 void GangScheduler::end_app_gang(GangBook::iterator it) {
@@ -151,8 +147,7 @@ void GangScheduler::end_app_gang(GangBook::iterator it) {
     if (Status s = core_.withdraw(*g.job); !s) spdlog::warn("{}", s.error().message);
   }
   release_pods(g);
-  if (g.job) book_.unlink_job(*g.job);
-  book_.erase(it);
+  book_.remove(it);
 }
 
 void GangScheduler::place_app(const std::string& key, JobId job) {
@@ -160,8 +155,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
   if (it == book_.end()) return;
   const Job& j = core_.job(job);
   const std::string target = core_.clusters().cluster_name(*j.cluster);
-  Gang g = std::move(it->second);
-  book_.erase(it);
+  Gang g = book_.take(it);
   const std::string placed = placed_key(g.app_kind, target, g.ns, g.name);
   if (book_.contains(placed)) {
     // Another application of that name holds the key there (often the copy of an earlier
@@ -171,7 +165,7 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
     book_.unlink_job(job);
     g.job.reset();
     placer_.resubmit_later(g, key, steady_s());
-    Gang& back = book_[key] = std::move(g);
+    Gang& back = book_.put(std::move(g));
     app_event(back, "GleanerPending",
               "chosen member cluster " + target +
                   " still has another application of this name; placement tried again",
@@ -193,16 +187,14 @@ void GangScheduler::place_app(const std::string& key, JobId job) {
   g.cluster = target;
   g.key = placed;
   g.last_event.clear();
-  book_.link_job(job, placed);
   placer_.record(placed_key(g.app_kind, g.origin, g.ns, g.name), placed);
-  send_place_app(book_.emplace(placed, std::move(g)).first->second);
+  send_place_app(book_.put(std::move(g)));
 }
 
 void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
   auto it = book_.find(key);
   if (it == book_.end() || !it->second.job) return;
-  Gang g = std::move(it->second);
-  book_.erase(it);
+  Gang g = book_.take(it);
   const std::string member = g.cluster;
   if (actions_) {
     // The hub forgets the placement, then asks `member` to delete the copy: queued behind
@@ -224,8 +216,7 @@ void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
   g.members.clear();
   g.waiting.clear();
   g.last_event.clear();
-  book_.link_job(*g.job, g.key);
-  Gang& back = book_[g.key] = std::move(g);
+  Gang& back = book_.put(std::move(g));
   app_event(back, "GleanerReclaimed",
             "reclaimed from member cluster " + member + " (" + d.reason +
                 "); its copy there is deleted and it is placed again",

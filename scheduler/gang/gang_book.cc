@@ -1,4 +1,4 @@
-// The gang book's job index (gang_book.h).
+// The gang book's job index and moves (gang_book.h).
 #include "scheduler/gang/gang_book.h"
 
 namespace gleaner::scheduler::gang {
@@ -13,6 +13,23 @@ const Gang* GangBook::gang_of_job(JobId job) const {
   if (key == nullptr) return nullptr;
   auto g = gangs_.find(*key);
   return g != gangs_.end() && g->second.job == job ? &g->second : nullptr;
+}
+
+Gang GangBook::take(iterator it) {
+  Gang g = std::move(it->second);
+  gangs_.erase(it);
+  return g;
+}
+
+Gang& GangBook::put(Gang g) {
+  if (g.job) link_job(*g.job, g.key);
+  const std::string key = g.key;
+  return gangs_[key] = std::move(g);
+}
+
+void GangBook::remove(iterator it) {
+  if (it->second.job) unlink_job(*it->second.job);
+  gangs_.erase(it);
 }
 
 }  // namespace gleaner::scheduler::gang

@@ -114,6 +114,14 @@ class GangBook {
   void erase(const std::string& key) { gangs_.erase(key); }
   [[nodiscard]] size_t size() const { return gangs_.size(); }
 
+  // A gang that moves (an application placed under its placement key, or back under its
+  // queue key) is taken out, changed, and put back: `take` leaves its job linked to the
+  // old key; `put` files it under g.key (replacing any gang there) and links its job there.
+  Gang take(iterator it);
+  Gang& put(Gang g);
+  // The gang is over: it leaves the book, its job's link with it.
+  void remove(iterator it);
+
   // The core job a gang was submitted as, and back: decisions name jobs. A job keeps its
   // entry until unlink_job, also after its gang's key changed (an application placed
   // under its placement key) or its gang went; gang_of_job checks both ways.

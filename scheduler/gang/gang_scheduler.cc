@@ -439,8 +439,7 @@ void GangScheduler::forget_pod(const PodView& pod) {
     }
   }
   if (gang.members.empty() && gang.waiting.empty() && (!gang.job || job_over(*gang.job))) {
-    if (gang.job) book_.unlink_job(*gang.job);
-    book_.erase(g);
+    book_.remove(g);
   }
 }
 

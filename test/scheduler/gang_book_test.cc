@@ -56,6 +56,33 @@ TEST(GangBook, AnApplicationMovedToItsPlacementKeyIsFoundThere) {
   EXPECT_FALSE(book.emplace("placed:hub/ns/app", Gang{}).second);  // one gang per key
 }
 
+TEST(GangBook, AMovedGangIsFiledUnderItsNewKeyWithItsJob) {
+  GangBook book;
+  Gang queued;
+  queued.key = "app:hub/ns/app";
+  queued.job = 4;
+  book.put(std::move(queued));
+  EXPECT_EQ(*book.key_of_job(4), "app:hub/ns/app");
+
+  Gang g = book.take(book.find("app:hub/ns/app"));
+  EXPECT_FALSE(book.contains("app:hub/ns/app"));
+  EXPECT_EQ(*book.key_of_job(4), "app:hub/ns/app");  // linked until put elsewhere
+  g.key = "m1/ns/app";
+  Gang& placed = book.put(std::move(g));
+  EXPECT_EQ(placed.key, "m1/ns/app");
+  EXPECT_EQ(book.gang_of_job(4), &placed);
+
+  book.remove(book.find("m1/ns/app"));
+  EXPECT_EQ(book.size(), 0u);
+  EXPECT_EQ(book.key_of_job(4), nullptr);  // the job's link goes with it
+
+  Gang jobless;
+  jobless.key = "app:hub/ns/other";
+  book.put(std::move(jobless));
+  book.remove(book.find("app:hub/ns/other"));
+  EXPECT_EQ(book.size(), 0u);
+}
+
 }  // namespace
 }  // namespace gang_book_test
 }  // namespace gleaner::scheduler::gang
