@@ -12,6 +12,7 @@ import time
 import yaml
 from kubernetes.client.rest import ApiException
 
+import agent_pod
 from e2e_harness import Proc, ServiceHTTPS, deadline_loop, find_doc, load_yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -134,30 +135,8 @@ class ColocationHarness:
         self.wait_for("the colocation webhook to answer", answered, 10)
 
     def agent_token(self, node):
-        """The projected token kubelet gives the agent pod of `node`: a TokenRequest for
-        the DaemonSet's ServiceAccount and audience, bound to a pod on that node."""
-        ds = find_doc(load_yaml(os.path.join(MANIFESTS, "agent-daemonset.yaml")), "DaemonSet")
-        ns = ds["metadata"]["namespace"]
-        spec = ds["spec"]["template"]["spec"]
-        sa = spec["serviceAccountName"]
-        audience = next(src["serviceAccountToken"]["audience"] for v in spec["volumes"]
-                        if "projected" in v for src in v["projected"]["sources"]
-                        if "serviceAccountToken" in src)
-        if not self.call("GET", "/api/v1/namespaces/%s/serviceaccounts" % ns)["items"]:
-            self.call("POST", "/api/v1/namespaces/%s/serviceaccounts" % ns,
-                      body={"metadata": {"name": sa}})
-        pod = self.call("POST", "/api/v1/namespaces/%s/pods" % ns, body={
-            "metadata": {"name": "gleaner-agent-" + node, "labels": ds["spec"]["template"][
-                "metadata"]["labels"]},
-            "spec": {"serviceAccountName": sa, "nodeName": node,
-                     "containers": [{"name": "agent", "image": "gleaner", "resources": {}}]}})
-        issued = self.call("POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (ns, sa),
-                           body={"spec": {"audiences": [audience], "expirationSeconds": 3600,
-                                          "boundObjectRef": {
-                                              "kind": "Pod", "apiVersion": "v1",
-                                              "name": pod["metadata"]["name"],
-                                              "uid": pod["metadata"]["uid"]}}})
-        return issued["status"]["token"]
+        """The projected token kubelet gives the agent pod of `node` (agent_pod.agent_token)."""
+        return agent_pod.agent_token(lambda m, path, body: self.call(m, path, body=body), node)
 
     def config_map_key(self, ns, name, key):
         try:
