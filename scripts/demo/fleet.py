@@ -2,32 +2,42 @@
 
 A hub and two member clusters (each the project's test API server), gleaner-scheduler with
 the hub and both members (--hub, --cluster, the colocation webhook serving every member at
-/mutate-pod/<member>), and the Spark operator emulator (test/spark) in each member as its
-operator and kubelet. The user's side is kubectl against the hub, with the objects the ACK
-One guide applies: the PriorityClass low-priority (-1000), its ClusterPropagationPolicy, the
+/mutate-pod/<member>, agent reports over HTTPS checked by TokenReview against the report's
+member), and the Spark operator emulator (test/spark) in each member as its operator and
+kubelet. The user's side is kubectl against the hub, with the objects the ACK One guide
+applies: the PriorityClass low-priority (-1000), its ClusterPropagationPolicy, the
 PropagationPolicy sparkapp-policy (customSchedulingType Gang, replicaSchedulingType
 Divided) and SparkApplications carrying sparkoperator.k8s.io/koordinator-colocation: "true"
-and no schedulerName. The members' nodes are report-driven: the demo posts each node's
-NodeReport as its gleaner-agent would (docs/wire-format.md), with the batch capacity the
-story needs; the pods run no process.
+and no schedulerName.
+
+m1-n1 is a REAL node (fleet_node.py): its pods run as processes in kubelet's cgroups under
+a scratch hierarchy, an LS service "web" runs there, and gleaner-agent in its production
+mode reports its batch room. m1-n2 (a node whose kubelet never starts pods) and m2-n1 are
+REPORT-DRIVEN: the demo posts their NodeReports as their agents would (docs/wire-format.md,
+over HTTPS with each node's own agent token, every 2 s) with the batch room the story needs;
+their pods run no process.
 
 The story, each step waited for with a bounded deadline and timed:
-  1. spark-pi-1 (driver + 2 executors) goes to m1, the only member with room for it;
-  2. an LS surge on m1 shrinks its batch capacity; spark-pi-2 goes to m2;
-  3. one of spark-pi-1's executors is evicted (the Eviction API, as the agent evicts under
-     memory pressure) and Spark replaces it;
+  1. spark-pi-1 (driver + 2 executors, sized to half the batch room m1-n1's agent reports)
+     goes to m1, m2's report having less room; its executors use real CPU in BE cgroups;
+  2. a real LS surge on m1-n1 (clients hammering "web"): the agent cuts the BE quota and
+     its reports shrink m1's batch room; spark-pi-2, which fitted m1 before, goes to m2;
+     spark-pi-1 keeps running (a shrink never deletes a running pod);
+  3. one of spark-pi-1's executors is evicted through the Eviction API (as the agent evicts
+     under memory pressure; not an eviction by the agent) and Spark replaces it;
   4. a node joins m1 whose kubelet never starts pods; spark-pi-3's driver is bound there,
      cannot start, is reclaimed after --driver-start-timeout and rescheduled;
   5. every application reaches COMPLETED on the hub.
-The API servers and emulators end with their stdin, which only the demo holds: killed
-outright, the demo takes them along; gleaner-scheduler names the run directory on its
-command line, for the clean-up fallback.
+The API servers, emulators and the load clients end with their stdin, which only the demo
+holds: killed outright, the demo takes them along (the emulator stops its pods); the agent
+and gleaner-scheduler name the run directory on their command lines, and the scratch
+hierarchy is recorded, for the clean-up fallback.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,28 +46,37 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "test", "e2e"))
-from e2e_harness import node_report, write_kubeconfig  # noqa: E402
+import fleet_node  # noqa: E402
+from agent_pod import agent_token  # noqa: E402
+from e2e_harness import ServiceHTTPS, node_report, write_kubeconfig  # noqa: E402
+from fleet_node import FleetError, free_port  # noqa: E402,F401 (live.py's free_port)
+import summary  # noqa: E402
 
 PY = "/usr/bin/python3"
 APISERVER = os.path.join(REPO, "test", "apiserver", "apiserver.py")
 EMULATOR = os.path.join(REPO, "test", "spark", "spark_emulator.py")
 MEMBER_ACCESS = os.path.join(REPO, "deploy", "fleet", "member-access.yaml")
+PRIORITY_CLASSES = os.path.join(REPO, "deploy", "manifests", "priority-classes",
+                                "priority-classes.yaml")
 MEMBERS = ("m1", "m2")
+REPORT_DRIVEN = (("m1", "m1-n2"), ("m2", "m2-n1"))
 GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 DRIVER_START_TIMEOUT_S = 3
+SCHED_HOST = "gleaner-scheduler.gleaner-system.svc"  # --report-service's DNS name
 GI = 1 << 30
-
 ACK_ONE = os.path.join(HERE, "ack-one")
+# spark-pi-1 leaves this much of m1-n1's batch room (spark-pi-2 fits it before the surge);
+# spark-pi-3's driver requests more (its coreLimit, 1 core), so in m1 it goes to m1-n2,
+# whose kubelet never starts it.
+PI1_LEAVES_MILLI = 600
+PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI = 1000, 500
 
 
 def read(name):
     with open(os.path.join(ACK_ONE, name)) as f:
         return f.read()
-
-
-class FleetError(RuntimeError):
-    pass
 
 
 def request(url, method="GET", body=None, content_type="application/json"):
@@ -73,30 +92,37 @@ def request(url, method="GET", body=None, content_type="application/json"):
 
 
 class Fleet:
-    """The processes and objects of the fleet run; `remember_pid` records each child for
-    the demo's clean-up fallback."""
+    """The processes and objects of the fleet run; `remember_pid` records each child and
+    `remember_scratch` the real node's scratch hierarchy for the demo's clean-up fallback."""
 
-    def __init__(self, build, run_dir, remember_pid, seconds):
+    def __init__(self, build, run_dir, remember_pid, seconds, remember_scratch=lambda s: None):
         self.bin = os.path.join(build, "bin")
         self.dir = os.path.join(run_dir, "fleet")
         os.makedirs(self.dir, exist_ok=True)
-        self.remember_pid = remember_pid
+        self.remember_pid, self.remember_scratch = remember_pid, remember_scratch
         self.procs, self.all_procs = [], []
-        self.urls, self.kubeconfigs = {}, {}
+        self.urls, self.kubeconfigs, self.tokens = {}, {}, {}
         self.ports = []
         self.seq = 0
         self.events = []
         self.t0 = time.monotonic()
-        # Each job's run time: long enough for the steps that happen while it runs.
+        # Each job's run time: long enough for the steps that happen while it runs;
+        # spark-pi-1 runs through steps 1-3 (a surge and a replacement of seconds each).
         self.run_s = max(3.0, seconds / 20.0)
+        self.long_s = max(35.0, seconds / 3.0)
         self.jobs = {}  # name -> {"members": [...], "state": ..., ...}
         self.shown = []  # what the run showed, in plain words, as each step happened
+        self.node = None  # the real node m1-n1 (fleet_node.RealNode)
+        self.rooms = {}  # report-driven (member, node) -> the batch millicores reported
+        self.reporting = threading.Event()
+        self.meter = self.probe = None
+        self.real = {"node": fleet_node.NODE, "member": fleet_node.MEMBER}
 
     # --- processes -----------------------------------------------------------------------
-    def spawn(self, name, argv):
+    def spawn(self, name, argv, env=None):
         log = open(os.path.join(self.dir, name + ".log"), "ab")
         p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+                             start_new_session=True, env=dict(os.environ, **(env or {})))
         log.close()
         self.procs.append(p)
         self.all_procs.append(p)
@@ -107,7 +133,8 @@ class Fleet:
         path = os.path.join(self.dir, name + ".log")
         end = time.monotonic() + deadline_s
         while time.monotonic() < end:
-            text = open(path, errors="replace").read()
+            with open(path, errors="replace") as f:
+                text = f.read()
             for line in text.splitlines():
                 if needle in line:
                     return line
@@ -118,6 +145,12 @@ class Fleet:
                                                                   text[-1500:]))
 
     def stop(self):
+        """Every process (the agent first: it gives kubelet's values back), then the real
+        node's scratch hierarchy once its emulator has stopped its pods."""
+        self.reporting.set()
+        for meter in (self.meter, self.probe):
+            if meter:
+                meter.stop()
         for p in reversed(self.procs):
             if p.poll() is None:
                 try:
@@ -127,15 +160,26 @@ class Fleet:
                 p.terminate()
         for p in self.procs:
             try:
-                p.wait(5)
+                p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
         self.procs = []
+        if self.node:
+            self.node.remove()
 
     # --- API helpers ---------------------------------------------------------------------
     def api(self, cluster, path, method="GET", body=None, content_type="application/json"):
         return request(self.urls[cluster] + path, method, body, content_type)
+
+    def call(self, cluster):
+        """call(method, path, body) on `cluster`'s API: the object, or FleetError."""
+        def call(method, path, body):
+            status, obj = self.api(cluster, path, method, body)
+            if status not in (200, 201):
+                raise FleetError("%s %s on %s: HTTP %d" % (method, path, cluster, status))
+            return obj
+        return call
 
     def kubectl(self, cluster, *args, stdin=None):
         argv = ["kubectl", "--kubeconfig", self.kubeconfigs[cluster]] + list(args)
@@ -143,6 +187,22 @@ class Fleet:
         if r.returncode != 0:
             raise FleetError("%s failed: %s" % (" ".join(argv[3:]), r.stderr.strip()))
         return r.stdout
+
+    def sched_request(self, method, path, body=None, token=None):
+        """HTTPS to the scheduler's port, verified as the agents verify it: the CA it
+        publishes and its Service's DNS name."""
+        conn = ServiceHTTPS(self.sched_port, SCHED_HOST, self.sched_ca)
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        try:
+            conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                         headers=headers)
+            resp = conn.getresponse()
+            text = resp.read().decode()
+            return resp.status, (json.loads(text) if text and resp.status == 200 else text)
+        finally:
+            conn.close()
 
     def app(self, cluster, name):
         status, obj = self.api(cluster, "/apis/%s/%s/namespaces/spark/%s/%s" % (
@@ -175,23 +235,47 @@ class Fleet:
         self.events.append(line)
         print("  fleet " + line, flush=True)
 
+    # --- the report-driven nodes -----------------------------------------------------------
     def report(self, member, node, batch_cpu_milli):
-        """The NodeReport the node's gleaner-agent posts (report-driven node)."""
+        """The NodeReport the node's gleaner-agent posts (report-driven node), with its own
+        agent pod's token; kept up every 2 s by the reporter thread."""
+        self.rooms[(member, node)] = batch_cpu_milli
         self.seq += 1
-        status, _ = request(self.sched + "/api/v1/reports", "POST", node_report(
-            node, self.seq, "demo-fleet", batch_cpu_milli, 16 * GI, cluster=member))
+        status, body = self.sched_request("POST", "/api/v1/reports", node_report(
+            node, self.seq, "demo-fleet", batch_cpu_milli, 16 * GI, cluster=member),
+            self.tokens[node])
         if status != 200:
-            raise FleetError("report for %s/%s refused: HTTP %d" % (member, node, status))
+            raise FleetError("report for %s/%s refused: HTTP %d %s" % (member, node, status,
+                                                                        body))
 
-    def batch_free(self, member):
-        _, obj = request(self.sched + "/api/v1/nodes")
-        return sum(n["free"]["cpuMillicores"] for n in (obj or {}).get("nodes", [])
-                   if n.get("cluster") == member)
+    def keep_reporting(self):
+        while not self.reporting.wait(2.0):
+            for (member, node), milli in list(self.rooms.items()):
+                try:
+                    self.report(member, node, milli)
+                except (FleetError, OSError) as e:
+                    self.event("report for %s/%s failed: %s" % (member, node, e))
+
+    def nodes(self):
+        status, obj = self.sched_request("GET", "/api/v1/nodes")
+        return (obj or {}).get("nodes", []) if status == 200 else []
+
+    def batch_free(self, member, node=None):
+        return sum(n["free"]["cpuMillicores"] for n in self.nodes()
+                   if n.get("cluster") == member and node in (None, n["name"]))
+
+    def real_free(self):
+        """The scheduler's free batch room on the real node (None: not reported yet)."""
+        n = next((n for n in self.nodes() if n["name"] == fleet_node.NODE and
+                  n.get("cluster") == fleet_node.MEMBER), None)
+        return n["free"]["cpuMillicores"] if n and n.get("batch") else None
 
     # --- set-up --------------------------------------------------------------------------
     def start(self):
+        self.node = fleet_node.RealNode(self, self.remember_scratch)
         for name in ("hub",) + MEMBERS:
-            p = self.spawn("apiserver-" + name, [PY, APISERVER, "--port", "0"])
+            p = self.spawn("apiserver-" + name, [PY, APISERVER, "--port", "0",
+                                                 "--bookmark-interval", "0.5"])
             port = int(self.wait_log("apiserver-" + name, p, "ready port=").split("=")[1])
             self.ports.append(port)
             self.urls[name] = "http://127.0.0.1:%d" % port
@@ -201,9 +285,39 @@ class Fleet:
         self.ports.append(self.webhook_port)
         for m in MEMBERS:
             self.prepare_member(m)
+        self.start_scheduler()
+        for m in MEMBERS:
+            self.wait("the webhook's CA in %s's webhook configuration" % m,
+                      lambda m=m: self.ca_bundle(m), 30)
+        # Each node's agent token (a TokenRequest bound to its agent pod, as kubelet
+        # projects it), issued by its member's API server, which the scheduler asks.
+        for m, node in REPORT_DRIVEN + ((fleet_node.MEMBER, fleet_node.NODE),):
+            self.tokens[node] = agent_token(self.call(m), node)
+        for m in MEMBERS:
+            extra = self.node.emulator_args() if m == fleet_node.MEMBER else []
+            p = self.spawn("spark-operator-" + m, [PY, EMULATOR, "--server", self.urls[m],
+                                                   "--nodes", m + "-n1", "--exit-on-stdin-eof",
+                                                   "--verbose"] + extra)
+            kubelet = self.wait_log("spark-operator-" + m, p, "kubelet node=") if extra else ""
+            self.wait_log("spark-operator-" + m, p, "ready")
+            if extra:
+                self.node.start(kubelet)
+        threading.Thread(target=self.keep_reporting, daemon=True).start()
+        # The user's side: the guide's objects, applied to the hub with kubectl.
+        self.kubectl("hub", "apply", "--validate=false", "-f", "-", stdin=json.dumps(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "spark"}}))
+        self.kubectl("hub", "apply", "--validate=false", "-f", os.path.join(ACK_ONE, "hub.yaml"))
+
+    def start_scheduler(self):
+        """--report-auth token-review and HTTPS with the webhook's certificate, as the
+        shipped Deployment runs it; the CA is published in m1 (the webhook's cluster)."""
         argv = [os.path.join(self.bin, "gleaner-scheduler"), "run", "--listen", "127.0.0.1:0",
-                "--report-auth", "none", "--tick-ms", "50",
-                "--driver-start-timeout", str(DRIVER_START_TIMEOUT_S),
+                "--report-auth", "token-review",
+                "--agent-service-account", "kube-system/gleaner-agent",
+                "--agent-token-audience", "gleaner-scheduler",
+                "--tls-from-webhook", "--report-service", "gleaner-system/gleaner-scheduler",
+                "--ca-configmap", "kube-system/gleaner-scheduler-ca",
+                "--tick-ms", "50", "--driver-start-timeout", str(DRIVER_START_TIMEOUT_S),
                 "--hub", "hub=" + self.kubeconfigs["hub"],
                 "--hub-policy-group", "policy.one.alibabacloud.com",
                 "--hub-cluster-objects", "false",
@@ -214,31 +328,29 @@ class Fleet:
             argv += ["--cluster", "%s=%s" % (m, self.kubeconfigs[m])]
         p = self.spawn("scheduler", argv)
         line = self.wait_log("scheduler", p, "gleaner-scheduler: listening on port")
-        port = int(line.split("listening on port")[1].split()[0])
-        self.ports.append(port)
-        self.sched = "http://127.0.0.1:%d" % port
-        for m in MEMBERS:
-            self.wait("the webhook's CA in %s's webhook configuration" % m,
-                      lambda m=m: self.ca_bundle(m), 30)
-            p = self.spawn("spark-operator-" + m, [PY, EMULATOR, "--server", self.urls[m],
-                                                   "--nodes", m + "-n1", "--exit-on-stdin-eof"])
-            self.wait_log("spark-operator-" + m, p, "ready")
-        # The user's side: the guide's objects, applied to the hub with kubectl.
-        self.kubectl("hub", "apply", "--validate=false", "-f", "-", stdin=json.dumps(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "spark"}}))
-        self.kubectl("hub", "apply", "--validate=false", "-f", os.path.join(ACK_ONE, "hub.yaml"))
+        self.sched_port = int(line.split("listening on port")[1].split()[0])
+        self.ports.append(self.sched_port)
+        self.sched_host = SCHED_HOST
+        ca = self.wait("the scheduler's CA published in m1", lambda: ((self.api(
+            "m1", "/api/v1/namespaces/kube-system/configmaps/gleaner-scheduler-ca")[1] or {})
+            .get("data") or {}).get("ca.crt"), 30)
+        self.sched_ca = os.path.join(self.dir, "scheduler-ca.crt")
+        with open(self.sched_ca, "w") as f:
+            f.write(ca)
 
     def prepare_member(self, m):
         """What the fleet's installation leaves in a member (docs/deploy.md 'A fleet'): the
         spark namespace labelled for the webhook, the PriorityClass the hub's
         ClusterPropagationPolicy distributes (ACK One's Duplicated propagation, not
-        Gleaner's), the webhook configuration of deploy/fleet/member-access.yaml calling
-        the webhook at /mutate-pod/<member>, and the node."""
+        Gleaner's) and Gleaner's own, the webhook configuration of
+        deploy/fleet/member-access.yaml calling the webhook at /mutate-pod/<member>, and the
+        nodes: the real one with this machine's CPUs and memory."""
         self.kubectl(m, "apply", "--validate=false", "-f", "-", stdin=json.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": "spark", "labels": {"gleaner.io/colocation": "enabled"}}}))
         self.kubectl(m, "apply", "--validate=false", "-f", "-",
                      stdin=read("hub.yaml").split("---")[0])
+        self.kubectl(m, "apply", "--validate=false", "-f", PRIORITY_CLASSES)
         docs = [d for d in yaml.safe_load_all(open(MEMBER_ACCESS)) if d]
         hook = next(d for d in docs if d["kind"] == "MutatingWebhookConfiguration")
         for w in hook["webhooks"]:
@@ -248,10 +360,13 @@ class Fleet:
         self.hook_name = hook["metadata"]["name"]
         nodes = [m + "-n1"] + (["m1-n2"] if m == "m1" else [])
         for node in nodes:
-            status, _ = self.api(m, "/api/v1/nodes", "POST", {"metadata": {"name": node}})
+            amounts = fleet_node.machine_amounts() if node == fleet_node.NODE else {
+                "cpu": "8", "memory": "32Gi", "pods": "110"}
+            self.api(m, "/api/v1/nodes", "POST", {"metadata": {
+                "name": node, "labels": {"kubernetes.io/hostname": node}}})
             self.api(m, "/api/v1/nodes/%s/status" % node, "PATCH", {"status": {
-                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}},
+                "capacity": amounts, "allocatable": amounts,
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}},
                 "application/merge-patch+json")
 
     def ca_bundle(self, m):
@@ -260,18 +375,21 @@ class Fleet:
         return all(w["clientConfig"].get("caBundle") for w in (obj or {}).get("webhooks", [{}]))
 
     # --- the story -----------------------------------------------------------------------
-    def submit(self, name, executors):
-        self.kubectl("hub", "apply", "--validate=false", "-f", "-", stdin=read("spark-pi.yaml").format(
-            name=name, executors=executors, run_s="%.1f" % self.run_s))
+    def submit(self, name, executors, driver_milli, executor_milli, run_s=None):
+        self.kubectl("hub", "apply", "--validate=false", "-f", "-", stdin=read(
+            "spark-pi.yaml").format(name=name, executors=executors, run_s="%.1f" % (
+                run_s or self.run_s), driver_request="%dm" % driver_milli,
+                executor_request="%dm" % executor_milli))
         self.jobs[name] = {"name": name, "members": [], "state": None, "executorsReplaced": 0,
-                           "reclaimed": 0, "submitted": time.monotonic()}
+                           "reclaimed": 0, "submitted": time.monotonic(),
+                           "batchCpuMilli": driver_milli + executors * executor_milli}
 
     def placed(self, name, avoid=None):
         member = self.wait("%s placed by gleaner-scheduler" % name,
                            lambda: self.placement(name) not in (None, avoid) and
                            self.placement(name), deadline_s=60 + 3 * self.run_s)
         self.jobs[name]["members"].append(member)
-        self.event("%s placed in %s%s; batch free m1 %.1f, m2 %.1f cores" % (
+        self.event("%s placed in %s%s; batch free m1 %.2f, m2 %.2f cores" % (
             name, member, "" if avoid else " (%.2f s after kubectl apply)" % (
                 time.monotonic() - self.jobs[name]["submitted"]),
             self.batch_free("m1") / 1000.0, self.batch_free("m2") / 1000.0))
@@ -283,19 +401,43 @@ class Fleet:
                 if (p.get("status") or {}).get("phase") == "Running"
                 and not p["metadata"].get("deletionTimestamp")]
 
+    def executor_uids(self):
+        return {p["metadata"]["uid"] for p in self.pods(fleet_node.MEMBER, "spark-role=executor")}
+
     def run(self):
         """The five steps; returns the summary's fleet part."""
         self.start()
-        # 1. Batch capacity as the agents report it: m1 has room for a 3-CPU gang, m2 not.
-        self.report("m1", "m1-n1", 5000)
+        self.step_placement()
+        self.step_surge()
+        self.step_eviction()
+        self.step_reclaim()
+        self.step_completion()
+        return self.summary()
+
+    def step_placement(self):
+        """1. spark-pi-1 sized from the batch room m1-n1's agent reports (all but
+        PI1_LEAVES_MILLI of it); m2's report has less room than it asks."""
+        node = self.node
+        room = self.wait("400m of batch room reported by %s's agent" % fleet_node.NODE,
+                         lambda: (lambda f: f if f is not None and f >= 400 else None)(
+                             self.real_free()), 60)
+        self.real["batchFreeIdleMilli"] = room
+        executor = max(100, (room - PI1_LEAVES_MILLI - 100) // 2 // 50 * 50)
         self.report("m1", "m1-n2", 0)
-        self.report("m2", "m2-n1", 1500)
-        self.submit("spark-pi-1", 2)
+        self.report("m2", "m2-n1", 2 * executor)  # less than spark-pi-1 asks
+        self.meter = fleet_node.ExecutorMeter(node, self.executor_uids)
+        self.meter.start()
+        self.submit("spark-pi-1", 2, 100, executor, self.long_s)
+        self.event("%s's agent reports %.2f cores of batch room; spark-pi-1 asks 0.1 + 2 x "
+                   "%.2f, m2-n1 reports %.2f" % (fleet_node.NODE, room / 1000.0, executor / 1000.0,
+                                                 (2 * executor) / 1000.0))
         first = self.placed("spark-pi-1")
         if first == "m1":
-            self.shown.append("spark-pi-1 placed in m1, the member with batch room for it")
-        self.wait("spark-pi-1's 2 executors running in %s" % first,
-                  lambda: len(self.running_executors(first, "spark-pi-1")) == 2)
+            self.shown.append("spark-pi-1 placed in m1, the member with batch room for it "
+                              "(as m1-n1's agent reported it)")
+        running = self.wait("spark-pi-1's 2 executors running in %s" % first,
+                            lambda: (lambda r: r if len(r) == 2 else None)(
+                                self.running_executors(first, "spark-pi-1")))
         # The webhook made the annotated pods batch pods of gleaner-scheduler.
         pods = self.pods(first, "sparkoperator.k8s.io/app-name=spark-pi-1")
         routed = [p for p in pods if p["spec"].get("schedulerName") == "gleaner-scheduler" and
@@ -306,20 +448,71 @@ class Fleet:
         if pods and len(routed) == len(pods):
             self.shown.append("the colocation webhook routed every annotated pod to "
                               "gleaner-scheduler with batch resources")
-        # 2. An LS surge on m1: its agent suppresses BE and reports less batch capacity;
-        # m2's LS load falls and it reports more.
-        before = self.batch_free("m1")
-        self.report("m1", "m1-n1", 3000)
+        # Real CPU in the executors' BE pod cgroups.
+        dirs = [node.pod_dir(p) for p in running if p["spec"].get("nodeName") == fleet_node.NODE]
+        started = time.monotonic()
+        used = self.wait("0.2 s of CPU used by each spark-pi-1 executor in its BE cgroup",
+                         lambda: (lambda u: u if dirs and all(v >= 0.2 for v in u) else None)(
+                             [node.cpu_seconds(d) or 0 for d in dirs]), 30)
+        self.real["executorCpuSecondsStep1"] = round(sum(used), 3)
+        self.event("spark-pi-1's executors used %s CPU-seconds in %s/pod<uid> (%.1f s)" % (
+            " + ".join("%.2f" % v for v in used), fleet_node.BE_QOS, time.monotonic() - started))
+        self.shown.append("spark-pi-1's executors used real CPU in BE cgroups on m1-n1")
+        self.first = first
+
+    def step_surge(self):
+        """2. A real LS surge on m1-n1: the agent cuts BE's quota, its reports shrink m1's
+        batch room below what spark-pi-2 needs (which fitted before); spark-pi-2 goes to
+        m2; spark-pi-1 keeps running."""
+        node, first = self.node, self.first
+        quota = self.wait("the BE tier's quota at half a core or more before the surge",
+                          lambda: (lambda q: q if q is not None and q >= 0.5 else None)(
+                              node.cpu_quota_cores(fleet_node.BE_QOS)), 60)
+        before = self.real_free()
+        need2 = max(200, min(1000, before // 2 // 50 * 50))
+        self.real.update(batchFreeBeforeSurgeMilli=before, beQuotaCoresBeforeSurge=quota,
+                         sparkPi2Milli=need2)
+        kept = {p["metadata"]["uid"] for p in self.running_executors(first, "spark-pi-1")}
+        self.probe = summary.ReactionProbe(node, fleet_node.BE_QOS)
+        self.probe.start()
+        self.probe.surge()
+        node.start_load()
+        surge_at = time.monotonic()
+        shrunk = self.wait("m1-n1's batch room below spark-pi-2's %dm under the surge" % need2,
+                           lambda: (lambda f: f is not None and f < need2 and (f,))(
+                               self.real_free()), 60)[0]
+        self.real.update(batchFreeUnderSurgeMilli=shrunk,
+                         batchShrinkSeconds=round(time.monotonic() - surge_at, 2))
+        self.probe.stop()
+        self.real["suppressReactionsMs"] = [round(v, 1) for v in self.probe.reactions_ms]
+        self.real["beQuotaCoresUnderSurge"] = self.probe.lowest
+        self.event("LS surge on m1-n1: BE quota %.2f -> %s cores (%s); batch free %.2f -> "
+                   "%.2f cores in %.1f s" % (
+                       quota, "%.2f" % self.probe.lowest if self.probe.lowest is not None
+                       else "?", "cut %.0f ms after the load started" % self.probe.reactions_ms[0]
+                       if self.probe.reactions_ms else "no cut seen", before / 1000.0,
+                       shrunk / 1000.0, self.real["batchShrinkSeconds"]))
+        if self.probe.reactions_ms:
+            self.shown.append("a real LS surge on m1-n1 met by the agent's BE quota cut")
         self.report("m2", "m2-n1", 3000)
-        self.wait("m1's smaller batch capacity seen", lambda: self.batch_free("m1") < before)
-        self.event("LS surge on m1 (its report): batch free %.1f -> %.1f cores (m2 %.1f)" % (
-            before / 1000.0, self.batch_free("m1") / 1000.0, self.batch_free("m2") / 1000.0))
-        self.submit("spark-pi-2", 1)
+        self.submit("spark-pi-2", 1, 100, need2 - 100)
         if self.placed("spark-pi-2") != first:
-            self.shown.append("the next job went to the other member after %s's batch "
-                              "capacity shrank" % first)
-        # 3. Memory pressure on m1: the agent evicts an executor; Spark replaces it.
+            self.shown.append("spark-pi-2, which fitted m1 before the surge, went to the other "
+                              "member after m1's batch room shrank")
+        still = {p["metadata"]["uid"] for p in self.running_executors(first, "spark-pi-1")}
+        self.real["sparkPi1ExecutorsKeptAcrossSurge"] = bool(kept) and kept <= still
+        if self.real["sparkPi1ExecutorsKeptAcrossSurge"]:
+            self.shown.append("spark-pi-1 kept running across the shrink (no pod deleted)")
+        node.stop_load()
+        self.event("LS load stopped")
+
+    def step_eviction(self):
+        """3. An eviction on m1 (the Eviction API, as the agent evicts under memory
+        pressure): Spark replaces the executor."""
+        first = self.first
         running = self.running_executors(first, "spark-pi-1")
+        if not running:
+            raise FleetError("spark-pi-1 has no running executor to evict (it ended early?)")
         vname = running[0]["metadata"]["name"]
         newest = max(int(p["metadata"]["labels"]["spark-exec-id"]) for p in running)
         status, _ = self.api(first, "/api/v1/namespaces/spark/pods/%s/eviction" % vname,
@@ -329,18 +522,22 @@ class Fleet:
             raise FleetError("eviction of %s refused: HTTP %d" % (vname, status))
         self.evictions = 1
         evicted_at = time.monotonic()
-        self.event("%s/%s evicted (memory pressure on %s)" % (first, vname, first))
+        self.event("%s/%s evicted through the Eviction API" % (first, vname))
         # Spark never reuses an executor id: the replacement's is above every earlier one.
         self.wait("a replacement executor for spark-pi-1 running", lambda: any(
             int(p["metadata"]["labels"].get("spark-exec-id", 0)) > newest
             for p in self.running_executors(first, "spark-pi-1")))
         self.jobs["spark-pi-1"]["executorsReplaced"] += 1
-        self.shown.append("an evicted executor replaced by Spark")
+        self.shown.append("an executor evicted (Eviction API) replaced by Spark")
         self.event("spark-pi-1's replacement executor running %.2f s after the eviction" % (
             time.monotonic() - evicted_at))
-        # 4. A node joins m1 whose kubelet never starts a pod; its agent reports room.
+
+    def step_reclaim(self):
+        """4. A node joins m1 whose kubelet never starts a pod; its agent reports room. m2's
+        LS load rises for a while: its room takes spark-pi-3 only after the reclaim."""
         self.report("m1", "m1-n2", 4000)
-        self.submit("spark-pi-3", 1)
+        self.report("m2", "m2-n1", self.jobs["spark-pi-2"]["batchCpuMilli"] + 200)
+        self.submit("spark-pi-3", 1, PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI)
         bad = self.placed("spark-pi-3")
         driver = self.wait("spark-pi-3's driver bound", lambda: [
             p for p in self.pods(bad, "spark-role=driver,sparkoperator.k8s.io/app-name="
@@ -356,32 +553,35 @@ class Fleet:
             self.event("spark-pi-3 reclaimed from %s %.1f s after its driver was bound "
                        "(driver start timeout %d s)" % (bad, time.monotonic() - bound_at,
                                                         DRIVER_START_TIMEOUT_S))
+            self.report("m2", "m2-n1", 3000)
             self.placed("spark-pi-3", avoid=bad)
             self.shown.append("a driver that could not start reclaimed and rescheduled")
         else:
             self.shown.append("NOT shown: a driver reclaim (spark-pi-3's driver was bound to "
                               "%s, a node that starts pods)" % driver["spec"]["nodeName"])
-        # 5. Every job to its end, as the hub shows it.
+
+    def step_completion(self):
+        """5. Every job to its end, as the hub shows it."""
         for name, job in self.jobs.items():
             job["state"] = self.wait("%s COMPLETED on the hub" % name, lambda n=name: (
                 self.state("hub", n) in ("COMPLETED", "FAILED") and self.state("hub", n)),
-                deadline_s=60 + 3 * self.run_s)
+                deadline_s=60 + 3 * self.long_s)
             job["member"] = job["members"][-1]
             self.event("%s %s on the hub (ran in %s)" % (name, job["state"], job["member"]))
         done = sum(1 for j in self.jobs.values() if j["state"] == "COMPLETED")
         self.shown.append("%d of %d applications COMPLETED on the hub" % (done, len(self.jobs)))
-        return self.summary()
+        if self.meter:
+            self.meter.stop()
+            self.real["beCpuSecondsByExecutors"] = round(self.meter.seconds(), 2)
 
     def summary(self):
         jobs = [{k: j[k] for k in ("name", "member", "members", "state", "executorsReplaced",
-                                   "reclaimed")} for j in self.jobs.values()]
+                                   "reclaimed", "batchCpuMilli")} for j in self.jobs.values()]
         return {"jobs": jobs, "evictions": getattr(self, "evictions", 0),
+                "evictionKind": "Eviction API (not a memory-pressure eviction by the agent)",
+                "realNodes": ["m1/" + fleet_node.NODE],
+                "reportDriven": ["%s/%s" % mn for mn in REPORT_DRIVEN],
+                "realNode": self.real, "lsP99Ms": None,
+                "scratchBases": list(self.node.scratch.bases) if self.node else [],
                 "ports": self.ports, "pids": [p.pid for p in self.all_procs],
                 "events": self.events, "shown": self.shown}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-

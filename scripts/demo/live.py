@@ -330,7 +330,7 @@ class Demo:
               "hub and the colocation webhook, the Spark operator emulator in each member",
               flush=True)
         self.fleet = fleet.Fleet(self.args.build, self.run_dir, self.cg.remember_pid,
-                                 self.args.seconds)
+                                 self.args.seconds, self.cg.remember_scratch)
         try:
             return self.fleet.run(), None
         except (fleet.FleetError, OSError, subprocess.SubprocessError) as e:

@@ -13,6 +13,7 @@ demo itself was killed.
 import ctypes
 import json
 import os
+import shutil
 import signal
 import time
 
@@ -111,16 +112,24 @@ class Scratch:
         self.link_dir = os.path.join(run_dir, "cgroot")
         self.root = self.link_dir  # what the agent gets as --cgroup-root
         self.pids = []
+        self.others = []  # other scratch hierarchies of the run: {"bases", "links"}
 
     # --- state for the shell's trap -------------------------------------------------
     def save_state(self):
-        state = {"bases": self.bases, "link_dir": self.link_dir, "pids": self.pids}
+        state = {"bases": self.bases, "link_dir": self.link_dir, "pids": self.pids,
+                 "others": self.others}
         tmp = os.path.join(self.run_dir, "state.json.tmp")
         write(tmp, json.dumps(state))
         os.replace(tmp, os.path.join(self.run_dir, "state.json"))
 
     def remember_pid(self, pid):
         self.pids.append(pid)
+        self.save_state()
+
+    def remember_scratch(self, other):
+        """Another scratch hierarchy (test/spark/scratch_cgroups.ScratchCgroups: the fleet's
+        real node), removed by the fallback too."""
+        self.others.append({"bases": list(other.bases), "links": other.links})
         self.save_state()
 
     # --- building ---------------------------------------------------------------------
@@ -298,9 +307,11 @@ def cleanup_run_dir(run_dir):
                     os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    for base in state.get("bases", []):
+    for base in state.get("bases", []) + [b for o in state.get("others", []) for b in o["bases"]]:
         kill_tree(base)
         remove_tree(base)
+    for other in state.get("others", []):
+        shutil.rmtree(other["links"], ignore_errors=True)
     link_dir = state.get("link_dir")
     if link_dir and os.path.isdir(link_dir):
         for n in os.listdir(link_dir):

@@ -99,6 +99,9 @@ for pid in doc["fleet"]["pids"]:
         continue
     if b"apiserver.py" in cmd or b"spark_emulator.py" in cmd or b"gleaner-scheduler" in cmd:
         errors.append("fleet process left behind: %d %s" % (pid, cmd.replace(b"\0", b" ")))
+for base in doc["fleet"].get("scratchBases", []):
+    if os.path.exists(base):
+        errors.append("the real node's cgroup directory left behind: %s" % base)
 for port in doc["fleet"]["ports"]:
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", port)) == 0:

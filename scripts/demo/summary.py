@@ -88,10 +88,29 @@ def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
                       "fleet": fleet["evictions"] if fleet else 0},
         "jobs": [{k: j[k] for k in ("name", "member", "state", "executorsReplaced",
                                     "reclaimed")} for j in (fleet or {}).get("jobs", [])],
+        "fleetRealNode": real_node_facts(fleet),
         "fleet": fleet, "fleetError": fleet_error,
     }
     out["evictions"]["total"] = sum(v for v in out["evictions"].values())
     return out
+
+
+def real_node_facts(fleet):
+    """What the fleet's real node (m1-n1) measured, for summary.json (None without a fleet
+    run)."""
+    if not fleet:
+        return None
+    real = fleet["realNode"]
+    ms = real.get("suppressReactionsMs") or []
+    return {"node": "%s/%s" % (real["member"], real["node"]),
+            "beCpuSecondsByExecutors": real.get("beCpuSecondsByExecutors"),
+            "suppressReactionsMs": {"p50": percentile(ms, 50), "p99": percentile(ms, 99),
+                                    "reactions": len(ms)},
+            "batchFreeMilli": {k: real.get("batchFree%s%sMilli" % (k[0].upper(), k[1:]))
+                               for k in ("idle", "beforeSurge", "underSurge")},
+            "batchShrinkSeconds": real.get("batchShrinkSeconds"),
+            "lsP99Ms": fleet.get("lsP99Ms"),  # None: not measured in the fleet run
+            "evictions": fleet["evictions"], "evictionKind": fleet["evictionKind"]}
 
 
 def write(run_dir, doc):
@@ -113,19 +132,31 @@ def print_fleet(doc, path):
         print("                          %d surge(s) found BE already held at its lowest quota "
               "of the run (nothing to cut)" % r["heldAlready"])
     if fleet:
-        print(" Fleet (hub + members m1, m2; kubectl apply to the hub)")
+        print(" Fleet (hub + members m1, m2; kubectl apply to the hub); real node: %s "
+              "(pods as processes in BE/LS cgroups, gleaner-agent reporting); report-driven: "
+              "%s (the demo posts their reports; their pods run no process)" % (
+                  ", ".join(fleet["realNodes"]), ", ".join(fleet["reportDriven"])))
         for j in jobs:
             print("   %-12s %-10s in %s; executors replaced %d; reclaimed %d" % (
                 j["name"], j["state"], j["member"], j["executorsReplaced"], j["reclaimed"]))
         for line in fleet["events"]:
             print("   " + line)
+        real = doc["fleetRealNode"]
+        r = real["suppressReactionsMs"]
+        print("   real node %s: executors used %s BE CPU-seconds; suppress reaction %s; "
+              "batch free %s -> %s millicores under the surge; LS p99 not measured in the "
+              "fleet run; evictions %d (%s)" % (
+                  real["node"], real["beCpuSecondsByExecutors"],
+                  "p50 %.1f ms, p99 %.1f ms (%d)" % (r["p50"], r["p99"], r["reactions"])
+                  if r["reactions"] else "none seen", real["batchFreeMilli"]["beforeSurge"],
+                  real["batchFreeMilli"]["underSurge"], real["evictions"], real["evictionKind"]))
     print(" Fleet and node, what this run showed and did not:")
     if fleet:
         print("  Fleet: %s." % "; ".join(fleet["shown"]))
     else:
         print("  Fleet: NOT shown: %s" % doc["fleetError"])
-    print("  Not shown: the fleet's member nodes are report-driven (the demo posts their "
-          "agents' reports and their pods run no process); real CPU in BE cgroups, the "
-          "agent's suppression and evictions are shown on this machine's scratch node above, "
-          "not under the fleet's jobs.")
+    print("  Not shown: m1-n2 and m2-n1 are report-driven (the demo posts their agents' "
+          "reports and their pods run no process); the fleet's eviction goes through the "
+          "Eviction API, not the agent's memory-pressure eviction (shown on the scratch node "
+          "above); the LS p99 is not measured in the fleet run.")
     print(" summary.json             %s" % path)
