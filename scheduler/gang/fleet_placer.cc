@@ -1,11 +1,132 @@
-// The fleet placer's books (fleet_placer.h).
+// The fleet placer (fleet_placer.h): placing a multi-cluster application into the member
+// the core chose, a hub's reclaim, and the books of what to send or submit again. See
+// docs/scheduler.md, "Multi-cluster placement".
 #include "scheduler/gang/fleet_placer.h"
 
+#include <cctype>
+
+#include <spdlog/spdlog.h>
+
 namespace gleaner::scheduler::gang {
+
+std::string FleetPlacer::app_key(const std::string& kind, const std::string& cluster,
+                                 const std::string& ns, const std::string& name) {
+  return "app:" + cluster + "/" + ns + "/" + gang_name(kind, name);
+}
+
+std::string FleetPlacer::placed_key(const std::string& kind, const std::string& cluster,
+                                    const std::string& ns, const std::string& name) {
+  return cluster + "/" + ns + "/" + gang_name(kind, name);
+}
 
 const std::string* FleetPlacer::gang_of(const std::string& app) const {
   auto it = placed_.find(app);
   return it == placed_.end() ? nullptr : &it->second;
+}
+
+GangBook::const_iterator FleetPlacer::find(const GangBook& book, const std::string& kind,
+                                           const std::string& cluster, const std::string& ns,
+                                           const std::string& name) const {
+  const std::string placed = placed_key(kind, cluster, ns, name);
+  auto it = book.find(placed);
+  if (it == book.end()) it = book.find(app_key(kind, cluster, ns, name));
+  if (it == book.end()) {
+    if (const std::string* elsewhere = gang_of(placed)) it = book.find(*elsewhere);
+  }
+  return it;
+}
+
+FleetPlacer::Effects FleetPlacer::place(GangBook& book, Scheduler& core, const std::string& key,
+                                        JobId job, double now) {
+  Effects out;
+  auto it = book.find(key);
+  if (it == book.end()) return out;
+  const Job& j = core.job(job);
+  const std::string target = core.clusters().cluster_name(*j.cluster);
+  Gang g = book.take(it);
+  const std::string placed = placed_key(g.app_kind, target, g.ns, g.name);
+  if (book.contains(placed)) {
+    // Another application of that name holds the key there (often the copy of an earlier
+    // origin of this name, about to be deleted with it): the room goes back and the
+    // application is submitted again after retry_seconds.
+    if (Status s = core.withdraw(job); !s) spdlog::warn("{}", s.error().message);
+    book.unlink_job(job);
+    g.job.reset();
+    resubmit_later(g, key, now);
+    out.gang = &book.put(std::move(g));
+    out.reason = "GleanerPending";
+    out.message = "chosen member cluster " + target +
+                  " still has another application of this name; placement tried again";
+    return out;
+  }
+  // From now on the job stays in `target`: a reclaim re-queues it there, since the
+  // application (or its copy) lives in that cluster now.
+  if (Status s = core.set_node_selector(
+          job, merge_selectors(g.selector, NodeSelector{{{kClusterLabel, target}}, {}}));
+      !s) {
+    spdlog::warn("{}", s.error().message);
+  }
+  std::string leader = g.app_kind == kSparkKind ? "driver" : j.roles.front().name;
+  for (char& c : leader)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  g.app_message = "placed into member cluster " + target + " (" + leader + " on node " +
+                  core.clusters().node(j.pods[0].node).name + ")" + core.skipped_clusters(job);
+  g.cluster = target;
+  g.key = placed;
+  g.last_event.clear();
+  record(placed_key(g.app_kind, g.origin, g.ns, g.name), placed);
+  out.actions.push_back(send(book.put(std::move(g)), now));
+  return out;
+}
+
+FleetPlacer::Effects FleetPlacer::return_to_hub(GangBook& book, Scheduler& core,
+                                                const std::string& key, const std::string& reason) {
+  Effects out;
+  auto it = book.find(key);
+  if (it == book.end() || !it->second.job) return out;
+  Gang g = book.take(it);
+  const std::string member = g.cluster;
+  // The hub forgets the placement, then asks `member` to delete the copy: queued behind
+  // any placement the hub link is still carrying out, so the copy's create (which that
+  // placement forwards to the member) always comes before its delete.
+  Action unplace{ActionKind::kUnplaceApp, g.origin, g.ns, g.name, g.app_uid};
+  unplace.app_kind = g.app_kind;
+  unplace.peer = member;
+  unplace.message = "reclaimed: " + reason;
+  out.actions.push_back(std::move(unplace));
+  forget(placed_key(g.app_kind, g.origin, g.ns, g.name));
+  // No longer pinned to the member: any member the policy allows may take it.
+  if (Status s = core.set_node_selector(*g.job, g.selector); !s) {
+    spdlog::warn("{}", s.error().message);
+  }
+  g.cluster.clear();
+  g.key = app_key(g.app_kind, g.origin, g.ns, g.name);
+  g.app_recorded = false;
+  g.members.clear();
+  g.waiting.clear();
+  g.last_event.clear();
+  out.gang = &book.put(std::move(g));
+  out.reason = "GleanerReclaimed";
+  out.message = "reclaimed from member cluster " + member + " (" + reason +
+                "); its copy there is deleted and it is placed again";
+  out.warning = true;
+  return out;
+}
+
+Action FleetPlacer::send(Gang& g, double now) {
+  sent(g, now);
+  Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
+  a.app_kind = g.app_kind;
+  a.target = g.cluster;
+  a.message = g.app_message;
+  return a;
+}
+
+void FleetPlacer::recorded(GangBook& book, const std::string& kind, const std::string& origin,
+                           const std::string& ns, const std::string& name) const {
+  const std::string* placed = gang_of(placed_key(kind, origin, ns, name));
+  if (placed == nullptr) return;
+  if (auto it = book.find(*placed); it != book.end()) it->second.app_recorded = true;
 }
 
 void FleetPlacer::sent(Gang& g, double now) {

@@ -1,44 +1,27 @@
 // Multi-cluster SparkApplications in the live loop (see docs/scheduler.md, "Multi-cluster
-// placement"). An application labelled gleaner.io/multi-cluster=true and created with
-// spec.suspend=true is held by its own cluster's operator; here it becomes a core job
-// before it has any pod. When the core admits it, the chosen cluster is recorded on the
-// origin (annotation gleaner.io/placement) and, for another cluster, a copy is created
-// there; the gang is then keyed and pinned like any gang of that cluster, and the driver
-// pod the operator creates takes the room the core reserved.
-#include <cctype>
-
+// placement"): the coordinator's side. An application labelled gleaner.io/multi-cluster=true
+// and created with spec.suspend=true is held by its own cluster's operator; here it becomes
+// a core job before it has any pod. When the core admits it, the fleet placer
+// (fleet_placer.h) moves its gang to the chosen member and sends the placement (recorded on
+// the origin, and for another cluster a copy created there); the driver pod the operator
+// creates then takes the room the core reserved.
 #include <spdlog/spdlog.h>
 
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::gang {
 
-std::string GangScheduler::app_key(const std::string& kind, const std::string& cluster,
-                                   const std::string& ns, const std::string& name) {
-  return "app:" + cluster + "/" + ns + "/" + gang_name(kind, name);
-}
-
-std::string GangScheduler::placed_key(const std::string& kind, const std::string& cluster,
-                                      const std::string& ns, const std::string& name) {
-  return cluster + "/" + ns + "/" + gang_name(kind, name);
-}
-
 std::optional<JobId> GangScheduler::job_of(const std::string& cluster, const std::string& ns,
                                            const std::string& name, const std::string& kind) const {
   std::lock_guard lock(mu_);
-  const std::string placed = placed_key(kind, cluster, ns, name);
-  auto it = book_.find(placed);
-  if (it == book_.end()) it = book_.find(app_key(kind, cluster, ns, name));
-  if (it == book_.end()) {
-    if (const std::string* elsewhere = placer_.gang_of(placed)) it = book_.find(*elsewhere);
-  }
+  auto it = placer_.find(book_, kind, cluster, ns, name);
   if (it == book_.end()) return std::nullopt;
   return it->second.job;
 }
 
 void GangScheduler::observe_app(const AppView& app) {
   std::lock_guard lock(mu_);
-  const std::string key = app_key(app.kind, app.cluster, app.ns, app.name);
+  const std::string key = FleetPlacer::app_key(app.kind, app.cluster, app.ns, app.name);
   auto it = book_.find(key);
   if (!app.placement.empty()) {
     // Decided (by us before a restart, or it is a copy we made): nothing to place.
@@ -58,7 +41,7 @@ void GangScheduler::observe_app(const AppView& app) {
     }
     return;
   }
-  if (placer_.placed(placed_key(app.kind, app.cluster, app.ns, app.name))) return;
+  if (placer_.placed(FleetPlacer::placed_key(app.kind, app.cluster, app.ns, app.name))) return;
   Gang g;
   g.key = key;
   g.ns = app.ns;
@@ -94,13 +77,14 @@ void GangScheduler::observe_app(const AppView& app) {
 void GangScheduler::forget_app(const std::string& cluster, const std::string& ns,
                                const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto it = book_.find(app_key(kind, cluster, ns, name));
-  if (const std::string* placed = placer_.gang_of(placed_key(kind, cluster, ns, name))) {
+  auto it = book_.find(FleetPlacer::app_key(kind, cluster, ns, name));
+  if (const std::string* placed =
+          placer_.gang_of(FleetPlacer::placed_key(kind, cluster, ns, name))) {
     // Placed already. Released in its own cluster and still waiting for its driver:
     // that driver will not come, the room goes back. Copied elsewhere: the copy is an
     // application of that cluster now and keeps its room.
     it = book_.find(*placed);
-    placer_.forget(placed_key(kind, cluster, ns, name));
+    placer_.forget(FleetPlacer::placed_key(kind, cluster, ns, name));
     if (it == book_.end()) return;
     // A hub's application is the hub object (its copy is deleted with it), and a placement
     // never recorded made no copy that could own the room: the job ends here, wherever it
@@ -112,7 +96,7 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
     }
   }
   if (it == book_.end()) {
-    it = book_.find(placed_key(kind, cluster, ns, name));
+    it = book_.find(FleetPlacer::placed_key(kind, cluster, ns, name));
     if (it != book_.end() && it->second.replica_gang) {
       // A cluster's own training job deleted: its queued or held room goes now (its
       // pods, if any, are deleted with it and hold nothing more).
@@ -150,92 +134,20 @@ void GangScheduler::end_app_gang(GangBook::iterator it) {
   book_.remove(it);
 }
 
-void GangScheduler::place_app(const std::string& key, JobId job) {
-  auto it = book_.find(key);
-  if (it == book_.end()) return;
-  const Job& j = core_.job(job);
-  const std::string target = core_.clusters().cluster_name(*j.cluster);
-  Gang g = book_.take(it);
-  const std::string placed = placed_key(g.app_kind, target, g.ns, g.name);
-  if (book_.contains(placed)) {
-    // Another application of that name holds the key there (often the copy of an earlier
-    // origin of this name, about to be deleted with it): the room goes back and the
-    // application is submitted again after app_retry_seconds.
-    if (Status s = core_.withdraw(job); !s) spdlog::warn("{}", s.error().message);
-    book_.unlink_job(job);
-    g.job.reset();
-    placer_.resubmit_later(g, key, steady_s());
-    Gang& back = book_.put(std::move(g));
-    app_event(back, "GleanerPending",
-              "chosen member cluster " + target +
-                  " still has another application of this name; placement tried again",
-              false);
-    return;
+void GangScheduler::emit(FleetPlacer::Effects effects) {
+  for (Action& a : effects.actions)
+    if (actions_) actions_(std::move(a));
+  if (!effects.reason.empty()) {
+    app_event(*effects.gang, effects.reason, effects.message, effects.warning);
   }
-  // From now on the job stays in `target`: a reclaim re-queues it there, since the
-  // application (or its copy) lives in that cluster now.
-  if (Status s = core_.set_node_selector(
-          job, merge_selectors(g.selector, NodeSelector{{{kClusterLabel, target}}, {}}));
-      !s) {
-    spdlog::warn("{}", s.error().message);
-  }
-  std::string leader = g.app_kind == kSparkKind ? "driver" : j.roles.front().name;
-  for (char& c : leader)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  g.app_message = "placed into member cluster " + target + " (" + leader + " on node " +
-                  core_.clusters().node(j.pods[0].node).name + ")" + core_.skipped_clusters(job);
-  g.cluster = target;
-  g.key = placed;
-  g.last_event.clear();
-  placer_.record(placed_key(g.app_kind, g.origin, g.ns, g.name), placed);
-  send_place_app(book_.put(std::move(g)));
-}
-
-void GangScheduler::return_to_hub(const std::string& key, const Decision& d) {
-  auto it = book_.find(key);
-  if (it == book_.end() || !it->second.job) return;
-  Gang g = book_.take(it);
-  const std::string member = g.cluster;
-  if (actions_) {
-    // The hub forgets the placement, then asks `member` to delete the copy: queued behind
-    // any placement the hub link is still carrying out, so the copy's create (which that
-    // placement forwards to the member) always comes before its delete.
-    Action unplace{ActionKind::kUnplaceApp, g.origin, g.ns, g.name, g.app_uid};
-    unplace.app_kind = g.app_kind;
-    unplace.peer = member;
-    unplace.message = "reclaimed: " + d.reason;
-    actions_(std::move(unplace));
-  }
-  placer_.forget(placed_key(g.app_kind, g.origin, g.ns, g.name));
-  // No longer pinned to the member: any member the policy allows may take it.
-  if (Status s = core_.set_node_selector(*g.job, g.selector); !s)
-    spdlog::warn("{}", s.error().message);
-  g.cluster.clear();
-  g.key = app_key(g.app_kind, g.origin, g.ns, g.name);
-  g.app_recorded = false;
-  g.members.clear();
-  g.waiting.clear();
-  g.last_event.clear();
-  Gang& back = book_.put(std::move(g));
-  app_event(back, "GleanerReclaimed",
-            "reclaimed from member cluster " + member + " (" + d.reason +
-                "); its copy there is deleted and it is placed again",
-            true);
-}
-
-void GangScheduler::send_place_app(Gang& g) {
-  placer_.sent(g, steady_s());
-  if (!actions_) return;
-  Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};
-  a.app_kind = g.app_kind;
-  a.target = g.cluster;
-  a.message = g.app_message;
-  actions_(std::move(a));
 }
 
 bool GangScheduler::retry_app_placement(Gang& g, double now) {
   const FleetPlacer::Due due = FleetPlacer::due(g, now);
-  if (due.send) send_place_app(g);
+  if (due.send) {
+    Action a = placer_.send(g, steady_s());
+    if (actions_) actions_(std::move(a));
+  }
   if (due.resubmit) {
     g.resubmit_at = 0;
     submit(g, g.app_shape, g.app_priority, g.app_queue);
@@ -246,9 +158,7 @@ bool GangScheduler::retry_app_placement(Gang& g, double now) {
 void GangScheduler::app_recorded(const std::string& origin, const std::string& ns,
                                  const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  const std::string* placed = placer_.gang_of(placed_key(kind, origin, ns, name));
-  if (placed == nullptr) return;
-  if (auto it = book_.find(*placed); it != book_.end()) it->second.app_recorded = true;
+  placer_.recorded(book_, kind, origin, ns, name);
 }
 
 void GangScheduler::app_event(Gang& g, const std::string& reason, const std::string& message,

@@ -28,7 +28,7 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
           // or wait for the driver its operator re-creates (after a reclaim).
           if (g.cluster.empty()) {
             counters_.admitted(steady_s() - g.first_seen);
-            place_app(std::string(*key), d.job);
+            emit(placer_.place(book_, core_, std::string(*key), d.job, steady_s()));
           }
           break;
         }
@@ -57,7 +57,9 @@ void GangScheduler::handle(const std::vector<Decision>& decisions) {
         }
         counters_.reclaimed(d.job, d.reason);
         reclaim(g, d);
-        if (g.hub_origin && !g.cluster.empty()) return_to_hub(std::string(*key), d);
+        if (g.hub_origin && !g.cluster.empty()) {
+          emit(placer_.return_to_hub(book_, core_, std::string(*key), d.reason));
+        }
         break;
       case DecisionKind::kUnschedulable:
       case DecisionKind::kReservationExpired:

@@ -35,14 +35,11 @@
 #include "scheduler/core/capacity_estimate.h"
 #include "scheduler/core/scheduler.h"
 #include "scheduler/gang/fleet_placer.h"
+#include "scheduler/gang/gang_actions.h"
 #include "scheduler/gang/gang_book.h"
 #include "scheduler/gang/gang_counters.h"
 
 namespace gleaner::scheduler::gang {
-
-// On every node the gang layer sees: the member cluster it belongs to, so that a job can be
-// pinned to one cluster with a node selector.
-inline constexpr const char* kClusterLabel = "gleaner.io/cluster";
 
 // Core node names are "cluster/node": member clusters may reuse node names.
 // A pod in Succeeded or Failed: it holds no room any more.
@@ -109,44 +106,6 @@ struct AppView {
   // PropagationPolicy that governs it allows these members (nullopt: any).
   bool hub = false;
   std::optional<std::vector<std::string>> allowed_clusters;
-};
-
-enum class ActionKind {
-  kBind,
-  kDelete,
-  kEvent,
-  // On the origin cluster: record the decision on the SparkApplication (annotation
-  // gleaner.io/placement = target; unsuspend it when target is the origin), then, for
-  // another target, forward a kCreateApp of the copy to the target's link.
-  kPlaceApp,
-  kCreateApp,  // on the target cluster: create `object` (idempotent)
-  // On the origin cluster: the copy in cluster `peer` is in state `message`; recorded on
-  // the origin (annotation and Event), or, when the origin is gone, answered with a
-  // kDeleteCopy to `peer`.
-  kMirrorAppState,
-  // On the target cluster: delete the copy whose origin (cluster `peer`) was deleted, or
-  // (with a `message` saying why) that was reclaimed from there.
-  kDeleteCopy,
-  // On a hub: forget the placement recorded on the SparkApplication (its copy in `peer` was
-  // reclaimed, `message` says why), so that it is placed again, then forward a
-  // kDeleteCopy of that copy to `peer`.
-  kUnplaceApp,
-};
-struct Action {
-  ActionKind kind = ActionKind::kBind;
-  std::string cluster;
-  std::string ns;
-  std::string name;
-  std::string uid;
-  std::string node;  // kBind
-  std::string reason;
-  std::string message;
-  bool warning = false;
-  std::string object_kind = "Pod";     // kEvent: Pod or the application's kind
-  std::string app_kind = kSparkKind;   // the application's kind (kPlaceApp ... kUnplaceApp)
-  std::string target;                  // kPlaceApp: the chosen member cluster
-  std::string peer;                    // kMirrorAppState, kDeleteCopy: the other cluster
-  std::shared_ptr<const Json> object;  // kCreateApp: the copy to create
 };
 
 // A node's batch resources to publish on its Node status; nullopt removes the keys.
@@ -263,12 +222,6 @@ class GangScheduler {
     std::string last_event;  // the last Event written about it, to write each only once
   };
 
-  // Gang keys of an application: not placed yet, by its own cluster (origin); and of
-  // `cluster`, placed or not (its placement record, or its gang there).
-  static std::string app_key(const std::string& kind, const std::string& cluster,
-                             const std::string& ns, const std::string& name);
-  static std::string placed_key(const std::string& kind, const std::string& cluster,
-                                const std::string& ns, const std::string& name);
   GangScheduler(GangOptions options, Scheduler core, const Clock& clock, GangCounters& counters);
   int64_t now_s() const;
   double steady_s() const;
@@ -320,15 +273,10 @@ class GangScheduler {
   // gang without one yet, its first waiting pod.
   Tracked* voice_of(Gang& g);
   void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
-  void place_app(const std::string& key, JobId job);
-  // A hub's application reclaimed from its member (its driver did not run in time, its pods
-  // were lost, its queue's borrowed quota was taken back): the copy there goes and the
-  // application waits on the hub again, for any member its policy allows (the core backs
-  // off from the one that failed it).
-  void return_to_hub(const std::string& key, const Decision& d);
-  void send_place_app(Gang& g);
-  // Sends the gang's placement again, or submits it again, when that is due.
-  // Sends what is due again; false once nothing is left to retry for `g`.
+  // Hands a placement's or reclaim's actions to the sink and writes its Event.
+  void emit(FleetPlacer::Effects effects);
+  // Sends the gang's placement again, or submits it again, when that is due; false once
+  // nothing is left to retry for `g`.
   bool retry_app_placement(Gang& g, double now);
   // A pending job's reason, written once as an Event.
   void emit_pending_event(Gang& g);

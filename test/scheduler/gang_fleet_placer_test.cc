@@ -1,9 +1,11 @@
-// The fleet placer's books on their own: one placement record per application, and what
-// is due for a gang whose placement is not yet recorded or that waits to be submitted again.
+// The fleet placer on its own: one placement record per application, what is due for a
+// gang whose placement is not yet recorded or that waits to be submitted again, and a
+// placement and a hub's reclaim carried out on a gang book and a core.
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "common/quantity.h"
 #include "scheduler/gang/fleet_placer.h"
 
 namespace gleaner::scheduler::gang {
@@ -62,6 +64,102 @@ TEST(FleetPlacer, AWithdrawnPlacementIsSubmittedAgainOnce) {
     return true;
   });
   EXPECT_EQ(seen, std::vector<std::string>{"app:a/ns/app"});
+}
+
+// A hub's application queued under its queue key, and a core with one member node.
+struct Fleet {
+  Scheduler core{SchedulerPolicy{}, *QuotaTree::build({}), ClusterState()};
+  NodeId n1 = *core.upsert_node(
+      NodeInfo{"m1/n1", "m1", {{kClusterLabel, "m1"}}, Resources{4000, 4 * kGi, 0}}, 0);
+  GangBook book;
+  FleetPlacer placer{5};
+
+  // Queued and admitted by the core (into m1, the one member).
+  JobId admitted(const std::string& name) {
+    const Resources one{1000, kGi, 0};
+    JobId id = *core.submit(JobSpec{name, "", 0, 0, one, one, 1, {}});
+    EXPECT_EQ(core.schedule(0).size(), 1u);
+    Gang g;
+    g.key = FleetPlacer::app_key(kSparkKind, "hub", "ns", name);
+    g.origin = "hub";
+    g.ns = "ns";
+    g.name = name;
+    g.app_uid = "uid-" + name;
+    g.hub_origin = true;
+    g.job = id;
+    book.put(std::move(g));
+    return id;
+  }
+  [[nodiscard]] Labels job_labels(JobId id) const { return core.job(id).spec.node_selector.labels; }
+};
+
+TEST(FleetPlacer, APlacedApplicationMovesToItsMembersKeyAndItsPlacementIsSent) {
+  Fleet f;
+  const JobId id = f.admitted("app");
+  const FleetPlacer::Effects e = f.placer.place(f.book, f.core, "app:hub/ns/app", id, 100);
+  ASSERT_EQ(e.actions.size(), 1u);
+  const Action& a = e.actions[0];
+  EXPECT_EQ(a.kind, ActionKind::kPlaceApp);
+  EXPECT_EQ(a.cluster, "hub");
+  EXPECT_EQ(a.target, "m1");
+  EXPECT_EQ(a.message, "placed into member cluster m1 (driver on node m1/n1)");
+  EXPECT_TRUE(e.reason.empty());  // no Event: the placement itself says it
+
+  EXPECT_FALSE(f.book.contains("app:hub/ns/app"));
+  const Gang* g = f.book.gang_of_job(id);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->key, "m1/ns/app");
+  ASSERT_NE(f.placer.gang_of("hub/ns/app"), nullptr);
+  EXPECT_EQ(*f.placer.gang_of("hub/ns/app"), "m1/ns/app");
+  EXPECT_EQ(f.job_labels(id).at(kClusterLabel), "m1");  // pinned to the member
+  EXPECT_TRUE(FleetPlacer::due(*g, 105).send);          // until recorded
+
+  f.placer.recorded(f.book, kSparkKind, "hub", "ns", "app");
+  EXPECT_TRUE(f.book.gang_of_job(id)->app_recorded);
+  EXPECT_EQ(f.placer.find(f.book, kSparkKind, "hub", "ns", "app")->second.key, "m1/ns/app");
+}
+
+TEST(FleetPlacer, AKeyStillTakenInTheMemberWithdrawsTheJobAndSubmitsItAgainLater) {
+  Fleet f;
+  f.book["m1/ns/app"].key = "m1/ns/app";  // the member's own application of that name
+  const JobId id = f.admitted("app");
+  const FleetPlacer::Effects e = f.placer.place(f.book, f.core, "app:hub/ns/app", id, 100);
+  EXPECT_TRUE(e.actions.empty());
+  EXPECT_EQ(e.reason, "GleanerPending");
+  EXPECT_FALSE(e.warning);
+  ASSERT_NE(e.gang, nullptr);
+  EXPECT_EQ(e.gang, &f.book.find("app:hub/ns/app")->second);
+  EXPECT_FALSE(e.gang->job);
+  EXPECT_EQ(f.core.job(id).phase, JobPhase::kWithdrawn);
+  EXPECT_EQ(f.book.key_of_job(id), nullptr);
+  EXPECT_FALSE(f.placer.placed("hub/ns/app"));
+  EXPECT_TRUE(FleetPlacer::due(*e.gang, 105).resubmit);
+}
+
+TEST(FleetPlacer, AReclaimedHubApplicationWaitsUnderItsQueueKeyAgainForAnyMember) {
+  Fleet f;
+  const JobId id = f.admitted("app");
+  (void)f.placer.place(f.book, f.core, "app:hub/ns/app", id, 100);
+  f.placer.recorded(f.book, kSparkKind, "hub", "ns", "app");
+
+  const FleetPlacer::Effects e =
+      f.placer.return_to_hub(f.book, f.core, "m1/ns/app", "driver did not start");
+  ASSERT_EQ(e.actions.size(), 1u);
+  EXPECT_EQ(e.actions[0].kind, ActionKind::kUnplaceApp);
+  EXPECT_EQ(e.actions[0].cluster, "hub");
+  EXPECT_EQ(e.actions[0].peer, "m1");
+  EXPECT_EQ(e.actions[0].message, "reclaimed: driver did not start");
+  EXPECT_EQ(e.reason, "GleanerReclaimed");
+  EXPECT_TRUE(e.warning);
+
+  EXPECT_FALSE(f.book.contains("m1/ns/app"));
+  const Gang* g = f.book.gang_of_job(id);
+  ASSERT_EQ(g, e.gang);
+  EXPECT_EQ(g->key, "app:hub/ns/app");
+  EXPECT_TRUE(g->cluster.empty());
+  EXPECT_FALSE(g->app_recorded);
+  EXPECT_FALSE(f.placer.placed("hub/ns/app"));
+  EXPECT_FALSE(f.job_labels(id).contains(kClusterLabel));  // any member again
 }
 
 }  // namespace
