@@ -160,4 +160,25 @@ void FleetPlacer::retry_each(const std::function<bool(const std::string& key)>& 
   }
 }
 
+std::vector<FleetPlacer::Retry> FleetPlacer::retries(GangBook& book, double now) {
+  std::vector<Retry> out;
+  retry_each([&](const std::string& key) {
+    auto it = book.find(key);
+    if (it == book.end()) return false;
+    Gang& g = it->second;
+    const Due d = due(g, now);
+    if (d.send || d.resubmit) {
+      Retry& r = out.emplace_back();
+      r.gang = &g;
+      if (d.send) r.send = send(g, now);
+      if (d.resubmit) {
+        g.resubmit_at = 0;
+        r.resubmit = true;
+      }
+    }
+    return d.keep;
+  });
+  return out;
+}
+
 }  // namespace gleaner::scheduler::gang

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -93,6 +94,15 @@ class FleetPlacer {
   // Calls `retry` for each gang key with something to retry; keys it answers false for
   // leave the set (nothing left, or the gang is gone).
   void retry_each(const std::function<bool(const std::string& key)>& retry);
+  // What is due at `now`, in key order: placements to send again (marked sent) and gangs to
+  // submit again (their resubmit time cleared; the coordinator submits them). Gangs with
+  // nothing left to retry, or gone from `book`, leave the retry set.
+  struct Retry {
+    Gang* gang = nullptr;
+    std::optional<Action> send;
+    bool resubmit = false;
+  };
+  std::vector<Retry> retries(GangBook& book, double now);
 
  private:
   double retry_seconds_;

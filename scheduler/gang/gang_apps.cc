@@ -142,19 +142,6 @@ void GangScheduler::emit(FleetPlacer::Effects effects) {
   }
 }
 
-bool GangScheduler::retry_app_placement(Gang& g, double now) {
-  const FleetPlacer::Due due = FleetPlacer::due(g, now);
-  if (due.send) {
-    Action a = placer_.send(g, steady_s());
-    if (actions_) actions_(std::move(a));
-  }
-  if (due.resubmit) {
-    g.resubmit_at = 0;
-    submit(g, g.app_shape, g.app_priority, g.app_queue);
-  }
-  return due.keep;
-}
-
 void GangScheduler::app_recorded(const std::string& origin, const std::string& ns,
                                  const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);

@@ -117,11 +117,10 @@ void GangScheduler::tick() {
     if (auto g = book_.find(*key); g != book_.end()) emit_pending_event(g->second);
   }
   // Placements not yet recorded are sent again; applications are submitted again.
-  const double steady = steady_s();
-  placer_.retry_each([&](const std::string& key) {
-    auto g = book_.find(key);
-    return g != book_.end() && retry_app_placement(g->second, steady);
-  });
+  for (FleetPlacer::Retry& r : placer_.retries(book_, steady_s())) {
+    if (r.send && actions_) actions_(std::move(*r.send));
+    if (r.resubmit) submit(*r.gang, r.gang->app_shape, r.gang->app_priority, r.gang->app_queue);
+  }
 }
 
 }  // namespace gleaner::scheduler::gang

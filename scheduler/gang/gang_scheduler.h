@@ -275,9 +275,6 @@ class GangScheduler {
   void app_event(Gang& g, const std::string& reason, const std::string& message, bool warning);
   // Hands a placement's or reclaim's actions to the sink and writes its Event.
   void emit(FleetPlacer::Effects effects);
-  // Sends the gang's placement again, or submits it again, when that is due; false once
-  // nothing is left to retry for `g`.
-  bool retry_app_placement(Gang& g, double now);
   // A pending job's reason, written once as an Event.
   void emit_pending_event(Gang& g);
 

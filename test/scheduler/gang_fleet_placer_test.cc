@@ -162,6 +162,37 @@ TEST(FleetPlacer, AReclaimedHubApplicationWaitsUnderItsQueueKeyAgainForAnyMember
   EXPECT_FALSE(f.job_labels(id).contains(kClusterLabel));  // any member again
 }
 
+TEST(FleetPlacer, RetriesSendWhatIsDueAndDropWhatIsDone) {
+  Fleet f;
+  const JobId id = f.admitted("app");
+  (void)f.placer.place(f.book, f.core, "app:hub/ns/app", id, 100);  // sent at 100
+  f.book["m1/ns/other"].key = "m1/ns/other";
+  const JobId other = f.admitted("other");
+  (void)f.placer.place(f.book, f.core, "app:hub/ns/other", other, 100);  // key taken
+
+  EXPECT_TRUE(f.placer.retries(f.book, 104).empty());
+  std::vector<FleetPlacer::Retry> due = f.placer.retries(f.book, 105);
+  ASSERT_EQ(due.size(), 2u);  // key order: the queued one, then the placed one
+  EXPECT_EQ(due[0].gang->key, "app:hub/ns/other");
+  EXPECT_TRUE(due[0].resubmit);
+  EXPECT_FALSE(due[0].send);
+  EXPECT_EQ(due[0].gang->resubmit_at, 0);
+  EXPECT_EQ(due[1].gang->key, "m1/ns/app");
+  ASSERT_TRUE(due[1].send);
+  EXPECT_EQ(due[1].send->kind, ActionKind::kPlaceApp);
+  EXPECT_FALSE(due[1].resubmit);
+
+  EXPECT_TRUE(f.placer.retries(f.book, 109).empty());  // sent again at 105: next at 110
+  f.placer.recorded(f.book, kSparkKind, "hub", "ns", "app");
+  EXPECT_TRUE(f.placer.retries(f.book, 200).empty());
+  std::vector<std::string> left;
+  f.placer.retry_each([&](const std::string& key) {
+    left.push_back(key);
+    return true;
+  });
+  EXPECT_TRUE(left.empty());  // recorded, and submitted again: nothing left
+}
+
 }  // namespace
 }  // namespace gang_fleet_placer_test
 }  // namespace gleaner::scheduler::gang
