@@ -113,6 +113,47 @@ FleetPlacer::Effects FleetPlacer::return_to_hub(GangBook& book, Scheduler& core,
   return out;
 }
 
+std::pair<GangBook::iterator, FleetPlacer::Deleted> FleetPlacer::deleted(GangBook& book,
+                                                                         const std::string& kind,
+                                                                         const std::string& cluster,
+                                                                         const std::string& ns,
+                                                                         const std::string& name) {
+  const std::string own = placed_key(kind, cluster, ns, name);
+  auto it = book.find(app_key(kind, cluster, ns, name));
+  if (const std::string* placed = gang_of(own)) {
+    // Placed already. Released in its own cluster and still waiting for its driver:
+    // that driver will not come, the room goes back. Copied elsewhere: the copy is an
+    // application of that cluster now and keeps its room.
+    it = book.find(*placed);
+    forget(own);
+    if (it == book.end()) return {it, Deleted::kKeep};
+    // A hub's application is the hub object (its copy is deleted with it), and a placement
+    // never recorded made no copy that could own the room: the job ends here, wherever it
+    // stood, and nothing about it is retried or reclaimed later.
+    const Gang& g = it->second;
+    if (g.hub_origin || !g.app_recorded) return {it, Deleted::kEnd};
+    if (g.cluster != cluster || !g.members.empty() || !g.waiting.empty()) {
+      return {it, Deleted::kKeep};
+    }
+    return {it, Deleted::kWithdraw};
+  }
+  if (it != book.end()) return {it, Deleted::kWithdraw};  // queued, not placed yet
+  it = book.find(own);
+  if (it == book.end()) return {it, Deleted::kKeep};
+  const Gang& g = it->second;
+  if (g.replica_gang) return {it, Deleted::kOwnJob};
+  // A copy made here for another cluster's application, deleted before its driver
+  // came: its room goes back (once pods exist, they leave with their own deletion).
+  if (g.origin.empty() || g.origin == cluster || !g.members.empty() || !g.waiting.empty()) {
+    return {it, Deleted::kKeep};
+  }
+  // A hub's application is the hub object's: the copy deleted here may be the one a
+  // reclaim retired (this gang is then its next placement), and a copy lost otherwise
+  // is noticed by the driver start timeout, which places the application again.
+  if (g.hub_origin) return {it, Deleted::kKeep};
+  return {it, Deleted::kWithdraw};
+}
+
 Action FleetPlacer::send(Gang& g, double now) {
   sent(g, now);
   Action a{ActionKind::kPlaceApp, g.origin, g.ns, g.name, g.app_uid};

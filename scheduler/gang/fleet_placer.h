@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/core/scheduler.h"
@@ -69,6 +70,18 @@ class FleetPlacer {
   // that failed it).
   Effects return_to_hub(GangBook& book, Scheduler& core, const std::string& key,
                         const std::string& reason);
+  // An application of `kind` deleted in `cluster` (or its placement failed to record there):
+  // what becomes of the gang it has here, and which gang that is. Its placement record is
+  // forgotten.
+  enum class Deleted {
+    kKeep,      // nothing (none known, a copy that lives on, a gang whose pods hold it)
+    kEnd,       // the job ends wherever it stood, its pods leave the gang, nothing retried
+    kWithdraw,  // the job, if still running, is withdrawn and the gang goes
+    kOwnJob,    // a cluster's own training job, not a placement: the coordinator's rules
+  };
+  std::pair<GangBook::iterator, Deleted> deleted(GangBook& book, const std::string& kind,
+                                                 const std::string& cluster, const std::string& ns,
+                                                 const std::string& name);
   // The gang's placement (kPlaceApp), sent at `now`: it is sent again after retry_seconds
   // unless recorded by then.
   Action send(Gang& g, double now);

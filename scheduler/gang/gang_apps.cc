@@ -77,27 +77,13 @@ void GangScheduler::observe_app(const AppView& app) {
 void GangScheduler::forget_app(const std::string& cluster, const std::string& ns,
                                const std::string& name, const std::string& kind) {
   std::lock_guard lock(mu_);
-  auto it = book_.find(FleetPlacer::app_key(kind, cluster, ns, name));
-  if (const std::string* placed =
-          placer_.gang_of(FleetPlacer::placed_key(kind, cluster, ns, name))) {
-    // Placed already. Released in its own cluster and still waiting for its driver:
-    // that driver will not come, the room goes back. Copied elsewhere: the copy is an
-    // application of that cluster now and keeps its room.
-    it = book_.find(*placed);
-    placer_.forget(FleetPlacer::placed_key(kind, cluster, ns, name));
-    if (it == book_.end()) return;
-    // A hub's application is the hub object (its copy is deleted with it), and a placement
-    // never recorded made no copy that could own the room: the job ends here, wherever it
-    // stood, and nothing about it is retried or reclaimed later.
-    if (it->second.hub_origin || !it->second.app_recorded) return end_app_gang(it);
-    if (it->second.cluster != cluster || !it->second.members.empty() ||
-        !it->second.waiting.empty()) {
+  auto [it, what] = placer_.deleted(book_, kind, cluster, ns, name);
+  switch (what) {
+    case FleetPlacer::Deleted::kKeep:
       return;
-    }
-  }
-  if (it == book_.end()) {
-    it = book_.find(FleetPlacer::placed_key(kind, cluster, ns, name));
-    if (it != book_.end() && it->second.replica_gang) {
+    case FleetPlacer::Deleted::kEnd:
+      return end_app_gang(it);
+    case FleetPlacer::Deleted::kOwnJob: {
       // A cluster's own training job deleted: its queued or held room goes now (its
       // pods, if any, are deleted with it and hold nothing more).
       Gang& g = it->second;
@@ -107,22 +93,13 @@ void GangScheduler::forget_app(const std::string& cluster, const std::string& ns
       if (g.members.empty() && g.waiting.empty()) book_.remove(it);
       return;
     }
-    // A copy made here for another cluster's application, deleted before its driver
-    // came: its room goes back (once pods exist, they leave with their own deletion).
-    if (it == book_.end() || it->second.origin.empty() || it->second.origin == cluster ||
-        !it->second.members.empty() || !it->second.waiting.empty()) {
+    case FleetPlacer::Deleted::kWithdraw:
+      if (it->second.job && !job_over(*it->second.job)) {
+        if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
+      }
+      book_.remove(it);
       return;
-    }
-    // A hub's application is the hub object's: the copy deleted here may be the one a
-    // reclaim retired (this gang is then its next placement), and a copy lost otherwise
-    // is noticed by the driver start timeout, which places the application again.
-    if (it->second.hub_origin) return;
   }
-  if (it->second.job && core_.job(*it->second.job).phase != JobPhase::kCompleted &&
-      core_.job(*it->second.job).phase != JobPhase::kWithdrawn) {
-    if (Status s = core_.withdraw(*it->second.job); !s) spdlog::warn("{}", s.error().message);
-  }
-  book_.remove(it);
 }
 
 void GangScheduler::end_app_gang(GangBook::iterator it) {

@@ -193,6 +193,30 @@ TEST(FleetPlacer, RetriesSendWhatIsDueAndDropWhatIsDone) {
   EXPECT_TRUE(left.empty());  // recorded, and submitted again: nothing left
 }
 
+TEST(FleetPlacer, ADeletedApplicationEndsWithdrawsOrKeepsItsGang) {
+  Fleet f;
+  using D = FleetPlacer::Deleted;
+  EXPECT_EQ(f.placer.deleted(f.book, kSparkKind, "hub", "ns", "none").second, D::kKeep);
+
+  const JobId queued = f.admitted("queued");  // admitted, not yet placed: still queued here
+  auto [q, q_what] = f.placer.deleted(f.book, kSparkKind, "hub", "ns", "queued");
+  EXPECT_EQ(q_what, D::kWithdraw);
+  EXPECT_EQ(q->second.job, queued);
+
+  // A hub's placed application is the hub object: its job ends with it, and the record goes.
+  const JobId placed = f.admitted("placed");
+  (void)f.placer.place(f.book, f.core, "app:hub/ns/placed", placed, 100);
+  auto [p, p_what] = f.placer.deleted(f.book, kSparkKind, "hub", "ns", "placed");
+  EXPECT_EQ(p_what, D::kEnd);
+  EXPECT_EQ(p->second.key, "m1/ns/placed");
+  EXPECT_FALSE(f.placer.placed("hub/ns/placed"));
+
+  // Deleted in the member: the hub's copy there is the hub's to replace, it is kept.
+  EXPECT_EQ(f.placer.deleted(f.book, kSparkKind, "m1", "ns", "placed").second, D::kKeep);
+  f.book["m1/ns/train"].replica_gang = true;
+  EXPECT_EQ(f.placer.deleted(f.book, kSparkKind, "m1", "ns", "train").second, D::kOwnJob);
+}
+
 }  // namespace
 }  // namespace gang_fleet_placer_test
 }  // namespace gleaner::scheduler::gang
