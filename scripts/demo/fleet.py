@@ -67,10 +67,12 @@ DRIVER_START_TIMEOUT_S = 3
 SCHED_HOST = "gleaner-scheduler.gleaner-system.svc"  # --report-service's DNS name
 GI = 1 << 30
 ACK_ONE = os.path.join(HERE, "ack-one")
-# spark-pi-1 leaves this much of m1-n1's batch room (spark-pi-2 fits it before the surge);
-# spark-pi-3's driver requests more (its coreLimit, 1 core), so in m1 it goes to m1-n2,
-# whose kubelet never starts it.
-PI1_LEAVES_MILLI = 600
+# spark-pi-1 leaves this much of m1-n1's batch room: spark-pi-2 fits it before the surge,
+# also when the machine's other work takes some of it. spark-pi-3's driver goes to m1-n2
+# in m1 because drivers go to the emptiest node (scheduler/core/placement_score.h, spread
+# leaders).
+PI1_LEAVES_MILLI = 800
+PRE_SURGE_MIN_MILLI = 300
 PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI = 1000, 500
 
 
@@ -109,13 +111,13 @@ class Fleet:
         # Each job's run time: long enough for the steps that happen while it runs;
         # spark-pi-1 runs through steps 1-3 (a surge and a replacement of seconds each).
         self.run_s = max(3.0, seconds / 20.0)
-        self.long_s = max(35.0, seconds / 3.0)
+        self.long_s = max(60.0, seconds / 3.0)
         self.jobs = {}  # name -> {"members": [...], "state": ..., ...}
         self.shown = []  # what the run showed, in plain words, as each step happened
         self.node = None  # the real node m1-n1 (fleet_node.RealNode)
         self.rooms = {}  # report-driven (member, node) -> the batch millicores reported
-        self.reporting = threading.Event()
-        self.meter = self.probe = None
+        self.reporting, self.report_lock = threading.Event(), threading.Lock()
+        self.meter = self.probe = self.latency = None
         self.real = {"node": fleet_node.NODE, "member": fleet_node.MEMBER}
 
     # --- processes -----------------------------------------------------------------------
@@ -148,7 +150,7 @@ class Fleet:
         """Every process (the agent first: it gives kubelet's values back), then the real
         node's scratch hierarchy once its emulator has stopped its pods."""
         self.reporting.set()
-        for meter in (self.meter, self.probe):
+        for meter in (self.meter, self.probe, self.latency):
             if meter:
                 meter.stop()
         for p in reversed(self.procs):
@@ -236,23 +238,26 @@ class Fleet:
         print("  fleet " + line, flush=True)
 
     # --- the report-driven nodes -----------------------------------------------------------
-    def report(self, member, node, batch_cpu_milli):
+    def report(self, member, node, batch_cpu_milli=None):
         """The NodeReport the node's gleaner-agent posts (report-driven node), with its own
-        agent pod's token; kept up every 2 s by the reporter thread."""
-        self.rooms[(member, node)] = batch_cpu_milli
-        self.seq += 1
-        status, body = self.sched_request("POST", "/api/v1/reports", node_report(
-            node, self.seq, "demo-fleet", batch_cpu_milli, 16 * GI, cluster=member),
-            self.tokens[node])
+        agent pod's token: this batch room from now on (None: the last one again); the
+        reporter thread posts it again every 2 s."""
+        with self.report_lock:  # one sequence, in order, and never an older room after
+            if batch_cpu_milli is not None:
+                self.rooms[(member, node)] = batch_cpu_milli
+            self.seq += 1
+            status, body = self.sched_request("POST", "/api/v1/reports", node_report(
+                node, self.seq, "demo-fleet", self.rooms[(member, node)], 16 * GI,
+                cluster=member), self.tokens[node])
         if status != 200:
             raise FleetError("report for %s/%s refused: HTTP %d %s" % (member, node, status,
                                                                         body))
 
     def keep_reporting(self):
         while not self.reporting.wait(2.0):
-            for (member, node), milli in list(self.rooms.items()):
+            for member, node in list(self.rooms):
                 try:
-                    self.report(member, node, milli)
+                    self.report(member, node)
                 except (FleetError, OSError) as e:
                     self.event("report for %s/%s failed: %s" % (member, node, e))
 
@@ -263,6 +268,12 @@ class Fleet:
     def batch_free(self, member, node=None):
         return sum(n["free"]["cpuMillicores"] for n in self.nodes()
                    if n.get("cluster") == member and node in (None, n["name"]))
+
+    def node_batch_cpu(self):
+        """The batch-cpu on m1-n1's Node (millicores; 0 when not written yet)."""
+        _, obj = self.api(fleet_node.MEMBER, "/api/v1/nodes/" + fleet_node.NODE)
+        return int(((obj or {}).get("status") or {}).get("allocatable", {}).get(
+            "kubernetes.io/batch-cpu", 0))
 
     def real_free(self):
         """The scheduler's free batch room on the real node (None: not reported yet)."""
@@ -427,6 +438,8 @@ class Fleet:
         self.report("m2", "m2-n1", 2 * executor)  # less than spark-pi-1 asks
         self.meter = fleet_node.ExecutorMeter(node, self.executor_uids)
         self.meter.start()
+        self.latency = fleet_node.LatencyProbe(node.ls_port)
+        self.latency.start()
         self.submit("spark-pi-1", 2, 100, executor, self.long_s)
         self.event("%s's agent reports %.2f cores of batch room; spark-pi-1 asks 0.1 + 2 x "
                    "%.2f, m2-n1 reports %.2f" % (fleet_node.NODE, room / 1000.0, executor / 1000.0,
@@ -468,7 +481,10 @@ class Fleet:
         quota = self.wait("the BE tier's quota at half a core or more before the surge",
                           lambda: (lambda q: q if q is not None and q >= 0.5 else None)(
                               node.cpu_quota_cores(fleet_node.BE_QOS)), 60)
-        before = self.real_free()
+        before = self.wait("%dm of batch room left on m1-n1 before the surge (the machine's "
+                           "other work takes some)" % PRE_SURGE_MIN_MILLI,
+                           lambda: (lambda f: f if f is not None and f >= PRE_SURGE_MIN_MILLI
+                                    else None)(self.real_free()), 60)
         need2 = max(200, min(1000, before // 2 // 50 * 50))
         self.real.update(batchFreeBeforeSurgeMilli=before, beQuotaCoresBeforeSurge=quota,
                          sparkPi2Milli=need2)
@@ -478,11 +494,17 @@ class Fleet:
         self.probe.surge()
         node.start_load()
         surge_at = time.monotonic()
+        self.latency.phase = "surge"
         shrunk = self.wait("m1-n1's batch room below spark-pi-2's %dm under the surge" % need2,
                            lambda: (lambda f: f is not None and f < need2 and (f,))(
                                self.real_free()), 60)[0]
         self.real.update(batchFreeUnderSurgeMilli=shrunk,
                          batchShrinkSeconds=round(time.monotonic() - surge_at, 2))
+        try:
+            self.wait("the agent's BE quota cut after the surge", lambda: self.probe.reactions_ms,
+                      20)
+        except FleetError:
+            pass  # said below: "no cut seen"
         self.probe.stop()
         self.real["suppressReactionsMs"] = [round(v, 1) for v in self.probe.reactions_ms]
         self.real["beQuotaCoresUnderSurge"] = self.probe.lowest
@@ -504,12 +526,20 @@ class Fleet:
         if self.real["sparkPi1ExecutorsKeptAcrossSurge"]:
             self.shown.append("spark-pi-1 kept running across the shrink (no pod deleted)")
         node.stop_load()
+        self.latency.phase = "after"
         self.event("LS load stopped")
 
     def step_eviction(self):
         """3. An eviction on m1 (the Eviction API, as the agent evicts under memory
         pressure): Spark replaces the executor."""
         first = self.first
+        # After the surge, once the Node's batch-cpu (what m1-n1's kubelet admits against)
+        # takes spark-pi-1 whole again: the scheduler binds the replacement by the agent's
+        # latest report, and a Node still written from the surge's smaller reports would
+        # make the kubelet refuse it (OutOfbatch-cpu) until Spark gives the job up.
+        held = self.jobs["spark-pi-1"]["batchCpuMilli"]
+        self.wait("m1-n1's Node batch-cpu back to spark-pi-1's %dm after the surge" % held,
+                  lambda: self.node_batch_cpu() >= held, 60)
         running = self.running_executors(first, "spark-pi-1")
         if not running:
             raise FleetError("spark-pi-1 has no running executor to evict (it ended early?)")
@@ -573,6 +603,12 @@ class Fleet:
         if self.meter:
             self.meter.stop()
             self.real["beCpuSecondsByExecutors"] = round(self.meter.seconds(), 2)
+        if self.latency:
+            self.latency.stop()
+            self.ls_p99 = {phase: round(summary.percentile(ms, 99), 1)
+                           for phase, ms in self.latency.ms.items()}
+            self.event("LS p99 as a probe client saw it (a GET every 50 ms): %s" % ", ".join(
+                "%s %.1f ms" % kv for kv in self.ls_p99.items()))
 
     def summary(self):
         jobs = [{k: j[k] for k in ("name", "member", "members", "state", "executorsReplaced",
@@ -581,7 +617,7 @@ class Fleet:
                 "evictionKind": "Eviction API (not a memory-pressure eviction by the agent)",
                 "realNodes": ["m1/" + fleet_node.NODE],
                 "reportDriven": ["%s/%s" % mn for mn in REPORT_DRIVEN],
-                "realNode": self.real, "lsP99Ms": None,
+                "realNode": self.real, "lsP99Ms": getattr(self, "ls_p99", None),
                 "scratchBases": list(self.node.scratch.bases) if self.node else [],
                 "ports": self.ports, "pids": [p.pid for p in self.all_procs],
                 "events": self.events, "shown": self.shown}

@@ -14,6 +14,8 @@ import os
 import socket
 import sys
 import threading
+import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -209,6 +211,36 @@ class ExecutorMeter(threading.Thread):
     def stop(self):
         self.stopping.set()
         self.join(1)
+
+
+class LatencyProbe(threading.Thread):
+    """The LS service's latency as one more client sees it: a GET every 50 ms, timed, filed
+    under the phase of the run it was sent in ("quiet", "surge", ...)."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.url = "http://127.0.0.1:%d/" % port
+        self.phase = "quiet"
+        self.ms = {}  # phase -> [milliseconds]
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(self.INTERVAL_S):
+            phase, start = self.phase, time.monotonic()
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    r.read()
+            except OSError:
+                self.failed += 1
+                continue
+            self.ms.setdefault(phase, []).append((time.monotonic() - start) * 1000.0)
+
+    def stop(self):
+        self.stopping.set()
+        self.join(6)
 
 
 def free_port():

@@ -109,7 +109,8 @@ def real_node_facts(fleet):
             "batchFreeMilli": {k: real.get("batchFree%s%sMilli" % (k[0].upper(), k[1:]))
                                for k in ("idle", "beforeSurge", "underSurge")},
             "batchShrinkSeconds": real.get("batchShrinkSeconds"),
-            "lsP99Ms": fleet.get("lsP99Ms"),  # None: not measured in the fleet run
+            # A probe client's GET every 50 ms, per phase (quiet, surge, after)
+            "lsP99Ms": fleet.get("lsP99Ms"),
             "evictions": fleet["evictions"], "evictionKind": fleet["evictionKind"]}
 
 
@@ -144,12 +145,14 @@ def print_fleet(doc, path):
         real = doc["fleetRealNode"]
         r = real["suppressReactionsMs"]
         print("   real node %s: executors used %s BE CPU-seconds; suppress reaction %s; "
-              "batch free %s -> %s millicores under the surge; LS p99 not measured in the "
-              "fleet run; evictions %d (%s)" % (
+              "batch free %s -> %s millicores under the surge; LS p99 (probe client) %s; "
+              "evictions %d (%s)" % (
                   real["node"], real["beCpuSecondsByExecutors"],
                   "p50 %.1f ms, p99 %.1f ms (%d)" % (r["p50"], r["p99"], r["reactions"])
                   if r["reactions"] else "none seen", real["batchFreeMilli"]["beforeSurge"],
-                  real["batchFreeMilli"]["underSurge"], real["evictions"], real["evictionKind"]))
+                  real["batchFreeMilli"]["underSurge"], ", ".join(
+                      "%s %.1f ms" % kv for kv in (real["lsP99Ms"] or {}).items()) or "none",
+                  real["evictions"], real["evictionKind"]))
     print(" Fleet and node, what this run showed and did not:")
     if fleet:
         print("  Fleet: %s." % "; ".join(fleet["shown"]))
@@ -158,5 +161,6 @@ def print_fleet(doc, path):
     print("  Not shown: m1-n2 and m2-n1 are report-driven (the demo posts their agents' "
           "reports and their pods run no process); the fleet's eviction goes through the "
           "Eviction API, not the agent's memory-pressure eviction (shown on the scratch node "
-          "above); the LS p99 is not measured in the fleet run.")
+          "above); the fleet's LS p99 is a probe client's, not under the live phases' wrk "
+          "profile, and has no unmanaged run beside it.")
     print(" summary.json             %s" % path)
