@@ -4,6 +4,7 @@
 #include "scheduler/gang/fleet_placer.h"
 
 #include <cctype>
+#include <iterator>
 
 #include <spdlog/spdlog.h>
 
@@ -202,10 +203,15 @@ void FleetPlacer::retry_each(const std::function<bool(const std::string& key)>& 
 }
 
 std::vector<FleetPlacer::Retry> FleetPlacer::retries(GangBook& book, double now) {
+  // Walked directly, not through retry_each: every pass asks, and a std::function over
+  // these captures would allocate each time.
   std::vector<Retry> out;
-  retry_each([&](const std::string& key) {
-    auto it = book.find(key);
-    if (it == book.end()) return false;
+  for (auto key = retrying_.begin(); key != retrying_.end();) {
+    auto it = book.find(*key);
+    if (it == book.end()) {
+      key = retrying_.erase(key);
+      continue;
+    }
     Gang& g = it->second;
     const Due d = due(g, now);
     if (d.send || d.resubmit) {
@@ -217,8 +223,8 @@ std::vector<FleetPlacer::Retry> FleetPlacer::retries(GangBook& book, double now)
         r.resubmit = true;
       }
     }
-    return d.keep;
-  });
+    key = d.keep ? std::next(key) : retrying_.erase(key);
+  }
   return out;
 }
 
