@@ -16,6 +16,11 @@
 // label gleaner.io/cluster (pods cannot move between clusters). A multi-cluster
 // application is a job before it has pods: the core chooses its cluster, and from then on
 // it is pinned there like the others.
+//
+// GangScheduler is the coordinator: the gang records live in a GangBook (gang_book.h), the
+// placement of multi-cluster applications, its retries and what a deleted application
+// leaves are the FleetPlacer's (fleet_placer.h), and room outside the core's jobs is a
+// core call. GangScheduler joins them to the pods and hands what they return to the sinks.
 
 #include <cstdint>
 #include <deque>
@@ -80,7 +85,7 @@ struct PodView {
   std::optional<GangShape> shape;  // drivers: from the SparkApplication, when known
   std::string waiting_for;         // why the shape is unknown yet (an Event says so)
   NodeSelector selector;           // spec.nodeSelector + required node affinity
-  std::string selector_error;      // a selector gleaner cannot honour (Gt, matchFields)
+  std::string selector_error;      // a selector gleaner cannot honour (matchFields, malformed)
 };
 
 // A SparkApplication that opts into multi-cluster placement (label
