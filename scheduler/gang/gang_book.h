@@ -6,7 +6,9 @@
 // (gang_scheduler.h) reads and updates it as pods, applications and decisions arrive.
 // Not thread-safe: GangScheduler's mutex guards it.
 
+#include <array>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -122,6 +124,26 @@ class GangBook {
   // The gang is over: it leaves the book, its job's link with it.
   void remove(iterator it);
 
+  // Gangs a pass must look at besides those of pending jobs, by key: kWaiting, pods waiting
+  // in them for room (or members that found none); kRecovering, found partly bound after a
+  // restart. A superset: keys of gangs gone or done leave as `visit` meets them.
+  enum class List { kWaiting, kRecovering };
+  void watch(List list, const std::string& key) { lists_[index(list)].insert(key); }
+  [[nodiscard]] const std::set<std::string>& watched(List list) const {
+    return lists_[index(list)];
+  }
+  // Calls `visit(iterator)` for each gang on `list` still in the book, in key order; the
+  // key leaves the list when its gang is gone or `visit` answers false (it may erase that
+  // gang, and watch more keys, meanwhile).
+  template <typename Visit>
+  void visit(List list, Visit&& visit) {
+    std::set<std::string>& keys = lists_[index(list)];
+    for (auto key = keys.begin(); key != keys.end();) {
+      auto g = gangs_.find(*key);
+      key = g != gangs_.end() && visit(g) ? std::next(key) : keys.erase(key);
+    }
+  }
+
   // The core job a gang was submitted as, and back: decisions name jobs. A job keeps its
   // entry until unlink_job, also after its gang's key changed (an application placed
   // under its placement key) or its gang went; gang_of_job checks both ways.
@@ -133,8 +155,11 @@ class GangBook {
   [[nodiscard]] const Gang* gang_of_job(JobId job) const;
 
  private:
+  static size_t index(List list) { return static_cast<size_t>(list); }
+
   Map gangs_;
   std::map<JobId, std::string> job_gang_;
+  std::array<std::set<std::string>, 2> lists_;
 };
 
 }  // namespace gleaner::scheduler::gang

@@ -98,18 +98,14 @@ void GangScheduler::tick() {
   // Executors beyond their gang (dynamic allocation) and members that found no room take
   // what others gave back on this pass (a scale-down, a finished job, a node's batch
   // capacity grown back), not at the next resync.
-  for (auto it = waiting_gangs_.begin(); it != waiting_gangs_.end();) {
-    auto g = book_.find(*it);
-    if (g == book_.end() || (g->second.waiting.empty() && g->second.unbound.empty())) {
-      it = waiting_gangs_.erase(it);
-      continue;
-    }
+  book_.visit(GangBook::List::kWaiting, [&](GangBook::iterator g) {
+    if (g->second.waiting.empty() && g->second.unbound.empty()) return false;
     if (g->second.job) {
       bind_unbound(g->second);
       if (!g->second.waiting.empty()) attach_waiting(g->second);
     }
-    ++it;
-  }
+    return true;
+  });
   // A pending job's reason is written once.
   for (JobId id : core_.pending_jobs()) {
     const std::string* key = book_.key_of_job(id);

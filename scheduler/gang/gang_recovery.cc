@@ -49,19 +49,14 @@ void GangScheduler::adopt_bound(Tracked& t) {
     g.last_event.clear();
   }
   g.adopted.insert(v.uid);
-  recovering_gangs_.insert(g.key);
+  book_.watch(GangBook::List::kRecovering, g.key);
 }
 
 void GangScheduler::recover_gangs() {
-  if (recovering_gangs_.empty()) return;
+  if (book_.watched(GangBook::List::kRecovering).empty()) return;
   const double now = steady_s();
   const auto ttl = core_.policy().reservation_ttl_seconds;
-  for (auto it = recovering_gangs_.begin(); it != recovering_gangs_.end();) {
-    auto g = book_.find(*it);
-    if (g == book_.end()) {
-      it = recovering_gangs_.erase(it);
-      continue;
-    }
+  book_.visit(GangBook::List::kRecovering, [&](GangBook::iterator g) {
     Gang& gang = g->second;
     bool over = !gang.recovering || resume_gang(gang);
     if (!over && now - gang.partial_since >= static_cast<double>(ttl)) {
@@ -73,13 +68,10 @@ void GangScheduler::recover_gangs() {
                              "whole");
       over = true;
     }
-    if (!over) {
-      ++it;
-      continue;
-    }
+    if (!over) return true;
     if (!gang.job && gang.members.empty() && gang.waiting.empty()) book_.erase(g);
-    it = recovering_gangs_.erase(it);
-  }
+    return false;
+  });
 }
 
 bool GangScheduler::resume_gang(Gang& g) {
@@ -272,7 +264,7 @@ void GangScheduler::partial_gauges(StateGauges& out) const {
     partial.insert(key);
     out.oldest_partial_gang_seconds = std::max(out.oldest_partial_gang_seconds, now - since);
   };
-  for (const std::string& key : recovering_gangs_) {
+  for (const std::string& key : book_.watched(GangBook::List::kRecovering)) {
     auto g = book_.find(key);
     if (g != book_.end() && g->second.recovering) count(key, g->second.partial_since);
   }

@@ -343,7 +343,7 @@ void GangScheduler::bind_member(Gang& g, int index) {
     if (!placed) {
       event(t, "GleanerNoRoom", placed.error().message, true);
       g.unbound.insert(index);
-      waiting_gangs_.insert(g.key);
+      book_.watch(GangBook::List::kWaiting, g.key);
       return;
     }
     node = *placed;
@@ -445,7 +445,7 @@ void GangScheduler::forget_pod(const PodView& pod) {
 
 void GangScheduler::wait_in(Gang& g, const std::string& uid) {
   g.waiting.insert(uid);
-  waiting_gangs_.insert(g.key);
+  book_.watch(GangBook::List::kWaiting, g.key);
 }
 
 void GangScheduler::event_gone_executor(Gang& g, const std::string& executor) {

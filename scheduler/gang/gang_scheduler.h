@@ -253,7 +253,7 @@ class GangScheduler {
   void end_app_gang(GangBook::iterator it);
   Labels node_labels(const std::string& cluster, const std::string& node) const;
   void attach_waiting(Gang& g);
-  // `uid` waits in `g` for room; the pass then looks at `g` (waiting_gangs_).
+  // `uid` waits in `g` for room; the pass then looks at `g` (the book's kWaiting list).
   void wait_in(Gang& g, const std::string& uid);
   // A training job's pod (gang_replicas.cc): it takes the room its gang holds for its role
   // and index; with none held, the first pod that carries the job's roles queues the
@@ -306,9 +306,6 @@ class GangScheduler {
   // Multi-cluster applications placed by this process, and placements to send again.
   FleetPlacer placer_{options_.app_retry_seconds};
   uint64_t submissions_ = 0;  // numbers core job names
-  // Gangs a pass must look at besides those of pending jobs (a superset: keys of gangs gone
-  // or done are dropped as the pass meets them): pods waiting in them.
-  std::set<std::string> waiting_gangs_;
 
   // The gang a pod of ours belongs to (its application, pod group, or the pod alone),
   // created empty when new.
@@ -334,7 +331,6 @@ class GangScheduler {
   void partial_gauges(StateGauges& out) const;
   // The core job a gang is submitted as.
   JobSpec job_spec(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
-  std::set<std::string> recovering_gangs_;
 
   // Bindings the API server refused (gang_binds.cc): retried with back-off, as
   // kube-scheduler retries a failed binding; never a reason to delete the pod.

@@ -2,6 +2,10 @@
 // decisions go through.
 #include "scheduler/gang/gang_book.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace gleaner::scheduler::gang {
@@ -81,6 +85,31 @@ TEST(GangBook, AMovedGangIsFiledUnderItsNewKeyWithItsJob) {
   book.put(std::move(jobless));
   book.remove(book.find("app:hub/ns/other"));
   EXPECT_EQ(book.size(), 0u);
+}
+
+TEST(GangBook, AWatchedGangIsVisitedUntilItIsGoneOrDone) {
+  GangBook book;
+  book["a"].key = "a";
+  book["b"].key = "b";
+  book.watch(GangBook::List::kWaiting, "a");
+  book.watch(GangBook::List::kWaiting, "b");
+  book.watch(GangBook::List::kWaiting, "gone");
+  book.watch(GangBook::List::kRecovering, "b");
+
+  std::vector<std::string> seen;
+  book.visit(GangBook::List::kWaiting, [&](GangBook::iterator g) {
+    seen.push_back(g->first);
+    if (g->first == "a") return true;  // still waiting
+    book.erase(g);                     // done, and its gang goes with it
+    return false;
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "b"}));  // "gone" is not visited
+  EXPECT_EQ(book.watched(GangBook::List::kWaiting), std::set<std::string>{"a"});
+  EXPECT_FALSE(book.contains("b"));
+  // The other list is its own: "b" leaves it when a visit finds its gang gone.
+  EXPECT_EQ(book.watched(GangBook::List::kRecovering), std::set<std::string>{"b"});
+  book.visit(GangBook::List::kRecovering, [](GangBook::iterator) { return true; });
+  EXPECT_TRUE(book.watched(GangBook::List::kRecovering).empty());
 }
 
 }  // namespace
