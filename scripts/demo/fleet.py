@@ -429,9 +429,13 @@ class Fleet:
         """1. spark-pi-1 sized from the batch room m1-n1's agent reports (all but
         PI1_LEAVES_MILLI of it); m2's report has less room than it asks."""
         node = self.node
-        room = self.wait("400m of batch room reported by %s's agent" % fleet_node.NODE,
-                         lambda: (lambda f: f if f is not None and f >= 400 else None)(
-                             self.real_free()), 60)
+        # The room the scheduler places by (the agent's latest report) and the batch-cpu
+        # on the Node, which the kubelet admits by and the scheduler writes only when it
+        # moved by more than --resource-diff-threshold: sized by the smaller, so that the
+        # kubelet takes what the scheduler binds.
+        room = self.wait("400m of batch room reported by %s's agent and on its Node" %
+                         fleet_node.NODE, lambda: (lambda f: f if f >= 400 else None)(
+                             min(self.real_free() or 0, self.node_batch_cpu())), 60)
         self.real["batchFreeIdleMilli"] = room
         executor = max(100, (room - PI1_LEAVES_MILLI - 100) // 2 // 50 * 50)
         self.report("m1", "m1-n2", 0)
@@ -489,9 +493,11 @@ class Fleet:
         self.real.update(batchFreeBeforeSurgeMilli=before, beQuotaCoresBeforeSurge=quota,
                          sparkPi2Milli=need2)
         kept = {p["metadata"]["uid"] for p in self.running_executors(first, "spark-pi-1")}
+        # The surge marked before the probe's first read: a read first would make the
+        # current quota the run's lowest and the surge one that "found BE already held".
         self.probe = summary.ReactionProbe(node, fleet_node.BE_QOS)
-        self.probe.start()
         self.probe.surge()
+        self.probe.start()
         node.start_load()
         surge_at = time.monotonic()
         self.latency.phase = "surge"
