@@ -1,0 +1,96 @@
+// A gang's members taking their room: pods that waited for their job's admission (and
+// executors beyond the declared gang, placed where the job's cluster has room), each member
+// bound into the room the core holds for its index, and members that found no room tried
+// again by each pass (the book's kWaiting list).
+#include "scheduler/gang/gang_scheduler.h"
+
+namespace gleaner::scheduler::gang {
+
+void GangScheduler::attach_waiting(Gang& g) {
+  if (g.replica_gang) return attach_waiting_replicas(g);  // replicas, not executors
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
+  for (auto it = g.waiting.begin(); it != g.waiting.end();) {
+    int index = -1;
+    for (int i = 1; i <= j.spec.executors; ++i) {
+      if (!g.members.contains(i)) {
+        index = i;
+        break;
+      }
+    }
+    Tracked& t = pods_[*it];
+    if (index < 0) {
+      // Beyond the declared gang (dynamic allocation, no SparkApplication): free room in
+      // the job's cluster, accounted as a pod of its own.
+      const NodeSelector selector =
+          merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
+      auto node =
+          core_.place_extra_executor(t.view.uid, *g.job, t.view.request, t.view.regular, &selector);
+      if (!node) {
+        event(t, "GleanerNoRoom", node.error().message, false);
+        ++it;
+        continue;
+      }
+      t.gang.clear();
+      t.regular_in_core = true;
+      track_regular(t);  // now the core's: not counted on the node a second time
+      const std::string& full = core_.clusters().node(*node).name;
+      if (actions_) {
+        actions_(Action{ActionKind::kBind, g.cluster, t.view.ns, t.view.name, t.view.uid,
+                        full.substr(full.find('/') + 1)});
+      }
+      it = g.waiting.erase(it);
+      continue;
+    }
+    t.index = index;
+    g.members[index] = *it;
+    it = g.waiting.erase(it);
+    bind_member(g, index);
+  }
+}
+
+void GangScheduler::bind_member(Gang& g, int index) {
+  Tracked& t = pods_[g.members[index]];
+  NodeId node = 0;
+  if (index == 0) {
+    node = core_.job(*g.job).pods[0].node;
+  } else {
+    auto placed = core_.bind_executor(*g.job, index, now_s());
+    if (!placed) {
+      event(t, "GleanerNoRoom", placed.error().message, true);
+      g.unbound.insert(index);
+      book_.watch(GangBook::List::kWaiting, g.key);
+      return;
+    }
+    node = *placed;
+    g.unbound.erase(index);
+  }
+  const std::string& full = core_.clusters().node(node).name;
+  Action a{ActionKind::kBind, g.cluster,  t.view.ns,
+           t.view.name,       t.view.uid, full.substr(full.find('/') + 1)};
+  if (actions_) actions_(std::move(a));
+}
+
+void GangScheduler::bind_unbound(Gang& g) {
+  const std::set<int> unbound = std::move(g.unbound);
+  g.unbound.clear();
+  if (!g.job) return;
+  const Job& j = core_.job(*g.job);
+  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
+  for (int index : unbound) {
+    auto member = g.members.find(index);
+    if (member == g.members.end() || static_cast<size_t>(index) >= j.pods.size() ||
+        j.pods[static_cast<size_t>(index)].bound) {
+      continue;  // gone, or bound since
+    }
+    auto t = pods_.find(member->second);
+    if (t != pods_.end() && t->second.view.node.empty()) bind_member(g, index);
+  }
+}
+
+void GangScheduler::wait_in(Gang& g, const std::string& uid) {
+  g.waiting.insert(uid);
+  book_.watch(GangBook::List::kWaiting, g.key);
+}
+
+}  // namespace gleaner::scheduler::gang
