@@ -1,5 +1,7 @@
 """Watch streams: chunked HTTP, one JSON event per line, replayed from the store's history."""
 
+import bisect
+import itertools
 import json
 import socket
 import time
@@ -128,8 +130,12 @@ def _loop(h, r, s, store, faults, match, last, generation, bookmarks, timeout):
             else:
                 expired = False
                 events = []
-                for rv, resource, kind, old, new in store.history:
-                    if rv <= last or resource != r.resource:
+                # The history is in resourceVersion order: start after `last` rather than
+                # walk it all. Every watch wakes on every change (one condition for the
+                # store), so a whole walk made each write cost watches x history.
+                start = bisect.bisect_right(store.history, last, key=lambda e: e[0])
+                for rv, resource, kind, old, new in itertools.islice(store.history, start, None):
+                    if resource != r.resource:
                         continue
                     shown = _event_type(kind, old, new, match)
                     if shown:
