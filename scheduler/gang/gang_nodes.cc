@@ -1,6 +1,8 @@
 // Node reports, Node labels and node health in the live loop: what the agents report
 // becomes the core's batch capacity and the value published on the Node; what the Node
 // informer sees becomes the labels node selectors match.
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "scheduler/gang/gang_scheduler.h"
@@ -18,11 +20,13 @@ std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeRep
         Resources{report.batch_allocatable->cpu_millicores, report.batch_allocatable->memory_bytes};
   }
   const std::string name = core_name(*cluster, report.node);
+  batch_reported_[name] = batch;
+  const Resources placeable = placeable_batch(name, batch);
   if (auto id = core_.clusters().find_node(name)) {
-    auto decisions = core_.report_node(*id, batch, now);
+    auto decisions = core_.report_node(*id, placeable, now);
     if (decisions) handle(*decisions);
   } else {
-    NodeInfo info{name, *cluster, node_labels(*cluster, report.node), batch};
+    NodeInfo info{name, *cluster, node_labels(*cluster, report.node), placeable};
     if (auto t = node_taints_.find(name); t != node_taints_.end()) info.taints = t->second;
     if (auto added = core_.upsert_node(info, now); !added) {
       spdlog::warn("report for node {}: {}", report.node, added.error().message);
@@ -39,6 +43,7 @@ std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeRep
       report.timestamp_unix_ms);
   counters_.report_accepted(lag_ms / 1000.0);
   if (nodes_) {
+    // The report itself, not the capped room: the Node's figure follows the agent.
     std::optional<Resources> publish;
     if (report.batch_allocatable) publish = batch;
     nodes_(NodeBatch{*cluster, report.node, publish});
@@ -57,9 +62,15 @@ Labels GangScheduler::node_labels(const std::string& cluster, const std::string&
 
 void GangScheduler::observe_node(const std::string& cluster, const std::string& node,
                                  const Labels& labels, const Taints& taints,
-                                 const std::optional<Resources>& allocatable) {
+                                 const std::optional<Resources>& allocatable,
+                                 const NodeBatchShown& batch_shown) {
   std::lock_guard lock(mu_);
   const std::string name = core_name(cluster, node);
+  if (auto [it, added] = batch_shown_.try_emplace(name, batch_shown);
+      added || it->second != batch_shown) {
+    it->second = batch_shown;
+    reapply_batch(name);
+  }
   if (allocatable) {
     node_allocatable_[name] = *allocatable;
   } else {
@@ -74,6 +85,28 @@ void GangScheduler::observe_node(const std::string& cluster, const std::string& 
     if (relabelled) core_.set_node_labels(*id, node_labels(cluster, node));
     core_.set_node_taints(*id, taints);
   }
+}
+
+Resources GangScheduler::placeable_batch(const std::string& name, const Resources& reported) const {
+  Resources out = reported;
+  auto it = batch_shown_.find(name);
+  if (it == batch_shown_.end()) return out;
+  if (it->second.cpu_milli) out.cpu_milli = std::min(out.cpu_milli, *it->second.cpu_milli);
+  if (it->second.memory_bytes)
+    out.memory_bytes = std::min(out.memory_bytes, *it->second.memory_bytes);
+  return out;
+}
+
+void GangScheduler::reapply_batch(const std::string& name) {
+  auto id = core_.clusters().find_node(name);
+  auto reported = batch_reported_.find(name);
+  if (!id || reported == batch_reported_.end()) return;
+  const Node& n = core_.clusters().node(*id);
+  // A stale or degraded node keeps its held figure until its agent reports again: the
+  // Node's value alone never makes it fresh.
+  if (n.health != NodeHealth::kFresh) return;
+  auto decisions = core_.report_node(*id, placeable_batch(name, reported->second), n.reported_at);
+  if (decisions) handle(*decisions);
 }
 
 void GangScheduler::set_cluster_available(const std::string& cluster, bool available) {

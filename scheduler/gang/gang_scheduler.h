@@ -120,6 +120,16 @@ struct NodeBatch {
   std::optional<Resources> batch;
 };
 
+// The batch resources a Node's status.allocatable shows (kubernetes.io/batch-cpu in
+// millicores, kubernetes.io/batch-memory in bytes), each nullopt when the key is absent.
+// kubelet admits batch pods against these, and ignores an extended resource the Node does
+// not list (pkg/kubelet/lifecycle/predicate.go, removeMissingExtendedResources).
+struct NodeBatchShown {
+  std::optional<int64_t> cpu_milli;
+  std::optional<int64_t> memory_bytes;
+  bool operator==(const NodeBatchShown&) const = default;
+};
+
 // A node report refused by apply_report.
 enum class ReportRefusal {
   kUnknownCluster,  // it names a cluster not managed here
@@ -155,9 +165,15 @@ class GangScheduler {
   // A Node object's labels (from the Node informer): node selectors match them. The
   // label gleaner.io/cluster is always the node's member cluster.
   // `allocatable`: the Node's status.allocatable cpu/memory (nullopt: not given).
+  // `batch_shown`: its batch resources. A node's batch room is the smaller of what its
+  // agent reports and what the Node shows: the scheduler writes the report on the Node
+  // only when it moved by more than the publish threshold (kube/node_status.h), and
+  // kubelet refuses a pod beyond the Node's figure, so placing by the report alone could
+  // bind a pod kubelet then fails.
   void observe_node(const std::string& cluster, const std::string& node, const Labels& labels,
                     const Taints& taints = {},
-                    const std::optional<Resources>& allocatable = std::nullopt);
+                    const std::optional<Resources>& allocatable = std::nullopt,
+                    const NodeBatchShown& batch_shown = {});
   // Whether the member cluster's API server answers: while it does not, no new job is
   // placed there (pending jobs' reasons and placements elsewhere say so).
   void set_cluster_available(const std::string& cluster, bool available);
@@ -241,6 +257,12 @@ class GangScheduler {
   void track_regular(Tracked& t);
   void release_regular(Tracked& t);
   void push_regular(const std::string& core_node_name);
+  // The batch room placements may use on the node: `reported`, capped by what its Node
+  // shows (observe_node).
+  [[nodiscard]] Resources placeable_batch(const std::string& core_node_name,
+                                          const Resources& reported) const;
+  // The Node's figure changed: a fresh node's room follows it at once.
+  void reapply_batch(const std::string& core_node_name);
   void observe_ours_unbound(Tracked& t);
   void submit(Gang& g, const GangShape& shape, int32_t priority, const std::string& queue);
   // A new driver for a gang whose job ended (its owner retried it): the gang starts afresh,
@@ -300,6 +322,9 @@ class GangScheduler {
   // bound there outside our jobs.
   std::map<std::string, Resources> node_allocatable_;
   std::map<std::string, Resources> regular_outside_used_;
+  // By core node name: the batch its agent last reported, and what its Node shows.
+  std::map<std::string, Resources> batch_reported_;
+  std::map<std::string, NodeBatchShown> batch_shown_;
   GangBook book_;                              // the gangs, by key and by core job
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)

@@ -13,18 +13,7 @@ namespace {
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 
-gang::PodView lone_pod(const std::string& ns, const std::string& name, int64_t cpu_milli) {
-  gang::PodView pod;
-  pod.cluster = "c1";
-  pod.ns = ns;
-  pod.name = name;
-  pod.uid = ns + "/" + name;
-  pod.phase = "Pending";
-  pod.ours = true;
-  pod.batch = true;
-  pod.request = Resources{cpu_milli, kGiB};
-  return pod;
-}
+using live_testing::lone_batch_pod;
 
 // A live loop managing c1, whose node n1 reported 8 cores; every action it takes recorded.
 class LiveGangAccounting : public ::testing::Test {
@@ -53,8 +42,8 @@ std::vector<std::string> queues_of_jobs(const gang::GangScheduler& live) {
 }
 
 TEST_F(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueue) {
-  live->observe_pod(lone_pod("team-a", "a1", 4000));
-  live->observe_pod(lone_pod("team-a", "a2", 4000));
+  live->observe_pod(lone_batch_pod("team-a", "a1", 4000));
+  live->observe_pod(lone_batch_pod("team-a", "a2", 4000));
   live->tick();
   ASSERT_EQ(count(gang::ActionKind::kBind), 2u);
   EXPECT_EQ(queues_of_jobs(*live), (std::vector<std::string>{"default", "default"}));
@@ -67,7 +56,7 @@ TEST_F(LiveGangAccounting, JobsAdmittedBeforeTheQuotaTreeJoinTheirNamespacesQueu
   EXPECT_EQ(queues_of_jobs(*live), (std::vector<std::string>{"team-a", "team-a"}));
   // team-a's next job finds its own queue at its min: it waits, and preempts neither of
   // its namespace's running jobs (in default they looked borrowed).
-  live->observe_pod(lone_pod("team-a", "a3", 4000));
+  live->observe_pod(lone_batch_pod("team-a", "a3", 4000));
   live->tick();
   EXPECT_EQ(count(gang::ActionKind::kDelete), 0u) << live->jobs_json().dump();
   EXPECT_EQ(count(gang::ActionKind::kBind), 2u);
@@ -121,7 +110,7 @@ TEST_F(LiveGangAccounting, ADriverBoundByAnotherSchedulerTakesItsJobsRoomOnce) {
 
   // Its SparkApplication names no schedulerName: kube-scheduler binds the driver and the
   // executors to n1. Each takes the room the job holds for it, and nothing more.
-  gang::PodView driver = lone_pod("default", "pi-driver", 1000);
+  gang::PodView driver = lone_batch_pod("default", "pi-driver", 1000);
   driver.ours = false;
   driver.role = gang::PodRole::kDriver;
   driver.gang = "pi";

@@ -57,6 +57,21 @@ inline reporter::NodeReport node_report(const std::string& node, uint64_t sequen
 
 using gleaner::testing::IoThread;
 
+// A pending pod of ours in c1 alone (no gang): `cpu_milli` and 1 GiB of batch resources.
+inline gang::PodView lone_batch_pod(const std::string& ns, const std::string& name,
+                                    int64_t cpu_milli) {
+  gang::PodView pod;
+  pod.cluster = "c1";
+  pod.ns = ns;
+  pod.name = name;
+  pod.uid = ns + "/" + name;
+  pod.phase = "Pending";
+  pod.ours = true;
+  pod.batch = true;
+  pod.request = Resources{cpu_milli, int64_t{1} << 30};
+  return pod;
+}
+
 // A pod as the Spark operator creates it for the SparkApplication `app`: labelled with its
 // role (driver or executor) and application, scheduled by gleaner-scheduler.
 inline Json spark_operator_pod(const std::string& app, const std::string& name,
