@@ -63,13 +63,15 @@ Labels GangScheduler::node_labels(const std::string& cluster, const std::string&
 void GangScheduler::observe_node(const std::string& cluster, const std::string& node,
                                  const Labels& labels, const Taints& taints,
                                  const std::optional<Resources>& allocatable,
-                                 const NodeBatchShown& batch_shown) {
+                                 const std::optional<NodeBatchShown>& batch_shown) {
   std::lock_guard lock(mu_);
   const std::string name = core_name(cluster, node);
-  if (auto [it, added] = batch_shown_.try_emplace(name, batch_shown);
-      added || it->second != batch_shown) {
-    it->second = batch_shown;
-    reapply_batch(name);
+  if (batch_shown) {
+    auto [it, added] = batch_shown_.try_emplace(name, *batch_shown);
+    if (added || it->second != *batch_shown) {
+      it->second = *batch_shown;
+      reapply_batch(name);
+    }
   }
   if (allocatable) {
     node_allocatable_[name] = *allocatable;
@@ -91,9 +93,8 @@ Resources GangScheduler::placeable_batch(const std::string& name, const Resource
   Resources out = reported;
   auto it = batch_shown_.find(name);
   if (it == batch_shown_.end()) return out;
-  if (it->second.cpu_milli) out.cpu_milli = std::min(out.cpu_milli, *it->second.cpu_milli);
-  if (it->second.memory_bytes)
-    out.memory_bytes = std::min(out.memory_bytes, *it->second.memory_bytes);
+  out.cpu_milli = std::min(out.cpu_milli, it->second.cpu_milli);
+  out.memory_bytes = std::min(out.memory_bytes, it->second.memory_bytes);
   return out;
 }
 

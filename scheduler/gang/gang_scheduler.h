@@ -121,12 +121,13 @@ struct NodeBatch {
 };
 
 // The batch resources a Node's status.allocatable shows (kubernetes.io/batch-cpu in
-// millicores, kubernetes.io/batch-memory in bytes), each nullopt when the key is absent.
-// kubelet admits batch pods against these, and ignores an extended resource the Node does
-// not list (pkg/kubelet/lifecycle/predicate.go, removeMissingExtendedResources).
+// millicores, kubernetes.io/batch-memory in bytes), 0 where the key is absent: kubelet
+// admits batch pods against these, and a kubernetes.io/ name is a native resource to it,
+// so a Node without the key admits none (pkg/kubelet/lifecycle/predicate.go;
+// removeMissingExtendedResources drops only extended resources).
 struct NodeBatchShown {
-  std::optional<int64_t> cpu_milli;
-  std::optional<int64_t> memory_bytes;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
   bool operator==(const NodeBatchShown&) const = default;
 };
 
@@ -165,15 +166,16 @@ class GangScheduler {
   // A Node object's labels (from the Node informer): node selectors match them. The
   // label gleaner.io/cluster is always the node's member cluster.
   // `allocatable`: the Node's status.allocatable cpu/memory (nullopt: not given).
-  // `batch_shown`: its batch resources. A node's batch room is the smaller of what its
-  // agent reports and what the Node shows: the scheduler writes the report on the Node
-  // only when it moved by more than the publish threshold (kube/node_status.h), and
-  // kubelet refuses a pod beyond the Node's figure, so placing by the report alone could
-  // bind a pod kubelet then fails.
+  // `batch_shown`: its batch resources (nullopt: the caller does not model the Node's
+  // figures, as the simulator). A node's batch room is the smaller of what its agent
+  // reports and what the Node shows: the scheduler writes the report on the Node only when
+  // it moved by more than the publish threshold (kube/node_status.h), and kubelet refuses
+  // a pod beyond the Node's figure, so placing by the report alone could bind a pod
+  // kubelet then fails.
   void observe_node(const std::string& cluster, const std::string& node, const Labels& labels,
                     const Taints& taints = {},
                     const std::optional<Resources>& allocatable = std::nullopt,
-                    const NodeBatchShown& batch_shown = {});
+                    const std::optional<NodeBatchShown>& batch_shown = std::nullopt);
   // Whether the member cluster's API server answers: while it does not, no new job is
   // placed there (pending jobs' reasons and placements elsewhere say so).
   void set_cluster_available(const std::string& cluster, bool available);

@@ -175,14 +175,14 @@ void ClusterLink::on_node(const Json& obj) {
     }
     if (cpu && memory) allocatable = Resources{cpu->milli_value(), memory->value(), gpus};
   }
-  // Batch: what kubelet admits batch pods against (the figure this scheduler published).
+  // Batch: what kubelet admits batch pods against (the figure this scheduler published);
+  // an absent or unreadable figure admits none.
   gang::NodeBatchShown batch;
   if (alloc != nullptr && alloc->is_object()) {
     for (auto [key, into] : {std::pair{kube::kResourceBatchCpu, &batch.cpu_milli},
                              std::pair{kube::kResourceBatchMemory, &batch.memory_bytes}}) {
       auto v = alloc->find(key);
       if (v == alloc->end()) continue;
-      // A figure that does not parse caps nothing: kubelet would not admit by it either.
       if (auto q = quantity_from_json(*v, std::string("status.allocatable.") + key))
         *into = q->value();
     }

@@ -22,8 +22,10 @@ class NodeBatchShown : public ::testing::Test {
     live->set_sinks([this](gang::Action a) { actions.push_back(std::move(a)); },
                     [this](const gang::NodeBatch& b) { published.push_back(b); });
   }
-  void node_shows(std::optional<int64_t> cpu_milli) {
-    live->observe_node("c1", "n1", {}, {}, std::nullopt, gang::NodeBatchShown{cpu_milli, {}});
+  // The Node's batch-cpu (0: no such key) and 64 GiB of batch-memory.
+  void node_shows(int64_t cpu_milli) {
+    live->observe_node("c1", "n1", {}, {}, std::nullopt,
+                       gang::NodeBatchShown{cpu_milli, 64 * kGiB});
   }
   [[nodiscard]] size_t binds() const {
     return static_cast<size_t>(std::count_if(actions.begin(), actions.end(), [](const auto& a) {
@@ -55,9 +57,20 @@ TEST_F(NodeBatchShown, AReportBelowTheNodesFigureGoverns) {
   EXPECT_EQ(binds(), 0u);
 }
 
-TEST_F(NodeBatchShown, ANodeWithoutBatchFiguresCapsNothing) {
-  // kubelet ignores an extended resource the Node does not list.
-  node_shows(std::nullopt);
+TEST_F(NodeBatchShown, ANodeThatListsNoBatchFigureAdmitsNoBatchPod) {
+  // kubernetes.io/batch-cpu is a native resource name to kubelet: absent means none.
+  node_shows(0);
+  live->observe_pod(live_testing::lone_batch_pod("default", "p1", 1000));
+  live->tick();
+  EXPECT_EQ(binds(), 0u);
+  node_shows(8000);  // the first report written on the Node
+  live->tick();
+  EXPECT_EQ(binds(), 1u);
+}
+
+TEST_F(NodeBatchShown, WithoutTheNodesFiguresTheReportGoverns) {
+  // The simulator gives no Node figures: nothing is capped.
+  live->observe_node("c1", "n1", {}, {}, std::nullopt, std::nullopt);
   live->observe_pod(live_testing::lone_batch_pod("default", "p1", 6000));
   live->tick();
   EXPECT_EQ(binds(), 1u);
