@@ -52,8 +52,8 @@ Json pod_group_member(const std::string& name) {
 
 TEST_F(KubeLiveTest, GangsHalfBoundByAnEarlierProcessAreFinished) {
   // n1 has 1 core left beside what is bound there, n2 has 4 free.
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 6000, 64 * kGiB, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 4000, 64 * kGiB, "c1")));
+  ASSERT_TRUE(report_room("n1", 6000, 64 * kGiB));
+  ASSERT_TRUE(report_room("n2", 4000, 64 * kGiB));
   // A pod group of 4 (min-available 4): pgb-0 and pgb-1 bound, pgb-2 and pgb-3 pending.
   for (const char* name : {"pgb-0", "pgb-1", "pgb-2", "pgb-3"}) {
     const std::string node = std::string(name) < "pgb-2" ? "n1" : "";
@@ -101,7 +101,7 @@ TEST_F(KubeLiveTest, GangsHalfBoundByAnEarlierProcessAreFinished) {
 }
 
 TEST_F(KubeLiveTest, ABindingRefusedWith500Or429IsTriedAgainAndThePodKept) {
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGiB, "c1")));
+  ASSERT_TRUE(report_room("n1", 4000, 16 * kGiB));
   const std::string binding = "/api/v1/namespaces/default/pods/pgb-0/binding";
   api_->admin("fail", "method=POST&count=2&code=500&prefix=" + binding);
   Json pod = pod_group_member("pgb-0");

@@ -4,6 +4,7 @@
 // carried out through the link, and the scheduling pass driven by the test.
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +62,17 @@ class KubeLiveTest : public ::testing::Test {
   }
   std::string node_of(const std::string& pod) {
     return get(kube::pod_path("default", pod))["spec"].value("nodeName", "");
+  }
+  // Reports a node's batch room and waits (scheduling) until all of it is placeable.
+  ::testing::AssertionResult report_room(const std::string& node, int64_t cpu_milli,
+                                         int64_t memory_bytes) {
+    if (live_->apply_report(node_report(node, 1, cpu_milli, memory_bytes, "c1")))
+      return ::testing::AssertionFailure() << node << "'s report was refused (unknown cluster)";
+    if (schedule_until(
+            [&] { return batch_room_placeable(*live_, "c1", node, cpu_milli, memory_bytes); }))
+      return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure()
+           << node << " never placeable in full: " << live_->nodes_json().dump();
   }
   // The composition root's timer, driven by the test: one pass per check.
   bool schedule_until(const std::function<bool()>& done) {

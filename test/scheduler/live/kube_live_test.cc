@@ -84,9 +84,9 @@ TEST_F(KubeLiveTest, TheAckSloConfigsDiffThresholdDecidesWhenStatusIsWrittenAgai
 TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
   // n1 has room for three 1-CPU pods, n2 for one, n3 for none: the driver goes to the
   // emptiest node (n1), the executors fill the fullest nodes that fit (n2, then n1).
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 1000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n3", 1, 500, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 4000, 16 * kGi));
+  ASSERT_TRUE(report_room("n2", 1000, 16 * kGi));
+  ASSERT_TRUE(report_room("n3", 500, 16 * kGi));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
   ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
   ASSERT_TRUE(schedule_until([&] { return !node_of("pi-driver").empty(); }));
@@ -110,8 +110,8 @@ TEST_F(KubeLiveTest, BindsSparkDriverAndExecutorsToTheChosenNodes) {
 }
 
 TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 2000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 1000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 2000, 16 * kGi));
+  ASSERT_TRUE(report_room("n2", 1000, 16 * kGi));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
   ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
   for (const char* e : {"pi-exec-1", "pi-exec-2"})
@@ -147,7 +147,7 @@ TEST_F(KubeLiveTest, SparkReplacingAnExecutorLeavesTheDriverAndTheJobAlone) {
 TEST_F(KubeLiveTest, DynamicAllocationAdmitsOnInitialExecutorsAndExtrasTakeFreeRoom) {
   // n1 has 3 cores: the gang (driver + the one executor Spark starts with) takes 2; one
   // extra fits.
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 3000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 3000, 16 * kGi));
   Json app = spark_application();
   app["spec"]["executor"].erase("instances");
   app["spec"]["dynamicAllocation"] =
@@ -195,8 +195,8 @@ TEST_F(KubeLiveTest, ABurstableDriverGoesWhereRegularAllocatableHasRoom) {
     "spec": {"nodeName": "n1", "containers": [{"name": "web", "image": "nginx",
              "resources": {"requests": {"cpu": "3500m", "memory": "1Gi"}}}]}})");
   ASSERT_TRUE(client_->create(kube::pods_path("default"), ls).ok());
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 8000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 3000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 8000, 16 * kGi));
+  ASSERT_TRUE(report_room("n2", 3000, 16 * kGi));
   // The informers have delivered the Nodes' allocatable and the LS pod.
   ASSERT_TRUE(eventually([&] {
     // A node whose allocatable has not arrived yet shows regularFree as null.
@@ -234,7 +234,7 @@ Json quota_tree(const std::string& leaf_max_cpu) {
 }
 
 TEST_F(KubeLiveTest, ElasticQuotaTreeEditsChangeAdmissionWithoutARestart) {
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 8000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 8000, 16 * kGi));
   const std::string trees = kube::elastic_quota_trees_path("kube-system");
   ASSERT_TRUE(client_->create(trees, quota_tree("2")).ok());
   auto queue_max = [&]() -> Json {
@@ -298,9 +298,9 @@ TEST_F(KubeLiveTest, CordonedAndTaintedNodesGetNothingWithoutAToleration) {
           Json::parse(
               R"({"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]}})"));
   auto taints_of = [&](size_t i) { return live_->nodes_json()["nodes"][i]["taints"]; };
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 4000, 16 * kGi, "c1")));
-  ASSERT_FALSE(live_->apply_report(node_report("n3", 1, 500, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 4000, 16 * kGi));
+  ASSERT_TRUE(report_room("n2", 4000, 16 * kGi));
+  ASSERT_TRUE(report_room("n3", 500, 16 * kGi));
   ASSERT_TRUE(eventually([&] { return taints_of(0).size() == 1 && taints_of(1).size() == 1; }));
   EXPECT_EQ(taints_of(0)[0], "node.kubernetes.io/unschedulable:NoSchedule");
   EXPECT_EQ(taints_of(1)[0], "dedicated=db:NoSchedule");
@@ -324,7 +324,7 @@ TEST_F(KubeLiveTest, ATolerationOpensATaintedNode) {
           R"({"spec":{"taints":[{"key":"dedicated","value":"spark","effect":"NoSchedule"}]}})"),
       kube::PatchType::kMerge);
   ASSERT_TRUE(r.ok());
-  ASSERT_FALSE(live_->apply_report(node_report("n2", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n2", 4000, 16 * kGi));
   ASSERT_TRUE(eventually([&] { return live_->nodes_json()["nodes"][0]["taints"].size() == 1; }));
   Json app = spark_application();
   const Json toleration = Json::parse(
@@ -339,7 +339,7 @@ TEST_F(KubeLiveTest, ATolerationOpensATaintedNode) {
 }
 
 TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
-  ASSERT_FALSE(live_->apply_report(node_report("n1", 1, 4000, 16 * kGi, "c1")));
+  ASSERT_TRUE(report_room("n1", 4000, 16 * kGi));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());
   ASSERT_TRUE(client_->create(kube::pods_path("default"), spark_pod("pi-driver", "driver")).ok());
   ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n1"; }));

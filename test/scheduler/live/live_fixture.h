@@ -55,6 +55,20 @@ inline reporter::NodeReport node_report(const std::string& node, uint64_t sequen
   return r;
 }
 
+// Whether the scheduler places within all of a node's reported batch room: a node's room
+// is the smaller of its report and the figure its Node shows to the cluster's informer
+// (docs/scheduler.md, "Node status"), which arrives a moment after the report is written.
+// Tests that compare nodes or clusters wait for it, or see the one whose figure came first.
+inline bool batch_room_placeable(const gang::GangScheduler& live, const std::string& cluster,
+                                 const std::string& node, int64_t cpu_milli, int64_t memory_bytes) {
+  const Json nodes = live.nodes_json();
+  for (const Json& n : nodes["nodes"]) {
+    if (n["cluster"] == cluster && n["name"] == node)
+      return n["batch"]["cpuMillicores"] == cpu_milli && n["batch"]["memoryBytes"] == memory_bytes;
+  }
+  return false;
+}
+
 using gleaner::testing::IoThread;
 
 // A pending pod of ours in c1 alone (no gang): `cpu_milli` and 1 GiB of batch resources.

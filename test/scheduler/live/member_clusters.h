@@ -138,9 +138,14 @@ class MemberClusters : public ::testing::Test {
     std::lock_guard lock(routed_mu_);
     return static_cast<size_t>(std::count_if(routed_.begin(), routed_.end(), match));
   }
+  // Reports a node's batch room and waits (scheduling) until all of it is placeable.
   void report(const std::string& cluster, const std::string& node, int64_t milli) {
-    ASSERT_FALSE(
-        live_->apply_report(node_report(node, ++sequence_, milli, int64_t{64} << 30, cluster)));
+    const int64_t memory = int64_t{64} << 30;
+    ASSERT_FALSE(live_->apply_report(node_report(node, ++sequence_, milli, memory, cluster)));
+    ASSERT_TRUE(schedule_until([&] {
+      return batch_room_placeable(*live_, cluster, node, milli, memory);
+    })) << cluster
+        << "/" << node << " never placeable in full: " << live_->nodes_json().dump();
   }
   // One scheduling pass per check, as the composition root's timer would run them.
   bool schedule_until(const std::function<bool()>& done) {
