@@ -3,6 +3,7 @@
 // workers run inside the BE pod cgroup; and nothing they started outlives the benchmark,
 // whether it ends normally or is killed with SIGKILL.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -98,6 +99,8 @@ TEST(FrontierStressorsReal, NothingOutlivesABenchmarkKilledWithSigkill) {
   if (!missing_binary(ServiceKind::kMemcached).empty()) GTEST_SKIP() << "memcached not installed";
   // A stand-in for the benchmark: it starts memcached and stress-ng in its scratch cgroups,
   // reports every pid they run as, then waits to be killed.
+  // Its work directory is this process's: the benchmark, killed, removes nothing.
+  testing::TempDir work;
   int report[2];
   ASSERT_EQ(::pipe(report), 0);
   pid_t bench = ::fork();
@@ -107,7 +110,6 @@ TEST(FrontierStressorsReal, NothingOutlivesABenchmarkKilledWithSigkill) {
     ScratchCgroups scratch;
     scratch.mkdir("kubepods/burstable/podls");
     scratch.mkdir("kubepods/besteffort/podbe");
-    testing::TempDir work;
     LsService service(ServiceKind::kMemcached, scratch, "kubepods/burstable/podls", work.path());
     const pid_t stress =
         scratch.spawn_exec("kubepods/besteffort/podbe", stress_ng_argv(BeMix::kMemory, 2));
@@ -155,6 +157,12 @@ TEST(FrontierStressorsReal, NothingOutlivesABenchmarkKilledWithSigkill) {
   // the dead benchmark's cgroups, kills whatever is still in them.
   ScratchCgroups next;
   EXPECT_TRUE(eventually([&] { return all_gone(pids); }, 10s)) << text;
+  // And the symlink directory the dead benchmark's hierarchy was reached by (named by its
+  // owner's pid) goes with its cgroups.
+  const std::string links = "gleaner-cgroot-" + std::to_string(bench) + "-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp", ec))
+    EXPECT_NE(entry.path().filename().string().rfind(links, 0), 0u) << entry.path() << " left";
 }
 
 }  // namespace

@@ -50,7 +50,9 @@ def alive(pid):
 class ScratchCgroups:
     def __init__(self):
         self.name = "%s%d-%d" % (PREFIX, os.getpid(), next(_counter))
-        self.links = tempfile.mkdtemp(prefix="gleaner-cgroot-")
+        # Named by its owner, so a later scratch tree (here or in C++) removes it if the
+        # owner dies without remove(): test/support/scratch_cgroup.cc.
+        self.links = tempfile.mkdtemp(prefix="gleaner-cgroot-%d-" % os.getpid())
         self.v2 = os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.controllers"))
         self.bases = []
         try:

@@ -106,6 +106,24 @@ void sweep_stale(const std::string& base) {
   }
 }
 
+// The symlink directories of this kind's hierarchies: /tmp/gleaner-cgroot-<owner pid>-XXXXXX.
+constexpr const char* kLinkDirPrefix = "gleaner-cgroot-";
+
+// Removes the symlink directories of owners that died without their destructor (a test
+// that SIGKILLs a process holding a scratch hierarchy, say); sweep_stale removes their
+// cgroups. Only links are inside: remove_all does not follow them.
+void sweep_stale_link_dirs() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/tmp", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kLinkDirPrefix, 0) != 0) continue;
+    char* end = nullptr;
+    const long owner = std::strtol(name.c_str() + std::strlen(kLinkDirPrefix), &end, 10);
+    if (owner <= 0 || end == nullptr || *end != '-') continue;  // not named by its owner
+    if (!pid_alive(static_cast<pid_t>(owner))) fs::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 std::string host_timing_skip_reason() {
@@ -135,8 +153,9 @@ ScratchCgroups::ScratchCgroups() {
   static std::atomic<int> counter{0};
   name_ = kPrefix + std::to_string(::getpid()) + "-" + std::to_string(counter++);
 
-  char tmpl[] = "/tmp/gleaner-cgroot-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+  sweep_stale_link_dirs();
+  std::string tmpl = std::string("/tmp/") + kLinkDirPrefix + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   root_ = tmpl;
 
   if (version_ == cgroup::CgroupVersion::kV2) {
