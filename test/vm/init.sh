@@ -103,6 +103,27 @@ mkdir -p "$run"
 mount -o bind /run-share "$run" || die "cannot bind the run directory"
 echo booted >"$run/booted"
 
+# When run.sh finds the console silent for too long it asks, through the run directory
+# ("dump"), for the state of every task before it kills the VM: a guest whose command
+# waits on something (a child that does not die, say) still answers, and the console then
+# says what each process waits in; a guest that does not answer has lost its CPUs.
+(
+  while [ ! -e "$run/exit" ]; do
+    if [ -e "$run/dump" ]; then
+      echo "gleaner-vm: tasks (pid, name, state, wait channel; kernel stack when blocked):"
+      for p in /proc/[0-9]*; do
+        grep -q . "$p/cmdline" 2>/dev/null || continue  # user space only (no kernel threads)
+        state=$(sed -n 's/^State:[[:space:]]*//p' "$p/status" 2>/dev/null)
+        echo "  ${p#/proc/} $(cat "$p/comm" 2>/dev/null) [$state] $(cat "$p/wchan" 2>/dev/null)"
+        case "$state" in R*) ;; *) sed 's/^/      /' "$p/stack" 2>/dev/null | head -n 12 ;; esac
+      done
+      echo "gleaner-vm: end of tasks"
+      rm -f "$run/dump"
+    fi
+    sleep 1
+  done
+) >/dev/console 2>&1 &
+
 # An empty environment: cmd.sh sets what the command gets. Not the kernel's TERM=linux,
 # say, which would make gtest colour its output on the console log.
 env -i /bin/busybox chroot /host /bin/bash /tmp/gleaner-vm/cmd.sh </dev/null >/dev/console 2>&1

@@ -197,11 +197,27 @@ stall_pattern='soft lockup - CPU|rcu_(preempt|sched) detected stalls|rcu: INFO: 
 # test's start and end, and none runs this long. A command that really hangs hangs again
 # in the new VM and still fails (125). GLEANER_VM_SILENCE sets it (seconds).
 
+# Asks the silent guest for its tasks (init.sh lists them on the console) and prints the
+# list, or says the guest did not answer within 30 s.
+dump_tasks() {
+  local from i
+  from=$(stat -c %s "$console" 2>/dev/null || echo 0)
+  : >"$share/dump"
+  for ((i = 0; i < 150; i++)); do
+    if [ ! -e "$share/dump" ] && tail -c +"$((from + 1))" "$console" | grep -q "gleaner-vm: end of tasks"; then
+      tail -c +"$((from + 1))" "$console" | tr -d '\r' | sed -n '/gleaner-vm: tasks/,/gleaner-vm: end of tasks/p'
+      return
+    fi
+    sleep 0.2
+  done
+  echo "the guest did not list its tasks within 30 s: it has lost its CPUs, not just its command"
+}
+
 # Boots the VM and waits for it; sets booted, stopped (boot, timeout, stall or empty),
 # why (for a stall), qrc and elapsed.
 boot_and_wait() {
   : >"$console"
-  rm -f "$share/booted" "$share/exit"
+  rm -f "$share/booted" "$share/exit" "$share/dump"
   start=$SECONDS
   # The host root is shared read-write: the command runs this machine's binaries and
   # writes its results where it would outside the VM. multidevs=remap keeps inode numbers
@@ -249,7 +265,8 @@ boot_and_wait() {
     if [ -n "$booted" ] && [ ! -s "$share/exit" ] && [ $((elapsed - last_output)) -ge "$silence" ]; then
       stopped=stall
       why="no console output for ${silence} s (GLEANER_VM_SILENCE); its last lines:
-$(tail -n 3 "$console" | tr -d '\r')"
+$(tail -n 3 "$console" | tr -d '\r')
+$(dump_tasks)"
       break
     fi
     sleep 0.2
@@ -268,7 +285,7 @@ $(tail -n 3 "$console" | tr -d '\r')"
 
 boot_and_wait
 if [ "$stopped" = stall ]; then
-  echo "run.sh: the guest stalled after ${elapsed} s; VM killed, running the command once more:" >&2
+  echo "run.sh: the guest stalled (or its command hung) after ${elapsed} s; VM killed, running the command once more:" >&2
   printf '%s\n' "$why" | sed 's/^/run.sh:   /' >&2
   boot_and_wait
 fi
@@ -277,7 +294,7 @@ if [ "$stopped" = boot ]; then
   skip "the VM did not reach the command within ${boot_timeout} s (GLEANER_VM_BOOT_TIMEOUT; GLEANER_VM_DEBUG=1 shows the boot)"
 fi
 if [ "$stopped" = stall ]; then
-  echo "run.sh: the guest stalled again after ${elapsed} s; VM killed:" >&2
+  echo "run.sh: the guest stalled (or its command hung) again after ${elapsed} s; VM killed:" >&2
   printf '%s\n' "$why" | sed 's/^/run.sh:   /' >&2
   exit 125
 fi
