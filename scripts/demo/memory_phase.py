@@ -14,9 +14,9 @@ request. Run twice:
 """
 import os
 import signal
-import threading
 import time
 
+from node_proc import NodeProc
 from pods import pod_json, write_agent_files, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +30,6 @@ BE = [("mem-1", "demo-mem-1", 5900), ("mem-2", "demo-mem-2", 5500),
 BE_START_MIB, BE_MAX_MIB, BE_GROW_MIB_PER_S = 48, 360, 20
 EVICT_THRESHOLD_PERCENT = 70  # the demo's resource-threshold-config
 KUBEPODS = "kubepods"
-PROC_FILES = ("stat", "cpuinfo", "pressure", "sys", "loadavg", "uptime")
 MIN_SECONDS = 15  # unmanaged, the executors outgrow the node in about 11 s
 
 
@@ -40,47 +39,6 @@ def ls_dir():
 
 def be_dir(uid):
     return "kubepods/besteffort/pod" + uid
-
-
-class NodeProc:
-    """The scratch node's proc root for the agent. meminfo is rewritten in place (same length,
-    one write) every 100 ms: the agent keeps it open and reads it again each pass."""
-
-    def __init__(self, run_dir, cg):
-        self.root = os.path.join(run_dir, "proc")
-        self.cg = cg
-        self.stop_flag = threading.Event()
-        self.thread = None
-
-    def start(self):
-        os.makedirs(self.root, exist_ok=True)
-        for name in PROC_FILES:
-            link = os.path.join(self.root, name)
-            if not os.path.lexists(link) and os.path.exists("/proc/" + name):
-                os.symlink("/proc/" + name, link)
-        self.write()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
-        self.thread.start()
-
-    def write(self):
-        total_kib = NODE_MIB * 1024
-        used_kib = self.cg.memory_working_set(KUBEPODS) // 1024
-        text = "MemTotal:       %12d kB\nMemAvailable:   %12d kB\n" % (
-            total_kib, max(0, total_kib - used_kib))
-        fd = os.open(os.path.join(self.root, "meminfo"), os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            os.pwrite(fd, text.encode(), 0)
-        finally:
-            os.close(fd)
-
-    def loop(self):
-        while not self.stop_flag.wait(0.1):
-            self.write()
-
-    def stop(self):
-        self.stop_flag.set()
-        if self.thread:
-            self.thread.join()
 
 
 CONFIG_DIR = "ack-slo-config-memory"
@@ -123,7 +81,8 @@ def run(demo, title, enforce, seconds):
         cg.mkdir(be_dir(uid))
     cg.set_memory_limit(KUBEPODS, NODE_MIB * MIB)
     oom_before = cg.oom_kills(KUBEPODS)
-    node_proc = NodeProc(demo.run_dir, cg)
+    node_proc = NodeProc(os.path.join(demo.run_dir, "proc"), NODE_MIB,
+                         lambda: cg.memory_working_set(KUBEPODS))
     node_proc.start()
     procs = {}
     try:

@@ -96,10 +96,11 @@ def service_account_token(call, node):
     return issued["status"]["token"]
 
 
-def slo_config_dir(tmp, colocation):
+def slo_config_dir(tmp, colocation, threshold=None):
     """The shipped ack-slo-config as kubelet mounts it (one file per key), changed where a
     run of seconds on a shared 2-CPU machine needs it:
-    - the caller's `colocation` fields; NodeMetric every 2 s (shipped: 60);
+    - the caller's `colocation` fields and resource-threshold-config clusterStrategy
+      `threshold` fields; NodeMetric every 2 s (shipped: 60);
     - koordlet's threshold formula for BE CPU (cpuSuppressMode always; the shipped slo mode
       steers by run-queue waits, for which a busy box gives no fixed figure);
     - reclaim and suppress thresholds at 100 %: this node is the whole machine, whose other
@@ -113,9 +114,10 @@ def slo_config_dir(tmp, colocation):
     shipped = json.loads(data["colocation-config"])
     shipped.update(colocation, metricReportIntervalSeconds=2, cpuReclaimThresholdPercent=100)
     data["colocation-config"] = json.dumps(shipped)
-    threshold = json.loads(data["resource-threshold-config"])
-    threshold["clusterStrategy"].update(cpuSuppressMode="always", cpuSuppressThresholdPercent=100)
-    data["resource-threshold-config"] = json.dumps(threshold)
+    strategies = json.loads(data["resource-threshold-config"])
+    strategies["clusterStrategy"].update(threshold or {}, cpuSuppressMode="always",
+                                         cpuSuppressThresholdPercent=100)
+    data["resource-threshold-config"] = json.dumps(strategies)
     for key, value in data.items():
         with open(os.path.join(d, key), "w") as f:
             f.write(value)
@@ -134,20 +136,23 @@ class AgentPod:
     """One node's agent: `node`, its API server `server` (http://), the scratch cgroup root,
     the kubelet's port and CA file, the tokens (kubelet_token for kubelet, report_token for
     the scheduler), the scheduler's port, CA file and Service host name; `tmp` for its
-    files. command() gives the argv and the environment the pod's mounts read."""
+    files; `proc_root` when the node's /proc is not the machine's (scripts/demo/
+    node_proc.py). command() gives the argv and the environment the pod's mounts read."""
 
     def __init__(self, bin_dir, tmp, node, server, cgroup_root, kubelet_port, kubelet_ca,
                  kubelet_token, report_token, sched_port, sched_ca, sched_host,
-                 metrics_port, cluster=None):
+                 metrics_port, cluster=None, proc_root="/proc"):
         self.__dict__.update(locals())
         del self.__dict__["self"]
         self.metrics_url = "http://127.0.0.1:%d/metrics" % metrics_port
 
-    def command(self, report=True, **colocation):
+    def command(self, report=True, threshold=None, **colocation):
         """gleaner-agent run with the shipped DaemonSet's arguments, except where they name
         the node's own files and ports: the cgroup root (the scratch hierarchy), /proc, the
         config and state directories, the kubeconfig, the kubelet's and the scheduler's
-        ports, the scheduler's CA file; --cluster when given. Returns (argv, env)."""
+        ports, the scheduler's CA file; --cluster when given. The kubeconfig carries the
+        pod's ServiceAccount token, which --kubeconfig=in-cluster would present (the API
+        server's request log then tells the agent's calls apart). Returns (argv, env)."""
         container = daemonset()["spec"]["template"]["spec"]["containers"][0]
         with open(self.kubelet_ca) as f:
             ca = f.read().strip() + "\n"
@@ -161,11 +166,11 @@ class AgentPod:
         url = container["args"][[a.split("=")[0] for a in container["args"]].index(
             "--scheduler-url")].split("=", 1)[1]
         local = {
-            "--cgroup-root": self.cgroup_root, "--proc-root": "/proc",
+            "--cgroup-root": self.cgroup_root, "--proc-root": self.proc_root,
             "--resctrl-root": os.path.join(self.tmp, "no-resctrl"),
-            "--config-dir": slo_config_dir(self.tmp, colocation),
+            "--config-dir": slo_config_dir(self.tmp, colocation, threshold),
             "--kubeconfig": write_kubeconfig(os.path.join(self.tmp, "agent-kubeconfig"),
-                                             self.server),
+                                             self.server, self.kubelet_token),
             "--kubelet-host": "localhost", "--kubelet-port": str(self.kubelet_port),
             "--metrics-addr": "127.0.0.1:%d" % self.metrics_port,
             "--scheduler-url": url.replace(":8080/", ":%d/" % self.sched_port),
