@@ -89,6 +89,13 @@ void GangScheduler::observe_node(const std::string& cluster, const std::string& 
   }
 }
 
+void GangScheduler::observe_node_deleted(const std::string& cluster, const std::string& node) {
+  std::lock_guard lock(mu_);
+  const std::string name = core_name(cluster, node);
+  batch_shown_[name] = NodeBatchShown{};
+  reapply_batch(name);
+}
+
 Resources GangScheduler::placeable_batch(const std::string& name, const Resources& reported) const {
   Resources out = reported;
   auto it = batch_shown_.find(name);

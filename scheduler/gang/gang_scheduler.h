@@ -176,6 +176,9 @@ class GangScheduler {
                     const Taints& taints = {},
                     const std::optional<Resources>& allocatable = std::nullopt,
                     const std::optional<NodeBatchShown>& batch_shown = std::nullopt);
+  // The Node was deleted: kubelet admits nothing onto a Node that does not exist, so its
+  // batch room is none until a Node of that name shows a figure again.
+  void observe_node_deleted(const std::string& cluster, const std::string& node);
   // Whether the member cluster's API server answers: while it does not, no new job is
   // placed there (pending jobs' reasons and placements elsewhere say so).
   void set_cluster_available(const std::string& cluster, bool available);

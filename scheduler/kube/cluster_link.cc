@@ -71,7 +71,8 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, std::unique_ptr<ClusterRole
   nodes_ = std::make_unique<kube::Informer>(
       client_, nodes,
       kube::InformerHandlers{[this](const Json& o) { on_node(o); },
-                             [this](const Json&, const Json& o) { on_node(o); }, nullptr});
+                             [this](const Json&, const Json& o) { on_node(o); },
+                             [this](const Json& o) { on_node_deleted(o); }});
   kube::InformerOptions classes;
   classes.path = kube::priority_classes_path();
   priority_classes_ = std::make_unique<kube::Informer>(client_, classes, kube::InformerHandlers{});
@@ -148,6 +149,12 @@ bool ClusterLink::wait_for_sync(std::chrono::milliseconds timeout) {
   return priority_classes_->wait_for_sync(left()) && nodes_->wait_for_sync(left()) &&
          apps_->wait_for_sync(left()) && pods_->wait_for_sync(left()) &&
          (!quota_trees_ || quota_trees_->wait_for_sync(left())) && role_->wait_for_sync(left());
+}
+
+void ClusterLink::on_node_deleted(const Json& obj) {
+  const Json* name = find_path(obj, "metadata/name");
+  if (name != nullptr && name->is_string())
+    live_.observe_node_deleted(options_.name, name->get<std::string>());
 }
 
 void ClusterLink::on_node(const Json& obj) {

@@ -118,6 +118,7 @@ class ClusterLink {
   // A call's outcome: `answered` false for a transport failure or a 5xx (`why`).
   void note_api(bool answered, const std::string& why);
   void on_node(const Json& obj);
+  void on_node_deleted(const Json& obj);
   void on_slo_config(const Json* config_map);
   // The publish policy of `node` (its labels from the node informer).
   PublishPolicy publish_policy(const std::string& node);

@@ -338,6 +338,15 @@ TEST_F(KubeLiveTest, ATolerationOpensATaintedNode) {
   ASSERT_TRUE(schedule_until([&] { return node_of("pi-driver") == "n2"; }));
 }
 
+TEST_F(KubeLiveTest, ADeletedNodeHasNoBatchRoom) {
+  ASSERT_TRUE(report_room("n1", 4000, 16 * kGi));
+  ASSERT_TRUE(client_->remove(kube::node_path("n1")).ok());
+  // The report still says 4 cores; kubelet admits nothing onto a Node that is gone.
+  EXPECT_TRUE(schedule_until([&] {
+    return live_testing::batch_room_placeable(*live_, "c1", "n1", 0, 0);
+  })) << live_->nodes_json().dump();
+}
+
 TEST_F(KubeLiveTest, ReclaimsADriverThatNeverRuns) {
   ASSERT_TRUE(report_room("n1", 4000, 16 * kGi));
   ASSERT_TRUE(client_->create(kube::spark_applications_path("default"), spark_application()).ok());

@@ -68,6 +68,17 @@ TEST_F(NodeBatchShown, ANodeThatListsNoBatchFigureAdmitsNoBatchPod) {
   EXPECT_EQ(binds(), 1u);
 }
 
+TEST_F(NodeBatchShown, ADeletedNodeAdmitsNoBatchPodUntilItIsBack) {
+  node_shows(8000);
+  live->observe_node_deleted("c1", "n1");
+  live->observe_pod(live_testing::lone_batch_pod("default", "p1", 1000));
+  live->tick();
+  EXPECT_EQ(binds(), 0u) << live->nodes_json().dump();
+  node_shows(8000);  // a Node of that name again, its figure written
+  live->tick();
+  EXPECT_EQ(binds(), 1u);
+}
+
 TEST_F(NodeBatchShown, WithoutTheNodesFiguresTheReportGoverns) {
   // The simulator gives no Node figures: nothing is capped.
   live->observe_node("c1", "n1", {}, {}, std::nullopt, std::nullopt);
