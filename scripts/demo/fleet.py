@@ -23,8 +23,9 @@ The story, each step waited for with a bounded deadline and timed:
   2. a real LS surge on m1-n1 (clients hammering "web"): the agent cuts the BE quota and
      its reports shrink m1's batch room; spark-pi-2, which fitted m1 before, goes to m2;
      spark-pi-1 keeps running (a shrink never deletes a running pod);
-  3. one of spark-pi-1's executors is evicted through the Eviction API (as the agent evicts
-     under memory pressure; not an eviction by the agent) and Spark replaces it;
+  3. memory pressure on m1-n1 (a node of 8 GiB whose used memory is its pods'): one of
+     spark-pi-1's executors' work grows in its BE cgroup past the memoryEvictThresholdPercent
+     the story sets; gleaner-agent evicts it through the Eviction API and Spark replaces it;
   4. a node joins m1 whose kubelet never starts pods; spark-pi-3's driver is bound there,
      cannot start, is reclaimed after --driver-start-timeout and rescheduled;
   5. every application reaches COMPLETED on the hub.
@@ -103,9 +104,13 @@ class Fleet(FleetCluster):
         # The room the scheduler places by (the agent's latest report) and the batch-cpu
         # on the Node, which the kubelet admits by and the scheduler writes only when it
         # moved by more than --resource-diff-threshold: sized by the smaller, so that the
-        # kubelet takes what the scheduler binds.
-        room = self.wait("400m of batch room reported by %s's agent and on its Node" %
-                         fleet_node.NODE, lambda: (lambda f: f if f >= 400 else None)(
+        # kubelet takes what the scheduler binds. Once the agent's usage average covers its
+        # whole window: its first reports average over less, and the machine's other work
+        # (a busy loop beside the run) enters them only later.
+        room = self.wait("400m of batch room reported by %s's agent and on its Node, its "
+                         "usage averaged over %d s" % (fleet_node.NODE, fleet_node.AGGREGATE_S),
+                         lambda: time.monotonic() - node.agent_started > fleet_node.AGGREGATE_S
+                         and (lambda f: f if f >= 400 else None)(
                              min(self.real_free() or 0, self.node_batch_cpu())), 60)
         self.real["batchFreeIdleMilli"] = room
         executor = max(100, (room - PI1_LEAVES_MILLI - 100) // 2 // 50 * 50)
@@ -207,37 +212,96 @@ class Fleet(FleetCluster):
         self.event("LS load stopped")
 
     def step_eviction(self):
-        """3. An eviction on m1 (the Eviction API, as the agent evicts under memory
-        pressure): Spark replaces the executor."""
-        first = self.first
+        """3. Memory pressure on m1-n1: one of spark-pi-1's executors' work grows (a process
+        in its container cgroup holding up to MEMORY_HOG_MIB) until the node's memory passes
+        the memoryEvictThresholdPercent the story set; gleaner-agent evicts the largest BE
+        user through the Eviction API, the pressure leaves with the pod, Spark replaces the
+        executor."""
+        first, node = self.first, self.node
         # After the surge, once the Node's batch-cpu (what m1-n1's kubelet admits against)
         # takes spark-pi-1 whole again: the scheduler binds the replacement by the agent's
         # latest report, and a Node still written from the surge's smaller reports would
         # make the kubelet refuse it (OutOfbatch-cpu) until Spark gives the job up.
+        # The replacement then fits as soon as the victim's room is free (the scheduler's
+        # free room on m1-n1 not below zero), and BE has CPU to grow the executor's work
+        # (the agent holds BE at its floor while the machine is busy; its memory grows only
+        # as fast as its CPU allows).
         held = self.jobs["spark-pi-1"]["batchCpuMilli"]
-        self.wait("m1-n1's Node batch-cpu back to spark-pi-1's %dm after the surge" % held,
-                  lambda: self.node_batch_cpu() >= held, 60)
-        running = self.running_executors(first, "spark-pi-1")
+        self.wait("m1-n1's Node batch-cpu back to spark-pi-1's %dm after the surge, the "
+                  "scheduler's free room there not below 0 and the BE tier's quota at half a "
+                  "core or more" % held, lambda: self.node_batch_cpu() >= held and (
+                      self.real_free() or 0) >= 0 and (lambda q: q is None or q >= 0.5)(
+                          node.cpu_quota_cores(fleet_node.BE_QOS)), 60)
+        running = [p for p in self.running_executors(first, "spark-pi-1")
+                   if p["spec"].get("nodeName") == fleet_node.NODE]
         if not running:
-            raise FleetError("spark-pi-1 has no running executor to evict (it ended early?)")
-        vname = running[0]["metadata"]["name"]
+            raise FleetError("spark-pi-1 has no running executor on %s to grow (it ended "
+                             "early?)" % fleet_node.NODE)
+        victim = running[0]
+        vname, vuid = victim["metadata"]["name"], victim["metadata"]["uid"]
         newest = max(int(p["metadata"]["labels"]["spark-exec-id"]) for p in running)
-        status, _ = self.api(first, "/api/v1/namespaces/spark/pods/%s/eviction" % vname,
-                             "POST", {"apiVersion": "policy/v1", "kind": "Eviction",
-                                      "metadata": {"name": vname, "namespace": "spark"}})
-        if status not in (200, 201):
-            raise FleetError("eviction of %s refused: HTTP %d" % (vname, status))
-        self.evictions = 1
+        before = self.wait("the agent's metrics answering", lambda: (
+            lambda a: a is not None and [a])(node.agent_evictions()), 10)[0]
+        threshold = fleet_node.NODE_MEMORY_MIB * fleet_node.MEMORY_EVICT_PERCENT / 100.0
+        hog = node.start_memory_hog(victim)
+        pressure_at = time.monotonic()
+        self.event("%s's work grows by up to %d MiB in its BE cgroup on %s (a node of %d MiB, "
+                   "memory eviction at %d%%: %.0f MiB)" % (
+                       vname, fleet_node.MEMORY_HOG_MIB, fleet_node.NODE,
+                       fleet_node.NODE_MEMORY_MIB, fleet_node.MEMORY_EVICT_PERCENT, threshold))
+        self.wait("gleaner-agent's eviction of %s under memory pressure" % vname,
+                  lambda: self.pod_gone(first, vname, vuid), 60)
         evicted_at = time.monotonic()
-        self.event("%s/%s evicted through the Eviction API" % (first, vname))
+        after = self.wait("the agent's memory-evict count up", lambda: (lambda a: a and a.get(
+            "memory-evict", 0) > before.get("memory-evict", 0) and a)(node.agent_evictions()),
+                          10)
+        # What the agent could have read up to then (its proc root's meminfo).
+        peak, over = node.proc.between(pressure_at, evicted_at, threshold * (1 << 20))
+        peak /= float(1 << 20)
+        self.real.update(
+            evictedPod=vname, nodeMemoryMiB=fleet_node.NODE_MEMORY_MIB,
+            memoryEvictThresholdPercent=fleet_node.MEMORY_EVICT_PERCENT,
+            nodeMemoryAtEvictionMiB=round(peak), nodeMemoryAtEvictionPercent=round(
+                100.0 * peak / fleet_node.NODE_MEMORY_MIB, 1),
+            pressureToEvictionSeconds=round(evicted_at - pressure_at, 2),
+            overThresholdToEvictionSeconds=round(evicted_at - over, 2) if over else None,
+            memoryEvictionsByAgent=after["memory-evict"] - before.get("memory-evict", 0))
+        self.event("gleaner-agent evicted %s/%s (memory-evict) %.1f s after its work began to "
+                   "grow; node memory %d MiB (%.1f%%) against the %d%% threshold, over it for "
+                   "%s before the eviction was seen" % (
+                       first, vname, evicted_at - pressure_at, peak,
+                       self.real["nodeMemoryAtEvictionPercent"],
+                       fleet_node.MEMORY_EVICT_PERCENT, "%.2f s" % (evicted_at - over)
+                       if over else "?"))
+        # The grown work ends with the pod (kubelet removes its cgroup, and what is in it).
+        self.wait("the evicted executor's grown work gone with its pod",
+                  lambda: hog.poll() is not None, 40)
         # Spark never reuses an executor id: the replacement's is above every earlier one.
         self.wait("a replacement executor for spark-pi-1 running", lambda: any(
             int(p["metadata"]["labels"].get("spark-exec-id", 0)) > newest
             for p in self.running_executors(first, "spark-pi-1")))
         self.jobs["spark-pi-1"]["executorsReplaced"] += 1
-        self.shown.append("an executor evicted (Eviction API) replaced by Spark")
-        self.event("spark-pi-1's replacement executor running %.2f s after the eviction" % (
-            time.monotonic() - evicted_at))
+        replaced_s = time.monotonic() - evicted_at
+        lower = fleet_node.MEMORY_EVICT_PERCENT - 2
+        released = self.wait("m1-n1's memory back below %d%% (the eviction's lower mark)" % lower,
+                             lambda: (lambda u: u < lower * fleet_node.NODE_MEMORY_MIB / 100.0
+                                      and (u,))(node.memory_working_set("kubepods") / float(
+                                          1 << 20)), 30)[0]
+        self.real.update(replacementSeconds=round(replaced_s, 2),
+                         nodeMemoryAfterPercent=round(
+                             100.0 * released / fleet_node.NODE_MEMORY_MIB, 1))
+        self.shown.append("an executor evicted by gleaner-agent under memory pressure on "
+                          "m1-n1 (Eviction API), replaced by Spark")
+        self.event("spark-pi-1's replacement executor running %.2f s after the eviction; node "
+                   "memory %.1f%%" % (replaced_s, self.real["nodeMemoryAfterPercent"]))
+
+    def pod_gone(self, cluster, name, uid):
+        """True once the pod `name` (uid `uid`) is deleted or being deleted."""
+        status, obj = self.api(cluster, "/api/v1/namespaces/spark/pods/" + name)
+        if status == 404:
+            return True
+        meta = (obj or {}).get("metadata") or {}
+        return status == 200 and (meta.get("uid") != uid or bool(meta.get("deletionTimestamp")))
 
     def step_reclaim(self):
         """4. A node joins m1 whose kubelet never starts a pod; its agent reports room. m2's
@@ -287,11 +351,26 @@ class Fleet(FleetCluster):
             self.event("LS p99 as a probe client saw it (a GET every 50 ms): %s" % ", ".join(
                 "%s %.1f ms" % kv for kv in self.ls_p99.items()))
 
+    def eviction_kind(self):
+        real = self.real
+        if "evictedPod" not in real:
+            return "none by the agent in the story"
+        return ("gleaner-agent under memory pressure (Eviction API): %s at %s MiB of %d "
+                "(%.1f%%, threshold %d%%), %.1f s after its work began to grow; replaced in "
+                "%.1f s" % (real["evictedPod"], real["nodeMemoryAtEvictionMiB"],
+                            real["nodeMemoryMiB"], real["nodeMemoryAtEvictionPercent"],
+                            real["memoryEvictThresholdPercent"],
+                            real["pressureToEvictionSeconds"], real["replacementSeconds"]))
+
     def summary(self):
         jobs = [{k: j[k] for k in ("name", "member", "members", "state", "executorsReplaced",
                                    "reclaimed", "batchCpuMilli")} for j in self.jobs.values()]
-        return {"jobs": jobs, "evictions": getattr(self, "evictions", 0),
-                "evictionKind": "Eviction API (not a memory-pressure eviction by the agent)",
+        # What the agent did, from its own counter: the story evicts nothing itself.
+        by_reason = (self.node.agent_evictions() if self.node and hasattr(self.node, "agent")
+                     else None) or {}
+        self.real["agentEvictionsByReason"] = by_reason
+        return {"jobs": jobs, "evictions": sum(by_reason.values()),
+                "evictionKind": self.eviction_kind(),
                 "realNodes": ["m1/" + fleet_node.NODE],
                 "reportDriven": ["%s/%s" % mn for mn in REPORT_DRIVEN],
                 "realNode": self.real, "lsP99Ms": getattr(self, "ls_p99", None),

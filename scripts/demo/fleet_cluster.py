@@ -72,9 +72,10 @@ class FleetCluster:
         self.events = []
         self.t0 = time.monotonic()
         # Each job's run time: long enough for the steps that happen while it runs;
-        # spark-pi-1 runs through steps 1-3 (a surge and a replacement of seconds each).
+        # spark-pi-1 runs through steps 1-3 (a surge, then memory pressure, an eviction and a
+        # replacement, each waiting for BE CPU or batch room while the machine is busy).
         self.run_s = max(3.0, seconds / 20.0)
-        self.long_s = max(60.0, seconds / 3.0)
+        self.long_s = max(90.0, seconds / 3.0)
         self.jobs = {}  # name -> {"members": [...], "state": ..., ...}
         self.shown = []  # what the run showed, in plain words, as each step happened
         self.node = None  # the real node m1-n1 (fleet_node.RealNode)
@@ -318,7 +319,7 @@ class FleetCluster:
         ClusterPropagationPolicy distributes (ACK One's Duplicated propagation, not
         Gleaner's) and Gleaner's own, the webhook configuration of
         deploy/fleet/member-access.yaml calling the webhook at /mutate-pod/<member>, and the
-        nodes: the real one with this machine's CPUs and memory."""
+        nodes: the real one with this machine's CPUs and NODE_MEMORY_MIB (fleet_node.py)."""
         self.kubectl(m, "apply", "--validate=false", "-f", "-", stdin=json.dumps(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {
                 "name": "spark", "labels": {"gleaner.io/colocation": "enabled"}}}))
@@ -334,7 +335,7 @@ class FleetCluster:
         self.hook_name = hook["metadata"]["name"]
         nodes = [m + "-n1"] + (["m1-n2"] if m == "m1" else [])
         for node in nodes:
-            amounts = fleet_node.machine_amounts() if node == fleet_node.NODE else {
+            amounts = fleet_node.node_amounts() if node == fleet_node.NODE else {
                 "cpu": "8", "memory": "32Gi", "pods": "110"}
             self.api(m, "/api/v1/nodes", "POST", {"metadata": {
                 "name": node, "labels": {"kubernetes.io/hostname": node}}})

@@ -9,7 +9,11 @@ agent_real_node_e2e) runs there. gleaner-agent runs with the shipped DaemonSet's
 server, enforcement on the scratch cgroups, and reports with --cluster m1 over HTTPS to the
 fleet's gleaner-scheduler, with its projected token that the scheduler checks by a
 TokenReview against m1. Here also: the meters of what the node did (BE CPU used by
-executors, the agent's reaction to an LS surge)."""
+executors, the agent's reaction to an LS surge).
+
+m1-n1 is a node of NODE_MEMORY_MIB: its Node lists that memory, and the agent's proc root
+(node_proc.py) gives it as MemTotal with the scratch kubepods tree's working set as used, so
+memory pressure on m1-n1 is what its pods hold, whatever else this machine runs."""
 import os
 import socket
 import sys
@@ -24,10 +28,25 @@ sys.path.insert(0, os.path.join(REPO, "test", "spark"))
 import scratch_cgroups  # noqa: E402
 from agent_pod import AgentPod, answers, load_argv, service_account_token  # noqa: E402
 from e2e_harness import make_certificates  # noqa: E402
+from node_proc import NodeProc  # noqa: E402
 
 NODE, MEMBER = "m1-n1", "m1"
 LS_NS, LS_POD = "services", "web"
 BE_QOS = "kubepods/besteffort"
+# The node's memory, and the memory strategies the story sets in its ack-slo-config. Its
+# pods hold ~100 MiB (1 %); one executor's work growing by MEMORY_HOG_MIB takes the node past
+# MEMORY_EVICT_PERCENT (the shipped 70 % would need 5.6 GiB of this machine's memory). The
+# hog stays below the executor pod's memory limit (its batch-memory request, 1408 MiB,
+# which the agent writes): the kernel must not OOM-kill it first. Reclaim at 100 %: the
+# node holds nothing but its pods, and spark-pi-1 and spark-pi-2 (3712 + 2304 MiB of
+# batch-memory) must both fit before the surge, for the surge to be what sends spark-pi-2
+# away.
+NODE_MEMORY_MIB = 8192
+MEMORY_EVICT_PERCENT = 10
+MEMORY_RECLAIM_PERCENT = 100
+MEMORY_HOG_MIB, MEMORY_HOG_MIB_PER_S = 1024, 400
+HOG = os.path.join(HERE, "mem_hog.py")
+AGGREGATE_S = 5  # metricAggregateDurationSeconds: the batch room follows load within seconds
 
 
 class FleetError(RuntimeError):
@@ -43,10 +62,9 @@ def skip_reason():
     return reason
 
 
-def machine_amounts():
-    with open("/proc/meminfo") as f:
-        mem_kib = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
-    return {"cpu": str(os.cpu_count()), "memory": "%dKi" % mem_kib, "pods": "110"}
+def node_amounts():
+    """m1-n1's capacity: this machine's CPUs, NODE_MEMORY_MIB of memory."""
+    return {"cpu": str(os.cpu_count()), "memory": "%dMi" % NODE_MEMORY_MIB, "pods": "110"}
 
 
 def read(path):
@@ -67,6 +85,9 @@ class RealNode:
         remember_scratch(self.scratch)
         self.v2 = self.scratch.v2
         self.load = None
+        self.hog = None
+        self.proc = NodeProc(os.path.join(self.dir, "proc"), NODE_MEMORY_MIB,
+                             lambda: self.memory_working_set("kubepods"))
 
     # --- set-up ----------------------------------------------------------------------------
     def pod(self, ls_port):
@@ -110,17 +131,37 @@ class RealNode:
             MEMBER, "/api/v1/namespaces/%s/pods/%s" % (LS_NS, LS_POD))[1] or {}).get(
                 "status", {}).get("phase") == "Running", 30)
         f.wait("the LS service answering", self.ls_answers, 20)
+        self.proc.start()
         self.agent = AgentPod(f.bin, self.dir, NODE, f.urls[MEMBER], self.scratch.root,
                               self.kubelet_port, self.kubelet_ca, self.kubelet_token,
                               self.report_token, f.sched_port, f.sched_ca, f.sched_host,
-                              free_port(), cluster=MEMBER)
+                              free_port(), cluster=MEMBER, proc_root=self.proc.root)
         f.ports += [self.kubelet_port, self.ls_port, self.agent.metrics_port]
-        argv, env = self.agent.command(metricAggregateDurationSeconds=5)
+        argv, env = self.agent.command(
+            threshold={"memoryEvictThresholdPercent": MEMORY_EVICT_PERCENT},
+            metricAggregateDurationSeconds=AGGREGATE_S,
+            memoryReclaimThresholdPercent=MEMORY_RECLAIM_PERCENT)
+        self.agent_started = time.monotonic()
         p = f.spawn("agent-" + NODE, argv, env=env)
         f.wait_log("agent-" + NODE, p, "pods from kubelet localhost", 30)
 
     def ls_answers(self):
         return answers(self.ls_port)
+
+    def agent_evictions(self):
+        """gleaner_evictions_total of the agent, by reason ({} before any; None: no
+        answer)."""
+        try:
+            with urllib.request.urlopen(self.agent.metrics_url, timeout=5) as r:
+                text = r.read().decode()
+        except OSError:
+            return None
+        out = {}
+        for line in text.splitlines():
+            if line.startswith('gleaner_evictions_total{reason="'):
+                reason, value = line[len('gleaner_evictions_total{reason="'):].split('"} ')
+                out[reason] = int(float(value))
+        return out
 
     # --- the node's cgroups -------------------------------------------------------------------
     def _file(self, controller, rel, name):
@@ -149,8 +190,43 @@ class RealNode:
         except (OSError, ValueError):
             return None
 
+    def memory_working_set(self, rel):
+        """Bytes used by `rel` less its inactive page cache (kubelet's working set; 0 when
+        unreadable)."""
+        try:
+            stat = dict(line.split() for line in read(self._file(
+                "memory", rel, "memory.stat")).splitlines())
+            usage = int(read(self._file("memory", rel, "memory.current" if self.v2 else
+                                        "memory.usage_in_bytes")))
+            return max(0, usage - int(stat["inactive_file" if self.v2 else
+                                            "total_inactive_file"]))
+        except (OSError, KeyError, ValueError):
+            return 0
+
     def pod_dir(self, pod):
         return "%s/pod%s" % (BE_QOS, pod["metadata"]["uid"])
+
+    # --- memory pressure --------------------------------------------------------------------
+    def start_memory_hog(self, pod):
+        """The work of the executor `pod` grows: a process in its container cgroup (joined
+        before its first allocation, as the container's own processes are) holds and
+        touches up to MEMORY_HOG_MIB. It ends with the pod: kubelet kills what is left in a
+        pod's cgroup when it removes it (pkg/kubelet/cm/pod_container_manager_linux.go,
+        tryKillingCgroupProcesses; here test/spark/podcgroups.py remove_dir)."""
+        status = next(s for s in pod["status"]["containerStatuses"]
+                      if s["name"] in ("spark-kubernetes-executor", "executor"))
+        rel = "%s/%s" % (self.pod_dir(pod), status["containerID"].split("://", 1)[1])
+        procs = [os.path.join(self.scratch.root, c, rel, "cgroup.procs") for c in
+                 ([""] if self.v2 else scratch_cgroups.CONTROLLERS)]
+        script = 'for f in %s; do echo $$ > "$f" || exit 126; done; exec "$@"' % " ".join(
+            "'%s'" % p for p in procs)
+        self.hog = self.fleet.spawn("memory-hog", [
+            "/bin/bash", "-c", script, "bash", "/usr/bin/python3", HOG, "--start-mib", "64",
+            "--grow-mib-per-s", str(MEMORY_HOG_MIB_PER_S), "--max-mib", str(MEMORY_HOG_MIB),
+            "--tag", self.fleet.dir])
+        # Reaped at once when it ends, so that its pod's cgroup can go.
+        threading.Thread(target=self.hog.wait, daemon=True).start()
+        return self.hog
 
     # --- LS load ----------------------------------------------------------------------------
     def start_load(self):
@@ -166,6 +242,7 @@ class RealNode:
 
     def remove(self):
         """After the emulator stopped: the scratch hierarchy (and whatever still runs in it)."""
+        self.proc.stop()
         self.scratch.remove()
 
 

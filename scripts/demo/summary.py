@@ -111,7 +111,14 @@ def real_node_facts(fleet):
             "batchShrinkSeconds": real.get("batchShrinkSeconds"),
             # A probe client's GET every 50 ms, per phase (quiet, surge, after)
             "lsP99Ms": fleet.get("lsP99Ms"),
-            "evictions": fleet["evictions"], "evictionKind": fleet["evictionKind"]}
+            "evictions": fleet["evictions"], "evictionKind": fleet["evictionKind"],
+            # Step 3: the agent's memory eviction, as measured (fleet.py step_eviction)
+            "memoryEviction": {k: real.get(k) for k in (
+                "evictedPod", "nodeMemoryMiB", "memoryEvictThresholdPercent",
+                "nodeMemoryAtEvictionMiB", "nodeMemoryAtEvictionPercent",
+                "pressureToEvictionSeconds", "overThresholdToEvictionSeconds",
+                "replacementSeconds", "nodeMemoryAfterPercent", "memoryEvictionsByAgent",
+                "agentEvictionsByReason")}}
 
 
 def write(run_dir, doc):
@@ -159,8 +166,9 @@ def print_fleet(doc, path):
     else:
         print("  Fleet: NOT shown: %s" % doc["fleetError"])
     print("  Not shown: m1-n2 and m2-n1 are report-driven (the demo posts their agents' "
-          "reports and their pods run no process); the fleet's eviction goes through the "
-          "Eviction API, not the agent's memory-pressure eviction (shown on the scratch node "
-          "above); the fleet's LS p99 is a probe client's, not under the live phases' wrk "
-          "profile, and has no unmanaged run beside it.")
+          "reports and their pods run no process); m1-n1's memory is a node of its own size "
+          "(its pods' use against its Node's memory, not this machine's), and the story sets "
+          "its memory eviction threshold low so that 1 GiB makes pressure; the fleet's LS p99 "
+          "is a probe client's, not under the live phases' wrk profile, and has no unmanaged "
+          "run beside it.")
     print(" summary.json             %s" % path)

@@ -13,8 +13,11 @@ a REAL member node, in its short form.
 Asserted, each from what the run measured: spark-pi-1 placed in m1 by the batch room
 m1-n1's agent reports; its executors used real CPU in their BE pod cgroups; a real LS surge
 shrank m1-n1's batch room below what spark-pi-2 needs (it fitted before) and spark-pi-2
-went to m2 while spark-pi-1's executors kept running; an executor evicted (Eviction API)
-and replaced; spark-pi-3's driver, bound to m1-n2 whose kubelet never starts it, reclaimed
+went to m2 while spark-pi-1's executors kept running; memory pressure on m1-n1 (an
+executor's work grown past the memoryEvictThresholdPercent the story sets) made
+gleaner-agent evict that executor (its memory-evict counter rose, the Eviction API call came
+with its ServiceAccount's token, it posted its GleanerEvicted Event) and Spark replaced it;
+spark-pi-3's driver, bound to m1-n2 whose kubelet never starts it, reclaimed
 and rescheduled; every application COMPLETED on the hub; afterwards no cgroup directory,
 process or listening port of the run is left.
 
@@ -94,8 +97,10 @@ class FleetRealNodeE2E(unittest.TestCase):
         self.assertEqual(jobs["spark-pi-2"]["members"], ["m2"], jobs)
         self.assertTrue(real["sparkPi1ExecutorsKeptAcrossSurge"], real)
         self.assertTrue(real["suppressReactionsMs"], "no BE quota cut after the surge: %s" % real)
-        # 3-5.
+        # 3. The agent's eviction under memory pressure, not the story's.
+        self.assert_agent_evicted(doc)
         self.assertGreaterEqual(jobs["spark-pi-1"]["executorsReplaced"], 1, jobs)
+        # 4-5.
         self.assertEqual(jobs["spark-pi-3"]["reclaimed"], 1, jobs)
         self.assertEqual(jobs["spark-pi-3"]["members"], ["m1", "m2"], jobs)
         self.assertEqual({j["state"] for j in doc["jobs"]}, {"COMPLETED"}, jobs)
@@ -109,6 +114,35 @@ class FleetRealNodeE2E(unittest.TestCase):
         for port in doc["ports"]:
             with socket.socket() as s:
                 self.assertNotEqual(s.connect_ex(("127.0.0.1", port)), 0, port)
+
+
+    def assert_agent_evicted(self, doc):
+        real = self.fleet.real
+        victim = real["evictedPod"]
+        self.assertGreaterEqual(real["memoryEvictionsByAgent"], 1, real)
+        self.assertGreaterEqual(real["agentEvictionsByReason"].get("memory-evict", 0), 1, real)
+        self.assertEqual(doc["evictions"], sum(real["agentEvictionsByReason"].values()), doc)
+        self.assertGreaterEqual(real["nodeMemoryAtEvictionPercent"],
+                                real["memoryEvictThresholdPercent"], real)
+        self.assertLess(real["nodeMemoryAfterPercent"], real["memoryEvictThresholdPercent"], real)
+        # Every Eviction API call on m1 came with the agent pod's ServiceAccount token, and
+        # m1 says whose token that is; one of them was the victim's.
+        _, logged = self.fleet.api(fleet_node.MEMBER, "/_admin/requests")
+        calls = [r for r in logged if r["method"] == "POST" and r["path"].endswith("/eviction")]
+        self.assertIn("/api/v1/namespaces/spark/pods/%s/eviction" % victim,
+                      [r["path"] for r in calls])
+        self.assertEqual({r["token"] for r in calls}, {self.fleet.node.kubelet_token})
+        _, review = self.fleet.api(fleet_node.MEMBER,
+                                   "/apis/authentication.k8s.io/v1/tokenreviews", "POST", {
+                                       "apiVersion": "authentication.k8s.io/v1",
+                                       "kind": "TokenReview",
+                                       "spec": {"token": self.fleet.node.kubelet_token}})
+        self.assertEqual(review["status"]["user"]["username"],
+                         "system:serviceaccount:kube-system:gleaner-agent", review)
+        _, events = self.fleet.api(fleet_node.MEMBER, "/api/v1/namespaces/spark/events")
+        self.assertIn("evicted by gleaner-agent on %s: memory-evict" % fleet_node.NODE, [
+            e.get("message") for e in events["items"] if e.get("reason") == "GleanerEvicted"
+            and e["involvedObject"]["name"] == victim], events)
 
 
 if __name__ == "__main__":
