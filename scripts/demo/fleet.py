@@ -22,7 +22,9 @@ The story, each step waited for with a bounded deadline and timed:
      goes to m1, m2's report having less room; its executors use real CPU in BE cgroups;
   2. a real LS surge on m1-n1 (clients hammering "web"): the agent cuts the BE quota and
      its reports shrink m1's batch room; spark-pi-2, which fitted m1 before, goes to m2;
-     spark-pi-1 keeps running (a shrink never deletes a running pod);
+     spark-pi-1 keeps running (a shrink never deletes a running pod); then the same surge
+     with the agent's threshold strategies switched off in its ack-slo-config (BE under
+     kubelet's cgroups alone), for the LS p99 of both side by side;
   3. memory pressure on m1-n1 (a node of 8 GiB whose used memory is its pods'): one of
      spark-pi-1's executors' work grows in its BE cgroup past the memoryEvictThresholdPercent
      the story sets; gleaner-agent evicts it through the Eviction API and Spark replaces it;
@@ -52,6 +54,9 @@ import summary  # noqa: E402
 PI1_LEAVES_MILLI = 800
 PRE_SURGE_MIN_MILLI = 300
 PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI = 1000, 500
+# Each LS surge's load lasts at least this long, with Gleaner and unmanaged alike, and the
+# LS p99 of the two is taken over this first stretch of each: the same load for as long.
+SURGE_S = 8.0
 
 
 class Fleet(FleetCluster):
@@ -92,6 +97,7 @@ class Fleet(FleetCluster):
         self.start()
         self.step_placement()
         self.step_surge()
+        self.step_unmanaged_surge()
         self.step_eviction()
         self.step_reclaim()
         self.step_completion()
@@ -174,6 +180,7 @@ class Fleet(FleetCluster):
         self.probe = summary.ReactionProbe(node, fleet_node.BE_QOS)
         self.probe.surge()
         self.probe.start()
+        be_cpu = node.cpu_seconds(fleet_node.BE_QOS)
         node.start_load()
         surge_at = time.monotonic()
         self.latency.phase = "surge"
@@ -207,9 +214,61 @@ class Fleet(FleetCluster):
         self.real["sparkPi1ExecutorsKeptAcrossSurge"] = bool(kept) and kept <= still
         if self.real["sparkPi1ExecutorsKeptAcrossSurge"]:
             self.shown.append("spark-pi-1 kept running across the shrink (no pod deleted)")
+        self.real["surge"] = self.end_surge(surge_at, be_cpu, "surge")
+        self.event("LS load stopped after %.1f s; LS p99 over its first %.0f s %.1f ms, BE used "
+                   "%.2f cores" % (self.real["surge"]["loadSeconds"], SURGE_S,
+                                   self.real["surge"]["lsP99Ms"],
+                                   self.real["surge"]["beCores"]))
+
+    def end_surge(self, surge_at, be_cpu, phase):
+        """Ends the LS load started at `surge_at` once it has lasted SURGE_S (a surge as
+        long as the other's, not a wait for anything); what it measured: the probe client's
+        p99 over the first SURGE_S, the cores BE used while it lasted (`be_cpu`: the BE
+        tier's CPU-seconds at its start)."""
+        time.sleep(max(0.0, surge_at + SURGE_S - time.monotonic()))
+        node = self.node
         node.stop_load()
+        seconds = time.monotonic() - surge_at
         self.latency.phase = "after"
-        self.event("LS load stopped")
+        window = self.latency.window(phase, SURGE_S)
+        used = (node.cpu_seconds(fleet_node.BE_QOS) or 0.0) - (be_cpu or 0.0)
+        return {"loadSeconds": round(seconds, 1), "lsP99Ms": round(
+            summary.percentile(window, 99) or 0.0, 1), "lsRequests": len(window),
+            "beCores": round(used / seconds, 2)}
+
+    def step_unmanaged_surge(self):
+        """2b. The same surge unmanaged: the agent's threshold strategies switched off in
+        its ack-slo-config (resource-threshold-config enable: false, an SRE's edit) lift BE's
+        quota; BE has kubelet's cgroups alone while the load lasts; then they are switched
+        back on. The LS p99 of both surges, over the same first SURGE_S, side by side."""
+        node = self.node
+        node.agent.set_threshold(enable=False)
+        self.wait("the BE tier's quota lifted with the agent's threshold strategies off",
+                  lambda: node.cpu_quota_cores(fleet_node.BE_QOS) is None, 20)
+        watch = summary.ReactionProbe(node, fleet_node.BE_QOS)
+        watch.start()
+        be_cpu = node.cpu_seconds(fleet_node.BE_QOS)
+        node.start_load()
+        surge_at = time.monotonic()
+        self.latency.phase = "surgeUnmanaged"
+        measured = self.end_surge(surge_at, be_cpu, "surgeUnmanaged")
+        watch.stop()
+        # None: no limit on the BE tier at any read (every 2 ms) while the load lasted.
+        measured["beQuotaCoresLowest"] = watch.lowest
+        self.real["surgeUnmanaged"] = measured
+        node.agent.set_threshold(enable=True)
+        self.wait("the BE tier's quota back with the agent's threshold strategies on",
+                  lambda: node.cpu_quota_cores(fleet_node.BE_QOS) is not None, 20)
+        managed = self.real["surge"]
+        self.event("the same surge unmanaged (resource-threshold-config enable: false, BE "
+                   "quota %s): LS p99 %.1f ms over its first %.0f s, BE used %.2f cores; with "
+                   "Gleaner %.1f ms, BE %.2f cores" % (
+                       "never set" if watch.lowest is None else "down to %.2f" % watch.lowest,
+                       measured["lsP99Ms"], SURGE_S, measured["beCores"], managed["lsP99Ms"],
+                       managed["beCores"]))
+        if watch.lowest is None and measured["lsRequests"] and managed["lsRequests"]:
+            self.shown.append("the LS p99 of the same surge unmanaged (%.1f ms) beside it with "
+                              "Gleaner (%.1f ms)" % (measured["lsP99Ms"], managed["lsP99Ms"]))
 
     def step_eviction(self):
         """3. Memory pressure on m1-n1: one of spark-pi-1's executors' work grows (a process

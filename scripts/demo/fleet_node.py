@@ -292,7 +292,8 @@ class ExecutorMeter(threading.Thread):
 
 class LatencyProbe(threading.Thread):
     """The LS service's latency as one more client sees it: a GET every 50 ms, timed, filed
-    under the phase of the run it was sent in ("quiet", "surge", ...)."""
+    under the phase of the run it was sent in ("quiet", "surge", ...) with the time it was
+    sent (window() takes a phase's first seconds, for phases of unequal length)."""
 
     INTERVAL_S = 0.05
 
@@ -301,6 +302,7 @@ class LatencyProbe(threading.Thread):
         self.url = "http://127.0.0.1:%d/" % port
         self.phase = "quiet"
         self.ms = {}  # phase -> [milliseconds]
+        self.sent = {}  # phase -> [time.monotonic() of each request in ms]
         self.failed = 0
         self.stopping = threading.Event()
 
@@ -313,7 +315,13 @@ class LatencyProbe(threading.Thread):
             except OSError:
                 self.failed += 1
                 continue
+            self.sent.setdefault(phase, []).append(start)
             self.ms.setdefault(phase, []).append((time.monotonic() - start) * 1000.0)
+
+    def window(self, phase, seconds):
+        """The latencies of `phase`'s requests sent within `seconds` of its first."""
+        sent = self.sent.get(phase, [])
+        return [ms for at, ms in zip(sent, self.ms.get(phase, [])) if at - sent[0] <= seconds]
 
     def stop(self):
         self.stopping.set()

@@ -109,8 +109,11 @@ def real_node_facts(fleet):
             "batchFreeMilli": {k: real.get("batchFree%s%sMilli" % (k[0].upper(), k[1:]))
                                for k in ("idle", "beforeSurge", "underSurge")},
             "batchShrinkSeconds": real.get("batchShrinkSeconds"),
-            # A probe client's GET every 50 ms, per phase (quiet, surge, after)
+            # A probe client's GET every 50 ms, per phase (quiet, surge, surgeUnmanaged, after)
             "lsP99Ms": fleet.get("lsP99Ms"),
+            # The same LS surge with Gleaner and with the agent's threshold strategies off:
+            # p99 over each one's first seconds, the cores BE used meanwhile (fleet.py)
+            "surgeWithGleaner": real.get("surge"), "surgeUnmanaged": real.get("surgeUnmanaged"),
             "evictions": fleet["evictions"], "evictionKind": fleet["evictionKind"],
             # Step 3: the agent's memory eviction, as measured (fleet.py step_eviction)
             "memoryEviction": {k: real.get(k) for k in (
@@ -119,6 +122,27 @@ def real_node_facts(fleet):
                 "pressureToEvictionSeconds", "overThresholdToEvictionSeconds",
                 "replacementSeconds", "nodeMemoryAfterPercent", "memoryEvictionsByAgent",
                 "agentEvictionsByReason")}}
+
+
+def surge_verdict(managed, unmanaged):
+    """The fleet's LS surge with Gleaner beside the same surge unmanaged, in plain words: a
+    benefit only beyond what one run repeats (view.NOISE), and never without both."""
+    if not managed or not unmanaged or not managed["lsRequests"] or not \
+            unmanaged["lsRequests"]:
+        return "LS surge on m1-n1: NOT compared (a surge measured nothing)"
+    if unmanaged.get("beQuotaCoresLowest") is not None:
+        return ("LS surge on m1-n1: NOT compared (a BE quota of %.2f cores was in force "
+                "during the unmanaged surge)" % unmanaged["beQuotaCoresLowest"])
+    after, before = managed["lsP99Ms"], unmanaged["lsP99Ms"]
+    figures = "p99 %.1f ms unmanaged (BE %.2f cores), %.1f ms with Gleaner (BE %.2f cores)" % (
+        before, unmanaged["beCores"], after, managed["beCores"])
+    if after < before * (1 - view.NOISE):
+        return "LS surge on m1-n1: better with Gleaner (%s)" % figures
+    if after > before * (1 + view.NOISE):
+        return ("LS surge on m1-n1: NO benefit in this run (%s); a surge of seconds on a "
+                "shared machine moves p99 by more than BE does" % figures)
+    return "LS surge on m1-n1: no clear difference in this run (%s; within %d%%)" % (
+        figures, view.NOISE * 100)
 
 
 def write(run_dir, doc):
@@ -163,12 +187,15 @@ def print_fleet(doc, path):
     print(" Fleet and node, what this run showed and did not:")
     if fleet:
         print("  Fleet: %s." % "; ".join(fleet["shown"]))
+        real = doc["fleetRealNode"]
+        print("  " + surge_verdict(real["surgeWithGleaner"], real["surgeUnmanaged"]) + ".")
     else:
         print("  Fleet: NOT shown: %s" % doc["fleetError"])
     print("  Not shown: m1-n2 and m2-n1 are report-driven (the demo posts their agents' "
           "reports and their pods run no process); m1-n1's memory is a node of its own size "
           "(its pods' use against its Node's memory, not this machine's), and the story sets "
           "its memory eviction threshold low so that 1 GiB makes pressure; the fleet's LS p99 "
-          "is a probe client's, not under the live phases' wrk profile, and has no unmanaged "
-          "run beside it.")
+          "is a probe client's, not under the live phases' wrk profile; its unmanaged "
+          "surge is the same run with the agent's threshold strategies off for that surge "
+          "(the agent still runs and reports).")
     print(" summary.json             %s" % path)

@@ -7,6 +7,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts", "demo"))
 import memory_phase  # noqa: E402
+import summary  # noqa: E402
 import view  # noqa: E402
 
 
@@ -62,6 +63,31 @@ class BatchCapacityVerdict(unittest.TestCase):
         line = self.line([(10, 1500), (20, 800), (40, 1400)])
         self.assertNotIn("shrinks as", line)
         self.assertIn("no steady shrink", line)
+
+
+def surge(p99, requests=150, be_cores=0.5, lowest=None):
+    return {"loadSeconds": 8.0, "lsP99Ms": p99, "lsRequests": requests, "beCores": be_cores,
+            "beQuotaCoresLowest": lowest}
+
+
+class FleetSurgeVerdict(unittest.TestCase):
+    """The fleet's LS surge with Gleaner beside the same surge unmanaged (fleet.py)."""
+
+    def test_better_only_beyond_the_noise(self):
+        self.assertIn("better with Gleaner", summary.surge_verdict(surge(8.0), surge(12.0)))
+        self.assertIn("no clear difference", summary.surge_verdict(surge(11.5), surge(12.0)))
+
+    def test_worse_with_gleaner_is_said(self):
+        self.assertIn("NO benefit", summary.surge_verdict(surge(15.0), surge(12.0)))
+
+    def test_no_comparison_when_a_limit_held_the_unmanaged_surge(self):
+        v = summary.surge_verdict(surge(8.0), surge(12.0, lowest=0.4))
+        self.assertIn("NOT compared", v)
+        self.assertNotIn("better", v)
+
+    def test_no_comparison_without_requests_in_both(self):
+        self.assertIn("NOT compared", summary.surge_verdict(surge(8.0), surge(0.0, requests=0)))
+        self.assertIn("NOT compared", summary.surge_verdict(None, surge(12.0)))
 
 
 if __name__ == "__main__":

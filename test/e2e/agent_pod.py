@@ -124,6 +124,20 @@ def slo_config_dir(tmp, colocation, threshold=None):
     return d
 
 
+def set_threshold_fields(config_dir, **fields):
+    """Changes resource-threshold-config's clusterStrategy `fields` in the ack-slo-config
+    directory `config_dir` (slo_config_dir's) in one step, as an edit of the ConfigMap
+    reaches the pod: the key's file is replaced whole (kubelet swaps its ..data link), and
+    the agent reads a changed file at its next tick."""
+    path = os.path.join(config_dir, "resource-threshold-config")
+    with open(path) as f:
+        strategies = json.load(f)
+    strategies["clusterStrategy"].update(fields)
+    with open(path + ".new", "w") as f:
+        json.dump(strategies, f)
+    os.rename(path + ".new", path)
+
+
 def write_files(d, files):
     os.makedirs(d)
     for name, text in files.items():
@@ -145,6 +159,10 @@ class AgentPod:
         self.__dict__.update(locals())
         del self.__dict__["self"]
         self.metrics_url = "http://127.0.0.1:%d/metrics" % metrics_port
+
+    def set_threshold(self, **fields):
+        """Edits the running agent's resource-threshold-config clusterStrategy (`fields`)."""
+        set_threshold_fields(os.path.join(self.tmp, "slo-config"), **fields)
 
     def command(self, report=True, threshold=None, **colocation):
         """gleaner-agent run with the shipped DaemonSet's arguments, except where they name

@@ -13,7 +13,9 @@ a REAL member node, in its short form.
 Asserted, each from what the run measured: spark-pi-1 placed in m1 by the batch room
 m1-n1's agent reports; its executors used real CPU in their BE pod cgroups; a real LS surge
 shrank m1-n1's batch room below what spark-pi-2 needs (it fitted before) and spark-pi-2
-went to m2 while spark-pi-1's executors kept running; memory pressure on m1-n1 (an
+went to m2 while spark-pi-1's executors kept running; the same surge with the agent's
+threshold strategies switched off in its ack-slo-config ran with no BE limit and gave BE
+more CPU, both surges' LS p99 measured over the same first seconds; memory pressure on m1-n1 (an
 executor's work grown past the memoryEvictThresholdPercent the story sets) made
 gleaner-agent evict that executor (its memory-evict counter rose, the Eviction API call came
 with its ServiceAccount's token, it posted its GleanerEvicted Event) and Spark replaced it;
@@ -97,6 +99,15 @@ class FleetRealNodeE2E(unittest.TestCase):
         self.assertEqual(jobs["spark-pi-2"]["members"], ["m2"], jobs)
         self.assertTrue(real["sparkPi1ExecutorsKeptAcrossSurge"], real)
         self.assertTrue(real["suppressReactionsMs"], "no BE quota cut after the surge: %s" % real)
+        # 2b. The same surge unmanaged (the agent's threshold strategies off): no BE limit
+        # at any read while it lasted, BE used more CPU than under Gleaner's cut, and the
+        # LS p99 of both over the same first seconds.
+        managed, unmanaged = real["surge"], real["surgeUnmanaged"]
+        self.assertIsNone(unmanaged["beQuotaCoresLowest"], real)
+        self.assertGreater(unmanaged["beCores"], managed["beCores"], real)
+        for surge in (managed, unmanaged):
+            self.assertGreaterEqual(surge["loadSeconds"], fleet.SURGE_S, real)
+            self.assertGreater(surge["lsRequests"], 0, real)
         # 3. The agent's eviction under memory pressure, not the story's.
         self.assert_agent_evicted(doc)
         self.assertGreaterEqual(jobs["spark-pi-1"]["executorsReplaced"], 1, jobs)
