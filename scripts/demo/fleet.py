@@ -328,7 +328,9 @@ class Fleet(FleetCluster):
         self.event("gleaner-agent evicted %s/%s (memory-evict) %.1f s after its work began to "
                    "grow; node memory %d MiB (%.1f%%) against the %d%% threshold, over it for "
                    "%s before the eviction was seen" % (
-                       first, vname, evicted_at - pressure_at, peak,
+                       # The figures summary.json keeps, so that the two read the same.
+                       first, vname, self.real["pressureToEvictionSeconds"],
+                       self.real["nodeMemoryAtEvictionMiB"],
                        self.real["nodeMemoryAtEvictionPercent"],
                        fleet_node.MEMORY_EVICT_PERCENT, "%.2f s" % (evicted_at - over)
                        if over else "?"))
