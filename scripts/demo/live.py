@@ -283,6 +283,8 @@ class Demo:
                 "be_cpu_s": self.cg.cpu_seconds(BE_QOS) - be_start,
                 "ls_cpu_s": self.cg.cpu_seconds(WEB["dir"]) - ls_start,
                 "quota_writes": metrics.get('gleaner_cgroup_writes_total{resource="cpu_quota"}', 0),
+                "reaction_buckets": summary.histogram_buckets(
+                    metrics, "gleaner_be_suppress_reaction_seconds"),
                 "batch_cpu": metrics.get("gleaner_batch_cpu_allocatable_cores")}
 
     def run(self):

@@ -65,6 +65,32 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, max(0, int(round(q / 100.0 * len(ordered))) - 1))]
 
 
+def histogram_buckets(metrics, family):
+    """A Prometheus histogram's cumulative buckets from parsed metrics ({'name{labels}':
+    value}): [(upper bound in seconds, count)] by bound, +Inf last."""
+    prefix = family + '_bucket{le="'
+    return sorted((float(k[len(prefix):].split('"', 1)[0]), v)
+                  for k, v in metrics.items() if k.startswith(prefix))
+
+
+def histogram_upper_ms(buckets, q):
+    """The bound in ms of the first bucket holding the q-th percentile of the observations
+    (None without any; inf when it lies beyond the last finite bound)."""
+    total = buckets[-1][1] if buckets else 0
+    if total <= 0:
+        return None
+    return next(round(le * 1000.0, 3) for le, count in buckets if count >= q / 100.0 * total)
+
+
+def agent_reactions(buckets):
+    """summary.json's agentSuppressReactionsMs: the agent's own measure of its CPU-suppress
+    reactions (gleaner_be_suppress_reaction_seconds: an LS task's run-queue wait beyond
+    its target, timed by the kernel, to the BE cut written), as bucket bounds."""
+    p50, p99 = histogram_upper_ms(buckets, 50), histogram_upper_ms(buckets, 99)
+    return {"p50AtMost": p50, "p99AtMost": None if p99 == float("inf") else p99,
+            "reactions": int(buckets[-1][1]) if buckets else 0}
+
+
 def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
     """The summary.json document. `memory`: the memory phase's two runs; `reactions`:
     the probe (None when it did not run); `fleet`: Fleet.summary() or None."""
@@ -83,6 +109,7 @@ def build(phases, live_evictions, memory, reactions, fleet, fleet_error):
                                 "reactions": len(ms),
                                 "surges": reactions.surges if reactions else 0,
                                 "heldAlready": reactions.held if reactions else 0},
+        "agentSuppressReactionsMs": agent_reactions(managed.get("reaction_buckets")),
         "evictions": {"liveCpu": live_evictions,
                       "liveMemory": len(memory[1]["evicted"]) if memory else 0,
                       "fleet": fleet["evictions"] if fleet else 0},
@@ -163,6 +190,13 @@ def print_fleet(doc, path):
     if r["heldAlready"]:
         print("                          %d surge(s) found BE already held at its lowest quota "
               "of the run (nothing to cut)" % r["heldAlready"])
+    a = doc["agentSuppressReactionsMs"]
+    print(" agent's reactions        %s" % (
+        "p50 <= %s ms, p99 <= %s ms over %d BE cuts (an LS run-queue wait beyond its target, "
+        "kernel-timed -> the cut written; gleaner_be_suppress_reaction_seconds)" % (
+            "%g" % a["p50AtMost"], "%g" % a["p99AtMost"] if a["p99AtMost"] is not None else
+            "> 1000", a["reactions"]) if a["reactions"] else
+        "none: the agent cut BE for no LS run-queue wait beyond its target in this run"))
     if fleet:
         print(" Fleet (hub + members m1, m2; kubectl apply to the hub); real node: %s "
               "(pods as processes in BE/LS cgroups, gleaner-agent reporting); report-driven: "

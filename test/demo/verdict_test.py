@@ -90,5 +90,30 @@ class FleetSurgeVerdict(unittest.TestCase):
         self.assertIn("NOT compared", summary.surge_verdict(None, surge(12.0)))
 
 
+class AgentReactionHistogram(unittest.TestCase):
+    """The agent's own reaction times, read from its Prometheus histogram (summary.py)."""
+
+    METRICS = {'gleaner_be_suppress_reaction_seconds_bucket{le="0.001"}': 2.0,
+               'gleaner_be_suppress_reaction_seconds_bucket{le="0.015"}': 9.0,
+               'gleaner_be_suppress_reaction_seconds_bucket{le="1"}': 9.0,
+               'gleaner_be_suppress_reaction_seconds_bucket{le="+Inf"}': 10.0,
+               'gleaner_be_suppress_reaction_seconds_count': 10.0,
+               'gleaner_sampling_pass_duration_seconds_bucket{le="0.001"}': 50.0}
+
+    def test_percentiles_are_the_bounds_of_the_buckets_that_hold_them(self):
+        buckets = summary.histogram_buckets(self.METRICS, "gleaner_be_suppress_reaction_seconds")
+        self.assertEqual(buckets, [(0.001, 2.0), (0.015, 9.0), (1.0, 9.0),
+                                   (float("inf"), 10.0)])
+        # 5 of 10 lie within 15 ms; the 99th is beyond the last finite bound.
+        self.assertEqual(summary.agent_reactions(buckets),
+                         {"p50AtMost": 15.0, "p99AtMost": None, "reactions": 10})
+
+    def test_no_observation_gives_no_figure(self):
+        self.assertEqual(summary.agent_reactions([]),
+                         {"p50AtMost": None, "p99AtMost": None, "reactions": 0})
+        self.assertEqual(summary.agent_reactions([(0.001, 0.0), (float("inf"), 0.0)]),
+                         {"p50AtMost": None, "p99AtMost": None, "reactions": 0})
+
+
 if __name__ == "__main__":
     unittest.main()
