@@ -247,12 +247,14 @@ class Fleet(FleetCluster):
                   lambda: node.cpu_quota_cores(fleet_node.BE_QOS) is None, 20)
         watch = summary.ReactionProbe(node, fleet_node.BE_QOS)
         watch.start()
-        be_cpu = node.cpu_seconds(fleet_node.BE_QOS)
-        node.start_load()
-        surge_at = time.monotonic()
-        self.latency.phase = "surgeUnmanaged"
-        measured = self.end_surge(surge_at, be_cpu, "surgeUnmanaged")
-        watch.stop()
+        try:
+            be_cpu = node.cpu_seconds(fleet_node.BE_QOS)
+            node.start_load()
+            surge_at = time.monotonic()
+            self.latency.phase = "surgeUnmanaged"
+            measured = self.end_surge(surge_at, be_cpu, "surgeUnmanaged")
+        finally:
+            watch.stop()
         # None: no limit on the BE tier at any read (every 2 ms) while the load lasted.
         measured["beQuotaCoresLowest"] = watch.lowest
         self.real["surgeUnmanaged"] = measured
