@@ -33,6 +33,7 @@ GLEANER_E2E_KEEP_LOGS=1 prints every process's log; GLEANER_E2E_VERBOSE=1 the pr
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -118,7 +119,7 @@ class AgentRealNodeE2E(RealNodeHarness, unittest.TestCase):
             "--kubelet-tls-cert", os.path.join(tls, "tls.crt"),
             "--kubelet-tls-key", os.path.join(tls, "tls.key"),
             "--kubelet-token", self.kubelet_token, "--exit-on-stdin-eof", "--verbose"],
-            stdin=True)
+            stdin=True, dump_signal=signal.SIGUSR1)
         self.kubelet_port = int(self.emulator.wait_line(
             r"kubelet node=%s port=(\d+)" % NODE, 20).group(1))
         self.emulator.wait_line(r"^ready$", 20)

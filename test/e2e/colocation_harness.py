@@ -42,8 +42,8 @@ class ColocationHarness:
     scheduler (self.scheduler_binary, its port and CA). setUp builds the cluster."""
     scheduler_binary = None  # the gleaner-scheduler to run; set by the test case
 
-    def start(self, name, argv, stdin=False):
-        proc = Proc(name, argv, self.tmp, stdin)
+    def start(self, name, argv, stdin=False, dump_signal=None):
+        proc = Proc(name, argv, self.tmp, stdin, dump_signal)
         self.procs.append(proc)
         return proc
 

@@ -131,8 +131,8 @@ class ProcTestCase(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory(prefix="gleaner-e2e-")
         self.procs = []
 
-    def start(self, name, argv, stdin=False):
-        p = Proc(name, argv, self.tmp.name, stdin=stdin)
+    def start(self, name, argv, stdin=False, dump_signal=None):
+        p = Proc(name, argv, self.tmp.name, stdin=stdin, dump_signal=dump_signal)
         self.procs.append(p)
         return p
 
@@ -151,8 +151,11 @@ class Proc:
     """A child process whose output (stdout and stderr together) is kept in a log file and
     in memory, so the test can wait for a line and print everything on failure."""
 
-    def __init__(self, name, argv, log_dir, stdin=False):
+    def __init__(self, name, argv, log_dir, stdin=False, dump_signal=None):
         self.name = name
+        # The signal on which the process prints every thread's stack (faulthandler), sent
+        # before SIGKILL when it outlives stop()'s grace: its log then says where it waited.
+        self.dump_signal = dump_signal
         self.log_path = os.path.join(log_dir, name + ".log")
         self.lines = []
         self.lock = threading.Lock()
@@ -184,13 +187,21 @@ class Proc:
         raise AssertionError("%s: no line matching %r within %.0fs (exit code %s); output:\n%s"
                              % (self.name, pattern, timeout, self.proc.poll(), self.text()))
 
+    def note(self, text):
+        """A line of the test's own in this process's log, told apart by its prefix."""
+        with self.lock:
+            self.lines.append("[e2e] " + text)
+            self.log.write("[e2e] %s\n" % text)
+            self.log.flush()
+
     def text(self):
         with self.lock:
             return "\n".join(self.lines)
 
-    def stop(self):
+    def stop(self, grace_s=5):
         """SIGTERM (and closing stdin, which the API server and emulator also take as the
-        end), then SIGKILL if it lingers; only this process, by its pid."""
+        end), then, if it lingers past `grace_s`, its stacks (dump_signal) and SIGKILL; only
+        this process, by its pid."""
         if self.proc.poll() is None:
             try:
                 if self.proc.stdin:
@@ -199,8 +210,15 @@ class Proc:
                 pass
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(grace_s)
             except subprocess.TimeoutExpired:
+                self.note("still running %.0f s after SIGTERM; SIGKILL" % grace_s)
+                if self.dump_signal:
+                    self.proc.send_signal(self.dump_signal)
+                    try:
+                        self.proc.wait(2)  # the time to print its stacks, then SIGKILL
+                    except subprocess.TimeoutExpired:
+                        pass
                 self.proc.kill()
                 self.proc.wait(5)
         elif self.proc.stdin:

@@ -157,7 +157,11 @@ class RealNodeHarness(ColocationHarness):
         pids = [int(p) for d, _, _ in os.walk(os.path.join(self.scratch.root, "cpu", "kubepods"))
                 for p in read(os.path.join(d, "cgroup.procs")).split()]
         self.assertTrue(pids)
-        self.emulator.stop()
+        # Within the emulator's own bounds: its pods killed together (each SIGKILLed
+        # process waited for up to 10 s), then their cgroups (each directory retried for
+        # up to 5 s, podcgroups.remove_with_retries). Beyond that it is hung, and its log
+        # gets its threads' stacks.
+        self.emulator.stop(grace_s=20)
         self.assertEqual(self.emulator.proc.returncode, 0, self.emulator.text()[-3000:])
         self.assertEqual([p for p in pids if os.path.exists("/proc/%d" % p)], [])
         for controller in ("cpu", "cpuacct", "cpuset", "memory"):

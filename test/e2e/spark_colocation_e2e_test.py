@@ -39,6 +39,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -107,7 +108,8 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         # The kubelets of both nodes, the Spark operator and Spark itself.
         self.emulator = self.start("emulator", [PYTHON, EMULATOR, "--server", self.server,
                                                 "--nodes", ",".join(NODES),
-                                                "--exit-on-stdin-eof", "--verbose"], stdin=True)
+                                                "--exit-on-stdin-eof", "--verbose"], stdin=True,
+                                   dump_signal=signal.SIGUSR1)
         self.post_node_reports()
         self.emulator.wait_line(r"^ready$", 20)
         self.recorder = PodRecorder(self.core)

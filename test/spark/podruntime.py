@@ -196,6 +196,7 @@ class RealNode:
 
     def kill_pod(self, entry, grace, done):
         pod, containers = entry
+        began = time.monotonic()
         try:
             for c in containers.values():
                 c.stopping = True
@@ -212,6 +213,9 @@ class RealNode:
             qos = qos_class(pod)
             self.tree.remove(self.tree.pod_dir(qos, pod["metadata"]["uid"]))
             self.update_burstable()
+            if time.monotonic() - began > 1.0 + grace:  # slow beyond its grace: say so
+                log("kubelet", "%s: %s stopped and its cgroups removed in %.2f s", self.name,
+                    pod["metadata"]["name"], time.monotonic() - began)
         except Exception as e:  # noqa: BLE001 - reported; the pod's cgroups may remain
             log("kubelet", "%s: stopping %s failed: %r", self.name, pod["metadata"]["name"], e)
         finally:

@@ -84,10 +84,12 @@ period), the SparkApplication defaulting webhook's write
 """
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
 import threading
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -189,6 +191,9 @@ def main():
                             args.kubelet_port, tls, args.kubelet_token, args.workload_log_dir)
     except (OSError, ValueError) as e:
         sys.exit("spark_emulator.py: the real nodes cannot run: %s" % e)
+    # SIGUSR1 prints every thread's stack: a test that finds the emulator still running
+    # long after SIGTERM sends it before SIGKILL (test/e2e/e2e_harness.py Proc.stop).
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
@@ -203,7 +208,10 @@ def main():
     print("ready", flush=True)
     while not done.wait(1.0):
         pass
+    stopping = time.monotonic()
+    kubeapi.log("emulator", "stopping: its pods killed, its nodes' kubepods trees removed")
     emulator.stop()
+    kubeapi.log("emulator", "stopped in %.2f s", time.monotonic() - stopping)
     sys.stdout.flush()
     os._exit(0)
 
