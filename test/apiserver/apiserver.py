@@ -56,6 +56,7 @@ import tokens  # noqa: E402
 from store import ApiError, Store, now_rfc3339  # noqa: E402
 import watch  # noqa: E402
 from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
+from tls_server import serve_tls  # noqa: E402
 from kselectors import (SelectorError, fields_match, labels_match,  # noqa: E402
                        parse_field_selector, parse_label_selector)
 
@@ -443,7 +444,7 @@ def main():
         import ssl
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(args.tls_cert, args.tls_key)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
+        serve_tls(server, context)
 
     def exit_with_parent():
         # The test that started us holds our stdin; when it goes away, so do we.

@@ -10,6 +10,8 @@ import ssl
 import threading
 import urllib.parse
 
+from tls_server import serve_tls
+
 
 def review_answer(review, allowed=True, patch=None, status=None, warnings=None, uid=None):
     response = {"uid": review["request"]["uid"] if uid is None else uid, "allowed": allowed}
@@ -59,7 +61,7 @@ class WebhookServer:
         self.httpd.daemon_threads = True
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        serve_tls(self.httpd, context)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 

@@ -9,10 +9,15 @@ without a certificate it is the read-only port (10255), open to all."""
 
 import http.server
 import json
+import os
 import ssl
+import sys
 import threading
 
-import kubeapi
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "apiserver"))
+import kubeapi  # noqa: E402
+from tls_server import serve_tls  # noqa: E402
 
 
 class KubeletServer:
@@ -50,7 +55,7 @@ class KubeletServer:
         if self.tls:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(cert, key)
-            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            serve_tls(self.httpd, context)
         self.port = self.httpd.server_address[1]
 
     def authenticated(self, header):

@@ -22,8 +22,10 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "apiserver"))
 import scratch_cgroups  # noqa: E402
 from e2e_harness import deadline_loop, make_certificates  # noqa: E402
+from tls_server import serve_tls  # noqa: E402
 from spark_emulator_harness import APISERVER, EMULATOR, FAST, GROUP, PLURAL, S, VERSION, \
     read_line  # noqa: E402
 
@@ -84,7 +86,7 @@ class ColocationProfileWebhook:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(os.path.join(tls_dir, "tls.crt"), os.path.join(tls_dir, "tls.key"))
-        self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+        serve_tls(self.httpd, context)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.port = self.httpd.server_address[1]
 

@@ -1,0 +1,36 @@
+"""HTTPS for the stand-ins' http.server servers (the API server, the kubelet API, webhooks),
+with each connection's TLS handshake in that connection's own thread, as Go's net/http
+serves kube-apiserver and kubelet: a client that connects and sends nothing holds up only
+itself. Wrapping the listening socket instead (ssl's wrap_socket on server.socket) runs
+every handshake inside accept(), in the one thread that serves the listener: such a client
+then stalls every other client and the server's shutdown() until it goes away."""
+import socket
+
+# A handshake not done by then is given up (its connection closed); Go's http.Server has
+# no such bound by default, but a stand-in's thread should not wait forever.
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+def serve_tls(server, context, handshake_timeout_s=HANDSHAKE_TIMEOUT_S):
+    """Makes `server` (a socketserver.ThreadingMixIn server, not yet serving) answer over
+    TLS with the server-side SSLContext `context`."""
+    plain = server.finish_request
+
+    def finish_request(request, client_address):
+        # In the connection's thread (ThreadingMixIn.process_request_thread).
+        request.settimeout(handshake_timeout_s)
+        try:
+            conn = context.wrap_socket(request, server_side=True)
+        except (OSError, ValueError):
+            return  # shutdown_request closes the plain socket
+        conn.settimeout(None)  # the handler's own `timeout`, if any, is set in its setup()
+        try:
+            plain(conn, client_address)
+        finally:
+            try:
+                conn.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+            conn.close()
+
+    server.finish_request = finish_request
