@@ -3,7 +3,11 @@ with each connection's TLS handshake in that connection's own thread, as Go's ne
 serves kube-apiserver and kubelet: a client that connects and sends nothing holds up only
 itself. Wrapping the listening socket instead (ssl's wrap_socket on server.socket) runs
 every handshake inside accept(), in the one thread that serves the listener: such a client
-then stalls every other client and the server's shutdown() until it goes away."""
+then stalls every other client and the server's shutdown() until it goes away.
+
+Go's side (src/net/http/server.go): (*Server).Serve starts `go c.serve(connCtx)` for each
+accepted connection, and (*conn).serve runs the handshake (tlsConn.HandshakeContext) in
+that goroutine; crypto/tls's listener returns connections from Accept without one."""
 import socket
 
 # A handshake not done by then is given up (its connection closed); Go's http.Server has
