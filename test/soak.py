@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Runs ctest tests over and over, round robin, until one fails or the time is up: the
-"N runs in a row" count of flaky-test hunting (docs/testing.md).
+"""Runs ctest tests over and over, round robin, until one fails or the time is up, and
+counts the runs: a failure it finds is a bug to trace to its cause (docs/testing.md).
 
     test/soak.py --build-dir build --until 13:45 [--jobs 2] [--every 6:fleet_real_node_e2e] \
         spark_emulator spark_real_node agent_real_node_e2e ...

@@ -10,8 +10,10 @@ accepted connection, and (*conn).serve runs the handshake (tlsConn.HandshakeCont
 that goroutine; crypto/tls's listener returns connections from Accept without one."""
 import socket
 
-# A handshake not done by then is given up (its connection closed); Go's http.Server has
-# no such bound by default, but a stand-in's thread should not wait forever.
+# A handshake not done by then is given up (its connection closed). This bound is the
+# stand-in's own, not a figure of kubelet or kube-apiserver: Go bounds a handshake by the
+# server's tlsHandshakeTimeout() (the smallest of its Read/ReadHeader/WriteTimeout, none
+# when all are unset), and each component sets those its own way.
 HANDSHAKE_TIMEOUT_S = 10.0
 
 
