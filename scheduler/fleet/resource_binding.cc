@@ -53,6 +53,12 @@ Result<ResourceBinding> parse_resource_binding(const Json& object) {
       b.clusters.push_back(n->get<std::string>());
     }
   }
+  // Lenient, unlike the spec: a scheduler wrote it, and a value we cannot read is one we
+  // write again rather than a binding we cannot place.
+  if (const Json* o = find_path(object, "status/schedulerObservedGeneration");
+      o != nullptr && o->is_number_integer()) {
+    b.observed_generation = o->get<int64_t>();
+  }
   return b;
 }
 

@@ -27,6 +27,9 @@ struct ResourceBinding {
   std::string scheduler_name;         // spec.schedulerName
   int32_t replicas = 0;               // spec.replicas (0: the template declares none)
   std::vector<std::string> clusters;  // spec.clusters[].name
+  // status.schedulerObservedGeneration: the generation the last schedule written answers (0:
+  // none, or not a number, which the next schedule writes over).
+  int64_t observed_generation = 0;
 };
 
 // Errors (kInvalidArgument) name the object and the field.

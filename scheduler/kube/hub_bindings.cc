@@ -6,7 +6,6 @@
 // own cluster and uid as annotations, which Karmada propagates with it, so the member link
 // knows the propagated object as this hub's copy (its pods take the room reserved for it,
 // its state comes back to the hub, a driver that does not start is reclaimed).
-#include <spdlog/spdlog.h>
 
 #include "common/time_format.h"
 #include "kube/well_known.h"
@@ -49,27 +48,35 @@ Status ClusterLink::write_binding(const std::string& kind, const std::string& ns
   }
   const std::vector<std::string> wanted =
       target.empty() ? std::vector<std::string>{} : std::vector<std::string>{target};
-  if (binding->clusters == wanted) return ok_status();
+  const bool placed = binding->clusters == wanted;
+  // Done only once the status says so too: Karmada's controllers take a binding whose
+  // schedulerObservedGeneration lags its generation as not scheduled yet, so a status write
+  // that failed after the spec's is made again, alone.
+  if (placed && binding->observed_generation >= binding->generation) return ok_status();
   // Withdrawing from a member: only while the binding still names it alone (a placement
   // written since stays).
-  if (!only_from.empty() && binding->clusters != std::vector<std::string>{only_from}) {
+  if (!placed && !only_from.empty() && binding->clusters != std::vector<std::string>{only_from}) {
     return ok_status();
   }
   const std::string path = bindings_path(ns) + "/" + binding->name;
-  auto r = client_.patch(path, fleet::schedule_patch(*binding, target), kube::PatchType::kMerge);
-  if (!r) return r.error();
-  // The condition `kubectl get resourcebinding` shows, and the generation the schedule
-  // answers: the one our own write made (Karmada's controllers take a binding whose
-  // schedulerObservedGeneration lags its generation as not scheduled yet).
   fleet::ResourceBinding written = *binding;
-  if (const Json* g = find_path(*r, "metadata/generation"); g != nullptr && g->is_number_integer())
-    written.generation = g->get<int64_t>();
+  if (!placed) {
+    auto r = client_.patch(path, fleet::schedule_patch(*binding, target), kube::PatchType::kMerge);
+    if (!r) return r.error();
+    // The generation the schedule answers: the one our own write made.
+    if (const Json* g = find_path(*r, "metadata/generation");
+        g != nullptr && g->is_number_integer())
+      written.generation = g->get<int64_t>();
+  }
+  // The condition `kubectl get resourcebinding` shows. A failure is the caller's to retry,
+  // as Karmada's scheduler retries a schedule whose status patch failed
+  // (pkg/scheduler/scheduler.go, scheduleResourceBinding).
   auto s = client_.patch(path + "/status",
                          fleet::scheduled_status_patch(written, target, rfc3339(clock_.wall_now())),
                          kube::PatchType::kMerge);
   if (!s) {
-    spdlog::debug("hub {}: status of ResourceBinding {}/{}: {}", options_.name, ns, binding->name,
-                  s.error().message);
+    return make_error(s.error().code, "status of ResourceBinding " + ns + "/" + binding->name +
+                                          ": " + s.error().message);
   }
   return ok_status();
 }

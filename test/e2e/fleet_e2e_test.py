@@ -312,10 +312,19 @@ class Fleet(unittest.TestCase):
             b = self.apps("hub").get_namespaced_custom_object(
                 *work, "spark", "resourcebindings", "spark-pi-sparkapplication")
             return [c["name"] for c in b["spec"].get("clusters") or []], b
-        self.wait("the binding names a member", lambda: bound()[0])
+
+        def scheduled():
+            # The status is written after spec.clusters, in a request of its own (as Karmada's
+            # scheduler writes them): the binding is scheduled once both are.
+            clusters, b = bound()
+            status = b.get("status") or {}
+            return clusters and status.get("schedulerObservedGeneration") == \
+                b["metadata"]["generation"]
+        self.wait("the binding names a member and shows it scheduled", scheduled)
         clusters, binding = bound()
         self.assertEqual(clusters, ["m2"], "m1 is labelled online, m3 is too small")
-        self.assertEqual(binding["status"]["conditions"][0]["type"], "Scheduled")
+        self.assertEqual([(c["type"], c["status"]) for c in binding["status"]["conditions"]],
+                         [("Scheduled", "True")])
         self.assertEqual(self.placement(), "m2")
         for m in ("m1", "m2", "m3"):
             self.assertIsNone(self.app(m), "Karmada propagates it, not the scheduler")

@@ -1,7 +1,8 @@
 // Karmada's ResourceBinding as the fleet's hub reads and writes it: the binding of a template
 // is found by its reference (not by a name Karmada's releases spell differently), a binding of
 // an older object of the same name is not it, the schedule patch names one member with every
-// replica and carries the version read, and malformed bindings name the field.
+// replica and carries the version read, the generation the last schedule answered is read
+// from the status, and malformed bindings name the field.
 #include "scheduler/fleet/resource_binding.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +45,22 @@ TEST(ResourceBinding, TheTemplatesBindingIsFoundByItsReference) {
   EXPECT_FALSE(binding_of(listed, "PyTorchJob", "spark-pi", "uid-2").has_value());
 }
 
+TEST(ResourceBinding, TheGenerationTheLastScheduleAnsweredIsReadLeniently) {
+  Json object = binding("b", "spark-pi", "u");
+  auto unscheduled = parse_resource_binding(object);
+  ASSERT_TRUE(unscheduled.ok());
+  EXPECT_EQ(unscheduled->observed_generation, 0) << "no status yet";
+  object["status"] = {{"schedulerObservedGeneration", 3}};
+  auto scheduled = parse_resource_binding(object);
+  ASSERT_TRUE(scheduled.ok());
+  EXPECT_EQ(scheduled->observed_generation, 3);
+  // A status we cannot read is one the next schedule writes over, not a binding refused.
+  object["status"] = {{"schedulerObservedGeneration", "3"}};
+  auto unreadable = parse_resource_binding(object);
+  ASSERT_TRUE(unreadable.ok());
+  EXPECT_EQ(unreadable->observed_generation, 0);
+}
+
 TEST(ResourceBinding, TheSchedulePatchNamesOneMemberWithEveryReplica) {
   auto b = parse_resource_binding(binding("b", "spark-pi", "u"));
   ASSERT_TRUE(b.ok());
@@ -59,7 +76,7 @@ TEST(ResourceBinding, TheSchedulePatchNamesOneMemberWithEveryReplica) {
 }
 
 TEST(ResourceBinding, MalformedBindingsNameTheField) {
-  auto error = [](Json j) {
+  auto error = [](const Json& j) {
     auto b = parse_resource_binding(j);
     return b.ok() ? std::string("ok") : b.error().message;
   };

@@ -144,6 +144,17 @@ class KarmadaHubLiveTest : public HubReclaimLiveTest {
         out.push_back(t.value("name", ""));
     return out;
   }
+  // The status `kubectl get resourcebinding` shows once the schedule is written: condition
+  // Scheduled=True for the binding's generation.
+  bool scheduled_status(const std::string& name) {
+    const Json binding = member("hub").get(kBindings + "/" + name + "-sparkapplication");
+    const Json* conditions = find_path(binding, "status/conditions");
+    const Json* observed = find_path(binding, "status/schedulerObservedGeneration");
+    return conditions != nullptr && conditions->is_array() && conditions->size() == 1 &&
+           (*conditions)[0].value("type", "") == "Scheduled" &&
+           (*conditions)[0].value("status", "") == "True" && observed != nullptr &&
+           *observed == binding["metadata"]["generation"];
+  }
   // What Karmada's execution controller creates in a member the binding names: the hub
   // object's metadata (labels, annotations) and spec.
   void propagate(const std::string& member_name, const std::string& name) {
@@ -159,6 +170,13 @@ class KarmadaHubLiveTest : public HubReclaimLiveTest {
     copy["metadata"]["labels"]["karmada.io/managed"] = "true";
     ASSERT_TRUE(member(member_name).create(kube::spark_applications_path("default"), copy));
   }
+};
+
+// Karmada mode where no driver start is waited for: the placement stays in its member
+// however long the test takes.
+class KarmadaPatientHubLiveTest : public KarmadaHubLiveTest {
+ protected:
+  int64_t driver_start_timeout() const override { return 300; }
 };
 
 }  // namespace gleaner::scheduler::live_testing

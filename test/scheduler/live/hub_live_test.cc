@@ -173,15 +173,7 @@ TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMem
   ASSERT_TRUE(schedule_until([&] { return bound_clusters("pi") == std::vector<std::string>{"a"}; }))
       << "a is the best fit";
   // The condition `kubectl get resourcebinding` shows (written just after spec.clusters).
-  EXPECT_TRUE(until([&] {
-    const Json binding = member("hub").get(kBindings + "/pi-sparkapplication");
-    const Json* conditions = find_path(binding, "status/conditions");
-    const Json* observed = find_path(binding, "status/schedulerObservedGeneration");
-    return conditions != nullptr && conditions->is_array() && conditions->size() == 1 &&
-           (*conditions)[0].value("type", "") == "Scheduled" &&
-           (*conditions)[0].value("status", "") == "True" && observed != nullptr &&
-           *observed == binding["metadata"]["generation"];
-  }));
+  EXPECT_TRUE(until([&] { return scheduled_status("pi"); }));
   const Json hub_obj = app("hub", "pi");
   EXPECT_EQ(annotation(hub_obj, "gleaner.io/placement"), "a");
   EXPECT_EQ(annotation(hub_obj, "gleaner.io/origin-cluster"), "hub");
@@ -202,6 +194,27 @@ TEST_F(KarmadaHubLiveTest, TheBindingIsWrittenAndAStuckDriverMovesItToAnotherMem
   propagate("b", "pi");
   set_state("b", "pi", "RUNNING");
   EXPECT_TRUE(until([&] { return hub_state("pi") == "RUNNING"; }));
+}
+
+TEST_F(KarmadaPatientHubLiveTest,
+       AStatusWriteThatFailedIsMadeAgainAloneUntilTheBindingShowsScheduled) {
+  Json karmada = policy(group(), false, {"a", "b"});
+  karmada["spec"]["schedulerName"] = "gleaner-scheduler";
+  ASSERT_TRUE(member("hub").create(policies_path(group(), false), karmada));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  detect("pi");
+  const std::string binding = kBindings + "/pi-sparkapplication";
+  member("hub").api->admin("fail", "method=PATCH&count=1&code=500&prefix=" + binding + "/status");
+  // The spec is written, its status is not (Karmada's controllers would wait on it): the
+  // placement is tried again, and the next try writes the status alone, once.
+  ASSERT_TRUE(schedule_until(
+      [&] { return member("hub").api->count_answers("PATCH", binding + "/status", 500) == 1; }));
+  EXPECT_GE(metrics_.fleet_retries("place"), 1);
+  EXPECT_TRUE(schedule_until([&] { return scheduled_status("pi"); }));
+  EXPECT_EQ(bound_clusters("pi"), std::vector<std::string>{"a"});
+  EXPECT_EQ(member("hub").api->count_requests("PATCH", binding, false), 1)
+      << "the spec already named the member";
+  EXPECT_EQ(member("hub").api->count_answers("PATCH", binding + "/status", 200), 1);
 }
 
 TEST_F(KarmadaHubLiveTest, ABindingKarmadaHasNotCreatedYetIsWaitedForAndCounted) {
