@@ -358,7 +358,10 @@ TEST_P(PlanParityReal, PlanPrintsWhatEachFastPassAndTickWrites) {
     gleaner::testing::InProcessAgent agent(opt, "", {.own_timers = false});
     for (int round = 0; round < 3; ++round) {
       ASSERT_TRUE(parity.compared_tick(agent));
-      for (int pass = 0; pass < 2; ++pass) {
+      // Two fast passes that write, in at most 10: a pass whose new target is the value
+      // moved in (BE's ceiling changed with the machine's load) writes nothing.
+      const int writing = parity.counts().fast_passes_writing;
+      for (int pass = 0; pass < 10 && parity.counts().fast_passes_writing - writing < 2; ++pass) {
         const int fast = parity.counts().fast_passes;
         agent.run([&](Daemon&) { parity.move_be_cpu(); });
         ASSERT_TRUE(eventually(
