@@ -98,6 +98,7 @@ from kubelet import GarbageCollector, Kubelet  # noqa: E402
 from kubelet_server import KubeletServer  # noqa: E402
 from sparkruntime import SparkRuntime  # noqa: E402
 from sparkoperator import Operator  # noqa: E402
+from stop_signal import StopSignal  # noqa: E402
 
 
 class Emulator:
@@ -194,20 +195,12 @@ def main():
     # SIGUSR1 prints every thread's stack: a test that finds the emulator still running
     # long after SIGTERM sends it before SIGKILL (test/e2e/e2e_harness.py Proc.stop).
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    if args.exit_on_stdin_eof:
-        def watch_stdin():
-            sys.stdin.read()
-            done.set()
-        threading.Thread(target=watch_stdin, daemon=True).start()
+    stop = StopSignal(sys.stdin if args.exit_on_stdin_eof else None)
     emulator.start()
     for server in emulator.servers:
         print("kubelet node=%s port=%d" % (server.node, server.port), flush=True)
     print("ready", flush=True)
-    while not done.wait(1.0):
-        pass
+    stop.wait()
     stopping = time.monotonic()
     kubeapi.log("emulator", "stopping: its pods killed, its nodes' kubepods trees removed")
     emulator.stop()
