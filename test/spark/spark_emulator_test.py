@@ -281,15 +281,19 @@ class SparkEmulatorTest(EmulatorCase):
             {S + "run-seconds": "0.3"})
         self.create_app(ns, "waits", {"sparkConf": FAST, "executor": {"instances": 2}},
                         {S + "run-seconds": "0.6"})
-        history = self.wait_for("executor 2 running", lambda: (
-            lambda h: h if "Running" in h.get(2, {}).get("phases", []) else None)(
-                self.executor_history(ns, "rej")))
+        # The rejected pod's deletion and its replacement come on their own snapshots
+        # (see test_executors_failure_replacement_and_completion): the wait is for both.
+        history = self.wait_for("executor 2 running and the rejected 1 deleted", lambda: (
+            lambda h: h if "Running" in h.get(2, {}).get("phases", []) and
+            h.get(1, {}).get("deleted") else None)(self.executor_history(ns, "rej")))
         rejected = history[1]["pod"]["status"]
         self.assertEqual((rejected["phase"], rejected["reason"]), ("Failed", "OutOfmemory"))
-        self.assertTrue(history[1]["deleted"])
         self.wait_state(ns, "rej", "COMPLETED")
         self.wait_state(ns, "waits", "COMPLETED")
-        history = self.executor_history(ns, "waits")
+        # The recorder's watch may deliver the deletions after the GET that saw COMPLETED.
+        history = self.wait_for("the waits executors deleted", lambda: (
+            lambda h: h if h and all(e["deleted"] for e in h.values()) else None)(
+                self.executor_history(ns, "waits")))
         self.assertEqual(sorted(history), [1, 2], "the pending executor was not replaced")
         self.assertEqual(history[2]["phases"], ["Pending"])
         self.assertTrue(history[2]["deleted"], "deleted with the others at the end")
