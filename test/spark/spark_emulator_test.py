@@ -175,9 +175,11 @@ class SparkEmulatorTest(EmulatorCase):
 
         final = self.wait_state(ns, "pi", "COMPLETED")
         self.assertEqual(self.executors(ns), {}, "the driver deletes its executors at the end")
-        history = self.executor_history(ns)
+        # The recorder's watch may deliver the deletions after the GET that saw COMPLETED.
+        history = self.wait_for("every executor's deletion seen", lambda: (
+            lambda h: h if h and all(e["deleted"] for e in h.values()) else None)(
+                self.executor_history(ns)))
         self.assertEqual(sorted(history), [1, 2, 3, 4, 5], "ids are never reused")
-        self.assertTrue(all(h["deleted"] for h in history.values()))
         driver = self.pod(ns, "pi-driver")
         self.assertEqual(driver["status"]["phase"], "Succeeded")
         terminated = driver["status"]["containerStatuses"][-1]["state"]["terminated"]
