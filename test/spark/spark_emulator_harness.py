@@ -193,6 +193,13 @@ class EmulatorCase(unittest.TestCase):
                 entry["pod"] = pod
         return out
 
+    def wait_executors_deleted(self, ns, app=None):
+        """The history once every executor's deletion is seen: the recorder's watch may
+        deliver deletions after a GET that saw the application COMPLETED."""
+        return self.wait_for("every executor's deletion seen", lambda: (
+            lambda h: h if h and all(e["deleted"] for e in h.values()) else None)(
+                self.executor_history(ns, app)))
+
     def arm_failure(self, prefix, code, count=1):
         self.client.call_api("/_admin/fail", "POST", query_params=[
             ("count", str(count)), ("method", "POST"), ("prefix", prefix), ("code", str(code))],
