@@ -94,11 +94,20 @@ class Soak:
         if outcome == "failed" and not self.failed.is_set():
             self.failed.set()
             path = os.path.join(self.log_dir, "soak-%s-failed.log" % name)
-            with open(path, "wb") as f:
-                f.write(output)
-            print("%s FAILED (exit %s after %.0f s, %s): output in %s" % (
+            where = "in " + path
+            try:
+                with open(path, "wb") as f:
+                    f.write(output)
+            except OSError as e:
+                # The failure's output is what the soak exists to find: never lose it.
+                print("cannot keep %s's output in %s (%s); here it is:" % (name, path, e),
+                      flush=True)
+                sys.stdout.buffer.write(output)
+                sys.stdout.flush()
+                where = "printed above"
+            print("%s FAILED (exit %s after %.0f s, %s): output %s" % (
                 name, rc, time.monotonic() - began, datetime.datetime.now().strftime(
-                    "%H:%M:%S"), path), flush=True)
+                    "%H:%M:%S"), where), flush=True)
         return outcome != "failed"
 
     def worker(self, index, names, every):
@@ -131,6 +140,10 @@ def main():
         every.append((int(k), name))
     until = datetime.datetime.combine(datetime.date.today(), datetime.time.fromisoformat(
         args.until))
+    # Made (and checked writable) before the first run, not at the first failure.
+    os.makedirs(args.log_dir, exist_ok=True)
+    if not os.access(args.log_dir, os.W_OK):
+        parser.error("--log-dir %s is not writable" % args.log_dir)
     tests = ctest_tests(args.build_dir, args.names + [n for _, n in every])
     soak = Soak(tests, until.timestamp(), args.log_dir)
     workers = []
