@@ -126,7 +126,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build-dir", default="build")
-    parser.add_argument("--until", required=True, help="HH:MM today: no round starts after")
+    parser.add_argument("--until", required=True,
+                        help="HH:MM: no round starts after (the next time the clock shows it)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--every", action="append", default=[], metavar="K:NAME")
     parser.add_argument("--log-dir", default=".")
@@ -140,6 +141,8 @@ def main():
         every.append((int(k), name))
     until = datetime.datetime.combine(datetime.date.today(), datetime.time.fromisoformat(
         args.until))
+    if until <= datetime.datetime.now():
+        until += datetime.timedelta(days=1)  # a soak started at 23:40 --until 00:30
     # Made (and checked writable) before the first run, not at the first failure.
     os.makedirs(args.log_dir, exist_ok=True)
     if not os.access(args.log_dir, os.W_OK):
