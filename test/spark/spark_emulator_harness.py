@@ -200,6 +200,14 @@ class EmulatorCase(unittest.TestCase):
             lambda h: h if h and all(e["deleted"] for e in h.values()) else None)(
                 self.executor_history(ns, app)))
 
+    def wait_replaced(self, ns, new_id, old_id, app=None):
+        """The history once executor new_id is Running and old_id's deletion is seen.
+        Spark's lifecycle manager deletes a finished pod and its allocator asks for the
+        replacement, each on its own snapshot subscriber, so either can be seen first."""
+        return self.wait_for("executor %d running and %d deleted" % (new_id, old_id), lambda: (
+            lambda h: h if "Running" in h.get(new_id, {}).get("phases", []) and
+            h.get(old_id, {}).get("deleted") else None)(self.executor_history(ns, app)))
+
     def arm_failure(self, prefix, code, count=1):
         self.client.call_api("/_admin/fail", "POST", query_params=[
             ("count", str(count)), ("method", "POST"), ("prefix", prefix), ("code", str(code))],

@@ -121,12 +121,8 @@ class SparkEmulatorTest(EmulatorCase):
         driver = self.pod(ns, "pi-driver")
         app_id = driver["metadata"]["labels"]["spark-app-selector"]
 
-        # Spark's lifecycle manager deletes the failed pod and its allocator replaces it,
-        # each on its own snapshot: either can be seen first, so the wait is for both.
-        history = self.wait_for("executor 4 running, replacing the failed 2, and 2 deleted",
-                                lambda: (lambda h: h if "Running" in h.get(4, {}).get(
-                                    "phases", []) and h.get(2, {}).get("deleted") else None)(
-                                        self.executor_history(ns)))
+        # Executor 4 replaces the failed 2.
+        history = self.wait_replaced(ns, 4, 2)
         self.assertEqual(history[2]["phases"][-1], "Failed")
         failed = history[2]["pod"]["status"]["containerStatuses"][0]["state"]["terminated"]
         self.assertEqual((failed["exitCode"], failed["reason"]), (1, "Error"))
@@ -160,11 +156,8 @@ class SparkEmulatorTest(EmulatorCase):
 
         # An executor deleted by someone else is replaced too.
         self.core.delete_namespaced_pod(history[3]["pod"]["metadata"]["name"], ns)
-        history = self.wait_for("executor 5 running, replacing the deleted 3", lambda: (
-            lambda h: h if "Running" in h.get(5, {}).get("phases", []) else None)(
-                self.executor_history(ns)))
+        history = self.wait_replaced(ns, 5, 3)
         self.assertEqual(history[3]["phases"][-1], "Running")
-        self.assertTrue(history[3]["deleted"])
 
         # Batches of two: 1 and 2 together, 3 in the next round, a batch delay (100 ms) on.
         created = [(p["metadata"]["labels"]["spark-exec-id"], at) for t, p, at in
@@ -280,18 +273,16 @@ class SparkEmulatorTest(EmulatorCase):
             {S + "run-seconds": "0.3"})
         self.create_app(ns, "waits", {"sparkConf": FAST, "executor": {"instances": 2}},
                         {S + "run-seconds": "0.6"})
-        # The rejected pod's deletion and its replacement come on their own snapshots
-        # (see test_executors_failure_replacement_and_completion): the wait is for both.
-        history = self.wait_for("executor 2 running and the rejected 1 deleted", lambda: (
-            lambda h: h if "Running" in h.get(2, {}).get("phases", []) and
-            h.get(1, {}).get("deleted") else None)(self.executor_history(ns, "rej")))
+        # Executor 2 replaces the rejected 1.
+        history = self.wait_replaced(ns, 2, 1, "rej")
         rejected = history[1]["pod"]["status"]
         self.assertEqual((rejected["phase"], rejected["reason"]), ("Failed", "OutOfmemory"))
         self.wait_state(ns, "rej", "COMPLETED")
         self.wait_state(ns, "waits", "COMPLETED")
         history = self.wait_executors_deleted(ns, "waits")
         self.assertEqual(sorted(history), [1, 2], "the pending executor was not replaced")
-        self.assertEqual(history[2]["phases"], ["Pending"], "deleted with the others at the end")
+        self.assertEqual(history[2]["phases"], ["Pending"],
+                         "executor 2 was held Pending until the end")
 
     def test_submission_failures(self):
         ns = "submit"
