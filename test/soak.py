@@ -139,12 +139,18 @@ def main():
         if not k.isdigit() or int(k) < 1 or not name:
             parser.error("--every takes K:NAME, K a positive number: %r" % spec)
         every.append((int(k), name))
-    until = datetime.datetime.combine(datetime.date.today(), datetime.time.fromisoformat(
-        args.until))
+    try:
+        until = datetime.datetime.combine(datetime.date.today(), datetime.time.fromisoformat(
+            args.until))
+    except ValueError:
+        parser.error("--until takes HH:MM: %r" % args.until)
     if until <= datetime.datetime.now():
         until += datetime.timedelta(days=1)  # a soak started at 23:40 --until 00:30
     # Made (and checked writable) before the first run, not at the first failure.
-    os.makedirs(args.log_dir, exist_ok=True)
+    try:
+        os.makedirs(args.log_dir, exist_ok=True)
+    except OSError as e:
+        parser.error("--log-dir %s cannot be made: %s" % (args.log_dir, e))
     if not os.access(args.log_dir, os.W_OK):
         parser.error("--log-dir %s is not writable" % args.log_dir)
     tests = ctest_tests(args.build_dir, args.names + [n for _, n in every])
