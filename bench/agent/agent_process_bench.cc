@@ -47,11 +47,13 @@
 #include "kube/http_client.h"
 #include "kube/yaml_json.h"
 #include "test/support/net.h"
+#include "test/support/process_stats.h"
 #include "test/support/scratch_cgroup.h"
 #include "test/support/temp_tree.h"
 
 namespace {
 using gleaner::bench::percentile;
+using gleaner::testing::process_cpu_seconds;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -99,21 +101,6 @@ size_t open_descriptors(pid_t pid) {
     ++n;
   }
   return n;
-}
-
-double process_cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(text.substr(close + 2));
-  std::string skip;
-  for (int i = 3; i <= 13; ++i)  // fields 3..13: state .. cmajflt
-    fields >> skip;
-  double utime = 0;
-  double stime = 0;
-  fields >> utime >> stime;
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 double process_rss_mib(pid_t pid) {

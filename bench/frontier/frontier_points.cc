@@ -2,18 +2,27 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <unistd.h>
 
 #include "bench/bench_stats.h"
+#include "bench/frontier/agent_process.h"
 #include "bench/frontier/load.h"
 #include "cgroup/cgroup_fs.h"
+#include "cgroup/executor.h"
+#include "cgroup/parsers.h"
 #include "common/file_io.h"
-#include "test/support/in_process_agent.h"
+#include "test/support/net.h"
+#include "test/support/process_stats.h"
 
 namespace gleaner::bench::frontier {
 namespace {
+
+using namespace std::chrono_literals;
 
 volatile std::sig_atomic_t* g_interrupted = nullptr;
 
@@ -37,61 +46,217 @@ double busy_seconds() {
   return static_cast<double>(busy) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-std::string threshold_config(Family family, int threshold) {
-  if (family == Family::kGleanerSlo) {
-    return R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",)"
-           R"("cpuSuppressMode":"slo","cpuSloWaitTargetMicros":)" +
-           std::to_string(threshold) + "}}";
+// The resource-threshold-config a configuration's agent runs with.
+std::string threshold_config(const Config& c) {
+  switch (c.family) {
+    case Family::kMeasureOnly:  // as shipped; --no-enforce keeps it from writing
+    case Family::kGleanerSlo:
+    case Family::kSloNoProbe:
+    case Family::kSloNoFastPath:
+    case Family::kSloNoWakeups:
+      return R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",)"
+             R"("cpuSuppressMode":"slo","cpuSloWaitTargetMicros":)" +
+             std::to_string(c.setting > 0 ? c.setting : 4000) + "}}";
+    default:
+      break;
   }
-  const char* mode = family == Family::kGleanerShipped ? "onInterference" : "always";
+  const char* mode = c.family == Family::kGleanerOnInterference ? "onInterference" : "always";
   return R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
-         std::to_string(threshold) + R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
+         std::to_string(c.setting) + R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
          mode + R"("}})";
+}
+
+AgentFlags agent_flags(Family family) {
+  AgentFlags f;
+  switch (family) {
+    case Family::kMeasureOnly:
+      f.enforce = false;
+      break;
+    case Family::kKoordletStyle:
+      f.fast_interval_ms = 0;
+      f.ebpf = false;
+      f.ebpf_wakeups = false;
+      break;
+    case Family::kSloNoProbe:
+      f.ebpf = false;
+      f.ebpf_wakeups = false;
+      break;
+    case Family::kSloNoFastPath:
+      f.fast_interval_ms = 0;
+      break;
+    case Family::kSloNoWakeups:
+      f.ebpf_wakeups = false;
+      break;
+    default:
+      break;
+  }
+  return f;
+}
+
+// The run-queue delay (schedstat's second field, ns) summed over the threads of `relative`.
+double run_delay_seconds(const cgroup::CgroupFs& fs, const std::string& relative) {
+  auto path = fs.path_of(cgroup::Resource::kThreads, relative);
+  if (!path.ok()) return 0;
+  std::ifstream tids(*path);
+  double total = 0;
+  for (long tid = 0; tids >> tid;) {
+    std::ifstream stat("/proc/" + std::to_string(tid) + "/schedstat");
+    uint64_t on_cpu = 0, waited = 0;
+    if (stat >> on_cpu >> waited) total += static_cast<double>(waited) / 1e9;
+  }
+  return total;
+}
+
+// BE's CFS throttling counters: periods throttled, and seconds throttled.
+std::pair<double, double> throttling(const cgroup::CgroupFs& fs, const std::string& relative) {
+  auto path = fs.path_of(cgroup::Resource::kCpuStat, relative);
+  if (!path.ok()) return {0, 0};
+  auto text = read_file(*path);
+  if (!text.ok()) return {0, 0};
+  auto stat = cgroup::parse_flat_keyed(*text);
+  if (!stat.ok()) return {0, 0};
+  auto value = [&](const char* key) {
+    auto it = stat->find(key);
+    return it == stat->end() ? 0.0 : static_cast<double>(it->second);
+  };
+  const double seconds =
+      stat->count("throttled_usec") ? value("throttled_usec") / 1e6 : value("throttled_time") / 1e9;
+  return {value("nr_throttled"), seconds};
+}
+
+// The states of `relative`'s processes: true when every one shows `state` in /proc.
+bool all_in_state(const cgroup::CgroupFs& fs, const std::string& relative, char state) {
+  auto path = fs.path_of(cgroup::Resource::kThreads, relative);
+  if (!path.ok()) return true;
+  std::ifstream tids(*path);
+  for (long tid = 0; tids >> tid;) {
+    std::ifstream stat("/proc/" + std::to_string(tid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close != std::string::npos && close + 2 < text.size() && text[close + 2] != state) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
 
-std::string setting_label(const Point& p) {
-  if (p.threshold <= 0) return "-";
-  if (p.family == Family::kGleanerSlo) return "wait " + std::to_string(p.threshold) + "us";
-  return std::to_string(p.threshold) + "%";
+std::string setting_label(Family family, int setting) {
+  if (setting <= 0) return "-";
+  if (takes_wait_target(family)) return "wait " + std::to_string(setting) + "us";
+  if (family == Family::kFixedQuota) return "quota " + std::to_string(setting) + "m";
+  return std::to_string(setting) + "%";
 }
 
 const char* to_string(Family family) {
   switch (family) {
     case Family::kAlone:
       return "LS alone";
+    case Family::kAloneTwin:
+      return "LS alone (A/A twin)";
     case Family::kKubelet:
       return "kubelet only";
+    case Family::kFixedQuota:
+      return "fixed BE quota, no agent";
+    case Family::kMeasureOnly:
+      return "agent measuring only";
     case Family::kKoordletStyle:
       return "koordlet-style (1 s loop, ceiling always)";
     case Family::kGleanerAlways:
       return "Gleaner, ceiling always";
-    case Family::kGleanerShipped:
+    case Family::kGleanerOnInterference:
       return "Gleaner onInterference";
     case Family::kGleanerSlo:
       return "Gleaner slo (shipped)";
+    case Family::kSloNoProbe:
+      return "slo, probe off";
+    case Family::kSloNoFastPath:
+      return "slo, fast path off";
+    case Family::kSloNoWakeups:
+      return "slo, wake-ups off";
   }
   return "unknown";
+}
+
+const char* short_name(Family family) {
+  switch (family) {
+    case Family::kAlone:
+      return "alone";
+    case Family::kAloneTwin:
+      return "alone-twin";
+    case Family::kKubelet:
+      return "kubelet";
+    case Family::kFixedQuota:
+      return "fixed";
+    case Family::kMeasureOnly:
+      return "measure";
+    case Family::kKoordletStyle:
+      return "koordlet";
+    case Family::kGleanerAlways:
+      return "always";
+    case Family::kGleanerOnInterference:
+      return "oninterference";
+    case Family::kGleanerSlo:
+      return "slo";
+    case Family::kSloNoProbe:
+      return "slo-noprobe";
+    case Family::kSloNoFastPath:
+      return "slo-nofast";
+    case Family::kSloNoWakeups:
+      return "slo-nowakeups";
+  }
+  return "unknown";
+}
+
+std::optional<Family> parse_family(const std::string& name) {
+  for (Family f : kFamilies)
+    if (name == short_name(f)) return f;
+  return std::nullopt;
+}
+
+bool takes_threshold(Family family) {
+  return family == Family::kKoordletStyle || family == Family::kGleanerAlways ||
+         family == Family::kGleanerOnInterference;
+}
+
+bool takes_wait_target(Family family) {
+  return family == Family::kGleanerSlo || family == Family::kSloNoProbe ||
+         family == Family::kSloNoFastPath || family == Family::kSloNoWakeups;
+}
+
+bool runs_agent(Family family) {
+  return family != Family::kAlone && family != Family::kAloneTwin && family != Family::kKubelet &&
+         family != Family::kFixedQuota;
 }
 
 void set_interrupt_flag(volatile std::sig_atomic_t* flag) {
   g_interrupted = flag;
 }
 
+struct PointRunner::Evidence {
+  double throttled_periods = 0, throttled_s = 0;
+  double ls_wait_s = 0;
+  double agent_cpu_s = 0;
+  double writes = 0;
+};
+
 struct PointRunner::Window {
   LoadResult load;
   double ls_cpu_s = 0, be_cpu_s = 0, wall_s = 0;
   double other_cpu_s = 0;  // everything else busy on the node: generator, agent, system
+  Evidence delta;          // over the window
 };
 
 PointRunner::PointRunner(testing::ColocatedNode& node, const LsService& service, bool fifo,
-                         std::chrono::seconds measured, int repeats)
+                         std::chrono::seconds measured, std::chrono::milliseconds settle,
+                         std::string work_dir)
     : node_(node),
       service_(service),
       fifo_(fifo),
       measured_(measured),
-      repeats_(std::max(1, repeats)),
+      settle_(settle),
+      work_dir_(std::move(work_dir)),
       rate_(initial_rate(service.kind())),
       cpus_(static_cast<int>(std::thread::hardware_concurrency())) {
   // kubelet gives BestEffort the minimum shares.
@@ -103,13 +268,28 @@ PointRunner::PointRunner(testing::ColocatedNode& node, const LsService& service,
   }
 }
 
-PointRunner::Window PointRunner::run_load(std::chrono::milliseconds duration) const {
+PointRunner::Evidence PointRunner::evidence(pid_t agent, uint16_t agent_port) const {
+  cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
+  Evidence e;
+  std::tie(e.throttled_periods, e.throttled_s) = throttling(fs, node_.be_qos());
+  e.ls_wait_s = run_delay_seconds(fs, node_.ls_pod());
+  if (agent > 0) {
+    e.agent_cpu_s = testing::process_cpu_seconds(agent);
+    e.writes = metric_sum(testing::http_get_loopback(agent_port, "/metrics"),
+                          "gleaner_cgroup_writes_total");
+  }
+  return e;
+}
+
+PointRunner::Window PointRunner::run_load(std::chrono::milliseconds duration, pid_t agent,
+                                          uint16_t agent_port) const {
   cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
   auto usage = [&](const std::string& dir) {
     auto ns = fs.read_cpu_usage_ns(dir);
     return ns.ok() ? static_cast<double>(*ns) / 1e9 : 0.0;
   };
   Window w;
+  const Evidence e0 = evidence(agent, agent_port);
   const double ls0 = usage(node_.ls_pod());
   const double be0 = usage(node_.be_qos());
   const double busy0 = busy_seconds();
@@ -120,6 +300,9 @@ PointRunner::Window PointRunner::run_load(std::chrono::milliseconds duration) co
   w.ls_cpu_s = usage(node_.ls_pod()) - ls0;
   w.be_cpu_s = usage(node_.be_qos()) - be0;
   w.other_cpu_s = std::max(0.0, busy_seconds() - busy0 - w.ls_cpu_s - w.be_cpu_s);
+  const Evidence e1 = evidence(agent, agent_port);
+  w.delta = {e1.throttled_periods - e0.throttled_periods, e1.throttled_s - e0.throttled_s,
+             e1.ls_wait_s - e0.ls_wait_s, e1.agent_cpu_s - e0.agent_cpu_s, e1.writes - e0.writes};
   return w;
 }
 
@@ -127,10 +310,11 @@ Calibration PointRunner::calibrate() {
   // Towards half the node: scale the rate by how far the share is from it; once a rate is
   // too much for the generator (or the service), halve the step between the last rate that
   // kept up and the one that did not.
+  set_be_running(false);
   Calibration best{0, 0};
   double too_much = 0;
   for (int i = 0; i < 8 && !interrupted(); ++i) {
-    Window w = run_load(std::chrono::milliseconds(2000));
+    Window w = run_load(std::chrono::milliseconds(2000), -1, 0);
     const double share = w.ls_cpu_s / (cpus_ * w.wall_s);
     const bool kept_up = w.load.late * 20 < w.load.scheduled && w.load.failed == 0;
     if (kept_up) {
@@ -153,42 +337,63 @@ Calibration PointRunner::calibrate() {
   return best;
 }
 
-Point PointRunner::measure(BeMix mix, Family family, int threshold) {
-  std::unique_ptr<testing::InProcessAgent> agent;
-  if (family != Family::kAlone && family != Family::kKubelet) {
-    (void)write_file(node_.config_dir() + "/resource-threshold-config",
-                     threshold_config(family, threshold));
-    agent::DaemonOptions opt = testing::agent_options(node_);
-    opt.interval = std::chrono::seconds(1);
-    const bool koordlet = family == Family::kKoordletStyle;
-    opt.fast_interval = koordlet ? std::chrono::milliseconds(0) : std::chrono::milliseconds(50);
-    opt.ebpf = !koordlet;
-    opt.ebpf_wakeups = !koordlet;
-    agent = std::make_unique<testing::InProcessAgent>(opt, node_.agent_tasks_file());
-    testing::measurement_window(std::chrono::milliseconds(2000));  // the agent settles
+void PointRunner::set_be_running(bool running) {
+  if (be_group_ <= 0 || running == be_running_) return;
+  cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
+  // Every BE thread, not only the group leader's: stress-ng's workers are its children.
+  if (auto path = fs.path_of(cgroup::Resource::kProcs, node_.be_pod()); path.ok()) {
+    std::ifstream pids(*path);
+    for (long pid = 0; pids >> pid;)
+      ::kill(static_cast<pid_t>(pid), running ? SIGCONT : SIGSTOP);
   }
-  // Consecutive windows under the same agent; the point is their median window (by p99),
-  // so one window that caught a burst of unrelated work on the machine does not make it.
-  std::vector<Point> windows;
-  for (int r = 0; r < repeats_ && !interrupted(); ++r)
-    windows.push_back(to_point(run_load(measured_), mix, family, threshold));
-  agent.reset();  // stops it: every value it changed is put back before the next point
-  if (windows.empty()) return to_point(Window{}, mix, family, threshold);
-  std::sort(windows.begin(), windows.end(),
-            [](const Point& a, const Point& b) { return a.p99_ms < b.p99_ms; });
-  Point median = windows[windows.size() / 2];
-  median.p99_min_ms = windows.front().p99_ms;
-  median.p99_max_ms = windows.back().p99_ms;
-  return median;
+  ::kill(-be_group_, running ? SIGCONT : SIGSTOP);
+  be_running_ = running;
+  if (running) return;
+  // A stop is delivered asynchronously: LS alone is measured only once every BE task is
+  // stopped (bounded; what is still running after 2 s would show as BE CPU in the window).
+  for (auto deadline = std::chrono::steady_clock::now() + 2s;
+       std::chrono::steady_clock::now() < deadline && !all_in_state(fs, node_.be_pod(), 'T');) {
+    std::this_thread::sleep_for(5ms);
+  }
 }
 
-Point PointRunner::to_point(const Window& w, BeMix mix, Family family, int threshold) const {
+Point PointRunner::measure_window(BeMix mix, const Config& config) {
+  const Family family = config.family;
+  set_be_running(family != Family::kAlone && family != Family::kAloneTwin);
+  std::unique_ptr<AgentProcess> agent;
+  std::unique_ptr<cgroup::WriteExecutor> fixed;
+  cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
+  if (runs_agent(family)) {
+    (void)write_file(node_.config_dir() + "/resource-threshold-config", threshold_config(config));
+    agent = std::make_unique<AgentProcess>(node_, agent_flags(family),
+                                           work_dir_ + "/agent-" + short_name(family) + ".log");
+  } else if (family == Family::kFixedQuota) {
+    // The CFS bandwidth mechanism alone: BE's quota written once, as an agent settled at that
+    // allowance would hold it, with nothing else running.
+    fixed = std::make_unique<cgroup::WriteExecutor>(fs);
+    const int64_t period_us = 100000;
+    auto report = fixed->apply({{cgroup::Resource::kCpuQuota, node_.be_qos(),
+                                 std::to_string(config.setting * period_us / 1000), "bench"}});
+    if (!report.rejected.empty()) {
+      throw std::runtime_error("fixed BE quota refused: " + report.rejected.front().describe());
+    }
+  }
+  testing::measurement_window(settle_);
+  const Window w = run_load(measured_, agent ? agent->pid() : -1, agent ? agent->port() : 0);
+  if (agent) agent->stop();
+  if (fixed) fixed->restore_all();
+  return to_point(w, mix, config);
+}
+
+Point PointRunner::to_point(const Window& w, BeMix mix, const Config& config) const {
   Point p;
   p.mix = mix;
-  p.family = family;
-  p.threshold = threshold;
+  p.family = config.family;
+  p.setting = config.setting;
+  p.rounds = 1;
   p.p50_ms = percentile(w.load.latencies_ms, 0.5);
   p.p99_ms = percentile(w.load.latencies_ms, 0.99);
+  p.p99_min_ms = p.p99_max_ms = p.p99_ms;
   p.be_cpu_s = w.be_cpu_s;
   p.ls_cpu_s = w.ls_cpu_s;
   p.wall_s = w.wall_s;
@@ -198,9 +403,16 @@ Point PointRunner::to_point(const Window& w, BeMix mix, Family family, int thres
   p.be_share_of_idle = idle > 0 ? std::min(1.0, w.be_cpu_s / idle) : 0;
   p.node_utilisation =
       w.wall_s > 0 ? (w.be_cpu_s + w.ls_cpu_s + w.other_cpu_s) / (cpus_ * w.wall_s) : 0;
+  if (w.wall_s > 0) {
+    p.be_throttled_per_s = w.delta.throttled_periods / w.wall_s;
+    p.be_throttled_ms_per_s = 1000 * w.delta.throttled_s / w.wall_s;
+    p.agent_cpu_percent = 100 * w.delta.agent_cpu_s / w.wall_s;
+    p.writes_per_s = w.delta.writes / w.wall_s;
+  }
   p.sent = w.load.sent;
   p.late = w.load.late;
   p.failed = w.load.failed;
+  p.ls_wait_us_per_request = p.sent > 0 ? 1e6 * w.delta.ls_wait_s / static_cast<double>(p.sent) : 0;
   return p;
 }
 

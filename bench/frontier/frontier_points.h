@@ -1,48 +1,91 @@
 #pragma once
-// The frontier benchmark's points: one configuration measured on a node running a real
-// service (PointRunner), the rate calibration, and the report (table, goal check, chart).
+// The frontier benchmark's points: one configuration measured for one window on a node running
+// a real service (PointRunner), the rate calibration, and the report (table, goal check, chart).
+// The rounds that order the windows and the statistics over them are bench/frontier/rounds.h.
 
 #include <chrono>
 #include <csignal>
 #include <istream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/frontier/rounds.h"
 #include "bench/frontier/services.h"
 #include "common/result.h"
 #include "test/support/colocated_node.h"
 
 namespace gleaner::bench::frontier {
 
+// What runs beside the service in a window. Every agent is `gleaner-agent run` as its own
+// process in the agent's pod cgroup, as the DaemonSet runs it.
 enum class Family {
-  kAlone,           // LS alone
-  kKubelet,         // BE at cpu.shares 2, no agent
-  kKoordletStyle,   // 1 s loop, eBPF off, ceiling always
-  kGleanerAlways,   // 1 s pass + 50 ms fast loop + eBPF wake-ups, ceiling always
-  kGleanerShipped,  // the same, ceiling on interference (onInterference)
-  kGleanerSlo,      // the same loops, BE steered by LS's run-queue wait (slo, the shipped mode)
+  kAlone,                  // LS alone (BE stopped)
+  kAloneTwin,              // LS alone again: the A/A pair
+  kKubelet,                // BE at cpu.shares 2, no agent
+  kFixedQuota,             // BE's CFS quota written once (setting: millicores), no agent
+  kMeasureOnly,            // the agent as shipped with --no-enforce: probe and loops, no writes
+  kKoordletStyle,          // 1 s loop, eBPF off, ceiling always
+  kGleanerAlways,          // 1 s pass + 50 ms fast loop + eBPF wake-ups, ceiling always
+  kGleanerOnInterference,  // the same, ceiling on interference
+  kGleanerSlo,             // the same loops, BE steered by LS's run-queue wait (the shipped mode)
+  kSloNoProbe,             // slo with --no-ebpf
+  kSloNoFastPath,          // slo with --fast-interval 0
+  kSloNoWakeups,           // slo with --no-ebpf-wakeups
 };
+inline constexpr Family kFamilies[] = {Family::kAlone,         Family::kAloneTwin,
+                                       Family::kKubelet,       Family::kFixedQuota,
+                                       Family::kMeasureOnly,   Family::kKoordletStyle,
+                                       Family::kGleanerAlways, Family::kGleanerOnInterference,
+                                       Family::kGleanerSlo,    Family::kSloNoProbe,
+                                       Family::kSloNoFastPath, Family::kSloNoWakeups};
 const char* to_string(Family family);
+// The name --configs takes ("kubelet", "slo-noprobe", ...).
+const char* short_name(Family family);
+std::optional<Family> parse_family(const std::string& name);
+// Families whose setting is a cpuSuppressThresholdPercent, a run-queue wait target (us), or a
+// fixed quota (millicores).
+bool takes_threshold(Family family);
+bool takes_wait_target(Family family);
+bool runs_agent(Family family);
+
+struct Config {
+  Family family = Family::kAlone;
+  int setting = 0;  // threshold %, wait target us, quota millicores; 0 for none
+};
 
 struct Point {
   BeMix mix = BeMix::kCpu;
   Family family = Family::kAlone;
-  // cpuSuppressThresholdPercent; for the feedback mode its run-queue wait target (us); 0
-  // without an agent.
-  int threshold = 0;
-  double p50_ms = 0, p99_ms = 0;
+  int setting = 0;                        // as Config::setting
+  int rounds = 0;                         // windows behind the point
+  double p50_ms = 0, p99_ms = 0;          // the median window's
   double p99_min_ms = 0, p99_max_ms = 0;  // the spread over the point's windows
-  double node_utilisation = 0;            // all CPU used / (CPUs x wall), median window
+  // LS p99 against the LS-alone window of the same round (paired), and against kubelet only's.
+  RatioEstimate vs_alone, vs_kubelet;
+  Verdict verdict_vs_kubelet = Verdict::kNoVerdict;
+  double node_utilisation = 0;  // all CPU used / (CPUs x wall), median window
   double be_cpu_s = 0, ls_cpu_s = 0, wall_s = 0;
   double other_cpu_s = 0;  // the load generator, the agent and the rest of the node
   // BE CPU / (CPUs x wall - LS CPU - other CPU): BE's share of what nobody else used.
   double be_share_of_idle = 0;
+  // Kernel evidence, medians over the windows: BE's CFS throttling (periods throttled and
+  // time throttled per second, cpu.stat of the besteffort QoS cgroup), the run-queue delay of
+  // the LS service's threads per request (schedstat), the agent process's CPU and its knob
+  // writes per second.
+  double be_throttled_per_s = 0, be_throttled_ms_per_s = 0;
+  double ls_wait_us_per_request = 0;
+  double agent_cpu_percent = 0;
+  double writes_per_s = 0;
   int64_t sent = 0, late = 0, failed = 0;
 };
 
-// A point's agent setting as the tables print it: the threshold (65%), the wait target
-// (wait 2000us), or "-".
-std::string setting_label(const Point& p);
+// A point's setting as the tables print it: the threshold (65%), the wait target
+// (wait 2000us), the quota (quota 900m), or "-".
+std::string setting_label(Family family, int setting);
+inline std::string setting_label(const Point& p) {
+  return setting_label(p.family, p.setting);
+}
 
 struct Calibration {
   double rate = 0;   // requests per second
@@ -54,43 +97,68 @@ void set_interrupt_flag(volatile std::sig_atomic_t* flag);
 
 class PointRunner {
  public:
-  // `repeats` measured windows per point (the median one stands).
+  // `settle`: how long a configuration runs before its window is measured (the same for all,
+  // so a switch of configuration costs every one alike).
   PointRunner(testing::ColocatedNode& node, const LsService& service, bool fifo,
-              std::chrono::seconds measured, int repeats);
+              std::chrono::seconds measured, std::chrono::milliseconds settle,
+              std::string work_dir);
   // The rate at which the service alone uses about half the node's CPUs, or the highest the
   // generator keeps up with (its share then says so).
   Calibration calibrate();
   void set_rate(double rate) { rate_ = rate; }
-  // One point: the family's agent (if any) started with `threshold`, warmed up for 2 s, then
-  // the service measured under load for `repeats` windows of the measured duration; the
-  // window with the median p99 is the point.
-  Point measure(BeMix mix, Family family, int threshold);
+  // The BE processes to pause during LS-alone windows (SIGSTOP, SIGCONT).
+  void set_be_group(pid_t pgid) { be_group_ = pgid; }
+  // One window of `config`: BE paused or running, its agent (if any) started as a process, or
+  // its fixed quota written; settled; the service measured under load; then everything the
+  // configuration changed put back and checked (throws std::runtime_error when an agent did
+  // not stop in time or left BE's quota changed).
+  Point measure_window(BeMix mix, const Config& config);
 
  private:
   struct Window;
-  Window run_load(std::chrono::milliseconds duration) const;
-  Point to_point(const Window& w, BeMix mix, Family family, int threshold) const;
+  struct Evidence;
+  Window run_load(std::chrono::milliseconds duration, pid_t agent, uint16_t agent_port) const;
+  Evidence evidence(pid_t agent, uint16_t agent_port) const;
+  Point to_point(const Window& w, BeMix mix, const Config& config) const;
+  void set_be_running(bool running);
 
   testing::ColocatedNode& node_;
   const LsService& service_;
   bool fifo_;
   std::chrono::seconds measured_;
-  int repeats_;
+  std::chrono::milliseconds settle_;
+  std::string work_dir_;
   double rate_ = 0;
   int cpus_;
+  pid_t be_group_ = -1;
+  bool be_running_ = true;
 };
 
-// Markdown: the points of one service, and whether Gleaner's frontier lies on or below the
-// others at every harvest level, per BE mix.
-void print_table(ServiceKind kind, const std::vector<Point>& points);
+// The points of one (service, mix) after its rounds: each configuration's windows (in round
+// order) summarised, ratios paired by round against LS alone and kubelet only.
+struct MixResult {
+  BeMix mix = BeMix::kCpu;
+  std::vector<Point> points;  // kFamilies order, then by setting
+  RatioEstimate aa;           // LS alone (A/A twin) against LS alone
+  double floor = 1;           // aa_floor(aa)
+  Baseline baseline;          // the LS-alone windows' spread
+  uint64_t seed = 0;
+};
+MixResult summarise(BeMix mix, const std::vector<Config>& configs,
+                    const std::vector<std::vector<Point>>& windows, uint64_t seed,
+                    double max_alone_spread);
+
+// Markdown: the points of one service, with the run's A/A floor and baseline, and whether the
+// shipped mode's LS p99 is at or below kubelet only's, per BE mix.
+void print_table(ServiceKind kind, const std::vector<MixResult>& mixes);
 // One line per BE mix: the harvest each configuration reaches at LS p99 <= 1.1x of LS alone
 // (its best such point) and the node's CPU utilisation there.
-void print_summary(ServiceKind kind, const std::vector<Point>& points);
+void print_summary(ServiceKind kind, const std::vector<MixResult>& mixes);
 // <dir>/frontier-<service>.dat and, with gnuplot installed, <dir>/frontier-<service>.png.
 enum class Chart { kDrawn, kNoGnuplot, kFailed };
 
 // A service's points as a saved run's tables state them (mix, configuration, setting, p50,
-// p99, BE share of idle CPU: what the tables and charts need).
+// p99, p99 / alone, BE share of idle CPU: what the tables and charts need).
 struct SavedService {
   ServiceKind kind;
   std::vector<Point> points;

@@ -28,14 +28,13 @@ std::vector<std::string> cells(const std::string& row) {
 }
 
 std::optional<Family> family_of(const std::string& label) {
-  for (Family f : {Family::kAlone, Family::kKubelet, Family::kKoordletStyle, Family::kGleanerAlways,
-                   Family::kGleanerShipped, Family::kGleanerSlo}) {
+  for (Family f : kFamilies) {
     if (label == to_string(f)) return f;
   }
   return std::nullopt;
 }
 
-// "65%" -> 65, "wait 500us" -> 500, "-" -> 0.
+// "65%" -> 65, "wait 500us" -> 500, "quota 900m" -> 900, "-" -> 0.
 int setting_of(const std::string& label) {
   const auto digit = label.find_first_of("0123456789");
   return digit == std::string::npos ? 0 : std::atoi(label.c_str() + digit);
@@ -66,9 +65,11 @@ Result<std::vector<SavedService>> parse_saved_run(std::istream& in) {
     Point p;
     p.mix = *mix;
     p.family = *family;
-    p.threshold = setting_of(row[2]);
+    p.setting = setting_of(row[2]);
     p.p50_ms = std::atof(row[3].c_str());
     p.p99_ms = std::atof(row[4].c_str());
+    p.vs_alone.ratio = std::atof(row[5].c_str());  // "1.02" or "1.02 [0.95-1.10]"
+    p.vs_alone.rounds = 1;
     p.be_share_of_idle = std::atof(row[6].c_str());
     out.back().points.push_back(p);
   }

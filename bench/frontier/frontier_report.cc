@@ -1,4 +1,5 @@
-// The frontier benchmark's report: a table per service, the goal check, and the chart.
+// The frontier benchmark's report: a table per service with the run's A/A floor and baseline,
+// the goal check, and the chart.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,47 +13,11 @@
 namespace gleaner::bench::frontier {
 namespace {
 
-constexpr Family kFamilies[] = {Family::kAlone,          Family::kKubelet,
-                                Family::kKoordletStyle,  Family::kGleanerAlways,
-                                Family::kGleanerShipped, Family::kGleanerSlo};
-
-// LS-alone p99 of `mix` (the denominator of every ratio on that node); 0 when absent.
-double alone_p99(const std::vector<Point>& points, BeMix mix) {
-  for (const auto& p : points)
-    if (p.mix == mix && p.family == Family::kAlone) return p.p99_ms;
-  return 0;
-}
-
-double ratio(const Point& p, double alone) {
-  return alone > 0 ? p.p99_ms / alone : 0;
-}
-
 std::vector<BeMix> mixes_of(const std::vector<Point>& points) {
   std::vector<BeMix> out;
   for (const auto& p : points)
     if (std::find(out.begin(), out.end(), p.mix) == out.end()) out.push_back(p.mix);
   return out;
-}
-
-// Points of `others` that `family` does not match: no point of `family` harvests at least as
-// much (within 0.02 of the idle CPU) with a p99 ratio no worse (within 5%).
-std::vector<const Point*> not_matched(const std::vector<Point>& points, BeMix mix, Family family,
-                                      std::initializer_list<Family> others) {
-  const double alone = alone_p99(points, mix);
-  std::vector<const Point*> misses;
-  for (const auto& c : points) {
-    if (c.mix != mix || std::find(others.begin(), others.end(), c.family) == others.end()) continue;
-    bool matched = false;
-    for (const auto& g : points) {
-      if (g.mix != mix || g.family != family) continue;
-      if (g.be_share_of_idle >= c.be_share_of_idle - 0.02 &&
-          ratio(g, alone) <= ratio(c, alone) * 1.05) {
-        matched = true;
-      }
-    }
-    if (!matched) misses.push_back(&c);
-  }
-  return misses;
 }
 
 // `text` as a single-quoted gnuplot string (a quote inside is written twice).
@@ -65,72 +30,111 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
+std::string interval(const RatioEstimate& r) {
+  if (r.rounds == 0) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f [%.2f-%.2f]", r.ratio, r.low, r.high);
+  return text;
+}
+
+std::string label_of(const Point& p) {
+  std::string label = to_string(p.family);
+  if (p.setting > 0) label.append(" ").append(setting_label(p));
+  return label;
+}
+
+// The shipped mode's points: slo at the default target when measured, else any slo point.
+std::vector<const Point*> shipped_points(const MixResult& m) {
+  std::vector<const Point*> out;
+  for (const auto& p : m.points)
+    if (p.family == Family::kGleanerSlo) out.push_back(&p);
+  return out;
+}
+
+void print_run_line(const MixResult& m) {
+  std::printf(
+      "- BE %s: seed %llu, %d rounds; LS-alone p99 %.2f-%.2f ms over its windows (%.2fx): %s",
+      to_string(m.mix), static_cast<unsigned long long>(m.seed),
+      m.points.empty() ? 0 : m.points.front().rounds, m.baseline.min_p99, m.baseline.max_p99,
+      m.baseline.spread, m.baseline.valid ? "a baseline to judge by" : "INVALID RUN, no verdict");
+  if (!m.baseline.valid) std::printf(" (%s)", m.baseline.why.c_str());
+  std::printf(
+      "; A/A (LS alone against LS alone) %s, so ratios within %.2fx of 1 are "
+      "indistinguishable\n",
+      interval(m.aa).c_str(), m.floor);
+}
+
 }  // namespace
 
-void print_table(ServiceKind kind, const std::vector<Point>& points) {
+void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
   std::printf("### %s\n\n", to_string(kind));
+  for (const auto& m : mixes)
+    print_run_line(m);
   std::printf(
-      "| BE | configuration | threshold | LS p50 (ms) | LS p99 (ms, min-max) | p99 / alone | BE "
-      "share of "
-      "idle CPU | BE CPU-s | LS CPU-s | other CPU-s | requests (late, failed) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (BeMix mix : mixes_of(points)) {
-    const double alone = alone_p99(points, mix);
-    for (Family family : kFamilies) {
-      for (const auto& p : points) {
-        if (p.mix != mix || p.family != family) continue;
-        const std::string threshold = setting_label(p);
-        std::printf(
-            "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %.2f | %.2f | %.1f | %.1f | %.1f | %lld "
-            "(%lld, %lld) |\n",
-            to_string(mix), to_string(family), threshold.c_str(), p.p50_ms, p.p99_ms, p.p99_min_ms,
-            p.p99_max_ms, ratio(p, alone), p.be_share_of_idle, p.be_cpu_s, p.ls_cpu_s,
-            p.other_cpu_s, static_cast<long long>(p.sent), static_cast<long long>(p.late),
-            static_cast<long long>(p.failed));
-      }
+      "\n| BE | configuration | setting | LS p50 (ms) | LS p99 (ms, min-max) | p99 / alone "
+      "[95%%] | BE share of idle CPU | p99 / kubelet only [95%%] | against kubelet only | BE "
+      "throttled (periods/s, ms/s) | LS run-queue wait (us/request) | agent CPU (%% of a core) | "
+      "knob writes/s | requests (late, failed) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& m : mixes) {
+    for (const auto& p : m.points) {
+      std::printf(
+          "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %s | %.2f | %s | %s | %.1f, %.1f | %.1f | "
+          "%.2f | %.1f | %lld (%lld, %lld) |\n",
+          to_string(m.mix), to_string(p.family), setting_label(p).c_str(), p.p50_ms, p.p99_ms,
+          p.p99_min_ms, p.p99_max_ms, interval(p.vs_alone).c_str(), p.be_share_of_idle,
+          interval(p.vs_kubelet).c_str(),
+          p.family == Family::kKubelet ? "-" : to_string(p.verdict_vs_kubelet),
+          p.be_throttled_per_s, p.be_throttled_ms_per_s, p.ls_wait_us_per_request,
+          p.agent_cpu_percent, p.writes_per_s, static_cast<long long>(p.sent),
+          static_cast<long long>(p.late), static_cast<long long>(p.failed));
     }
   }
   std::printf("\n");
-  for (BeMix mix : mixes_of(points)) {
-    for (Family family : {Family::kGleanerSlo, Family::kGleanerShipped, Family::kGleanerAlways}) {
-      auto misses = not_matched(points, mix, family, {Family::kKubelet, Family::kKoordletStyle});
-      std::printf(
-          "- BE %s, %s on or below kubelet only and koordlet-style at every harvest "
-          "level: %s",
-          to_string(mix), to_string(family), misses.empty() ? "yes" : "no");
-      for (size_t i = 0; i < misses.size(); ++i) {
-        const Point& m = *misses[i];
-        std::string label = to_string(m.family);
-        if (m.threshold > 0) label.append(" ").append(setting_label(m));
-        std::printf("%s%s at %.2f harvest, %.2fx", i == 0 ? " (not matched: " : "; ", label.c_str(),
-                    m.be_share_of_idle, ratio(m, alone_p99(points, mix)));
-      }
-      std::printf("%s\n", misses.empty() ? "" : ")");
+  for (const auto& m : mixes) {
+    for (const Point* s : shipped_points(m)) {
+      const Point* kubelet = nullptr;
+      for (const auto& p : m.points)
+        if (p.family == Family::kKubelet) kubelet = &p;
+      std::printf("- BE %s, %s against kubelet only: LS p99 %s (%s), harvest %.0f%%",
+                  to_string(m.mix), label_of(*s).c_str(), interval(s->vs_kubelet).c_str(),
+                  to_string(s->verdict_vs_kubelet), 100 * s->be_share_of_idle);
+      if (kubelet != nullptr) std::printf(" against %.0f%%", 100 * kubelet->be_share_of_idle);
+      std::printf("\n");
     }
   }
   std::printf("\n");
 }
 
-void print_summary(ServiceKind kind, const std::vector<Point>& points) {
-  for (BeMix mix : mixes_of(points)) {
-    const double alone = alone_p99(points, mix);
-    std::printf("- %s, BE %s (LS alone p99 %.2f ms), best harvest at p99 <= 1.1x alone:",
-                to_string(kind), to_string(mix), alone);
+void print_summary(ServiceKind kind, const std::vector<MixResult>& mixes) {
+  for (const auto& m : mixes) {
+    double alone = 0;
+    for (const auto& p : m.points)
+      if (p.family == Family::kAlone) alone = p.p99_ms;
+    std::printf(
+        "- %s, BE %s (LS alone p99 %.2f ms, A/A floor %.2fx%s), best harvest at p99 <= 1.1x alone:",
+        to_string(kind), to_string(m.mix), alone, m.floor, m.baseline.valid ? "" : ", INVALID RUN");
     for (Family family : kFamilies) {
-      if (family == Family::kAlone) continue;
+      if (family == Family::kAlone || family == Family::kAloneTwin) continue;
       const Point* best = nullptr;
-      for (const auto& p : points) {
-        if (p.mix != mix || p.family != family || ratio(p, alone) > 1.1) continue;
+      bool measured = false;
+      for (const auto& p : m.points) {
+        if (p.family != family) continue;
+        measured = true;
+        if (p.vs_alone.ratio > 1.1) continue;
         if (best == nullptr || p.be_share_of_idle > best->be_share_of_idle) best = &p;
       }
+      if (!measured) continue;
       if (best == nullptr) {
         std::printf(" %s none;", to_string(family));
       } else {
-        std::printf(" %s %.0f%% (%.2fx, node %.0f%%%s);", to_string(family),
-                    100 * best->be_share_of_idle, ratio(*best, alone), 100 * best->node_utilisation,
-                    best->threshold > 0 ? (", " + setting_label(*best)).c_str() : "");
+        std::printf(" %s %.0f%% (%s, node %.0f%%%s);", to_string(family),
+                    100 * best->be_share_of_idle, interval(best->vs_alone).c_str(),
+                    100 * best->node_utilisation,
+                    best->setting > 0 ? (", " + setting_label(*best)).c_str() : "");
       }
     }
+    if (m.floor > 1.1) std::printf(" (the A/A floor is above 1.1x: this run cannot resolve 1.1x)");
     std::printf("\n");
   }
 }
@@ -142,7 +146,6 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
   out << "# " << to_string(kind) << ": BE share of idle CPU, LS p99 / LS-alone p99, threshold\n";
   const auto mixes = mixes_of(points);
   for (BeMix mix : mixes) {
-    const double alone = alone_p99(points, mix);
     for (Family family : kFamilies) {
       std::vector<const Point*> series;
       for (const auto& p : points)
@@ -154,19 +157,19 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
       // on both harvest and latency.
       out << "# " << to_string(mix) << " / " << to_string(family) << ": points\n";
       for (const Point* p : series)
-        out << p->be_share_of_idle << " " << ratio(*p, alone) << " " << p->threshold << "\n";
+        out << p->be_share_of_idle << " " << p->vs_alone.ratio << " " << p->setting << "\n";
       if (series.empty()) out << "NaN NaN 0\n";  // keeps the index numbering
       out << "\n\n# " << to_string(mix) << " / " << to_string(family) << ": frontier\n";
       std::vector<const Point*> frontier;
       double best = 1e300;
       for (auto it = series.rbegin(); it != series.rend(); ++it) {
-        if (ratio(**it, alone) < best) {
-          best = ratio(**it, alone);
+        if ((*it)->vs_alone.ratio < best) {
+          best = (*it)->vs_alone.ratio;
           frontier.insert(frontier.begin(), *it);
         }
       }
       for (const Point* p : frontier)
-        out << p->be_share_of_idle << " " << ratio(*p, alone) << " " << p->threshold << "\n";
+        out << p->be_share_of_idle << " " << p->vs_alone.ratio << " " << p->setting << "\n";
       if (frontier.empty()) out << "NaN NaN 0\n";
       out << "\n\n";
     }
@@ -187,29 +190,22 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
      << "\n"
      << "set xlabel 'BE share of the CPU nobody else used'\nset ylabel 'LS p99 / LS-alone p99'\n"
      << "set key below\nset grid\nset xrange [0:1]\n";
-  // One point style and one frontier line style per family, in kFamilies' order (LS alone
-  // and kubelet only are single points: no line).
-  struct Style {
-    const char* points;
-    const char* line;
-  };
-  constexpr Style kStyles[] = {
-      {"pt 7 ps 1.5 lc rgb 'black'", ""},
-      {"pt 5 ps 1.5 lc rgb 'gray40'", ""},
-      {"lw 2 pt 9 ps 1.2 lc rgb 'orange'", "lw 2 lc rgb 'orange'"},
-      {"lw 2 pt 13 ps 1.2 lc rgb 'skyblue'", "lw 2 lc rgb 'skyblue'"},
-      {"lw 2 pt 11 ps 1.2 lc rgb 'dark-green'", "lw 2 lc rgb 'dark-green'"},
-      {"lw 2 pt 15 ps 1.2 lc rgb 'red'", "lw 2 lc rgb 'red'"}};
-  static_assert(std::size(kStyles) == std::size(kFamilies), "a style for every family");
+  // One colour per family, in kFamilies' order; the configurations without an agent are
+  // points, the agents' frontiers also lines.
+  constexpr const char* kColours[] = {"black", "gray60",  "gray40",    "purple",
+                                      "brown", "orange",  "skyblue",   "dark-green",
+                                      "red",   "magenta", "dark-cyan", "goldenrod"};
+  static_assert(std::size(kColours) == std::size(kFamilies), "a colour for every family");
   for (size_t m = 0; m < mixes.size(); ++m) {
     gp << "set title 'BE: stress-ng " << to_string(mixes[m]) << "'\nplot ";
     for (size_t f = 0; f < std::size(kFamilies); ++f) {
       const size_t index = (m * std::size(kFamilies) + f) * 2;
       gp << (f ? ", " : "") << quoted(dat) << " index " << index << " using 1:2 with points "
-         << kStyles[f].points << " title " << quoted(to_string(kFamilies[f]));
-      if (f >= 2) {  // the agents' frontiers as lines
-        gp << ", " << quoted(dat) << " index " << index + 1 << " using 1:2 with lines "
-           << kStyles[f].line << " notitle";
+         << "lw 2 pt " << 5 + 2 * (f % 6) << " ps 1.2 lc rgb '" << kColours[f] << "' title "
+         << quoted(to_string(kFamilies[f]));
+      if (runs_agent(kFamilies[f])) {  // the agents' frontiers as lines
+        gp << ", " << quoted(dat) << " index " << index + 1 << " using 1:2 with lines lw 2 lc rgb '"
+           << kColours[f] << "' notitle";
       }
     }
     gp << "\n";

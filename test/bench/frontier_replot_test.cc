@@ -30,14 +30,14 @@ TEST(FrontierReplot, ASavedRunsTablesGiveBackItsPoints) {
   const auto& points = (*saved)[0].points;
   ASSERT_EQ(points.size(), 3u);
   EXPECT_EQ(points[0].family, Family::kAlone);
-  EXPECT_EQ(points[0].threshold, 0);
+  EXPECT_EQ(points[0].setting, 0);
   EXPECT_DOUBLE_EQ(points[0].p99_ms, 29.40);
-  EXPECT_EQ(points[1].family, Family::kGleanerShipped);
-  EXPECT_EQ(points[1].threshold, 65);
+  EXPECT_EQ(points[1].family, Family::kGleanerOnInterference);
+  EXPECT_EQ(points[1].setting, 65);
   EXPECT_DOUBLE_EQ(points[1].be_share_of_idle, 0.98);
   EXPECT_EQ(points[2].mix, BeMix::kMemory);
   EXPECT_EQ(points[2].family, Family::kGleanerSlo);
-  EXPECT_EQ(points[2].threshold, 4000);
+  EXPECT_EQ(points[2].setting, 4000);
   EXPECT_EQ(setting_label(points[2]), "wait 4000us");
 }
 

@@ -24,15 +24,18 @@ ColocatedNode::ColocatedNode(const ColocatedNodeSpec& spec) {
     be_statuses = R"(,"containerStatuses":[{"name":"c","containerID":"containerd://)" +
                   spec.be_container_id + R"("}])";
   }
-  if (scratch_.version() == cgroup::CgroupVersion::kV1) {
-    const std::string agent_pod = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
-    scratch_.mkdir(agent_pod);
+  // The agent's own pod, as the DaemonSet makes it (Burstable, cpu request 50m, limit 500m).
+  agent_pod_ = layout.pod_dir(cgroup::KubeQos::kBurstable, "agent-uid");
+  scratch_.mkdir(agent_pod_);
+  {
     cgroup::CgroupFs fs(scratch_.root(), scratch_.version());
     cgroup::WriteExecutor kubelet(fs);
-    kubelet.apply({{cgroup::Resource::kCpuShares, agent_pod, "51", "kubelet"},
-                   {cgroup::Resource::kCpuQuota, agent_pod, "50000", "kubelet"}});
-    if (auto shares = fs.path_of(cgroup::Resource::kCpuShares, agent_pod); shares.ok()) {
-      agent_tasks_file_ = std::filesystem::path(*shares).parent_path() / "tasks";
+    kubelet.apply({{cgroup::Resource::kCpuShares, agent_pod_, "51", "kubelet"},
+                   {cgroup::Resource::kCpuQuota, agent_pod_, "50000", "kubelet"}});
+    if (scratch_.version() == cgroup::CgroupVersion::kV1) {
+      if (auto shares = fs.path_of(cgroup::Resource::kCpuShares, agent_pod_); shares.ok()) {
+        agent_tasks_file_ = std::filesystem::path(*shares).parent_path() / "tasks";
+      }
     }
   }
   files_.write("pods.json", R"({"items":[

@@ -45,6 +45,9 @@ class ColocatedNode {
   // to which a single thread can be moved. Empty on cgroup v2, where threads of one process
   // cannot be split across pods.
   [[nodiscard]] const std::string& agent_tasks_file() const { return agent_tasks_file_; }
+  // That pod's cgroup directory (relative to the root), on every cgroup version: where an
+  // agent run as its own process goes.
+  [[nodiscard]] const std::string& agent_pod() const { return agent_pod_; }
   [[nodiscard]] std::string config_dir() const { return files_ / "config"; }
 
  private:
@@ -56,6 +59,7 @@ class ColocatedNode {
   std::string be_qos_;
   std::string be_container_;
   std::string agent_tasks_file_;
+  std::string agent_pod_;
 };
 
 }  // namespace gleaner::testing

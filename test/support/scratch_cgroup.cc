@@ -383,6 +383,22 @@ void ScratchCgroups::kill_child(pid_t pid) {
   children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
 }
 
+std::optional<int> ScratchCgroups::stop_child(pid_t pid, int signal,
+                                              std::chrono::milliseconds grace) {
+  ::kill(pid, signal);
+  int status = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + grace;
+       std::chrono::steady_clock::now() < deadline;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
+      return status;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill_child(pid);
+  return std::nullopt;
+}
+
 bool pin_to_cpu(pid_t pid, int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);

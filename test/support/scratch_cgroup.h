@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ class ScratchCgroups {
   // Moves an existing process into `relative` in every controller.
   void move(pid_t pid, const std::string& relative);
   void kill_child(pid_t pid);
+  // Sends `signal` to a child and waits up to `grace` for it to exit (a graceful stop: an
+  // agent restoring what it changed). Its exit status (as waitpid gives it), or nullopt when it
+  // outlived the grace and was killed with its group.
+  std::optional<int> stop_child(pid_t pid, int signal, std::chrono::milliseconds grace);
 
  private:
   std::vector<std::string> controller_dirs() const;  // real directories of the scratch base
