@@ -34,11 +34,11 @@ int run_calc(const CalcOptions& opts) {
               << " is not a directory (an empty directory gives the defaults)\n";
     return 2;
   }
-  // Each failing key falls back to its defaults (there is no previous value here).
-  config::LoadResult loaded = config::load_config_dir(opts.config_dir, config::SloConfig{});
+  // Each failing key gets its safe fallback (there is no previous value here).
+  config::LoadResult loaded = config::load_config_dir(opts.config_dir);
   for (const auto& e : loaded.errors) {
-    std::cerr << "gleaner-agent calc: config key " << e.key
-              << " rejected, using its defaults: " << e.error.message << "\n";
+    std::cerr << "gleaner-agent calc: config key " << e.key << " rejected ("
+              << config::to_string(e.kept) << "): " << e.error.message << "\n";
   }
   for (const auto& w : loaded.warnings)
     std::cerr << "gleaner-agent calc: config key " << w.key << ": " << w.error.message << "\n";

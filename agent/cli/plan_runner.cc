@@ -89,11 +89,11 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
     err << kCmd << "config dir " << opts.config_dir
         << " is not a directory; using the defaults for every key\n";
   }
-  // As in `calc`: a key that fails falls back to its defaults and is reported.
-  config::LoadResult loaded = config::load_config_dir(opts.config_dir, config::SloConfig{});
+  // As in `calc`: a key that fails gets its safe fallback and is reported.
+  config::LoadResult loaded = config::load_config_dir(opts.config_dir);
   for (const auto& e : loaded.errors) {
-    err << kCmd << "config key " << e.key << " rejected, using its defaults: " << e.error.message
-        << "\n";
+    err << kCmd << "config key " << e.key << " rejected (" << config::to_string(e.kept)
+        << "): " << e.error.message << "\n";
   }
   const std::optional<CpuTopology>& topology = env->topology;
   if (!opts.sys_root.empty() && !topology) {

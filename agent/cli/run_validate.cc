@@ -104,7 +104,7 @@ std::vector<std::string> input_errors(const RunFlags& flags) {
     if (!std::filesystem::is_directory(o.config_dir)) {
       errors.push_back("--config-dir " + o.config_dir + ": not a directory");
     } else {
-      for (const auto& e : config::load_config_dir(o.config_dir, config::SloConfig{}).errors)
+      for (const auto& e : config::load_config_dir(o.config_dir).errors)
         errors.push_back("--config-dir: " + e.error.message);
     }
   }
@@ -132,8 +132,7 @@ int check_config(const RunFlags& flags) {
     errors.push_back(std::move(e));
   // Loaded, but not all as written: said here as the daemon says it at start-up.
   if (!flags.daemon.config_dir.empty() && std::filesystem::is_directory(flags.daemon.config_dir)) {
-    for (const auto& w :
-         config::load_config_dir(flags.daemon.config_dir, config::SloConfig{}).warnings) {
+    for (const auto& w : config::load_config_dir(flags.daemon.config_dir).warnings) {
       std::fprintf(stderr, "gleaner-agent run: warning: %s: %s\n", w.key.c_str(),
                    w.error.message.c_str());
     }

@@ -1,13 +1,15 @@
 #pragma once
 // The ack-slo-config as kubelet mounts it: a directory with one file per data key.
 // Loading is all-or-nothing per key: a key that fails to parse or validate keeps its
-// previous value (the built-in defaults at start-up) and is reported; a missing file
-// means the defaults for that key. Reload triggers (the ..data symlink swap, SIGHUP)
+// last good value and is reported; a key that never loaded (a bad file at start-up) gets
+// its safe fallback instead, which never leaves BE unprotected (safe_fallback below); a
+// missing file means the defaults for that key. Reload triggers (the ..data symlink swap, SIGHUP)
 // belong to the daemon; this file offers the pure loader and a cheap change check.
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,10 +38,25 @@ struct SloConfig {
   SystemConfig system;
 };
 
+// What a rejected key leaves in force.
+enum class KeptValue { kLastGood, kSafeFallback };
+const char* to_string(KeptValue kept);
+
 struct KeyError {
   std::string key;
   Error error;  // message names the file and the field
+  KeptValue kept = KeptValue::kLastGood;
 };
+
+// The value a key takes when its file is bad and no good version was ever loaded. For
+// resource-threshold-config that is the defaults with enable: true (suppression at 65%,
+// memory eviction at 70%, Koordinator's default thresholds): its plain defaults turn
+// suppression and eviction off, which with a colocation-config that offers batch capacity
+// is the one unsafe reading of a typo. The other keys' defaults are safe as they are:
+// colocation-config's offers no batch capacity, the others leave kubelet's settings.
+SloConfig safe_fallback();
+
+using KeySet = std::set<std::string, std::less<>>;
 
 struct LoadResult {
   SloConfig config;
@@ -48,10 +65,16 @@ struct LoadResult {
   // (with the closest known name), node strategies that fell back to the cluster's.
   std::vector<KeyError> warnings;
   std::vector<std::string> defaulted_keys;  // keys whose file is absent
+  // Keys that loaded as written (or absent, so defaults) in this load or one before it.
+  KeySet good_keys;
 };
 
-// Loads every key from `dir`; a key that fails keeps its value from `previous`.
-LoadResult load_config_dir(const std::string& dir, const SloConfig& previous);
+// First load, nothing in force yet: a key that fails gets its safe fallback.
+LoadResult load_config_dir(const std::string& dir);
+// Reload: a key that fails keeps its value from `previous` when it is in `good_before`
+// (it loaded once), else it gets its safe fallback.
+LoadResult load_config_dir(const std::string& dir, const SloConfig& previous,
+                           const KeySet& good_before);
 
 // What a reload would see: the target of `..data` and each key file's mtime and size.
 struct ConfigDirStamp {
@@ -74,6 +97,10 @@ class ConfigLoader {
 
   // Reloads from disk; returns the errors of this load (each is also counted).
   std::vector<KeyError> reload();
+  // The errors of the last reload: the keys whose file is not what is in force.
+  [[nodiscard]] const std::vector<KeyError>& errors() const { return errors_now_; }
+  // 1 per key whose file is in force as written (or absent), 0 per key rejected now.
+  [[nodiscard]] std::map<std::string, uint64_t> key_valid() const;
   // The warnings of the last reload (the config in force), and their count per key.
   [[nodiscard]] const std::vector<KeyError>& warnings() const { return warnings_; }
   [[nodiscard]] std::map<std::string, uint64_t> warning_counts() const;
@@ -89,6 +116,8 @@ class ConfigLoader {
   SloConfig current_;
   std::map<std::string, uint64_t> errors_;
   std::vector<KeyError> warnings_;
+  std::vector<KeyError> errors_now_;
+  KeySet good_keys_;
   ConfigDirStamp stamp_;
   bool loaded_ = false;
 };

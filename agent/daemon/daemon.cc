@@ -206,11 +206,15 @@ std::string Daemon::last_calc_json() const {
 
 void Daemon::reload_config() {
   auto errors = impl_->config->reload();
-  for (const auto& e : errors)
-    spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
+  std::string problems;
+  for (const auto& e : errors) {
+    spdlog::error("ack-slo-config {}: {} ({})", e.key, e.error.message, config::to_string(e.kept));
+    problems += (problems.empty() ? "" : "; ") + e.key + ": " + e.error.message + " (" +
+                config::to_string(e.kept) + ")";
+  }
   for (const auto& w : impl_->config->warnings())
     spdlog::warn("ack-slo-config {}: {}", w.key, w.error.message);
-  impl_->health->mark_config_loaded();
+  impl_->health->mark_config_loaded(std::move(problems));
 }
 
 void Daemon::start() {

@@ -78,13 +78,7 @@ void Daemon::Impl::schedule_next() {
   timer.expires_after(opt.interval);
   timer.async_wait([this](const boost::system::error_code& ec) {
     if (ec || stopped) return;
-    if (config->has_changed()) {
-      for (const auto& e : config->reload()) {
-        spdlog::error("ack-slo-config {}: {}", e.key, e.error.message);
-      }
-      for (const auto& w : config->warnings())
-        spdlog::warn("ack-slo-config {}: {}", w.key, w.error.message);
-    }
+    if (config->has_changed()) owner->reload_config();
     owner->tick();
     if (opt.max_ticks > 0 && ticks >= opt.max_ticks) {
       owner->stop();
@@ -263,6 +257,7 @@ void Daemon::tick() {
     outcome.state.cgroup_writes_unrecorded_total[resource] = static_cast<uint64_t>(c.unrecorded);
   }
   outcome.state.config_load_errors_total = d.config->error_counts();
+  outcome.state.config_key_valid = d.config->key_valid();
   outcome.state.config_warnings = d.config->warning_counts();
   outcome.state.state_file_errors_total = d.state ? d.state->errors() : 0;
   const std::string state_problem = d.state ? d.state->problem() : std::string();

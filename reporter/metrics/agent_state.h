@@ -76,6 +76,9 @@ struct AgentState {
   // Pod list fetches (kubelet, the pods file) that failed; the known pods were kept.
   uint64_t pod_list_errors_total = 0;
   std::map<std::string, uint64_t> config_load_errors_total;  // by ConfigMap key
+  // 1 per ConfigMap key in force as written, 0 per key whose file is rejected now (its
+  // last good version or its safe fallback is in force instead).
+  std::map<std::string, uint64_t> config_key_valid;
   // Fields of the config in force that are not enforced or unknown, by ConfigMap key.
   std::map<std::string, uint64_t> config_warnings;
   // Durations of the sampling passes finished since the previous update.

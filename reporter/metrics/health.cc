@@ -18,10 +18,15 @@ HealthVerdict evaluate_liveness(const std::map<std::string, SteadyTime>& last_be
 }
 
 HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded,
-                                 const std::string& state_problem) {
+                                 const std::string& state_problem,
+                                 const std::string& config_problems) {
   HealthVerdict v{first_sample_taken && config_loaded && state_problem.empty(), ""};
   v.detail += std::string("first sample: ") + (first_sample_taken ? "taken" : "pending") + "\n";
-  v.detail += std::string("config: ") + (config_loaded ? "loaded" : "pending") + "\n";
+  v.detail += "config: " +
+              (!config_loaded            ? std::string("pending")
+               : config_problems.empty() ? std::string("loaded")
+                                         : "not fully loaded: " + config_problems) +
+              "\n";
   v.detail += "originals: " +
               (state_problem.empty() ? std::string("on record")
                                      : "cannot be recorded, new changes held: " + state_problem) +
@@ -44,9 +49,10 @@ void HealthMonitor::mark_first_sample() {
   first_sample_ = true;
 }
 
-void HealthMonitor::mark_config_loaded() {
+void HealthMonitor::mark_config_loaded(std::string problems) {
   std::lock_guard lock(mu_);
   config_loaded_ = true;
+  config_problems_ = std::move(problems);
 }
 
 void HealthMonitor::set_state_problem(std::string why) {
@@ -61,7 +67,7 @@ HealthVerdict HealthMonitor::liveness() const {
 
 HealthVerdict HealthMonitor::readiness() const {
   std::lock_guard lock(mu_);
-  return evaluate_readiness(first_sample_, config_loaded_, state_problem_);
+  return evaluate_readiness(first_sample_, config_loaded_, state_problem_, config_problems_);
 }
 
 }  // namespace gleaner::reporter

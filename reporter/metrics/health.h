@@ -23,8 +23,11 @@ struct HealthVerdict {
 HealthVerdict evaluate_liveness(const std::map<std::string, SteadyTime>& last_beats, SteadyTime now,
                                 std::chrono::milliseconds max_age);
 // `state_problem`: why originals cannot be recorded, empty when they can.
+// `config_problems`: the config keys rejected now, each with its error and what stays in
+// force; they are named but keep the agent ready, since what is in force protects LS.
 HealthVerdict evaluate_readiness(bool first_sample_taken, bool config_loaded,
-                                 const std::string& state_problem = {});
+                                 const std::string& state_problem = {},
+                                 const std::string& config_problems = {});
 
 class HealthMonitor {
  public:
@@ -35,7 +38,8 @@ class HealthMonitor {
   void register_loop(const std::string& name);
   void beat(const std::string& name);
   void mark_first_sample();
-  void mark_config_loaded();
+  // A config load happened; `problems` names the keys it rejected, empty when none.
+  void mark_config_loaded(std::string problems = {});
   // Why the originals cannot be recorded now; empty once they can again.
   void set_state_problem(std::string why);
 
@@ -49,6 +53,7 @@ class HealthMonitor {
   std::map<std::string, SteadyTime> beats_;
   bool first_sample_ = false;
   bool config_loaded_ = false;
+  std::string config_problems_;
   std::string state_problem_;
 };
 

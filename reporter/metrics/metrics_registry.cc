@@ -198,6 +198,11 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
                                  "ack-slo-config keys that failed to parse or validate.", "key",
                                  s.config_load_errors_total));
   out.push_back(labelled_counter(
+      "gleaner_config_key_valid",
+      "1 when the ack-slo-config key in force is its file as written (or its defaults, the "
+      "file absent); 0 while the file is rejected (the log names the error).",
+      "key", s.config_key_valid, MetricType::Gauge));
+  out.push_back(labelled_counter(
       "gleaner_config_warnings",
       "Fields of the ack-slo-config in force that this agent does not enforce, or does not "
       "know (the log names them), by ConfigMap key.",

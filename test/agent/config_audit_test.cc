@@ -154,7 +154,7 @@ TEST(ConfigAudit, RealConfigMapsLoadWithEveryFieldAccountedFor) {
     const std::string key = entry.path().filename().string();
     SCOPED_TRACE(dir + "/" + key);
     ++dirs;
-    LoadResult loaded = load_config_dir(dir, SloConfig{});
+    LoadResult loaded = load_config_dir(dir);
     const bool rejected = std::any_of(loaded.errors.begin(), loaded.errors.end(),
                                       [&](const KeyError& e) { return e.key == key; });
     if (dir.ends_with("basic-invalid-json")) {
@@ -185,8 +185,8 @@ TEST(ConfigAudit, RealConfigMapsLoadWithEveryFieldAccountedFor) {
 }
 
 TEST(ConfigAudit, TheAckMemoryLocalityFieldIsUnknownToKoordinatorAndReported) {
-  auto loaded = load_config_dir(
-      testing::fixture_path("koordinator-config/ack-feature-docs/memory-locality"), SloConfig{});
+  auto loaded =
+      load_config_dir(testing::fixture_path("koordinator-config/ack-feature-docs/memory-locality"));
   ASSERT_EQ(loaded.warnings.size(), 1u);
   EXPECT_NE(
       loaded.warnings[0].error.message.find("unknown field clusterStrategy.lsClass.memoryLocality"),
@@ -198,7 +198,7 @@ TEST(ConfigAudit, OtherFilesOfTheMountAreReportedButKubeletsOwnAreNot) {
   dir.write("colocation-config", R"({"enable": true})");
   dir.write("cpu-normalization-config", "{}");
   dir.write("..data", "");
-  auto loaded = load_config_dir(dir.path(), SloConfig{});
+  auto loaded = load_config_dir(dir.path());
   ASSERT_EQ(loaded.warnings.size(), 1u);
   EXPECT_EQ(loaded.warnings[0].key, "cpu-normalization-config");
 }

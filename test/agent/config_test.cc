@@ -256,7 +256,7 @@ TEST(SloConfigDir, MissingFilesMeanDefaultsAndBadKeysKeepPreviousValue) {
   testing::TempDir dir;
   dir.write("colocation-config", R"({"enable": true, "cpuReclaimThresholdPercent": 50})");
   dir.write("resource-threshold-config", R"({"clusterStrategy": {"enable": true}})");
-  auto first = load_config_dir(dir.path(), SloConfig{});
+  auto first = load_config_dir(dir.path());
   ASSERT_TRUE(first.errors.empty());
   EXPECT_EQ(first.config.colocation.cluster.cpu_reclaim_threshold_percent, 50);
   EXPECT_TRUE(first.config.threshold.cluster.enable);
@@ -265,13 +265,71 @@ TEST(SloConfigDir, MissingFilesMeanDefaultsAndBadKeysKeepPreviousValue) {
   dir.write("colocation-config", R"({"enable": true, "cpuReclaimThresholdPercent": -1)");
   dir.write("resource-threshold-config", R"({"clusterStrategy": {"enable": true,
       "cpuSuppressThresholdPercent": 10, "cpuSuppressMinPercent": 20}})");
-  auto second = load_config_dir(dir.path(), first.config);
+  auto second = load_config_dir(dir.path(), first.config, first.good_keys);
   ASSERT_EQ(second.errors.size(), 2u);
   EXPECT_EQ(second.errors[0].key, kColocationKey);
   EXPECT_NE(second.errors[0].error.message.find(dir / "colocation-config"), std::string::npos);
   // Nothing of a rejected key is applied: the whole previous value stays.
   EXPECT_EQ(second.config.colocation.cluster.cpu_reclaim_threshold_percent, 50);
   EXPECT_EQ(second.config.threshold.cluster.cpu_suppress_threshold_percent, 65);
+  EXPECT_EQ(second.errors[1].kept, KeptValue::kLastGood);
+}
+
+// Issue #60: a typo in an enum value rejects resource-threshold-config. Its defaults turn
+// suppression and memory eviction off, while colocation-config still offers batch capacity:
+// a key that never loaded gets the safe fallback instead, protection on.
+TEST(SloConfigDir, AKeyRejectedAtStartGetsItsSafeFallbackNotProtectionOff) {
+  testing::TempDir dir;
+  dir.write("colocation-config", R"({"enable": true})");
+  dir.write("resource-threshold-config",
+            R"({"clusterStrategy": {"enable": true, "cpuSuppressPolicy": "cfsquota"}})");
+  auto first = load_config_dir(dir.path());
+  ASSERT_EQ(first.errors.size(), 1u);
+  EXPECT_EQ(first.errors[0].key, kThresholdKey);
+  EXPECT_EQ(first.errors[0].kept, KeptValue::kSafeFallback);
+  EXPECT_NE(first.errors[0].error.message.find(dir / "resource-threshold-config"),
+            std::string::npos);
+  EXPECT_NE(first.errors[0].error.message.find("clusterStrategy.cpuSuppressPolicy: unknown value "
+                                               "\"cfsquota\""),
+            std::string::npos)
+      << first.errors[0].error.message;
+  EXPECT_TRUE(first.config.colocation.cluster.enable);
+  EXPECT_TRUE(first.config.threshold.cluster.enable);
+  EXPECT_EQ(first.config.threshold.cluster.cpu_suppress_threshold_percent, 65);
+  EXPECT_EQ(first.config.threshold.cluster.memory_evict_threshold_percent, 70);
+  EXPECT_FALSE(first.good_keys.contains(kThresholdKey));
+  EXPECT_TRUE(first.good_keys.contains(kColocationKey));
+  EXPECT_TRUE(first.good_keys.contains(kQoSKey));  // absent: its defaults, as written
+}
+
+// Once the key loaded, a later bad version keeps that version, not the safe fallback; the
+// gauge and errors() show the key rejected for as long as its file is bad.
+TEST(SloConfigDir, LoaderKeepsTheLastGoodVersionAndShowsTheKeyInvalid) {
+  testing::TempDir dir;
+  dir.write("resource-threshold-config", R"({"clusterStrategy": {"enable": true,
+      "cpuSuppressPolicy": "cfsquota"}})");
+  ConfigLoader loader(dir.path());
+  ASSERT_EQ(loader.reload().size(), 1u);
+  EXPECT_TRUE(loader.current().threshold.cluster.enable);
+  EXPECT_EQ(loader.key_valid().at(kThresholdKey), 0u);
+  EXPECT_EQ(loader.key_valid().at(kColocationKey), 1u);
+  ASSERT_EQ(loader.errors().size(), 1u);
+  EXPECT_EQ(loader.errors()[0].kept, KeptValue::kSafeFallback);
+
+  dir.write("resource-threshold-config", R"({"clusterStrategy": {"enable": true,
+      "cpuSuppressPolicy": "cfsQuota", "cpuSuppressThresholdPercent": 50}})");
+  EXPECT_TRUE(loader.reload().empty());
+  EXPECT_TRUE(loader.errors().empty());
+  EXPECT_EQ(loader.key_valid().at(kThresholdKey), 1u);
+
+  dir.write("resource-threshold-config", R"({"clusterStrategy": {"enable": fals}})");
+  auto errors = loader.reload();
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].kept, KeptValue::kLastGood);
+  EXPECT_EQ(loader.key_valid().at(kThresholdKey), 0u);
+  EXPECT_EQ(loader.current().threshold.cluster.cpu_suppress_policy, CpuSuppressPolicy::kCfsQuota);
+  EXPECT_EQ(loader.current().threshold.cluster.cpu_suppress_threshold_percent, 50);
+  EXPECT_EQ(loader.error_count(kThresholdKey), 2u);
 }
 
 TEST(SloConfigDir, LoaderCountsErrorsPerKeyAndDetectsChanges) {

@@ -65,6 +65,17 @@ CASES = [
     case("GleanerConfigLoadErrors",
          [('gleaner_config_load_errors_total{%s,key="colocation-config"}' % AGENT, "0x6")],
          "5m", []),
+    # Issue #60: a key rejected from the agent's start, its counter 1 from the first scrape
+    # and never again (no reload): the gauge fires for it.
+    case("GleanerConfigLoadErrors",
+         [('gleaner_config_load_errors_total{%s,key="resource-threshold-config"}' % AGENT, "1x20"),
+          ('gleaner_config_key_valid{%s,key="resource-threshold-config"}' % AGENT, "0x20")],
+         "15m", [dict(AGENT_LABELS, key="resource-threshold-config")]),
+    # Rejected, then fixed: quiet once the counter's increase leaves the window.
+    case("GleanerConfigLoadErrors",
+         [('gleaner_config_load_errors_total{%s,key="resource-threshold-config"}' % AGENT, "1x30"),
+          ('gleaner_config_key_valid{%s,key="resource-threshold-config"}' % AGENT,
+           "0 0 0 0 0 1x25")], "25m", []),
     case("GleanerEvictionStorm", [("gleaner_evictions_total{%s}" % AGENT, "0+3x20")], "15m",
          [{"instance": "10.0.0.1:9316"}]),
     case("GleanerEvictionStorm", [("gleaner_evictions_total{%s}" % AGENT, "0+0.5x20")], "15m",

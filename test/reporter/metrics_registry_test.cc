@@ -206,6 +206,24 @@ TEST(Health, ReadinessNeedsFirstSampleAndConfig) {
   EXPECT_FALSE(health.readiness().ok);
   health.mark_config_loaded();
   EXPECT_TRUE(health.readiness().ok);
+  EXPECT_NE(health.readiness().detail.find("config: loaded\n"), std::string::npos);
+}
+
+// Issue #60: a rejected key is named with its error; the agent stays ready, since the last
+// good version or the safe fallback protects LS in its place.
+TEST(Health, ReadinessNamesTheConfigKeysRejected) {
+  FakeClock clock;
+  HealthMonitor health(clock, 5s);
+  health.mark_first_sample();
+  health.mark_config_loaded("resource-threshold-config: field cpuSuppressPolicy: bad");
+  HealthVerdict v = health.readiness();
+  EXPECT_TRUE(v.ok);
+  EXPECT_NE(v.detail.find("config: not fully loaded: resource-threshold-config: field "
+                          "cpuSuppressPolicy: bad\n"),
+            std::string::npos)
+      << v.detail;
+  health.mark_config_loaded();
+  EXPECT_NE(health.readiness().detail.find("config: loaded\n"), std::string::npos);
 }
 
 TEST(Routes, ServesMetricsAndProbes) {

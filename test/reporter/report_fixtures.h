@@ -62,6 +62,7 @@ inline AgentState sample_state(int pods) {
   s.cgroup_writes_total = {{"cpu.cfs_quota_us", 40}};
   s.cgroup_write_failures_total = {{"cpu.cfs_quota_us", 1}};
   s.config_load_errors_total = {{"colocation-config", 1}};
+  s.config_key_valid = {{"colocation-config", 0}, {"resource-threshold-config", 1}};
   s.sampling_pass_seconds = {0.004, 0.006};
   s.report_sends_total = 10;
   s.report_send_failures_total = 2;
