@@ -26,6 +26,7 @@
 #include "agent/daemon/node_view.h"
 #include "agent/daemon/pod_source.h"
 #include "agent/daemon/state_record.h"
+#include "agent/daemon/warn_book.h"
 #include "agent/edge/knob_reader.h"
 #include "agent/exec/knob_executor.h"
 #include "agent/metrics/fast_sampler.h"
@@ -158,8 +159,10 @@ struct Daemon::Impl {
   void describe_slo(TickOutcome& outcome) const;
   std::map<std::string, uint64_t> slo_cuts_total;  // by trigger
   uint64_t slo_target_warnings_total = 0;
-  std::set<std::string> slo_warned;  // each bad target is logged once
-  bool slo_fallback = false;         // the last pass fell back to the threshold formula
+  // Each pod's bad target is logged once (again for a new value at most every 10 minutes);
+  // 1024 pods is far above a node's (kubelet's default max-pods is 110).
+  WarnBook slo_warned{1024, std::chrono::minutes(10)};
+  bool slo_fallback = false;  // the last pass fell back to the threshold formula
   std::optional<int64_t> slo_allowance_milli;
   // DaemonOptions::on_step and on_fast_pass (step_observer.cc): a full tick's record before
   // its writes, kept for the fast passes after it, and a fast pass's against it.

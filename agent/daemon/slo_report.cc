@@ -8,7 +8,8 @@ namespace gleaner::agent {
 void Daemon::Impl::note_slo(const step::StepResult& result, const char* trigger) {
   for (const auto& warning : result.warnings) {
     ++slo_target_warnings_total;
-    if (slo_warned.insert(warning).second) spdlog::warn("cpu slo: {}", warning);
+    if (slo_warned.should_log(warning.pod, warning.value_hash, clock.now()))
+      spdlog::warn("cpu slo: {}", warning.message);
   }
   if (std::string_view(trigger) == "pass") {
     if (result.slo_fallback && !slo_fallback) {

@@ -66,7 +66,7 @@ struct StepResult {
   bpf::InterferenceDecision interference;
   std::vector<std::string> events;  // state changes worth an info line (armed, lifted)
   // Bad input met on the way (an LS pod's unusable wait target), each naming what and where.
-  std::vector<std::string> warnings;
+  std::vector<TargetWarning> warnings;
   // cpuSuppressMode slo: the controller's step, or nullopt when it fell back to the threshold
   // formula (no eBPF run-queue probe) or the mode is off.
   std::optional<SloDecision> slo;

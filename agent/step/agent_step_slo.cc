@@ -54,13 +54,12 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
     if (pod.qos == states::QoSClass::kBE) continue;
     const auto& annotations = pod.pod.metadata.annotations;
     auto it = annotations.find(kube::kRunqueueWaitTargetAnnotation);
-    std::string warning;
-    const double target = slo_pod_target_ns(
+    PodTarget target = slo_pod_target(
         pod.pod.key(), it == annotations.end() ? std::nullopt : std::optional(it->second),
-        default_target_ns(in.threshold), warning);
-    if (!warning.empty()) out.warnings.push_back(std::move(warning));
-    s.ls_pods.push_back({pod.pod.key(), target});
-    slo_targets_ns_[pod.pod.key()] = target;
+        default_target_ns(in.threshold));
+    if (target.warning) out.warnings.push_back(std::move(*target.warning));
+    s.ls_pods.push_back({pod.pod.key(), target.ns});
+    slo_targets_ns_[pod.pod.key()] = target.ns;
   }
   // The waits BE caused, when the probe tells them apart: LS queueing behind LS (or the
   // node's daemons) is not BE's to relieve, and cutting BE for it takes harvest for nothing.

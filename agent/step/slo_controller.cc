@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "agent/bpf/interference.h"
 
@@ -27,6 +28,27 @@ void remember(SloMemory& m, double now_s) {
           m.window.front().first < now_s - kSloWindowSeconds || m.window.front().first > now_s)) {
     m.window.pop_front();
   }
+}
+
+// `value` quoted for a log line: its first 64 bytes, bytes outside printable ASCII as \xNN
+// (no line breaks or terminal codes from a tenant), and past them an ellipsis and the full
+// length, e.g. "aaaa..." (262144 bytes).
+std::string quote_truncated(std::string_view value) {
+  constexpr size_t kMaxBytes = 64;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  const std::string_view head = value.substr(0, kMaxBytes);
+  for (unsigned char c : head) {
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  if (head.size() < value.size()) return out + "...\" (" + std::to_string(value.size()) + " bytes)";
+  return out + '"';
 }
 
 std::string ms(double ns) {
@@ -154,17 +176,20 @@ std::optional<int64_t> slo_sustained_allowance(const SloMemory& m) {
   return values[values.size() / 10];
 }
 
-double slo_pod_target_ns(const std::string& pod_key, const std::optional<std::string>& annotation,
-                         double default_ns, std::string& warning) {
-  if (!annotation) return default_ns;
+PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::string>& annotation,
+                         double default_ns) {
+  if (!annotation) return {default_ns, std::nullopt};
   auto parsed = bpf::parse_duration(*annotation);
   if (parsed && parsed->count() > 0 && *parsed <= std::chrono::seconds(1)) {
-    return static_cast<double>(parsed->count());
+    return {static_cast<double>(parsed->count()), std::nullopt};
   }
-  warning = "pod " + pod_key + ": run-queue wait target \"" + *annotation +
-            "\" is not a duration between 1ns and 1s (e.g. \"2ms\"); the default " +
-            ms(default_ns) + " applies";
-  return default_ns;
+  // The value is the tenant's, of any length: the message quotes its head only.
+  TargetWarning warning{pod_key, std::hash<std::string>{}(*annotation),
+                        "pod " + pod_key + ": run-queue wait target " +
+                            quote_truncated(*annotation) +
+                            " is not a duration between 1ns and 1s (e.g. \"2ms\"); the default " +
+                            ms(default_ns) + " applies"};
+  return {default_ns, std::move(warning)};
 }
 
 }  // namespace gleaner::agent::step

@@ -87,9 +87,21 @@ SloDecision slo_wait_cut(double waited_ns, double target_ns, int64_t floor_milli
 // the agent promises as batch CPU; nullopt before any step.
 std::optional<int64_t> slo_sustained_allowance(const SloMemory& memory);
 
-// The LS pod's own target from its annotation, else `default_ns`; a bad value sets
-// `warning` (naming the pod and the value) and the default applies.
-double slo_pod_target_ns(const std::string& pod_key, const std::optional<std::string>& annotation,
-                         double default_ns, std::string& warning);
+// An LS pod's annotation the controller could not use as written.
+struct TargetWarning {
+  std::string pod;          // the pod's key
+  uint64_t value_hash = 0;  // which value: the daemon logs each once without keeping it
+  std::string message;      // names the pod and quotes the value, truncated
+};
+
+struct PodTarget {
+  double ns = 0;
+  std::optional<TargetWarning> warning;
+};
+
+// The LS pod's own target from its annotation, else `default_ns`; a bad value is refused
+// with a warning and the default applies.
+PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::string>& annotation,
+                         double default_ns);
 
 }  // namespace gleaner::agent::step

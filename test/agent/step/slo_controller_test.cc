@@ -214,16 +214,35 @@ TEST(SloController, SustainedAllowanceIsALowPercentileOfTheLastMinute) {
 }
 
 TEST(SloController, PodTargetsComeFromTheAnnotationOrTheDefault) {
-  std::string warning;
-  EXPECT_DOUBLE_EQ(slo_pod_target_ns("web/api", std::nullopt, kTargetNs, warning), kTargetNs);
-  EXPECT_DOUBLE_EQ(slo_pod_target_ns("web/api", "500us", kTargetNs, warning), 5e5);
-  EXPECT_TRUE(warning.empty());
+  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", std::nullopt, kTargetNs).ns, kTargetNs);
+  const PodTarget own = slo_pod_target("web/api", "500us", kTargetNs);
+  EXPECT_DOUBLE_EQ(own.ns, 5e5);
+  EXPECT_FALSE(own.warning);
   for (const std::string bad : {"fast", "0ms", "5s", "-1ms", ""}) {
-    warning.clear();
-    EXPECT_DOUBLE_EQ(slo_pod_target_ns("web/api", bad, kTargetNs, warning), kTargetNs) << bad;
-    EXPECT_NE(warning.find("web/api"), std::string::npos) << bad;
-    EXPECT_NE(warning.find("\"" + bad + "\""), std::string::npos) << bad;
+    const PodTarget t = slo_pod_target("web/api", bad, kTargetNs);
+    EXPECT_DOUBLE_EQ(t.ns, kTargetNs) << bad;
+    ASSERT_TRUE(t.warning) << bad;
+    EXPECT_EQ(t.warning->pod, "web/api");
+    EXPECT_NE(t.warning->message.find("web/api"), std::string::npos) << bad;
+    EXPECT_NE(t.warning->message.find("\"" + bad + "\""), std::string::npos) << bad;
   }
+}
+
+// Issue #61: the value is the tenant's, of any length. The warning quotes its head, escaped,
+// with its length; distinct values keep distinct hashes for the daemon's book.
+TEST(SloController, ABadTargetsWarningQuotesItTruncated) {
+  const std::string huge = "\n" + std::string(256 * 1024, 'x');
+  const PodTarget t = slo_pod_target("web/api", huge, kTargetNs);
+  EXPECT_DOUBLE_EQ(t.ns, kTargetNs);
+  ASSERT_TRUE(t.warning);
+  EXPECT_LT(t.warning->message.size(), 300u) << t.warning->message.size();
+  EXPECT_NE(t.warning->message.find("pod web/api: run-queue wait target \"\\x0axxx"),
+            std::string::npos)
+      << t.warning->message.substr(0, 300);
+  EXPECT_NE(t.warning->message.find("...\" (262145 bytes)"), std::string::npos);
+  EXPECT_EQ(t.warning->message.find('\n'), std::string::npos);
+  EXPECT_NE(slo_pod_target("web/api", huge + "y", kTargetNs).warning->value_hash,
+            t.warning->value_hash);
 }
 
 }  // namespace

@@ -101,8 +101,9 @@ TEST_F(SloStepTest, APodsAnnotationSetsItsTargetAndABadOneWarns) {
   annotations[kube::kRunqueueWaitTargetAnnotation] = "soon";
   out = step.tick(inputs(102, 1.5));
   ASSERT_EQ(out.warnings.size(), 1u);
-  EXPECT_NE(out.warnings[0].find("default/web"), std::string::npos);
-  EXPECT_NE(out.warnings[0].find("\"soon\""), std::string::npos);
+  EXPECT_EQ(out.warnings[0].pod, "default/web");
+  EXPECT_NE(out.warnings[0].message.find("default/web"), std::string::npos);
+  EXPECT_NE(out.warnings[0].message.find("\"soon\""), std::string::npos);
   EXPECT_NE(out.slo->action, SloAction::kCut);  // the configured 2 ms applies
 }
 
