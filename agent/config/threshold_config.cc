@@ -21,6 +21,8 @@ void read_threshold_fields(FieldReader& r, const Json& obj, const std::string& p
   }
   r.read_int(obj, path, "cpuSuppressMinCPUs", out.cpu_suppress_min_cpus, 1, 4096);
   r.read_int(obj, path, "cpuSloWaitTargetMicros", out.cpu_slo_wait_target_micros, 1, 1000000);
+  r.read_int(obj, path, "cpuSloMinWaitTargetMicros", out.cpu_slo_min_wait_target_micros, 1,
+             1000000);
   r.read_percent(obj, path, "cpuSloFloorPercent", out.cpu_slo_floor_percent);
   r.read_bool(obj, path, "cpuSloThresholdCeiling", out.cpu_slo_threshold_ceiling);
   r.read_percent(obj, path, "memoryEvictThresholdPercent", out.memory_evict_threshold_percent);

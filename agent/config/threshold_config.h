@@ -39,6 +39,12 @@ struct ResourceThresholdStrategy {
   // BE is held at its floor whenever more than 1% of LS wake-ups meet a BE slice, which no
   // CPU weight avoids (docs/qos.md, "Feedback mode").
   int64_t cpu_slo_wait_target_micros = 4000;
+  // The lowest target a pod's annotation may ask for; lower ones are raised to it (never
+  // above cpu_slo_wait_target_micros: a pod may always ask for what every pod gets). Below
+  // a BE slice every target holds BE at its floor whenever 1% of the pod's wake-ups meet
+  // one; below 1 ms it cuts BE as well for waits shorter than any slice, which no cut
+  // relieves: one tenant's "1ns" held BE at the floor node-wide for no LS gain (#61).
+  int64_t cpu_slo_min_wait_target_micros = 1000;
   int64_t cpu_slo_floor_percent = 10;
   bool cpu_slo_threshold_ceiling = false;
   int64_t memory_evict_threshold_percent = 70;

@@ -159,6 +159,7 @@ struct Daemon::Impl {
   void describe_slo(TickOutcome& outcome) const;
   std::map<std::string, uint64_t> slo_cuts_total;  // by trigger
   uint64_t slo_target_warnings_total = 0;
+  uint64_t slo_targets_clamped_total = 0;
   // Each pod's bad target is logged once (again for a new value at most every 10 minutes);
   // 1024 pods is far above a node's (kubelet's default max-pods is 110).
   WarnBook slo_warned{1024, std::chrono::minutes(10)};

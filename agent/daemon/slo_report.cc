@@ -7,7 +7,7 @@ namespace gleaner::agent {
 
 void Daemon::Impl::note_slo(const step::StepResult& result, const char* trigger) {
   for (const auto& warning : result.warnings) {
-    ++slo_target_warnings_total;
+    ++(warning.clamped ? slo_targets_clamped_total : slo_target_warnings_total);
     if (slo_warned.should_log(warning.pod, warning.value_hash, clock.now()))
       spdlog::warn("cpu slo: {}", warning.message);
   }
@@ -43,6 +43,7 @@ void Daemon::Impl::describe_slo(TickOutcome& outcome) const {
   s.be_cpu_slo_fallback = slo_fallback;
   s.be_cpu_slo_cuts_total = slo_cuts_total;
   s.be_cpu_slo_target_warnings_total = slo_target_warnings_total;
+  s.be_cpu_slo_targets_clamped_total = slo_targets_clamped_total;
 }
 
 }  // namespace gleaner::agent

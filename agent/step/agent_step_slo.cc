@@ -15,6 +15,10 @@ double default_target_ns(const config::ResourceThresholdStrategy& s) {
   return static_cast<double>(s.cpu_slo_wait_target_micros) * 1000.0;
 }
 
+double min_target_ns(const config::ResourceThresholdStrategy& s) {
+  return static_cast<double>(s.cpu_slo_min_wait_target_micros) * 1000.0;
+}
+
 int64_t floor_milli(const qos::SuppressContext& ctx, const config::ResourceThresholdStrategy& s) {
   return ctx.capacity_milli * s.cpu_slo_floor_percent / 100;
 }
@@ -56,7 +60,7 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
     auto it = annotations.find(kube::kRunqueueWaitTargetAnnotation);
     PodTarget target = slo_pod_target(
         pod.pod.key(), it == annotations.end() ? std::nullopt : std::optional(it->second),
-        default_target_ns(in.threshold));
+        default_target_ns(in.threshold), min_target_ns(in.threshold));
     if (target.warning) out.warnings.push_back(std::move(*target.warning));
     s.ls_pods.push_back({pod.pod.key(), target.ns});
     slo_targets_ns_[pod.pod.key()] = target.ns;

@@ -177,19 +177,29 @@ std::optional<int64_t> slo_sustained_allowance(const SloMemory& m) {
 }
 
 PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::string>& annotation,
-                         double default_ns) {
+                         double default_ns, double min_ns) {
   if (!annotation) return {default_ns, std::nullopt};
+  // The value is the tenant's, of any length: a message quotes its head only.
+  auto warn = [&](double ns, const std::string& why, bool clamped) {
+    return PodTarget{ns, TargetWarning{pod_key, std::hash<std::string>{}(*annotation),
+                                       "pod " + pod_key + ": run-queue wait target " +
+                                           quote_truncated(*annotation) + why + ms(ns) + " applies",
+                                       clamped}};
+  };
   auto parsed = bpf::parse_duration(*annotation);
-  if (parsed && parsed->count() > 0 && *parsed <= std::chrono::seconds(1)) {
-    return {static_cast<double>(parsed->count()), std::nullopt};
+  if (!parsed || parsed->count() <= 0 || *parsed > std::chrono::seconds(1)) {
+    return warn(default_ns, " is not a duration between 1ns and 1s (e.g. \"2ms\"); the default ",
+                false);
   }
-  // The value is the tenant's, of any length: the message quotes its head only.
-  TargetWarning warning{pod_key, std::hash<std::string>{}(*annotation),
-                        "pod " + pod_key + ": run-queue wait target " +
-                            quote_truncated(*annotation) +
-                            " is not a duration between 1ns and 1s (e.g. \"2ms\"); the default " +
-                            ms(default_ns) + " applies"};
-  return {default_ns, std::move(warning)};
+  // One pod's target steers BE for the whole node: the operator's bound keeps a tenant from
+  // holding BE at its floor for waits no cut relieves. What every pod gets stays allowed.
+  const double bound = std::min(min_ns, default_ns);
+  const auto ns = static_cast<double>(parsed->count());
+  if (ns < bound) {
+    return warn(bound, " is below the lowest a pod may ask for (cpuSloMinWaitTargetMicros); ",
+                true);
+  }
+  return {ns, std::nullopt};
 }
 
 }  // namespace gleaner::agent::step

@@ -92,6 +92,7 @@ struct TargetWarning {
   std::string pod;          // the pod's key
   uint64_t value_hash = 0;  // which value: the daemon logs each once without keeping it
   std::string message;      // names the pod and quotes the value, truncated
+  bool clamped = false;     // raised to the lowest target allowed, else refused
 };
 
 struct PodTarget {
@@ -100,8 +101,9 @@ struct PodTarget {
 };
 
 // The LS pod's own target from its annotation, else `default_ns`; a bad value is refused
-// with a warning and the default applies.
+// with a warning and the default applies. One below `min_ns` (or below `default_ns`, when
+// that is lower) is raised to it, with a warning.
 PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::string>& annotation,
-                         double default_ns);
+                         double default_ns, double min_ns);
 
 }  // namespace gleaner::agent::step

@@ -114,6 +114,8 @@ struct AgentState {
   bool be_cpu_slo_fallback = false;
   std::map<std::string, uint64_t> be_cpu_slo_cuts_total;
   uint64_t be_cpu_slo_target_warnings_total = 0;
+  // Wait-target annotations below cpuSloMinWaitTargetMicros, raised to it (per pod and pass).
+  uint64_t be_cpu_slo_targets_clamped_total = 0;
   // Fast CPU-suppress passes, by what ran them (timer, wakeup).
   std::map<std::string, uint64_t> fast_passes_total;
   std::map<std::string, BpfProgramCost> bpf_program_costs;

@@ -260,6 +260,10 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
       "gleaner_be_cpu_slo_target_warnings_total",
       "LS pods' run-queue wait targets (annotation) that could not be used; the default applied.",
       static_cast<double>(s.be_cpu_slo_target_warnings_total)));
+  out.push_back(net::counter_family(
+      "gleaner_be_cpu_slo_targets_clamped_total",
+      "LS pods' run-queue wait targets (annotation) below cpuSloMinWaitTargetMicros, raised to it.",
+      static_cast<double>(s.be_cpu_slo_targets_clamped_total)));
   out.push_back(
       net::gauge_family("gleaner_ebpf_probe_loaded",
                         "1 when the eBPF run-queue probe is loaded; 0 when the agent runs on "

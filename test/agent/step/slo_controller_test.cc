@@ -12,6 +12,7 @@ namespace {
 
 constexpr int64_t kCapacity = 8000;
 constexpr double kTargetNs = 2e6;  // 2 ms
+constexpr double kMinNs = 1e5;     // 100 us, the lowest a pod may ask for in these tests
 
 SloInputs at(double now_s, std::optional<double> p99_ms, int64_t be_usage = kCapacity) {
   SloInputs in;
@@ -214,25 +215,45 @@ TEST(SloController, SustainedAllowanceIsALowPercentileOfTheLastMinute) {
 }
 
 TEST(SloController, PodTargetsComeFromTheAnnotationOrTheDefault) {
-  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", std::nullopt, kTargetNs).ns, kTargetNs);
-  const PodTarget own = slo_pod_target("web/api", "500us", kTargetNs);
+  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", std::nullopt, kTargetNs, kMinNs).ns, kTargetNs);
+  const PodTarget own = slo_pod_target("web/api", "500us", kTargetNs, kMinNs);
   EXPECT_DOUBLE_EQ(own.ns, 5e5);
   EXPECT_FALSE(own.warning);
   for (const std::string bad : {"fast", "0ms", "5s", "-1ms", ""}) {
-    const PodTarget t = slo_pod_target("web/api", bad, kTargetNs);
+    const PodTarget t = slo_pod_target("web/api", bad, kTargetNs, kMinNs);
     EXPECT_DOUBLE_EQ(t.ns, kTargetNs) << bad;
     ASSERT_TRUE(t.warning) << bad;
     EXPECT_EQ(t.warning->pod, "web/api");
     EXPECT_NE(t.warning->message.find("web/api"), std::string::npos) << bad;
     EXPECT_NE(t.warning->message.find("\"" + bad + "\""), std::string::npos) << bad;
+    EXPECT_FALSE(t.warning->clamped);
   }
+}
+
+// Issue #61: one LS pod's "1ns" held BE at its floor node-wide. A target below the bound is
+// raised to it, with a warning naming the pod and the value; the bound never exceeds what
+// every pod gets (the default).
+TEST(SloController, ATargetBelowTheBoundIsRaisedToIt) {
+  const PodTarget t = slo_pod_target("web/api", "1ns", 4e6, 1e6);
+  EXPECT_DOUBLE_EQ(t.ns, 1e6);
+  ASSERT_TRUE(t.warning);
+  EXPECT_TRUE(t.warning->clamped);
+  EXPECT_NE(t.warning->message.find("pod web/api: run-queue wait target \"1ns\" is below"),
+            std::string::npos)
+      << t.warning->message;
+  EXPECT_FALSE(slo_pod_target("web/api", "1ms", 4e6, 1e6).warning);
+  // The default is 500 us: a pod may ask for 800 us, and 400 us is raised to 500.
+  const PodTarget own = slo_pod_target("web/api", "800us", 5e5, 1e6);
+  EXPECT_DOUBLE_EQ(own.ns, 8e5);
+  EXPECT_FALSE(own.warning);
+  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", "400us", 5e5, 1e6).ns, 5e5);
 }
 
 // Issue #61: the value is the tenant's, of any length. The warning quotes its head, escaped,
 // with its length; distinct values keep distinct hashes for the daemon's book.
 TEST(SloController, ABadTargetsWarningQuotesItTruncated) {
   const std::string huge = "\n" + std::string(256 * 1024, 'x');
-  const PodTarget t = slo_pod_target("web/api", huge, kTargetNs);
+  const PodTarget t = slo_pod_target("web/api", huge, kTargetNs, kMinNs);
   EXPECT_DOUBLE_EQ(t.ns, kTargetNs);
   ASSERT_TRUE(t.warning);
   EXPECT_LT(t.warning->message.size(), 300u) << t.warning->message.size();
@@ -241,7 +262,7 @@ TEST(SloController, ABadTargetsWarningQuotesItTruncated) {
       << t.warning->message.substr(0, 300);
   EXPECT_NE(t.warning->message.find("...\" (262145 bytes)"), std::string::npos);
   EXPECT_EQ(t.warning->message.find('\n'), std::string::npos);
-  EXPECT_NE(slo_pod_target("web/api", huge + "y", kTargetNs).warning->value_hash,
+  EXPECT_NE(slo_pod_target("web/api", huge + "y", kTargetNs, kMinNs).warning->value_hash,
             t.warning->value_hash);
 }
 

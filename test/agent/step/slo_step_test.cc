@@ -107,6 +107,21 @@ TEST_F(SloStepTest, APodsAnnotationSetsItsTargetAndABadOneWarns) {
   EXPECT_NE(out.slo->action, SloAction::kCut);  // the configured 2 ms applies
 }
 
+// Issue #61: "1ns" on one LS pod cut BE on every pass (any wait is above it); the target
+// is raised to cpuSloMinWaitTargetMicros (default 1 ms), so a 0.5 ms p99 cuts nothing.
+TEST_F(SloStepTest, AnAnnotationBelowTheBoundYieldsTheBound) {
+  AgentStep step(rule_, kLayout, 8);
+  snap_.pods[0].pod.metadata.annotations[kube::kRunqueueWaitTargetAnnotation] = "1ns";
+  auto out = step.tick(inputs(100, 0.2));
+  ASSERT_EQ(out.warnings.size(), 1u);
+  EXPECT_TRUE(out.warnings[0].clamped);
+  EXPECT_NE(out.warnings[0].message.find("default/web"), std::string::npos);
+  EXPECT_EQ(step.wake_wait_bound(), std::chrono::milliseconds(1));
+  out = step.tick(inputs(101, 0.5));
+  ASSERT_TRUE(out.slo);
+  EXPECT_NE(out.slo->action, SloAction::kCut);
+}
+
 // LS queueing behind LS (its own threads, the node's daemons) shows in the pod's wait p99
 // but is not BE's to relieve: with the probe telling BE-caused waits apart, the controller
 // steers by those alone and grows; without, the same p99 cuts.
