@@ -274,7 +274,7 @@ PointRunner::Evidence PointRunner::evidence(pid_t agent, uint16_t agent_port) co
   std::tie(e.throttled_periods, e.throttled_s) = throttling(fs, node_.be_qos());
   e.ls_wait_s = run_delay_seconds(fs, node_.ls_pod());
   if (agent > 0) {
-    e.agent_cpu_s = testing::process_cpu_seconds(agent);
+    e.agent_cpu_s = testing::threads_on_cpu_seconds(agent);
     e.writes = metric_sum(testing::http_get_loopback(agent_port, "/metrics"),
                           "gleaner_cgroup_writes_total");
   }
