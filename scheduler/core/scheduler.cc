@@ -240,16 +240,33 @@ Result<PodState*> Scheduler::executor_of(JobId id, int pod_index) {
   return &j.pods[static_cast<size_t>(pod_index)];
 }
 
-Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now) {
+Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now,
+                                        const NodeSelector* pod_selector) {
   auto slot = executor_of(id, pod_index);
   if (!slot) return slot.error();
   Job& j = jobs_[id];
   PodState& p = **slot;
   if (p.bound) return p.node;
+  if (p.holds_room && pod_selector != nullptr) {
+    const Node& n = clusters_.node(p.node);
+    if (!pod_selector->admits(n.labels, n.taints)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "job " + j.spec.name + ": executor " + std::to_string(pod_index) +
+                            "'s own node selector (" + pod_selector->to_string() +
+                            ") or tolerations do not hold on node " + n.name + ", reserved for it");
+    }
+  }
   if (!p.holds_room) {
-    // The reservation expired: try the cluster's free room like any late pod.
+    // The reservation expired: try the cluster's free room like any late pod, where the
+    // pod's own selector holds as well as its role's.
     const RoleSpec& role = j.role_of(static_cast<size_t>(pod_index));
-    auto node = clusters_.place_one(*j.cluster, role.batch, j.selector_of(role), role.regular);
+    std::optional<NodeSelector> both;
+    if (pod_selector != nullptr) {
+      const NodeSelector* of_role = j.selector_of(role);
+      both = merge_selectors(of_role != nullptr ? *of_role : NodeSelector{}, *pod_selector);
+    }
+    auto node = clusters_.place_one(*j.cluster, role.batch, both ? &*both : j.selector_of(role),
+                                    role.regular);
     if (!node) {
       return make_error(ErrorCode::kUnavailable, "job " + j.spec.name + ": no room for executor " +
                                                      std::to_string(pod_index) +

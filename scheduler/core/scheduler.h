@@ -88,7 +88,11 @@ class Scheduler {
   // --- what the world reports back ---
   // An executor pod appeared: it takes its reserved room, or free room in the job's
   // cluster if the reservation expired. Error: no room (the caller reports a lost pod).
-  Result<NodeId> bind_executor(JobId id, int pod_index, int64_t now);
+  // `pod_selector`, the pod's own nodeSelector, affinity and tolerations, must hold on that
+  // node too (kubelet refuses a pod whose node does not match them): a reserved node it does
+  // not hold on is an error (kInvalidArgument) and the pod stays unbound, its room kept.
+  Result<NodeId> bind_executor(JobId id, int pod_index, int64_t now,
+                               const NodeSelector* pod_selector = nullptr);
   // Pod `pod_index` of an admitted or running job was bound to `node` by another scheduler
   // (a pod that names none): it holds its room there, once, and the room reserved for it
   // elsewhere goes back. Error: unknown id, a job not admitted or running, a bad index.

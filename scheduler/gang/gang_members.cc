@@ -1,7 +1,8 @@
 // A gang's members taking their room: pods that waited for their job's admission (and
 // executors beyond the declared gang, placed where the job's cluster has room), each member
-// bound into the room the core holds for its index, and members that found no room tried
-// again by each pass (the book's kWaiting list).
+// bound into the room the core holds for its index where its own selector holds, and members
+// that found no room (or a node their own selector refuses) tried again by each pass (the
+// book's kWaiting list).
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::gang {
@@ -51,16 +52,34 @@ void GangScheduler::attach_waiting(Gang& g) {
 
 void GangScheduler::bind_member(Gang& g, int index) {
   Tracked& t = pods_[g.members[index]];
+  // The room was placed by the job's selector (the application's); the pod's own
+  // nodeSelector, affinity and tolerations must hold on its node too, as kube-scheduler
+  // binds only where a pod passes its filters and kubelet admits a pod only onto a node
+  // its NodeAffinity and taints allow (kubernetes pkg/kubelet/lifecycle/predicate.go,
+  // generalFilter). A pod whose selector could not be read is not held to it here: its
+  // error is its own event.
+  const NodeSelector* own = t.view.selector_error.empty() ? &t.view.selector : nullptr;
+  auto not_bound = [&](const std::string& reason, const std::string& why) {
+    event(t, reason, why, true);
+    g.unbound.insert(index);
+    book_.watch(GangBook::List::kWaiting, g.key);
+  };
   NodeId node = 0;
   if (index == 0) {
     node = core_.job(*g.job).pods[0].node;
+    const Node& n = core_.clusters().node(node);
+    if (own != nullptr && !own->admits(n.labels, n.taints)) {
+      return not_bound("GleanerNodeMismatch", "the driver's own node selector (" +
+                                                  own->to_string() +
+                                                  ") or tolerations do not hold on node " + n.name +
+                                                  ", reserved for it; not bound there");
+    }
   } else {
-    auto placed = core_.bind_executor(*g.job, index, now_s());
+    auto placed = core_.bind_executor(*g.job, index, now_s(), own);
     if (!placed) {
-      event(t, "GleanerNoRoom", placed.error().message, true);
-      g.unbound.insert(index);
-      book_.watch(GangBook::List::kWaiting, g.key);
-      return;
+      // kInvalidArgument: the pod's own selector refused its reserved node.
+      const bool mismatch = placed.error().code == ErrorCode::kInvalidArgument;
+      return not_bound(mismatch ? "GleanerNodeMismatch" : "GleanerNoRoom", placed.error().message);
     }
     node = *placed;
     g.unbound.erase(index);
@@ -79,8 +98,9 @@ void GangScheduler::bind_unbound(Gang& g) {
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) return;
   for (int index : unbound) {
     auto member = g.members.find(index);
+    // The driver's slot counts as bound from admission: its pod says whether it is.
     if (member == g.members.end() || static_cast<size_t>(index) >= j.pods.size() ||
-        j.pods[static_cast<size_t>(index)].bound) {
+        (index > 0 && j.pods[static_cast<size_t>(index)].bound)) {
       continue;  // gone, or bound since
     }
     auto t = pods_.find(member->second);

@@ -29,6 +29,67 @@ gang::GangShape spark_gang_shape(const kube::SparkApplication& app) {
   return shape;
 }
 
+namespace {
+
+// Where one Spark pod may run, built as spark-operator and Spark build the pod
+// (kubeflow/spark-operator): spec.<role>.template is the base of the pod (submission.go,
+// buildDriverPodTemplate/buildExecutorPodTemplate, passed as spark.kubernetes.*.podTemplateFile);
+// spec.nodeSelector becomes spark.kubernetes.node.selector.* conf, which Spark lays over the
+// template (rest_submission.go: "template is base, --conf values layered on top"); then the
+// operator's pod webhook, which mutates every pod it launched, template or not
+// (internal/webhook/sparkpod_defaulter.go): addNodeSelectors sets spec.<role>.nodeSelector's
+// pairs over the pod's, addAffinity replaces the pod's affinity with spec.<role>.affinity when
+// that is set, addTolerations appends spec.<role>.tolerations to the template's. A later
+// value for a label key replaces an earlier one, as those map writes do.
+Result<NodeSelector> spark_role_selector(const Json& spec, const NodeSelector& app_level,
+                                         const char* role, const std::string& where) {
+  const Json& section = spec.value(role, Json::object());
+  const Json* template_spec = section.is_object() ? find_path(section, "template/spec") : nullptr;
+  static const Json kNone = Json::object();
+  const Json& base = template_spec != nullptr ? *template_spec : kNone;
+  const std::string at = where + "." + role;
+  const std::string template_at = at + ".template.spec";
+  auto from_template = node_selector_of(base, template_at);
+  if (!from_template) return from_template.error();
+  auto own = node_selector_of(section, at);
+  if (!own) return own.error();
+  auto template_tolerations = tolerations_of(base, template_at);
+  if (!template_tolerations) return template_tolerations.error();
+  auto own_tolerations = tolerations_of(section, at);
+  if (!own_tolerations) return own_tolerations.error();
+
+  NodeSelector out;
+  out.labels = std::move(from_template->labels);
+  auto set_over = [&out](const Labels& pairs) {
+    for (const auto& [k, val] : pairs)
+      out.labels.insert_or_assign(k, val);
+  };
+  set_over(app_level.labels);
+  set_over(own->labels);
+  const bool own_affinity =
+      section.is_object() && section.contains("affinity") && !section["affinity"].is_null();
+  out.terms = own_affinity ? std::move(own->terms) : std::move(from_template->terms);
+  std::vector<Toleration> tolerations = std::move(*template_tolerations);
+  tolerations.insert(tolerations.end(), own_tolerations->begin(), own_tolerations->end());
+  out.tolerations.push_back(std::move(tolerations));
+  return out;
+}
+
+}  // namespace
+
+Result<NodeSelector> spark_selector(const Json& spec, const std::string& where) {
+  // spec.nodeSelector goes into both pods; anything else at the application level (no
+  // spark-operator field, but read as before) must hold too.
+  auto app_level = node_selector_of(spec, where);
+  if (!app_level) return app_level.error();
+  auto driver = spark_role_selector(spec, *app_level, "driver", where);
+  if (!driver) return driver.error();
+  auto executor = spark_role_selector(spec, *app_level, "executor", where);
+  if (!executor) return executor.error();
+  NodeSelector both = merge_selectors(std::move(*driver), *executor);
+  return merge_selectors(std::move(both), NodeSelector{{}, app_level->terms, {}});
+}
+
 std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const std::string& cluster,
                                       bool labelled_only) {
   auto label = app.labels.find(kube::kMultiClusterLabel);
@@ -59,23 +120,13 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   // A copy is ours whatever its labels (a hub's applications carry none of ours).
   if (labelled_only && !labelled && v.origin.empty()) return std::nullopt;
   v.state = app.state;
-  // The gang has one selector: the application's, the driver's and the executors' must
-  // all hold.
-  const std::string where = "SparkApplication " + v.ns + "/" + v.name;
-  const Json& spec = raw.value("spec", Json::object());
-  for (const char* part : {"", "driver", "executor"}) {
-    const Json& section = *part == '\0' ? spec : spec.value(part, Json::object());
-    const std::string at = where + " spec" + (*part ? "." : "") + part;
-    auto selector = node_selector_of(section, at);
-    auto tolerations = *part != '\0' ? tolerations_of(section, at)
-                                     : Result<std::vector<Toleration>>(std::vector<Toleration>{});
-    if (!selector || !tolerations) {
-      v.selector_error = (!selector ? selector.error() : tolerations.error()).message;
-      break;
-    }
-    // The driver and the executors each bring their tolerations: both must hold.
-    if (*part != '\0') selector->tolerations.push_back(std::move(*tolerations));
-    v.selector = merge_selectors(std::move(v.selector), *selector);
+  // The gang has one selector: the driver's and the executors' must both hold.
+  auto selector = spark_selector(raw.value("spec", Json::object()),
+                                 "SparkApplication " + v.ns + "/" + v.name + " spec");
+  if (selector) {
+    v.selector = std::move(*selector);
+  } else {
+    v.selector_error = selector.error().message;
   }
   return v;
 }

@@ -13,9 +13,11 @@
 #include <optional>
 #include <string>
 
+#include "common/result.h"
 #include "kube/objects.h"
 #include "kube/spark_application.h"
 #include "kube/well_known.h"
+#include "scheduler/core/node_selector.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/kube/job_adapter.h"
 
@@ -35,6 +37,12 @@ std::string annotation_of(const Json& obj, const char* key);
 // false (a hub's applications: a policy says which are ours).
 std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const std::string& cluster,
                                       bool labelled_only = true);
+
+// Where a SparkApplication's pods may run, from its `spec` (`where` names it in errors): the
+// driver's and the executors' nodeSelector, required node affinity and tolerations, each
+// merged from spec.<role>.template.spec, spec.nodeSelector and spec.<role> as spark-operator
+// merges them into the pod; the gang's selector holds where both pods' hold.
+Result<NodeSelector> spark_selector(const Json& spec, const std::string& where);
 
 // (kind, namespace, name) -> the training job as the live loop reads it, when the informer
 // has it and can read it.

@@ -171,6 +171,24 @@ TEST(Scheduler, ExecutorsTakeReservedRoomAndExpiredRoomIsReleased) {
   EXPECT_EQ(f.s.clusters().cluster_free(0), cores(4));
 }
 
+TEST(Scheduler, AnExecutorTakesItsReservedRoomOnlyWhereItsOwnSelectorHolds) {
+  Scheduler s(SchedulerPolicy{}, *QuotaTree::build({}), ClusterState());
+  (void)*s.upsert_node(NodeInfo{"c-n1", "c", {{"kubernetes.io/os", "linux"}}, cores(4)}, 0);
+  JobId id = *s.submit(JobSpec{"j", "", 0, 0, cores(1), cores(1), 1, {}});
+  s.schedule(0);
+  // The pod asks for a label its reserved node lacks: kubelet would refuse it there.
+  const NodeSelector windows{{{"kubernetes.io/os", "windows"}}, {}, {}};
+  auto refused = s.bind_executor(id, 1, 10, &windows);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("kubernetes.io/os=windows"), std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(s.job(id).pods[1].bound);
+  EXPECT_TRUE(s.job(id).pods[1].holds_room) << "its room stays reserved";
+  const NodeSelector linux_only{{{"kubernetes.io/os", "linux"}}, {}, {}};
+  ASSERT_TRUE(s.bind_executor(id, 1, 10, &linux_only).ok());
+  EXPECT_TRUE(s.job(id).pods[1].bound);
+}
+
 TEST(Scheduler, StalledDriverIsReclaimedIntoAnotherCluster) {
   SchedulerPolicy policy;
   policy.driver_start_timeout_seconds = 120;
