@@ -158,19 +158,15 @@ IngestVerdict ReportValidator::admit(reporter::NodeReport report) {
     }
   }
   if (new_epoch) {
-    // A new epoch is a restarted agent only if its sample is fresh by the scheduler's clock
-    // and later than the node's last accepted one (or than when that one arrived, should
+    // A new epoch is a restarted agent only if its sample is later than the node's last
+    // accepted one (by the node's own clock) or than when that one arrived (by ours, should
     // the old process's clock have run ahead): an old report re-sent under an epoch no
-    // longer remembered is neither.
-    const int64_t skew_ms = std::chrono::milliseconds(kAllowedSkew).count();
-    const int64_t off_ms = report.timestamp_unix_ms - now_wall_ms;
-    if (off_ms > skew_ms || off_ms < -skew_ms) {
-      return refuse_epoch(
-          last, report, RejectReason::kClockSkew,
-          "its sample time is " + std::to_string(off_ms / 1000) +
-              " s from the scheduler's clock (allowed: " + std::to_string(skew_ms / 1000) + " s)",
-          now);
-    }
+    // longer remembered is neither. Both compare the node with itself, not its clock with
+    // ours: kubelet works with any node clock, and a node whose clock is off by minutes
+    // must be able to report (before, a new epoch more than 5 min from the scheduler's
+    // clock was refused as clock_skew, every report, for as long as the clock stayed off).
+    // A node's first report (none accepted since the scheduler started, or since the node
+    // was silent for kForgetAfter) is taken as it comes: there is nothing to order it by.
     if (!first && report.timestamp_unix_ms <= std::min(last.timestamp_ms, last.received_wall_ms)) {
       return refuse_epoch(last, report, RejectReason::kReplayed,
                           "its sample time is not after the node's last accepted report", now);

@@ -31,7 +31,9 @@ enum class RejectReason {
   kForbidden,        // a valid agent token, but for another node (or not an agent's) (403)
   kAuthUnavailable,  // the API server could not review the token, or too many at once (503)
   kReplayed,         // an epoch the node used before, or a new one not after the last (409)
-  kClockSkew,        // a new epoch whose sample time is too far from the scheduler's (409)
+  // No longer given: a new epoch is ordered against the node's own reports, whatever its
+  // clock says (admit). Kept so that the metric's series and alert rules stay.
+  kClockSkew,
 };
 inline constexpr int kRejectReasonCount = 9;
 const char* to_string(RejectReason reason);
@@ -75,9 +77,6 @@ class ReportValidator {
   // node's reports are tracked once whatever name their agent gives its cluster.
   IngestVerdict admit(reporter::NodeReport report);
 
-  // How far a new epoch's sample time may be from the scheduler's clock: a restarted
-  // agent's first report is fresh; a replayed one is as old as when it was captured.
-  static constexpr std::chrono::minutes kAllowedSkew{5};
   // Epochs remembered per node: a replay of any of them is refused.
   static constexpr std::size_t kEpochsKept = 16;
 
