@@ -252,10 +252,47 @@ void WriteExecutor::note_refusal(const FileWrite& w, const Error& error) {
   }
 }
 
+std::string WriteExecutor::original_content(Resource resource, const std::string& cgroup,
+                                            const std::string& found) const {
+  if (!kubelet_) return found;
+  auto logical = kubelet_(resource, cgroup);
+  if (!logical) return found;
+  auto content = file_from_logical(resource, fs_.version(), *logical, found);
+  return content ? *content : found;
+}
+
+void WriteExecutor::record_unwritten(const std::vector<CgroupWrite>& writes,
+                                     const std::vector<FileWrite>& ordered) {
+  std::set<std::string> written;
+  for (const auto& w : ordered)
+    written.insert(w.path);
+  std::vector<std::string> added;
+  for (const auto& w : writes) {
+    auto path = fs_.path_of(w.resource, w.cgroup);
+    if (!path || written.count(*path) > 0 || originals_.count(*path) > 0) continue;
+    auto current = fs_.read_cached(*path);
+    if (!current) continue;
+    const std::string found(trim(*current));
+    const std::string original = original_content(w.resource, w.cgroup, found);
+    const FileWrite entry{w.resource, w.cgroup, *path, found, original, "restore"};
+    if (logical_or_raw(entry, original, fs_.version()) ==
+        logical_or_raw(entry, found, fs_.version())) {
+      continue;
+    }
+    originals_.emplace(*path, entry);
+    added.push_back(*path);
+  }
+  if (!added.empty() && !persist_originals()) {
+    for (const auto& path : added)
+      originals_.erase(path);
+  }
+}
+
 void WriteExecutor::remember_original(const FileWrite& w, std::vector<std::string>& added) {
   if (originals_
           .try_emplace(w.path,
-                       FileWrite{w.resource, w.cgroup, w.path, w.content, w.old_content, "restore"})
+                       FileWrite{w.resource, w.cgroup, w.path, w.content,
+                                 original_content(w.resource, w.cgroup, w.old_content), "restore"})
           .second) {
     added.push_back(w.path);
   }
@@ -290,6 +327,7 @@ bool WriteExecutor::persist_originals() {
 ApplyReport WriteExecutor::apply(const std::vector<CgroupWrite>& writes) {
   std::vector<Error> rejected;
   auto ordered = plan(writes, &rejected, held_);
+  if (kubelet_ && !dry_run_) record_unwritten(writes, ordered);
   ApplyReport report = perform(std::move(ordered));
   report.rejected = std::move(rejected);
   return report;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -71,6 +72,14 @@ class WriteExecutor {
   // Takes originals recorded by an earlier run (a crashed or upgraded agent): they, not
   // the values found now, are what restore_all() puts back. Call before the first write.
   void adopt_originals(const Originals& originals);
+  // The record of originals was lost (corrupt): a value found now may be an earlier agent's
+  // own, so from now on the original of a file is the value `kubelet` gives (resource,
+  // cgroup) as a logical value, where it gives one, and every file a request names is put
+  // on record, even one that already holds the requested value (an earlier agent may have
+  // written it). nullopt from `kubelet`: the value found is kept, as without the hook.
+  using KubeletValue =
+      std::function<std::optional<std::string>(Resource resource, const std::string& cgroup)>;
+  void set_lost_record(KubeletValue kubelet) { kubelet_ = std::move(kubelet); }
   // Forgets every original without writing (the values stay for a successor to restore).
   void release_originals() { originals_.clear(); }
   [[nodiscard]] int64_t persist_failures() const { return persist_failures_; }
@@ -111,6 +120,13 @@ class WriteExecutor {
   // persist_originals() hands the record to the persist hook (false: it failed).
   void remember_original(const FileWrite& w, std::vector<std::string>& added);
   bool persist_originals();
+  // The content to record as the original of a file holding `found` (trimmed).
+  [[nodiscard]] std::string original_content(Resource resource, const std::string& cgroup,
+                                             const std::string& found) const;
+  // With the record lost: puts the files `writes` names on record that `ordered` does not
+  // write and whose content is not kubelet's (they hold what was asked already).
+  void record_unwritten(const std::vector<CgroupWrite>& writes,
+                        const std::vector<FileWrite>& ordered);
   // Whether `w` narrows a cgroup above one whose write of the same knob was refused or held
   // back (the kernel would refuse `w` too).
   bool narrows_over_refused(const FileWrite& w,
@@ -126,6 +142,7 @@ class WriteExecutor {
   Originals originals_;
   PersistOriginals persist_;
   FileWriter writer_;
+  KubeletValue kubelet_;
   int64_t persist_failures_ = 0;
   bool recording_failed_ = false;
   SteadyTime persist_warned_at_{};

@@ -129,7 +129,9 @@ void WriteExecutor::remember_weight_under_idle(const std::string& cgroup,
   if (!current) return;
   if (originals_
           .try_emplace(*path, FileWrite{Resource::kCpuShares, cgroup, *path, "",
-                                        std::string(trim(*current)), "restore"})
+                                        original_content(Resource::kCpuShares, cgroup,
+                                                         std::string(trim(*current))),
+                                        "restore"})
           .second) {
     added.push_back(*path);
   }

@@ -3,6 +3,8 @@
 #include "agent/daemon/daemon_impl.h"
 #include "agent/daemon/descriptor_limit.h"
 #include "agent/edge/node_environment.h"
+#include "agent/exec/kubelet_values.h"
+#include "common/strings.h"
 
 namespace gleaner::agent {
 namespace {
@@ -78,6 +80,16 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
                                                  d.opt.sys_root, d.opt.dry_run);
   if (!d.opt.state_dir.empty() && !d.opt.dry_run) {
     d.state = std::make_unique<StateRecord>(d.opt.state_dir, d.opt.proc_root, *d.knobs);
+    if (d.state->lost()) {
+      d.knobs->cgroups().set_lost_record([&d](cgroup::Resource r, const std::string& cg) {
+        std::string cpus;
+        if (r == cgroup::Resource::kCpusetCpus) {
+          auto found = d.fs->read_raw(cgroup::Resource::kCpusetEffective, d.layout->kubepods_dir());
+          if (found) cpus = std::string(trim(*found));
+        }
+        return exec::kubelet_value(r, cg, exec::KubeletScene{*d.layout, d.pods, cpus});
+      });
+    }
   }
   d.qos_reader = std::make_unique<edge::FsQosReader>(*d.fs, d.resctrl_fs.get());
   if (env->topology) d.topology = std::move(*env->topology);

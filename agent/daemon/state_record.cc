@@ -17,10 +17,13 @@ StateRecord::StateRecord(const std::string& state_dir, const std::string& proc_r
     adopt(std::move(*loaded));
   } else if (loaded.error().code != ErrorCode::kNotFound) {
     ++errors_;
-    spdlog::warn(
-        "{}; set aside as {}.corrupt: values found now are taken as originals, which may be an "
-        "earlier agent's own",
-        loaded.error().describe(), file_.path());
+    // A record that cannot be read (a state dir that is not a directory) may still be whole
+    // for a successor; one that cannot be parsed is lost for good.
+    lost_ = loaded.error().code == ErrorCode::kParse;
+    spdlog::warn("{}; set aside as {}.corrupt: {}", loaded.error().describe(), file_.path(),
+                 lost_ ? "the values found now may be an earlier agent's own, so kubelet's "
+                         "values are restored on stop where they are known (docs/agent.md)"
+                       : "values found now are taken as originals");
     (void)file_.set_aside();
   }
   knobs_.set_persist([this](const exec::KnobOriginals& originals) { return save(originals); });

@@ -173,6 +173,46 @@ TEST(Executor, RestoresOriginalValues) {
   EXPECT_TRUE(exec.originals().empty());
 }
 
+// The record of originals was lost while an earlier agent held BE at 2000 us: the original
+// put back is the value kubelet gives, not the suppressed one found, also for a file that
+// already holds what this run asks (nothing is written to it, it still goes on record).
+TEST(Executor, ALostRecordRestoresKubeletsValuesNotTheSuppressedOnes) {
+  TempDir t;
+  make_v1(t);
+  t.write("cpu/" + kBe + "/cpu.cfs_quota_us", "2000\n");
+  t.write("cpu/" + kPod + "/cpu.cfs_quota_us", "2000\n");
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  WriteExecutor exec(fs);
+  int asked = 0;
+  exec.set_lost_record([&](Resource r, const std::string&) -> std::optional<std::string> {
+    ++asked;
+    if (r == Resource::kCpuQuota) return "-1";
+    return std::nullopt;  // not known: the value found stays the original
+  });
+  exec.apply({{Resource::kCpuQuota, kBe, "3000", "cpu-suppress"},
+              {Resource::kCpuQuota, kPod, "2000", "batch-limit"},
+              {Resource::kCpuShares, kPod, "4", "be-shares"}});
+  EXPECT_GT(asked, 0);
+  EXPECT_EQ(exec.originals().at(t.path() + "/cpu/" + kBe + "/cpu.cfs_quota_us").content, "-1");
+  EXPECT_EQ(exec.originals().at(t.path() + "/cpu/" + kPod + "/cpu.shares").content, "2");
+  exec.restore_all();
+  EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "-1");
+  EXPECT_EQ(t.read("cpu/" + kPod + "/cpu.cfs_quota_us"), "-1");
+  EXPECT_EQ(t.read("cpu/" + kPod + "/cpu.shares"), "2");
+}
+
+// Without a lost record the value found is the original, as before.
+TEST(Executor, AnIntactRecordKeepsTheValueFoundAsOriginal) {
+  TempDir t;
+  make_v1(t);
+  t.write("cpu/" + kBe + "/cpu.cfs_quota_us", "50000\n");
+  CgroupFs fs(t.path(), CgroupVersion::kV1);
+  WriteExecutor exec(fs);
+  exec.apply({{Resource::kCpuQuota, kBe, "3000", "cpu-suppress"}});
+  exec.restore_all();
+  EXPECT_EQ(t.read("cpu/" + kBe + "/cpu.cfs_quota_us"), "50000");
+}
+
 TEST(Executor, VanishedCgroupIsRoutine) {
   TempDir t;
   make_v1(t);

@@ -108,6 +108,17 @@ class AgentRestoreReal : public ::testing::Test {
     if (node_->scratch().version() == cgroup::CgroupVersion::kV2) return container_quota() > 0;
     return container_quota() > 0 && container_quota() <= be;
   }
+  // An agent suppresses BE and is killed with SIGKILL: its changes stay, its record too.
+  void suppress_then_sigkill() {
+    pid_t first = start_agent(*node_, state_.path());
+    ASSERT_GT(first, 0);
+    ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 10s))
+        << "BE quota " << be_quota() << ", container quota " << container_quota();
+    ::kill(first, SIGKILL);
+    const int killed = reap(first, 5s);
+    ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL) << "status " << killed;
+    ASSERT_TRUE(suppressed_consistently()) << "a killed agent restores nothing";
+  }
   void expect_node_as_found() const {
     EXPECT_EQ(be_quota(), cgroup::kUnlimited);
     EXPECT_EQ(container_quota(), cgroup::kUnlimited);

@@ -115,14 +115,7 @@ TEST_F(AgentRestoreReal, SuppressionLandsUnderABatchLimitedPodAndSigtermRestores
 }
 
 TEST_F(AgentRestoreReal, SigkillThenRestartRestoresTheFirstRunsOriginals) {
-  pid_t first = start_agent(*node_, state_.path());
-  ASSERT_GT(first, 0);
-  ASSERT_TRUE(eventually([&] { return suppressed_consistently(); }, 10s))
-      << "BE quota " << be_quota() << ", container quota " << container_quota();
-  ::kill(first, SIGKILL);
-  const int killed = reap(first, 5s);
-  ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL) << "status " << killed;
-  ASSERT_TRUE(suppressed_consistently()) << "a killed agent restores nothing";
+  ASSERT_NO_FATAL_FAILURE(suppress_then_sigkill());
 
   // The successor finds suppressed values; it runs a few passes and stops (as on SIGTERM).
   pid_t second = start_agent(*node_, state_.path(), {"--max-ticks", "5"});
@@ -137,7 +130,47 @@ TEST_F(AgentRestoreReal, ACorruptRecordIsSetAsideAndTheAgentStillRuns) {
   const int status = reap(agent, 20s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_TRUE(path_exists(state_ / "originals.json.corrupt"));
-  expect_node_as_found();
+  // With no record, what is put back is kubelet's: the BE container's shares are kubelet's 2
+  // (a container without a CPU request), not the kernel's 1024 the scratch node made it with.
+  EXPECT_EQ(be_quota(), cgroup::kUnlimited);
+  EXPECT_EQ(container_quota(), cgroup::kUnlimited);
+  EXPECT_EQ(fs_->read_int(Resource::kCpuShares, node_->be_container()).value_or(0), 2);
+  EXPECT_EQ(*fs_->read_raw(Resource::kCpusetCpus, node_->be_qos()), original_cpus_);
+}
+
+// The record is truncated while an earlier agent's suppression holds (killed, so nothing
+// was put back): the values found are that agent's, and the successor must restore
+// kubelet's (-1 at the besteffort QoS level, the container without a cpu limit -1), not
+// keep BE at 2000 us after SIGTERM.
+TEST_F(AgentRestoreReal, ATruncatedRecordRestoresKubeletsValuesNotTheSuppressedOnes) {
+  ASSERT_NO_FATAL_FAILURE(suppress_then_sigkill());
+  // Children first: v1 keeps a child's quota within its parent's.
+  const std::string cut =
+      node_->scratch().version() == cgroup::CgroupVersion::kV2 ? "2000 100000" : "2000";
+  for (const auto& cg : {node_->be_container(), node_->be_qos()}) {
+    ASSERT_TRUE(write_file(*fs_->path_of(Resource::kCpuQuota, cg), cut)) << cg;
+  }
+  const std::string record = *read_file(state_ / "originals.json");
+  state_.write("originals.json", record.substr(0, record.size() / 2));
+
+  pid_t second = start_agent(*node_, state_.path());
+  ASSERT_GT(second, 0);
+  // Stopped once it has set the record aside and put BE's quota on a new one (a pass of
+  // suppression has run over the node it found).
+  const std::string be_quota_file =
+      "\"" + *fs_->path_of(Resource::kCpuQuota, node_->be_qos()) + "\"";
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto text = read_file(state_ / "originals.json");
+        return path_exists(state_ / "originals.json.corrupt") && text &&
+               text->find(be_quota_file) != std::string::npos;
+      },
+      10s));
+  ::kill(second, SIGTERM);
+  const int status = reap(second, 5s);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(be_quota(), cgroup::kUnlimited);
+  EXPECT_EQ(container_quota(), cgroup::kUnlimited);
 }
 
 TEST_F(AgentRestoreReal, CpusetSuppressionKeepsContainersInsideAndSigtermRestores) {
