@@ -3,7 +3,7 @@
 #include "agent/daemon/daemon_impl.h"
 #include "agent/daemon/descriptor_limit.h"
 #include "agent/edge/node_environment.h"
-#include "agent/exec/kubelet_values.h"
+#include "agent/qos/kubelet_values.h"
 #include "common/strings.h"
 
 namespace gleaner::agent {
@@ -87,7 +87,7 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
           auto found = d.fs->read_raw(cgroup::Resource::kCpusetEffective, d.layout->kubepods_dir());
           if (found) cpus = std::string(trim(*found));
         }
-        return exec::kubelet_value(r, cg, exec::KubeletScene{*d.layout, d.pods, cpus});
+        return qos::kubelet_value(r, cg, qos::KubeletScene{*d.layout, d.pods, cpus});
       });
     }
   }

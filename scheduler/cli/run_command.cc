@@ -64,6 +64,8 @@ int run(const RunOptions& o) {
   live_options.staleness = StalenessPolicy{o.stale_after, o.degrade_after};
   for (const auto& [name, cfg] : configs)
     live_options.clusters.push_back(name);
+  // With clusters, every node comes from a Node informer: a report alone places nothing.
+  live_options.require_node_objects = !configs.empty();
 
   SystemClock clock;
   server::LiveMetrics metrics;

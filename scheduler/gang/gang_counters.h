@@ -45,6 +45,9 @@ class GangCounters {
   // or "released" (not finished within the reservation TTL: its bound pods deleted).
   virtual void gang_recovered(const std::string& /*outcome*/) {}
   virtual void event_emitted() {}
+  // A report for a node no Node object names (with GangOptions::require_node_objects): the
+  // node gets no batch room until its Node is seen.
+  virtual void report_for_unknown_node() {}
 };
 
 }  // namespace gleaner::scheduler::gang

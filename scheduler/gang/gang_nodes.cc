@@ -21,6 +21,7 @@ std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeRep
   }
   const std::string name = core_name(*cluster, report.node);
   batch_reported_[name] = batch;
+  if (options_.require_node_objects && !batch_shown_.contains(name)) note_unknown_node(name);
   const Resources placeable = placeable_batch(name, batch);
   if (auto id = core_.clusters().find_node(name)) {
     auto decisions = core_.report_node(*id, placeable, now);
@@ -67,6 +68,7 @@ void GangScheduler::observe_node(const std::string& cluster, const std::string& 
   std::lock_guard lock(mu_);
   const std::string name = core_name(cluster, node);
   if (batch_shown) {
+    unknown_nodes_logged_.erase(name);
     auto [it, added] = batch_shown_.try_emplace(name, *batch_shown);
     if (added || it->second != *batch_shown) {
       it->second = *batch_shown;
@@ -96,10 +98,25 @@ void GangScheduler::observe_node_deleted(const std::string& cluster, const std::
   reapply_batch(name);
 }
 
+void GangScheduler::note_unknown_node(const std::string& name) {
+  counters_.report_for_unknown_node();
+  // Logged once per node, and the names kept bounded: a client that invents node names must
+  // not grow the scheduler's memory or its log.
+  constexpr size_t kMaxRemembered = 1024;
+  if (unknown_nodes_logged_.contains(name) || unknown_nodes_logged_.size() >= kMaxRemembered)
+    return;
+  unknown_nodes_logged_.insert(name);
+  spdlog::warn(
+      "report for node {}: no Node object of that name is known; it gets no batch room until "
+      "one is seen (kube-scheduler places only on nodes its informer lists)",
+      name);
+}
+
 Resources GangScheduler::placeable_batch(const std::string& name, const Resources& reported) const {
   Resources out = reported;
   auto it = batch_shown_.find(name);
-  if (it == batch_shown_.end()) return out;
+  // Without a Node object, nothing could bind there: no room (live mode with informers).
+  if (it == batch_shown_.end()) return options_.require_node_objects ? Resources{} : out;
   out.cpu_milli = std::min(out.cpu_milli, it->second.cpu_milli);
   out.memory_bytes = std::min(out.memory_bytes, it->second.memory_bytes);
   return out;

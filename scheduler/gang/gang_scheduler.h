@@ -145,6 +145,10 @@ struct GangOptions {
   // Multi-cluster applications: the placement (decision on the origin, copy in the
   // target) is sent again this often until it is confirmed.
   double app_retry_seconds = 5;
+  // Live mode with Node informers: a reported node is placeable only once its Node object has
+  // been seen (observe_node with its batch figures), as kube-scheduler places only on nodes its
+  // informer knows. Off in reports-only mode and in the simulator, which have no Node objects.
+  bool require_node_objects = false;
 };
 
 class GangScheduler {
@@ -264,6 +268,7 @@ class GangScheduler {
   void push_regular(const std::string& core_node_name);
   // The batch room placements may use on the node: `reported`, capped by what its Node
   // shows (observe_node).
+  void note_unknown_node(const std::string& core_node_name);
   [[nodiscard]] Resources placeable_batch(const std::string& core_node_name,
                                           const Resources& reported) const;
   // The Node's figure changed: a fresh node's room follows it at once.
@@ -330,6 +335,8 @@ class GangScheduler {
   // By core node name: the batch its agent last reported, and what its Node shows.
   std::map<std::string, Resources> batch_reported_;
   std::map<std::string, NodeBatchShown> batch_shown_;
+  // Nodes reported with no Node object seen, already logged (bounded).
+  std::set<std::string> unknown_nodes_logged_;
   GangBook book_;                              // the gangs, by key and by core job
   std::map<std::string, Labels> node_labels_;  // core node name -> the Node's labels
   std::map<std::string, Taints> node_taints_;  // core node name -> its taints (cordon, Ready)

@@ -68,6 +68,10 @@ void LiveMetrics::bind_failed(const std::string& cause) {
   std::lock_guard lock(mu_);
   ++bind_failures_[cause];
 }
+void LiveMetrics::report_for_unknown_node() {
+  std::lock_guard lock(mu_);
+  ++unknown_node_reports_;
+}
 void LiveMetrics::bind_given_up() {
   std::lock_guard lock(mu_);
   ++binds_given_up_;
@@ -221,6 +225,10 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
       "is never deleted for it).",
       "cause", {"server_error", "throttled", "timeout", "conflict", "not_found", "other"},
       bind_failures_));
+  counter("gleaner_scheduler_reports_unknown_node_total",
+          "Reports accepted for a node no Node object names: it gets no batch room until its "
+          "Node is seen.",
+          unknown_node_reports_);
   counter("gleaner_scheduler_bind_requeues_total",
           "Jobs none of whose pods could be bound after the retries: their room went back and "
           "they wait in their queue again.",

@@ -35,6 +35,7 @@ class LiveMetrics final : public gang::GangCounters {
   void gang_recovered(const std::string& outcome) override;
   void node_status_patch(bool ok);
   void event_emitted() override;
+  void report_for_unknown_node() override;
   // The colocation webhook: a review answered ("skipped", "unchanged", "mutated",
   // "denied"), a request it could not read or answer ("bad_request", "not_ready"), a
   // ClusterColocationProfile or certificate check that failed.
@@ -88,6 +89,7 @@ class LiveMetrics final : public gang::GangCounters {
   uint64_t binds_failed_ = 0;
   std::map<std::string, uint64_t> bind_failures_;  // by cause
   uint64_t binds_given_up_ = 0;
+  uint64_t unknown_node_reports_ = 0;
   std::map<std::string, uint64_t> recovered_gangs_;  // by outcome
   uint64_t patches_ok_ = 0;
   uint64_t patches_failed_ = 0;

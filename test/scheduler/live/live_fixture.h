@@ -194,9 +194,11 @@ inline Json mpi_operator_pod(const std::string& job, const std::string& role, in
 // bytes of batch capacity; nullptr when either step is refused.
 inline std::unique_ptr<gang::GangScheduler> one_node_live(const Clock& clock,
                                                           server::LiveMetrics& metrics,
-                                                          int64_t memory) {
+                                                          int64_t memory,
+                                                          bool require_node_objects = false) {
   gang::GangOptions options;
   options.clusters = {"c1"};
+  options.require_node_objects = require_node_objects;
   auto live = gang::GangScheduler::create(options, {}, clock, metrics);
   if (!live.ok() || (*live)->apply_report(node_report("n1", 1, 8000, memory, "c1"))) return nullptr;
   return std::move(*live);

@@ -95,6 +95,29 @@ TEST_F(NodeBatchShown, TheNodeIsGivenTheReportNotTheCappedRoom) {
   EXPECT_EQ(published.back().batch->cpu_milli, 7000);
 }
 
+// As gleaner-scheduler run sets it up with clusters: Node informers, so a node must have a Node.
+TEST(GhostNode, AReportForANodeWithNoNodeObjectPlacesNothingUntilTheNodeIsSeen) {
+  SystemClock clock;
+  server::LiveMetrics metrics;
+  auto live = live_testing::one_node_live(clock, metrics, 64 * kGiB, /*require_node_objects=*/true);
+  ASSERT_NE(live, nullptr);
+  std::vector<gang::Action> actions;
+  live->set_sinks([&](gang::Action a) { actions.push_back(std::move(a)); }, nullptr);
+  auto binds = [&] {
+    return std::count_if(actions.begin(), actions.end(),
+                         [](const auto& a) { return a.kind == gang::ActionKind::kBind; });
+  };
+  live->observe_pod(live_testing::lone_batch_pod("default", "p1", 1000));
+  live->tick();
+  EXPECT_EQ(binds(), 0) << "n1 was only reported: kube-scheduler would not place there either. "
+                        << live->nodes_json().dump();
+  EXPECT_NE(metrics.render({}).find("gleaner_scheduler_reports_unknown_node_total 1"),
+            std::string::npos);
+  live->observe_node("c1", "n1", {}, {}, std::nullopt, gang::NodeBatchShown{8000, 64 * kGiB});
+  live->tick();
+  EXPECT_EQ(binds(), 1) << live->jobs_json().dump();
+}
+
 }  // namespace
 }  // namespace node_batch_shown_test
 }  // namespace gleaner::scheduler

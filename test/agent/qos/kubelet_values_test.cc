@@ -1,8 +1,8 @@
-#include "agent/exec/kubelet_values.h"
+#include "agent/qos/kubelet_values.h"
 
 #include <gtest/gtest.h>
 
-namespace gleaner::agent::exec {
+namespace gleaner::agent::qos {
 namespace {
 using cgroup::CgroupDriver;
 using cgroup::KubeletLayout;
@@ -101,4 +101,4 @@ TEST_F(KubeletValues, UnderivableKnobsGetTheLoosestValue) {
 }
 
 }  // namespace
-}  // namespace gleaner::agent::exec
+}  // namespace gleaner::agent::qos

@@ -1,4 +1,4 @@
-#include "agent/exec/kubelet_values.h"
+#include "agent/qos/kubelet_values.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include "agent/states/pod_classes.h"
 #include "cgroup/parsers.h"
 
-namespace gleaner::agent::exec {
+namespace gleaner::agent::qos {
 namespace {
 
 using cgroup::KubeQos;
@@ -154,4 +154,4 @@ std::optional<std::string> kubelet_value(Resource resource, std::string_view cgr
   return std::nullopt;
 }
 
-}  // namespace gleaner::agent::exec
+}  // namespace gleaner::agent::qos

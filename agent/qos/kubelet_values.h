@@ -33,7 +33,7 @@
 #include "cgroup/resource.h"
 #include "kube/objects.h"
 
-namespace gleaner::agent::exec {
+namespace gleaner::agent::qos {
 
 struct KubeletScene {
   const cgroup::KubeletLayout& layout;
@@ -47,4 +47,4 @@ struct KubeletScene {
 std::optional<std::string> kubelet_value(cgroup::Resource resource, std::string_view cgroup,
                                          const KubeletScene& scene);
 
-}  // namespace gleaner::agent::exec
+}  // namespace gleaner::agent::qos
