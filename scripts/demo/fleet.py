@@ -44,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import fleet_node  # noqa: E402
 from fleet_cluster import DRIVER_START_TIMEOUT_S, REPORT_DRIVEN, FleetCluster, read  # noqa: E402
-from fleet_node import FleetError, free_port  # noqa: E402,F401 (live.py's and the e2e's)
+from fleet_node import FleetError, NotShown, free_port  # noqa: E402,F401 (live.py's, e2e's)
 import summary  # noqa: E402
 
 # spark-pi-1 leaves this much of m1-n1's batch room: spark-pi-2 fits it before the surge,
@@ -57,6 +57,16 @@ PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI = 1000, 500
 # Each LS surge's load lasts at least this long, with Gleaner and unmanaged alike, and the
 # LS p99 of the two is taken over this first stretch of each: the same load for as long.
 SURGE_S = 8.0
+# The story's steps: (key, what it shows, the step it needs shown first). A step whose
+# precondition the machine does not give (NotShown) is reported and its dependents skipped;
+# the rest of the story goes on.
+STEPS = (
+    ("placement", "1. spark-pi-1 placed by the batch room m1-n1's agent reports", None),
+    ("surge", "2. an LS surge on m1-n1 shrinking m1's batch room", "placement"),
+    ("unmanaged_surge", "2b. the same LS surge unmanaged", "surge"),
+    ("eviction", "3. an executor evicted under memory pressure on m1-n1", "placement"),
+    ("reclaim", "4. a driver that cannot start reclaimed", None),
+    ("completion", "5. every application COMPLETED on the hub", None))
 
 
 class Fleet(FleetCluster):
@@ -92,15 +102,25 @@ class Fleet(FleetCluster):
     def executor_uids(self):
         return {p["metadata"]["uid"] for p in self.pods(fleet_node.MEMBER, "spark-role=executor")}
 
-    def run(self):
-        """The five steps; returns the summary's fleet part."""
+    def run(self, partial=False):
+        """The five steps; returns the summary's fleet part. `partial` (the demo): a step
+        whose precondition the machine did not give is recorded in not_shown, with its
+        dependents, and the story goes on; without it (the e2e tests) it raises NotShown."""
         self.start()
-        self.step_placement()
-        self.step_surge()
-        self.step_unmanaged_surge()
-        self.step_eviction()
-        self.step_reclaim()
-        self.step_completion()
+        for key, title, needs in STEPS:
+            if needs and needs not in self.steps_shown:
+                self.not_shown.append({"step": title, "reason": "it needs step %s, not shown" % (
+                    next(t for k, t, _ in STEPS if k == needs).split(".")[0])})
+                continue
+            try:
+                getattr(self, "step_" + key)()
+                self.steps_shown.append(key)
+            except NotShown as e:
+                if not partial:
+                    raise
+                self.not_shown.append({"step": title, "reason": str(e)})
+                self.event("NOT shown: %s: %s" % (title, e))
+        self.check_gleaner()
         return self.summary()
 
     def step_placement(self):
@@ -113,11 +133,13 @@ class Fleet(FleetCluster):
         # kubelet takes what the scheduler binds. Once the agent's usage average covers its
         # whole window: its first reports average over less, and the machine's other work
         # (a busy loop beside the run) enters them only later.
-        room = self.wait("400m of batch room reported by %s's agent and on its Node, its "
-                         "usage averaged over %d s" % (fleet_node.NODE, fleet_node.AGGREGATE_S),
-                         lambda: time.monotonic() - node.agent_started > fleet_node.AGGREGATE_S
-                         and (lambda f: f if f >= 400 else None)(
-                             min(self.real_free() or 0, self.node_batch_cpu())), 60)
+        room = self.precondition(
+            "400m of batch room reported by %s's agent and on its Node, its usage averaged "
+            "over %d s" % (fleet_node.NODE, fleet_node.AGGREGATE_S),
+            lambda: time.monotonic() - node.agent_started > fleet_node.AGGREGATE_S and (
+                lambda f: f if f >= 400 else None)(min(self.real_free() or 0,
+                                                       self.node_batch_cpu())), 60,
+            self.room_seen)
         self.real["batchFreeIdleMilli"] = room
         executor = max(100, (room - PI1_LEAVES_MILLI - 100) // 2 // 50 * 50)
         self.report("m1", "m1-n2", 0)
@@ -130,7 +152,7 @@ class Fleet(FleetCluster):
         self.event("%s's agent reports %.2f cores of batch room; spark-pi-1 asks 0.1 + 2 x "
                    "%.2f, m2-n1 reports %.2f" % (fleet_node.NODE, room / 1000.0, executor / 1000.0,
                                                  (2 * executor) / 1000.0))
-        first = self.placed("spark-pi-1")
+        first = self.first = self.placed("spark-pi-1")
         if first == "m1":
             self.shown.append("spark-pi-1 placed in m1, the member with batch room for it "
                               "(as m1-n1's agent reported it)")
@@ -150,27 +172,31 @@ class Fleet(FleetCluster):
         # Real CPU in the executors' BE pod cgroups.
         dirs = [node.pod_dir(p) for p in running if p["spec"].get("nodeName") == fleet_node.NODE]
         started = time.monotonic()
-        used = self.wait("0.2 s of CPU used by each spark-pi-1 executor in its BE cgroup",
-                         lambda: (lambda u: u if dirs and all(v >= 0.2 for v in u) else None)(
-                             [node.cpu_seconds(d) or 0 for d in dirs]), 30)
+        used = self.precondition(
+            "0.2 s of CPU used by each spark-pi-1 executor in its BE cgroup",
+            lambda: (lambda u: u if dirs and all(v >= 0.2 for v in u) else None)(
+                [node.cpu_seconds(d) or 0 for d in dirs]), 30,
+            lambda: "%s CPU-seconds, BE quota %s" % (
+                [round(node.cpu_seconds(d) or 0, 2) for d in dirs], self.quota_seen()))
         self.real["executorCpuSecondsStep1"] = round(sum(used), 3)
         self.event("spark-pi-1's executors used %s CPU-seconds in %s/pod<uid> (%.1f s)" % (
             " + ".join("%.2f" % v for v in used), fleet_node.BE_QOS, time.monotonic() - started))
         self.shown.append("spark-pi-1's executors used real CPU in BE cgroups on m1-n1")
-        self.first = first
 
     def step_surge(self):
         """2. A real LS surge on m1-n1: the agent cuts BE's quota, its reports shrink m1's
         batch room below what spark-pi-2 needs (which fitted before); spark-pi-2 goes to
         m2; spark-pi-1 keeps running."""
         node, first = self.node, self.first
-        quota = self.wait("the BE tier's quota at half a core or more before the surge",
-                          lambda: (lambda q: q if q is not None and q >= 0.5 else None)(
-                              node.cpu_quota_cores(fleet_node.BE_QOS)), 60)
-        before = self.wait("%dm of batch room left on m1-n1 before the surge (the machine's "
-                           "other work takes some)" % PRE_SURGE_MIN_MILLI,
-                           lambda: (lambda f: f if f is not None and f >= PRE_SURGE_MIN_MILLI
-                                    else None)(self.real_free()), 60)
+        quota = self.precondition(
+            "the BE tier's quota at half a core or more before the surge",
+            lambda: (lambda q: q if q is not None and q >= 0.5 else None)(
+                node.cpu_quota_cores(fleet_node.BE_QOS)), 60, self.quota_seen)
+        before = self.precondition(
+            "%dm of batch room left on m1-n1 before the surge (the machine's other work takes "
+            "some)" % PRE_SURGE_MIN_MILLI, lambda: (
+                lambda f: f if f is not None and f >= PRE_SURGE_MIN_MILLI else None)(
+                    self.real_free()), 60, self.room_seen)
         need2 = max(200, min(1000, before // 2 // 50 * 50))
         self.real.update(batchFreeBeforeSurgeMilli=before, beQuotaCoresBeforeSurge=quota,
                          sparkPi2Milli=need2)
@@ -287,17 +313,25 @@ class Fleet(FleetCluster):
         # free room on m1-n1 not below zero), and BE has CPU to grow the executor's work
         # (the agent holds BE at its floor while the machine is busy; its memory grows only
         # as fast as its CPU allows).
-        held = self.jobs["spark-pi-1"]["batchCpuMilli"]
-        self.wait("m1-n1's Node batch-cpu back to spark-pi-1's %dm after the surge, the "
-                  "scheduler's free room there not below 0 and the BE tier's quota at half a "
-                  "core or more" % held, lambda: self.node_batch_cpu() >= held and (
-                      self.real_free() or 0) >= 0 and (lambda q: q is None or q >= 0.5)(
-                          node.cpu_quota_cores(fleet_node.BE_QOS)), 60)
+        # Bounded by what spark-pi-1 has left of its run (less the eviction's and the
+        # replacement's time): an executor to grow must still be there after the wait.
+        job = self.jobs["spark-pi-1"]
+        held = job["batchCpuMilli"]
+        left = int(min(60, job["submitted"] + self.long_s - time.monotonic() - 30))
+        self.precondition(
+            "m1-n1's Node batch-cpu back to spark-pi-1's %dm after the surge, the scheduler's "
+            "free room there not below 0 and the BE tier's quota at half a core or more, "
+            "while spark-pi-1 (a %.0f s run) has time left" % (held, self.long_s),
+            lambda: self.node_batch_cpu() >= held and (self.real_free() or 0) >= 0 and (
+                lambda q: q is None or q >= 0.5)(node.cpu_quota_cores(fleet_node.BE_QOS)),
+            left, self.room_seen)
         running = [p for p in self.running_executors(first, "spark-pi-1")
                    if p["spec"].get("nodeName") == fleet_node.NODE]
         if not running:
-            raise FleetError("spark-pi-1 has no running executor on %s to grow (it ended "
-                             "early?)" % fleet_node.NODE)
+            raise NotShown("spark-pi-1 has no running executor on %s to grow (%.0f s after "
+                           "its submission, a %.0f s run)" % (
+                               fleet_node.NODE, time.monotonic() - job["submitted"],
+                               self.long_s))
         victim = running[0]
         vname, vuid = victim["metadata"]["name"], victim["metadata"]["uid"]
         newest = max(int(p["metadata"]["labels"]["spark-exec-id"]) for p in running)
@@ -310,8 +344,18 @@ class Fleet(FleetCluster):
                    "memory eviction at %d%%: %.0f MiB)" % (
                        vname, fleet_node.MEMORY_HOG_MIB, fleet_node.NODE,
                        fleet_node.NODE_MEMORY_MIB, fleet_node.MEMORY_EVICT_PERCENT, threshold))
-        self.wait("gleaner-agent's eviction of %s under memory pressure" % vname,
-                  lambda: self.pod_gone(first, vname, vuid), 60)
+        try:
+            self.wait("gleaner-agent's eviction of %s under memory pressure" % vname,
+                      lambda: self.pod_gone(first, vname, vuid), 60)
+        except FleetError as e:
+            # Over the threshold and no eviction is Gleaner's failure; the work never
+            # growing that far (BE held at its floor on a busy machine) is the machine's.
+            peak, over = node.proc.between(pressure_at, time.monotonic(), threshold * (1 << 20))
+            if over is not None:
+                raise
+            raise NotShown("%s; the node's memory peaked at %.0f MiB, below the %.0f MiB "
+                           "threshold (BE quota %s)" % (e, peak / float(1 << 20), threshold,
+                                                         self.quota_seen())) from None
         evicted_at = time.monotonic()
         after = self.wait("the agent's memory-evict count up", lambda: (lambda a: a and a.get(
             "memory-evict", 0) > before.get("memory-evict", 0) and a)(node.agent_evictions()),
@@ -370,7 +414,9 @@ class Fleet(FleetCluster):
         """4. A node joins m1 whose kubelet never starts a pod; its agent reports room. m2's
         LS load rises for a while: its room takes spark-pi-3 only after the reclaim."""
         self.report("m1", "m1-n2", 4000)
-        self.report("m2", "m2-n1", self.jobs["spark-pi-2"]["batchCpuMilli"] + 200)
+        # m2 keeps too little room for spark-pi-3 (less than it asks without spark-pi-2).
+        self.report("m2", "m2-n1", self.jobs.get("spark-pi-2", {"batchCpuMilli": 0})[
+            "batchCpuMilli"] + 200)
         self.submit("spark-pi-3", 1, PI3_DRIVER_MILLI, PI3_EXECUTOR_MILLI)
         bad = self.placed("spark-pi-3")
         driver = self.wait("spark-pi-3's driver bound", lambda: [
@@ -414,6 +460,14 @@ class Fleet(FleetCluster):
             self.event("LS p99 as a probe client saw it (a GET every 50 ms): %s" % ", ".join(
                 "%s %.1f ms" % kv for kv in self.ls_p99.items()))
 
+    def room_seen(self):
+        return "the scheduler's free room on m1-n1 %sm, its Node's batch-cpu %dm" % (
+            self.real_free(), self.node_batch_cpu())
+
+    def quota_seen(self):
+        q = self.node.cpu_quota_cores(fleet_node.BE_QOS)
+        return "unlimited" if q is None else "%.2f cores" % q
+
     def eviction_kind(self):
         real = self.real
         if "evictedPod" not in real:
@@ -439,5 +493,6 @@ class Fleet(FleetCluster):
                 "realNode": self.real, "lsP99Ms": getattr(self, "ls_p99", None),
                 "scratchBases": list(self.node.scratch.bases) if self.node else [],
                 "ports": self.ports, "pids": [p.pid for p in self.all_procs],
-                "events": self.events, "shown": self.shown}
+                "events": self.events, "shown": self.shown,
+                "stepsShown": self.steps_shown, "notShown": self.not_shown}
 

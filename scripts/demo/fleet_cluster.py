@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(REPO, "test", "e2e"))
 import fleet_node  # noqa: E402
 from agent_pod import agent_token  # noqa: E402
 from e2e_harness import ServiceHTTPS, node_report, write_kubeconfig  # noqa: E402
-from fleet_node import FleetError, free_port  # noqa: E402
+from fleet_node import FleetError, NotShown, free_port  # noqa: E402
 
 PY = "/usr/bin/python3"
 APISERVER = os.path.join(REPO, "test", "apiserver", "apiserver.py")
@@ -66,6 +66,8 @@ class FleetCluster:
         os.makedirs(self.dir, exist_ok=True)
         self.remember_pid, self.remember_scratch = remember_pid, remember_scratch
         self.procs, self.all_procs = [], []
+        self.gleaner = []  # (name, Popen) of each gleaner-agent and gleaner-scheduler
+        self.stop_failures = []  # a Gleaner binary that did not exit 0 when stopped
         self.urls, self.kubeconfigs, self.tokens = {}, {}, {}
         self.ports = []
         self.seq = 0
@@ -78,6 +80,8 @@ class FleetCluster:
         self.long_s = max(90.0, seconds / 3.0)
         self.jobs = {}  # name -> {"members": [...], "state": ..., ...}
         self.shown = []  # what the run showed, in plain words, as each step happened
+        self.steps_shown, self.not_shown = [], []  # fleet.STEPS keys; {"step", "reason"}
+        self.first = None  # the member spark-pi-1 went to
         self.node = None  # the real node m1-n1 (fleet_node.RealNode)
         self.rooms = {}  # report-driven (member, node) -> the batch millicores reported
         self.reporting, self.report_lock = threading.Event(), threading.Lock()
@@ -93,7 +97,19 @@ class FleetCluster:
         self.procs.append(p)
         self.all_procs.append(p)
         self.remember_pid(p.pid)
+        # The agent starts under unshare and a shell that execs it: its argv names it later.
+        if any(os.path.basename(a) in ("gleaner-agent", "gleaner-scheduler") for a in argv):
+            self.gleaner.append((name, p))
         return p
+
+    def check_gleaner(self):
+        """FleetError when a Gleaner binary exited before the story stopped it: a crash is
+        Gleaner's failure, never a step the machine could not show."""
+        gone = ["%s exited with status %d (log %s)" % (
+            name, p.returncode, os.path.join(self.dir, name + ".log"))
+            for name, p in self.gleaner if p in self.procs and p.poll() is not None]
+        if gone:
+            raise FleetError("; ".join(gone))
 
     def wait_log(self, name, p, needle, deadline_s=30):
         path = os.path.join(self.dir, name + ".log")
@@ -130,6 +146,11 @@ class FleetCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+        # SIGTERM stops either binary with 0 after it put back what it changed (the agent's
+        # knobs); anything else (a crash on the way out, killed after the grace) is a failure.
+        self.stop_failures += ["%s exited with status %d when stopped (log %s)" % (
+            name, p.returncode, os.path.join(self.dir, name + ".log"))
+            for name, p in self.gleaner if p in self.procs and p.returncode != 0]
         self.procs = []
         if self.node:
             self.node.remove()
@@ -195,6 +216,23 @@ class FleetCluster:
                 return value
             time.sleep(0.05)  # the poll interval of a bounded wait
         raise FleetError("not within %ds: %s" % (deadline_s, what))
+
+    def precondition(self, what, predicate, deadline_s, seen):
+        """wait() for what the machine has to give a step (batch room, BE CPU), not for
+        what Gleaner must do: past the deadline the step is not shown (NotShown), with
+        `seen()`, the figures the wait was reading, in the reason. Read once even with no
+        time left (a bound from a job's remaining run can be)."""
+        value = predicate()
+        if value:
+            return value
+        try:
+            return self.wait(what, predicate, max(0, deadline_s))
+        except NotShown:
+            raise
+        except FleetError:
+            self.check_gleaner()  # no room because the agent is gone is no busy machine
+            raise NotShown("not within %ds: %s (seen at the end: %s)" % (
+                max(0, deadline_s), what, seen())) from None
 
     def event(self, text):
         line = "%6.1fs  %s" % (time.monotonic() - self.t0, text)

@@ -53,6 +53,13 @@ class FleetError(RuntimeError):
     pass
 
 
+class NotShown(FleetError):
+    """A story step whose precondition this machine did not give in time (batch room, BE
+    CPU: what a busy machine takes), as opposed to Gleaner failing at what it must do. The
+    demo reports the step under "Not shown:" with the figures seen and goes on; a test that
+    needs the whole story gets it as the FleetError it is."""
+
+
 def skip_reason():
     """Empty when the real node can run here (root, cgroups, unshare); otherwise why not."""
     reason = scratch_cgroups.skip_reason()

@@ -41,6 +41,7 @@ EXECUTORS = [  # name, uid, priority (koord-batch range; the lowest is evicted f
 BE_QOS = "kubepods/besteffort"
 PROFILE = [1, 2, 4, 6, 8, 6, 4, 2]  # wrk connections per load step: rises, then falls
 REPLACE_AFTER_S = 20
+GLEANER = ("agent", "scheduler")  # the demo's names of the Gleaner binaries it runs
 
 
 class Interrupted(Exception):
@@ -101,6 +102,7 @@ class Demo:
         self.sched_port, self.agent_port, self.web_port = free_port(), free_port(), free_port()
         self.probe = None  # times the agent's reactions to LS surges with Gleaner
         self.fleet = None
+        self.failures = []  # Gleaner binaries that crashed or did not stop cleanly
 
     # --- set-up -------------------------------------------------------------------------
     def write_files(self):
@@ -174,14 +176,22 @@ class Demo:
 
     def stop(self, name, grace_s=5):
         p = self.procs.pop(name, None)
-        if p is None or p.poll() is not None:
+        if p is None:
             return
-        p.terminate()  # the agent restores every cgroup value it changed on SIGTERM
-        try:
-            p.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        exited = p.poll() is not None
+        if not exited:
+            p.terminate()  # the agent restores every cgroup value it changed on SIGTERM
+            try:
+                p.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        # Either Gleaner binary exits 0 on SIGTERM once it put back what it changed: one
+        # that had already gone, or did not exit 0, failed (a crash, a knob maybe left).
+        if name in GLEANER and (exited or p.returncode != 0):
+            self.failures.append("gleaner-%s exited with status %d %s (log %s)" % (
+                name, p.returncode, "before the demo stopped it" if exited else "when stopped",
+                os.path.join(self.run_dir, name + ".log")))
 
     def setup(self):
         self.cg.create()
@@ -318,12 +328,15 @@ class Demo:
         memory = [memory_phase.run(self, "memory, BE unmanaged", False, memory_s),
                   memory_phase.run(self, "memory, with Gleaner", True, memory_s)]
         fleet_doc, fleet_error = self.run_fleet()
+        self.stop("scheduler")
         view.print_summary(phases, self.evictions, os.cpu_count(), self.run_dir,
                            memory_phase.summary(*memory))
         doc = summary.build(phases, self.evictions, memory, self.probe, fleet_doc, fleet_error)
         summary.print_fleet(doc, summary.write(self.run_dir, doc))
         if fleet_error:
             raise RuntimeError("the fleet scenario failed: " + fleet_error)
+        if self.failures:
+            raise RuntimeError("; ".join(self.failures))
 
     def run_fleet(self):
         """The fleet scenario (fleet.py) after the node's phases: (its summary, None) or
@@ -334,11 +347,12 @@ class Demo:
         self.fleet = fleet.Fleet(self.args.build, self.run_dir, self.cg.remember_pid,
                                  self.args.seconds, self.cg.remember_scratch)
         try:
-            return self.fleet.run(), None
+            doc = self.fleet.run(partial=True)
         except (fleet.FleetError, OSError, subprocess.SubprocessError) as e:
             return None, str(e)
         finally:
             self.fleet.stop()
+        return doc, "; ".join(self.fleet.stop_failures) or None
 
     def cleanup(self):
         if self.probe:

@@ -172,6 +172,11 @@ def surge_verdict(managed, unmanaged):
         figures, view.NOISE * 100)
 
 
+def na(value):
+    """A figure a step not shown did not measure reads n/a, not None."""
+    return "n/a" if value is None else value
+
+
 def write(run_dir, doc):
     path = os.path.join(run_dir, "summary.json")
     with open(path, "w") as f:
@@ -212,15 +217,18 @@ def print_fleet(doc, path):
         print("   real node %s: executors used %s BE CPU-seconds; suppress reaction %s; "
               "batch free %s -> %s millicores under the surge; LS p99 (probe client) %s; "
               "evictions %d (%s)" % (
-                  real["node"], real["beCpuSecondsByExecutors"],
+                  real["node"], na(real["beCpuSecondsByExecutors"]),
                   "p50 %.1f ms, p99 %.1f ms (%d)" % (r["p50"], r["p99"], r["reactions"])
-                  if r["reactions"] else "none seen", real["batchFreeMilli"]["beforeSurge"],
-                  real["batchFreeMilli"]["underSurge"], ", ".join(
+                  if r["reactions"] else "none seen", na(real["batchFreeMilli"]["beforeSurge"]),
+                  na(real["batchFreeMilli"]["underSurge"]), ", ".join(
                       "%s %.1f ms" % kv for kv in (real["lsP99Ms"] or {}).items()) or "none",
                   real["evictions"], real["evictionKind"]))
     print(" Fleet and node, what this run showed and did not:")
     if fleet:
         print("  Fleet: %s." % "; ".join(fleet["shown"]))
+        # Steps this machine could not give their preconditions: not a Gleaner failure.
+        for step in fleet["notShown"]:
+            print("  Not shown: fleet step %s: %s." % (step["step"], step["reason"]))
         real = doc["fleetRealNode"]
         print("  " + surge_verdict(real["surgeWithGleaner"], real["surgeUnmanaged"]) + ".")
     else:

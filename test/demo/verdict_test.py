@@ -6,6 +6,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts", "demo"))
+import fleet  # noqa: E402
 import memory_phase  # noqa: E402
 import summary  # noqa: E402
 import view  # noqa: E402
@@ -88,6 +89,78 @@ class FleetSurgeVerdict(unittest.TestCase):
     def test_no_comparison_without_requests_in_both(self):
         self.assertIn("NOT compared", summary.surge_verdict(surge(8.0), surge(0.0, requests=0)))
         self.assertIn("NOT compared", summary.surge_verdict(None, surge(12.0)))
+
+
+class FakeProcess:
+    """A Popen's poll() and returncode: None while it runs."""
+
+    def __init__(self, status):
+        self.returncode = status
+
+    def poll(self):
+        return self.returncode
+
+
+class StoryStub(fleet.Fleet):
+    """fleet.Fleet's run() over steps that only record themselves (no process, no I/O)."""
+
+    def __init__(self, raises, agent_status=None):
+        self.raises, self.ran = raises, []
+        self.steps_shown, self.not_shown, self.events = [], [], []
+        self.dir = "fleet"
+        agent = FakeProcess(agent_status)
+        self.gleaner, self.procs = [("agent-m1-n1", agent)], [agent]
+        for key, _, _ in fleet.STEPS:  # instance attributes, ahead of the class's steps
+            setattr(self, "step_" + key, lambda key=key: self.step(key))
+
+    def step(self, key):
+        self.ran.append(key)
+        if key in self.raises:
+            raise self.raises[key]
+
+    def start(self):
+        pass
+
+    def summary(self):
+        return {"stepsShown": self.steps_shown, "notShown": self.not_shown}
+
+    def event(self, text):
+        self.events.append(text)
+
+
+class FleetStory(unittest.TestCase):
+    """A step the machine cannot give its precondition is reported and the story goes on;
+    Gleaner failing is still the run's failure (fleet.py run)."""
+
+    def test_a_step_not_shown_skips_its_dependents_and_the_rest_runs(self):
+        story = StoryStub({"placement": fleet.NotShown("not within 60s: 400m of batch room")})
+        doc = story.run(partial=True)
+        self.assertEqual(story.ran, ["placement", "reclaim", "completion"])
+        self.assertEqual(doc["stepsShown"], ["reclaim", "completion"])
+        reasons = {n["step"].split(".")[0]: n["reason"] for n in doc["notShown"]}
+        self.assertEqual(sorted(reasons), ["1", "2", "2b", "3"])
+        self.assertIn("400m of batch room", reasons["1"])
+        self.assertEqual(reasons["2b"], "it needs step 2, not shown")
+        self.assertEqual(reasons["3"], "it needs step 1, not shown")
+
+    def test_a_later_step_not_shown_leaves_the_others(self):
+        story = StoryStub({"surge": fleet.NotShown("BE quota 0.10 cores")})
+        story.run(partial=True)
+        self.assertEqual(story.ran, ["placement", "surge", "eviction", "reclaim", "completion"])
+
+    def test_gleaner_failing_is_still_a_failure(self):
+        story = StoryStub({"eviction": fleet.FleetError("over the threshold, no eviction")})
+        with self.assertRaises(fleet.FleetError):
+            story.run(partial=True)
+
+    def test_a_crashed_agent_is_a_failure_not_a_step_not_shown(self):
+        story = StoryStub({"placement": fleet.NotShown("no room")}, agent_status=-11)
+        with self.assertRaisesRegex(fleet.FleetError, "agent-m1-n1 exited with status -11"):
+            story.run(partial=True)
+
+    def test_the_whole_story_or_an_error_without_partial(self):
+        with self.assertRaises(fleet.NotShown):
+            StoryStub({"placement": fleet.NotShown("no room")}).run()
 
 
 class AgentReactionHistogram(unittest.TestCase):
