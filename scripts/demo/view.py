@@ -196,10 +196,36 @@ def verdict(unmanaged, managed):
     else:
         out.append("  Batch capacity: no steady shrink with LS load in this run (%s cores at "
                    "connections)." % listing)
-    if managed["be_cpu_s"] <= 0.0:
-        out.append("  BE harvest: none with Gleaner in this run.")
-    else:
-        out.append("  BE harvest: %.1f cpu-s with Gleaner (%.1f cpu-s unmanaged, where nothing"
-                   " held BE back)." % (
-                       managed["be_cpu_s"], unmanaged["be_cpu_s"]))
+    out.append("  " + trade(unmanaged, managed))
     return out
+
+
+def trade(unmanaged, managed):
+    """What Gleaner traded in this run: the BE harvest with it as a share of BE's unmanaged,
+    against the LS p99 (mean of steps) of each. A harvest lost without a measurably better
+    p99 is called a loss; a p99 difference within NOISE is not a benefit."""
+    got, had = managed["be_cpu_s"], unmanaged["be_cpu_s"]
+    after, before = mean(managed["steps"]), mean(unmanaged["steps"])
+    if had <= 0.0:
+        return ("BE harvest: %.1f cpu-s with Gleaner; NOT compared (BE used no CPU "
+                "unmanaged)." % got)
+    ratio = got / had
+    head = ("BE harvest: Gleaner harvested %.0f%% of what BE got unmanaged (%.1f of %.1f "
+            "cpu-s)" % (100.0 * ratio, got, had))
+    if before is None or after is None:
+        return head + "; LS p99 not measured: NOT a trade this run can judge."
+    p99 = "LS p99 %.1f ms with Gleaner, %.1f ms unmanaged" % (after, before)
+    better = after < before * (1 - NOISE)
+    worse = after > before * (1 + NOISE)
+    lost = ratio < 1 - NOISE
+    if better and lost:
+        return "%s for an LS p99 %.0f%% lower (%s): a trade of harvest for latency." % (
+            head, 100.0 * (1 - after / before), p99)
+    if better:
+        return "%s and LS p99 was %.0f%% lower (%s): a gain on this run." % (
+            head, 100.0 * (1 - after / before), p99)
+    if lost or worse:
+        return "%s and LS p99 was %s (%s): a loss on this run." % (
+            head, "worse" if worse else "not measurably better", p99)
+    return "%s and LS p99 was not measurably different (%s; within %d%%): no cost and no " \
+        "benefit on this run." % (head, p99, NOISE * 100)

@@ -66,6 +66,59 @@ class BatchCapacityVerdict(unittest.TestCase):
         self.assertIn("no steady shrink", line)
 
 
+def phase(be_cpu_s, p99):
+    return {"steps": [{"conns": 1, "rps": 40.0, "p99": p99}], "be_cpu_s": be_cpu_s}
+
+
+class HarvestTradeVerdict(unittest.TestCase):
+    """What Gleaner traded in the live CPU phases: BE harvest against LS p99 (view.trade)."""
+
+    def test_a_harvest_loss_without_a_better_p99_is_called_a_loss(self):
+        # Issue #59's run: 14.0 cpu-s with Gleaner, 35.8 unmanaged, p99 within the noise.
+        v = view.trade(phase(35.8, 25.3), phase(14.0, 24.3))
+        self.assertIn("harvested 39% of what BE got unmanaged", v)
+        self.assertIn("LS p99 24.3 ms with Gleaner, 25.3 ms unmanaged", v)
+        self.assertIn("not measurably better", v)
+        self.assertIn("a loss on this run", v)
+        self.assertNotIn("no clear difference", v)
+
+    def test_a_worse_p99_with_less_harvest_is_a_loss(self):
+        v = view.trade(phase(30.0, 10.0), phase(10.0, 20.0))
+        self.assertIn("LS p99 was worse", v)
+        self.assertIn("a loss on this run", v)
+
+    def test_a_worse_p99_with_the_same_harvest_is_a_loss(self):
+        self.assertIn("a loss on this run", view.trade(phase(10.0, 10.0), phase(10.0, 20.0)))
+
+    def test_a_better_p99_for_less_harvest_is_a_trade_with_both_figures(self):
+        v = view.trade(phase(40.0, 20.0), phase(10.0, 5.0))
+        self.assertIn("harvested 25% of what BE got unmanaged (10.0 of 40.0 cpu-s)", v)
+        self.assertIn("75% lower", v)
+        self.assertIn("a trade of harvest for latency", v)
+        self.assertNotIn("loss", v)
+
+    def test_a_better_p99_at_the_same_harvest_is_a_gain(self):
+        self.assertIn("a gain on this run", view.trade(phase(10.0, 20.0), phase(9.5, 10.0)))
+
+    def test_same_harvest_and_p99_claim_nothing(self):
+        v = view.trade(phase(10.0, 20.0), phase(9.5, 19.0))
+        self.assertIn("no cost and no benefit", v)
+        self.assertNotIn("gain", v)
+
+    def test_no_unmanaged_harvest_is_not_compared(self):
+        self.assertIn("NOT compared", view.trade(phase(0.0, 20.0), phase(1.0, 10.0)))
+
+    def test_no_p99_is_not_judged(self):
+        v = view.trade(phase(10.0, None), phase(4.0, None))
+        self.assertIn("harvested 40%", v)
+        self.assertIn("NOT a trade this run can judge", v)
+
+    def test_the_verdict_carries_the_trade(self):
+        lines = view.verdict(phase(35.8, 25.3), phase(14.0, 24.3))
+        self.assertTrue(any(line.strip().startswith("BE harvest: ") and "a loss" in line
+                            for line in lines), lines)
+
+
 def surge(p99, requests=150, be_cores=0.5, lowest=None):
     return {"loadSeconds": 8.0, "lsP99Ms": p99, "lsRequests": requests, "beCores": be_cores,
             "beQuotaCoresLowest": lowest}
