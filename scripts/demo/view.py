@@ -227,5 +227,6 @@ def trade(unmanaged, managed):
     if lost or worse:
         return "%s and LS p99 was %s (%s): a loss on this run." % (
             head, "worse" if worse else "not measurably better", p99)
-    return "%s and LS p99 was not measurably different (%s; within %d%%): no cost and no " \
-        "benefit on this run." % (head, p99, NOISE * 100)
+    return "%s and LS p99 was not measurably different (%s; within %d%%): %s on this run." % (
+        head, p99, NOISE * 100, "more harvest at the same latency, a gain" if
+        ratio > 1 + NOISE else "no cost and no benefit")

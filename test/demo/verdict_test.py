@@ -105,6 +105,11 @@ class HarvestTradeVerdict(unittest.TestCase):
         self.assertIn("no cost and no benefit", v)
         self.assertNotIn("gain", v)
 
+    def test_more_harvest_at_the_same_p99_is_a_gain(self):
+        v = view.trade(phase(1.0, 36.0), phase(1.2, 32.8))
+        self.assertIn("harvested 120%", v)
+        self.assertIn("more harvest at the same latency, a gain on this run", v)
+
     def test_no_unmanaged_harvest_is_not_compared(self):
         self.assertIn("NOT compared", view.trade(phase(0.0, 20.0), phase(1.0, 10.0)))
 
