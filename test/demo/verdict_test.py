@@ -159,6 +159,22 @@ class FakeProcess:
         return self.returncode
 
 
+class FakeNode:
+    """fleet_node.RealNode's memory record (node_proc.between) and BE quota."""
+
+    def __init__(self, written):
+        self.proc = self
+        self.written = written  # (monotonic time, used bytes)
+
+    def between(self, start, _end, threshold_bytes):
+        seen = [w for w in self.written if start <= w[0]]
+        return (max(used for _, used in seen),
+                next((t for t, used in seen if used >= threshold_bytes), None))
+
+    def cpu_quota_cores(self, _rel):
+        return 0.02
+
+
 class StoryStub(fleet.Fleet):
     """fleet.Fleet's run() over steps that only record themselves (no process, no I/O)."""
 
@@ -215,6 +231,17 @@ class FleetStory(unittest.TestCase):
         story = StoryStub({"placement": fleet.NotShown("no room")}, agent_status=-11)
         with self.assertRaisesRegex(fleet.FleetError, "agent-m1-n1 exited with status -11"):
             story.run(partial=True)
+
+    def test_no_eviction_below_the_threshold_is_not_shown_over_it_a_failure(self):
+        story = StoryStub({})
+        mib = float(1 << 20)
+        story.node = FakeNode([(1.0, 500 * mib), (2.0, 700 * mib)])
+        v = story.below_threshold("spark-pi-1 COMPLETED", 0.0, 819.2)
+        self.assertIsInstance(v, fleet.NotShown)
+        self.assertIn("peaked at 700 MiB, below the 819 MiB threshold (BE quota 0.02 cores)",
+                      str(v))
+        story.node = FakeNode([(1.0, 500 * mib), (2.0, 900 * mib)])
+        self.assertIsNone(story.below_threshold("no eviction", 0.0, 819.2))
 
     def test_the_whole_story_or_an_error_without_partial(self):
         with self.assertRaises(fleet.NotShown):
