@@ -80,6 +80,18 @@ TEST(NextQuota, FloorOf2000IsWrittenEvenInsideTheDeadBand) {
   EXPECT_EQ(next_quota(-3000, 8000, 100000, 2000, false), std::nullopt);
 }
 
+TEST(NextQuota, AnAllowanceOfEveryCpuLeavesBeWithNoQuotaAtAll) {
+  // 8 cores: a quota of 800000 us cannot bind BE, it only keeps CFS bandwidth control on.
+  EXPECT_EQ(next_quota(8000, 8000, 100000, cgroup::kUnlimited, false), std::nullopt);
+  EXPECT_EQ(next_quota(9000, 8000, 100000, cgroup::kUnlimited, false), std::nullopt);
+  // From a quota within one ramp step of the whole node: lifted.
+  EXPECT_EQ(next_quota(8000, 8000, 100000, 720000, false), cgroup::kUnlimited);
+  EXPECT_EQ(next_quota(8000, 8000, 100000, 800000, false), cgroup::kUnlimited);
+  // From further down it still ramps, a step at a time; stale data never lifts.
+  EXPECT_EQ(next_quota(8000, 8000, 100000, 100000, false), 180000);
+  EXPECT_EQ(next_quota(8000, 8000, 100000, 790000, true), std::nullopt);
+}
+
 TEST(NextQuota, StaleDataNeverGrowsButStillShrinks) {
   EXPECT_EQ(next_quota(6000, 8000, 100000, 100000, true), std::nullopt);
   EXPECT_EQ(next_quota(500, 8000, 100000, 600000, true), 50000);
