@@ -49,19 +49,29 @@ double metric_sum(const std::string& text, const std::string& name) {
 }
 
 AgentProcess::AgentProcess(testing::ColocatedNode& node, const AgentFlags& flags,
-                           const std::string& log_file)
+                           const std::string& log_file, const std::string& binary)
     : node_(node), log_file_(log_file), be_quota_before_(be_quota(node)) {
   port_ = testing::free_loopback_port();
-  std::vector<std::string> argv = {GLEANER_AGENT_BINARY, "run",
-                                   "--cgroup-root",      node.root(),
-                                   "--pods-file",        node.pods_file(),
-                                   "--config-dir",       node.config_dir(),
-                                   "--metrics-addr",     "127.0.0.1:" + std::to_string(port_),
-                                   "--node-name",        "node-a",
-                                   "--interval",         std::to_string(flags.interval_ms),
-                                   "--fast-interval",    std::to_string(flags.fast_interval_ms),
-                                   "--on-stop",          "restore",
-                                   "--log-level",        "warn"};
+  std::vector<std::string> argv = {binary,
+                                   "run",
+                                   "--cgroup-root",
+                                   node.root(),
+                                   "--pods-file",
+                                   node.pods_file(),
+                                   "--config-dir",
+                                   node.config_dir(),
+                                   "--metrics-addr",
+                                   "127.0.0.1:" + std::to_string(port_),
+                                   "--node-name",
+                                   "node-a",
+                                   "--interval",
+                                   std::to_string(flags.interval_ms),
+                                   "--fast-interval",
+                                   std::to_string(flags.fast_interval_ms),
+                                   "--on-stop",
+                                   "restore",
+                                   "--log-level",
+                                   "warn"};
   if (!flags.enforce) argv.emplace_back("--no-enforce");
   if (!flags.ebpf) argv.emplace_back("--no-ebpf");
   if (!flags.ebpf_wakeups) argv.emplace_back("--no-ebpf-wakeups");

@@ -27,7 +27,9 @@ class AgentProcess {
  public:
   // Starts the agent and waits (bounded, 20 s) until it serves /metrics; throws
   // std::runtime_error with the tail of its log when it does not.
-  AgentProcess(testing::ColocatedNode& node, const AgentFlags& flags, const std::string& log_file);
+  // `binary`: the gleaner-agent to run (this build's, or another's for a before/after).
+  AgentProcess(testing::ColocatedNode& node, const AgentFlags& flags, const std::string& log_file,
+               const std::string& binary);
   ~AgentProcess();
   AgentProcess(const AgentProcess&) = delete;
   AgentProcess& operator=(const AgentProcess&) = delete;

@@ -75,6 +75,7 @@ struct Options {
   double max_alone_spread = 1.5;
   std::string out_dir;
   std::string link_prefix;
+  std::string baseline_agent;
   bool fifo = true;
 };
 
@@ -117,6 +118,7 @@ std::vector<MixResult> sweep_service(ServiceKind kind, const Options& opt) {
                        std::chrono::milliseconds(opt.settle_ms), work.path());
     if (!calibration) calibration = runner.calibrate();
     runner.set_rate(calibration->rate);
+    runner.set_baseline_agent(opt.baseline_agent);
     std::fprintf(stderr,
                  "frontier_bench: %s at %.0f req/s (alone: %.0f%% of the node), BE %s, %zu "
                  "configurations x %d rounds, seed %llu\n",
@@ -210,6 +212,7 @@ int main(int argc, char** argv) {
       "kubelet,fixed,measure,koordlet,always,oninterference,slo,slo-noprobe,slo-nofast,"
       "slo-nowakeups";
   std::string seed;
+  std::string baseline_agent;
   std::string client = "fifo";
   std::string replot;
   CLI::App app{"frontier_bench: BE harvest against LS p99 on memcached, Redis and nginx"};
@@ -230,6 +233,10 @@ int main(int argc, char** argv) {
                  "configurations besides LS alone and its A/A twin: kubelet, fixed, measure, "
                  "koordlet, always, oninterference, slo, slo-noprobe, slo-nofast, slo-nowakeups")
       ->capture_default_str();
+  app.add_option("--baseline-agent", baseline_agent,
+                 "another build's gleaner-agent: adds the configuration slo-baseline, the shipped "
+                 "mode run by that binary, beside this build's (a before/after in one run)")
+      ->check(CLI::ExistingFile);
   app.add_option("--fixed-quotas", fixed_quotas,
                  "BE quotas (millicores) for the fixed-quota configuration")
       ->capture_default_str();
@@ -270,6 +277,14 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   opt.fifo = client == "fifo";
+  opt.baseline_agent = baseline_agent;
+  const bool wants_baseline = std::find(opt.families.begin(), opt.families.end(),
+                                        Family::kSloBaseline) != opt.families.end();
+  if (!baseline_agent.empty() && !wants_baseline) opt.families.push_back(Family::kSloBaseline);
+  if (baseline_agent.empty() && wants_baseline) {
+    std::fprintf(stderr, "frontier_bench: --configs slo-baseline needs --baseline-agent\n");
+    return 2;
+  }
   if (!opt.out_dir.empty()) {
     // Made (or refused) before anything is measured: a chart that cannot be written after an
     // hour of measuring would lose the run.

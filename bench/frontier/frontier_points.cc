@@ -54,6 +54,7 @@ std::string threshold_config(const Config& c) {
     case Family::kSloNoProbe:
     case Family::kSloNoFastPath:
     case Family::kSloNoWakeups:
+    case Family::kSloBaseline:
       return R"({"clusterStrategy":{"enable":true,"cpuSuppressPolicy":"cfsQuota",)"
              R"("cpuSuppressMode":"slo","cpuSloWaitTargetMicros":)" +
              std::to_string(c.setting > 0 ? c.setting : 4000) + "}}";
@@ -175,6 +176,8 @@ const char* to_string(Family family) {
       return "slo, fast path off";
     case Family::kSloNoWakeups:
       return "slo, wake-ups off";
+    case Family::kSloBaseline:
+      return "slo, baseline build";
   }
   return "unknown";
 }
@@ -205,6 +208,8 @@ const char* short_name(Family family) {
       return "slo-nofast";
     case Family::kSloNoWakeups:
       return "slo-nowakeups";
+    case Family::kSloBaseline:
+      return "slo-baseline";
   }
   return "unknown";
 }
@@ -222,7 +227,8 @@ bool takes_threshold(Family family) {
 
 bool takes_wait_target(Family family) {
   return family == Family::kGleanerSlo || family == Family::kSloNoProbe ||
-         family == Family::kSloNoFastPath || family == Family::kSloNoWakeups;
+         family == Family::kSloNoFastPath || family == Family::kSloNoWakeups ||
+         family == Family::kSloBaseline;
 }
 
 bool runs_agent(Family family) {
@@ -365,8 +371,9 @@ Point PointRunner::measure_window(BeMix mix, const Config& config) {
   cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
   if (runs_agent(family)) {
     (void)write_file(node_.config_dir() + "/resource-threshold-config", threshold_config(config));
-    agent = std::make_unique<AgentProcess>(node_, agent_flags(family),
-                                           work_dir_ + "/agent-" + short_name(family) + ".log");
+    agent = std::make_unique<AgentProcess>(
+        node_, agent_flags(family), work_dir_ + "/agent-" + short_name(family) + ".log",
+        family == Family::kSloBaseline ? baseline_agent_ : std::string(GLEANER_AGENT_BINARY));
   } else if (family == Family::kFixedQuota) {
     // The CFS bandwidth mechanism alone: BE's quota written once, as an agent settled at that
     // allowance would hold it, with nothing else running.

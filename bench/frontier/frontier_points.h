@@ -32,13 +32,15 @@ enum class Family {
   kSloNoProbe,             // slo with --no-ebpf
   kSloNoFastPath,          // slo with --fast-interval 0
   kSloNoWakeups,           // slo with --no-ebpf-wakeups
+  kSloBaseline,            // slo as shipped, run by another build's agent (--baseline-agent)
 };
 inline constexpr Family kFamilies[] = {Family::kAlone,         Family::kAloneTwin,
                                        Family::kKubelet,       Family::kFixedQuota,
                                        Family::kMeasureOnly,   Family::kKoordletStyle,
                                        Family::kGleanerAlways, Family::kGleanerOnInterference,
                                        Family::kGleanerSlo,    Family::kSloNoProbe,
-                                       Family::kSloNoFastPath, Family::kSloNoWakeups};
+                                       Family::kSloNoFastPath, Family::kSloNoWakeups,
+                                       Family::kSloBaseline};
 const char* to_string(Family family);
 // The name --configs takes ("kubelet", "slo-noprobe", ...).
 const char* short_name(Family family);
@@ -108,6 +110,8 @@ class PointRunner {
   void set_rate(double rate) { rate_ = rate; }
   // The BE processes to pause during LS-alone windows (SIGSTOP, SIGCONT).
   void set_be_group(pid_t pgid) { be_group_ = pgid; }
+  // The agent binary of the kSloBaseline configuration (another build, for a before/after).
+  void set_baseline_agent(std::string path) { baseline_agent_ = std::move(path); }
   // One window of `config`: BE paused or running, its agent (if any) started as a process, or
   // its fixed quota written; settled; the service measured under load; then everything the
   // configuration changed put back and checked (throws std::runtime_error when an agent did
@@ -131,6 +135,7 @@ class PointRunner {
   double rate_ = 0;
   int cpus_;
   pid_t be_group_ = -1;
+  std::string baseline_agent_;
   bool be_running_ = true;
 };
 

@@ -192,9 +192,9 @@ Chart write_chart(ServiceKind kind, const std::vector<Point>& points, const std:
      << "set key below\nset grid\nset xrange [0:1]\n";
   // One colour per family, in kFamilies' order; the configurations without an agent are
   // points, the agents' frontiers also lines.
-  constexpr const char* kColours[] = {"black", "gray60",  "gray40",    "purple",
-                                      "brown", "orange",  "skyblue",   "dark-green",
-                                      "red",   "magenta", "dark-cyan", "goldenrod"};
+  constexpr const char* kColours[] = {"black",     "gray60",    "gray40",     "purple", "brown",
+                                      "orange",    "skyblue",   "dark-green", "red",    "magenta",
+                                      "dark-cyan", "goldenrod", "dark-red"};
   static_assert(std::size(kColours) == std::size(kFamilies), "a colour for every family");
   for (size_t m = 0; m < mixes.size(); ++m) {
     gp << "set title 'BE: stress-ng " << to_string(mixes[m]) << "'\nplot ";
