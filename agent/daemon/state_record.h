@@ -28,8 +28,9 @@ class StateRecord {
   // Reads and writes of the file that failed (gleaner_agent_state_file_errors_total).
   [[nodiscard]] uint64_t errors() const { return errors_; }
   [[nodiscard]] const std::string& path() const { return file_.path(); }
-  // The record found at start could not be parsed (truncated, corrupt) and was set aside: what an earlier run changed is
-  // not known, so the originals to restore are kubelet's values (agent/qos/kubelet_values.h).
+  // The record found at start could not be parsed (truncated, corrupt) and was set aside: what an
+  // earlier run changed is not known, so the originals to restore are kubelet's values
+  // (agent/qos/kubelet_values.h).
   [[nodiscard]] bool lost() const { return lost_; }
   // Nothing left to restore.
   void remove() const { (void)file_.remove(); }
