@@ -11,11 +11,13 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,15 +387,20 @@ void ScratchCgroups::kill_child(pid_t pid) {
 
 std::optional<int> ScratchCgroups::stop_child(pid_t pid, int signal,
                                               std::chrono::milliseconds grace) {
+  // A pidfd becomes readable when the process exits: the wait is on that event, bounded by the
+  // grace, not a poll of waitpid.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   ::kill(pid, signal);
+  bool exited = false;
+  if (pidfd >= 0) {
+    pollfd fd{pidfd, POLLIN, 0};
+    exited = ::poll(&fd, 1, static_cast<int>(grace.count())) == 1;
+    ::close(pidfd);
+  }
   int status = 0;
-  for (auto deadline = std::chrono::steady_clock::now() + grace;
-       std::chrono::steady_clock::now() < deadline;) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
-      return status;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (exited && ::waitpid(pid, &status, 0) == pid) {
+    children_.erase(std::remove(children_.begin(), children_.end(), pid), children_.end());
+    return status;
   }
   kill_child(pid);
   return std::nullopt;
