@@ -154,6 +154,7 @@ struct Daemon::Impl {
   // cpuSuppressMode slo (slo_report.cc): logs and counts what a step of the controller did
   // (`trigger`: pass or wait), and its figures for the metrics.
   void note_slo(const step::StepResult& result, const char* trigger);
+  void note_unseen(const std::vector<step::UnseenPod>& unseen);
   // The batch CPU the node offers never exceeds what the controller lets BE keep.
   void bound_batch_by_slo(batch::BatchResult& batch) const;
   void describe_slo(TickOutcome& outcome) const;
@@ -164,6 +165,8 @@ struct Daemon::Impl {
   // 1024 pods is far above a node's (kubelet's default max-pods is 110).
   WarnBook slo_warned{1024, std::chrono::minutes(10)};
   bool slo_fallback = false;  // the last pass fell back to the threshold formula
+  // LS pods the last pass found running unseen by the probe (logged as they come and go).
+  std::set<std::string> unseen_ls_pods;
   std::optional<int64_t> slo_allowance_milli;
   // DaemonOptions::on_step and on_fast_pass (step_observer.cc): a full tick's record before
   // its writes, kept for the fast passes after it, and a fast pass's against it.

@@ -360,10 +360,15 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
     (void)probe->untrack(it->first);
     it = tracked.erase(it);
   }
+  // What the probe saw each LS pod run; a failed sample saw none (unseen_pods.h: BE holds).
+  readings.on_cpu_milli.emplace();
   if (auto interval = probe->sample()) {
+    const auto elapsed_ns = interval->elapsed.count();
     for (const auto& cg : interval->cgroups) {
       auto it = tracked.find(cg.dir);
-      if (it == tracked.end() || !cg.runq_p99_ns) continue;
+      if (it == tracked.end()) continue;
+      if (elapsed_ns > 0) (*readings.on_cpu_milli)[it->second] = cg.cpu_ns * 1000 / elapsed_ns;
+      if (!cg.runq_p99_ns) continue;
       runq_p99_ns[it->second] = *cg.runq_p99_ns;
       if (cg.be_runq_p99_ns) be_runq_p99_ns[it->second] = *cg.be_runq_p99_ns;
     }

@@ -12,6 +12,7 @@ void Daemon::Impl::note_slo(const step::StepResult& result, const char* trigger)
       spdlog::warn("cpu slo: {}", warning.message);
   }
   if (std::string_view(trigger) == "pass") {
+    note_unseen(result.unseen);
     if (result.slo_fallback && !slo_fallback) {
       spdlog::warn(
           "cpuSuppressMode slo needs the eBPF run-queue probe, which is not loaded: BE CPU "
@@ -29,6 +30,23 @@ void Daemon::Impl::note_slo(const step::StepResult& result, const char* trigger)
   if (result.slo->action == step::SloAction::kCut) ++slo_cuts_total[trigger];
 }
 
+void Daemon::Impl::note_unseen(const std::vector<step::UnseenPod>& unseen) {
+  std::set<std::string> now;
+  for (const auto& pod : unseen) {
+    now.insert(pod.pod);
+    if (!unseen_ls_pods.count(pod.pod)) {
+      spdlog::warn(
+          "eBPF: LS pod {} runs but the probe does not see it: BE may not grow until it does "
+          "(a probe that stopped delivering, a pod cgroup made anew, tasks nested too deep)",
+          step::describe(pod));
+    }
+  }
+  for (const auto& pod : unseen_ls_pods) {
+    if (!now.count(pod)) spdlog::info("eBPF: the probe sees LS pod {} again", pod);
+  }
+  unseen_ls_pods = std::move(now);
+}
+
 void Daemon::Impl::bound_batch_by_slo(batch::BatchResult& batch) const {
   const auto sustained = step ? step->sustained_be_cpu_milli() : std::nullopt;
   if (sustained && batch.batch_cpu_milli && *sustained < *batch.batch_cpu_milli) {
@@ -41,6 +59,7 @@ void Daemon::Impl::describe_slo(TickOutcome& outcome) const {
   if (slo_allowance_milli)
     s.be_cpu_allowance_cores = static_cast<double>(*slo_allowance_milli) / 1000;
   s.be_cpu_slo_fallback = slo_fallback;
+  s.ls_pods_unseen = static_cast<int64_t>(unseen_ls_pods.size());
   s.be_cpu_slo_cuts_total = slo_cuts_total;
   s.be_cpu_slo_target_warnings_total = slo_target_warnings_total;
   s.be_cpu_slo_targets_clamped_total = slo_targets_clamped_total;

@@ -50,6 +50,12 @@ StepResult AgentStep::tick(const TickInputs& in) {
   for (const auto& [pod, p99] : in.probe.runq_p99_ns)
     signal.ls_pods.push_back({pod, p99});
   out.interference = rule_.evaluate(signal, at_seconds(in.now_s));
+  // No wait from a pod the probe does not see is no evidence of slack: the ceiling stays.
+  out.unseen = unseen_ls_pods(*in.snapshot, in.probe);
+  if (!out.unseen.empty() && out.interference.action == bpf::InterferenceAction::kRelaxAllowed) {
+    out.interference.action = bpf::InterferenceAction::kHold;
+    out.interference.reason = describe(out.unseen.front()) + " runs unseen by the probe";
+  }
   if (out.interference.action == bpf::InterferenceAction::kTightenNow) {
     out.events.push_back("interference: " + out.interference.reason);
   }

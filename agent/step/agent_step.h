@@ -23,20 +23,11 @@
 #include "agent/qos/qos_engine.h"
 #include "agent/step/be_ceiling.h"
 #include "agent/step/interference_cap.h"
+#include "agent/step/probe_readings.h"
 #include "agent/step/slo_controller.h"
+#include "agent/step/unseen_pods.h"
 
 namespace gleaner::agent::step {
-
-// What the interference signals read this tick.
-struct ProbeReadings {
-  bool runqueue_probe = false;                // the eBPF run-queue probe is loaded
-  std::map<std::string, double> runq_p99_ns;  // LS pod key -> this window's p99
-  // The probe tells BE-caused waits apart (it knows the BE cgroup): LS pod key -> p99 of
-  // the window's waits with those BE did not cause counted as none.
-  bool be_attribution = false;
-  std::map<std::string, double> be_runq_p99_ns;
-  std::optional<double> cpu_psi_some_avg10;  // node cpu PSI some avg10 (%)
-};
 
 // The step's memory between ticks, in plain values (the `agent` object of a snapshot file).
 struct AgentMemory {
@@ -72,6 +63,9 @@ struct StepResult {
   std::optional<SloDecision> slo;
   bool slo_fallback = false;
   BeCeiling be_read;  // BE's CPU ceiling as the full pass read it, before its writes
+  // LS pods that ran unseen by the probe this pass: BE held (slo) or its ceiling kept
+  // (onInterference) for them.
+  std::vector<UnseenPod> unseen;
 };
 
 // The fast path's figures, sampled every ~50 ms.

@@ -71,6 +71,8 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
   s.cpu_psi_some_avg10 = in.probe.cpu_psi_some_avg10;
   s.cpu_psi_bound = rule_.config().cpu_psi_some_avg10_bound;
   s.stale = in.stale;
+  for (const auto& pod : out.unseen)
+    s.unseen.push_back(describe(pod));
   const SloDecision decision = slo_step(s, slo_);
   if (decision.action == SloAction::kCut) {
     out.events.push_back("cpu slo: BE cut to " + std::to_string(decision.allowance_milli) + "m (" +

@@ -119,7 +119,8 @@ SloDecision slo_step(const SloInputs& in, SloMemory& m) {
     m.cut_level_milli = base;
     m.last_cut_s = in.now_s;
     out.action = SloAction::kCut;
-  } else if (out.pressure < kSloGrowBelow && all_have_history && !in.stale && dt > 0 && !in_hold) {
+  } else if (out.pressure < kSloGrowBelow && all_have_history && in.unseen.empty() && !in.stale &&
+             dt > 0 && !in_hold) {
     const bool above_cut = m.cut_level_milli && current >= *m.cut_level_milli;
     const double rate = above_cut ? kSloProbePerSecond : kSloGrowPerSecond;
     next =
@@ -130,9 +131,10 @@ SloDecision slo_step(const SloInputs& in, SloMemory& m) {
     out.action = SloAction::kGrow;
     if (out.reason.empty()) out.reason = "no LS wait measured";
   } else if (out.reason.empty()) {
-    out.reason = !all_have_history ? "an LS pod has no wait history yet"
-                 : in.stale        ? "metrics are stale"
-                                   : "holding";
+    out.reason = !in.unseen.empty()  ? in.unseen.front() + " runs unseen by the probe"
+                 : !all_have_history ? "an LS pod has no wait history yet"
+                 : in.stale          ? "metrics are stale"
+                                     : "holding";
   }
   // A hard ceiling lowers the allowance whatever the signals say; only the floor raises it.
   next = clamp_allowance(next, in);

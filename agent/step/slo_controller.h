@@ -15,8 +15,8 @@
 // The allowance never goes below the floor (BE keeps making progress) nor above the node,
 // nor, when cpuSloThresholdCeiling is set, above the threshold formula. Anything that makes
 // the reading doubtful (stale metrics, a clock that went back or jumped, an LS pod without
-// history) can only hold or cut, never grow. Pure: the memory is a value the agent keeps in
-// its step record.
+// history, an LS pod running unseen by the probe) can only hold or cut, never grow. Pure: the
+// memory is a value the agent keeps in its step record.
 
 #include <cstdint>
 #include <deque>
@@ -63,6 +63,9 @@ struct SloInputs {
   std::optional<double> cpu_psi_some_avg10;
   std::optional<double> cpu_psi_bound;
   bool stale = false;
+  // LS pods that ran unseen by the probe (unseen_pods.h), described: while there is one,
+  // no wait measured is slack, so BE may hold or be cut but not grow.
+  std::vector<std::string> unseen;
 };
 
 enum class SloAction { kGrow, kHold, kCut };

@@ -10,9 +10,10 @@
 namespace gleaner::agent::step {
 namespace {
 
-// A `namespace/name -> microseconds` object of the probe section into nanoseconds.
-Status parse_pod_micros(const Json& object, const std::string& where, const std::string& name,
-                        std::map<std::string, double>& out) {
+// A `namespace/name -> number` object of the probe section, each number times `scale`.
+template <typename T>
+Status parse_pod_figures(const Json& object, const std::string& where, const std::string& name,
+                         double scale, std::map<std::string, T>& out) {
   if (!object.is_object())
     return qos::record_field_error(where, "probe." + name, "expected an object");
   for (const auto& [pod, value] : object.items()) {
@@ -22,9 +23,15 @@ Status parse_pod_micros(const Json& object, const std::string& where, const std:
     }
     auto micros = qos::record_number(value, where, field);
     if (!micros) return micros.error();
-    out[pod] = *micros * 1000.0;
+    out[pod] = static_cast<T>(*micros * scale);
   }
   return ok_status();
+}
+
+// A `namespace/name -> microseconds` object of the probe section into nanoseconds.
+Status parse_pod_micros(const Json& object, const std::string& where, const std::string& name,
+                        std::map<std::string, double>& out) {
+  return parse_pod_figures(object, where, name, 1000.0, out);
 }
 
 Result<ProbeReadings> parse_probe(const Json& probe, const std::string& where) {
@@ -43,6 +50,11 @@ Result<ProbeReadings> parse_probe(const Json& probe, const std::string& where) {
         !parsed.ok()) {
       return parsed.error();
     }
+  }
+  if (auto it = probe.find("onCpuMillicores"); it != probe.end() && !it->is_null()) {
+    auto& seen = out.on_cpu_milli.emplace();
+    if (auto parsed = parse_pod_figures(*it, where, "onCpuMillicores", 1.0, seen); !parsed.ok())
+      return parsed.error();
   }
   if (auto it = probe.find("nodeCpuPsiSomeAvg10"); it != probe.end() && !it->is_null()) {
     auto psi = qos::record_number(*it, where, "probe.nodeCpuPsiSomeAvg10");
@@ -354,6 +366,12 @@ void add_step_record(Json& doc, const StepRecord& record, double now_s) {
     for (const auto& [pod, ns] : record.probe.be_runq_p99_ns)
       caused[pod] = ns / 1000.0;
     probe["beCausedRunqueueP99Micros"] = caused;
+  }
+  if (record.probe.on_cpu_milli) {
+    Json seen = Json::object();
+    for (const auto& [pod, milli] : *record.probe.on_cpu_milli)
+      seen[pod] = milli;
+    probe["onCpuMillicores"] = seen;
   }
   if (record.probe.cpu_psi_some_avg10)
     probe["nodeCpuPsiSomeAvg10"] = *record.probe.cpu_psi_some_avg10;

@@ -112,6 +112,8 @@ struct AgentState {
   // (pass, wait), and LS pods' unusable wait-target annotations met.
   std::optional<double> be_cpu_allowance_cores;
   bool be_cpu_slo_fallback = false;
+  // LS pods that ran unseen by the eBPF probe in the last pass (BE may not grow meanwhile).
+  int64_t ls_pods_unseen = 0;
   std::map<std::string, uint64_t> be_cpu_slo_cuts_total;
   uint64_t be_cpu_slo_target_warnings_total = 0;
   // Wait-target annotations below cpuSloMinWaitTargetMicros, raised to it (per pod and pass).

@@ -251,6 +251,11 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
       "1 while cpuSuppressMode slo follows the threshold formula for want of the eBPF "
       "run-queue probe.",
       s.be_cpu_slo_fallback ? 1 : 0));
+  out.push_back(net::gauge_family(
+      "gleaner_ls_pods_unseen",
+      "LS pods that ran in the last pass while the eBPF probe saw them use under a quarter of "
+      "their CPU; BE may not grow while any is.",
+      static_cast<double>(s.ls_pods_unseen)));
   out.push_back(labelled_counter(
       "gleaner_be_cpu_slo_cuts_total",
       "Cuts of the BE CPU allowance by the slo controller, by trigger (pass: a sampling pass "

@@ -153,6 +153,72 @@ TEST_F(SloStepTest, OnlyTheWaitsBeCausedSteerTheAllowance) {
   EXPECT_EQ(attributed.tick(in).slo->action, SloAction::kCut);
 }
 
+// Issue #61: an LS pod with no probe samples read as "no LS wait", so a probe that stopped
+// delivering (or a pod cgroup made anew, or tasks too deep for it) let BE grow to the whole
+// node. The web pod uses 2 cores by its cgroup: while the probe sees it use none, BE holds;
+// once the probe sees it run, the same silence is slack again.
+TEST_F(SloStepTest, AnLsPodRunningUnseenByTheProbeHoldsBeWhereSilenceGrewIt) {
+  AgentStep silent(rule_, kLayout, 8);
+  AgentStep seeing(rule_, kLayout, 8);
+  for (int t = 100; t < 110; ++t) {
+    auto in = inputs(t, std::nullopt);  // no waits at all this window
+    in.probe.on_cpu_milli.emplace();    // ... and the probe saw web run for none of it
+    auto held = silent.tick(in);
+    ASSERT_TRUE(held.slo);
+    EXPECT_NE(held.slo->action, SloAction::kGrow) << "at " << t;
+    ASSERT_EQ(held.unseen.size(), 1u);
+    EXPECT_EQ(held.unseen[0].pod, "default/web");
+    EXPECT_EQ(held.unseen[0].cgroup_milli, 2000);
+    (*in.probe.on_cpu_milli)["default/web"] = 1900;  // seen: its silence is slack
+    EXPECT_TRUE(seeing.tick(in).unseen.empty());
+  }
+  EXPECT_EQ(silent.memory(110).slo.allowance_milli, 1500);   // where BE started
+  EXPECT_EQ(*seeing.memory(110).slo.allowance_milli, 3500);  // 5 s of history, then 400m/s
+  auto in = inputs(110, std::nullopt);
+  in.probe.on_cpu_milli.emplace();
+  EXPECT_NE(silent.tick(in).slo->reason.find("default/web"), std::string::npos);
+}
+
+// The same under onInterference: no wait from a pod the probe cannot see lifts no ceiling.
+TEST_F(SloStepTest, UnderOnInterferenceAnUnseenLsPodKeepsTheCeilingArmed) {
+  bpf::InterferenceConfig quick{.runq_p99_bound = std::chrono::milliseconds(5),
+                                .hold = std::chrono::seconds(1)};
+  AgentStep step(quick, kLayout, 8);
+  auto in = inputs(100, std::nullopt);
+  in.threshold.cpu_suppress_mode = config::CpuSuppressMode::kOnInterference;
+  in.probe.on_cpu_milli.emplace();
+  for (int t = 100; t < 105; ++t) {
+    in.now_s = t;
+    EXPECT_NE(step.tick(in).interference.action, bpf::InterferenceAction::kRelaxAllowed);
+    EXPECT_TRUE(step.suppress_armed()) << "at " << t;
+  }
+  (*in.probe.on_cpu_milli)["default/web"] = 2000;
+  in.now_s = 105;
+  EXPECT_EQ(step.tick(in).interference.action, bpf::InterferenceAction::kRelaxAllowed);
+  EXPECT_FALSE(step.suppress_armed());
+}
+
+// A record from before on-CPU figures were kept judges no pod unseen; one that has them
+// replays the hold.
+TEST_F(SloStepTest, TheProbesOnCpuFiguresReplayThroughTheStepRecord) {
+  auto in = inputs(100, 0.2);
+  Json doc = Json::object();
+  add_step_record(doc, {in.probe, AgentMemory{}, false}, in.now_s);
+  auto old_record = parse_step_record(doc, "snapshot.json", in.now_s);
+  ASSERT_TRUE(old_record) << old_record.error().message;
+  EXPECT_FALSE(old_record->probe.on_cpu_milli);
+  in.probe.on_cpu_milli = std::map<std::string, int64_t>{{"default/web", 300}};
+  add_step_record(doc, {in.probe, AgentMemory{}, false}, in.now_s);
+  auto record = parse_step_record(doc, "snapshot.json", in.now_s);
+  ASSERT_TRUE(record) << record.error().message;
+  EXPECT_EQ(record->probe.on_cpu_milli, in.probe.on_cpu_milli);
+  EXPECT_EQ(unseen_ls_pods(snap_, record->probe).size(), 1u);  // 300m seen of 2000m
+  doc["probe"]["onCpuMillicores"] = Json::array();
+  auto bad = parse_step_record(doc, "snapshot.json", in.now_s);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("onCpuMillicores"), std::string::npos);
+}
+
 TEST_F(SloStepTest, TheMemoryReplaysThroughTheStepRecord) {
   AgentStep live(rule_, kLayout, 8);
   for (int t = 100; t < 110; ++t)
