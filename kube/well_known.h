@@ -50,6 +50,9 @@ inline constexpr const char* kPodGroupMinLabel = "pod-group.scheduling.sigs.k8s.
 inline constexpr const char* kQueueLabel = "gleaner.io/queue";
 // An LS pod's own run-queue wait p99 target under cpuSuppressMode slo ("2ms").
 inline constexpr const char* kRunqueueWaitTargetAnnotation = "gleaner.io/runqueue-wait-target";
+// An LS pod's request latency p99 objective (a duration); cpuSuppressMode slo derives the
+// pod's run-queue wait target from it (docs/qos.md, "Latency objectives").
+inline constexpr const char* kLatencyObjectiveAnnotation = "gleaner.io/latency-objective-p99";
 inline constexpr const char* kQueueingAnnotation = "gleaner.io/queueing";
 inline constexpr const char* kMultiClusterLabel = "gleaner.io/multi-cluster";
 inline constexpr const char* kPlacementAnnotation = "gleaner.io/placement";

@@ -52,12 +52,13 @@ const std::vector<Field>& threshold_fields() {
       {"cpuSuppressThresholdPercent", kEnforced},
       {"cpuSuppressMinPercent", kEnforced},
       {"cpuSuppressPolicy", kEnforced},
-      {"cpuSuppressMode", kEnforced},            // Gleaner's
-      {"cpuSuppressMinCPUs", kEnforced},         // Gleaner's
-      {"cpuSloWaitTargetMicros", kEnforced},     // Gleaner's (cpuSuppressMode slo)
-      {"cpuSloMinWaitTargetMicros", kEnforced},  // Gleaner's
-      {"cpuSloFloorPercent", kEnforced},         // Gleaner's
-      {"cpuSloThresholdCeiling", kEnforced},     // Gleaner's
+      {"cpuSuppressMode", kEnforced},             // Gleaner's
+      {"cpuSuppressMinCPUs", kEnforced},          // Gleaner's
+      {"cpuSloWaitTargetMicros", kEnforced},      // Gleaner's (cpuSuppressMode slo)
+      {"cpuSloMinWaitTargetMicros", kEnforced},   // Gleaner's
+      {"cpuSloObjectiveWaitPercent", kEnforced},  // Gleaner's
+      {"cpuSloFloorPercent", kEnforced},          // Gleaner's
+      {"cpuSloThresholdCeiling", kEnforced},      // Gleaner's
       {"memoryEvictThresholdPercent", kEnforced},
       {"memoryEvictLowerPercent", kEnforced},
       {"memoryAllocatableEvictThresholdPercent", kNotEnforced},

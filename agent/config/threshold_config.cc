@@ -23,6 +23,7 @@ void read_threshold_fields(FieldReader& r, const Json& obj, const std::string& p
   r.read_int(obj, path, "cpuSloWaitTargetMicros", out.cpu_slo_wait_target_micros, 1, 1000000);
   r.read_int(obj, path, "cpuSloMinWaitTargetMicros", out.cpu_slo_min_wait_target_micros, 1,
              1000000);
+  r.read_int(obj, path, "cpuSloObjectiveWaitPercent", out.cpu_slo_objective_wait_percent, 1, 100);
   r.read_percent(obj, path, "cpuSloFloorPercent", out.cpu_slo_floor_percent);
   r.read_bool(obj, path, "cpuSloThresholdCeiling", out.cpu_slo_threshold_ceiling);
   r.read_percent(obj, path, "memoryEvictThresholdPercent", out.memory_evict_threshold_percent);

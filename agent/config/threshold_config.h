@@ -45,6 +45,10 @@ struct ResourceThresholdStrategy {
   // one; below 1 ms it cuts BE as well for waits shorter than any slice, which no cut
   // relieves: one tenant's "1ns" held BE at the floor node-wide for no LS gain (#61).
   int64_t cpu_slo_min_wait_target_micros = 1000;
+  // A pod that states its latency objective (annotation) gets this share of it as its
+  // run-queue wait target: the p99 delay BE may add to a wake-up, leaving the rest of the
+  // objective to the service's own work (docs/qos.md, "Latency objectives").
+  int64_t cpu_slo_objective_wait_percent = 25;
   int64_t cpu_slo_floor_percent = 10;
   bool cpu_slo_threshold_ceiling = false;
   int64_t memory_evict_threshold_percent = 70;

@@ -19,6 +19,17 @@ double min_target_ns(const config::ResourceThresholdStrategy& s) {
   return static_cast<double>(s.cpu_slo_min_wait_target_micros) * 1000.0;
 }
 
+std::optional<std::string> annotation(const snapshot::PodState& pod, const char* name) {
+  const auto& annotations = pod.pod.metadata.annotations;
+  auto it = annotations.find(name);
+  return it == annotations.end() ? std::nullopt : std::optional(it->second);
+}
+
+PodTargetAsk target_ask(const snapshot::PodState& pod) {
+  return {annotation(pod, kube::kRunqueueWaitTargetAnnotation),
+          annotation(pod, kube::kLatencyObjectiveAnnotation)};
+}
+
 int64_t floor_milli(const qos::SuppressContext& ctx, const config::ResourceThresholdStrategy& s) {
   return ctx.capacity_milli * s.cpu_slo_floor_percent / 100;
 }
@@ -49,6 +60,8 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
         qos::suppress_terms(*ctx, in.threshold, non_be, ctx->system_usage_milli).suppress_milli;
   }
   slo_targets_ns_.clear();
+  const TargetBounds bounds{default_target_ns(in.threshold), min_target_ns(in.threshold),
+                            in.threshold.cpu_slo_objective_wait_percent};
   for (const auto& pod : snap.pods) {
     if (qos::is_be_for_suppress(pod)) {
       if (const auto* u = snap.pod_usage(pod.pod.key())) s.be_usage_milli += u->cpu_milli;
@@ -56,11 +69,7 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
     }
     // The pods the probe watches: every pod that is not BE.
     if (pod.qos == states::QoSClass::kBE) continue;
-    const auto& annotations = pod.pod.metadata.annotations;
-    auto it = annotations.find(kube::kRunqueueWaitTargetAnnotation);
-    PodTarget target = slo_pod_target(
-        pod.pod.key(), it == annotations.end() ? std::nullopt : std::optional(it->second),
-        default_target_ns(in.threshold), min_target_ns(in.threshold));
+    PodTarget target = slo_pod_target(pod.pod.key(), target_ask(pod), bounds);
     if (target.warning) out.warnings.push_back(std::move(*target.warning));
     s.ls_pods.push_back({pod.pod.key(), target.ns});
     slo_targets_ns_[pod.pod.key()] = target.ns;

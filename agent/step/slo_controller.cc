@@ -204,4 +204,34 @@ PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::st
   return {ns, std::nullopt};
 }
 
+PodTarget slo_pod_target(const std::string& pod_key, const PodTargetAsk& ask,
+                         const TargetBounds& bounds) {
+  if (ask.wait_target || !ask.objective) {
+    return slo_pod_target(pod_key, ask.wait_target, bounds.default_ns, bounds.min_ns);
+  }
+  const std::string& value = *ask.objective;
+  auto warn = [&](double ns, const std::string& why, bool clamped) {
+    return PodTarget{ns, TargetWarning{pod_key, std::hash<std::string>{}(value),
+                                       "pod " + pod_key + ": latency objective " +
+                                           quote_truncated(value) + why + ms(ns) + " applies",
+                                       clamped}};
+  };
+  auto parsed = bpf::parse_duration(value);
+  if (!parsed || *parsed < std::chrono::microseconds(1) || *parsed > std::chrono::seconds(60)) {
+    return warn(bounds.default_ns,
+                " is not a duration between 1us and 60s (e.g. \"10ms\"); the default wait target ",
+                false);
+  }
+  const double ns =
+      static_cast<double>(parsed->count()) * static_cast<double>(bounds.objective_percent) / 100.0;
+  const double bound = std::min(bounds.min_ns, bounds.default_ns);
+  if (ns < bound) {
+    return warn(bound,
+                " leaves a wait target of " + ms(ns) +
+                    ", below the lowest a pod may ask for (cpuSloMinWaitTargetMicros); ",
+                true);
+  }
+  return {ns, std::nullopt};
+}
+
 }  // namespace gleaner::agent::step

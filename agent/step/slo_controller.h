@@ -109,4 +109,23 @@ struct PodTarget {
 PodTarget slo_pod_target(const std::string& pod_key, const std::optional<std::string>& annotation,
                          double default_ns, double min_ns);
 
+// What an LS pod asks of the controller, from its annotations.
+struct PodTargetAsk {
+  std::optional<std::string> wait_target;  // gleaner.io/runqueue-wait-target
+  std::optional<std::string> objective;    // gleaner.io/latency-objective-p99
+};
+
+struct TargetBounds {
+  double default_ns = 0;           // cpuSloWaitTargetMicros
+  double min_ns = 0;               // cpuSloMinWaitTargetMicros
+  int64_t objective_percent = 25;  // cpuSloObjectiveWaitPercent
+};
+
+// The pod's target: its own wait target when it names one (as above); else, when it states
+// a latency objective (a duration between 1us and 60s), objective_percent of it, raised to
+// the lowest allowed with a warning; else the default. A bad objective is refused with a
+// warning naming the pod and quoting the value, and the default applies.
+PodTarget slo_pod_target(const std::string& pod_key, const PodTargetAsk& ask,
+                         const TargetBounds& bounds);
+
 }  // namespace gleaner::agent::step

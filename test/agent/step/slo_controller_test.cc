@@ -249,6 +249,33 @@ TEST(SloController, ATargetBelowTheBoundIsRaisedToIt) {
   EXPECT_DOUBLE_EQ(slo_pod_target("web/api", "400us", 5e5, 1e6).ns, 5e5);
 }
 
+// Issue #59: a pod states the latency it promises; its wait target is a share of it
+// (cpuSloObjectiveWaitPercent, 25% by default), bounded as an explicit target is. A pod's own
+// wait target, when it names one too, is the more specific and wins.
+TEST(SloController, ALatencyObjectiveGivesItsShareAsTheWaitTarget) {
+  const TargetBounds bounds{kTargetNs, 1e6, 25};
+  const PodTarget from_objective = slo_pod_target("web/api", {std::nullopt, "12ms"}, bounds);
+  EXPECT_DOUBLE_EQ(from_objective.ns, 3e6);
+  EXPECT_FALSE(from_objective.warning);
+  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", {"2ms", "12ms"}, bounds).ns, 2e6);
+  EXPECT_DOUBLE_EQ(slo_pod_target("web/api", {std::nullopt, "12ms"}, {kTargetNs, 1e6, 50}).ns, 6e6);
+  // 2 ms leaves 500 us, below the 1 ms a pod may ask for: raised, with a warning.
+  const PodTarget tight = slo_pod_target("web/api", {std::nullopt, "2ms"}, bounds);
+  EXPECT_DOUBLE_EQ(tight.ns, 1e6);
+  ASSERT_TRUE(tight.warning);
+  EXPECT_TRUE(tight.warning->clamped);
+  EXPECT_NE(tight.warning->message.find("pod web/api: latency objective \"2ms\""),
+            std::string::npos)
+      << tight.warning->message;
+  for (const std::string bad : {"soon", "0ms", "61s", "500ns", ""}) {
+    const PodTarget t = slo_pod_target("web/api", {std::nullopt, bad}, bounds);
+    EXPECT_DOUBLE_EQ(t.ns, kTargetNs) << bad;
+    ASSERT_TRUE(t.warning) << bad;
+    EXPECT_FALSE(t.warning->clamped) << bad;
+    EXPECT_NE(t.warning->message.find("\"" + bad + "\""), std::string::npos) << bad;
+  }
+}
+
 // Issue #61: the value is the tenant's, of any length. The warning quotes its head, escaped,
 // with its length; distinct values keep distinct hashes for the daemon's book.
 TEST(SloController, ABadTargetsWarningQuotesItTruncated) {

@@ -122,6 +122,22 @@ TEST_F(SloStepTest, AnAnnotationBelowTheBoundYieldsTheBound) {
   EXPECT_NE(out.slo->action, SloAction::kCut);
 }
 
+// Issue #59: an LS pod that states a 6 ms p99 objective gets a 1.5 ms wait target (25%):
+// a 1.2 ms p99 is within it, 1.8 ms is a breach; the step's wake-up bound follows it.
+TEST_F(SloStepTest, APodsLatencyObjectiveSetsItsWaitTarget) {
+  AgentStep step(rule_, kLayout, 8);
+  snap_.pods[0].pod.metadata.annotations[kube::kLatencyObjectiveAnnotation] = "6ms";
+  step.tick(inputs(100, 0.2));
+  EXPECT_EQ(step.wake_wait_bound(), std::chrono::microseconds(1500));
+  EXPECT_NE(step.tick(inputs(101, 1.2)).slo->action, SloAction::kCut);
+  EXPECT_EQ(step.tick(inputs(102, 1.8)).slo->action, SloAction::kCut);
+  snap_.pods[0].pod.metadata.annotations[kube::kLatencyObjectiveAnnotation] = "whenever";
+  auto out = step.tick(inputs(103, 1.8));  // refused: the configured 2 ms applies
+  ASSERT_EQ(out.warnings.size(), 1u);
+  EXPECT_NE(out.warnings[0].message.find("\"whenever\""), std::string::npos);
+  EXPECT_NE(out.slo->action, SloAction::kCut);
+}
+
 // LS queueing behind LS (its own threads, the node's daemons) shows in the pod's wait p99
 // but is not BE's to relieve: with the probe telling BE-caused waits apart, the controller
 // steers by those alone and grows; without, the same p99 cuts.
