@@ -248,6 +248,8 @@ nlohmann::ordered_json explain(const BatchResult& result,
   j["hpPodsWithoutMetrics"] = result.hp_pods_without_metrics;
   j["danglingPods"] = result.dangling_pods;
   j["cpu"] = terms_json(result.cpu);
+  // cpuSuppressMode slo: the most BE kept over the last minute bounds the batch CPU.
+  if (result.cpu_bound_milli) j["cpu"]["boundBySloAllowance"] = *result.cpu_bound_milli;
   j["memory"] = terms_json(result.memory);
   return j;
 }

@@ -59,6 +59,8 @@ struct BatchResult {
   int hp_pods = 0;
   int hp_pods_without_metrics = 0;
   std::vector<std::string> dangling_pods;
+  // The bound BE's CPU decision put on the batch CPU (step/batch_bound.h), when one applies.
+  std::optional<int64_t> cpu_bound_milli;
 };
 
 // The reservation annotation as (millicores, bytes); reservedCPUs ("0-3,8") counts whole

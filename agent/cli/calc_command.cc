@@ -11,7 +11,10 @@
 #include "agent/cli/commands.h"
 #include "agent/config/slo_config.h"
 #include "agent/snapshot/node_snapshot.h"
+#include "agent/step/batch_bound.h"
+#include "agent/step/step_record.h"
 #include "common/file_io.h"
+#include "common/json_util.h"
 
 namespace gleaner::agent {
 namespace {
@@ -22,9 +25,16 @@ struct CalcOptions {
 };
 
 int run_calc(const CalcOptions& opts) {
-  auto snap = snapshot::load_snapshot_file(opts.snapshot);
-  if (!snap) {
-    std::cerr << "gleaner-agent calc: bad snapshot: " << snap.error().message << "\n";
+  auto text = read_file(opts.snapshot);
+  auto doc = text ? parse_json(*text, opts.snapshot) : Result<Json>(text.error());
+  auto snap = doc ? snapshot::parse_snapshot(*doc, opts.snapshot)
+                  : Result<snapshot::NodeSnapshot>(doc.error());
+  // The step's record (probe readings, the agent's memory) when the file carries one: the
+  // slo controller's memory bounds the batch CPU as the daemon's does.
+  auto record = snap ? step::parse_step_record(*doc, opts.snapshot, /*now_s=*/0)
+                     : Result<step::StepRecord>(snap.error());
+  if (!record) {
+    std::cerr << "gleaner-agent calc: bad snapshot: " << record.error().message << "\n";
     return 2;
   }
   if (!is_directory(opts.config_dir)) {
@@ -45,6 +55,9 @@ int run_calc(const CalcOptions& opts) {
   config::NodeColocation colocation =
       config::resolve_colocation(loaded.config.colocation, snap->node);
   batch::BatchResult result = batch::calculate_batch(*snap, colocation);
+  step::bound_batch_cpu(
+      result, step::batch_cpu_bound(loaded.config.threshold.for_node(snap->node.metadata.labels),
+                                    record->probe.runqueue_probe, record->memory.slo));
 
   nlohmann::ordered_json out;
   out["node"] = snap->node.metadata.name;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/batch/batch_calculator.h"
 #include "agent/config/slo_config.h"
 #include "agent/edge/knob_reader.h"
 #include "agent/edge/node_environment.h"
@@ -11,10 +12,12 @@
 #include "agent/qos/cpu_suppress.h"
 #include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
+#include "agent/step/batch_bound.h"
 #include "agent/step/step_record.h"
 #include "agent/step/suppress_status.h"
 #include "common/file_io.h"
 #include "common/json_util.h"
+#include "kube/well_known.h"
 
 namespace gleaner::agent::step {
 using namespace qos;
@@ -153,6 +156,17 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   for (const auto& c : planned.written) {
     if (c.kind == exec::KnobKind::kCgroup) note_be_file_write(in_force, be_files, c.path, c.value);
   }
+  // The batch resources the daemon reports after this tick: the colocation formula, bounded
+  // by BE's CPU decision as the tick left it (batch_bound.h).
+  batch::BatchResult batch = batch::calculate_batch(
+      *snap, config::resolve_colocation(loaded.config.colocation, snap->node));
+  bound_batch_cpu(batch, step.sustained_be_cpu_milli());
+  printed["batch"] = nullptr;  // as `calc` prints a node whose colocation is off
+  if (batch.batch_cpu_milli && batch.batch_memory_bytes) {
+    printed["batch"] = {{kube::kResourceBatchCpu, *batch.batch_cpu_milli},
+                        {kube::kResourceBatchMemory, *batch.batch_memory_bytes}};
+  }
+  if (batch.cpu_bound_milli) printed["batchCpuBoundBySloAllowance"] = *batch.cpu_bound_milli;
   const SuppressStatus status = suppress_status(in.threshold, in_force, cpus);
   printed["suppress"] = {{"policy", status.policy},
                          {"active", status.active},

@@ -2,6 +2,7 @@
 // metrics, its fallback when the eBPF run-queue probe is missing, and the bound it puts on
 // the batch CPU the node reports (docs/qos.md, "Feedback mode").
 #include "agent/daemon/daemon_impl.h"
+#include "agent/step/batch_bound.h"
 
 namespace gleaner::agent {
 
@@ -48,10 +49,7 @@ void Daemon::Impl::note_unseen(const std::vector<step::UnseenPod>& unseen) {
 }
 
 void Daemon::Impl::bound_batch_by_slo(batch::BatchResult& batch) const {
-  const auto sustained = step ? step->sustained_be_cpu_milli() : std::nullopt;
-  if (sustained && batch.batch_cpu_milli && *sustained < *batch.batch_cpu_milli) {
-    batch.batch_cpu_milli = *sustained;
-  }
+  step::bound_batch_cpu(batch, step ? step->sustained_be_cpu_milli() : std::nullopt);
 }
 
 void Daemon::Impl::describe_slo(TickOutcome& outcome) const {

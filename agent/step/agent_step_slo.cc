@@ -6,6 +6,7 @@
 #include "agent/qos/cpu_suppress.h"
 #include "agent/qos/pod_dirs.h"
 #include "agent/step/agent_step.h"
+#include "agent/step/batch_bound.h"
 #include "kube/well_known.h"
 
 namespace gleaner::agent::step {
@@ -138,8 +139,7 @@ StepResult AgentStep::slo_waited(const LsWait& wait) {
 }
 
 std::optional<int64_t> AgentStep::sustained_be_cpu_milli() const {
-  if (!slo_mode(engine_.threshold()) || !slo_probe_) return std::nullopt;
-  return slo_sustained_allowance(slo_);
+  return batch_cpu_bound(engine_.threshold(), slo_probe_, slo_);
 }
 
 std::optional<std::chrono::nanoseconds> AgentStep::wake_wait_bound() const {

@@ -130,6 +130,56 @@ std::string with_fast_passes(const TempDir& t, const char* fast_passes) {
 // Two fast passes after the tick, each from its own sample: LS at 3 CPUs leaves BE 5.2 - 3 -
 // 0.5 (system) = 1.7 CPUs. Read as the tree is, both would write it; with --apply each pass
 // reads the tree the writes before it left, and the second finds the first's in place.
+// Issue #59: the daemon bounds the batch CPU it reports by the slo allowance BE kept over
+// the last minute; `plan` and `calc` apply the same bound, so both print the figure the
+// node reports. The recorded window holds 1000m for a minute: the colocation formula's
+// figure (above it) is cut to 1000m by both tools.
+TEST(PlanCommand, PlanAndCalcPrintTheBatchCpuTheSloAllowanceBounds) {
+  const std::string fixture = fixture_path("agent/plan/v1-cfs-quota");
+  TempDir t;
+  std::filesystem::copy(fixture + "/cgroup", t / "cgroup",
+                        std::filesystem::copy_options::recursive);
+  Json snap = *parse_json(*read_file(fixture + "/snapshot.json"), "snapshot.json");
+  snap["probe"] = {{"runqueueP99Micros", {{"web/api-0", 300}}}};
+  Json window = Json::array();
+  for (int ago = 5; ago <= 50; ago += 5)
+    window.push_back({{"secondsAgo", ago}, {"allowance", "1"}});
+  snap["agent"] = {{"slo",
+                    {{"allowance", "1"},
+                     {"secondsSinceStep", 1},
+                     {"watched", {{"web/api-0", 60}}},
+                     {"window", window}}}};
+  t.write("snapshot.json", snap.dump());
+  t.write("config/resource-threshold-config",
+          R"({"clusterStrategy": {"enable": true, "cpuSuppressPolicy": "cfsQuota",
+              "cpuSuppressMode": "slo"}})");
+  t.write("config/colocation-config", R"({"enable": true})");
+  PlanRun plan = run_plan({"--snapshot", t / "snapshot.json", "--config-dir", t / "config",
+                           "--cgroup-root", t / "cgroup", "--sys-root", fixture + "/sys"});
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  const Json planned = *parse_json(plan.out, "plan output");
+  EXPECT_EQ(planned["batchCpuBoundBySloAllowance"], 1000) << plan.out;
+  EXPECT_EQ(planned["batch"]["kubernetes.io/batch-cpu"], 1000) << plan.out;
+
+  CLI::App app;
+  register_calc_command(app);
+  auto calc = gleaner::testing::run_subcommand(
+      app, {"calc", "--snapshot", t / "snapshot.json", "--config-dir", t / "config"});
+  ASSERT_EQ(calc.code, 0) << calc.err;
+  const Json calculated = *parse_json(calc.out, "calc output");
+  EXPECT_EQ(calculated["batch"]["kubernetes.io/batch-cpu"], 1000) << calc.out;
+  EXPECT_EQ(calculated["explain"]["cpu"]["boundBySloAllowance"], 1000);
+  EXPECT_GT(calculated["explain"]["cpu"]["batch"], 1000) << "the formula alone gives more";
+
+  // Without the probe the threshold formula decides BE's CPU, and nothing bounds the batch.
+  snap.erase("probe");
+  t.write("snapshot.json", snap.dump());
+  auto unbounded = gleaner::testing::run_subcommand(
+      app, {"calc", "--snapshot", t / "snapshot.json", "--config-dir", t / "config"});
+  ASSERT_EQ(unbounded.code, 0) << unbounded.err;
+  EXPECT_GT(Json::parse(unbounded.out)["batch"]["kubernetes.io/batch-cpu"], 1000);
+}
+
 TEST(PlanCommand, ReplaysTheFastPassesAfterTheTick) {
   TempDir t;
   std::filesystem::copy(fixture_path("agent/plan/v1-cfs-quota/cgroup"), t / "cgroup",
