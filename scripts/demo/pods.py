@@ -3,7 +3,7 @@ import json
 import os
 
 NODE = "demo-node"
-# deploy/manifests/ack-slo-config.yaml's cpuSuppressMode, which the demo runs.
+# deploy/manifests/slo-config/ack-slo-config.yaml's cpuSuppressMode, which the demo runs.
 SHIPPED_MODE = "slo"
 
 

@@ -63,6 +63,10 @@ def check_agent(c, docs, image, agent_flags):
                             == "ack-slo-config")
     c.check(config_mount is not None and config_mount == args.get("--config-dir"),
             "agent: ack-slo-config mounted at --config-dir %s" % args.get("--config-dir"))
+    # Not in the kustomization (an existing one may be ACK's): the pod must start without it.
+    c.check(mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("name")
+                     == "ack-slo-config" and v["configMap"].get("optional") is True)
+            == config_mount, "agent: the ack-slo-config volume is optional")
     token_mount = mount_of(ctr, volumes, lambda v: "projected" in v)
     c.check(token_mount and args.get("--token-file", "").startswith(token_mount + "/"),
             "agent: --token-file inside the projected token mount")
@@ -71,7 +75,8 @@ def check_agent(c, docs, image, agent_flags):
     c.check(len(sa_tokens) == 1 and token_mount and args.get("--token-file") ==
             token_mount + "/" + sa_tokens[0].get("path", ""),
             "agent: --token-file is the projected ServiceAccount token")
-    ca_mount = mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("optional") is True)
+    ca_mount = mount_of(ctr, volumes, lambda v: v.get("configMap", {}).get("name")
+                        == "gleaner-scheduler-ca" and v["configMap"].get("optional") is True)
     c.check(ca_mount and args.get("--scheduler-ca-file") == ca_mount + "/ca.crt",
             "agent: --scheduler-ca-file in the optional CA ConfigMap mount")
     c.check(args.get("--kubelet-ca-file") ==
@@ -158,6 +163,23 @@ def run_agent_checks(c, bin_dir, src, ds, docs):
         c.check(r.returncode == 0 and "config OK" in r.stdout and "warning" not in r.stderr,
                 "gleaner-agent run <DaemonSet args> --check-config, no field unaccounted for: "
                 "rc=%d stdout=%s stderr=%s" % (r.returncode, r.stdout.strip(), r.stderr.strip()))
+        # No ack-slo-config in the cluster (it is created only where none exists): kubelet
+        # mounts the optional volume as an empty directory. The agent starts on the
+        # built-in defaults, which offer no batch capacity.
+        absent = os.path.join(tmp, "slo-config-absent")
+        os.makedirs(absent)
+        r = subprocess.run([a if not a.startswith("--config-dir=") else "--config-dir=" + absent
+                            for a in cmd], capture_output=True, text=True, env=env, timeout=60)
+        c.check(r.returncode == 0 and "config OK" in r.stdout,
+                "--check-config with no ack-slo-config (empty directory): rc=%d stderr=%s"
+                % (r.returncode, r.stderr.strip()))
+        r = subprocess.run([agent, "calc", "--snapshot",
+                            os.path.join(src, "examples", "node-snapshot.json"),
+                            "--config-dir", absent], capture_output=True, text=True, timeout=60)
+        calc = json.loads(r.stdout) if r.returncode == 0 else {}
+        c.check(calc.get("colocation") == "disabled" and calc.get("batch") is None,
+                "no ack-slo-config: colocation disabled, no batch offered: %s"
+                % {k: calc.get(k) for k in ("colocation", "batch")})
         # What `run` would refuse at start-up, --check-config refuses too.
         for flag, value, word in [("--interference-runq-p99-bound", "5zz", "--interference"),
                                   ("--metrics-addr", ":x", "--metrics-addr"),

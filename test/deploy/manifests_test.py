@@ -20,11 +20,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import yaml
 
 from agent_checks import check_agent, run_agent_checks
+from kubectl_checks import check_install_and_uninstall
 from manifest_helpers import PRIORITIES, Checker, find, help_flags, load_docs, yaml_files
 from scheduler_checks import check_scheduler, check_spark_example
 
@@ -122,61 +122,11 @@ def check_kustomize(c, src, docs):
         c.check(crds == ["clustercolocationprofiles.config.koordinator.sh",
                          "elasticquotatrees.scheduling.sigs.k8s.io"],
                 "deploy/manifests/crds renders the two CRDs: %s" % crds)
-    apply_and_delete(c, kubectl, src, man, expected)
-
-
-def apply_and_delete(c, kubectl, src, man, expected):
-    """The real kubectl against the test API server (test/apiserver, which serves API
-    discovery as kube-apiserver does): the CRDs' kustomization and deploy/manifests applied,
-    every object there, and `kubectl delete -k deploy/manifests` removing them but leaving
-    the CRDs (which may be Koordinator's or ACK's)."""
-    server = subprocess.Popen(["/usr/bin/python3", os.path.join(src, "test", "apiserver",
-                                                                 "apiserver.py"), "--port", "0"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
-    try:
-        line = server.stdout.readline()
-        if not c.check(line.startswith("ready port="), "test API server started: " + line):
-            return
-        with tempfile.TemporaryDirectory(prefix="gleaner-kubectl-") as tmp:
-            kc = os.path.join(tmp, "kubeconfig")
-            with open(kc, "w") as f:
-                yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "t",
-                                "clusters": [{"name": "t", "cluster": {
-                                    "server": "http://127.0.0.1:" + line.split("=")[1].strip()}}],
-                                "contexts": [{"name": "t", "context": {"cluster": "t",
-                                                                       "user": "t"}}],
-                                "users": [{"name": "t", "user": {}}]}, f)
-
-            def kubectl_run(*args):
-                r = subprocess.run([kubectl, "--kubeconfig", kc, "--request-timeout=20s"] +
-                                   list(args), stdin=subprocess.DEVNULL, capture_output=True,
-                                   text=True, timeout=90)
-                c.check(r.returncode == 0, "kubectl %s: %s" % (" ".join(args), r.stderr.strip()))
-                return r.stdout
-
-            # OpenAPI is not served: no client-side schema validation.
-            kubectl_run("apply", "--validate=false", "-k", os.path.join(man, "crds"))
-            kubectl_run("apply", "--validate=false", "-k", man)
-            got = set()
-            for d in yaml.safe_load(kubectl_run("get", "-A", "-o", "yaml", ",".join(sorted({
-                    "%ss" % k.lower() if not k.endswith("y") else k.lower()[:-1] + "ies"
-                    for k, _, _ in expected}))))["items"]:
-                got.add((d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]))
-            c.check(expected <= got, "kubectl get: every applied object: %s" % (expected - got))
-            kubectl_run("delete", "-k", man, "--wait=false")
-            left = kubectl_run("get", "customresourcedefinitions,deployments,daemonsets", "-A",
-                               "-o", "name").split()
-            c.check(sorted(left) == [
-                "customresourcedefinition.apiextensions.k8s.io/"
-                "clustercolocationprofiles.config.koordinator.sh",
-                "customresourcedefinition.apiextensions.k8s.io/"
-                "elasticquotatrees.scheduling.sigs.k8s.io"],
-                "kubectl delete -k deploy/manifests keeps the CRDs only: %s" % left)
-    finally:
-        server.stdin.close()
-        server.kill()
-        server.wait()
+    # The install and uninstall of docs/deploy.md, on an empty cluster and beside ACK.
+    dirs = {man} | {os.path.join(man, d) for d in ("crds", "slo-config", "priority-classes")}
+    installed = {(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"])
+                 for p, d in docs if os.path.dirname(p) in dirs}
+    check_install_and_uninstall(c, kubectl, src, installed)
 
 
 def main():

@@ -57,8 +57,11 @@ def check_scheduler(c, docs, image, sched_flags, ds):
                      for src in v["projected"]["sources"] if "serviceAccountToken" in src]
         c.check(audiences == [args.get("--agent-token-audience")],
                 "scheduler: --agent-token-audience is the agents' token audience %s" % audiences)
+        # The agents' optional ConfigMap volumes but the ack-slo-config (optional because it
+        # may be ACK's, created by neither Gleaner binary).
         ca_maps = ["%s/%s" % (ds["metadata"]["namespace"], v["configMap"]["name"])
-                   for v in agent_pod["volumes"] if v.get("configMap", {}).get("optional")]
+                   for v in agent_pod["volumes"] if v.get("configMap", {}).get("optional")
+                   and v["configMap"]["name"] != "ack-slo-config"]
         published = [v for k, v in parse_args_pairs(ctr.get("args", [])) if k == "--ca-configmap"]
         c.check(ca_maps and all(m in published for m in ca_maps),
                 "scheduler: --ca-configmap publishes the CA the agents mount %s" % ca_maps)

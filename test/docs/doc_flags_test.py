@@ -20,6 +20,9 @@ OTHER_TOOLS = {
     # karmada-scheduler's (docs/karmada-estimator.md)
     "--enable-scheduler-estimator", "--insecure-skip-estimator-verify",
     "--scheduler-estimator-ca-file", "--scheduler-estimator-timeout",
+    # kubectl's and koord-manager's (docs/deploy.md, docs/migrating-from-koordinator.md)
+    "--server-side", "--force-conflicts", "--show-managed-fields", "--field-selector",
+    "--controllers", "--noderesource-plugins", "--feature-gates",
 }
 # Pages (or lines) about tools with flags of their own: benchmarks, the test VM, the test
 # stand-ins, scripts.

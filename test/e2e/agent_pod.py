@@ -109,7 +109,7 @@ def slo_config_dir(tmp, colocation, threshold=None):
       for the LS load to take away."""
     d = os.path.join(tmp, "slo-config")
     os.makedirs(d)
-    data = find_doc(load_yaml(os.path.join(MANIFESTS, "ack-slo-config.yaml")),
+    data = find_doc(load_yaml(os.path.join(MANIFESTS, "slo-config", "ack-slo-config.yaml")),
                     "ConfigMap")["data"]
     shipped = json.loads(data["colocation-config"])
     shipped.update(colocation, metricReportIntervalSeconds=2, cpuReclaimThresholdPercent=100)
