@@ -10,9 +10,9 @@
 //   b: LS + BE, plain kubelet-style cgroups (BE cpu.shares 2, nothing else)
 //   c: LS + BE, Gleaner restricted to a 1 s loop, with the suppress ceiling always applied
 //      (cpuSuppressMode always), as koordlet does
-//   d: LS + BE, Gleaner as shipped: 1 s full pass + 50 ms fast suppress loop, eBPF on, the
-//      ceiling applied only on LS interference (cpuSuppressMode onInterference), with the
-//      cfsQuota policy (the shipped cpuset policy keeps 2 CPUs for BE by default)
+//   d: LS + BE, Gleaner's loops as shipped: 1 s full pass + 50 ms fast suppress loop, eBPF
+//      on, the ceiling applied only on LS interference (cpuSuppressMode onInterference, not
+//      the shipped slo: bench/frontier runs that one), with the shipped cfsQuota policy
 //   e: LS + BE, no agent, a fixed BE quota of 0.6 core: what the kernel's CFS bandwidth
 //      throttling of BE costs LS by itself, apart from any agent's decisions
 //   f: LS + BE, Gleaner with the 50 ms fast loop but the ceiling always applied: separates
@@ -175,12 +175,12 @@ struct Service {
 Run run_once(char config, double rate, const Service& service, std::chrono::milliseconds duration,
              bool steps) {
   using namespace gleaner;
-  const bool shipped = config == 'd';
+  const bool on_interference = config == 'd';
   testing::ColocatedNode node(
       {.threshold_config = R"({"clusterStrategy":{"enable":true,"cpuSuppressThresholdPercent":)" +
                            std::to_string(g_threshold) +
                            R"(,"cpuSuppressPolicy":"cfsQuota","cpuSuppressMode":")" +
-                           (shipped ? "onInterference" : "always") + R"("}})"});
+                           (on_interference ? "onInterference" : "always") + R"("}})"});
   testing::ScratchCgroups& scratch = node.scratch();  // removed with `node`, also after SIGINT
   const std::string& be_qos = node.be_qos();
   const std::string& ls_pod = node.ls_pod();
@@ -286,7 +286,7 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
       "(a) LS alone",
       "(b) LS + BE, kubelet-style cgroups (BE cpu.shares 2)",
       "(c) LS + BE, Gleaner restricted to a 1 s loop (ceiling always applied, as koordlet)",
-      "(d) LS + BE, Gleaner as shipped (50 ms loop, ceiling on interference; cfsQuota policy)",
+      "(d) LS + BE, Gleaner, ceiling on interference (50 ms loop; onInterference, cfsQuota)",
       "(e) LS + BE, no agent, fixed BE quota of 0.6 core (CFS throttling alone)",
       "(f) LS + BE, Gleaner with the 50 ms loop and the ceiling always applied"};
   // What is known of the request's cost: its calibration, and the service alone's share.
