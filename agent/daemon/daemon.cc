@@ -273,7 +273,7 @@ StopDecision Daemon::Impl::decide_stop() {
       daemon_set = std::move(*ds);
     }
   }
-  return decide_on_stop(*pod, daemon_set, node.metadata.labels);
+  return decide_on_stop(*pod, daemon_set, node);
 }
 
 void Daemon::Impl::wait_for_cgroup_change() {

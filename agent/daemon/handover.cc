@@ -3,6 +3,8 @@
 #include <charconv>
 
 #include "common/json_util.h"
+#include "common/taints.h"
+#include "kube/taints.h"
 
 namespace gleaner::agent {
 namespace {
@@ -25,6 +27,28 @@ const Json* label_or_annotation(const Json& obj, const char* map, const char* ke
   if (m == nullptr || !m->is_object()) return nullptr;
   auto it = m->find(key);
   return it == m->end() ? nullptr : &*it;
+}
+
+// The tolerations the DaemonSet controller gives every daemon pod on top of its template's
+// (pkg/controller/daemon/util/daemonset_util.go, AddOrUpdateDaemonPodTolerations): node
+// problems and a cordon do not keep a daemon off its node.
+std::vector<Toleration> daemon_pod_tolerations(const Json& pod_template) {
+  auto exists = [](const char* key, TaintEffect effect) {
+    return Toleration{key, true, "", effect};
+  };
+  std::vector<Toleration> out{
+      exists("node.kubernetes.io/not-ready", TaintEffect::kNoExecute),
+      exists("node.kubernetes.io/unreachable", TaintEffect::kNoExecute),
+      exists("node.kubernetes.io/disk-pressure", TaintEffect::kNoSchedule),
+      exists("node.kubernetes.io/memory-pressure", TaintEffect::kNoSchedule),
+      exists("node.kubernetes.io/pid-pressure", TaintEffect::kNoSchedule),
+      exists("node.kubernetes.io/unschedulable", TaintEffect::kNoSchedule),
+  };
+  const Json* host_network = find_path(pod_template, "spec/hostNetwork");
+  if (host_network != nullptr && host_network->is_boolean() && host_network->get<bool>()) {
+    out.push_back(exists("node.kubernetes.io/network-unavailable", TaintEffect::kNoSchedule));
+  }
+  return out;
 }
 
 }  // namespace
@@ -61,8 +85,37 @@ std::optional<bool> template_selects(const Json& pod_template, const Labels& lab
   return terms_match(*parsed, labels);
 }
 
+TemplateFit template_runs_on(const Json& pod_template, const kube::Node& node) {
+  const Json* node_name = find_path(pod_template, "spec/nodeName");
+  if (node_name != nullptr && node_name->is_string() && !node_name->get<std::string>().empty() &&
+      node_name->get<std::string>() != node.metadata.name) {
+    return {false, "the new template names node " + node_name->get<std::string>()};
+  }
+  auto selects = template_selects(pod_template, node.metadata.labels);
+  if (!selects) return {std::nullopt, "cannot tell whether the new template selects this node"};
+  if (!*selects) return {false, "the new template no longer selects this node"};
+  // The controller reads the node's spec.taints alone: the node lifecycle controller has put
+  // its condition taints (not-ready, memory-pressure, ...) there already.
+  const Json* taint_list = node.raw ? find_path(*node.raw, "spec/taints") : nullptr;
+  const Taints taints = taint_list != nullptr ? kube::taints_in(*taint_list) : Taints{};
+  const Json* listed = find_path(pod_template, "spec/tolerations");
+  auto tolerations = listed != nullptr
+                         ? kube::tolerations_in(*listed, "spec.template.spec.tolerations")
+                         : Result<std::vector<Toleration>>(std::vector<Toleration>{});
+  if (!tolerations) {
+    return {std::nullopt,
+            "cannot read the new template's tolerations: " + tolerations.error().message};
+  }
+  auto added = daemon_pod_tolerations(pod_template);
+  tolerations->insert(tolerations->end(), added.begin(), added.end());
+  if (const Taint* repels = first_untolerated(taints, *tolerations)) {
+    return {false, "the new template does not tolerate this node's taint " + to_string(*repels)};
+  }
+  return {true, ""};
+}
+
 StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,
-                            const Labels& node_labels) {
+                            const kube::Node& node) {
   if (!pod) return {false, "this agent's Pod is gone"};
   if (owning_daemon_set(*pod).empty()) return {false, "this agent's Pod has no DaemonSet owner"};
   if (!daemon_set) return {false, "the DaemonSet is gone (uninstall)"};
@@ -76,10 +129,11 @@ StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<
     return {false, "the DaemonSet's template is the one this Pod runs (no rolling update)"};
   }
   const Json* pod_template = find_path(*daemon_set, "spec/template");
-  auto selects =
-      pod_template != nullptr ? template_selects(*pod_template, node_labels) : std::optional(true);
-  if (!selects) return {false, "cannot tell whether the new template selects this node"};
-  if (!*selects) return {false, "the new template no longer selects this node"};
+  if (pod_template != nullptr) {
+    // No successor will run here: restore, or BE keeps limits no agent will ever lift.
+    TemplateFit fit = template_runs_on(*pod_template, node);
+    if (fit.runs != true) return {false, fit.why};
+  }
   return {true, "rolling update: template generation " + std::to_string(*mine) + " -> " +
                     std::to_string(*current)};
 }

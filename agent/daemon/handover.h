@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/json_fwd.h"
+#include "kube/objects.h"
 #include "kube/selectors.h"
 
 namespace gleaner::agent {
@@ -20,13 +21,14 @@ struct StopDecision {
 };
 
 // `pod`: this agent's own Pod (nullopt: not found). `daemon_set`: the DaemonSet that owns
-// it (nullopt: gone). `node_labels`: this node's labels. A successor comes only when the
-// DaemonSet still exists and is not being deleted, its template has moved past the one
-// this Pod runs (the Pod's pod-template-generation label below the DaemonSet's
-// deprecated.daemonset.template.generation annotation, which only template changes move),
-// and the new template still selects this node (nodeSelector and required node affinity).
+// it (nullopt: gone). `node`: this node (its name, labels and spec.taints). A successor
+// comes only when the DaemonSet still exists and is not being deleted, its template has
+// moved past the one this Pod runs (the Pod's pod-template-generation label below the
+// DaemonSet's deprecated.daemonset.template.generation annotation, which only template
+// changes move), and the DaemonSet controller would start the new template's pod here
+// (template_runs_on).
 StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<Json>& daemon_set,
-                            const Labels& node_labels);
+                            const kube::Node& node);
 
 // The name of the DaemonSet owning `pod` (its controller ownerReference), or "".
 std::string owning_daemon_set(const Json& pod);
@@ -34,5 +36,18 @@ std::string owning_daemon_set(const Json& pod);
 // Whether a pod template's nodeSelector and required node affinity select a node with
 // `labels`; nullopt when it cannot tell (matchFields, Gt/Lt, malformed terms).
 std::optional<bool> template_selects(const Json& pod_template, const Labels& labels);
+
+// Whether the DaemonSet controller would create a pod from `pod_template` on `node`, as its
+// NodeShouldRunDaemonPod's shouldRun (kubernetes pkg/controller/daemon/daemon_controller.go):
+// the template's spec.nodeName empty or this node's, template_selects, and no NoSchedule or
+// NoExecute taint of the node's spec.taints left untolerated by the template's tolerations
+// plus those the controller adds to every daemon pod (NewPod ->
+// pkg/controller/daemon/util/daemonset_util.go AddOrUpdateDaemonPodTolerations). Its `why`
+// names what fails; nullopt in `runs` when it cannot tell.
+struct TemplateFit {
+  std::optional<bool> runs;
+  std::string why;
+};
+TemplateFit template_runs_on(const Json& pod_template, const kube::Node& node);
 
 }  // namespace gleaner::agent

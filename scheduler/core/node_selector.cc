@@ -38,25 +38,11 @@ std::string NodeSelector::to_string() const {
   return out;
 }
 
-bool Toleration::tolerates(const Taint& taint) const {
-  if (effect && *effect != taint.effect) return false;
-  if (key.empty()) return exists;  // an empty key with Exists tolerates everything
-  if (key != taint.key) return false;
-  return exists || value == taint.value;
-}
-
 bool taints_tolerated(const Taints& taints, const std::vector<std::vector<Toleration>>& pods) {
-  for (const Taint& taint : taints) {
-    if (taint.effect == TaintEffect::kPreferNoSchedule) continue;
-    if (pods.empty()) return false;
-    for (const auto& pod : pods) {
-      if (std::none_of(pod.begin(), pod.end(),
-                       [&](const Toleration& t) { return t.tolerates(taint); })) {
-        return false;
-      }
-    }
-  }
-  return true;
+  if (pods.empty()) return first_untolerated(taints, {}) == nullptr;
+  return std::all_of(pods.begin(), pods.end(), [&](const std::vector<Toleration>& pod) {
+    return first_untolerated(taints, pod) == nullptr;
+  });
 }
 
 NodeSelector merge_selectors(NodeSelector a, const NodeSelector& b) {

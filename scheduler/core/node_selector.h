@@ -13,31 +13,9 @@
 #include <vector>
 
 #include "common/labels.h"
+#include "common/taints.h"
 
 namespace gleaner::scheduler {
-
-// A node taint as Kubernetes has it; cordons (spec.unschedulable) and a node that is not
-// Ready are expressed as the taints Kubernetes uses for them (node.kubernetes.io/
-// unschedulable, not-ready, unreachable), so one rule covers all.
-enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
-struct Taint {
-  std::string key;
-  std::string value;
-  TaintEffect effect = TaintEffect::kNoSchedule;
-  auto operator<=>(const Taint&) const = default;
-};
-using Taints = std::vector<Taint>;
-
-// A pod toleration: `exists` is operator Exists (any value; with an empty key, every
-// taint); otherwise Equal. No effect: every effect.
-struct Toleration {
-  std::string key;
-  bool exists = false;
-  std::string value;
-  std::optional<TaintEffect> effect;
-  [[nodiscard]] bool tolerates(const Taint& taint) const;
-  auto operator<=>(const Toleration&) const = default;
-};
 
 // Whether pods with these toleration lists (one per pod of a gang; every pod must
 // tolerate) may be placed on a node with `taints`. PreferNoSchedule never blocks.

@@ -5,7 +5,7 @@
 #include <tuple>
 
 #include "common/json_util.h"
-#include "scheduler/fleet/taints.h"
+#include "kube/taints.h"
 
 namespace gleaner::scheduler::fleet {
 namespace {
@@ -145,7 +145,7 @@ Result<PropagationPolicy> parse_propagation_policy(const Json& object) {
       p.gang = custom == "Gang";
     }
     if (auto tol = pl->find("clusterTolerations"); tol != pl->end()) {
-      auto parsed = tolerations_in(*tol, s + ".placement.clusterTolerations");
+      auto parsed = kube::tolerations_in(*tol, s + ".placement.clusterTolerations");
       if (!parsed) return parsed.error();
       p.cluster_tolerations = std::move(*parsed);
     }
@@ -177,7 +177,7 @@ Result<MemberCluster> parse_member_cluster(const Json& object) {
     if (!taints->is_null() && !taints->is_array()) {
       return invalid_field(where + ": spec.taints", "expected a list");
     }
-    out.taints = taints_in(*taints);
+    out.taints = kube::taints_in(*taints);
   }
   return out;
 }

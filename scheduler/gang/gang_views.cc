@@ -1,5 +1,6 @@
 // The read-only HTTP API's documents, built from the core's state under the lock.
 #include "common/json_util.h"
+#include "common/taints.h"
 #include "scheduler/gang/gang_scheduler.h"
 
 namespace gleaner::scheduler::gang {
@@ -107,12 +108,8 @@ Json GangScheduler::nodes_json() const {
     const Node& n = cs.node(id);
     const auto slash = n.name.find('/');
     Json taints = Json::array();
-    for (const Taint& t : n.taints) {
-      const char* effect = t.effect == TaintEffect::kNoSchedule         ? "NoSchedule"
-                           : t.effect == TaintEffect::kPreferNoSchedule ? "PreferNoSchedule"
-                                                                        : "NoExecute";
-      taints.push_back(t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + effect);
-    }
+    for (const Taint& t : n.taints)
+      taints.push_back(gleaner::to_string(t));
     out.push_back(
         Json{{"name", n.name.substr(slash + 1)},
              {"taints", std::move(taints)},

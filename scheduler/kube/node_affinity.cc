@@ -5,7 +5,7 @@
 
 #include "common/json_util.h"
 #include "kube/selectors.h"
-#include "scheduler/fleet/taints.h"
+#include "kube/taints.h"
 
 namespace gleaner::scheduler::kube_glue {
 
@@ -56,14 +56,14 @@ Result<std::vector<Toleration>> tolerations_of(const Json& spec, const std::stri
   if (!spec.is_object()) return std::vector<Toleration>();
   auto list = spec.find("tolerations");
   if (list == spec.end()) return std::vector<Toleration>();
-  return fleet::tolerations_in(*list, where + ".tolerations");
+  return kube::tolerations_in(*list, where + ".tolerations");
 }
 
 Taints node_taints(const Json& node) {
   Taints out;
   const Json* spec = find_path(node, "spec");
   if (spec != nullptr && spec->is_object()) {
-    if (auto list = spec->find("taints"); list != spec->end()) out = fleet::taints_in(*list);
+    if (auto list = spec->find("taints"); list != spec->end()) out = kube::taints_in(*list);
     if (spec->value("unschedulable", false)) {
       add_if_absent(out, Taint{"node.kubernetes.io/unschedulable", "", TaintEffect::kNoSchedule});
     }

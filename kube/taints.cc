@@ -1,10 +1,10 @@
-#include "scheduler/fleet/taints.h"
+#include "kube/taints.h"
 
 #include <optional>
 
 #include "common/json_util.h"
 
-namespace gleaner::scheduler::fleet {
+namespace gleaner::kube {
 namespace {
 
 std::optional<TaintEffect> effect_named(const std::string& name) {
@@ -54,4 +54,4 @@ Taints taints_in(const Json& list) {
   return out;
 }
 
-}  // namespace gleaner::scheduler::fleet
+}  // namespace gleaner::kube
