@@ -45,6 +45,9 @@ class GangCounters {
   // or "released" (not finished within the reservation TTL: its bound pods deleted).
   virtual void gang_recovered(const std::string& /*outcome*/) {}
   virtual void event_emitted() {}
+  // A pod whose reserved room is still held by pods deleted for it (preempted, still
+  // terminating) waits to be bound: counted once per pod and reason.
+  virtual void bind_waited_for_victims() {}
   // A report for a node no Node object names (with GangOptions::require_node_objects): the
   // node gets no batch room until its Node is seen.
   virtual void report_for_unknown_node() {}

@@ -80,7 +80,7 @@ void GangScheduler::reclaim(Gang& g, const Decision& d) {
     if (p == pods_.end()) continue;
     p->second.index = -1;
     p->second.gang.clear();
-    p->second.deleting = true;
+    hold_while_terminating(p->second);
     if (actions_) {
       actions_(Action{ActionKind::kDelete, g.cluster, p->second.view.ns, p->second.view.name, uid});
     }

@@ -64,9 +64,23 @@ void GangScheduler::bind_member(Gang& g, int index) {
     g.unbound.insert(index);
     book_.watch(GangBook::List::kWaiting, g.key);
   };
+  // The room reserved for it may still be held by pods we deleted for it: it waits for
+  // them (an Event says so) rather than be rejected by kubelet beside them.
+  auto wait_for_victims = [&](NodeId reserved) {
+    auto why = waits_for_victims(reserved);
+    if (!why) return false;
+    if (t.last_event != std::string("GleanerWaitingForVictims") + *why) {
+      counters_.bind_waited_for_victims();
+    }
+    event(t, "GleanerWaitingForVictims", *why, false);
+    g.unbound.insert(index);
+    book_.watch(GangBook::List::kWaiting, g.key);
+    return true;
+  };
+  const Job& job = core_.job(*g.job);
   NodeId node = 0;
   if (index == 0) {
-    node = core_.job(*g.job).pods[0].node;
+    node = job.pods[0].node;
     const Node& n = core_.clusters().node(node);
     if (own != nullptr && !own->admits(n.labels, n.taints)) {
       return not_bound("GleanerNodeMismatch", "the driver's own node selector (" +
@@ -74,7 +88,13 @@ void GangScheduler::bind_member(Gang& g, int index) {
                                                   ") or tolerations do not hold on node " + n.name +
                                                   ", reserved for it; not bound there");
     }
+    if (wait_for_victims(node)) return;
   } else {
+    const auto slot = static_cast<size_t>(index);
+    if (slot < job.pods.size() && job.pods[slot].holds_room && !job.pods[slot].bound &&
+        wait_for_victims(job.pods[slot].node)) {
+      return;
+    }
     auto placed = core_.bind_executor(*g.job, index, now_s(), own);
     if (!placed) {
       // kInvalidArgument: the pod's own selector refused its reserved node.

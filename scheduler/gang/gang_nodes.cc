@@ -139,6 +139,17 @@ void GangScheduler::set_cluster_available(const std::string& cluster, bool avail
   if (auto id = core_.clusters().find_cluster(cluster)) core_.set_cluster_available(*id, available);
 }
 
+void GangScheduler::place_waiting() {
+  book_.visit(GangBook::List::kWaiting, [&](GangBook::iterator g) {
+    if (g->second.waiting.empty() && g->second.unbound.empty()) return false;
+    if (g->second.job) {
+      bind_unbound(g->second);
+      if (!g->second.waiting.empty()) attach_waiting(g->second);
+    }
+    return true;
+  });
+}
+
 void GangScheduler::tick() {
   std::lock_guard lock(mu_);
   const int64_t now = now_s();
@@ -156,14 +167,7 @@ void GangScheduler::tick() {
   // Executors beyond their gang (dynamic allocation) and members that found no room take
   // what others gave back on this pass (a scale-down, a finished job, a node's batch
   // capacity grown back), not at the next resync.
-  book_.visit(GangBook::List::kWaiting, [&](GangBook::iterator g) {
-    if (g->second.waiting.empty() && g->second.unbound.empty()) return false;
-    if (g->second.job) {
-      bind_unbound(g->second);
-      if (!g->second.waiting.empty()) attach_waiting(g->second);
-    }
-    return true;
-  });
+  place_waiting();
   // A pending job's reason is written once.
   for (JobId id : core_.pending_jobs()) {
     const std::string* key = book_.key_of_job(id);

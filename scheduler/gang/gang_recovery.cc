@@ -203,8 +203,7 @@ void GangScheduler::release_recovering(Gang& g, const std::string& why) {
     if (p == pods_.end() || !p->second.gang.empty() || p->second.view.node.empty()) continue;
     Tracked& t = p->second;
     event(t, "GleanerReleased", why, true);
-    release_loose(t);
-    t.deleting = true;  // its room is released now, not when the deletion shows
+    hold_while_terminating(t);  // its room is held until it is gone, not released now
     if (actions_)
       actions_(Action{ActionKind::kDelete, t.view.cluster, t.view.ns, t.view.name, uid});
   }

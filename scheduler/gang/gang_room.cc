@@ -1,7 +1,8 @@
 // Room held on nodes outside the core's jobs: batch pods bound by others or placed beyond
 // their gang ("loose" room), and the regular allocatable (cpu/memory requests) every other
-// pod takes on its node, which the core checks for pods that keep such requests; and the pods
-// of our gangs that another scheduler bound, which take their job's room.
+// pod takes on its node, which the core checks for pods that keep such requests; the pods
+// of our gangs that another scheduler bound, which take their job's room; and the pods we
+// deleted (preempted, rescheduled, released), which hold theirs until they are gone.
 #include <spdlog/spdlog.h>
 
 #include "scheduler/gang/gang_scheduler.h"
@@ -10,7 +11,7 @@ namespace gleaner::scheduler::gang {
 
 void GangScheduler::track_loose(Tracked& t) {
   // Only pods bound outside our jobs: theirs is room nobody else may place into.
-  if (t.deleting || !t.gang.empty() || t.view.node.empty() || terminal_phase(t.view.phase) ||
+  if (!t.gang.empty() || t.view.node.empty() || terminal_phase(t.view.phase) ||
       core_.foreign_pod_node(t.view.uid)) {
     return;
   }
@@ -25,6 +26,45 @@ void GangScheduler::track_loose(Tracked& t) {
 void GangScheduler::release_loose(Tracked& t) {
   core_.release_foreign_pod(t.view.uid);
   t.regular_in_core = false;
+  if (!t.deleting || t.view.node.empty()) return;
+  auto held = terminating_.find(core_name(t.view.cluster, t.view.node));
+  if (held == terminating_.end()) return;
+  held->second.erase(t.view.uid);
+  if (held->second.empty()) terminating_.erase(held);
+}
+
+void GangScheduler::hold_while_terminating(Tracked& t) {
+  // A deleted pod runs on through its grace period (the API server only marks it,
+  // pkg/registry/core/pod/strategy.go CheckGracefulDelete) until kubelet has stopped it and
+  // removes it. kube-scheduler's cache counts it on its node until the delete event
+  // (pkg/scheduler/backend/cache/cache.go, internal/cache before: UpdatePod keeps a pod in
+  // its node's NodeInfo, only RemovePod takes it out), and kubelet admits a new pod against
+  // the pods still running (OutOf<resource> otherwise). Its room is handed on only when it
+  // is gone.
+  t.deleting = true;
+  if (t.view.node.empty() || terminal_phase(t.view.phase)) return;
+  track_loose(t);
+  track_regular(t);
+  if (core_.foreign_pod_node(t.view.uid))
+    terminating_[core_name(t.view.cluster, t.view.node)].insert(t.view.uid);
+}
+
+std::optional<std::string> GangScheduler::waits_for_victims(NodeId node) const {
+  const Node& n = core_.clusters().node(node);
+  auto held = terminating_.find(n.name);
+  if (held == terminating_.end()) return std::nullopt;
+  const bool batch_fits = n.used.fits_in(n.capacity());
+  const bool regular_fits = !n.regular_outside || n.regular_used.fits_in(*n.regular_outside);
+  if (batch_fits && regular_fits) return std::nullopt;
+  std::string names;
+  for (const std::string& uid : held->second) {
+    auto p = pods_.find(uid);
+    if (p == pods_.end()) continue;
+    names += (names.empty() ? "" : ", ") + p->second.view.ns + "/" + p->second.view.name;
+  }
+  return "its room on node " + n.name.substr(n.name.find('/') + 1) +
+         " is still held by pods deleted for it, terminating there (" + names +
+         "): kubelet admits a pod against the pods still running; bound once they are gone";
 }
 
 void GangScheduler::track_regular(Tracked& t) {

@@ -319,8 +319,12 @@ void GangScheduler::forget_pod(const PodView& pod) {
   if (it == pods_.end()) return;
   Tracked t = std::move(it->second);
   pods_.erase(it);
+  // A pod we deleted is gone at last: the room it held goes to whoever waited for it now,
+  // not at the next pass.
+  const bool held_as_victim = t.deleting && core_.foreign_pod_node(t.view.uid).has_value();
   release_loose(t);
   release_regular(t);
+  if (held_as_victim) return place_waiting();
   auto g = book_.find(t.gang);
   if (g == book_.end()) return;
   Gang& gang = g->second;

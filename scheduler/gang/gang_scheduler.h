@@ -240,9 +240,11 @@ class GangScheduler {
  private:
   struct Tracked {
     PodView view;
-    std::string gang;       // key, "" for pods outside gangs
-    int index = -1;         // core pod index
-    bool deleting = false;  // we asked for its deletion: its room is already released
+    std::string gang;  // key, "" for pods outside gangs
+    int index = -1;    // core pod index
+    // We asked for its deletion. Its room stays held (as loose room, on its node) until the
+    // pod is gone: it runs through its grace period, and kubelet admits others against it.
+    bool deleting = false;
     // Its cpu/memory requests counted on this node's regular allocatable (pods outside
     // our jobs), or held in the core for an executor placed beyond its gang (the core
     // holds the batch room of such pods and of pods bound elsewhere by their UID).
@@ -258,6 +260,11 @@ class GangScheduler {
   std::optional<NodeId> core_node(const std::string& cluster, const std::string& node) const;
 
   void track_loose(Tracked& t);
+  // A pod of ours whose deletion we asked for keeps its room until it is gone (forget_pod).
+  void hold_while_terminating(Tracked& t);
+  // Why a pod bound onto `node` now would not fit beside the pods we deleted that still
+  // terminate there (nullopt: no such pod, or room for both).
+  [[nodiscard]] std::optional<std::string> waits_for_victims(NodeId node) const;
   // A bound pod of one of our Spark gangs that another scheduler placed takes the room its
   // job holds for it (moved to its node); false when it is a pod of its own.
   bool adopt_bound_elsewhere(Tracked& t);
@@ -302,6 +309,8 @@ class GangScheduler {
   void bind_member(Gang& g, int index);
   // The members of `g` that found no room: bound now if the room is back.
   void bind_unbound(Gang& g);
+  // Every gang with members waiting for room or unbound tries again.
+  void place_waiting();
   void handle(const std::vector<Decision>& decisions);
   void reclaim(Gang& g, const Decision& d);
   void event(Tracked& t, const std::string& reason, const std::string& message, bool warning);
@@ -332,6 +341,8 @@ class GangScheduler {
   // bound there outside our jobs.
   std::map<std::string, Resources> node_allocatable_;
   std::map<std::string, Resources> regular_outside_used_;
+  // By core node name: the pods we deleted that still terminate there (uids).
+  std::map<std::string, std::set<std::string>> terminating_;
   // By core node name: the batch its agent last reported, and what its Node shows.
   std::map<std::string, Resources> batch_reported_;
   std::map<std::string, NodeBatchShown> batch_shown_;

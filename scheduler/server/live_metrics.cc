@@ -76,6 +76,10 @@ void LiveMetrics::bind_given_up() {
   std::lock_guard lock(mu_);
   ++binds_given_up_;
 }
+void LiveMetrics::bind_waited_for_victims() {
+  std::lock_guard lock(mu_);
+  ++binds_waiting_for_victims_;
+}
 void LiveMetrics::gang_recovered(const std::string& outcome) {
   std::lock_guard lock(mu_);
   ++recovered_gangs_[outcome];
@@ -233,6 +237,10 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
           "Jobs none of whose pods could be bound after the retries: their room went back and "
           "they wait in their queue again.",
           binds_given_up_);
+  counter("gleaner_scheduler_binds_waiting_for_victims_total",
+          "Pods whose binding waited because the room reserved for them was still held by "
+          "pods deleted for them (preempted, still terminating on the node).",
+          binds_waiting_for_victims_);
   out.push_back(known_values("gleaner_scheduler_recovered_gangs_total",
                              "Gangs found partly bound after a restart, by outcome (resumed "
                              "around their bound pods, or released after the reservation TTL).",

@@ -32,6 +32,7 @@ class LiveMetrics final : public gang::GangCounters {
   void bind_result(bool ok) override;
   void bind_failed(const std::string& cause) override;
   void bind_given_up() override;
+  void bind_waited_for_victims() override;
   void gang_recovered(const std::string& outcome) override;
   void node_status_patch(bool ok);
   void event_emitted() override;
@@ -89,6 +90,7 @@ class LiveMetrics final : public gang::GangCounters {
   uint64_t binds_failed_ = 0;
   std::map<std::string, uint64_t> bind_failures_;  // by cause
   uint64_t binds_given_up_ = 0;
+  uint64_t binds_waiting_for_victims_ = 0;
   uint64_t unknown_node_reports_ = 0;
   std::map<std::string, uint64_t> recovered_gangs_;  // by outcome
   uint64_t patches_ok_ = 0;

@@ -16,22 +16,7 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 using live_testing::lone_batch_pod;
 
 // A live loop managing c1, whose node n1 reported 8 cores; every action it takes recorded.
-class LiveGangAccounting : public ::testing::Test {
- protected:
-  void SetUp() override {
-    live = live_testing::one_node_live(clock, metrics, 64 * kGiB);
-    ASSERT_NE(live, nullptr);
-    live->set_sinks([this](gang::Action a) { actions.push_back(std::move(a)); }, nullptr);
-  }
-  [[nodiscard]] size_t count(gang::ActionKind kind) const {
-    return static_cast<size_t>(std::count_if(
-        actions.begin(), actions.end(), [&](const gang::Action& a) { return a.kind == kind; }));
-  }
-  SystemClock clock;
-  server::LiveMetrics metrics;
-  std::unique_ptr<gang::GangScheduler> live;
-  std::vector<gang::Action> actions;
-};
+class LiveGangAccounting : public live_testing::RecordedOneNodeLive {};
 
 std::vector<std::string> queues_of_jobs(const gang::GangScheduler& live) {
   std::vector<std::string> out;

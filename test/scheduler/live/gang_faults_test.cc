@@ -292,6 +292,11 @@ TEST_F(GangFaults, AGangThatCannotBeFinishedIsReleasedAfterTheReservationTtl) {
   clock_.advance(std::chrono::seconds(31));
   live_->tick();
   EXPECT_EQ(actions(gang::ActionKind::kDelete), (std::vector<std::string>{"pgb-0", "pgb-1"}));
+  // The released pods run on through their grace period: their room is held until they are
+  // gone.
+  EXPECT_EQ(used_cpu(), 2000);
+  live_->forget_pod(bound(member_of("pgb-0", 3), "n1"));
+  live_->forget_pod(bound(member_of("pgb-1", 3), "n1"));
   EXPECT_EQ(used_cpu(), 0);
   g = live_->gauges();
   EXPECT_EQ(g.partial_gangs, 0);

@@ -2,6 +2,7 @@
 // Shared pieces of the live-mode tests: a thread-safe clock that can jump ahead, node
 // reports, and an HTTP server on loopback run by an io_context on its own thread.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -9,12 +10,14 @@
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
 
 #include "common/clock.h"
 #include "common/json_util.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/gang/gang_scheduler.h"
 #include "scheduler/server/http_server.h"
+#include "scheduler/server/live_metrics.h"
 #include "test/support/io_thread.h"
 
 namespace gleaner::scheduler::live_testing {
@@ -203,5 +206,26 @@ inline std::unique_ptr<gang::GangScheduler> one_node_live(const Clock& clock,
   if (!live.ok() || (*live)->apply_report(node_report("n1", 1, 8000, memory, "c1"))) return nullptr;
   return std::move(*live);
 }
+
+// one_node_live with 64 GiB of batch memory, every action it takes recorded.
+class RecordedOneNodeLive : public ::testing::Test {
+ protected:
+  static constexpr int64_t kGiB = int64_t{1} << 30;
+  void SetUp() override {
+    live = one_node_live(clock, metrics, 64 * kGiB);
+    ASSERT_NE(live, nullptr);
+    live->set_sinks([this](gang::Action a) { actions.push_back(std::move(a)); }, nullptr);
+  }
+  // Actions of `kind` taken so far (about the object `name` only, when given).
+  [[nodiscard]] size_t count(gang::ActionKind kind, const std::string& name = "") const {
+    return static_cast<size_t>(std::count_if(actions.begin(), actions.end(), [&](const auto& a) {
+      return a.kind == kind && (name.empty() || a.name == name);
+    }));
+  }
+  SystemClock clock;
+  server::LiveMetrics metrics;
+  std::unique_ptr<gang::GangScheduler> live;
+  std::vector<gang::Action> actions;
+};
 
 }  // namespace gleaner::scheduler::live_testing
