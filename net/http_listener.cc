@@ -53,10 +53,26 @@ struct HttpListener::Impl {
   std::chrono::steady_clock::time_point last_warning{};
   uint64_t unreported = 0;  // failures since the last warning
 
-  bool close_oldest_idle() {
+  // The connection to close at the cap, oldest first: one waiting between requests, else one
+  // reading its first request for the grace or more; end() when none may go.
+  std::list<std::weak_ptr<Connection>>::iterator closable() {
+    const auto now = std::chrono::steady_clock::now();
+    auto reading = sessions.end();
     for (auto it = sessions.begin(); it != sessions.end(); ++it) {
       auto s = it->lock();
-      if (!s || s->is_busy()) continue;
+      if (!s) continue;
+      if (s->phase() == ConnectionPhase::kWaiting) return it;
+      if (reading == sessions.end() && s->phase() == ConnectionPhase::kReading &&
+          now - s->accepted() >= kFirstRequestGrace) {
+        reading = it;
+      }
+    }
+    return reading;
+  }
+
+  bool make_room() {
+    if (auto it = closable(); it != sessions.end()) {
+      auto s = it->lock();
       error_code ignored;
       s->socket().shutdown(tcp::socket::shutdown_both, ignored);
       s->socket().close(ignored);
@@ -66,8 +82,8 @@ struct HttpListener::Impl {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_cap_warning >= kWarnEvery) {
         spdlog::warn(
-            "{} port {}: {} open connections (the cap); closed {} idle connection(s) to admit "
-            "new ones since the last warning",
+            "{} port {}: {} open connections (the cap); closed {} idle or slow connection(s) "
+            "to admit new ones since the last warning",
             what, bound_port, max_connections, unreported_idle_closed);
         last_cap_warning = now;
         unreported_idle_closed = 0;
@@ -94,10 +110,10 @@ struct HttpListener::Impl {
       if (self->sessions.size() >= self->max_connections) {
         if (!self->at_capacity) ++self->capacity_reached;
         self->at_capacity = true;
-        // Room for the next one: the idle connection accepted longest ago goes (its session
-        // sees the socket closed and ends). Only when all of them serve requests does the
-        // next one wait in the backlog.
-        if (!self->close_oldest_idle()) {
+        // Room for the next one: an idle or slow connection goes (its session sees the
+        // socket closed and ends; HttpListener says which). Otherwise the next one waits in
+        // the backlog.
+        if (!self->make_room()) {
           co_await pause(self, kAcceptBackoffMin);
           continue;
         }

@@ -4,6 +4,7 @@
 // connections for them.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,19 +26,33 @@ class io_context;
 
 namespace gleaner::net {
 
-// One accepted connection: a tcp_stream that tells its listener whether it is waiting for a
-// request (idle: from accept, through a TLS handshake, between keep-alive requests) or
-// serving one. Sessions that never say count as idle throughout.
+// What an accepted connection is doing, for its listener's choice at the cap.
+enum class ConnectionPhase : uint8_t {
+  kReading,  // from accept, through a TLS handshake, until its first request is read whole
+  kWaiting,  // answered a request: waiting for the next (keep-alive) or draining
+  kServing,  // a request read whole is being answered
+};
+
+// One accepted connection: a tcp_stream that tells its listener what it is doing. Sessions
+// that never say count as reading their first request since they were accepted.
 class Connection : public boost::beast::tcp_stream {
  public:
   using boost::beast::tcp_stream::tcp_stream;
-  void busy() { busy_ = true; }
-  void idle() { busy_ = false; }
-  [[nodiscard]] bool is_busy() const { return busy_; }
+  void serving() { phase_ = ConnectionPhase::kServing; }
+  void waiting() { phase_ = ConnectionPhase::kWaiting; }
+  [[nodiscard]] ConnectionPhase phase() const { return phase_; }
+  [[nodiscard]] std::chrono::steady_clock::time_point accepted() const { return accepted_; }
 
  private:
-  std::atomic<bool> busy_{false};
+  std::atomic<ConnectionPhase> phase_{ConnectionPhase::kReading};
+  const std::chrono::steady_clock::time_point accepted_ = std::chrono::steady_clock::now();
 };
+
+// At the cap, a connection still reading its first request is closed to admit a new one only
+// once it has had this long: a client in a burst completes its TLS handshake and sends its
+// request within it (a burst of 300 reviews on 2 CPUs: well under a second), a silent or
+// trickling one (slowloris) is past it.
+inline constexpr std::chrono::seconds kFirstRequestGrace{2};
 
 // The TCP side of a small Beast HTTP server, shared by the agent's metrics server and the
 // scheduler's HTTP and webhook ports: binds and listens at once (a taken port fails at start-up),
@@ -45,10 +60,14 @@ class Connection : public boost::beast::tcp_stream {
 // answers are not held back; a cap on open connections; accept failures back off), hands
 // each connection to `on_connection` on that strand
 // (which runs its own session coroutine on the stream's executor), and keeps weak
-// references to the connections so stop() can close them. At the cap, the idle connection
-// accepted longest ago is closed to admit the new one (logged once a minute with a count):
-// a flood of idle connections can hold every slot but never starve a health probe or a
-// request; only when every connection is serving a request do new ones wait.
+// references to the connections so stop() can close them. At the cap, one connection is
+// closed to admit the new one (logged once a minute with a count): the one accepted longest
+// ago among those waiting between keep-alive requests, else among those still reading
+// their first request (a TLS handshake, a header or a body) for kFirstRequestGrace or more.
+// A flood of silent or trickling connections can hold every slot but never starve a health
+// probe or a review; a burst of real requests is not cut off mid-handshake; only while
+// every connection is serving a request, or reading one it has just begun, do new ones
+// wait in the kernel's backlog.
 class HttpListener {
  public:
   using Stream = Connection;

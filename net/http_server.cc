@@ -84,7 +84,7 @@ struct HttpServer::Impl {
                                       asio::redirect_error(asio::use_awaitable, ec));
       if (!ec) {
         co_await serve(*self, *tcp, secure);
-        tcp->idle();
+        tcp->waiting();
         tcp->expires_after(kDrainTimeout);
         co_await secure.async_shutdown(asio::redirect_error(asio::use_awaitable, ec));
       }
@@ -96,8 +96,9 @@ struct HttpServer::Impl {
   }
 
   // The request loop over plain TCP or TLS; `tcp` carries the deadlines and tells the
-  // listener whether a request is being served (waiting for one is idle: at the cap such a
-  // connection may be closed to admit another, one being answered never is).
+  // listener what it is doing: reading its first request (at the cap it may be closed once
+  // past kFirstRequestGrace), waiting for the next (it may be closed), or answering one
+  // read whole (never closed).
   template <class Stream>
   static asio::awaitable<void> serve(Impl& self, Connection& tcp, Stream& stream) {
     const HttpServerOptions& o = self.options;
@@ -107,14 +108,14 @@ struct HttpServer::Impl {
       http::request_parser<http::string_body> parser;
       parser.header_limit(o.header_limit);
       parser.body_limit(o.body_limit);
-      tcp.idle();
+      if (!first) tcp.waiting();
       // One deadline for the header and the body: a client trickling either holds its slot
       // no longer than one that sends nothing.
       tcp.expires_after(first ? o.first_request_timeout : o.idle_timeout);
       co_await http::async_read_header(stream, buffer, parser,
                                        asio::redirect_error(asio::use_awaitable, ec));
-      tcp.busy();
       if (ec == http::error::header_limit) {
+        tcp.serving();
         // Answered, not dropped: the client learns why, then the connection ends.
         auto reply =
             self.refused(RequestRefusal::kHeaderTooLarge,
@@ -127,7 +128,7 @@ struct HttpServer::Impl {
       const bool too_large = ec == http::error::body_limit;
       if (ec && !too_large) co_return;  // closed, timed out or not HTTP: nothing to answer
       bool close = false;
-      HttpReply reply = co_await answer(self, stream, buffer, parser, too_large, close);
+      HttpReply reply = co_await answer(self, tcp, stream, buffer, parser, too_large, close);
       const auto& req = parser.get();
       const bool keep_alive = req.keep_alive() && !close;
       if (!co_await write(self, stream, std::move(reply), req.version(), keep_alive,
@@ -142,12 +143,14 @@ struct HttpServer::Impl {
 
   // Answers one request whose header is read; `close` when the rest of it was left unread.
   template <class Stream>
-  static asio::awaitable<HttpReply> answer(Impl& self, Stream& stream, beast::flat_buffer& buffer,
+  static asio::awaitable<HttpReply> answer(Impl& self, Connection& tcp, Stream& stream,
+                                           beast::flat_buffer& buffer,
                                            http::request_parser<http::string_body>& parser,
                                            bool too_large, bool& close) {
     const HttpRequest& req = parser.get();
     if (self.handler.before_body) {
       if (auto early = self.handler.before_body(req)) {
+        tcp.serving();
         close = !parser.is_done();
         co_return std::move(*early);
       }
@@ -156,6 +159,7 @@ struct HttpServer::Impl {
     if (!ec && !parser.is_done())
       co_await http::async_read(stream, buffer, parser,
                                 asio::redirect_error(asio::use_awaitable, ec));
+    tcp.serving();  // read whole (or refused): the answer is under way
     if (ec == http::error::body_limit) {
       close = true;
       co_return self.refused(
@@ -195,7 +199,7 @@ struct HttpServer::Impl {
     // Plain TCP can stop sending at once; under TLS the close_notify comes with the end.
     if constexpr (std::is_same_v<Stream, Connection>)
       tcp.socket().shutdown(tcp::socket::shutdown_send, ec);
-    tcp.idle();
+    tcp.waiting();
     tcp.expires_after(kDrainTimeout);
     std::size_t total = 0;
     char scratch[16 * 1024];
