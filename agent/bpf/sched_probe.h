@@ -125,7 +125,9 @@ class SchedProbe final : public RunqProbe {
   // Registers a cgroup directory (e.g. a pod's directory under the cpu controller on
   // v1, or under the unified root on v2); its tasks and its descendants' tasks count
   // towards it (nearest registered ancestor, up to GLEANER_MAX_CGROUP_DEPTH levels).
-  // Fails with kUnavailable when all cgroup slots are in use.
+  // Fails with kUnavailable when all cgroup slots are in use. Naming a registered
+  // directory again costs a stat(): a directory made anew at that path (another id) takes
+  // the old id's place, and one that is gone (or no directory) is unregistered and fails.
   Result<uint64_t> track(const std::string& cgroup_dir) override;
   Status untrack(const std::string& cgroup_dir) override;
   // The BE QoS cgroup (under the cpu controller on v1, the unified root on v2): a

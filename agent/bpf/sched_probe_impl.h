@@ -31,6 +31,7 @@ struct SchedProbe::Impl {
   int stats_fd = -1;
   int ncpus = 0;
   std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory
+  std::map<std::string, uint64_t> ids;   // and back: the id each directory had when named
   uint64_t be_cgroup_id = 0;             // set_be_cgroup (0: none)
   std::map<uint64_t, Cumulative> previous;
   int64_t previous_ns = 0;
@@ -63,6 +64,8 @@ struct SchedProbe::Impl {
   [[nodiscard]] Result<uint32_t> claim_index(uint64_t id) const;
   // Zeroes an index's counters and frees it.
   void release_index(uint32_t index) const;
+  // Unregisters cgroup `id` (its map entries, index and user-space records).
+  void forget(uint64_t id);
   // Cached resolutions in the kernel are stale from now on.
   void bump_generation() const {
     __atomic_fetch_add(&skel->data->tracked_gen, 1, __ATOMIC_SEQ_CST);

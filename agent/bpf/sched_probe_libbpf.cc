@@ -88,13 +88,27 @@ SchedProbe::SchedProbe(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SchedProbe::~SchedProbe() = default;
 
 Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
+  // Named again each pass (the daemon does): a directory made anew at the same path (a pod's
+  // cgroup recreated) has another id, and the kernel side attributes by id, so the old one
+  // would leave the pod's tasks unseen. The id is re-read here, a stat(); unchanged, that is
+  // all it costs, and a stale id is dropped from the maps, as is one whose directory went.
+  auto known = impl_->ids.find(cgroup_dir);
   struct stat st {};
-  if (::stat(cgroup_dir.c_str(), &st) != 0) return errno_error(errno, "track " + cgroup_dir);
+  if (::stat(cgroup_dir.c_str(), &st) != 0) {
+    const int err = errno;
+    if (known != impl_->ids.end()) impl_->forget(known->second);
+    return errno_error(err, "track " + cgroup_dir);
+  }
   if (!S_ISDIR(st.st_mode)) {
+    if (known != impl_->ids.end()) impl_->forget(known->second);
     return make_error(ErrorCode::kInvalidArgument, "track " + cgroup_dir + ": not a directory");
   }
   // On 64-bit kernels a cgroup directory's inode number is its kernfs node id.
   uint64_t id = st.st_ino;
+  if (known != impl_->ids.end()) {
+    if (known->second == id) return id;
+    impl_->forget(known->second);
+  }
   const int tracked = impl_->fd(impl_->skel->maps.tracked);
   uint32_t index = 0;
   if (bpf_map_lookup_elem(tracked, &id, &index) != 0) {  // not yet (track_all may have it)
@@ -112,6 +126,7 @@ Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
     impl_->bump_generation();
   }
   impl_->dirs[id] = cgroup_dir;
+  impl_->ids[cgroup_dir] = id;
   return id;
 }
 
@@ -136,21 +151,12 @@ Status SchedProbe::set_be_cgroup(const std::string& cgroup_dir) {
 }
 
 Status SchedProbe::untrack(const std::string& cgroup_dir) {
-  for (auto it = impl_->dirs.begin(); it != impl_->dirs.end(); ++it) {
-    if (it->second != cgroup_dir) continue;
-    uint64_t id = it->first;
-    const int tracked = impl_->fd(impl_->skel->maps.tracked);
-    uint32_t index = 0;
-    if (bpf_map_lookup_elem(tracked, &id, &index) == 0) {
-      bpf_map_delete_elem(tracked, &id);
-      impl_->bump_generation();  // before the index is free for another cgroup
-      impl_->release_index(index);
-    }
-    impl_->previous.erase(id);
-    impl_->dirs.erase(it);
-    return ok_status();
+  auto known = impl_->ids.find(cgroup_dir);
+  if (known == impl_->ids.end()) {
+    return make_error(ErrorCode::kNotFound, "untrack " + cgroup_dir + ": not tracked");
   }
-  return make_error(ErrorCode::kNotFound, "untrack " + cgroup_dir + ": not tracked");
+  impl_->forget(known->second);
+  return ok_status();
 }
 
 Result<SchedInterval> SchedProbe::sample() {

@@ -72,6 +72,22 @@ void SchedProbe::Impl::release_index(uint32_t index) const {
   bpf_map_delete_elem(fd(skel->maps.claimed), &index);
 }
 
+void SchedProbe::Impl::forget(uint64_t id) {
+  const int tracked = fd(skel->maps.tracked);
+  uint32_t index = 0;
+  if (bpf_map_lookup_elem(tracked, &id, &index) == 0) {
+    bpf_map_delete_elem(tracked, &id);
+    bump_generation();  // before the index is free for another cgroup
+    release_index(index);
+  }
+  previous.erase(id);
+  auto dir = dirs.find(id);
+  if (dir == dirs.end()) return;
+  auto named = ids.find(dir->second);
+  if (named != ids.end() && named->second == id) ids.erase(named);
+  dirs.erase(dir);
+}
+
 }  // namespace gleaner::agent::bpf
 
 #endif

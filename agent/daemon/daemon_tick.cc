@@ -350,7 +350,15 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
     const std::string dir = fs->dir_of(cgroup::Resource::kCpuShares,
                                        layout->pod_dir(pod.kube_qos, pod.pod.metadata.uid));
     ls_dirs.insert(dir);
-    if (!tracked.count(dir) && probe->track(dir).ok()) tracked[dir] = pod.pod.key();
+    // Named each pass, as the BE directory above: a pod's cgroup made anew at the same path
+    // (another id) would otherwise stay unseen, its waits read as none while BE grows. The
+    // probe re-reads the id (a stat per pod on this, the slow, pass) and drops a stale one;
+    // a directory not there (yet) is retried on the next pass.
+    if (probe->track(dir).ok()) {
+      tracked[dir] = pod.pod.key();
+    } else {
+      tracked.erase(dir);
+    }
   }
   for (auto it = tracked.begin(); it != tracked.end();) {
     if (ls_dirs.count(it->first)) {

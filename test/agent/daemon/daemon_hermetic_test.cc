@@ -1,11 +1,13 @@
 // The daemon end to end on a hermetic node (hermetic_daemon.h): its BE quota, report,
 // metrics, probe settings, and the tree as found once it stops.
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "test/agent/daemon/hermetic_daemon.h"
 #include "test/support/eventually.h"
@@ -109,6 +111,43 @@ TEST_F(DaemonHermetic, SuppressesBeReportsAndRestoresTheTreeOnStop) {
   // Stopping puts every value the agent changed back as it found it.
   stop();
   EXPECT_EQ(tree_of(node_.cgroup_tree()), found);
+}
+
+// Kubelet makes an LS pod's cgroup anew at the same path (another id, issue #61): the next
+// full pass names it to the probe again, so its waits are seen again instead of reading as
+// none while BE grows (the probe, like the kernel, knows a cgroup by its id).
+TEST_F(DaemonHermetic, AnLsCgroupMadeAnewIsNamedAgainAndItsWaitsAreSeen) {
+  const std::string ls_dir = node_.cpu_dir(node_.layout().pod_dir(KubeQos::kBurstable, "ls-uid"));
+  probe_->set_wait(ls_dir, 2.5e6, 1.5e6);
+  on_loop([this] { daemon_->start(); });
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  ASSERT_EQ(pod_metric(metrics(), "gleaner_pod_runqueue_latency_p99_seconds", "api-0"), 0.0025);
+
+  // Made anew, on the loop thread as kubelet would between two passes: the new directory
+  // exists beside the old one before that goes, so it cannot get the old inode number back.
+  namespace fs = std::filesystem;
+  struct stat before {};
+  ASSERT_EQ(::stat(ls_dir.c_str(), &before), 0);
+  const int samples = probe_->samples();
+  on_loop([&] {
+    fs::copy(ls_dir, ls_dir + ".new", fs::copy_options::recursive);
+    fs::remove_all(ls_dir);
+    fs::rename(ls_dir + ".new", ls_dir);
+  });
+  struct stat after {};
+  ASSERT_EQ(::stat(ls_dir.c_str(), &after), 0);
+  ASSERT_NE(after.st_ino, before.st_ino);
+  // The QoS directory's watch sees it and runs a pass at once (Daemon::Impl::
+  // wait_for_cgroup_change); the counters move only once that pass is over.
+  ASSERT_TRUE(gleaner::testing::eventually([&] { return probe_->samples() > samples; }, 30s));
+  on_loop([] {});
+
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  const std::string text = metrics();
+  EXPECT_EQ(pod_metric(text, "gleaner_pod_runqueue_latency_p99_seconds", "api-0"), 0.0025) << text;
+  EXPECT_EQ(probe_->tracked(), std::set<std::string>{ls_dir});
 }
 
 }  // namespace

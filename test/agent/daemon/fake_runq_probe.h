@@ -3,15 +3,23 @@
 // daemon tracks reports the p99 wait the test chose for it, and the wake-ups the test
 // queues are signalled on an eventfd, as the real probe signals its ring buffer. Calls come
 // from the daemon's loop thread while the test thread scripts it, hence the lock.
+//
+// Like the kernel side, it knows a cgroup by the id it had when named: the directory's inode
+// number (a cgroup's kernfs node id; fs/kernfs/dir.c, __kernfs_new_node, takes ids from a
+// cyclic allocator, so a directory made anew gets another). A tracked directory made anew at
+// its path reports nothing until it is named again, as the real probe's tasks are then
+// counted under an id it does not know.
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/bpf/sched_probe.h"
@@ -43,7 +51,10 @@ class FakeRunqProbe final : public bpf::RunqProbe {
   }
   [[nodiscard]] std::set<std::string> tracked() const {
     std::lock_guard lock(mu_);
-    return tracked_;
+    std::set<std::string> dirs;
+    for (const auto& [dir, id] : tracked_)
+      dirs.insert(dir);
+    return dirs;
   }
   [[nodiscard]] std::string be_cgroup() const {
     std::lock_guard lock(mu_);
@@ -57,11 +68,20 @@ class FakeRunqProbe final : public bpf::RunqProbe {
     std::lock_guard lock(mu_);
     return drains_;
   }
+  [[nodiscard]] int samples() const {
+    std::lock_guard lock(mu_);
+    return samples_;
+  }
 
   Result<uint64_t> track(const std::string& cgroup_dir) override {
     std::lock_guard lock(mu_);
-    tracked_.insert(cgroup_dir);
-    return uint64_t{tracked_.size()};
+    auto id = id_of(cgroup_dir);
+    if (!id) {
+      tracked_.erase(cgroup_dir);
+      return make_error(ErrorCode::kNotFound, "track " + cgroup_dir + ": no directory");
+    }
+    tracked_[cgroup_dir] = *id;
+    return *id;
   }
   Status untrack(const std::string& cgroup_dir) override {
     std::lock_guard lock(mu_);
@@ -75,10 +95,11 @@ class FakeRunqProbe final : public bpf::RunqProbe {
   }
   Result<bpf::SchedInterval> sample() override {
     std::lock_guard lock(mu_);
+    ++samples_;
     bpf::SchedInterval interval;
-    for (const auto& dir : tracked_) {
+    for (const auto& [dir, id] : tracked_) {
       auto it = waits_.find(dir);
-      if (it == waits_.end()) continue;
+      if (it == waits_.end() || id_of(dir) != id) continue;
       bpf::CgroupSchedSample s;
       s.dir = dir;
       s.runq_p99_ns = it->second.first;
@@ -109,11 +130,19 @@ class FakeRunqProbe final : public bpf::RunqProbe {
   mutable std::mutex mu_;
   int wake_fd_;
   std::map<std::string, std::pair<double, double>> waits_;
-  std::set<std::string> tracked_;
+  // The directory's id now (its inode number), nullopt when there is none.
+  static std::optional<uint64_t> id_of(const std::string& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+    return static_cast<uint64_t>(st.st_ino);
+  }
+
+  std::map<std::string, uint64_t> tracked_;  // directory -> its id when named
   std::string be_cgroup_;
   bpf::WakeSettings wake_;
   std::vector<bpf::Wakeup> queued_;
   int drains_ = 0;
+  int samples_ = 0;
 };
 
 }  // namespace gleaner::agent::test
