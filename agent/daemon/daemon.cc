@@ -4,6 +4,7 @@
 #include "agent/daemon/descriptor_limit.h"
 #include "agent/edge/node_environment.h"
 #include "agent/qos/kubelet_values.h"
+#include "common/json_util.h"
 #include "common/strings.h"
 
 namespace gleaner::agent {
@@ -178,6 +179,10 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     auto* impl_ptr = impl.get();
     auto server = reporter::MetricsServer::create(
         io, d.opt.metrics_addr, [impl_ptr](std::string_view method, std::string_view target) {
+          if (target.substr(0, target.find('?')) == "/debug/snapshot" &&
+              (method == "GET" || method == "HEAD")) {
+            return impl_ptr->snapshot_reply();
+          }
           return reporter::route_request(method, target, impl_ptr->registry, *impl_ptr->health);
         });
     if (!server) return server.error();
@@ -210,6 +215,14 @@ std::string Daemon::describe() const {
 
 uint16_t Daemon::metrics_port() const {
   return impl_->metrics_server ? impl_->metrics_server->port() : 0;
+}
+
+net::HttpReply Daemon::Impl::snapshot_reply() const {
+  if (!calc_snapshot) {
+    return {503, "text/plain; charset=utf-8",
+            "no snapshot yet: the first sampling pass has not run\n"};
+  }
+  return {200, "application/json", dump_json(snapshot::shareable_snapshot_json(*calc_snapshot))};
 }
 
 std::string Daemon::last_calc_json() const {

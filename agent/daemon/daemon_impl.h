@@ -36,12 +36,14 @@
 #include "agent/qos/cpu_topology.h"
 #include "agent/qos/pod_dirs.h"
 #include "agent/qos/qos_engine.h"
+#include "agent/snapshot/node_snapshot.h"
 #include "agent/step/agent_step.h"
 #include "agent/step/step_record.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/layout.h"
 #include "common/file_io.h"
 #include "common/json_fwd.h"
+#include "net/http_reply.h"
 #include "reporter/client/report_client.h"
 #include "reporter/metrics/health.h"
 #include "reporter/metrics/metrics_registry.h"
@@ -120,6 +122,9 @@ struct Daemon::Impl {
   int ticks = 0;
   bool stopped = false;
   std::string last_calc;
+  // The snapshot that calculation ran on (averaged usage), for GET /debug/snapshot: read on
+  // the loop's thread, as the metrics server runs on the daemon's io_context.
+  std::shared_ptr<const snapshot::NodeSnapshot> calc_snapshot;
   std::vector<double> pass_seconds;
   Daemon* owner = nullptr;
   bool own_timers = true;  // DaemonDeps::own_timers
@@ -180,6 +185,9 @@ struct Daemon::Impl {
     double now_s = 0;
   };
   std::optional<ObservedTick> observed_tick;  // the last tick, CPU measured
+  // GET /debug/snapshot: the last calculation's snapshot as `gleaner-agent calc --snapshot`
+  // reads it (shareable_snapshot_json), or 503 before the first pass.
+  [[nodiscard]] net::HttpReply snapshot_reply() const;
   // `full_pass`: system-config's knobs are set too (the fast path leaves them).
   exec::KnobReport apply(const qos::Plan& plan, bool full_pass = false);
   // Whether a successor adopts the values this agent set (DaemonOptions::on_stop).

@@ -248,6 +248,8 @@ void Daemon::tick() {
       std::chrono::duration<double>(d.clock.wall_now().time_since_epoch()).count();
   TickOutcome outcome =
       describe_tick(snap, batch_result, pass, d.opt.cluster, ++d.sequence, unix_now);
+  // Kept, not copied: nothing of this pass reads it after this.
+  d.calc_snapshot = std::make_shared<const snapshot::NodeSnapshot>(std::move(snap));
   outcome.report.epoch = d.epoch;
   for (const auto& [resource, c] : d.knobs->counters()) {
     outcome.state.cgroup_writes_total[resource] = static_cast<uint64_t>(c.writes);

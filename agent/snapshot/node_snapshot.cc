@@ -164,4 +164,33 @@ Json to_snapshot_json(const NodeSnapshot& snap) {
   return {{"node", object_or_empty(snap.node.raw)}, {"pods", pods}, {"metrics", metrics}};
 }
 
+namespace {
+
+void drop_env_values(Json& containers) {
+  if (!containers.is_array()) return;
+  for (Json& c : containers) {
+    if (!c.is_object() || !c.contains("env") || !c["env"].is_array()) continue;
+    for (Json& e : c["env"])
+      if (e.is_object()) e.erase("value");
+  }
+}
+
+}  // namespace
+
+Json shareable_snapshot_json(const NodeSnapshot& snap) {
+  Json out = to_snapshot_json(snap);
+  for (Json& pod : out["pods"]) {
+    if (!pod.is_object()) continue;
+    if (Json* meta = pod.contains("metadata") ? &pod["metadata"] : nullptr;
+        meta != nullptr && meta->is_object() && meta->contains("annotations") &&
+        (*meta)["annotations"].is_object()) {
+      (*meta)["annotations"].erase("kubectl.kubernetes.io/last-applied-configuration");
+    }
+    if (!pod.contains("spec") || !pod["spec"].is_object()) continue;
+    for (const char* list : {"initContainers", "containers", "ephemeralContainers"})
+      if (pod["spec"].contains(list)) drop_env_values(pod["spec"][list]);
+  }
+  return out;
+}
+
 }  // namespace gleaner::agent::snapshot

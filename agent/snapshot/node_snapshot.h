@@ -58,5 +58,11 @@ Result<NodeSnapshot> load_snapshot_file(const std::string& path);
 // The snapshot file form of `snap` (node and pods as the API served them, usage as
 // quantities): parse_snapshot of it gives back the same decisions.
 Json to_snapshot_json(const NodeSnapshot& snap);
+// to_snapshot_json for serving over the agent's unauthenticated HTTP port (GET
+// /debug/snapshot): the containers' literal env values and the
+// kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the whole manifest)
+// are left out, as they may hold secrets; no batch or QoS decision reads them, so `calc`
+// on it gives the same answer.
+Json shareable_snapshot_json(const NodeSnapshot& snap);
 
 }  // namespace gleaner::agent::snapshot
