@@ -14,6 +14,8 @@ inline constexpr const char* kResourceBatchMemory = "kubernetes.io/batch-memory"
 
 // The scheduler the API server names in a pod that names none (pod defaulting).
 inline constexpr const char* kDefaultScheduler = "default-scheduler";
+// Koordinator's scheduler, the one its example ClusterColocationProfile names.
+inline constexpr const char* kKoordScheduler = "koord-scheduler";
 
 // Koordinator's: a pod's QoS and priority class, a node's reservation and reclaim ratios,
 // an elastic quota's name.

@@ -138,22 +138,48 @@ Result<std::optional<Converted>> convert_container(const Json& container,
   return std::optional<Converted>(std::move(out));
 }
 
-// The scheduler of a batch pod whose profiles name none: `batch_scheduler` when the pod
-// names none or the default one (Spark's operator leaves it unset without
-// spec.batchScheduler or spec.schedulerName, ACK's guide among them); a pod naming another
-// scheduler (batchScheduler: volcano) keeps it, and the answer says that no gang of
-// batch_scheduler's holds its room.
+// What a batch pod left to another scheduler means, and what to do about it, for the
+// answer's warnings. koord-scheduler gets its own hint: Koordinator's ClusterColocationProfile
+// example sets it, and a cluster moving to Gleaner often has no koord-scheduler running,
+// so its pods would stay Pending with nothing said.
+std::string other_scheduler_warning(const std::string& field, const std::string& other,
+                                    const std::string& batch_scheduler, const std::string& fix) {
+  std::string w = field + " is " + other + ": this batch pod is placed by " + other + ", not by " +
+                  batch_scheduler + " (no gang of driver and executors, no batch room reserved)";
+  if (other == kube::kKoordScheduler)
+    w += "; koord-scheduler is Koordinator's scheduler: unless it runs in this cluster the pod "
+         "stays Pending";
+  return w + "; " + fix;
+}
+
+// The scheduler of a batch pod: `batch_scheduler` when neither its profiles nor the pod
+// name one, or the pod names the default one (Spark's operator leaves it unset without
+// spec.batchScheduler or spec.schedulerName, ACK's guide among them); a pod or profile
+// naming another scheduler (batchScheduler: volcano, Koordinator's example profile's
+// koord-scheduler) keeps it, and the answer says that no gang of batch_scheduler's holds
+// its room and what to change.
 void route_batch_pod(const Json& spec, const std::string& from_profiles,
-                     const std::string& batch_scheduler, Mutation& m) {
-  if (!from_profiles.empty() || batch_scheduler.empty()) return;
+                     const std::string& profile_name, const std::string& batch_scheduler,
+                     Mutation& m) {
+  if (batch_scheduler.empty()) return;
+  if (!from_profiles.empty()) {
+    if (from_profiles != batch_scheduler) {
+      m.warnings.push_back(other_scheduler_warning(
+          "ClusterColocationProfile " + profile_name + " spec.schedulerName", from_profiles,
+          batch_scheduler,
+          "remove spec.schedulerName from the profile (or set it to " + batch_scheduler +
+              ") to have " + batch_scheduler + " place it"));
+    }
+    return;
+  }
   const std::string own = string_at(spec, "schedulerName");
   if (own.empty() || own == kube::kDefaultScheduler) {
     m.patch.push_back(add_op("/spec/schedulerName", batch_scheduler));
     m.scheduler_assigned = true;
   } else if (own != batch_scheduler) {
-    m.warnings.push_back("spec.schedulerName is " + own + ": this batch pod is placed by " + own +
-                         ", not by " + batch_scheduler +
-                         " (no gang of driver and executors, no batch room reserved)");
+    m.warnings.push_back(other_scheduler_warning(
+        "spec.schedulerName", own, batch_scheduler,
+        "leave it unset (Spark: no spec.batchScheduler) to have " + batch_scheduler + " place it"));
   }
 }
 
@@ -192,6 +218,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   std::string priority_class;
   std::string priority_class_from;
   std::string scheduler;
+  std::string scheduler_from;
   for (const ColocationProfile* p : matched) {
     m.profiles.push_back(p->name);
     m.warnings.insert(m.warnings.end(), p->warnings.begin(), p->warnings.end());
@@ -206,7 +233,10 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
       priority_class = p->priority_class_name;
       priority_class_from = p->name;
     }
-    if (!p->scheduler_name.empty()) scheduler = p->scheduler_name;
+    if (!p->scheduler_name.empty()) {
+      scheduler = p->scheduler_name;
+      scheduler_from = p->name;
+    }
   }
   if (!qos.empty()) labels[kube::kQosClassLabel] = qos;
   // The pod's own QoS label counts when no profile sets one.
@@ -234,7 +264,7 @@ Result<Mutation> mutate_pod(const Json& pod, const MutationInputs& in) {
   }
 
   if (final_qos == "BE") {
-    route_batch_pod(spec, scheduler, in.batch_scheduler, m);
+    route_batch_pod(spec, scheduler, scheduler_from, in.batch_scheduler, m);
     Json original = Json::object();
     for (const char* list : {"initContainers", "containers"}) {
       if (!spec.contains(list)) continue;

@@ -160,6 +160,7 @@ TEST(ColocationMutation, ABatchPodNamingNoSchedulerOrTheDefaultIsGivenTheBatchSc
   EXPECT_FALSE(kept->scheduler_assigned);
   ASSERT_EQ(kept->warnings.size(), 1u);
   EXPECT_NE(kept->warnings[0].find("spec.schedulerName is volcano"), std::string::npos);
+  EXPECT_NE(kept->warnings[0].find("leave it unset"), std::string::npos) << kept->warnings[0];
 
   // Turned off (run --webhook-assign-scheduler=false): the pod's own stays.
   Fixture off({});
@@ -173,6 +174,38 @@ TEST(ColocationMutation, ABatchPodNamingNoSchedulerOrTheDefaultIsGivenTheBatchSc
   auto service = mutate_pod(spark_driver(), ls.in);
   ASSERT_TRUE(service.ok());
   EXPECT_FALSE(spark_driver().patch(service->patch)["spec"].contains("schedulerName"));
+}
+
+// Koordinator's example ClusterColocationProfile names koord-scheduler: the pod gets it,
+// as the profile says, but the answer warns as it does for a pod's own volcano, and says
+// what to change.
+TEST(ColocationMutation, AProfileNamingAnotherSchedulerIsKeptWithAWarningSayingWhatToDo) {
+  Fixture f({profile(R"({"metadata": {"name": "koord-example"},
+    "spec": {"selector": {"matchLabels": {"spark-role": "driver"}}, "qosClass": "BE",
+             "schedulerName": "koord-scheduler"}})")});
+  const Json pod = spark_driver();
+  auto m = mutate_pod(pod, f.in);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(pod.patch(m->patch)["spec"]["schedulerName"], "koord-scheduler");
+  EXPECT_FALSE(m->scheduler_assigned);
+  ASSERT_EQ(m->warnings.size(), 1u);
+  const std::string& w = m->warnings[0];
+  EXPECT_NE(w.find("ClusterColocationProfile koord-example spec.schedulerName is koord-scheduler"),
+            std::string::npos)
+      << w;
+  EXPECT_NE(w.find("stays Pending"), std::string::npos) << w;
+  EXPECT_NE(w.find("remove spec.schedulerName from the profile"), std::string::npos) << w;
+
+  // A profile naming the batch scheduler itself, or the webhook told to leave schedulers
+  // alone, says nothing.
+  Fixture own({profile(kSparkProfile)});
+  auto quiet = mutate_pod(pod, own.in);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_TRUE(quiet->warnings.empty());
+  f.in.batch_scheduler.clear();
+  auto off = mutate_pod(pod, f.in);
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off->warnings.empty());
 }
 
 TEST(ColocationMutation, LimitsStayLimitsAndAMissingSideTakesTheOther) {
