@@ -104,30 +104,27 @@ Result<ColocationProfile> parse_colocation_profile(const Json& object) {
   return p;
 }
 
-Result<std::vector<ColocationProfile>> parse_colocation_profiles(const std::vector<Json>& objects,
-                                                                 std::string_view where) {
-  std::vector<ColocationProfile> out;
+Result<ProfileSet> parse_colocation_profiles(const std::vector<ManifestObject>& objects) {
+  ProfileSet out;
   std::set<std::string> names;
-  auto add = [&](const Json& obj) -> Status {
+  for (const ManifestObject& m : objects) {
+    const Json& obj = m.object;
+    if (obj.is_object()) {
+      const std::string kind = string_at(obj, "kind", "ClusterColocationProfile");
+      if (kind != "ClusterColocationProfile") {
+        out.skipped.push_back(m.where + ": " + kind + " " +
+                              string_at(obj, "metadata/name", "<unnamed>") +
+                              " is not a ClusterColocationProfile; skipped");
+        continue;
+      }
+    }
     auto p = parse_colocation_profile(obj);
-    if (!p) return make_error(p.error().code, std::string(where) + ": " + p.error().message);
+    if (!p) return make_error(p.error().code, m.where + ": " + p.error().message);
     if (!names.insert(p->name).second) {
       return make_error(ErrorCode::kParse,
-                        std::string(where) + ": ClusterColocationProfile " + p->name + " twice");
+                        m.where + ": ClusterColocationProfile " + p->name + " twice");
     }
-    out.push_back(std::move(*p));
-    return ok_status();
-  };
-  for (const Json& obj : objects) {
-    if (obj.is_null()) continue;  // an empty YAML document
-    if (obj.is_object() && obj.contains("items")) {
-      if (!obj["items"].is_array())
-        return make_error(ErrorCode::kParse, std::string(where) + ": items must be a list");
-      for (const Json& item : obj["items"])
-        if (Status s = add(item); !s) return s.error();
-      continue;
-    }
-    if (Status s = add(obj); !s) return s.error();
+    out.profiles.push_back(std::move(*p));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "common/result.h"
 #include "kube/selectors.h"
 #include "kube/well_known.h"
+#include "scheduler/admission/manifest_files.h"
 
 namespace gleaner::scheduler::admission {
 
@@ -41,10 +42,18 @@ struct ColocationProfile {
 // profile and the field.
 Result<ColocationProfile> parse_colocation_profile(const Json& object);
 
-// Every profile in a list object (kind ...List, `items`), a single object, or a YAML/JSON
-// file's documents; `where` names the source in errors. One bad profile fails the whole
-// set: a half-loaded set would colocate some pods and not others.
-Result<std::vector<ColocationProfile>> parse_colocation_profiles(const std::vector<Json>& objects,
-                                                                 std::string_view where);
+struct ProfileSet {
+  std::vector<ColocationProfile> profiles;
+  // One line per object skipped because it is of another kind (Koordinator's example file
+  // holds the Namespace its profile selects), naming where it is and what it is.
+  std::vector<std::string> skipped;
+};
+
+// Every ClusterColocationProfile among a manifest's objects (manifest_files.h); an object
+// without a kind counts as one, an object of another kind is skipped and named in
+// `skipped`. Errors name the object's place (file, document index) and the profile. One
+// bad profile fails the whole set: a half-loaded set would colocate some pods and not
+// others.
+Result<ProfileSet> parse_colocation_profiles(const std::vector<ManifestObject>& objects);
 
 }  // namespace gleaner::scheduler::admission

@@ -41,11 +41,13 @@ int run_mutate(const MutateArgs& args) {
 
   std::vector<admission::ColocationProfile> profiles;
   if (!args.profiles.empty()) {
-    auto objects = admission::read_objects(args.profiles);
+    auto objects = admission::read_manifest_objects(args.profiles);
     if (!objects) return fail(objects.error().message);
-    auto parsed = admission::parse_colocation_profiles(*objects, args.profiles);
+    auto parsed = admission::parse_colocation_profiles(*objects);
     if (!parsed) return fail(parsed.error().message);
-    profiles = std::move(*parsed);
+    profiles = std::move(parsed->profiles);
+    for (const auto& s : parsed->skipped)
+      std::cerr << "gleaner-scheduler mutate: note: " << s << "\n";
     // Every profile's unsupported fields, whether or not it matches this pod (the answer
     // repeats those of the profiles that applied).
     for (const auto& p : profiles)

@@ -323,11 +323,12 @@ TEST(ColocationProfileParse, BadProfilesAreNamedAndUnsupportedFieldsWarned) {
   ASSERT_EQ(warned->warnings.size(), 1u);
   EXPECT_NE(warned->warnings[0].find("spec.probability"), std::string::npos);
   // One bad profile fails the set; a name twice too.
-  auto set = parse_colocation_profiles({Json::parse(kSparkProfile), Json::parse(kSparkProfile)},
-                                       "profiles.yaml");
+  auto set = parse_colocation_profiles({{Json::parse(kSparkProfile), "profiles.yaml document 1"},
+                                        {Json::parse(kSparkProfile), "profiles.yaml document 2"}});
   ASSERT_FALSE(set.ok());
-  EXPECT_NE(set.error().message.find("profiles.yaml: ClusterColocationProfile spark twice"),
-            std::string::npos);
+  EXPECT_NE(
+      set.error().message.find("profiles.yaml document 2: ClusterColocationProfile spark twice"),
+      std::string::npos);
 }
 
 Json review_of(const Json& pod, const std::string& operation = "CREATE") {
