@@ -101,12 +101,13 @@ Status check_roles(const JobSpec& spec) {
     if (r.batch.any_negative() || r.regular.any_negative())
       return invalid(role + ": negative resource request");
   }
-  auto roles = roles_of(spec);
-  if (roles.empty()) return invalid("no role has replicas");
-  for (size_t i = 1; i < roles.size(); ++i) {
-    if (roles[i].batch == Resources{} && roles[i].regular == Resources{})
-      return invalid("role " + roles[i].name + " requests nothing");
-  }
+  // A role whose pods request nothing is accepted and takes no room: Kubeflow's own
+  // examples (pytorch simple.yaml, TFJob dist-mnist) set no resources, and kube-scheduler
+  // places such BestEffort pods by counting zero requests (NodeResourcesFit's fitsRequest,
+  // pkg/scheduler/framework/plugins/noderesources/fit.go, checks only the pod count for
+  // them). Gleaner keeps no pod count per node: kubelet's maxPods is the limit there
+  // (docs/fleet.md).
+  if (roles_of(spec).empty()) return invalid("no role has replicas");
   return ok_status();
 }
 

@@ -9,6 +9,7 @@
 #include "common/json_util.h"
 #include "common/quantity.h"
 #include "kube/yaml_json.h"
+#include "scheduler/core/scheduler.h"
 #include "scheduler/kube/pod_view.h"
 
 namespace gleaner::scheduler::kube_glue {
@@ -99,6 +100,76 @@ spec:
   EXPECT_EQ(master.regular, (Resources{0, 0, 1})) << "GPUs are admitted against allocatable";
   EXPECT_TRUE(v.selector.matches({{"pool", "gpu"}}));
   EXPECT_FALSE(v.selector.matches({{"pool", "cpu"}}));
+}
+
+// Kubeflow's own examples (pytorch simple.yaml and cpu-demo, TFJob dist-mnist) set no
+// resources: their pods are BestEffort and run under kube-scheduler. Shaped like those
+// (written here), each is accepted and placed whole, taking no batch room.
+TEST(JobKinds, TrainingJobsWhosePodsRequestNothingArePlacedAndTakeNoRoom) {
+  const Json pytorch = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: hello-ddp, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: pytorch, image: example.com/ddp:1, command: [python3, /train.py, --epochs=1]}
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+          - {name: pytorch, image: example.com/ddp:1, command: [python3, /train.py, --epochs=1]}
+)");
+  const Json tf = yaml(R"(
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: digits, namespace: ml}
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 2
+      template: {spec: {containers: [{name: tensorflow, image: example.com/tf:1}]}}
+    Worker:
+      replicas: 4
+      template: {spec: {containers: [{name: tensorflow, image: example.com/tf:1}]}}
+)");
+  Scheduler s(SchedulerPolicy{}, *QuotaTree::build({}), ClusterState());
+  const Resources node_batch{8000, 8 * kGi, 0};
+  ASSERT_TRUE(s.upsert_node(NodeInfo{"n-1", "", {}, node_batch}, 0).ok());
+  ASSERT_TRUE(s.upsert_node(NodeInfo{"n-2", "", {}, node_batch}, 0).ok());
+  size_t pods = 0;
+  for (const Json* object : {&pytorch, &tf}) {
+    auto job = parse_training_job(*object);
+    ASSERT_TRUE(job.ok()) << job.error().message;
+    const gang::AppView v = training_app_view(*job, *object, "");
+    JobSpec spec;
+    spec.name = v.name;
+    spec.kind = v.kind;
+    spec.roles = v.shape.roles;
+    for (const RoleSpec& r : spec.roles)
+      EXPECT_EQ(r.batch, Resources{}) << v.name << " role " << r.name;
+    auto id = s.submit(spec);
+    ASSERT_TRUE(id.ok()) << id.error().message;
+    pods += static_cast<size_t>(v.name == "digits" ? 6 : 2);
+  }
+  auto decisions = s.schedule(0);
+  ASSERT_EQ(decisions.size(), 2U);
+  size_t placed = 0;
+  for (const auto& d : decisions) {
+    EXPECT_EQ(d.kind, DecisionKind::kAdmit);
+    placed += s.job(d.job).pods.size();
+  }
+  EXPECT_EQ(placed, pods) << "every pod of both jobs has a node";
+  // No room taken: the nodes' batch is all free for the next job.
+  for (const char* name : {"n-1", "n-2"})
+    EXPECT_EQ(s.clusters().node(*s.clusters().find_node(name)).free(), node_batch) << name;
 }
 
 Json operator_pod(const std::string& operator_name, const std::string& index) {
