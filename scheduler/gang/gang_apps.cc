@@ -27,6 +27,12 @@ void GangScheduler::observe_app(const AppView& app) {
     // Decided (by us before a restart, or it is a copy we made): nothing to place.
     return;
   }
+  if (it != book_.end() && !it->second.job &&
+      it->second.app_other_scheduler != app.other_scheduler) {
+    // Left to another scheduler, and no longer (or to another one now): looked at anew.
+    book_.remove(it);
+    it = book_.end();
+  }
   if (it != book_.end()) {
     // Already queued. A hub's policy or its members' labels and taints may have changed
     // since: a job still waiting goes by the members allowed now.
@@ -63,6 +69,20 @@ void GangScheduler::observe_app(const AppView& app) {
   }
   if (!app.selector_error.empty()) {
     app_event(added, "GleanerUnsupportedAffinity", app.selector_error, true);
+    return;
+  }
+  if (!app.other_scheduler.empty()) {
+    // Placing it would loop: the room reserved in a member is never taken by its pods
+    // (the operator gives them the other scheduler's name), so the driver start timeout
+    // reclaims it and it is placed again, without end.
+    added.app_other_scheduler = app.other_scheduler;
+    counters_.app_other_scheduler();
+    app_event(added, "GleanerOtherScheduler",
+              "spec.batchScheduler is " + app.other_scheduler + ": its pods are placed by " +
+                  app.other_scheduler +
+                  ", which takes no room this scheduler reserves, so it is not placed across "
+                  "clusters; remove spec.batchScheduler to have it placed here",
+              true);
     return;
   }
   added.selector = app.selector;

@@ -75,6 +75,9 @@ struct Gang {
   std::string app_queue;
   int32_t app_priority = 0;
   std::optional<std::vector<std::string>> app_allowed;  // a hub application's members
+  // Not placed because its pods go to this other scheduler (AppView::other_scheduler):
+  // looked at again when the application no longer names it.
+  std::string app_other_scheduler;
   double resubmit_at = 0;
   // A cluster's own training job, queued by its first pod (gang_replicas.cc): its pods
   // wait in `waiting` until the whole job is admitted.

@@ -51,6 +51,8 @@ class GangCounters {
   // A report for a node no Node object names (with GangOptions::require_node_objects): the
   // node gets no batch room until its Node is seen.
   virtual void report_for_unknown_node() {}
+  // A multi-cluster application not placed because its pods go to another scheduler.
+  virtual void app_other_scheduler() {}
 };
 
 }  // namespace gleaner::scheduler::gang

@@ -111,6 +111,10 @@ struct AppView {
   // PropagationPolicy that governs it allows these members (nullopt: any).
   bool hub = false;
   std::optional<std::vector<std::string>> allowed_clusters;
+  // The scheduler its pods go to when that is not this one (a SparkApplication's
+  // spec.batchScheduler: volcano, yunikorn, kube-scheduler); such an application is not
+  // placed: no pod of it would take the room reserved for it.
+  std::string other_scheduler;
 };
 
 // A node's batch resources to publish on its Node status; nullopt removes the keys.

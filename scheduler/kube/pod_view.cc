@@ -120,6 +120,10 @@ std::optional<gang::AppView> app_view(const kube::SparkApplication& app, const s
   // A copy is ours whatever its labels (a hub's applications carry none of ours).
   if (labelled_only && !labelled && v.origin.empty()) return std::nullopt;
   v.state = app.state;
+  // spark-operator hands the pods of an application naming a batch scheduler to that
+  // scheduler's plugin, which names its scheduler in them (internal/scheduler/volcano,
+  // yunikorn, kubescheduler in kubeflow/spark-operator); none of them is this one.
+  v.other_scheduler = string_at(raw, "spec/batchScheduler");
   // The gang has one selector: the driver's and the executors' must both hold.
   auto selector = spark_selector(raw.value("spec", Json::object()),
                                  "SparkApplication " + v.ns + "/" + v.name + " spec");

@@ -163,6 +163,10 @@ void LiveMetrics::hub_job_rejected() {
   std::lock_guard lock(mu_);
   ++hub_jobs_rejected_;
 }
+void LiveMetrics::app_other_scheduler() {
+  std::lock_guard lock(mu_);
+  ++apps_other_scheduler_;
+}
 void LiveMetrics::member_api_available(const std::string& cluster, bool available) {
   std::lock_guard lock(mu_);
   member_api_available_[cluster] = available;
@@ -319,6 +323,11 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
           "Warning Event on the "
           "job names the field; nothing is propagated).",
           hub_jobs_rejected_);
+  counter("gleaner_scheduler_apps_other_scheduler_total",
+          "Multi-cluster applications (a hub's, or labelled gleaner.io/multi-cluster) not placed "
+          "because spec.batchScheduler gives their pods to another scheduler (a Warning Event "
+          "GleanerOtherScheduler on each says so).",
+          apps_other_scheduler_);
   if (!member_api_available_.empty()) {
     auto members = net::metric_family(
         "gleaner_scheduler_member_api_available",

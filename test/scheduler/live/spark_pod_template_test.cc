@@ -171,6 +171,38 @@ TEST_F(SparkPodTemplateLive, ATemplatesNodeSelectorSendsTheApplicationOnlyToAMat
   EXPECT_EQ(placed[0].target, "c2") << "c1's only node is not linux";
 }
 
+// spec.batchScheduler hands the pods to another scheduler: placed, the room reserved in a
+// member would never be taken, the driver start timeout would reclaim it and it would be
+// placed again, without end. It is not placed, once said in an Event and counted; without
+// batchScheduler it is placed.
+TEST_F(SparkPodTemplateLive, AnApplicationNamingAnotherBatchSchedulerIsNotPlacedAndSaysWhy) {
+  start({}, {});
+  for (const char* other : {"volcano", "kube-scheduler"}) {
+    actions.clear();
+    const gang::AppView app = spark_app(std::string("  batchScheduler: ") + other + "\n");
+    live->observe_app(app);
+    live->tick();
+    live->observe_app(app);  // seen again (a resync): said once
+    live->tick();
+    EXPECT_TRUE(of(gang::ActionKind::kPlaceApp).empty()) << other;
+    EXPECT_FALSE(live->job_of("c1", "default", "pi").has_value()) << other;
+    const auto events = of(gang::ActionKind::kEvent);
+    ASSERT_EQ(events.size(), 1u) << other;
+    EXPECT_EQ(events[0].reason, "GleanerOtherScheduler");
+    EXPECT_TRUE(events[0].warning);
+    EXPECT_NE(events[0].message.find(std::string("spec.batchScheduler is ") + other),
+              std::string::npos)
+        << events[0].message;
+    EXPECT_NE(events[0].message.find("remove spec.batchScheduler"), std::string::npos);
+  }
+  EXPECT_NE(metrics.render(live->gauges()).find("gleaner_scheduler_apps_other_scheduler_total 2"),
+            std::string::npos);
+  // Fixed: placed at the next look.
+  live->observe_app(spark_app(""));
+  live->tick();
+  EXPECT_EQ(of(gang::ActionKind::kPlaceApp).size(), 1u) << live->jobs_json().dump();
+}
+
 TEST_F(SparkPodTemplateLive, ADriverWhoseOwnSelectorFailsItsReservedNodeIsNotBoundThere) {
   start({{"pool", "spark"}}, {{"pool", "online"}});
   // The application asks for nothing: its room goes to c1, its own cluster.
