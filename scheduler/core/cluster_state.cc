@@ -35,6 +35,31 @@ const char* to_string(NodeHealth health) {
   return "unknown";
 }
 
+std::optional<NodeHealth> node_health_from_string(std::string_view text) {
+  for (NodeHealth h : {NodeHealth::kFresh, NodeHealth::kStale, NodeHealth::kDegraded})
+    if (text == to_string(h)) return h;
+  return std::nullopt;
+}
+
+std::string health_change_message(const Node& node, NodeHealth before, int64_t last_report,
+                                  int64_t now, const StalenessPolicy& policy) {
+  const std::string age = std::to_string(now - last_report) + " s";
+  switch (node.health) {
+    case NodeHealth::kStale:
+      return "node " + node.name + " is stale: its last report is " + age + " old (stale after " +
+             std::to_string(policy.stale_after_seconds) +
+             " s); no new placements there until its agent reports again";
+    case NodeHealth::kDegraded:
+      return "node " + node.name + " is degraded: its last report is " + age +
+             " old (degraded after " + std::to_string(policy.degrade_after_seconds) +
+             " s); its batch capacity counts as zero";
+    case NodeHealth::kFresh:
+      break;
+  }
+  return "node " + node.name + " reports again, " + age + " after its previous report (it was " +
+         to_string(before) + "); placements allowed there again";
+}
+
 bool selector_matches(const NodeSelector* selector, const Node& node) {
   if (selector == nullptr) return taints_tolerated(node.taints, {});
   return selector->admits(node.labels, node.taints);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -40,11 +41,20 @@ enum class NodeHealth {
   kDegraded,  // report older than degrade_after: its batch counts as zero
 };
 const char* to_string(NodeHealth health);
+// Parses "fresh", "stale" or "degraded"; nullopt for anything else.
+std::optional<NodeHealth> node_health_from_string(std::string_view text);
 
 struct StalenessPolicy {
   int64_t stale_after_seconds = 60;
   int64_t degrade_after_seconds = 15 * 60;  // ack-slo-config's degradeTimeMinutes default
 };
+
+struct Node;
+// The log line for a node whose health went from `before` to its current one at `now`
+// (`last_report`: when its agent reported before this change, so that a node reporting
+// again says how long it was silent): which node, how old its report is, what it means.
+std::string health_change_message(const Node& node, NodeHealth before, int64_t last_report,
+                                  int64_t now, const StalenessPolicy& policy);
 
 struct Node {
   std::string name;

@@ -24,8 +24,14 @@ std::optional<ReportRefusal> GangScheduler::apply_report(const reporter::NodeRep
   if (options_.require_node_objects && !batch_shown_.contains(name)) note_unknown_node(name);
   const Resources placeable = placeable_batch(name, batch);
   if (auto id = core_.clusters().find_node(name)) {
+    const NodeHealth before = core_.clusters().node(*id).health;
+    const int64_t last_report = core_.clusters().node(*id).reported_at;
     auto decisions = core_.report_node(*id, placeable, now);
     if (decisions) handle(*decisions);
+    // Once per transition, as tick() logs the way down.
+    const Node& n = core_.clusters().node(*id);
+    if (before != NodeHealth::kFresh && n.health == NodeHealth::kFresh)
+      spdlog::info("{}", health_change_message(n, before, last_report, now, options_.staleness));
   } else {
     NodeInfo info{name, *cluster, node_labels(*cluster, report.node), placeable};
     if (auto t = node_taints_.find(name); t != node_taints_.end()) info.taints = t->second;
@@ -155,6 +161,11 @@ void GangScheduler::tick() {
   const int64_t now = now_s();
   for (NodeId id : core_.refresh_health(now, options_.staleness)) {
     const Node& n = core_.clusters().node(id);
+    // refresh_health only ages nodes (a report is what makes one fresh): the way from
+    // fresh to stale was a stale one when it became degraded.
+    const NodeHealth before =
+        n.health == NodeHealth::kDegraded ? NodeHealth::kStale : NodeHealth::kFresh;
+    spdlog::warn("{}", health_change_message(n, before, n.reported_at, now, options_.staleness));
     if (n.health != NodeHealth::kDegraded || !nodes_) continue;
     const auto slash = n.name.find('/');
     nodes_(NodeBatch{n.name.substr(0, slash), n.name.substr(slash + 1), std::nullopt});

@@ -1,5 +1,7 @@
 #include "scheduler/server/api_routes.h"
 
+#include <algorithm>
+
 #include "common/json_util.h"
 
 namespace gleaner::scheduler::server {
@@ -12,6 +14,30 @@ net::HttpReply json_reply(unsigned status, const Json& doc) {
 
 net::HttpReply error_reply(unsigned status, const std::string& reason, const std::string& message) {
   return json_reply(status, Json{{"error", reason}, {"message", message}});
+}
+
+// /api/v1/nodes, or with ?health=fresh|stale|degraded only the nodes in that health: the
+// names behind gleaner_scheduler_nodes{health}, which stays one series per health.
+net::HttpReply nodes_reply(std::string_view target, Json nodes) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return json_reply(200, nodes);
+  std::string_view health;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const std::string_view pair = query.substr(0, query.find('&'));
+    query.remove_prefix(std::min(query.size(), pair.size() + 1));
+    if (pair.substr(0, 7) == "health=") health = pair.substr(7);
+  }
+  if (health.empty()) return json_reply(200, nodes);
+  if (!node_health_from_string(health)) {
+    return error_reply(400, "bad_request",
+                       "health=" + std::string(health) + ": expected fresh, stale or degraded");
+  }
+  Json kept = Json::array();
+  for (Json& n : nodes["nodes"])
+    if (n.value("health", "") == health) kept.push_back(std::move(n));
+  nodes["nodes"] = std::move(kept);
+  return json_reply(200, nodes);
 }
 
 }  // namespace
@@ -118,7 +144,7 @@ net::HttpReply ApiRoutes::get(std::string_view method, std::string_view target) 
   }
   if (path == "/api/v1/queues") return json_reply(200, live_.queues_json());
   if (path == "/api/v1/jobs") return json_reply(200, live_.jobs_json());
-  if (path == "/api/v1/nodes") return json_reply(200, live_.nodes_json());
+  if (path == "/api/v1/nodes") return nodes_reply(target, live_.nodes_json());
   return error_reply(404, "not_found", "no such path: " + std::string(path));
 }
 
