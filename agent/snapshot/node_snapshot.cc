@@ -166,12 +166,17 @@ Json to_snapshot_json(const NodeSnapshot& snap) {
 
 namespace {
 
-void drop_env_values(Json& containers) {
+// A container keeps what the snapshot's readers read (its name and resources, and the
+// restartPolicy that makes an init container a sidecar); its command, args, env, probes and
+// the rest, which may carry credentials, are left out.
+void keep_what_is_read(Json& containers) {
   if (!containers.is_array()) return;
   for (Json& c : containers) {
-    if (!c.is_object() || !c.contains("env") || !c["env"].is_array()) continue;
-    for (Json& e : c["env"])
-      if (e.is_object()) e.erase("value");
+    if (!c.is_object()) continue;
+    Json kept = Json::object();
+    for (const char* field : {"name", "resources", "restartPolicy"})
+      if (c.contains(field)) kept[field] = c[field];
+    c = std::move(kept);
   }
 }
 
@@ -188,7 +193,7 @@ Json shareable_snapshot_json(const NodeSnapshot& snap) {
     }
     if (!pod.contains("spec") || !pod["spec"].is_object()) continue;
     for (const char* list : {"initContainers", "containers", "ephemeralContainers"})
-      if (pod["spec"].contains(list)) drop_env_values(pod["spec"][list]);
+      if (pod["spec"].contains(list)) keep_what_is_read(pod["spec"][list]);
   }
   return out;
 }
