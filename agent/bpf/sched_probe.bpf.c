@@ -184,35 +184,10 @@ static __always_inline struct cgroup_subsys_state *task_css(struct task_struct *
   return cg ? &cg->self : NULL;
 }
 
-/* Kernels before 6.2 keep their ancestors' ids (`ancestor_ids[]`) where later ones keep
- * pointers to the ancestors (`ancestors[]`, include/linux/cgroup-defs.h); CO-RE picks the
- * field the running kernel has. */
-struct cgroup___ids {
-  int level;
-  __u64 ancestor_ids[];
-} __attribute__((preserve_access_index));
-
-/* The id of `cg`'s ancestor at `level` (0: the hierarchy's root; cg->level: `cg` itself),
- * or 0. One read of the kernel's own table of ancestors, whatever the distance: an index
- * that is not a constant cannot be a direct BTF load, so it is a probe read. */
-static __always_inline __u64 ancestor_id(struct cgroup *cg, __u32 level) {
-  if (bpf_core_field_exists(struct cgroup___ids, ancestor_ids)) {
-    __u64 id = 0;
-    bpf_core_read(&id, sizeof(id), &((struct cgroup___ids *)cg)->ancestor_ids[level]);
-    return id;
-  }
-  struct cgroup *a = NULL;
-  bpf_core_read(&a, sizeof(a), &cg->ancestors[level]);
-  return a ? BPF_CORE_READ(a, kn, id) : 0;
-}
-
 /* The stats index of a cgroup, uncached: with track_all its own (allocated on first
- * sight); otherwise that of its registered ancestor (tasks live in container cgroups, and
- * below them in whatever a container makes; pods are registered by their pod directory),
- * or 0. The ancestors are tried from the root down, so how far below its pod a task sits
- * does not matter; a registered cgroup must be within GLEANER_MAX_CGROUP_LEVEL levels of
- * its hierarchy's root. Registrations do not nest (pods' directories are siblings'
- * children), so the first found is the one. */
+ * sight); otherwise that of its nearest registered ancestor within
+ * GLEANER_MAX_CGROUP_DEPTH levels (tasks live in container cgroups, pods are registered
+ * by their pod directory), or 0. */
 static __always_inline __u32 resolve_index(struct cgroup *cg) {
   if (!cg) return 0;
   if (track_all) {
@@ -226,40 +201,24 @@ static __always_inline __u32 resolve_index(struct cgroup *cg) {
     found = bpf_map_lookup_elem(&tracked, &id);
     return found ? *found : GLEANER_INDEX_FULL;
   }
-  const __u32 level = (__u32)cg->level;
-  for (__u32 l = 0; l <= GLEANER_MAX_CGROUP_LEVEL; l++) {
-    if (l > level) break;
-    __u64 cid = l == level ? cg->kn->id : ancestor_id(cg, l);
+  for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
+    __u64 cid = cg->kn->id;
     __u32 *found = bpf_map_lookup_elem(&tracked, &cid);
     if (found) return *found;
+    struct cgroup_subsys_state *parent = cg->self.parent;
+    cg = parent ? parent->cgroup : NULL;
   }
   return 0;
 }
 
-/* Whether `cg` is be_cgroup_id or below it, at any depth below it (the BE cgroup within
- * GLEANER_MAX_CGROUP_LEVEL levels of the root). The BE cgroup's level is learned the first
- * time it is found, after which the answer is one read. It is kept in one word with the id
- * it was learned for (the id's low bits, the level in the top GLEANER_LEVEL_BITS), so that
- * CPUs racing over a BE cgroup made anew never pair one cgroup's level with another's id;
- * ids (kernfs node ids) reach the top bits only after 2^26 wraps of their 32-bit counter. */
-#define GLEANER_LEVEL_BITS 6
-#define GLEANER_ID_MASK ((1ull << (64 - GLEANER_LEVEL_BITS)) - 1)
-__u64 be_level_learned = 0;
+/* Whether `cg` is be_cgroup_id or below it, within GLEANER_MAX_CGROUP_DEPTH levels. */
 static __always_inline __u32 resolve_under_be(struct cgroup *cg) {
   __u64 be = be_cgroup_id;
-  if (!be || !cg) return 0;
-  const __u32 level = (__u32)cg->level;
-  __u64 learned = be_level_learned;
-  if ((learned & GLEANER_ID_MASK) == (be & GLEANER_ID_MASK)) {
-    __u32 l = (__u32)(learned >> (64 - GLEANER_LEVEL_BITS));
-    if (l > level || l > GLEANER_MAX_CGROUP_LEVEL) return 0;
-    return (l == level ? cg->kn->id : ancestor_id(cg, l)) == be;
-  }
-  for (__u32 l = 0; l <= GLEANER_MAX_CGROUP_LEVEL; l++) {
-    if (l > level) break;
-    if ((l == level ? cg->kn->id : ancestor_id(cg, l)) != be) continue;
-    be_level_learned = (be & GLEANER_ID_MASK) | ((__u64)l << (64 - GLEANER_LEVEL_BITS));
-    return 1;
+  if (!be) return 0;
+  for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
+    if (cg->kn->id == be) return 1;
+    struct cgroup_subsys_state *parent = cg->self.parent;
+    cg = parent ? parent->cgroup : NULL;
   }
   return 0;
 }

@@ -13,9 +13,8 @@
 /* Accounted cgroups: pod directories plus a margin. Stats index 0 means "not accounted",
  * so at most GLEANER_MAX_CGROUPS - 1 cgroups; each index is one value per possible CPU. */
 #define GLEANER_MAX_CGROUPS 4096
-/* How far below its hierarchy's root a registered cgroup (or the BE cgroup) may sit; the
- * tasks counted towards it may be at any depth below it (sched_probe.bpf.c, resolve_index). */
-#define GLEANER_MAX_CGROUP_LEVEL 32
+/* How far above a task's own cgroup a tracked directory may be (container -> pod -> ...). */
+#define GLEANER_MAX_CGROUP_DEPTH 6
 /* Per-CPU cache of cgroup id -> stats index (direct-mapped; a power of two). */
 #define GLEANER_CGROUP_CACHE 64
 /* Per-thread wait bookkeeping, direct-mapped by thread id (a power of two). */
