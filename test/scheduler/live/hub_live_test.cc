@@ -114,13 +114,10 @@ TEST_F(HubLiveTest, ATaintedMemberIsSkippedAndAWaitingJobTakesAMemberLabelledLat
     return known.contains("a") && !known.at("a").taints.empty();
   }));
   ASSERT_TRUE(member("hub").create(policies_path(group(), false), policy(group(), false, {})));
-  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
-  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }))
-      << "a fits better, but is tainted";
-  EXPECT_FALSE(app("a", "pi").contains("spec"));
-
-  // A job for members labelled gpu=true waits while none is; labelling a lets it go there
-  // (the policy's tolerations take a's taint).
+  // A job for members labelled gpu=true (below) has its own policy. It is made now, well
+  // before its job: policies and applications are two watch streams, and a job the hub saw
+  // before its named policy would go by the catch-all one (as Karmada keeps a resource with
+  // the policy that claimed it first).
   Json gpu = policy(group(), false, {});
   gpu["metadata"]["name"] = "gpu-policy";
   gpu["spec"]["resourceSelectors"][0]["name"] = "train";
@@ -128,6 +125,13 @@ TEST_F(HubLiveTest, ATaintedMemberIsSkippedAndAWaitingJobTakesAMemberLabelledLat
       {"labelSelector", {{"matchLabels", {{"gpu", "true"}}}}}};
   gpu["spec"]["placement"]["clusterTolerations"] = Json::array({{{"operator", "Exists"}}});
   ASSERT_TRUE(member("hub").create(policies_path(group(), false), gpu));
+  ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("pi")));
+  ASSERT_TRUE(schedule_until([&] { return app("b", "pi").contains("spec"); }))
+      << "a fits better, but is tainted";
+  EXPECT_FALSE(app("a", "pi").contains("spec"));
+
+  // That job waits while no member is labelled gpu=true; labelling a lets it go there (the
+  // policy's tolerations take a's taint).
   ASSERT_TRUE(member("hub").create(kube::spark_applications_path("default"), hub_app("train")));
   ASSERT_TRUE(schedule_until([&] {
     return member("hub").has_event("train", "GleanerUnschedulable", "allows none");
