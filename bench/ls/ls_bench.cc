@@ -363,18 +363,25 @@ bool print_table(bool steps, const std::string& configs, double rate, const Serv
         med(&Run::be_cpu_s), 100 * harvest_of[c - 'a'], 100 * med(&Run::node_util),
         100 * med(&Run::steal), med(&Run::be_throttled));
   }
-  // The goals, checked on this table's medians.
+  // The goals are not judged here: the configurations run in a fixed order with no LS-alone
+  // A/A twin, so a ratio can be the machine's drift (frontier_bench judges them).
+  constexpr const char* kNotJudged =
+      "not judged (%s): a fixed-order run with no LS-alone A/A floor, so the ratio may be noise "
+      "(the interleaved frontier below is the judged one)\n";
   const double a = p99_of[0], d = p99_of[3];
   if (a > 0 && d > 0) {
-    bool met = d <= 1.10 * a && harvest_of[3] >= 0.80;
+    char figures[64];
+    std::snprintf(figures, sizeof figures, "%.2fx, %.0f%%", d / a, 100 * harvest_of[3]);
     std::printf(
         "\n- Goal, (d) within 10%% of (a) on LS p99 with at least 80%% of the idle CPU "
-        "harvested: %s (%.2fx, %.0f%%)\n",
-        met ? "met" : "missed", d / a, 100 * harvest_of[3]);
+        "harvested: ");
+    std::printf(kNotJudged, figures);
   }
   if (steps && p99_of[2] > 0 && d > 0) {
-    std::printf("- Goal, (d) beats (c) on LS p99 during load steps: %s (%.2f ms against %.2f ms)\n",
-                d < p99_of[2] ? "met" : "missed", d, p99_of[2]);
+    char figures[64];
+    std::snprintf(figures, sizeof figures, "%.2f ms against %.2f ms", d, p99_of[2]);
+    std::printf("- Goal, (d) beats (c) on LS p99 during load steps: ");
+    std::printf(kNotJudged, figures);
   }
   std::printf("\n");
   std::fflush(stdout);
