@@ -46,8 +46,6 @@ const char* content_type(PatchType type) {
   switch (type) {
     case PatchType::kMerge:
       return "application/merge-patch+json";
-    case PatchType::kStrategicMerge:
-      return "application/strategic-merge-patch+json";
     case PatchType::kJsonPatch:
       return "application/json-patch+json";
   }
@@ -153,8 +151,8 @@ std::chrono::milliseconds KubeClient::budget(std::chrono::milliseconds timeout) 
   return timeout.count() > 0 ? timeout : config_.timeout;
 }
 
-bool KubeClient::wait_for_server(const HttpRequest& req, const HttpResponse& resp, int& retries,
-                                 std::chrono::steady_clock::time_point deadline) {
+bool KubeClient::wait_for_server(const net::ClientRequest& req, const HttpResponse& resp,
+                                 int& retries, std::chrono::steady_clock::time_point deadline) {
   const auto wait = server_wait(resp);
   if (!wait || retries >= kMaxServerRetries || std::chrono::steady_clock::now() + *wait >= deadline)
     return false;
@@ -166,7 +164,7 @@ bool KubeClient::wait_for_server(const HttpRequest& req, const HttpResponse& res
   return true;
 }
 
-Result<HttpResponse> KubeClient::send(HttpRequest req, std::chrono::milliseconds timeout) {
+Result<HttpResponse> KubeClient::send(net::ClientRequest req, std::chrono::milliseconds timeout) {
   req.headers.emplace_back("Accept", "application/json");
   const auto deadline = std::chrono::steady_clock::now() + budget(timeout);
   bool token_reread = false;
@@ -179,7 +177,7 @@ Result<HttpResponse> KubeClient::send(HttpRequest req, std::chrono::milliseconds
     }
     auto token = token_.get();
     if (!token) return token.error();
-    HttpRequest r = req;
+    net::ClientRequest r = req;
     if (!token->empty()) r.headers.emplace_back("Authorization", "Bearer " + *token);
     limiter_.acquire();
     auto conn = borrow();
@@ -200,7 +198,7 @@ Result<HttpResponse> KubeClient::send(HttpRequest req, std::chrono::milliseconds
 
 Result<Json> KubeClient::call(const std::string& method, const std::string& path, const Json* body,
                               const std::string& ctype, std::chrono::milliseconds timeout) {
-  HttpRequest req{method, path, {}, {}};
+  net::ClientRequest req{method, path, {}, {}};
   if (body != nullptr) {
     req.body = body->dump();
     req.headers.emplace_back("Content-Type", ctype);
@@ -209,7 +207,7 @@ Result<Json> KubeClient::call(const std::string& method, const std::string& path
   const std::string what = method + " " + path;
   if (!resp) return resp.error();
   if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
-  return parse_json_body(resp->body, what);
+  return parse_json(resp->body, what);
 }
 
 Result<Json> KubeClient::get(const std::string& path) {
@@ -218,7 +216,7 @@ Result<Json> KubeClient::get(const std::string& path) {
 
 Result<std::optional<Json>> KubeClient::find(const std::string& path,
                                              std::chrono::milliseconds timeout) {
-  auto resp = send(HttpRequest{"GET", path, {}, {}}, timeout);
+  auto resp = send(net::ClientRequest{"GET", path, {}, {}}, timeout);
   const std::string what = "GET " + path;
   if (!resp) return resp.error();
   if (resp->status == 404) {
@@ -228,7 +226,7 @@ Result<std::optional<Json>> KubeClient::find(const std::string& path,
     if (named != nullptr && named->is_string() && *named == name) return std::optional<Json>();
   }
   if (resp->status < 200 || resp->status > 299) return http_error(what, *resp);
-  auto json = parse_json_body(resp->body, what);
+  auto json = parse_json(resp->body, what);
   if (!json) return json.error();
   return std::optional<Json>(std::move(*json));
 }
@@ -303,7 +301,7 @@ Result<std::unique_ptr<WatchStream>> KubeClient::watch(const std::string& path,
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto token = token_.get();
     if (!token) return token.error();
-    HttpRequest req{"GET", target, {{"Accept", "application/json"}}, {}};
+    net::ClientRequest req{"GET", target, {{"Accept", "application/json"}}, {}};
     if (!token->empty()) req.headers.emplace_back("Authorization", "Bearer " + *token);
     limiter_.acquire();
     HttpConnection conn(config_.endpoint, config_.tls);

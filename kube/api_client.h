@@ -54,7 +54,7 @@ struct WatchOptions {
   std::chrono::seconds server_timeout{300};  // the server ends the watch after this
 };
 
-enum class PatchType { kMerge, kStrategicMerge, kJsonPatch };
+enum class PatchType { kMerge, kJsonPatch };
 const char* content_type(PatchType type);
 
 // A v1 Event about an object (kubectl describe shows these).
@@ -132,14 +132,14 @@ class KubeClient {
   static constexpr int kMaxServerRetries = 10;  // client-go's default maxRetries
 
  private:
-  Result<HttpResponse> send(HttpRequest req, std::chrono::milliseconds timeout = {});
+  Result<HttpResponse> send(net::ClientRequest req, std::chrono::milliseconds timeout = {});
   Result<Json> call(const std::string& method, const std::string& path, const Json* body,
                     const std::string& content_type = "application/json",
                     std::chrono::milliseconds timeout = {});
   [[nodiscard]] std::chrono::milliseconds budget(std::chrono::milliseconds timeout) const;
   // After an answer that asks to wait: waits and says true when another attempt fits in
   // `deadline` and the retries allow it.
-  bool wait_for_server(const HttpRequest& req, const HttpResponse& resp, int& retries,
+  bool wait_for_server(const net::ClientRequest& req, const HttpResponse& resp, int& retries,
                        std::chrono::steady_clock::time_point deadline);
   std::unique_ptr<HttpConnection> borrow();
   void give_back(std::unique_ptr<HttpConnection> conn);

@@ -8,7 +8,6 @@ namespace gleaner::kube {
 
 using net::HttpConnection;
 using net::HttpLimits;
-using HttpRequest = net::ClientRequest;
 using HttpResponse = net::ClientResponse;
 using net::HttpStream;
 using net::TlsOptions;

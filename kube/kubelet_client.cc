@@ -23,7 +23,7 @@ KubeletClient::~KubeletClient() = default;
 Result<std::vector<Json>> KubeletClient::fetch() {
   const std::string what =
       "kubelet GET " + options_.host + ":" + std::to_string(options_.port) + "/pods";
-  HttpRequest req{"GET", "/pods", {{"Accept", "application/json"}}, {}};
+  net::ClientRequest req{"GET", "/pods", {{"Accept", "application/json"}}, {}};
   if (options_.https) {
     auto token = token_.get();
     if (!token) return token.error();
@@ -33,7 +33,7 @@ Result<std::vector<Json>> KubeletClient::fetch() {
   if (!resp) return resp.error();
   if (resp->status == 401) token_.invalidate();  // rotated token: the next call re-reads it
   if (resp->status != 200) return http_error(what, *resp);
-  auto json = parse_json_body(resp->body, what);
+  auto json = parse_json(resp->body, what);
   if (!json) return json.error();
   auto items = json->is_object() ? json->find("items") : json->end();
   if (!json->is_object() || json->value("kind", "") != "PodList") {

@@ -24,21 +24,8 @@ int WatchEvent::status_code() const {
   return it != object.end() && it->is_number_integer() ? it->get<int>() : 0;
 }
 
-Result<Json> parse_json_body(std::string_view text, std::string_view where) {
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!value.is_discarded()) return value;
-  // Parse again with exceptions, on the error path only, for nlohmann's byte position.
-  try {
-    Json discarded = Json::parse(text);
-    (void)discarded;
-  } catch (const Json::exception& e) {
-    return make_error(ErrorCode::kParse, std::string(where) + ": " + e.what());
-  }
-  return make_error(ErrorCode::kParse, std::string(where) + ": malformed JSON");
-}
-
 Result<WatchEvent> decode_watch_event(std::string_view line) {
-  auto json = parse_json_body(line, "watch event");
+  auto json = parse_json(line, "watch event");
   if (!json) return json.error();
   auto fail = [](const std::string& why) {
     return make_error(ErrorCode::kParse, "watch event: " + why);

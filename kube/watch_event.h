@@ -25,11 +25,6 @@ struct WatchEvent {
   [[nodiscard]] int status_code() const;
 };
 
-// Parses a JSON document from the network. Like common's parse_json, but every nlohmann
-// failure is an error value: a number too large for a double (out_of_range, not a
-// parse_error) must not escape as an exception.
-Result<Json> parse_json_body(std::string_view text, std::string_view where);
-
 // One line of a watch stream. Malformed JSON, unknown types and objects without metadata
 // are kParse errors naming what was wrong.
 Result<WatchEvent> decode_watch_event(std::string_view line);

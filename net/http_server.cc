@@ -147,7 +147,7 @@ struct HttpServer::Impl {
                                            beast::flat_buffer& buffer,
                                            http::request_parser<http::string_body>& parser,
                                            bool too_large, bool& close) {
-    const HttpRequest& req = parser.get();
+    const ServerRequest& req = parser.get();
     if (self.handler.before_body) {
       if (auto early = self.handler.before_body(req)) {
         tcp.serving();

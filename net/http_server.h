@@ -33,7 +33,7 @@ class io_context;
 
 namespace gleaner::net {
 
-using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using ServerRequest = boost::beast::http::request<boost::beast::http::string_body>;
 
 // Why a request is answered by the server itself rather than by the handler.
 enum class RequestRefusal {
@@ -46,11 +46,11 @@ struct HttpHandler {
   // Called once the header is read, before the body: a reply here is the answer (a path that
   // takes no body, a refused token), and a body left unread ends the connection after it.
   // Unset: every request is read whole.
-  std::function<std::optional<HttpReply>(const HttpRequest&)> before_body;
+  std::function<std::optional<HttpReply>(const ServerRequest&)> before_body;
   // Called with the whole request, on the I/O thread: `reply`, or, when the answer waits on
   // other threads, `reply_async` (a coroutine on the I/O thread; it is used when set).
-  std::function<HttpReply(const HttpRequest&)> reply;
-  std::function<boost::asio::awaitable<HttpReply>(const HttpRequest&)> reply_async;
+  std::function<HttpReply(const ServerRequest&)> reply;
+  std::function<boost::asio::awaitable<HttpReply>(const ServerRequest&)> reply_async;
   // The answer to a request the limits refuse (unset: refusal_reply below). `message` says
   // what was refused.
   std::function<HttpReply(RequestRefusal, const std::string& message)> refused;

@@ -119,7 +119,7 @@ int run_plan(const PlanOptions& opts, std::ostream& out, std::ostream& err) {
   in.fast_path_live = record->fast_path_live;
   // One interference step is a tenth of the node's CPUs: the count the daemon recorded
   // (its online CPUs), else the Node's capacity.
-  const int64_t capacity = suppress_context(*snap, in.layout, topology).capacity_milli;
+  const int64_t capacity = node_facts(*snap, in.layout, topology).capacity_milli;
   const int cpus = record->cpus.value_or(static_cast<int>((capacity + 999) / 1000));
   AgentStep step(*interference, in.layout, cpus);
   if (auto adopted = step.adopt(record->memory, kSnapshotNow); !adopted) {

@@ -1,7 +1,8 @@
 #pragma once
 // The agent's composition root: owns the io_context-driven loops, wires the samplers,
 // the config loader, the batch calculation, the metrics server and the report client.
-// Decisions stay in the pure modules; this file only moves values between them.
+// Decisions stay in the pure modules (agent/step, agent/qos, agent/batch); the daemon moves
+// values between them and keeps the books of what it logs and counts (daemon_impl.h).
 
 #include <chrono>
 #include <functional>

@@ -20,17 +20,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-std::vector<int> reserved_cpu_list(const kube::StringMap& annotations) {
-  auto it = annotations.find(kube::kReservationAnnotation);
-  if (it == annotations.end()) return {};
-  auto json = parse_json(it->second, kube::kReservationAnnotation);
-  if (!json || !json->is_object()) return {};
-  auto cpus = json->find("reservedCPUs");
-  if (cpus == json->end() || !cpus->is_string()) return {};
-  auto list = cgroup::parse_cpu_list(cpus->get<std::string>());
-  return list ? *list : std::vector<int>{};
-}
-
 void add_write(Plan& plan, Resource r, const std::string& cg, std::string value,
                const std::string& reason = kReasonCpuSuppress) {
   plan.writes.push_back({r, cg, std::move(value), reason});
@@ -39,7 +28,7 @@ void add_write(Plan& plan, Resource r, const std::string& cg, std::string value,
 // Cpuset writes to the BE QoS dir and every BE pod/container dir that has a CPU list of
 // its own (v2 leaves children empty, meaning "inherit"; those are left alone). The
 // executor orders them parents-first when widening, children-first when narrowing.
-void write_cpusets(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs,
+void write_cpusets(Plan& plan, const NodeFacts& ctx, const KnobSnapshot& knobs,
                    const std::vector<int>& cpus, const std::string& reason = kReasonCpuSuppress) {
   const std::string list = cgroup::format_cpu_list(cpus);
   // An empty v2 cpuset inherits its parent's CPUs: when those are what BE gets, writing
@@ -60,7 +49,7 @@ void write_cpusets(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& k
 // The CPUs BE may use at all, in the order it receives them: the topology's CPUs that are
 // also in kubepods' CPU list (pods can never use more), minus reserved CPUs. Without a
 // topology, the kubepods CPU list alone.
-std::vector<int> be_universe_order(const SuppressContext& ctx, const KnobSnapshot& knobs) {
+std::vector<int> be_universe_order(const NodeFacts& ctx, const KnobSnapshot& knobs) {
   auto pods_cpus = knobs.ids(Resource::kCpusetCpus, ctx.kubepods_dir);
   const bool have_list = pods_cpus && !pods_cpus->empty();
   if (!ctx.topology) {
@@ -74,7 +63,7 @@ std::vector<int> be_universe_order(const SuppressContext& ctx, const KnobSnapsho
   return order;
 }
 
-void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
+void plan_cfs_quota(Plan& plan, const NodeFacts& ctx, int64_t suppress_milli,
                     const KnobSnapshot& knobs, bool stale, bool full_pass) {
   auto current = knobs.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (!current) {
@@ -93,7 +82,7 @@ void plan_cfs_quota(Plan& plan, const SuppressContext& ctx, int64_t suppress_mil
   write_cpusets(plan, ctx, knobs, order);
 }
 
-void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
+void plan_cpuset(Plan& plan, const NodeFacts& ctx, int64_t suppress_milli,
                  const KnobSnapshot& knobs, bool stale, int min_cpus) {
   auto order = be_universe_order(ctx, knobs);
   if (order.empty()) {
@@ -116,7 +105,7 @@ void plan_cpuset(Plan& plan, const SuppressContext& ctx, int64_t suppress_milli,
 }
 
 // Suppression off: give BE back what kubelet gave it (no quota, the kubepods CPU list).
-void plan_recover(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, bool stale) {
+void plan_recover(Plan& plan, const NodeFacts& ctx, const KnobSnapshot& knobs, bool stale) {
   if (stale) return;
   auto quota = knobs.integer(Resource::kCpuQuota, ctx.be_qos_dir);
   if (quota && *quota != cgroup::kUnlimited) {
@@ -128,33 +117,6 @@ void plan_recover(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& kn
 
 }  // namespace
 
-SuppressContext suppress_context(const snapshot::NodeSnapshot& snap,
-                                 const cgroup::KubeletLayout& layout,
-                                 std::optional<CpuTopology> topology) {
-  SuppressContext ctx;
-  auto cap = snap.node.capacity.find(kube::kResourceCpu);
-  ctx.capacity_milli = cap == snap.node.capacity.end() ? 0 : cap->second.milli_value();
-  auto alloc = snap.node.allocatable.find(kube::kResourceCpu);
-  int64_t kubelet_reserved =
-      alloc == snap.node.allocatable.end()
-          ? 0
-          : std::max<int64_t>(ctx.capacity_milli - alloc->second.milli_value(), 0);
-  int64_t annotated = batch::reservation_from_annotation(snap.node.metadata.annotations).cpu_milli;
-  ctx.node_reserved_milli = std::max(kubelet_reserved, annotated);
-  ctx.system_usage_milli = snap.system_usage().cpu_milli;
-  ctx.reserved_cpus = reserved_cpu_list(snap.node.metadata.annotations);
-  ctx.kubepods_dir = layout.kubepods_dir();
-  ctx.be_qos_dir = layout.qos_dir(cgroup::KubeQos::kBestEffort);
-  for (const auto& pod : snap.pods) {
-    if (!is_be_for_suppress(pod)) continue;
-    ctx.be_dirs.push_back(pod_cgroup(layout, pod));
-    for (const auto& [name, dir] : container_cgroups(layout, pod))
-      ctx.be_dirs.push_back(dir);
-  }
-  ctx.topology = std::move(topology);
-  return ctx;
-}
-
 int64_t non_be_cpu_usage(const snapshot::NodeSnapshot& snap) {
   int64_t sum = 0;
   for (const auto& pod : snap.pods) {
@@ -164,7 +126,7 @@ int64_t non_be_cpu_usage(const snapshot::NodeSnapshot& snap) {
   return sum;
 }
 
-SuppressTerms suppress_terms(const SuppressContext& ctx,
+SuppressTerms suppress_terms(const NodeFacts& ctx,
                              const config::ResourceThresholdStrategy& strategy,
                              int64_t non_be_milli, int64_t system_usage_milli) {
   SuppressTerms t;
@@ -224,7 +186,7 @@ int capped_cpu_count(int count, int max_cpus, int available, int min_cpus) {
   return std::max(std::min(count, max_cpus), std::min(min_cpus, count));
 }
 
-void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, int max_cpus,
+void cap_be_cpuset(Plan& plan, const NodeFacts& ctx, const KnobSnapshot& knobs, int max_cpus,
                    const std::string& reason, int min_cpus) {
   auto order = be_universe_order(ctx, knobs);
   if (order.empty()) return;
@@ -257,10 +219,9 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
          (strategy.cpu_suppress_mode != config::CpuSuppressMode::kOnInterference || armed);
 }
 
-Plan plan_cpu_suppress(const SuppressContext& ctx,
-                       const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, const KnobSnapshot& knobs, bool stale,
-                       bool armed, bool full_pass) {
+Plan plan_cpu_suppress(const NodeFacts& ctx, const config::ResourceThresholdStrategy& strategy,
+                       int64_t non_be_milli, int64_t system_usage_milli, const KnobSnapshot& knobs,
+                       bool stale, bool armed, bool full_pass) {
   Plan plan;
   if (!suppress_ceiling_applies(strategy, armed)) {
     if (strategy.enable) {
@@ -279,9 +240,9 @@ Plan plan_cpu_suppress(const SuppressContext& ctx,
   return plan_be_allowance(ctx, strategy, terms.suppress_milli, knobs, stale, full_pass);
 }
 
-Plan plan_be_allowance(const SuppressContext& ctx,
-                       const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
-                       const KnobSnapshot& knobs, bool stale, bool full_pass) {
+Plan plan_be_allowance(const NodeFacts& ctx, const config::ResourceThresholdStrategy& strategy,
+                       int64_t allowance_milli, const KnobSnapshot& knobs, bool stale,
+                       bool full_pass) {
   Plan plan;
   if (stale) plan.notes.emplace_back("cpu-suppress: metrics are stale, holding (BE may not grow)");
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {

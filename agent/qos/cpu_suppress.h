@@ -10,29 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "agent/qos/node_facts.h"
 #include "agent/qos/qos_types.h"
 
 namespace gleaner::agent::qos {
 
 inline constexpr int64_t kMinSuppressQuotaUs = 2000;
 inline constexpr int kMinSuppressCpus = 2;  // cpuSuppressMinCPUs' default (koordlet's)
-
-// The parts of a node that change slowly: kept between full passes so the fast path only
-// needs node and non-BE CPU usage.
-struct SuppressContext {
-  int64_t capacity_milli = 0;
-  int64_t node_reserved_milli = 0;  // max(capacity - allocatable, reservation annotation)
-  int64_t system_usage_milli = 0;   // from the last full snapshot
-  std::vector<int> reserved_cpus;   // reservation annotation reservedCPUs
-  std::string kubepods_dir;
-  std::string be_qos_dir;
-  std::vector<std::string> be_dirs;  // BE pods' pod and container dirs
-  std::optional<CpuTopology> topology;
-};
-
-SuppressContext suppress_context(const snapshot::NodeSnapshot& snap,
-                                 const cgroup::KubeletLayout& layout,
-                                 std::optional<CpuTopology> topology);
 
 // Σ usage of the pods that are not BE (labelled BE or kube BestEffort), millicores.
 int64_t non_be_cpu_usage(const snapshot::NodeSnapshot& snap);
@@ -44,7 +28,7 @@ struct SuppressTerms {
   int64_t floor_milli = 0;
   int64_t suppress_milli = 0;
 };
-SuppressTerms suppress_terms(const SuppressContext& ctx,
+SuppressTerms suppress_terms(const NodeFacts& ctx,
                              const config::ResourceThresholdStrategy& strategy,
                              int64_t non_be_milli, int64_t system_usage_milli);
 
@@ -60,16 +44,15 @@ bool suppress_ceiling_applies(const config::ResourceThresholdStrategy& strategy,
 // (two reads of the besteffort cgroup): giving BE's pods back their full CPU lists after a
 // switch from the cpuset policy walks every BE pod and container, and is left to the full
 // pass.
-Plan plan_cpu_suppress(const SuppressContext& ctx,
-                       const config::ResourceThresholdStrategy& strategy, int64_t non_be_milli,
-                       int64_t system_usage_milli, const KnobSnapshot& knobs, bool stale,
-                       bool armed = true, bool full_pass = true);
+Plan plan_cpu_suppress(const NodeFacts& ctx, const config::ResourceThresholdStrategy& strategy,
+                       int64_t non_be_milli, int64_t system_usage_milli, const KnobSnapshot& knobs,
+                       bool stale, bool armed = true, bool full_pass = true);
 
 // Enforces `allowance_milli` for BE in the strategy's policy (the part of
 // plan_cpu_suppress after the formula; cpuSuppressMode slo gives its own allowance).
-Plan plan_be_allowance(const SuppressContext& ctx,
-                       const config::ResourceThresholdStrategy& strategy, int64_t allowance_milli,
-                       const KnobSnapshot& knobs, bool stale, bool full_pass = true);
+Plan plan_be_allowance(const NodeFacts& ctx, const config::ResourceThresholdStrategy& strategy,
+                       int64_t allowance_milli, const KnobSnapshot& knobs, bool stale,
+                       bool full_pass = true);
 
 // The cfsQuota decision alone, exposed for tests: the quota to write, or nullopt to keep
 // `current` (-1: unlimited).
@@ -88,7 +71,7 @@ int capped_cpu_count(int count, int max_cpus, int available, int min_cpus = kMin
 // Applies that ceiling to a cpuset-policy plan, in the policy's CPU order: BE cpuset writes
 // above it are replaced, and writes are added when BE holds more CPUs now and the plan did
 // not change them. `reason` labels the writes.
-void cap_be_cpuset(Plan& plan, const SuppressContext& ctx, const KnobSnapshot& knobs, int max_cpus,
+void cap_be_cpuset(Plan& plan, const NodeFacts& ctx, const KnobSnapshot& knobs, int max_cpus,
                    const std::string& reason, int min_cpus = kMinSuppressCpus);
 
 }  // namespace gleaner::agent::qos

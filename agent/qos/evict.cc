@@ -20,13 +20,13 @@ struct Candidate {
   int64_t release;  // what evicting it frees
 };
 
-bool leaving(const snapshot::PodState& pod, const QosState& state) {
+bool leaving(const snapshot::PodState& pod, const EvictionMemory& state) {
   return is_terminating(pod) || state.evicted_at_s.count(pod.pod.key()) != 0;
 }
 
 // Asked and not answered yet, or refused and within its back-off: not a victim now, and
 // not released either.
-bool waiting(const snapshot::PodState& pod, const QosState& state, double now_s) {
+bool waiting(const snapshot::PodState& pod, const EvictionMemory& state, double now_s) {
   const std::string key = pod.pod.key();
   if (state.eviction_asked_s.count(key) != 0) return true;
   auto refused = state.eviction_refused.find(key);
@@ -58,8 +58,8 @@ std::vector<Eviction> choose(std::vector<Candidate> candidates, int64_t released
 }  // namespace
 
 Plan plan_memory_evict(const snapshot::NodeSnapshot& snap,
-                       const config::ResourceThresholdStrategy& strategy, const QosState& state,
-                       double now_s, bool stale) {
+                       const config::ResourceThresholdStrategy& strategy,
+                       const EvictionMemory& state, double now_s, bool stale) {
   Plan plan;
   if (!strategy.enable) return plan;
   auto cap_it = snap.node.capacity.find(kube::kResourceMemory);
@@ -113,7 +113,7 @@ int64_t be_cpu_real_limit(const std::string& be_qos_dir, int64_t capacity_milli,
 
 Plan plan_cpu_evict(const snapshot::NodeSnapshot& snap,
                     const config::ResourceThresholdStrategy& strategy, int64_t be_limit_milli,
-                    const QosState& state, double now_s, bool stale) {
+                    const EvictionMemory& state, double now_s, bool stale) {
   Plan plan;
   if (!strategy.enable || !strategy.cpu_evict_be_satisfaction_lower_percent ||
       !strategy.cpu_evict_be_satisfaction_upper_percent) {
@@ -182,7 +182,7 @@ int64_t be_cpu_usage(const snapshot::NodeSnapshot& snap) {
   return usage;
 }
 
-void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& strategy,
+void record_be_cpu(EvictionMemory& state, const config::ResourceThresholdStrategy& strategy,
                    BeCpuSample sample) {
   auto& history = state.be_cpu_history;
   const double window = static_cast<double>(strategy.cpu_evict_time_window_seconds.value_or(0));
@@ -193,7 +193,7 @@ void record_be_cpu(QosState& state, const config::ResourceThresholdStrategy& str
 }
 
 void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, double now_s,
-                      QosState& state) {
+                      EvictionMemory& state) {
   for (const auto& e : plan.evictions) {
     state.eviction_asked_s[e.pod] = now_s;
     if (e.reason == kReasonMemoryEvict) state.last_memory_evict_s = now_s;
@@ -208,7 +208,8 @@ void record_evictions(const Plan& plan, const snapshot::NodeSnapshot& snap, doub
   std::erase_if(state.eviction_refused, gone);
 }
 
-void record_eviction_answer(const std::string& pod, bool accepted, double now_s, QosState& state) {
+void record_eviction_answer(const std::string& pod, bool accepted, double now_s,
+                            EvictionMemory& state) {
   state.eviction_asked_s.erase(pod);
   if (accepted) {
     state.eviction_refused.erase(pod);
@@ -276,7 +277,7 @@ class Evict final : public Strategy {
   }
 
   Status load(const Json& agent, const std::string& where, double now_s) override {
-    QosState loaded;
+    EvictionMemory loaded;
     if (auto ok = load_evictions(agent, where, now_s, loaded); !ok) return ok;
     if (auto ok = load_window(agent, where, now_s, loaded); !ok) return ok;
     state_ = std::move(loaded);
@@ -285,7 +286,7 @@ class Evict final : public Strategy {
 
  private:
   static Status load_evictions(const Json& agent, const std::string& where, double now_s,
-                               QosState& out) {
+                               EvictionMemory& out) {
     auto it = agent.find("evictions");
     if (it == agent.end() || it->is_null()) return ok_status();
     if (!it->is_object()) return record_field_error(where, "agent.evictions", "expected an object");
@@ -312,7 +313,7 @@ class Evict final : public Strategy {
   }
 
   static Status load_window(const Json& agent, const std::string& where, double now_s,
-                            QosState& out) {
+                            EvictionMemory& out) {
     auto it = agent.find("beCpuWindow");
     if (it == agent.end() || it->is_null()) return ok_status();
     if (!it->is_array()) return record_field_error(where, "agent.beCpuWindow", "expected a list");
@@ -334,7 +335,7 @@ class Evict final : public Strategy {
     return ok_status();
   }
 
-  QosState state_;
+  EvictionMemory state_;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ constexpr std::initializer_list<Resource> kCgroupKnobs = {
 
 }  // namespace
 
-KnobReads full_pass_reads(const QosInputs& in, const SuppressContext& ctx) {
+KnobReads full_pass_reads(const QosInputs& in, const NodeFacts& ctx) {
   KnobReads reads;
   reads.add(in.layout.kubepods_dir(), kCgroupKnobs);
   reads.add(in.layout.qos_dir(cgroup::KubeQos::kBurstable), kCgroupKnobs);
@@ -37,7 +37,7 @@ KnobReads full_pass_reads(const QosInputs& in, const SuppressContext& ctx) {
   return reads;
 }
 
-KnobReads suppress_reads(const SuppressContext& ctx, bool cpusets) {
+KnobReads suppress_reads(const NodeFacts& ctx, bool cpusets) {
   KnobReads reads;
   reads.add(ctx.be_qos_dir, {Resource::kCpuQuota, Resource::kCpuPeriod});
   if (!cpusets) return reads;

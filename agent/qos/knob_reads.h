@@ -10,10 +10,10 @@ namespace gleaner::agent::qos {
 
 // A full pass's common part: the cgroup knobs of kubepods, its QoS dirs and every pod and
 // container (each strategy declares what it reads beyond them).
-KnobReads full_pass_reads(const QosInputs& in, const SuppressContext& ctx);
+KnobReads full_pass_reads(const QosInputs& in, const NodeFacts& ctx);
 
 // The fast path: BE's quota and period; under the cpuset policy (or a CPU-count ceiling)
 // also the CPU lists of kubepods and BE's pods and containers.
-KnobReads suppress_reads(const SuppressContext& ctx, bool cpusets);
+KnobReads suppress_reads(const NodeFacts& ctx, bool cpusets);
 
 }  // namespace gleaner::agent::qos

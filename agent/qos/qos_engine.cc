@@ -13,7 +13,7 @@ QosEngine::QosEngine(QosEngine&&) noexcept = default;
 QosEngine& QosEngine::operator=(QosEngine&&) noexcept = default;
 
 KnobReads QosEngine::full_reads(const QosInputs& in) const {
-  const SuppressContext node = suppress_context(*in.snapshot, in.layout, in.topology);
+  const NodeFacts node = node_facts(*in.snapshot, in.layout, in.topology);
   KnobReads reads = full_pass_reads(in, node);
   const KnobSnapshot none;
   const Pass pass{.in = in, .knobs = none, .node = node};
@@ -29,7 +29,7 @@ Plan QosEngine::run(const QosInputs& in) {
 
 Plan QosEngine::run(const QosInputs& in, const KnobSnapshot& knobs) {
   const auto& snap = *in.snapshot;
-  suppress_ctx_ = suppress_context(snap, in.layout, in.topology);
+  node_facts_ = node_facts(snap, in.layout, in.topology);
   last_inputs_ = in;
   last_inputs_.snapshot = nullptr;
   last_inputs_.reader = nullptr;
@@ -37,10 +37,10 @@ Plan QosEngine::run(const QosInputs& in, const KnobSnapshot& knobs) {
   Plan plan;
   const Pass pass{.in = in,
                   .knobs = knobs,
-                  .node = *suppress_ctx_,
+                  .node = *node_facts_,
                   .full = true,
                   .non_be_cpu_milli = non_be_cpu_usage(snap),
-                  .system_usage_milli = suppress_ctx_->system_usage_milli,
+                  .system_usage_milli = node_facts_->system_usage_milli,
                   .stale = in.stale,
                   .suppress_armed = in.suppress_armed,
                   .so_far = &plan};
@@ -53,7 +53,7 @@ Plan QosEngine::run(const QosInputs& in, const KnobSnapshot& knobs) {
 Pass QosEngine::fast_pass(const SuppressSample& sample, const KnobSnapshot& knobs) const {
   return Pass{.in = last_inputs_,
               .knobs = knobs,
-              .node = *suppress_ctx_,
+              .node = *node_facts_,
               .full = false,
               .non_be_cpu_milli = sample.non_be_cpu_milli,
               .system_usage_milli = fast_system_usage(sample),
@@ -62,7 +62,7 @@ Pass QosEngine::fast_pass(const SuppressSample& sample, const KnobSnapshot& knob
 }
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, const KnobSnapshot& knobs) const {
-  if (!suppress_ctx_ || !last_inputs_.cpu_measured) return {};
+  if (!node_facts_ || !last_inputs_.cpu_measured) return {};
   const Pass pass = fast_pass(sample, knobs);
   Plan plan;
   for (const auto& s : strategies_) {
@@ -72,13 +72,13 @@ Plan QosEngine::suppress_only(const SuppressSample& sample, const KnobSnapshot& 
 }
 
 Plan QosEngine::suppress_only(const SuppressSample& sample, QosReader& reader) const {
-  if (!suppress_ctx_ || !last_inputs_.cpu_measured) return {};
+  if (!node_facts_ || !last_inputs_.cpu_measured) return {};
   return suppress_only(sample, reader.read(fast_reads()));
 }
 
 KnobReads QosEngine::fast_reads() const {
   KnobReads reads;
-  if (!suppress_ctx_) return reads;
+  if (!node_facts_) return reads;
   const KnobSnapshot none;
   const Pass pass = fast_pass({}, none);
   for (const auto& s : strategies_) {
@@ -90,7 +90,7 @@ KnobReads QosEngine::fast_reads() const {
 int64_t QosEngine::fast_system_usage(const SuppressSample& sample) const {
   // System usage moves slowly; it cannot exceed what the node uses beyond non-BE pods.
   return std::clamp<int64_t>(sample.node_cpu_milli - sample.non_be_cpu_milli, 0,
-                             suppress_ctx_ ? suppress_ctx_->system_usage_milli : 0);
+                             node_facts_ ? node_facts_->system_usage_milli : 0);
 }
 
 Json QosEngine::save_memory(double now_s) const {
@@ -113,13 +113,6 @@ Status QosEngine::load_memory(const Json& agent, const std::string& where, doubl
 void QosEngine::eviction_answered(const std::string& pod, bool accepted, double now_s) {
   for (const auto& s : strategies_)
     s->eviction_answered(pod, accepted, now_s);
-}
-
-std::vector<std::string> QosEngine::strategy_names() const {
-  std::vector<std::string> out;
-  for (const auto& s : strategies_)
-    out.emplace_back(s->name());
-  return out;
 }
 
 }  // namespace gleaner::agent::qos

@@ -56,20 +56,16 @@ class QosEngine {
   // The API server's answer to an eviction a run() planned.
   void eviction_answered(const std::string& pod, bool accepted, double now_s);
   // The node facts of the last run() (nullopt before it), for filters applied after it.
-  [[nodiscard]] const std::optional<SuppressContext>& last_suppress_context() const {
-    return suppress_ctx_;
-  }
+  [[nodiscard]] const std::optional<NodeFacts>& last_node_facts() const { return node_facts_; }
   [[nodiscard]] const config::ResourceThresholdStrategy& threshold() const {
     return last_inputs_.threshold;
   }
-  // The strategies' names, in the order they run.
-  [[nodiscard]] std::vector<std::string> strategy_names() const;
 
  private:
   [[nodiscard]] Pass fast_pass(const SuppressSample& sample, const KnobSnapshot& knobs) const;
 
   std::vector<std::unique_ptr<Strategy>> strategies_;
-  std::optional<SuppressContext> suppress_ctx_;
+  std::optional<NodeFacts> node_facts_;
   // The last run()'s inputs without the pointers into the caller's pass (for the fast path).
   QosInputs last_inputs_;
 };

@@ -89,13 +89,6 @@ class QosReader {
   virtual KnobSnapshot read(const KnobReads& reads) = 0;
 };
 
-// One full pass's BE CPU figures, kept for cpuEvictTimeWindowSeconds.
-struct BeCpuSample {
-  double at_s = 0;
-  int64_t usage_milli = 0;
-  int64_t limit_milli = 0;
-};
-
 // The CFS quota burst's memory of one container (by cgroup): its counters at the last full
 // pass and its limiter's bucket, in percent-seconds of its limit.
 struct QuotaBurstMemory {
@@ -106,27 +99,6 @@ struct QuotaBurstMemory {
     return a.at_s == b.at_s && a.counters.usage_ns == b.counters.usage_ns &&
            a.counters.nr_throttled == b.counters.nr_throttled && a.tokens == b.tokens;
   }
-};
-
-// A pod whose eviction the API server refused (a PodDisruptionBudget's 429, a 5xx): how
-// often in a row, and when it may be asked again.
-struct EvictionRefusal {
-  int refusals = 0;
-  double retry_at_s = 0;
-};
-
-// The eviction strategy's memory across passes (cool-downs, evicted pods, the BE CPU window).
-struct QosState {
-  std::optional<double> last_memory_evict_s;
-  std::optional<double> last_cpu_evict_s;
-  // Pod key -> when the API server accepted its eviction: it is going, and what it holds
-  // counts as released.
-  std::map<std::string, double> evicted_at_s;
-  // Pod key -> when its eviction was asked for, until the API server answers: not chosen
-  // again meanwhile, and nothing counted as released yet.
-  std::map<std::string, double> eviction_asked_s;
-  std::map<std::string, EvictionRefusal> eviction_refused;  // pod key -> its back-off
-  std::deque<BeCpuSample> be_cpu_history;                   // oldest first, earlier passes only
 };
 
 // Everything one full reconcile pass needs.

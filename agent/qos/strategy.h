@@ -22,8 +22,8 @@ namespace gleaner::agent::qos {
 struct Pass {
   const QosInputs& in;
   const KnobSnapshot& knobs;
-  const SuppressContext& node;  // the node's slow-changing facts, from the last full snapshot
-  bool full = true;             // false: the fast path, planned by fast-path strategies only
+  const NodeFacts& node;  // the node's slow-changing facts, from the last full snapshot
+  bool full = true;       // false: the fast path, planned by fast-path strategies only
   // CPU figures: from the snapshot on a full pass, from the fast path's sample otherwise.
   int64_t non_be_cpu_milli = 0;
   int64_t system_usage_milli = 0;

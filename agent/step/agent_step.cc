@@ -93,7 +93,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
   }
   if (slo_mode(in.threshold)) {
     slo_tick(in, knobs, out);  // the allowance replaces the formula and the interference ceiling
-  } else if (const auto& ctx = engine_.last_suppress_context(); ctx && in.threshold.enable) {
+  } else if (const auto& ctx = engine_.last_node_facts(); ctx && in.threshold.enable) {
     cap_.cap(out.plan, in.threshold, *ctx, knobs);
   }
   out.be_read = be_ceiling_read(knobs, in.layout.qos_dir(cgroup::KubeQos::kBestEffort));
@@ -103,7 +103,7 @@ StepResult AgentStep::tick(const TickInputs& in) {
 qos::KnobSnapshot AgentStep::fast_knobs(qos::QosReader& reader) const {
   qos::KnobReads reads = engine_.fast_reads();
   // The interference rule's CPU-count ceiling reads the CPU lists under any policy.
-  if (const auto& ctx = engine_.last_suppress_context(); ctx && cap_.cpu_ceiling())
+  if (const auto& ctx = engine_.last_node_facts(); ctx && cap_.cpu_ceiling())
     reads.merge(qos::suppress_reads(*ctx, /*cpusets=*/true));
   return reader.read(reads);
 }
@@ -115,7 +115,7 @@ qos::Plan AgentStep::fast(const FastInputs& in) const {
   if (slo_mode(engine_.threshold()) && slo_probe_) return slo_fast(in, knobs);
   qos::Plan plan = engine_.suppress_only(
       {in.node_cpu_milli, in.non_be_cpu_milli, in.stale, suppress_armed_}, knobs);
-  if (const auto& ctx = engine_.last_suppress_context(); ctx && engine_.threshold().enable) {
+  if (const auto& ctx = engine_.last_node_facts(); ctx && engine_.threshold().enable) {
     cap_.cap(plan, engine_.threshold(), *ctx, knobs);
   }
   return plan;

@@ -128,9 +128,6 @@ class AgentStep {
 
   [[nodiscard]] bool suppress_armed() const { return suppress_armed_; }
   [[nodiscard]] const qos::QosEngine& engine() const { return engine_; }
-  [[nodiscard]] const bpf::InterferenceConfig& interference_config() const {
-    return rule_.config();
-  }
 
  private:
   qos::QosEngine engine_;

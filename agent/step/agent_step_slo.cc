@@ -31,7 +31,7 @@ PodTargetAsk target_ask(const snapshot::PodState& pod) {
           annotation(pod, kube::kLatencyObjectiveAnnotation)};
 }
 
-int64_t floor_milli(const qos::SuppressContext& ctx, const config::ResourceThresholdStrategy& s) {
+int64_t floor_milli(const qos::NodeFacts& ctx, const config::ResourceThresholdStrategy& s) {
   return ctx.capacity_milli * s.cpu_slo_floor_percent / 100;
 }
 
@@ -42,7 +42,7 @@ bool slo_mode(const config::ResourceThresholdStrategy& strategy) {
 }
 
 void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, StepResult& out) {
-  const auto& ctx = engine_.last_suppress_context();
+  const auto& ctx = engine_.last_node_facts();
   slo_probe_ = in.probe.runqueue_probe;
   if (!ctx || !in.cpu_measured || ctx->capacity_milli <= 0) return;  // the engine left BE too
   if (!slo_probe_) {
@@ -103,7 +103,7 @@ void AgentStep::slo_tick(const TickInputs& in, const qos::KnobSnapshot& knobs, S
 }
 
 qos::Plan AgentStep::slo_fast(const FastInputs& in, const qos::KnobSnapshot& knobs) const {
-  const auto& ctx = engine_.last_suppress_context();
+  const auto& ctx = engine_.last_node_facts();
   if (!ctx || !slo_.allowance_milli) return {};
   const auto& threshold = engine_.threshold();
   int64_t allowance = *slo_.allowance_milli;
@@ -121,7 +121,7 @@ qos::Plan AgentStep::slo_fast(const FastInputs& in, const qos::KnobSnapshot& kno
 
 StepResult AgentStep::slo_waited(const LsWait& wait) {
   StepResult out;
-  const auto& ctx = engine_.last_suppress_context();
+  const auto& ctx = engine_.last_node_facts();
   if (!ctx) return out;
   const auto& threshold = engine_.threshold();
   auto target = slo_targets_ns_.find(wait.pod);

@@ -47,7 +47,7 @@ void InterferenceCap::update_cpus(bpf::InterferenceAction action, int current_be
   }
 }
 
-void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
+void InterferenceCap::filter_cpuset(qos::Plan& plan, const qos::NodeFacts& ctx,
                                     const qos::KnobSnapshot& knobs, int min_cpus) const {
   if (cpu_ceiling_) {
     qos::cap_be_cpuset(plan, ctx, knobs, *cpu_ceiling_, "interference", min_cpus);
@@ -70,7 +70,7 @@ void InterferenceCap::follow(bpf::InterferenceAction action,
 }
 
 void InterferenceCap::cap(qos::Plan& plan, const config::ResourceThresholdStrategy& strategy,
-                          const qos::SuppressContext& ctx, const qos::KnobSnapshot& knobs) const {
+                          const qos::NodeFacts& ctx, const qos::KnobSnapshot& knobs) const {
   if (strategy.cpu_suppress_policy == config::CpuSuppressPolicy::kCfsQuota) {
     filter(plan.writes, knobs.integer(cgroup::Resource::kCpuQuota, be_qos_dir_).value_or(0));
   } else {

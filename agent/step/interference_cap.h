@@ -36,8 +36,8 @@ class InterferenceCap {
   void update_cpus(bpf::InterferenceAction action, int current_be_cpus,
                    int min_cpus = qos::kMinSuppressCpus);
   // Caps a cpuset-policy plan at the CPU ceiling (qos::cap_be_cpuset); no-op without one.
-  void filter_cpuset(qos::Plan& plan, const qos::SuppressContext& ctx,
-                     const qos::KnobSnapshot& knobs, int min_cpus = qos::kMinSuppressCpus) const;
+  void filter_cpuset(qos::Plan& plan, const qos::NodeFacts& ctx, const qos::KnobSnapshot& knobs,
+                     int min_cpus = qos::kMinSuppressCpus) const;
   [[nodiscard]] std::optional<int> cpu_ceiling() const { return cpu_ceiling_; }
   // Both ceilings as an earlier step left them (the agent's memory, for `plan`).
   void set_ceilings(std::optional<int64_t> quota_us, std::optional<int> cpus) {
@@ -53,7 +53,7 @@ class InterferenceCap {
   void follow(bpf::InterferenceAction action, const config::ResourceThresholdStrategy& strategy,
               const qos::KnobSnapshot& knobs);
   void cap(qos::Plan& plan, const config::ResourceThresholdStrategy& strategy,
-           const qos::SuppressContext& ctx, const qos::KnobSnapshot& knobs) const;
+           const qos::NodeFacts& ctx, const qos::KnobSnapshot& knobs) const;
 
  private:
   std::string be_qos_dir_;

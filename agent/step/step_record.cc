@@ -68,11 +68,6 @@ Result<ProbeReadings> parse_probe(const Json& probe, const std::string& where) {
 // watched: {pod: secondsAgo}, window: [{secondsAgo, allowance}]}.
 Status parse_slo(const Json& slo, const std::string& where, double now_s, SloMemory& out) {
   if (!slo.is_object()) return qos::record_field_error(where, "agent.slo", "expected an object");
-  auto ago = [&](const Json& v, const std::string& field) -> Result<double> {
-    auto seconds = qos::record_number(v, where, field);
-    if (!seconds) return seconds.error();
-    return now_s - *seconds;
-  };
   auto quantity = [&](const char* name, std::optional<int64_t>& into) -> Status {
     if (auto it = slo.find(name); it != slo.end() && !it->is_null()) {
       auto m = qos::record_milli(*it, where, std::string("agent.slo.") + name);
@@ -83,7 +78,7 @@ Status parse_slo(const Json& slo, const std::string& where, double now_s, SloMem
   };
   auto moment = [&](const char* name, std::optional<double>& into) -> Status {
     if (auto it = slo.find(name); it != slo.end() && !it->is_null()) {
-      auto at = ago(*it, std::string("agent.slo.") + name);
+      auto at = qos::record_moment(*it, where, std::string("agent.slo.") + name, now_s);
       if (!at) return at.error();
       into = *at;
     }
@@ -97,7 +92,7 @@ Status parse_slo(const Json& slo, const std::string& where, double now_s, SloMem
     if (!it->is_object())
       return qos::record_field_error(where, "agent.slo.watched", "expected an object");
     for (const auto& [pod, v] : it->items()) {
-      auto at = ago(v, "agent.slo.watched." + pod);
+      auto at = qos::record_moment(v, where, "agent.slo.watched." + pod, now_s);
       if (!at) return at.error();
       out.watched_s[pod] = *at;
     }
@@ -110,7 +105,7 @@ Status parse_slo(const Json& slo, const std::string& where, double now_s, SloMem
       const std::string field = "agent.slo.window[" + std::to_string(i) + "]";
       if (!e.is_object() || !e.contains("secondsAgo") || !e.contains("allowance"))
         return qos::record_field_error(where, field, "expected {secondsAgo, allowance}");
-      auto at = ago(e["secondsAgo"], field + ".secondsAgo");
+      auto at = qos::record_moment(e["secondsAgo"], where, field + ".secondsAgo", now_s);
       if (!at) return at.error();
       auto m = qos::record_milli(e["allowance"], where, field + ".allowance");
       if (!m) return m.error();
@@ -146,11 +141,6 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
                                  bool& fast_path_live) {
   AgentMemory m;
   if (!agent.is_object()) return qos::record_field_error(where, "agent", "expected an object");
-  auto ago = [&](const Json& v, const std::string& field) -> Result<double> {
-    auto seconds = qos::record_number(v, where, field);
-    if (!seconds) return seconds.error();
-    return now_s - *seconds;
-  };
   auto flag = [&](const char* name, bool& into) -> Status {
     if (auto it = agent.find(name); it != agent.end() && !it->is_null()) {
       if (!it->is_boolean())
@@ -163,7 +153,7 @@ Result<AgentMemory> parse_memory(const Json& agent, const std::string& where, do
   if (auto ok = flag("suppressArmed", m.suppress_armed); !ok) return ok.error();
   if (auto ok = flag("fastPathLive", fast_path_live); !ok) return ok.error();
   if (auto it = agent.find("secondsSinceInterference"); it != agent.end() && !it->is_null()) {
-    auto at = ago(*it, "agent.secondsSinceInterference");
+    auto at = qos::record_moment(*it, where, "agent.secondsSinceInterference", now_s);
     if (!at) return at.error();
     m.last_breach_s = *at;
   }

@@ -18,7 +18,9 @@
 //
 // "evictions", "beCpuWindow" and "cfsQuotaBurst" are the QoS strategies' own keys (each
 // strategy saves and loads its part; agent/qos/strategy.h). Times are ages at the snapshot's
-// moment, so a record taken on one machine replays on another. Absent `probe`: no signal (as a node
+// moment, so a record replays at any later time. It holds no knob values: `plan` reads
+// those from the tree --cgroup-root points at (plan_runner.cc), so a record replays against
+// that tree, not against the one it was taken on. Absent `probe`: no signal (as a node
 // without eBPF or PSI bound); absent `agent`: no history.
 //
 //   "heldClamps": [{"resource": "cpu_quota", "cgroup": "kubepods/besteffort/pod1/c1",

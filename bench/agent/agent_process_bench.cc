@@ -125,7 +125,7 @@ struct Scrapes {
 Scrapes scrape_every_second(uint16_t port, Clock::time_point until) {
   Scrapes out;
   gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
-  gleaner::kube::HttpRequest req;
+  gleaner::net::ClientRequest req;
   req.target = "/metrics";
   for (auto next = Clock::now(); next < until && !g_interrupted; next += 1s) {
     std::this_thread::sleep_until(next);
@@ -144,7 +144,7 @@ Scrapes scrape_every_second(uint16_t port, Clock::time_point until) {
 // Waits (bounded) until the endpoint answers: the process is up and serving.
 bool wait_serving(uint16_t port, const Child& child) {
   gleaner::kube::HttpConnection conn({"http", "127.0.0.1", port}, {});
-  gleaner::kube::HttpRequest req;
+  gleaner::net::ClientRequest req;
   req.target = "/metrics";
   for (auto deadline = Clock::now() + 20s; Clock::now() < deadline && !g_interrupted;) {
     if (!child.alive()) return false;
@@ -361,7 +361,7 @@ void soak(double minutes) {
   int replaced = 0;
   double cpu0 = process_cpu_seconds(agent.pid());
   gleaner::kube::HttpConnection conn({"http", "127.0.0.1", run.port}, {});
-  gleaner::kube::HttpRequest req;
+  gleaner::net::ClientRequest req;
   req.target = "/metrics";
   int second = 0;
   for (auto next = t0; next < end && !g_interrupted && agent.alive(); next += 1s, ++second) {

@@ -41,7 +41,7 @@
 #include "reporter/wire/node_report.h"
 #include "scheduler/kube/cluster_link.h"
 #include "scheduler/server/api_routes.h"
-#include "scheduler/server/http_server.h"
+#include "scheduler/server/scheduler_port.h"
 #include "test/kube/test_apiserver.h"
 #include "test/scheduler/live/live_fixture.h"
 
@@ -94,7 +94,7 @@ int ingestion(const Args& a) {
   server::ReportValidator validator(token_path, 1 << 20);
   server::ApiRoutes routes(validator, **live, metrics);
   IoThread io;
-  auto http = server::HttpServer::create(io.io(), "127.0.0.1:0", routes);
+  auto http = server::SchedulerPort::create(io.io(), "127.0.0.1:0", routes);
   if (!http) return std::fprintf(stderr, "%s\n", http.error().message.c_str()), 1;
   const net::HttpUrl endpoint{"http", "127.0.0.1", (*http)->port()};
 
@@ -121,7 +121,7 @@ int ingestion(const Args& a) {
         for (int i = c; i < a.agents; i += a.clients) {
           auto& conn = conns[i];
           if (!conn) conn = std::make_unique<kube::HttpConnection>(endpoint, kube::TlsOptions{});
-          kube::HttpRequest req{
+          net::ClientRequest req{
               "POST",
               "/api/v1/reports",
               {{"Content-Type", "application/json"}, {"Authorization", "Bearer bench-token"}},

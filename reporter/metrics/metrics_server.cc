@@ -35,7 +35,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::create(boost::asio::io_con
   options.first_request_timeout = kFirstRequestTimeout;
   options.idle_timeout = kIdleTimeout;
   net::HttpHandler routes;
-  routes.reply = [handler = std::move(handler)](const net::HttpRequest& req) {
+  routes.reply = [handler = std::move(handler)](const net::ServerRequest& req) {
     return handler(view(req.method_string()), view(req.target()));
   };
   auto server = net::HttpServer::create(io, address, std::move(options), std::move(routes));

@@ -26,7 +26,7 @@
 #include "scheduler/cli/run_parts.h"
 #include "scheduler/estimator/estimator_server.h"
 #include "scheduler/kube/leader_election.h"
-#include "scheduler/server/http_server.h"
+#include "scheduler/server/scheduler_port.h"
 
 namespace gleaner::scheduler {
 namespace {
@@ -109,7 +109,7 @@ int run(const RunOptions& o) {
   if (o.tls_from_webhook) {
     tls = webhook->serving();
   }
-  auto http = server::HttpServer::create(io, o.listen, routes, tls ? &*tls : nullptr);
+  auto http = server::SchedulerPort::create(io, o.listen, routes, tls ? &*tls : nullptr);
   if (!http) {
     std::cerr << "gleaner-scheduler run: " << http.error().message << "\n";
     return 1;

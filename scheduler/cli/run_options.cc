@@ -12,7 +12,7 @@
 #include "net/listen_address.h"
 #include "scheduler/admission/certificates.h"
 #include "scheduler/kube/agent_tokens.h"
-#include "scheduler/server/http_server.h"
+#include "scheduler/server/scheduler_port.h"
 
 namespace gleaner::scheduler {
 

@@ -230,14 +230,6 @@ void ClusterState::unsettle_health(int64_t reported_at) {
       std::min(health_settled_until_, reported_at + health_policy_.stale_after_seconds + 1);
 }
 
-Resources ClusterState::cluster_capacity(ClusterId id) const {
-  Resources total;
-  for (const Node& n : nodes_) {
-    if (n.cluster == id) total += n.capacity();
-  }
-  return total;
-}
-
 void ClusterState::acquire(NodeId id, const Resources& amount, bool driver,
                            const Resources& regular) {
   unindex(id);

@@ -168,7 +168,6 @@ class ClusterState {
 
   // Sum of the non-negative free room of a cluster's schedulable nodes.
   [[nodiscard]] Resources cluster_free(ClusterId id) const { return clusters_[id].free; }
-  [[nodiscard]] Resources cluster_capacity(ClusterId id) const;
 
   // The optional placement scores (placement_score.h); the two rules are always on.
   void set_scores(const PlacementScores& scores) { scores_ = scores; }

@@ -6,16 +6,10 @@
 namespace gleaner::scheduler {
 
 Status Scheduler::pod_bound_elsewhere(JobId id, int pod_index, NodeId node, int64_t now) {
-  if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "unknown job");
+  auto pod = admitted_pod(id, pod_index, 0);
+  if (!pod) return pod.error();
   Job& j = jobs_[id];
-  if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
-    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
-  }
-  if (pod_index < 0 || static_cast<size_t>(pod_index) >= j.pods.size()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "job " + j.spec.name + " has no pod " + std::to_string(pod_index));
-  }
-  PodState& p = j.pods[static_cast<size_t>(pod_index)];
+  PodState& p = **pod;
   const RoleSpec& role = j.role_of(static_cast<size_t>(pod_index));
   const bool driver = pod_index == 0;
   if (!p.holds_room || p.node != node) {

@@ -228,15 +228,16 @@ void Scheduler::requeue(Job& j, const std::string& reason) {
   pending_.insert(pending_key(j));
 }
 
-Result<PodState*> Scheduler::executor_of(JobId id, int pod_index) {
+Result<PodState*> Scheduler::admitted_pod(JobId id, int pod_index, int first) {
   if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "unknown job");
   Job& j = jobs_[id];
   if (j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) {
     return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not admitted");
   }
-  if (pod_index < 1 || static_cast<size_t>(pod_index) >= j.pods.size()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "job " + j.spec.name + " has no executor " + std::to_string(pod_index));
+  if (pod_index < first || static_cast<size_t>(pod_index) >= j.pods.size()) {
+    return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " has no " +
+                                                       (first > 0 ? "executor " : "pod ") +
+                                                       std::to_string(pod_index));
   }
   return &j.pods[static_cast<size_t>(pod_index)];
 }

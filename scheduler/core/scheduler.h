@@ -191,7 +191,10 @@ class Scheduler {
   // Executor `pod_index`'s room goes back to its node; it holds none afterwards.
   void release_executor_room(Job& j, size_t pod_index);
   // Executor `pod_index` of an admitted or running job; errors as bind_executor's.
-  Result<PodState*> executor_of(JobId id, int pod_index);
+  Result<PodState*> executor_of(JobId id, int pod_index) { return admitted_pod(id, pod_index, 1); }
+  // Pod `pod_index` (from `first`: 0 any pod, 1 the executors) of job `id`, which must be
+  // admitted or running; an error naming the job otherwise.
+  Result<PodState*> admitted_pod(JobId id, int pod_index, int first);
 
   struct PendingKey {
     int32_t neg_priority;

@@ -5,8 +5,11 @@
 // gang a pod belongs to, in what role and at what index, and what the gang looks like (from
 // the object that owns it, when there is one). pod_view() asks the adapters in the
 // registry's order, first match wins, and reads what every pod has in common (requests,
-// queue, where it may run) itself. Adding a kind is one adapter file and its line in the
-// registry (job_adapters.cc). Pure.
+// queue, where it may run) itself. Pure.
+//
+// Adding a kind today takes four edits, not one: its adapter file, its declaration below,
+// its line in the registry (job_adapters.cc), and, for `simulate`, the pods its operator
+// would make (sim/cluster_world.cc spells the kind's labels again).
 //
 // What a lost, replaced or finished pod means stays with the gang layer, by the pod's role
 // (gang::PodRole: a driver's loss ends its run, an executor's or member's replacement takes

@@ -15,7 +15,7 @@ constexpr const char* kNotFound = "{\"error\":\"not_found\"}\n";
 constexpr const char* kMethodNotAllowed = "{\"error\":\"method_not_allowed\"}\n";
 
 // /healthz, and POST /mutate-pod[/<cluster>] handed to `handler`.
-net::HttpReply route(const WebhookServer::Handler& handler, const net::HttpRequest& req) {
+net::HttpReply route(const WebhookServer::Handler& handler, const net::ServerRequest& req) {
   const std::string_view target = view(req.target());
   const std::string_view path = target.substr(0, target.find('?'));
   if (path == "/healthz" && req.method() == http::verb::get) {
@@ -47,7 +47,7 @@ Result<std::unique_ptr<WebhookServer>> WebhookServer::create(asio::io_context& i
   options.server_header = "gleaner-scheduler";
   options.body_limit = kMaxBody;
   net::HttpHandler routes;
-  routes.reply = [handler = std::move(handler)](const net::HttpRequest& req) {
+  routes.reply = [handler = std::move(handler)](const net::ServerRequest& req) {
     return route(handler, req);
   };
   auto server = net::HttpServer::create(io, address, std::move(options), std::move(routes),

@@ -312,7 +312,7 @@ class AgentHandoverReal : public AgentRestoreReal {
     const bool ready = eventually(
         [&] {
           kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", port}, {});
-          auto resp = conn.request(kube::HttpRequest{"GET", "/readyz", {}, ""}, {});
+          auto resp = conn.request(net::ClientRequest{"GET", "/readyz", {}, ""}, {});
           return resp && resp->status == 200;
         },
         15s, 20ms);

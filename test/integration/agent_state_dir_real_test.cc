@@ -19,7 +19,7 @@ using namespace restore_test;
 // The status and body of GET `path` on the agent's metrics port.
 std::optional<std::pair<int, std::string>> get(uint16_t port, const std::string& path) {
   kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", port}, {});
-  auto resp = conn.request(kube::HttpRequest{"GET", path, {}, ""}, {});
+  auto resp = conn.request(net::ClientRequest{"GET", path, {}, ""}, {});
   if (!resp) return std::nullopt;
   return std::make_pair(resp->status, resp->body);
 }

@@ -111,7 +111,7 @@ TEST_F(ApiClientTest, ExpiredContinueTokenRestartsTheList) {
   EXPECT_EQ(all->items.size(), 4u);
 }
 
-TEST_F(ApiClientTest, PatchesStatusWithMergeAndStrategicMerge) {
+TEST_F(ApiClientTest, PatchesStatusWithMerge) {
   create_pod(pod("s1"));
   auto merged = client_->patch(
       pod_path("default", "s1") + "/status",
@@ -120,16 +120,6 @@ TEST_F(ApiClientTest, PatchesStatusWithMergeAndStrategicMerge) {
       PatchType::kMerge);
   ASSERT_TRUE(merged.ok()) << merged.error().message;
   EXPECT_EQ((*merged)["status"]["phase"], "Running");
-  // Strategic merge merges the conditions list by type instead of replacing it.
-  auto smp = client_->patch(
-      pod_path("default", "s1") + "/status",
-      {{"status", {{"conditions", {{{"type", "PodScheduled"}, {"status", "True"}}}}}}},
-      PatchType::kStrategicMerge);
-  ASSERT_TRUE(smp.ok()) << smp.error().message;
-  EXPECT_EQ((*smp)["status"]["conditions"].size(), 2u);
-  EXPECT_EQ((*smp)["status"]["phase"], "Running");
-  auto req = server_->admin_get("requests");
-  EXPECT_EQ(req[req.size() - 1]["contentType"], "application/strategic-merge-patch+json");
 
   ASSERT_TRUE(client_->create(nodes_path(), {{"metadata", {{"name", "n1"}}}}).ok());
   auto node = client_->patch(node_status_path("n1"),

@@ -97,7 +97,7 @@ class TestApiServer {
                    const std::string& body = "",
                    const std::string& content_type = "application/json") {
     HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", port_}, {});
-    HttpRequest req{method, target, {{"Content-Type", content_type}}, body};
+    net::ClientRequest req{method, target, {{"Content-Type", content_type}}, body};
     auto resp = conn.request(req, {});
     return resp ? *resp : HttpResponse{};
   }

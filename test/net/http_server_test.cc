@@ -58,7 +58,7 @@ HttpServerOptions test_options() {
 
 HttpHandler echo() {
   HttpHandler h;
-  h.reply = [](const HttpRequest& req) {
+  h.reply = [](const ServerRequest& req) {
     return HttpReply{200, "text/plain", std::string(req.target()) + ":" + req.body()};
   };
   return h;
@@ -132,7 +132,7 @@ TEST(HttpServer, AnswersRequestsAboveItsLimitsAndEndsTheConnection) {
 TEST(HttpServer, ARequestRefusedByItsHeaderIsAnsweredWhileTheClientStillUploads) {
   gleaner::testing::IoThread io;
   auto handler = echo();
-  handler.before_body = [](const HttpRequest& req) -> std::optional<HttpReply> {
+  handler.before_body = [](const ServerRequest& req) -> std::optional<HttpReply> {
     if (req[boost::beast::http::field::authorization] != "Bearer ok")
       return HttpReply{401, "text/plain", "who are you\n"};
     return std::nullopt;
@@ -188,7 +188,7 @@ TEST(HttpServer, ARequestInFlightIsNeverTheConnectionClosedAtTheCap) {
   gleaner::testing::IoThread io;
   auto gate = std::make_shared<Gate>();
   HttpHandler handler;
-  handler.reply_async = [gate](const HttpRequest&) { return wait_for(gate); };
+  handler.reply_async = [gate](const ServerRequest&) { return wait_for(gate); };
   auto options = test_options();
   options.max_connections = 2;
   auto server = HttpServer::create(io.io(), "127.0.0.1:0", options, std::move(handler));
@@ -230,7 +230,7 @@ TEST(HttpServer, ClientsTricklingABodyAtTheCapDoNotStarveRequests) {
   options.max_connections = 8;
   auto headers_read = std::make_shared<std::atomic<int>>(0);
   HttpHandler handler = echo();
-  handler.before_body = [headers_read](const HttpRequest& req) -> std::optional<HttpReply> {
+  handler.before_body = [headers_read](const ServerRequest& req) -> std::optional<HttpReply> {
     if (req.target() == "/slow") ++*headers_read;
     return std::nullopt;
   };

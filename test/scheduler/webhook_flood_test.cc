@@ -67,7 +67,7 @@ class WebhookFlood : public ::testing::Test {
     tls.ca_pem = ca_pem_;
     tls.verify = false;  // the serving certificate names localhost; the test dials the address
     kube::HttpConnection client(url_, tls);
-    kube::HttpRequest request;
+    net::ClientRequest request;
     request.method = "POST";
     request.target = "/mutate-pod/c1";
     request.headers.emplace_back("Content-Type", "application/json");

@@ -68,7 +68,7 @@ class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion
     FakeNode n;
     n.cpu = n.allocatable_cpu = "16";
     auto snap = make_snapshot(n, pods_);
-    ctx_ = qos::suppress_context(snap, layout_, *edge::read_cpu_topology(sys_.path()));
+    ctx_ = qos::node_facts(snap, layout_, *edge::read_cpu_topology(sys_.path()));
     strategy_.enable = true;
     strategy_.cpu_suppress_policy = config::CpuSuppressPolicy::kCpuset;
     strategy_.cpu_suppress_threshold_percent = 100;  // an idle node leaves BE every CPU
@@ -82,7 +82,7 @@ class InterferenceCpuset : public ::testing::TestWithParam<cgroup::CgroupVersion
   TempDir sys_;
   cgroup::KubeletLayout layout_{cgroup::CgroupDriver::kCgroupfs};
   std::vector<FakePod> pods_;
-  qos::SuppressContext ctx_;
+  qos::NodeFacts ctx_;
   config::ResourceThresholdStrategy strategy_;
 };
 

@@ -36,7 +36,7 @@ config::ResourceThresholdStrategy strategy(config::CpuSuppressPolicy policy) {
 
 TEST(SuppressTerms, FollowsTheFormulaAndTheMinPercentFloor) {
   auto snap = make_snapshot(node8(), pods_ls_and_be());
-  auto ctx = suppress_context(snap, cgroup::KubeletLayout(CgroupDriver::kCgroupfs), std::nullopt);
+  auto ctx = node_facts(snap, cgroup::KubeletLayout(CgroupDriver::kCgroupfs), std::nullopt);
   auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
   // 8000*65% - 2000 (non-BE) - max(500, 0) = 2700
   auto t = suppress_terms(ctx, s, non_be_cpu_usage(snap), ctx.system_usage_milli);
@@ -45,8 +45,8 @@ TEST(SuppressTerms, FollowsTheFormulaAndTheMinPercentFloor) {
   // Reserved by kubelet beyond system usage counts instead.
   FakeNode n = node8();
   n.allocatable_cpu = "7";
-  auto ctx2 = suppress_context(make_snapshot(n, pods_ls_and_be()),
-                               cgroup::KubeletLayout(CgroupDriver::kCgroupfs), std::nullopt);
+  auto ctx2 = node_facts(make_snapshot(n, pods_ls_and_be()),
+                         cgroup::KubeletLayout(CgroupDriver::kCgroupfs), std::nullopt);
   EXPECT_EQ(suppress_terms(ctx2, s, 2000, 500).suppress_milli, 2200);
   // A busy node: floored at minPercent.
   s.cpu_suppress_min_percent = 10;
@@ -151,7 +151,7 @@ TEST_P(SuppressTree, CfsQuotaWritesTheBesteffortQuotaAndAdoptsItOnRestart) {
   auto snap = make_snapshot(node8(), pods);
   cgroup::CgroupFs fs(t.path(), GetParam().version);
   TreeReader reader(fs, nullptr);
-  auto ctx = suppress_context(snap, layout(), std::nullopt);
+  auto ctx = node_facts(snap, layout(), std::nullopt);
   auto s = strategy(config::CpuSuppressPolicy::kCfsQuota);
   Plan plan =
       plan_cpu_suppress(ctx, s, non_be_cpu_usage(snap), ctx.system_usage_milli, reader, false);
@@ -179,7 +179,7 @@ TEST_P(SuppressTree, CfsQuotaRestoresFullBeCpusets) {
       {{Resource::kCpusetCpus, pod, "0-1", "t"}, {Resource::kCpusetCpus, be_dir(), "0-1", "t"}});
   auto snap = make_snapshot(node8(), pods);
   TreeReader reader(fs, nullptr);
-  auto ctx = suppress_context(snap, layout(), std::nullopt);
+  auto ctx = node_facts(snap, layout(), std::nullopt);
   Plan plan = plan_cpu_suppress(ctx, strategy(config::CpuSuppressPolicy::kCfsQuota),
                                 non_be_cpu_usage(snap), ctx.system_usage_milli, reader, false);
   cgroup::WriteExecutor exec(fs);
@@ -222,7 +222,7 @@ struct SuppressNodeTree {
     }
     n.annotations = std::move(annotations);
     snap = make_snapshot(n, pods);
-    ctx = suppress_context(snap, cgroup::KubeletLayout(c.driver), topology);
+    ctx = node_facts(snap, cgroup::KubeletLayout(c.driver), topology);
   }
   TempDir t;
   TempDir sys;
@@ -230,7 +230,7 @@ struct SuppressNodeTree {
   cgroup::CgroupFs fs;
   TreeReader reader{fs, nullptr};
   snapshot::NodeSnapshot snap;
-  SuppressContext ctx;
+  NodeFacts ctx;
 };
 
 TEST_P(SuppressTree, CpusetPolicyPicksHyperthreadPairsAcrossNodesWithUnlimitedQuota) {

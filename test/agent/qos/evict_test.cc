@@ -72,7 +72,7 @@ TEST(MemoryEvict, TerminatingPodsCountAsReleasedAndAreNotChosen) {
   EXPECT_EQ(keys(plan_memory_evict(snap, enabled(), {}, 0, false)),
             (std::vector<std::string>{"default/x"}));
   // Pods we evicted before and are still listed count the same way.
-  QosState state;
+  EvictionMemory state;
   state.evicted_at_s["default/x"] = 0;
   state.evicted_at_s["default/going"] = 0;
   EXPECT_TRUE(plan_memory_evict(snap, enabled(), state, 10, false).evictions.empty());
@@ -80,7 +80,7 @@ TEST(MemoryEvict, TerminatingPodsCountAsReleasedAndAreNotChosen) {
 
 TEST(MemoryEvict, CoolDownOfFourSecondsAndRecording) {
   auto snap = make_snapshot(busy_memory(), {be("a", 1, "20Gi"), be("b", 1, "20Gi")});
-  QosState state;
+  EvictionMemory state;
   Plan first = plan_memory_evict(snap, enabled(), state, 100, false);
   ASSERT_EQ(first.evictions.size(), 1u);
   record_evictions(first, snap, 100, state);
@@ -99,7 +99,7 @@ TEST(MemoryEvict, CoolDownOfFourSecondsAndRecording) {
 
 TEST(MemoryEvict, ARefusedEvictionIsAskedAgainAfterItsBackOffAndReleasesNothing) {
   auto snap = make_snapshot(busy_memory(), {be("a", 1, "20Gi"), be("b", 2, "20Gi")});
-  QosState state;
+  EvictionMemory state;
   Plan first = plan_memory_evict(snap, enabled(), state, 100, false);
   ASSERT_EQ(keys(first), (std::vector<std::string>{"default/a"}));
   record_evictions(first, snap, 100, state);
@@ -129,7 +129,7 @@ TEST(MemoryEvict, ARefusedEvictionIsAskedAgainAfterItsBackOffAndReleasesNothing)
 
 TEST(MemoryEvict, AnUnansweredEvictionIsNotAskedTwiceNorCountedAsReleased) {
   auto snap = make_snapshot(busy_memory(), {be("a", 1, "20Gi"), be("b", 2, "20Gi")});
-  QosState state;
+  EvictionMemory state;
   record_evictions(plan_memory_evict(snap, enabled(), state, 100, false), snap, 100, state);
   EXPECT_EQ(keys(plan_memory_evict(snap, enabled(), state, 104, false)),
             (std::vector<std::string>{"default/b"}));
@@ -170,7 +170,7 @@ TEST(CpuEvict, NotWhenSatisfiedOrIdleOrUnconfiguredOrCooling) {
   EXPECT_TRUE(plan_cpu_evict(snap, cpu_evict(), 7000, {}, 0, false).evictions.empty());  // 70%
   EXPECT_TRUE(plan_cpu_evict(snap, cpu_evict(), 5000, {}, 0, false).evictions.empty());  // idle
   EXPECT_TRUE(plan_cpu_evict(snap, enabled(), 4000, {}, 0, false).evictions.empty());
-  QosState state;
+  EvictionMemory state;
   state.last_cpu_evict_s = 0;
   EXPECT_TRUE(plan_cpu_evict(snap, cpu_evict(), 4000, state, 19, false).evictions.empty());
   EXPECT_EQ(plan_cpu_evict(snap, cpu_evict(), 4000, state, 20, false).evictions.size(), 1u);
@@ -187,12 +187,12 @@ TEST(CpuEvict, WindowAveragesUsageAndLimitOverEarlierPasses) {
   // Now: limited to 4 cores (40%), using 3.8: starved. Over the window the limit averaged
   // 7 cores (70%, above lower 60%): not starved on average, nothing is evicted.
   auto snap = make_snapshot({}, {be("a", 1, "0", "3800m", "10000")});
-  QosState state;
+  EvictionMemory state;
   for (double at : {7.0, 8.0, 9.0})
     record_be_cpu(state, windowed(5), {at, 7500, 8000});
   EXPECT_TRUE(plan_cpu_evict(snap, windowed(5), 4000, state, 10, false).evictions.empty());
   // The same figures starved throughout: the average is starved too.
-  QosState starved;
+  EvictionMemory starved;
   for (double at : {7.0, 8.0, 9.0})
     record_be_cpu(starved, windowed(5), {at, 3800, 4000});
   EXPECT_EQ(plan_cpu_evict(snap, windowed(5), 4000, starved, 10, false).evictions.size(), 1u);
@@ -200,7 +200,7 @@ TEST(CpuEvict, WindowAveragesUsageAndLimitOverEarlierPasses) {
 
 TEST(CpuEvict, WindowWaitsUntilHalfOfItIsCovered) {
   auto snap = make_snapshot({}, {be("a", 1, "0", "3800m", "10000")});
-  QosState state;
+  EvictionMemory state;
   record_be_cpu(state, windowed(10), {8, 3800, 4000});  // 2 s of a 10 s window
   EXPECT_TRUE(plan_cpu_evict(snap, windowed(10), 4000, state, 10, false).evictions.empty());
   state.be_cpu_history = {{4, 3800, 4000}, {8, 3800, 4000}};  // 6 s covered
@@ -208,7 +208,7 @@ TEST(CpuEvict, WindowWaitsUntilHalfOfItIsCovered) {
 }
 
 TEST(CpuEvict, HistoryKeepsOnlyTheWindow) {
-  QosState state;
+  EvictionMemory state;
   for (double at = 0; at <= 20; at += 1)
     record_be_cpu(state, windowed(5), {at, 1, 1});
   ASSERT_FALSE(state.be_cpu_history.empty());

@@ -255,7 +255,7 @@ TEST_F(IngestionTest, BytesThatAreNotUtf8GetAnAnswerNotADroppedConnection) {
 
 TEST_F(IngestionTest, OversizedHeadersAreAnswered431) {
   kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", api_.server()->port()}, {});
-  kube::HttpRequest req{"GET", "/healthz", {{"X-Padding", std::string(20000, 'x')}}, ""};
+  net::ClientRequest req{"GET", "/healthz", {{"X-Padding", std::string(20000, 'x')}}, ""};
   auto resp = conn.request(req, {});
   ASSERT_TRUE(resp.ok()) << resp.error().message;
   EXPECT_EQ(resp->status, 431);
@@ -273,7 +273,7 @@ TEST_F(IngestionTest, ReportsOverTlsAreVerifiedAgainstTheServingCertificatesCa) 
     kube::TlsOptions tls;
     tls.ca_pem = ca_pem;
     kube::HttpConnection conn(net::HttpUrl{"https", "localhost", (*https)->port()}, tls);
-    kube::HttpRequest req{
+    net::ClientRequest req{
         "POST",
         "/api/v1/reports",
         {{"Content-Type", "application/json"}, {"Authorization", "Bearer s3cret"}},

@@ -16,8 +16,8 @@
 #include "common/json_util.h"
 #include "reporter/wire/node_report.h"
 #include "scheduler/gang/gang_scheduler.h"
-#include "scheduler/server/http_server.h"
 #include "scheduler/server/live_metrics.h"
+#include "scheduler/server/scheduler_port.h"
 #include "test/support/io_thread.h"
 
 namespace gleaner::scheduler::live_testing {

@@ -25,7 +25,7 @@ class ReportEndpoint {
     live_ = std::move(*live);
     validator_ = std::move(validator);
     routes_ = std::make_unique<server::ApiRoutes>(*validator_, *live_, metrics_);
-    auto server = server::HttpServer::create(io_.io(), "127.0.0.1:0", *routes_);
+    auto server = server::SchedulerPort::create(io_.io(), "127.0.0.1:0", *routes_);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(*server);
   }
@@ -35,7 +35,7 @@ class ReportEndpoint {
                           const std::string& body, const std::string& token,
                           std::chrono::seconds timeout = std::chrono::seconds(10)) {
     kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", server_->port()}, {});
-    kube::HttpRequest req{method, target, {{"Content-Type", "application/json"}}, body};
+    net::ClientRequest req{method, target, {{"Content-Type", "application/json"}}, body};
     if (!token.empty()) req.headers.emplace_back("Authorization", "Bearer " + token);
     auto resp = conn.request(req, {timeout});
     EXPECT_TRUE(resp.ok()) << (resp.ok() ? "" : resp.error().message);
@@ -45,7 +45,7 @@ class ReportEndpoint {
   server::LiveMetrics& metrics() { return metrics_; }
   server::ApiRoutes& routes() { return *routes_; }
   boost::asio::io_context& io() { return io_.io(); }
-  server::HttpServer* server() { return server_.get(); }
+  server::SchedulerPort* server() { return server_.get(); }
 
  private:
   SystemClock clock_;
@@ -54,7 +54,7 @@ class ReportEndpoint {
   std::unique_ptr<server::ReportValidator> validator_;
   std::unique_ptr<server::ApiRoutes> routes_;
   IoThread io_;
-  std::unique_ptr<server::HttpServer> server_;
+  std::unique_ptr<server::SchedulerPort> server_;
 };
 
 }  // namespace gleaner::scheduler::live_testing

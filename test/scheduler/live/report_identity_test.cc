@@ -127,7 +127,7 @@ TEST_F(ReportIdentityTest, ReviewsRunOffTheIoThreadAndAFloodIsBounded) {
   }
   ASSERT_TRUE(reviewer_.wait_for_waiting(4)) << "reviews did not start";
   kube::HttpConnection conn(net::HttpUrl{"http", "127.0.0.1", api_.server()->port()}, {});
-  auto health = conn.request(kube::HttpRequest{"GET", "/healthz", {}, ""}, {});
+  auto health = conn.request(net::ClientRequest{"GET", "/healthz", {}, ""}, {});
   ASSERT_TRUE(health.ok());
   EXPECT_EQ(health->status, 200);
   std::vector<bool> answered(kSent, false);

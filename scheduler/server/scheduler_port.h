@@ -22,18 +22,18 @@ class io_context;
 
 namespace gleaner::scheduler::server {
 
-class HttpServer {
+class SchedulerPort {
  public:
   // Binds and listens now (a taken port fails at start-up); serves once `io` runs.
   // `tls`: serve HTTPS with this certificate (nullptr: plain HTTP).
-  static Result<std::unique_ptr<HttpServer>> create(boost::asio::io_context& io,
-                                                    std::string_view address, ApiRoutes& routes,
-                                                    const admission::KeyPair* tls = nullptr);
+  static Result<std::unique_ptr<SchedulerPort>> create(boost::asio::io_context& io,
+                                                       std::string_view address, ApiRoutes& routes,
+                                                       const admission::KeyPair* tls = nullptr);
   // HTTPS only: new connections use this pair from now on (a renewed certificate).
   Status set_certificate(const admission::KeyPair& pair);
-  ~HttpServer();
-  HttpServer(const HttpServer&) = delete;
-  HttpServer& operator=(const HttpServer&) = delete;
+  ~SchedulerPort();
+  SchedulerPort(const SchedulerPort&) = delete;
+  SchedulerPort& operator=(const SchedulerPort&) = delete;
 
   [[nodiscard]] uint16_t port() const;
   [[nodiscard]] net::ListenerStats listener_stats() const;
@@ -43,7 +43,7 @@ class HttpServer {
   struct Impl;
 
  private:
-  explicit HttpServer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  explicit SchedulerPort(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<Impl> impl_;
 };
 

@@ -1,4 +1,4 @@
-#include "scheduler/server/http_server.h"
+#include "scheduler/server/scheduler_port.h"
 
 #include <chrono>
 
@@ -30,7 +30,7 @@ net::HttpReply shutting_down() {
 
 }  // namespace
 
-struct HttpServer::Impl {
+struct SchedulerPort::Impl {
   explicit Impl(ApiRoutes& r) : routes(r) {}
 
   ApiRoutes& routes;
@@ -40,7 +40,7 @@ struct HttpServer::Impl {
 
   // Before a body is read: every path but the report's takes none, and a report without the
   // token is refused unread.
-  std::optional<net::HttpReply> before_body(const net::HttpRequest& req) {
+  std::optional<net::HttpReply> before_body(const net::ServerRequest& req) {
     const std::string_view target = view(req.target());
     if (!ApiRoutes::is_report_path(target)) return routes.get(view(req.method_string()), target);
     if (req.method() != http::verb::post) {
@@ -55,7 +55,7 @@ struct HttpServer::Impl {
 
   // A report read whole (its token already accepted or under review).
   static asio::awaitable<net::HttpReply> report(std::shared_ptr<Impl> self,
-                                                const net::HttpRequest& req) {
+                                                const net::ServerRequest& req) {
     if (!self) co_return shutting_down();
     ReportAttempt attempt =
         self->routes.begin_report(view(req[http::field::authorization]), req.body());
@@ -89,9 +89,10 @@ struct HttpServer::Impl {
   }
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
-                                                       std::string_view address, ApiRoutes& routes,
-                                                       const admission::KeyPair* tls) {
+Result<std::unique_ptr<SchedulerPort>> SchedulerPort::create(asio::io_context& io,
+                                                             std::string_view address,
+                                                             ApiRoutes& routes,
+                                                             const admission::KeyPair* tls) {
   auto impl = std::make_shared<Impl>(routes);
   if (routes.reviews_tokens())
     impl->review_pool = std::make_unique<asio::thread_pool>(kReviewThreads);
@@ -104,11 +105,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
   // keep itself alive through them; a request that outlives it is answered 503.
   const std::weak_ptr<Impl> weak = impl;
   net::HttpHandler handler;
-  handler.before_body = [weak](const net::HttpRequest& req) -> std::optional<net::HttpReply> {
+  handler.before_body = [weak](const net::ServerRequest& req) -> std::optional<net::HttpReply> {
     if (auto self = weak.lock()) return self->before_body(req);
     return shutting_down();
   };
-  handler.reply_async = [weak](const net::HttpRequest& req) {
+  handler.reply_async = [weak](const net::ServerRequest& req) {
     return Impl::report(weak.lock(), req);
   };
   handler.refused = [weak](net::RequestRefusal why, const std::string& message) {
@@ -121,26 +122,26 @@ Result<std::unique_ptr<HttpServer>> HttpServer::create(asio::io_context& io,
       net::HttpServer::create(io, address, std::move(options), std::move(handler), serving);
   if (!server) return server.error();
   impl->server = std::move(*server);
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+  return std::unique_ptr<SchedulerPort>(new SchedulerPort(std::move(impl)));
 }
 
-HttpServer::~HttpServer() {
+SchedulerPort::~SchedulerPort() {
   stop();
 }
 
-Status HttpServer::set_certificate(const admission::KeyPair& pair) {
+Status SchedulerPort::set_certificate(const admission::KeyPair& pair) {
   return impl_->server->set_certificate({pair.cert_pem, pair.key_pem});
 }
 
-uint16_t HttpServer::port() const {
+uint16_t SchedulerPort::port() const {
   return impl_->server->port();
 }
 
-net::ListenerStats HttpServer::listener_stats() const {
+net::ListenerStats SchedulerPort::listener_stats() const {
   return impl_->server->listener_stats();
 }
 
-void HttpServer::stop() {
+void SchedulerPort::stop() {
   impl_->server->stop();
   // Reviews under way finish (each is bounded by the API client's timeout) before the
   // sessions waiting on them can be torn down.
