@@ -267,7 +267,7 @@ TEST_F(IngestionTest, ReportsOverTlsAreVerifiedAgainstTheServingCertificatesCa) 
   ASSERT_TRUE(ca.ok());
   auto pair = admission::make_serving_cert(*ca, {"localhost"}, now, std::chrono::hours(24));
   ASSERT_TRUE(pair.ok());
-  auto https = HttpServer::create(api_.io(), "127.0.0.1:0", api_.routes(), &*pair);
+  auto https = SchedulerPort::create(api_.io(), "127.0.0.1:0", api_.routes(), &*pair);
   ASSERT_TRUE(https.ok()) << https.error().message;
   auto post_tls = [&](const std::string& ca_pem) {
     kube::TlsOptions tls;
