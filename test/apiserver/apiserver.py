@@ -222,10 +222,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, store.get(r.resource, r.ns, r.name, r.group))
         if method == "DELETE":
             options = self.json_body(raw) if raw else {}
-            preconditions = (options or {}).get("preconditions") or {} \
-                if isinstance(options, dict) else {}
-            return self.send_json(200, store.delete(r.resource, r.ns, r.name, r.group,
-                                                    preconditions))
+            if not isinstance(options, dict):
+                options = {}
+            return self.send_json(200, store.delete(
+                r.resource, r.ns, r.name, r.group, options.get("preconditions") or {},
+                grace_period_of(options if raw else query)))
         if method == "PUT":
             body = self.json_body(raw)
             if not isinstance(body, dict):
@@ -351,7 +352,10 @@ class Handler(BaseHTTPRequestHandler):
                                "reason": "DisruptionBudget",
                                "message": "The disruption budget test-pdb needs 1 healthy pods "
                                           "and has 1 currently"}]})
-        self.server.store.delete("pods", r.ns, r.name)
+        options = body.get("deleteOptions")
+        options = options if isinstance(options, dict) else {}
+        self.server.store.delete("pods", r.ns, r.name, "", options.get("preconditions") or {},
+                                 grace_period_of(options))
         self.send_status(201)
 
     def list(self, r, query):
@@ -394,6 +398,19 @@ class Handler(BaseHTTPRequestHandler):
         items = [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")} for o in items]
         self.send_json(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
                              "items": items})
+
+
+def grace_period_of(options):
+    """DeleteOptions.gracePeriodSeconds (None: not given), from the request's body or, with
+    no body, its query, as handlers/delete.go in apiserver's pkg/endpoints decodes them."""
+    value = options.get("gracePeriodSeconds")
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ApiError(400, "BadRequest", "DeleteOptions.gracePeriodSeconds: %r is not an "
+                       "integer" % (value,))
 
 
 def parse_bool(text):

@@ -74,8 +74,36 @@ def _qualified(resource, group):
     return plural(resource) + ("." + group if group else "")
 
 
+def format_rfc3339(moment):
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(
+        tzinfo=datetime.timezone.utc)
+
+
 def now_rfc3339():
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(datetime.datetime.now(datetime.timezone.utc))
+
+
+DEFAULT_POD_GRACE = 30  # spec.terminationGracePeriodSeconds's default (pkg/apis/core/v1)
+
+
+def pod_grace(pod, requested):
+    """podStrategy.CheckGracefulDelete (pkg/registry/core/pod/strategy.go): the grace period
+    the delete asks for, else the pod's terminationGracePeriodSeconds (30 when unset, the
+    scheme's default); 0 for a pod bound to no node or already Succeeded or Failed, whose
+    containers run nowhere; a negative one counts as 1."""
+    grace = requested
+    if grace is None:
+        grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+    if grace is None:
+        grace = DEFAULT_POD_GRACE
+    if not (pod.get("spec") or {}).get("nodeName") or \
+            (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        grace = 0
+    return 1 if grace < 0 else grace
 
 
 def default_pod(pod):
@@ -288,8 +316,12 @@ class Store:
                 return copy.deepcopy(current)  # a no-op write does not bump the rv
             self.rv += 1
             meta["resourceVersion"] = str(self.rv)
-            if terminating and not meta.get("finalizers"):
-                # The write that removes the last finalizer of a deleted object removes it.
+            if terminating and not meta.get("finalizers") and \
+                    not current["metadata"].get("deletionGracePeriodSeconds"):
+                # The write that leaves a deleted object without finalizers removes it, once
+                # its grace period is 0 (ShouldDeleteDuringUpdate in apiserver's
+                # pkg/registry/generic/registry/store.go): a pod still in its grace period
+                # stays until kubelet deletes it.
                 del table[(ns, name)]
                 self._record(resource, "DELETED", copy.deepcopy(current), copy.deepcopy(new))
                 return copy.deepcopy(new)
@@ -297,10 +329,13 @@ class Store:
             self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(new))
             return copy.deepcopy(new)
 
-    def delete(self, resource, ns, name, group="", preconditions=None):
+    def delete(self, resource, ns, name, group="", preconditions=None, grace_period=None):
         """DeleteOptions.preconditions (uid, resourceVersion) are checked as the API server
-        does: a mismatch is a 409 and the object stays. An object with finalizers is only
-        marked (metadata.deletionTimestamp) and goes with its last finalizer."""
+        does: a mismatch is a 409 and the object stays. A pod is deleted gracefully (see
+        pod_grace): marked with metadata.deletionTimestamp and deletionGracePeriodSeconds
+        and left for its node's kubelet, which deletes it again with grace 0 once its
+        containers have stopped. Any other object with finalizers is only marked and goes
+        with its last finalizer; without finalizers it goes at once."""
         with self.cond:
             table = self.objects.get(resource, {})
             current = table.get((ns, name))
@@ -313,25 +348,75 @@ class Store:
                     raise conflict(resource, name, group, "Precondition failed: %s in "
                                    "precondition: %s, %s in object meta: %s"
                                    % (key, want, key, meta.get(field)))
+            if resource == "pods":
+                return self._delete_pod(table, ns, name, grace_period)
             if meta.get("finalizers"):
-                # Graceful deletion: the object stays, marked, until its finalizers are gone;
-                # deleting it again changes nothing.
+                # The object stays, marked, until its finalizers are gone; deleting it again
+                # changes nothing.
                 if "deletionTimestamp" in meta:
                     return copy.deepcopy(current)
-                marked = copy.deepcopy(current)
-                self.rv += 1
-                marked["metadata"].update({"deletionTimestamp": now_rfc3339(),
-                                           "deletionGracePeriodSeconds": 0,
-                                           "resourceVersion": str(self.rv)})
-                table[(ns, name)] = marked
-                self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(marked))
-                return copy.deepcopy(marked)
-            del table[(ns, name)]
-            self.rv += 1
-            gone = copy.deepcopy(current)
-            gone["metadata"]["resourceVersion"] = str(self.rv)
-            self._record(resource, "DELETED", copy.deepcopy(current), gone)
-            return copy.deepcopy(gone)
+                return self._mark(resource, table, ns, name, 0)
+            return self._remove(resource, table, ns, name)
+
+    def _delete_pod(self, table, ns, name, grace_period):
+        """Graceful deletion as kube-apiserver does it for pods: rest.BeforeDelete
+        (apiserver's pkg/registry/rest/delete.go) with podStrategy.CheckGracefulDelete
+        (pkg/registry/core/pod/strategy.go), then the store's Delete
+        (pkg/registry/generic/registry/store.go): the pod is written marked (MODIFIED) and
+        removed (DELETED) only when its grace period is 0 and no finalizer remains."""
+        meta = table[(ns, name)]["metadata"]
+        grace = pod_grace(table[(ns, name)], grace_period)
+        if "deletionTimestamp" in meta:
+            marked_grace = meta.get("deletionGracePeriodSeconds") or 0
+            if marked_grace == 0:
+                grace = 0  # its grace is over (finalizers pending): it goes now if it may
+            elif grace_period is None or grace >= marked_grace:
+                return copy.deepcopy(table[(ns, name)])  # may only be shortened
+        if meta.get("deletionGracePeriodSeconds") != grace or "deletionTimestamp" not in meta:
+            self._mark("pods", table, ns, name, grace)
+        answer = copy.deepcopy(table[(ns, name)])
+        node = (answer.get("spec") or {}).get("nodeName")
+        if grace > 0 and not self._kubelet_serves(node):
+            # No kubelet runs for this node (it holds no Lease in kube-node-lease, kubelet's
+            # heartbeat): the server stands in for one whose containers stop at once, with
+            # kubelet's finishing delete (grace 0, pkg/kubelet/status/status_manager.go).
+            # A test that wants the pod to stay Terminating holds that Lease itself.
+            self._mark("pods", table, ns, name, 0)
+            grace = 0
+        if grace > 0 or table[(ns, name)]["metadata"].get("finalizers"):
+            return answer
+        self._remove("pods", table, ns, name)
+        return answer
+
+    def _kubelet_serves(self, node):
+        return bool(node) and ("kube-node-lease", node) in self.objects.get("leases", {})
+
+    def _mark(self, resource, table, ns, name, grace):
+        """The deletion's write: deletionTimestamp at the start of the deletion plus the
+        grace period (a shortened grace period keeps the first delete's start, as
+        BeforeDelete computes it), deletionGracePeriodSeconds the grace period."""
+        current = table[(ns, name)]
+        marked = copy.deepcopy(current)
+        meta = marked["metadata"]
+        start = datetime.datetime.now(datetime.timezone.utc)
+        if "deletionTimestamp" in meta:
+            start = parse_rfc3339(meta["deletionTimestamp"]) - datetime.timedelta(
+                seconds=meta.get("deletionGracePeriodSeconds") or 0)
+        self.rv += 1
+        meta.update({"deletionTimestamp": format_rfc3339(
+                         start + datetime.timedelta(seconds=grace)),
+                     "deletionGracePeriodSeconds": grace, "resourceVersion": str(self.rv)})
+        table[(ns, name)] = marked
+        self._record(resource, "MODIFIED", copy.deepcopy(current), copy.deepcopy(marked))
+        return copy.deepcopy(marked)
+
+    def _remove(self, resource, table, ns, name):
+        current = table.pop((ns, name))
+        self.rv += 1
+        gone = copy.deepcopy(current)
+        gone["metadata"]["resourceVersion"] = str(self.rv)
+        self._record(resource, "DELETED", copy.deepcopy(current), gone)
+        return copy.deepcopy(gone)
 
     def compact(self):
         """Forgets the history, as etcd compaction does: older rvs answer 410 from now on."""
