@@ -130,6 +130,7 @@ class Api:
         self.client = client.ApiClient(config)
         self.core = client.CoreV1Api(self.client)
         self.custom = client.CustomObjectsApi(self.client)
+        self.coordination = client.CoordinationV1Api(self.client)
 
     @staticmethod
     def _call(fn, *args, **kwargs):
@@ -145,9 +146,11 @@ class Api:
     def create_pod(self, ns, body):
         return self._call(self.core.create_namespaced_pod, ns, body)
 
-    def delete_pod(self, ns, name, uid=None):
-        body = {"preconditions": {"uid": uid}} if uid else None
-        return self._call(self.core.delete_namespaced_pod, name, ns, body=body)
+    def delete_pod(self, ns, name, uid=None, grace_period=None):
+        body = {"preconditions": {"uid": uid}} if uid else {}
+        if grace_period is not None:
+            body["gracePeriodSeconds"] = grace_period
+        return self._call(self.core.delete_namespaced_pod, name, ns, body=body or None)
 
     def patch_pod_status(self, ns, name, patch):
         return self._call(self.core.patch_namespaced_pod_status, name, ns, patch)
@@ -168,6 +171,15 @@ class Api:
     # nodes
     def list_nodes(self):
         return self._call(self.core.list_node)
+
+    def create_node_lease(self, node):
+        """The Lease kubelet keeps for its node in kube-node-lease (its heartbeat)."""
+        return self._call(self.coordination.create_namespaced_lease, "kube-node-lease", {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": node, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": node, "leaseDurationSeconds": 40,
+                     "renewTime": datetime.datetime.now(datetime.timezone.utc).strftime(
+                         "%Y-%m-%dT%H:%M:%S.%fZ")}})  # a MicroTime
 
     # SparkApplications
     def get_app(self, ns, name):

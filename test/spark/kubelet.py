@@ -5,6 +5,7 @@ kube-controller-manager's garbage collector the emulated objects need."""
 
 import copy
 import hashlib
+import threading
 import time
 
 from kubernetes.client.rest import ApiException
@@ -88,6 +89,8 @@ class Kubelet(Actor):
         self.waiting = {}  # node -> [pod keys] bound before we saw the Node
         self.ips = {}
         self.real = {}  # node -> podruntime.RealNode
+        self.leased = set()  # nodes whose Lease we hold
+        self.finishing = set()  # uids of deleted pods we delete again once stopped
         cache.subscribe(self.on_cache_event)
 
     def add_real_node(self, name, cgroup_root, log_dir=None):
@@ -118,6 +121,8 @@ class Kubelet(Actor):
 
     def node_seen(self, name):
         node = self.cache.get("nodes", (None, name))
+        if name not in self.leased and self.ours(name):
+            self.hold_lease(name)
         cpu = ((node or {}).get("status") or {}).get("allocatable", {}).get("cpu")
         if name in self.real and cpu is not None:
             self.real[name].set_allocatable(kubeapi.quantity_value("cpu", cpu))
@@ -130,10 +135,14 @@ class Kubelet(Actor):
         meta, spec = pod["metadata"], pod.get("spec") or {}
         node, uid, key = spec.get("nodeName"), meta.get("uid"), kubeapi.key_of(pod)
         phase = (pod.get("status") or {}).get("phase")
+        stopped = None
         if node in self.real and (etype == "DELETED" or meta.get("deletionTimestamp") or
                                   phase in ("Succeeded", "Failed")):
-            self.real[node].stop_pod(uid, podruntime.grace_of(pod))  # killPod
+            stopped = self.real[node].stop_pod(uid, podruntime.grace_of(pod))  # killPod
+        if etype != "DELETED" and meta.get("deletionTimestamp") and self.ours(node):
+            self.finish_deletion(pod, stopped)
         if etype == "DELETED":
+            self.finishing.discard(uid)
             for pods in self.admitted.values():
                 if pods.get(key) == uid:
                     del pods[key]
@@ -157,6 +166,45 @@ class Kubelet(Actor):
                         pod.get("status") or {}).get("containerStatuses") or []})
             return
         self.admit(pod, node)
+
+    # --- deletion --------------------------------------------------------------------------
+    def hold_lease(self, node):
+        """Kubelet's heartbeat, the Lease named after its node in kube-node-lease
+        (pkg/kubelet/kubelet.go's node lease controller); held, not renewed: the test API
+        server reads it as "a kubelet runs here" and leaves this node's deleted pods to us."""
+        try:
+            self.api.create_node_lease(node)
+        except ApiException as e:
+            if e.status != 409:  # 409: held already (a kubelet before us)
+                log("kubelet", "lease of %s not created: %s", node, e.status)
+                return
+        self.leased.add(node)
+
+    def finish_deletion(self, pod, stopped):
+        """A pod of ours marked for deletion: once its processes have stopped (SIGTERM,
+        SIGKILL after the grace period, podruntime.RealNode.kill_pod; an emulated pod's at
+        once), deleted again with grace 0 and its UID as a precondition, as kubelet's
+        status manager does (pkg/kubelet/status/status_manager.go, canBeDeleted then
+        syncPod). Only then does the API server remove it."""
+        uid = pod["metadata"].get("uid")
+        if uid in self.finishing:
+            return
+        self.finishing.add(uid)
+        if stopped is None:
+            return self.delete_stopped(pod)
+        threading.Thread(target=lambda: (stopped.wait(), self.post(self.delete_stopped, pod)),
+                         name="kubelet-stop-" + pod["metadata"]["name"], daemon=True).start()
+
+    def delete_stopped(self, pod):
+        meta = pod["metadata"]
+        try:
+            self.api.delete_pod(meta["namespace"], meta["name"], uid=meta.get("uid"),
+                                grace_period=0)
+        except ApiException as e:
+            if e.status not in (404, 409):  # 404, 409: gone already, or replaced
+                log("kubelet", "deleting %s/%s after it stopped failed: %s; again in 1 s",
+                    meta["namespace"], meta["name"], e.status)
+                self.call_later(1.0, self.delete_stopped, pod)
 
     # --- admission -------------------------------------------------------------------------
     def admit(self, pod, node_name):

@@ -32,7 +32,10 @@ What runs inside, each as its own thread:
   kubelet   for pods bound to --nodes (default: every Node): admission against
             status.allocatable (Failed, reason OutOf<resource>, "Pod was rejected: Node
             didn't have enough resource: ..."), else Running, counting the pods of every
-            namespace. Exits of the emulated processes (scripted executor failures,
+            namespace. It holds each node's Lease in kube-node-lease, and a deleted pod
+            (marked by the API server, deletionTimestamp) is deleted again with grace 0
+            and its UID once its processes have stopped, as kubelet finishes a
+            deletion; only then is it gone. Exits of the emulated processes (scripted executor failures,
             executors asked to exit, the driver at the end) become terminated container
             states and Succeeded/Failed pods, whichever node the pod is on.
   real      for --real-nodes: each pod gets kubelet's cgroups under --cgroup-root
@@ -77,10 +80,8 @@ Deliberately not emulated: the driver's Service, ConfigMap and UI Service/Ingres
 still name the ConfigMap volumes), events of the operator, batch schedulers (Volcano,
 YuniKorn, Kueue), PodDisruptionBudgets, Prometheus, the REST submitter, executor
 registration over RPC (a running pod is a registered executor), shuffle tracking (an
-executor without tasks is idle), the polling snapshot source, graceful pod termination
-(the test API server deletes at once; a real node still gives its processes their grace
-period), the SparkApplication defaulting webhook's write
-(defaults apply when read). A Node without "pods" in allocatable counts as the default 110.
+executor without tasks is idle), the polling snapshot source, the SparkApplication
+defaulting webhook's write (defaults apply when read). A Node without "pods" in allocatable counts as the default 110.
 """
 
 import argparse

@@ -8,6 +8,8 @@ import re
 import sys
 import unittest
 
+from kubernetes import client
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spark_emulator_harness import FAST, GROUP, PLURAL, S, VERSION, EmulatorCase  # noqa: E402
 
@@ -283,6 +285,32 @@ class SparkEmulatorTest(EmulatorCase):
         self.assertEqual(sorted(history), [1, 2], "the pending executor was not replaced")
         self.assertEqual(history[2]["phases"], ["Pending"],
                          "executor 2 was held Pending until the end")
+
+    def test_a_deleted_pod_is_finished_by_its_kubelet(self):
+        ns = "finish"
+        # The kubelet holds its nodes' heartbeat Leases: the API server leaves their pods'
+        # deletion to it.
+        coord = client.CoordinationV1Api(self.client)
+        self.wait_for("n1's Lease in kube-node-lease", lambda: any(
+            lease.metadata.name == "n1"
+            for lease in coord.list_namespaced_lease("kube-node-lease").items))
+        self.core.create_namespaced_pod(ns, {
+            "metadata": {"name": "victim"},
+            "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 20,
+                     "containers": [{"name": "c", "image": "busybox"}]}})
+        self.wait_for("victim running", lambda: (
+            self.pod(ns, "victim") or {}).get("status", {}).get("phase") == "Running")
+        uid = self.pod(ns, "victim")["metadata"]["uid"]
+        self.core.delete_namespaced_pod("victim", ns)
+        self.wait_for("victim gone", lambda: self.pod(ns, "victim") is None)
+        # On the wire: marked with its grace period, then the kubelet's delete (grace 0),
+        # then gone.
+        seen = [(etype, pod["metadata"].get("deletionGracePeriodSeconds"))
+                for etype, pod in self.wait_for("victim's deletion seen", lambda: (
+                    lambda h: h if h and h[-1][0] == "DELETED" else None)(
+                        self.recorder.seen(ns, lambda t, p: p["metadata"]["uid"] == uid)))
+                if pod["metadata"].get("deletionTimestamp")]
+        self.assertEqual(seen, [("MODIFIED", 20), ("MODIFIED", 0), ("DELETED", 0)])
 
     def test_submission_failures(self):
         ns = "submit"
