@@ -13,11 +13,10 @@ Usage: victim_room_e2e_test.py --bin-dir BUILD/bin   (exit 77: binary missing)""
 import json
 import os
 import sys
-import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_harness import Proc, deadline_loop, node_report, run_with_bin_dir  # noqa: E402
+from e2e_harness import (ProcTestCase, deadline_loop, node_report,  # noqa: E402
+                         run_with_bin_dir, write_kubeconfig)
 from leader_election_test import http  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,17 +46,12 @@ def quota_tree():
                               "children": [leaf("team-a", 8), leaf("team-b", 0)]}}}
 
 
-class VictimRoom(unittest.TestCase):
+class VictimRoom(ProcTestCase):
     def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="gleaner-victim-")
-        self.procs = []
+        super().setUp()
         api = self.start("apiserver", ["/usr/bin/python3", APISERVER, "--port", "0"], stdin=True)
         self.api = "http://127.0.0.1:%s" % api.wait_line(r"ready port=(\d+)", 20).group(1)
-        kubeconfig = os.path.join(self.tmp.name, "kubeconfig")
-        with open(kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %s}}]\n"
-                    "users: [{name: u, user: {}}]\ncontexts: [{name: x, context: {cluster: c, "
-                    "user: u}}]\ncurrent-context: x\n" % self.api)
+        kubeconfig = write_kubeconfig(os.path.join(self.tmp.name, "kubeconfig"), self.api)
         self.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
                                     "metadata": {"name": "n1"}})
         self.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
@@ -70,20 +64,6 @@ class VictimRoom(unittest.TestCase):
             "--kubeconfig", kubeconfig, "--report-auth", "none", "--tick-ms", "50"])
         self.url = "http://127.0.0.1:" + sched.wait_line(r"listening on port (\d+)", 20).group(1)
         self.seq = 0
-
-    def start(self, name, argv, stdin=False):
-        p = Proc(name, argv, self.tmp.name, stdin=stdin)
-        self.procs.append(p)
-        return p
-
-    def tearDown(self):
-        for p in reversed(self.procs):
-            p.stop()
-        if hasattr(self, "_outcome") and any(
-                e for _, e in getattr(self._outcome, "errors", []) if e):
-            for p in self.procs:
-                print("---- %s\n%s" % (p.name, p.text()[-4000:]))
-        self.tmp.cleanup()
 
     def post(self, path, body, headers=None):
         status, text = http("POST", self.api + path, body, headers)
