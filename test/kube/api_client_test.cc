@@ -199,15 +199,21 @@ TEST_F(ApiClientTest, WatchStreamsEventsAndBookmarks) {
   create_pod(pod("w1"));
   ASSERT_TRUE(client_->remove(pod_path("default", "w1")).ok());
   std::vector<WatchEventType> types;
-  while (types.size() < 3) {
+  std::vector<Json> objects;
+  while (types.size() < 4) {
     auto ev = (*w)->next();
     ASSERT_TRUE(ev.ok()) << ev.error().message;
     ASSERT_TRUE(ev->has_value());
     types.push_back((*ev)->type);
+    objects.push_back((*ev)->object);
   }
   EXPECT_EQ(types[0], WatchEventType::kAdded);
-  EXPECT_EQ(types[1], WatchEventType::kDeleted);
-  EXPECT_EQ(types[2], WatchEventType::kBookmark);  // every 0.2 s on the test server
+  // A pod's delete is written marked (grace 0: it is bound to no node) before it is removed,
+  // as kube-apiserver's store does it.
+  EXPECT_EQ(types[1], WatchEventType::kModified);
+  EXPECT_TRUE(objects[1]["metadata"].contains("deletionTimestamp")) << objects[1].dump();
+  EXPECT_EQ(types[2], WatchEventType::kDeleted);
+  EXPECT_EQ(types[3], WatchEventType::kBookmark);  // every 0.2 s on the test server
 }
 
 TEST_F(ApiClientTest, MalformedWatchEventIsAParseError) {
