@@ -1,5 +1,6 @@
 #include "cgroup/cgroup_fs.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gleaner::cgroup {
@@ -30,7 +31,45 @@ Result<std::string> CgroupFs::path_of(Resource resource, const std::string& cgro
 
 bool CgroupFs::has(Resource resource, const std::string& cgroup) const {
   auto path = path_of(resource, cgroup);
-  return path.ok() && (open_files_.count(*path) > 0 || path_exists(*path));
+  if (!path) return false;
+  if (open_files_.count(*path) > 0) return true;
+  Offer& offer = offers_[static_cast<size_t>(resource)];
+  if (offer == Offer::kAbsent) return false;
+  ++lookups_;
+  if (path_exists(*path)) {
+    offer = Offer::kOffered;
+    return true;
+  }
+  // A miss of a file seen before is a cgroup not made yet or gone: nothing to learn.
+  if (offer == Offer::kUnknown && kernel_lacks(resource, cgroup)) offer = Offer::kAbsent;
+  return false;
+}
+
+bool CgroupFs::kernel_lacks(Resource resource, const std::string& cgroup) const {
+  // The cgroup's directory exists, so a missing file is the kernel's, not a race with its
+  // creation: cgroup_mkdir() populates every interface file before kernfs_activate() makes
+  // the directory visible (kernel/cgroup/cgroup.c). Which files a kernel offers does not
+  // change until it reboots, so the verdict stands for the agent's life. On v2 a file also
+  // needs its controller enabled for the cgroup (cgroup.controllers lists it): without that
+  // the miss says nothing of the kernel, and is not remembered.
+  // The root cgroup lacks many files every other cgroup has (cpu.max, memory.min on v2).
+  if (cgroup.empty()) return false;
+  ++lookups_;
+  const std::string dir = dir_of(resource, cgroup);
+  if (!is_directory(dir)) return false;
+  const bool unified = version_ == CgroupVersion::kV2 ||
+                       (version_ == CgroupVersion::kHybrid && spec_of(resource).v1_file == nullptr);
+  // PSI files are the cgroup core's, there whatever the controllers.
+  if (!unified || resource == Resource::kCpuPressure || resource == Resource::kMemoryPressure ||
+      resource == Resource::kIoPressure) {
+    return true;
+  }
+  const std::string file = spec_of(resource).v2_file;
+  auto controllers = read_file(join_path(dir, "cgroup.controllers"));
+  if (!controllers) return false;
+  std::string words = " " + *controllers + " ";
+  std::replace(words.begin(), words.end(), '\n', ' ');
+  return words.find(" " + file.substr(0, file.find('.')) + " ") != std::string::npos;
 }
 
 bool CgroupFs::exists(const std::string& cgroup) const {

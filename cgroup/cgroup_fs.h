@@ -3,6 +3,7 @@
 // resource table for the detected version. Statistic files are kept open and re-read
 // with pread, so a sampling pass costs one syscall per file.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -39,7 +40,12 @@ class CgroupFs {
   // Whether the file exists for this cgroup (kernels differ: cpu.idle, memory.high on v1).
   // A file with a kept descriptor counts as present without a lookup: a removed cgroup
   // shows on the next read of it, which drops the descriptor.
+  // What the kernel does not offer is probed once (see probe_absent) and answered from
+  // then on without a lookup: a v1 node lacks memory.min/low/high and the memcg extensions,
+  // and asking every pass for every pod cost thousands of failed stat() a second.
   [[nodiscard]] bool has(Resource resource, const std::string& cgroup) const;
+  // Filesystem lookups has() made so far (tests count them).
+  [[nodiscard]] uint64_t lookups() const { return lookups_; }
   [[nodiscard]] bool exists(const std::string& cgroup) const;
 
   // Raw content of the resource's file (through the open-file cache).
@@ -73,8 +79,15 @@ class CgroupFs {
   void set_descriptor_cap(size_t cap) { descriptor_cap_ = cap; }
 
  private:
+  enum class Offer : uint8_t { kUnknown, kOffered, kAbsent };
+  // `cgroup` exists and holds no file for `resource`: the kernel does not offer it. Called
+  // once per resource, at the first miss (cgroup/cgroup_fs.cc says why once is enough).
+  [[nodiscard]] bool kernel_lacks(Resource resource, const std::string& cgroup) const;
+
   std::string root_;
   CgroupVersion version_;
+  mutable std::array<Offer, static_cast<size_t>(kLastResource) + 1> offers_{};
+  mutable uint64_t lookups_ = 0;
   std::unordered_map<std::string, OpenFile> open_files_;
   size_t descriptor_cap_ = kDefaultDescriptorCap;
 };

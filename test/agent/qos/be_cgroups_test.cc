@@ -1,6 +1,7 @@
 #include "agent/qos/be_cgroups.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -107,19 +108,26 @@ TEST_P(BeTree, CpuIdleOnlyOnBePodDirsWhereTheKernelHasIt) {
   // No cpu.idle file anywhere (kernel < 5.15): nothing.
   EXPECT_TRUE(plan_cpu_idle(snap, layout, qos, reader).writes.empty());
   const std::string pod = layout.pod_dir(KubeQos::kBestEffort, "be-1");
-  const std::string be_qos = layout.qos_dir(KubeQos::kBestEffort);
-  for (const auto& cg : {pod, be_qos}) {
-    t.write((GetParam().version == CgroupVersion::kV2 ? "" : "cpu/") + cg + "/cpu.idle", "0\n");
+  // A kernel that has it, in every cgroup but the root as kernels do (another kernel, so
+  // another reader: what a kernel offers is probed once and holds until it reboots).
+  const std::string cpu_root =
+      GetParam().version == CgroupVersion::kV2 ? t.path() : t.path() + "/cpu";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(cpu_root)) {
+    if (e.is_directory()) {
+      t.write(std::filesystem::relative(e.path(), t.path()).string() + "/cpu.idle", "0\n");
+    }
   }
-  auto writes = plan_cpu_idle(snap, layout, qos, reader).writes;
+  cgroup::CgroupFs newer_fs{t.path(), GetParam().version};
+  TreeReader newer{newer_fs, nullptr};
+  auto writes = plan_cpu_idle(snap, layout, qos, newer).writes;
   ASSERT_EQ(writes.size(), 1u);
   EXPECT_EQ(writes[0].cgroup, pod);  // never the kubelet-owned QoS dir
   EXPECT_EQ(writes[0].value, "1");
-  cgroup::WriteExecutor exec(fs);
+  cgroup::WriteExecutor exec(newer_fs);
   exec.apply(writes);
   // Switched off: the pod leaves idle (kubelet never sets it, so 0 is kubelet's value).
   qos.be.cpu.enable = false;
-  auto off = exec.plan(plan_cpu_idle(snap, layout, qos, reader).writes);
+  auto off = exec.plan(plan_cpu_idle(snap, layout, qos, newer).writes);
   ASSERT_EQ(off.size(), 1u);
   EXPECT_EQ(off[0].content, "0");
 }
