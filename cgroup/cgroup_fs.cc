@@ -32,44 +32,54 @@ Result<std::string> CgroupFs::path_of(Resource resource, const std::string& cgro
 bool CgroupFs::has(Resource resource, const std::string& cgroup) const {
   auto path = path_of(resource, cgroup);
   if (!path) return false;
-  if (open_files_.count(*path) > 0) return true;
   Offer& offer = offers_[static_cast<size_t>(resource)];
+  if (open_files_.count(*path) > 0) {
+    offer = Offer::kOffered;
+    return true;
+  }
   if (offer == Offer::kAbsent) return false;
   ++lookups_;
   if (path_exists(*path)) {
     offer = Offer::kOffered;
     return true;
   }
-  // A miss of a file seen before is a cgroup not made yet or gone: nothing to learn.
-  if (offer == Offer::kUnknown && kernel_lacks(resource, cgroup)) offer = Offer::kAbsent;
+  // A miss of a file the kernel offers is a cgroup not made yet, or being removed.
+  if (offer == Offer::kUnknown) offer = judge_offer(resource);
   return false;
 }
 
-bool CgroupFs::kernel_lacks(Resource resource, const std::string& cgroup) const {
-  // The cgroup's directory exists, so a missing file is the kernel's, not a race with its
-  // creation: cgroup_mkdir() populates every interface file before kernfs_activate() makes
-  // the directory visible (kernel/cgroup/cgroup.c). Which files a kernel offers does not
-  // change until it reboots, so the verdict stands for the agent's life. On v2 a file also
-  // needs its controller enabled for the cgroup (cgroup.controllers lists it): without that
-  // the miss says nothing of the kernel, and is not remembered.
-  // The root cgroup lacks many files every other cgroup has (cpu.max, memory.min on v2).
-  if (cgroup.empty()) return false;
+CgroupFs::Offer CgroupFs::judge_offer(Resource resource) const {
+  // Judged in the reference cgroup, never in the cgroup asked about: a pod's cgroup can be
+  // caught half made or half removed. rmdir takes each controller's files away (kill_css()
+  // -> css_clear_dir()) before the directory itself (kernfs_remove() in
+  // cgroup_destroy_locked(), kernel/cgroup/cgroup.c), and kubelet lists a pod before its
+  // cgroup is made, so a miss followed by a look at the directory can see a directory without
+  // the file of a kernel that has it. kubepods is made before any pod and lives as long as
+  // kubelet. Which files a kernel offers does not change until it reboots.
+  if (reference_.empty()) return Offer::kUnknown;
   ++lookups_;
-  const std::string dir = dir_of(resource, cgroup);
-  if (!is_directory(dir)) return false;
+  if (path_exists(*path_of(resource, reference_))) return Offer::kOffered;
+  ++lookups_;
+  const std::string dir = dir_of(resource, reference_);
+  if (!is_directory(dir)) return Offer::kUnknown;
   const bool unified = version_ == CgroupVersion::kV2 ||
                        (version_ == CgroupVersion::kHybrid && spec_of(resource).v1_file == nullptr);
   // PSI files are the cgroup core's, there whatever the controllers.
   if (!unified || resource == Resource::kCpuPressure || resource == Resource::kMemoryPressure ||
       resource == Resource::kIoPressure) {
-    return true;
+    return Offer::kAbsent;
   }
-  const std::string file = spec_of(resource).v2_file;
+  // On v2 a controller's files exist only where it is enabled (listed in cgroup.controllers),
+  // and enabling it in the parent's cgroup.subtree_control adds them to existing cgroups:
+  // a miss while it is off says nothing of the kernel, and is judged again at the next miss.
+  ++lookups_;
   auto controllers = read_file(join_path(dir, "cgroup.controllers"));
-  if (!controllers) return false;
+  if (!controllers) return Offer::kUnknown;
   std::string words = " " + *controllers + " ";
   std::replace(words.begin(), words.end(), '\n', ' ');
-  return words.find(" " + file.substr(0, file.find('.')) + " ") != std::string::npos;
+  const std::string file = spec_of(resource).v2_file;
+  const bool enabled = words.find(" " + file.substr(0, file.find('.')) + " ") != std::string::npos;
+  return enabled ? Offer::kAbsent : Offer::kUnknown;
 }
 
 bool CgroupFs::exists(const std::string& cgroup) const {

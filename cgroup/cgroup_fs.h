@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cgroup/parsers.h"
@@ -40,10 +41,13 @@ class CgroupFs {
   // Whether the file exists for this cgroup (kernels differ: cpu.idle, memory.high on v1).
   // A file with a kept descriptor counts as present without a lookup: a removed cgroup
   // shows on the next read of it, which drops the descriptor.
-  // What the kernel does not offer is probed once (see probe_absent) and answered from
-  // then on without a lookup: a v1 node lacks memory.min/low/high and the memcg extensions,
-  // and asking every pass for every pod cost thousands of failed stat() a second.
+  // What the kernel does not offer is judged once, in the reference cgroup, and answered
+  // from then on without a lookup: a v1 node lacks memory.min/low/high and the memcg
+  // extensions, and asking every pass for every pod cost thousands of failed stat() a second.
   [[nodiscard]] bool has(Resource resource, const std::string& cgroup) const;
+  // The cgroup where has() judges what the kernel offers: one made before any pod and kept
+  // while kubelet runs (kubepods). Unset, nothing is judged and every miss is a lookup.
+  void judge_offers_in(std::string reference) { reference_ = std::move(reference); }
   // Filesystem lookups has() made so far (tests count them).
   [[nodiscard]] uint64_t lookups() const { return lookups_; }
   [[nodiscard]] bool exists(const std::string& cgroup) const;
@@ -80,12 +84,13 @@ class CgroupFs {
 
  private:
   enum class Offer : uint8_t { kUnknown, kOffered, kAbsent };
-  // `cgroup` exists and holds no file for `resource`: the kernel does not offer it. Called
-  // once per resource, at the first miss (cgroup/cgroup_fs.cc says why once is enough).
-  [[nodiscard]] bool kernel_lacks(Resource resource, const std::string& cgroup) const;
+  // Whether the kernel offers `resource`, from the reference cgroup; kUnknown when it
+  // cannot tell (no reference, or on v2 the file's controller not enabled there).
+  [[nodiscard]] Offer judge_offer(Resource resource) const;
 
   std::string root_;
   CgroupVersion version_;
+  std::string reference_;
   mutable std::array<Offer, static_cast<size_t>(kLastResource) + 1> offers_{};
   mutable uint64_t lookups_ = 0;
   std::unordered_map<std::string, OpenFile> open_files_;

@@ -76,6 +76,8 @@ Result<std::unique_ptr<Daemon>> Daemon::create(boost::asio::io_context& io, Daem
     spdlog::warn("{}; assuming cgroupfs until kubepods appears", env->driver_problem);
   }
   d.layout.emplace(env->driver.value_or(cgroup::CgroupDriver::kCgroupfs), d.opt.cgroup_parent);
+  // kubepods outlives every pod: a file missing there is one this kernel does not offer.
+  d.fs->judge_offers_in(d.layout->kubepods_dir());
   if (env->resctrl) d.resctrl_fs = std::make_unique<resctrl::ResctrlFs>(d.opt.resctrl_root);
   d.knobs = std::make_unique<exec::KnobExecutor>(*d.fs, d.resctrl_fs.get(), d.opt.proc_root,
                                                  d.opt.sys_root, d.opt.dry_run);

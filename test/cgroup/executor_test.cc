@@ -249,47 +249,6 @@ TEST(Executor, DryRunChangesNothing) {
   EXPECT_TRUE(exec.originals().empty());
 }
 
-// A v1 kernel without the memcg QoS files: the first miss in an existing cgroup says the
-// kernel lacks memory.min, and later passes ask the filesystem nothing (every pass used to
-// stat it for every pod: issue #61 item 13).
-TEST(CgroupFs, AFileTheKernelLacksIsProbedOnceAcrossPasses) {
-  TempDir t;
-  std::vector<std::string> pods;
-  for (int i = 0; i < 50; ++i) {
-    pods.push_back(kBe + "/pod" + std::to_string(i));
-    t.write("memory/" + pods.back() + "/memory.limit_in_bytes", "9223372036854771712\n");
-  }
-  CgroupFs fs(t.path(), CgroupVersion::kV1);
-  for (int pass = 0; pass < 10; ++pass) {
-    for (const auto& pod : pods) {
-      EXPECT_FALSE(fs.has(Resource::kMemoryMin, pod));
-      EXPECT_TRUE(fs.has(Resource::kMemoryLimit, pod));
-    }
-  }
-  // memory.min: one stat and one look at the directory; memory.limit_in_bytes: one stat a
-  // file, as it stays the cgroup-exists check for files the kernel has.
-  EXPECT_EQ(fs.lookups(), 2u + 10u * 50u);
-}
-
-// A miss that says nothing of the kernel is not remembered: a pod not created yet, or, on
-// v2, a controller not enabled for the cgroup.
-TEST(CgroupFs, AMissOutsideAnExistingCgroupIsAskedAgain) {
-  TempDir t;
-  CgroupFs v1(t.path(), CgroupVersion::kV1);
-  EXPECT_FALSE(v1.has(Resource::kCpuShares, kPod));
-  t.write("cpu/" + kPod + "/cpu.shares", "2\n");
-  EXPECT_TRUE(v1.has(Resource::kCpuShares, kPod));
-
-  TempDir u;
-  u.write("cgroup.controllers", "cpu io memory pids\n");
-  u.write(kBe + "/cgroup.controllers", "cpu io pids\n");
-  CgroupFs v2(u.path(), CgroupVersion::kV2);
-  EXPECT_FALSE(v2.has(Resource::kMemoryMin, kBe));
-  u.write(kBe + "/cgroup.controllers", "cpu io memory pids\n");
-  u.write(kBe + "/memory.min", "0\n");
-  EXPECT_TRUE(v2.has(Resource::kMemoryMin, kBe));
-}
-
 TEST(CgroupFs, ReadsThroughTheTable) {
   TempDir t;
   make_v2(t);
