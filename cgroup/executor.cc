@@ -188,12 +188,31 @@ void WriteExecutor::fit_hierarchy(Resource resource, const std::vector<CgroupWri
     for (const auto& child : *children)
       add_subtree(join_below(cg, "/", child));
   };
-  for (const auto& [cg, value] : wishes) {
+  auto add_with_ancestors = [&](const std::string& cg) {
     for (std::string p = cg; !p.empty();) {
       p = parent_cgroup(p);
       add(p);
     }
-    add_subtree(cg);
+    return add(cg);
+  };
+  const std::vector<HeldClamp> clamps = held_clamps.list();
+  for (const auto& [cg, value] : wishes) {
+    if (!add_with_ancestors(cg)) continue;
+    // The kernel keeps every descendant within its ancestors' limits, so a value no
+    // narrower than the one in place fits the subtree as it is: its descendants (BE may
+    // make thousands of cgroups below a container) are walked only when it narrows. Wider,
+    // it may give back what its earlier narrowing clamped: those cgroups are looked at.
+    const Direction d = direction_of(resource, tree.at(cg).value, value);
+    if (d == Direction::kNarrow || d == Direction::kMixed) {
+      add_subtree(cg);
+      continue;
+    }
+    const std::string below = cg.empty() ? "" : cg + "/";
+    for (const auto& c : clamps) {
+      if (c.resource == resource && c.cgroup.compare(0, below.size(), below) == 0) {
+        add_with_ancestors(c.cgroup);
+      }
+    }
   }
   auto held =
       held_clamps.standing(resource, tree, [&](const std::string& cg) { return fs_.exists(cg); });
