@@ -83,6 +83,8 @@ void Simulator::report_node(uint32_t node, const Resources& batch) {
   report.sequence = ++report_sequence_;
   report.timestamp_unix_ms = now_ * 1000;
   report.batch_allocatable = reporter::ResourceAmounts{batch.cpu_milli, batch.memory_bytes};
+  // What LS usage leaves BE on that node: the share its running BE pods split.
+  report_batch_cpu(cluster + "/" + n.info.name, batch.cpu_milli);
   (void)gang_->apply_report(report);  // its cluster is one of the scenario's
   drain();
 }
@@ -156,6 +158,10 @@ std::string Simulator::create_pod(uint32_t job, const std::string& cluster, gang
   pod.view = kube_glue::pod_view(object, cluster, kSchedulerName, owners, &kind);
   pod.leader = kind->leads(pod.view);
   pod.executor = pod.view.role == gang::PodRole::kExecutor;
+  // The leader's role coordinates and the others work, unless it is the only role.
+  const std::vector<RoleSpec> roles = roles_of(spec);
+  const bool leader_role = lower(role_spec.name) == lower(roles.front().name);
+  pod.works = roles.size() > 1 ? !leader_role : leader_role;
   pods_[uid] = pod;
   job_pods_[job].push_back(uid);
   touched_.insert(job);
@@ -226,7 +232,7 @@ kube::Pod Simulator::pod_object(uint32_t job, const std::string& uid, const std:
   return parsed ? std::move(*parsed) : kube::Pod{};  // built above: always parses
 }
 
-void Simulator::create_executor(uint32_t job, std::optional<uint32_t> request) {
+void Simulator::create_executor(uint32_t job, std::optional<uint32_t> request, bool replacement) {
   Run& r = runs_[job];
   const JobSpec& spec = jobs_[job].spec;
   const std::vector<RoleSpec> roles = roles_of(spec);
@@ -240,12 +246,21 @@ void Simulator::create_executor(uint32_t job, std::optional<uint32_t> request) {
                  spec.name + "-exec-" + std::to_string(++r.executors_created), role, 0);
   if (auto it = pods_.find(uid); it != pods_.end()) {
     it->second.request = request;
-    // Bound at once (free room, or its reserved room): counted now.
-    if (request && !it->second.view.node.empty() && !it->second.counted_placed) {
-      it->second.counted_placed = true;
-      ++r.extras_placed;
-    }
+    it->second.replacement = replacement;
+    count_if_placed(it->second);  // bound at once (free room, or its reserved room)
   }
+}
+
+void Simulator::count_if_placed(Pod& pod) {
+  if (pod.view.node.empty() || pod.counted_placed) return;
+  if (pod.request) {
+    ++runs_[pod.job].extras_placed;
+  } else if (pod.replacement) {
+    ++runs_[pod.job].replacements_placed;
+  } else {
+    return;
+  }
+  pod.counted_placed = true;
 }
 
 std::vector<std::string> Simulator::pods_of(uint32_t job) const {
@@ -258,6 +273,7 @@ void Simulator::delete_pod(const std::string& uid, const std::string& phase) {
   gang::PodView view = it->second.view;
   if (!phase.empty()) view.phase = phase;
   touched_.insert(it->second.job);
+  pod_left(uid, it->second);
   std::vector<std::string>& of_job = job_pods_[it->second.job];
   of_job.erase(std::find(of_job.begin(), of_job.end(), uid));
   pods_.erase(it);
@@ -272,6 +288,7 @@ void Simulator::pod_running(const std::string& uid) {
   }
   it->second.view.phase = "Running";
   const Pod pod = it->second;
+  pod_started_on(uid, pod);
   touched_.insert(pod.job);
   gang_->observe_pod(pod.view);
   drain();
@@ -280,14 +297,18 @@ void Simulator::pod_running(const std::string& uid) {
   if (pod.view.role != gang::PodRole::kDriver) return;
   // The running driver asks for its executors.
   for (int i = 0; i < jobs_[pod.job].spec.executors; ++i)
-    create_executor(pod.job, std::nullopt);
+    create_executor(pod.job, std::nullopt, false);
 }
 
-void Simulator::recreate_replica(const Pod& pod) {
+void Simulator::recreate_replica(const Pod& pod, bool replacement) {
   for (const RoleSpec& role : roles_of(jobs_[pod.job].spec)) {
     if (lower(role.name) != pod.view.replica_type) continue;
-    create_pod(pod.job, pod.view.cluster, gang::PodRole::kReplica, pod.view.name, role,
-               pod.view.replica_index);
+    const std::string uid = create_pod(pod.job, pod.view.cluster, gang::PodRole::kReplica,
+                                       pod.view.name, role, pod.view.replica_index);
+    if (auto it = pods_.find(uid); it != pods_.end()) {
+      it->second.replacement = replacement;
+      count_if_placed(it->second);
+    }
     return;
   }
 }
@@ -312,10 +333,7 @@ void Simulator::apply(const gang::Action& a) {
       pod.view.node = a.node;
       touched_.insert(pod.job);
       gang_->bind_done(a.cluster, a.uid, ok_status());
-      if (pod.request && !pod.counted_placed) {
-        pod.counted_placed = true;
-        ++runs_[pod.job].extras_placed;
-      }
+      count_if_placed(pod);
       gang_->observe_pod(pod.view);  // the informer sees spec.nodeName
       auto delay = start_delay_.find(a.cluster + "/" + a.node);
       push(now_ + (delay == start_delay_.end() ? 0 : delay->second), Kind::kPodRunning, 0, 0, 0, 0,
@@ -336,7 +354,7 @@ void Simulator::apply(const gang::Action& a) {
           delete_pod(uid);
         create_leader_pods(pod.job, pod.view.cluster);
       } else if (pod.view.role == gang::PodRole::kReplica) {
-        recreate_replica(pod);
+        recreate_replica(pod, false);
       }
       return;
     }
@@ -370,6 +388,9 @@ void Simulator::apply(const gang::Action& a) {
 
 void Simulator::finish(uint32_t job) {
   unfinished_.erase(job);
+  Run& r = runs_[job];
+  r.progress = advanced(r.progress, now_);
+  r.progressing = false;
   // Spark deletes its executors, then its driver succeeds; a training job ends when its
   // leader does.
   std::string leader;
@@ -412,12 +433,12 @@ void Simulator::job_event(uint32_t job, const JobEvent& event) {
     const Pod pod = pods_.at(*it);
     if (pod.leader || pod.view.phase != "Running" || pod.request) continue;
     delete_pod(*it);
-    ++runs_[job].replaced;
+    ++runs_[job].replacements_asked;
     --left;
     if (pod.executor) {
-      create_executor(job, std::nullopt);
+      create_executor(job, std::nullopt, true);
     } else {
-      recreate_replica(pod);
+      recreate_replica(pod, true);
     }
   }
 }

@@ -1,5 +1,6 @@
 // Renders the simulator's outcome as the output document of spec/scenario.md.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -8,6 +9,20 @@
 #include "scheduler/sim/simulator.h"
 
 namespace gleaner::scheduler::sim {
+
+void Simulator::progress_fields(const Run& r, bool completed, nlohmann::ordered_json& out) const {
+  // A run still going is shown as it stands at the end of the simulated time.
+  const Progress p = r.progressing ? advanced(r.progress, horizon()) : r.progress;
+  out["plannedFinishAt"] = p.planned_finish;
+  if (!completed) {
+    const double done = p.work > 0 ? p.done / p.work : 1.0;
+    out["workDonePercent"] = static_cast<int64_t>(std::floor(100 * done));
+    if (r.progressing && p.stalled_since) out["stalledSince"] = *p.stalled_since;
+  }
+  out["stalledSeconds"] = p.stalled_seconds;
+  out["executorSecondsStarved"] = std::llround(p.starved_seconds);
+  out["executorSecondsMissing"] = std::llround(p.missing_seconds);
+}
 
 nlohmann::ordered_json Simulator::report() const {
   using OJson = nlohmann::ordered_json;
@@ -62,8 +77,14 @@ nlohmann::ordered_json Simulator::report() const {
       }
       out["preemptions"] = preemptions;
       out["reschedules"] = reschedules;
-      if (!jobs_[i].executor_losses.empty() || !jobs_[i].events.empty() || r.evicted > 0)
-        out["executorsReplaced"] = r.replaced;
+      if (r.progress_of && r.progress_of->first == r.core_jobs.back() &&
+          r.progress_of->second == j.attempt) {
+        progress_fields(r, j.phase == JobPhase::kCompleted, out);
+      }
+      if (!jobs_[i].executor_losses.empty() || !jobs_[i].events.empty() || r.evicted > 0) {
+        out["replacementsAsked"] = r.replacements_asked;
+        out["executorsReplaced"] = r.replacements_placed;
+      }
       if (r.evicted > 0) out["executorsEvicted"] = r.evicted;
       if (!jobs_[i].executor_requests.empty()) {
         int waiting = 0;

@@ -109,6 +109,7 @@ void Simulator::run() {
       drain();
       (void)observe_jobs();
     }
+    update_progress();
     if (auto deadline = gang_->next_deadline(); deadline && *deadline > t) {
       if (!tick_at_ || *tick_at_ <= t || *deadline < *tick_at_) {
         tick_at_ = *deadline;
@@ -151,17 +152,18 @@ void Simulator::handle(const Event& e) {
     }
     case Kind::kExecutorReplaced:
       if (!active(e)) break;
-      ++runs_[e.a].replaced;
-      create_executor(e.a, std::nullopt);
+      ++runs_[e.a].replacements_asked;
+      create_executor(e.a, std::nullopt, true);
       break;
     case Kind::kFinish:
-      if (active(e)) finish(e.a);
+      // Only the end scheduled at the run's current pace: an earlier one is stale.
+      if (active(e) && e.b == runs_[e.a].finish_generation) finish(e.a);
       break;
     case Kind::kExtraRequested: {
       if (!active(e)) break;
       const ExecutorRequest& r = jobs_[e.a].executor_requests[e.b];
       for (int i = 0; i < r.count; ++i)
-        create_executor(e.a, e.b);
+        create_executor(e.a, e.b, false);
       if (r.release_after_seconds)
         push(now_ + *r.release_after_seconds, Kind::kExtraReleased, e.a, e.b, e.core, e.attempt);
       break;
@@ -210,12 +212,16 @@ void Simulator::evict_memory(uint32_t node, int64_t memory) {
 }
 
 bool Simulator::active(const Event& e) const {
-  const Run& r = runs_[e.a];
-  if (!r.submitted || r.given_up || r.core_jobs.empty() || r.core_jobs.back() != e.core) {
+  return run_active(e.a, e.core, e.attempt);
+}
+
+bool Simulator::run_active(uint32_t job, JobId core, uint32_t attempt) const {
+  const Run& r = runs_[job];
+  if (!r.submitted || r.given_up || r.core_jobs.empty() || r.core_jobs.back() != core) {
     return false;
   }
-  const CoreView j = core_view(e.core);
-  return j.started && j.attempt == e.attempt &&
+  const CoreView j = core_view(core);
+  return j.started && j.attempt == attempt &&
          (j.phase == JobPhase::kRunning || j.phase == JobPhase::kAdmitted);
 }
 
@@ -259,11 +265,11 @@ std::map<uint32_t, std::string> Simulator::observe_jobs() {
     const CoreView j = core_view(r.core_jobs.back());
     const bool placed = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
     if (!placed || !j.started || r.scheduled == j.attempt) continue;
-    // It runs: its end, and what happens to its pods meanwhile.
+    // It runs: its progress (which gives its end), and what happens to its pods meanwhile.
     r.scheduled = j.attempt;
     const ScenarioJob& sj = jobs_[job];
     const JobId core = r.core_jobs.back();
-    push(j.started_at + sj.duration_seconds, Kind::kFinish, job, 0, core, j.attempt);
+    start_progress(job, core, j);
     for (const auto& loss : sj.executor_losses) {
       push(j.started_at + loss.after_seconds, Kind::kExecutorGone, job,
            static_cast<uint32_t>(loss.executor), core, j.attempt);

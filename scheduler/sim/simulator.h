@@ -13,6 +13,7 @@
 // core's pass); ties break by insertion order, so the same scenario always gives the same
 // result.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -32,6 +33,7 @@
 #include "common/result.h"
 #include "kube/objects.h"
 #include "scheduler/gang/gang_scheduler.h"
+#include "scheduler/sim/progress.h"
 #include "scheduler/sim/scenario.h"
 
 namespace gleaner::scheduler::sim {
@@ -83,7 +85,7 @@ class Simulator {
 
  private:
   enum class Kind {
-    kFinish = 0,
+    kFinish = 0,  // b = the run's finish_generation when it was pushed
     kNodeChange = 1,
     kPodRunning = 2,
     kSubmit = 3,
@@ -112,7 +114,9 @@ class Simulator {
     bool leader = false;
     bool executor = false;            // a Spark executor (of the gang, or beyond it)
     std::optional<uint32_t> request;  // an executor beyond the gang: its request's index
-    bool counted_placed = false;      // beyond the gang: counted when first bound
+    bool counted_placed = false;      // beyond the gang, or a replacement: counted when first bound
+    bool replacement = false;         // made to replace a pod its job lost
+    bool works = false;               // does the job's work (progress.h)
   };
   // A scenario job as the world sees it.
   struct Run {
@@ -123,10 +127,17 @@ class Simulator {
     std::vector<JobId> core_jobs;       // each core job it has been, oldest first
     std::optional<uint32_t> scheduled;  // the admission whose end and churn are scheduled
     int start_timeouts = 0;             // consecutive driver start timeouts
-    int replaced = 0;
-    int evicted = 0;  // executors the node agent evicted
+    int replacements_asked = 0;         // pods its operator made to replace lost ones
+    int replacements_placed = 0;        // of those, the ones bound to a node
+    int evicted = 0;                    // executors the node agent evicted
     int extras_placed = 0;
     int executors_created = 0;  // Spark executor pods created (names them)
+    // The current run's progress, while `progress_of` (its core job and attempt) runs.
+    std::optional<std::pair<JobId, uint32_t>> progress_of;
+    bool progressing = false;  // not finished, reclaimed or given up yet
+    bool paced = false;        // its end is scheduled at progress.pace (when it has one)
+    Progress progress;
+    uint32_t finish_generation = 0;  // bumped whenever its pace, and so its end, changes
   };
   // What the core knows of a job, read under the gang layer's lock.
   struct CoreView {
@@ -135,6 +146,13 @@ class Simulator {
     bool started = false;
     int64_t started_at = 0;
     int64_t admitted_at = 0;
+  };
+  // A node's batch CPU and the pods running there, kept as they change: its batch share.
+  struct NodeUse {
+    int64_t batch_cpu = 0;                    // its agent's last report
+    int64_t running_batch_cpu = 0;            // asked by the pods running there
+    std::map<std::string, uint32_t> running;  // uid -> scenario job
+    [[nodiscard]] double share() const { return batch_share(batch_cpu, running_batch_cpu); }
   };
 
   Simulator(const Scenario& scenario, std::unique_ptr<gang::GangScheduler> gang,
@@ -160,12 +178,14 @@ class Simulator {
   [[nodiscard]] kube::Pod pod_object(uint32_t job, const std::string& uid, const std::string& name,
                                      gang::PodRole role, const RoleSpec& role_spec,
                                      int index) const;
-  void create_executor(uint32_t job, std::optional<uint32_t> request);
+  void create_executor(uint32_t job, std::optional<uint32_t> request, bool replacement);
+  // A pod beyond the gang or a replacement counts as placed when first bound.
+  void count_if_placed(Pod& pod);
   // The pod is deleted (by the scheduler, Spark, or the world): the gang layer forgets it.
   void delete_pod(const std::string& uid, const std::string& phase = "");
   void pod_running(const std::string& uid);
   // The training operator creates a deleted replica again (same role and index).
-  void recreate_replica(const Pod& pod);
+  void recreate_replica(const Pod& pod, bool replacement);
   // Applies the gang layer's queued actions until none is left.
   void drain();
   void apply(const gang::Action& a);
@@ -186,6 +206,24 @@ class Simulator {
   void finish(uint32_t job);
   // The event belongs to the job's current run: its newest core job, admitted as then.
   [[nodiscard]] bool active(const Event& e) const;
+  [[nodiscard]] bool run_active(uint32_t job, JobId core, uint32_t attempt) const;
+
+  // --- how far each run has got (job_progress.cc, progress.h) ---
+  // The run just started: its work is its declared workers' CPU for durationSeconds.
+  void start_progress(uint32_t job, JobId core, const CoreView& view);
+  // Brings every run whose pods or nodes changed this instant up to date, and moves its end.
+  void update_progress();
+  void repace(uint32_t job);
+  [[nodiscard]] std::vector<Worker> running_workers(uint32_t job) const;
+  void pod_started_on(const std::string& uid, const Pod& pod);
+  void pod_left(const std::string& uid, const Pod& pod);
+  void report_batch_cpu(const std::string& node_key, int64_t batch_cpu);
+  // Applies `change` to the node's use; when its share moves, every run there is repaced.
+  void change_node_use(const std::string& node_key, const std::function<void(NodeUse&)>& change);
+  // The report's progress fields of the run (spec/scenario.md, docs/scheduler.md).
+  void progress_fields(const Run& r, bool completed, nlohmann::ordered_json& out) const;
+  // The end of the simulated time: policy.untilSeconds, else the last instant.
+  [[nodiscard]] int64_t horizon() const { return until_ ? std::max(*until_, now_) : now_; }
   [[nodiscard]] const std::string& ns_of(uint32_t job) const;
 
   // The fleet's hub, when the scenario has several clusters (a name no member may have: it
@@ -203,6 +241,10 @@ class Simulator {
   std::map<JobId, uint32_t> scenario_job_;          // core job -> scenario index
   std::vector<std::vector<std::string>> job_pods_;  // scenario index -> its pods, oldest first
   std::set<uint32_t> unfinished_;                   // submitted, neither finished nor given up
+  std::map<std::string, NodeUse> node_use_;         // "cluster/node"
+  // What changed since update_progress last looked: their runs' pace may have.
+  std::set<uint32_t> pace_jobs_;
+  std::set<std::string> pace_nodes_;
   // Jobs something happened to since observe_jobs last looked (a pod created, bound,
   // started or deleted, a placement, a reclaim): only they can have changed.
   std::set<uint32_t> touched_;

@@ -77,14 +77,17 @@ TEST(Simulator, BlockingHoldsTheSmallJobBackNonBlockingLetsItThrough) {
 TEST(Simulator, LsSurgeKeepsTheRunningJobAndSendsTheNextOneElsewhere) {
   // c1's node shrinks below etl-1's use at 30 s and its agent evicts 4Gi of executors:
   // etl-1 keeps running in c1 (two executors replaced there once the node grows back at
-  // 60 s); etl-2, submitted meanwhile, goes to c2.
+  // 60 s); etl-2, submitted meanwhile, goes to c2. Meanwhile etl-1's driver and last
+  // executor share the node's one core: 30 s at a sixth of its pace put its end at 125 s.
   Json doc = run("ls-surge-reschedule.json");
-  std::map<std::string, std::string> want{{"etl-1", "Completed c1 0-100 0/0"},
+  std::map<std::string, std::string> want{{"etl-1", "Completed c1 0-125 0/0"},
                                           {"etl-2", "Completed c2 40-90 0/0"}};
   EXPECT_EQ(outcomes(doc), want);
   const Json& etl1 = doc["jobs"][0];
   EXPECT_EQ(etl1["executorsEvicted"], 2);
   EXPECT_EQ(etl1["executorsReplaced"], 2);
+  EXPECT_EQ(etl1["plannedFinishAt"], 100);
+  EXPECT_EQ(etl1["executorSecondsMissing"], 60);
   for (const Json& pod : etl1["pods"])
     EXPECT_EQ(pod["node"], "c1-n1");
 }
@@ -134,7 +137,8 @@ TEST(Simulator, UnschedulableJobIsReportedPendingWithReason) {
 TEST(Simulator, SparkReplacingExecutorsKeepsTheJobAndItsRoom) {
   // A node full with the job: a second job waits. Executor 1 goes at 10 s and is replaced
   // at 15 s; executor 2 goes at 20 s and is replaced at once. The job is never reclaimed,
-  // runs to its end at 60 s, and the waiting job gets no room in between.
+  // runs to its end (60 s, and the 2.5 s of work the missing executor did not do: 63 s),
+  // and the waiting job gets no room in between.
   const char* text = R"({"nodes": [{"name": "n", "batch": {"cpu": "3", "memory": "6Gi"}}],
     "jobs": [{"name": "spark", "durationSeconds": 60, "driver": {"cpu": "1", "memory": "1Gi"},
               "executor": {"cpu": "1", "memory": "1Gi", "instances": 2},
@@ -146,10 +150,10 @@ TEST(Simulator, SparkReplacingExecutorsKeepsTheJobAndItsRoom) {
   ASSERT_TRUE(out.ok()) << out.error().message;
   Json doc = Json::parse(*out);
   EXPECT_EQ(doc["jobs"][0]["state"], "Completed");
-  EXPECT_EQ(doc["jobs"][0]["finishedAt"], 60);
+  EXPECT_EQ(doc["jobs"][0]["finishedAt"], 63);
   EXPECT_EQ(doc["jobs"][0]["reschedules"], 0);
   EXPECT_EQ(doc["jobs"][0]["executorsReplaced"], 2);
-  EXPECT_EQ(doc["jobs"][1]["startedAt"], 60);
+  EXPECT_EQ(doc["jobs"][1]["startedAt"], 63);
 }
 
 TEST(Simulator, DynamicAllocationExtrasTakeFreeRoomAndWaitForIt) {
