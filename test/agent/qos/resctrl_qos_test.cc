@@ -18,7 +18,8 @@ using exec::ResctrlOriginals;
 
 FakePod be_pod() {
   FakePod p{.name = "exec", .uid = "be-1", .qos_label = "BE"};
-  p.containers = Json::array({container("c")});
+  // Qualified: kubelet_values_test.cc, compiled in the same unity batch, has its own.
+  p.containers = Json::array({test::container("c")});
   return p;
 }
 
