@@ -50,9 +50,17 @@ __u32 last_index = 0;
 volatile __u64 wake_wait_bound_ns = 0;
 volatile __u64 wake_demand_millicores = 0;
 volatile __u64 wake_min_gap_ns = 5000000;
-/* The BE QoS cgroup (kernfs node id; 0: none). A wait of a registered cgroup's task that
- * ends by taking the CPU from a task under it is also counted as BE-caused. */
+/* The BE QoS cgroup (kernfs node id; 0: none) and its level (depth below its hierarchy's
+ * root). A wait of a registered cgroup's task that ends by taking the CPU from a task under
+ * it is also counted as BE-caused. */
 volatile __u64 be_cgroup_id = 0;
+volatile __u32 be_level = 0;
+/* The distinct levels of the registered cgroups, deepest first, tracked_level_count of
+ * them: a task's registered ancestor can only sit at one of these, so these are the only
+ * ancestors resolve_cgroup reads. User space keeps them (and the BE pair above) with the
+ * registrations, and bumps tracked_gen after a change. */
+volatile __u32 tracked_levels[GLEANER_MAX_TRACKED_LEVELS] = {};
+volatile __u32 tracked_level_count = 0;
 /* Signal only BE-caused waits (the bound still applies). */
 volatile bool wake_be_caused_only = false;
 __u64 last_wake_ns = 0;
@@ -184,43 +192,90 @@ static __always_inline struct cgroup_subsys_state *task_css(struct task_struct *
   return cg ? &cg->self : NULL;
 }
 
-/* The stats index of a cgroup, uncached: with track_all its own (allocated on first
- * sight); otherwise that of its nearest registered ancestor within
- * GLEANER_MAX_CGROUP_DEPTH levels (tasks live in container cgroups, pods are registered
- * by their pod directory), or 0. */
-static __always_inline __u32 resolve_index(struct cgroup *cg) {
-  if (!cg) return 0;
-  if (track_all) {
-    __u64 id = cg->kn->id;
-    __u32 *found = bpf_map_lookup_elem(&tracked, &id);
-    if (found) return *found;
-    __u32 index = claim_index(id);
-    if (index == GLEANER_INDEX_FULL) return index;
-    if (bpf_map_update_elem(&tracked, &id, &index, BPF_NOEXIST) == 0) return index;
-    bpf_map_delete_elem(&claimed, &index); /* another CPU resolved it first */
-    found = bpf_map_lookup_elem(&tracked, &id);
-    return found ? *found : GLEANER_INDEX_FULL;
-  }
-  for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
-    __u64 cid = cg->kn->id;
-    __u32 *found = bpf_map_lookup_elem(&tracked, &cid);
-    if (found) return *found;
-    struct cgroup_subsys_state *parent = cg->self.parent;
-    cg = parent ? parent->cgroup : NULL;
-  }
-  return 0;
+/* Kernels before 6.1 keep their ancestors' ids (`ancestor_ids[]`) where 6.1 and later keep
+ * pointers to the ancestors (`ancestors[]`; include/linux/cgroup-defs.h, struct cgroup).
+ * CO-RE poisons the reads of the field the running kernel lacks, in a branch the verifier
+ * knows is never taken; each read is a function of its own (not inlined) so that the
+ * compiler cannot hoist the poisoned offset out of that branch (it did, out of the loop in
+ * resolve_cgroup). */
+struct cgroup___ancestor_ids {
+  __u64 ancestor_ids[0];
+} __attribute__((preserve_access_index));
+
+static __noinline __u64 ancestor_id_from_ids(struct cgroup *cg, __u32 level) {
+  __u64 id = 0;
+  bpf_core_read(&id, sizeof(id), &((struct cgroup___ancestor_ids *)cg)->ancestor_ids[level]);
+  return id;
 }
 
-/* Whether `cg` is be_cgroup_id or below it, within GLEANER_MAX_CGROUP_DEPTH levels. */
-static __always_inline __u32 resolve_under_be(struct cgroup *cg) {
-  __u64 be = be_cgroup_id;
-  if (!be) return 0;
-  for (int depth = 0; depth < GLEANER_MAX_CGROUP_DEPTH && cg; depth++) {
-    if (cg->kn->id == be) return 1;
-    struct cgroup_subsys_state *parent = cg->self.parent;
-    cg = parent ? parent->cgroup : NULL;
+static __noinline __u64 ancestor_id_from_pointers(struct cgroup *cg, __u32 level) {
+  struct cgroup *ancestor = NULL;
+  bpf_core_read(&ancestor, sizeof(ancestor), &cg->ancestors[level]);
+  return ancestor ? BPF_CORE_READ(ancestor, kn, id) : 0;
+}
+
+/* The kernfs id of the ancestor at `level` (0: the hierarchy's root) of `cg`, whose own
+ * level is `own` (>= `level`). The kernel keeps every cgroup's ancestors in a table
+ * indexed by level, so this is one table read whatever the distance. */
+static __always_inline __u64 ancestor_id(struct cgroup *cg, __u32 own, __u32 level) {
+  if (level == own) return BPF_CORE_READ(cg, kn, id);
+  if (bpf_core_field_exists(struct cgroup___ancestor_ids, ancestor_ids))
+    return ancestor_id_from_ids(cg, level);
+  return ancestor_id_from_pointers(cg, level);
+}
+
+/* The stats index of cgroup `id` under track_all: its own, allocated on first sight. */
+static __always_inline __u32 own_index(__u64 id) {
+  __u32 *found = bpf_map_lookup_elem(&tracked, &id);
+  if (found) return *found;
+  __u32 index = claim_index(id);
+  if (index == GLEANER_INDEX_FULL) return index;
+  if (bpf_map_update_elem(&tracked, &id, &index, BPF_NOEXIST) == 0) return index;
+  bpf_map_delete_elem(&claimed, &index); /* another CPU resolved it first */
+  found = bpf_map_lookup_elem(&tracked, &id);
+  return found ? *found : GLEANER_INDEX_FULL;
+}
+
+/* What a cache miss resolves, for the cgroup at address `cgroup` (a struct cgroup *):
+ * its stats index in the low 32 bits (0: not accounted), and bit 32 set when it is the BE
+ * cgroup or below it.
+ * - Without track_all the index is that of its deepest registered ancestor (itself
+ *   included). Tasks live in container cgroups and in whatever a container makes below
+ *   them; pods are registered by their pod directory. Only the ancestors at the registered
+ *   levels are read, deepest first, so the cost is the number of distinct registered
+ *   levels (two on a kubelet node: Guaranteed pods sit one level above the others),
+ *   whatever the task's depth; BE membership is one read at the BE cgroup's level.
+ * - A global function (not static, not inlined) is verified once, on its own, and its
+ *   callers see only a number. Inlined, its loop was walked again on every path through
+ *   each of its three call sites: 61,294 instructions verified for gleaner_switch, 8,086
+ *   as it is (docs/ebpf.md). Its argument is a number for the same reason (a global
+ *   function takes no kernel pointer), so the cgroup is read through
+ *   bpf_probe_read_kernel. */
+__noinline __u64 resolve_cgroup(__u64 cgroup) {
+  struct cgroup *cg = (struct cgroup *)cgroup;
+  if (!cg) return 0;
+  const __u32 own = BPF_CORE_READ(cg, level);
+  __u64 resolved = 0;
+  if (track_all) {
+    resolved = own_index(BPF_CORE_READ(cg, kn, id));
+  } else {
+    const __u32 count = tracked_level_count;
+    for (__u32 i = 0; i < GLEANER_MAX_TRACKED_LEVELS && i < count; i++) {
+      const __u32 level = tracked_levels[i];
+      if (level > own) continue;
+      __u64 id = ancestor_id(cg, own, level);
+      __u32 *found = bpf_map_lookup_elem(&tracked, &id);
+      if (found) {
+        resolved = *found;
+        break;
+      }
+    }
   }
-  return 0;
+  const __u64 be = be_cgroup_id;
+  const __u32 level = be_level;
+  if (be && level <= own && ancestor_id(cg, own, level) == be)
+    resolved |= 1ull << 32;
+  return resolved;
 }
 
 /* Keyed by the css's serial number, which the kernel never reuses (unlike addresses) and
@@ -235,16 +290,22 @@ static __always_inline struct cache_entry *cached_entry(struct cgroup_subsys_sta
   __u64 gen = tracked_gen;
   struct cache_entry *e = &cache->entries[(serial ^ (serial >> 6)) & (GLEANER_CGROUP_CACHE - 1)];
   if (e->css_serial == serial && e->gen == gen) return e;
-  e->index = resolve_index(css->cgroup);
-  e->under_be = resolve_under_be(css->cgroup);
+  /* Read as a number: the verifier passes no pointer where a global function takes one. */
+  __u64 cgroup = 0;
+  bpf_core_read(&cgroup, sizeof(cgroup), &css->cgroup);
+  const __u64 resolved = resolve_cgroup(cgroup);
+  e->index = (__u32)resolved;
+  e->under_be = (__u32)(resolved >> 32);
   e->css_serial = serial;
   e->gen = gen;
   return e;
 }
 
+/* The cache is a one-entry per-CPU array, whose lookup cannot fail; resolving again on the
+ * NULL path the verifier insists on would only add a copy of the resolution for it to walk. */
 static __always_inline __u32 cached_index(struct cgroup_subsys_state *css) {
   struct cache_entry *e = cached_entry(css);
-  return e ? e->index : resolve_index(css->cgroup);
+  return e ? e->index : 0;
 }
 
 static __always_inline __u32 log2_slot(__u64 v) {
@@ -312,7 +373,7 @@ static __always_inline bool taken_from_be(struct task_struct *prev) {
   struct cgroup_subsys_state *css = task_css(prev);
   if (!css) return false;
   struct cache_entry *e = cached_entry(css);
-  return e ? e->under_be != 0 : resolve_under_be(css->cgroup) != 0;
+  return e && e->under_be != 0;
 }
 
 /* Sends a wake-up unless one went less than wake_min_gap_ns ago; whether it was sent. */

@@ -123,17 +123,18 @@ class SchedProbe final : public RunqProbe {
   SchedProbe& operator=(const SchedProbe&) = delete;
 
   // Registers a cgroup directory (e.g. a pod's directory under the cpu controller on
-  // v1, or under the unified root on v2); its tasks and its descendants' tasks count
-  // towards it (nearest registered ancestor, up to GLEANER_MAX_CGROUP_DEPTH levels).
-  // Fails with kUnavailable when all cgroup slots are in use. Naming a registered
+  // v1, or under the unified root on v2); its tasks and its descendants' tasks, at any
+  // depth, count towards it (the nearest registered ancestor). Fails with kUnavailable
+  // when all cgroup slots are in use, or when registered directories would sit at more
+  // than GLEANER_MAX_TRACKED_LEVELS distinct levels (cgroup_level). Naming a registered
   // directory again costs a stat(): a directory made anew at that path (another id) takes
   // the old id's place, and one that is gone (or no directory) is unregistered and fails.
   Result<uint64_t> track(const std::string& cgroup_dir) override;
   Status untrack(const std::string& cgroup_dir) override;
   // The BE QoS cgroup (under the cpu controller on v1, the unified root on v2): a
   // registered cgroup's wait that ends by taking the CPU from a task under it is BE-caused
-  // (CgroupSchedSample::be_runq). An empty `cgroup_dir` forgets it. Naming the same
-  // directory again costs a stat(); a directory made anew (another id) is taken.
+  // (CgroupSchedSample::be_runq), at any depth below it. An empty `cgroup_dir` forgets it. Naming
+  // the same directory again costs a stat(); a directory made anew (another id) is taken.
   Status set_be_cgroup(const std::string& cgroup_dir) override;
 
   // Deltas since the previous sample() (the first: since open). On-CPU time is added as the

@@ -13,8 +13,9 @@
 /* Accounted cgroups: pod directories plus a margin. Stats index 0 means "not accounted",
  * so at most GLEANER_MAX_CGROUPS - 1 cgroups; each index is one value per possible CPU. */
 #define GLEANER_MAX_CGROUPS 4096
-/* How far above a task's own cgroup a tracked directory may be (container -> pod -> ...). */
-#define GLEANER_MAX_CGROUP_DEPTH 6
+/* How many distinct levels (depths below the hierarchy's root) the registered cgroups may
+ * sit at; a task below them is attributed at any depth (sched_probe.bpf.c, resolve_cgroup). */
+#define GLEANER_MAX_TRACKED_LEVELS 8
 /* Per-CPU cache of cgroup id -> stats index (direct-mapped; a power of two). */
 #define GLEANER_CGROUP_CACHE 64
 /* Per-thread wait bookkeeping, direct-mapped by thread id (a power of two). */

@@ -11,6 +11,7 @@
 #include <bpf/libbpf.h>
 #include <unistd.h>
 
+#include "agent/bpf/registered_levels.h"
 #include "agent/bpf/runq_histogram.h"
 #include "agent/bpf/sched_probe.h"
 #include "sched_probe.skel.h"
@@ -32,6 +33,8 @@ struct SchedProbe::Impl {
   int ncpus = 0;
   std::map<uint64_t, std::string> dirs;  // registered cgroup id -> directory
   std::map<std::string, uint64_t> ids;   // and back: the id each directory had when named
+  std::map<uint64_t, uint32_t> levels;   // registered cgroup id -> its cgroup level
+  RegisteredLevels distinct_levels;      // what the kernel side reads ancestors at
   uint64_t be_cgroup_id = 0;             // set_be_cgroup (0: none)
   std::map<uint64_t, Cumulative> previous;
   int64_t previous_ns = 0;
@@ -66,6 +69,12 @@ struct SchedProbe::Impl {
   void release_index(uint32_t index) const;
   // Unregisters cgroup `id` (its map entries, index and user-space records).
   void forget(uint64_t id);
+  // Counts cgroup `id`'s level among the distinct levels (kUnavailable when it would be one
+  // more than the kernel side reads), or uncounts it; publish_levels() hands the kernel
+  // side the result (before the generation is bumped).
+  Status count_level(uint64_t id, uint32_t level);
+  void uncount_level(uint64_t id);
+  void publish_levels() const;
   // Cached resolutions in the kernel are stale from now on.
   void bump_generation() const {
     __atomic_fetch_add(&skel->data->tracked_gen, 1, __ATOMIC_SEQ_CST);

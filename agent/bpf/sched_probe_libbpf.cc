@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "agent/bpf/cgroup_level.h"
 #include "agent/bpf/libbpf_log.h"
 #include "agent/bpf/sched_probe_impl.h"
 #include "cgroup/version.h"
@@ -109,22 +110,33 @@ Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
     if (known->second == id) return id;
     impl_->forget(known->second);
   }
+  // The kernel side finds a task's registered ancestor at the registered levels only.
+  auto level = cgroup_level(cgroup_dir);
+  if (!level) return level.error();
+  if (Status counted = impl_->count_level(id, *level); !counted.ok()) {
+    return make_error(counted.error().code, "track " + cgroup_dir + ": " + counted.error().message);
+  }
   const int tracked = impl_->fd(impl_->skel->maps.tracked);
   uint32_t index = 0;
   if (bpf_map_lookup_elem(tracked, &id, &index) != 0) {  // not yet (track_all may have it)
     auto claimed = impl_->claim_index(id);
-    if (!claimed) return claimed.error();
+    if (!claimed) {
+      impl_->uncount_level(id);
+      return claimed.error();
+    }
     index = *claimed;
     if (bpf_map_update_elem(tracked, &id, &index, BPF_NOEXIST) != 0) {
       int err = errno;
       impl_->release_index(index);
       // The kernel side registered it meanwhile (track_all): that index stands.
       if (err != EEXIST || bpf_map_lookup_elem(tracked, &id, &index) != 0) {
+        impl_->uncount_level(id);
         return errno_error(err, "track " + cgroup_dir);
       }
     }
-    impl_->bump_generation();
   }
+  impl_->publish_levels();
+  impl_->bump_generation();
   impl_->dirs[id] = cgroup_dir;
   impl_->ids[cgroup_dir] = id;
   return id;
@@ -132,6 +144,7 @@ Result<uint64_t> SchedProbe::track(const std::string& cgroup_dir) {
 
 Status SchedProbe::set_be_cgroup(const std::string& cgroup_dir) {
   uint64_t id = 0;
+  uint32_t level = 0;
   if (!cgroup_dir.empty()) {
     struct stat st {};
     if (::stat(cgroup_dir.c_str(), &st) != 0) {
@@ -144,6 +157,14 @@ Status SchedProbe::set_be_cgroup(const std::string& cgroup_dir) {
     id = st.st_ino;  // the kernfs node id, as in track()
   }
   if (id == impl_->be_cgroup_id) return ok_status();  // unchanged: the caches stay valid
+  if (id != 0) {
+    auto found = cgroup_level(cgroup_dir);  // membership is one read at this level
+    if (!found) return found.error();
+    level = *found;
+  }
+  // A CPU may pair the new id with the old level meanwhile: the bump below makes what it
+  // cached stale.
+  __atomic_store_n(&impl_->skel->bss->be_level, level, __ATOMIC_SEQ_CST);
   __atomic_store_n(&impl_->skel->bss->be_cgroup_id, id, __ATOMIC_SEQ_CST);
   impl_->be_cgroup_id = id;
   impl_->bump_generation();  // cached resolutions carry the old BE membership

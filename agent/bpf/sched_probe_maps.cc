@@ -75,8 +75,10 @@ void SchedProbe::Impl::release_index(uint32_t index) const {
 void SchedProbe::Impl::forget(uint64_t id) {
   const int tracked = fd(skel->maps.tracked);
   uint32_t index = 0;
+  uncount_level(id);
   if (bpf_map_lookup_elem(tracked, &id, &index) == 0) {
     bpf_map_delete_elem(tracked, &id);
+    publish_levels();
     bump_generation();  // before the index is free for another cgroup
     release_index(index);
   }

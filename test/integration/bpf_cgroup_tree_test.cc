@@ -1,11 +1,14 @@
-// The sched probe sees every LS cgroup of the real kernel's tree (issue #61): an LS pod's
-// cgroup made anew at its path is counted again once named again, under its new id alone.
+// The sched probe sees every LS and BE cgroup of the real kernel's tree (issue #61): an LS
+// pod's cgroup made anew at its path is counted again once named again, under its new id
+// alone; and tasks in cgroups a container makes, however deep, count as their pod's and
+// as BE's as tasks in the container's own cgroup do.
 #include <chrono>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "agent/bpf/cgroup_level.h"
 #include "agent/bpf/sched_probe.h"
 #include "cgroup/cgroup_fs.h"
 #include "cgroup/layout.h"
@@ -120,6 +123,56 @@ TEST_F(BpfCgroupTree, AnLsCgroupMadeAnewIsCountedAgainUnderItsNewIdAlone) {
   scratch_.rmdir(ls);
   EXPECT_FALSE(probe_->track(dir(ls)).ok());
   EXPECT_FALSE(probe_->untrack(dir(ls)).ok());
+}
+
+// `levels` cgroups below `relative`, one inside the other, as a container that makes its
+// own tree (a CI job running kind, say) has them.
+std::string nested(std::string relative, int levels) {
+  for (int level = 1; level <= levels; ++level)
+    relative += "/n" + std::to_string(level);
+  return relative;
+}
+
+// A BE busy loop 6 levels below its container takes the CPU from an LS task: each of the
+// LS task's wake-ups ends by taking the CPU from BE, first with the LS task in its own
+// container's cgroup, then 6 levels below it, where its time and waits are still its
+// pod's. Tasks sit in leaves only (cgroup v2 lets no task into a cgroup with children). A
+// Guaranteed pod, one level above the Burstable one, is registered too, so the probe reads
+// ancestors at two levels.
+TEST_F(BpfCgroupTree, TasksFarBelowTheirContainerCountAsTheirPodsAndAsBe) {
+  const std::string ls = layout_.pod_dir(KubeQos::kBurstable, "deep-ls");
+  const std::string guaranteed = layout_.pod_dir(KubeQos::kGuaranteed, "deep-guaranteed");
+  const std::string be = layout_.pod_dir(KubeQos::kBestEffort, "deep-be");
+  const std::string ls_shallow = ls + "/shallow";
+  const std::string ls_leaf = nested(ls + "/ctr", 6);
+  const std::string be_leaf = nested(be + "/ctr", 6);
+  scratch_.mkdir(ls_shallow);
+  scratch_.mkdir(ls_leaf);
+  scratch_.mkdir(be_leaf);
+  scratch_.mkdir(guaranteed);
+  const auto pod_level = agent::bpf::cgroup_level(dir(ls));
+  const auto leaf_level = agent::bpf::cgroup_level(dir(ls_leaf));
+  ASSERT_TRUE(pod_level.ok() && leaf_level.ok());
+  EXPECT_EQ(*leaf_level, *pod_level + 7);  // through the scratch root's symlinks
+  EXPECT_EQ(*agent::bpf::cgroup_level(dir(guaranteed)), *pod_level - 1);
+  const auto ls_id = probe_->track(dir(ls));
+  ASSERT_TRUE(ls_id.ok()) << ls_id.error().describe();
+  ASSERT_TRUE(probe_->track(dir(guaranteed)).ok());
+  ASSERT_TRUE(probe_->set_be_cgroup(dir(layout_.qos_dir(KubeQos::kBestEffort))).ok());
+
+  spin(be_leaf);
+  const pid_t ls_pid = scratch_.spawn_periodic(ls_shallow, 300us, 2ms);
+  for (const std::string& at : {ls_shallow, ls_leaf}) {
+    scratch_.move(ls_pid, at);
+    // Pinned again: on 6.1 a task moved into a cgroup takes the cpuset's CPUs.
+    ASSERT_TRUE(testing::pin_to_cpu(ls_pid, cpu_));
+    const auto interval = measure();
+    const auto* s = find(interval, *ls_id);
+    ASSERT_NE(s, nullptr) << at;
+    EXPECT_GT(s->cpu_ns, 10'000'000) << at << ": " << describe(s);
+    EXPECT_GT(s->runq.count, 0U) << at << ": " << describe(s);
+    EXPECT_GT(s->be_runq.count, s->runq.count / 2) << at << ": " << describe(s);
+  }
 }
 
 }  // namespace
