@@ -381,6 +381,9 @@ class Store:
             # heartbeat): the server stands in for one whose containers stop at once, with
             # kubelet's finishing delete (grace 0, pkg/kubelet/status/status_manager.go).
             # A test that wants the pod to stay Terminating holds that Lease itself.
+            # The stand-in's rule, not kube-apiserver's: a real server leaves the pod
+            # Terminating until podgc (kube-controller-manager pkg/controller/podgc) or a
+            # force delete removes it (docs/testing.md, "Deleting a pod").
             self._mark("pods", table, ns, name, 0)
             grace = 0
         if grace > 0 or table[(ns, name)]["metadata"].get("finalizers"):
