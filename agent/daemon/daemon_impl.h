@@ -90,7 +90,12 @@ struct Daemon::Impl {
   std::map<std::string, uint64_t> fast_passes_total;  // by trigger (timer, wakeup)
   bpf::InterferenceConfig interference;
   bool warned_no_signal = false;
-  std::map<std::string, std::string> tracked;    // cgroup dir -> pod key, for LS pods
+  std::map<std::string, std::string> tracked;  // cgroup dir -> pod key, for LS pods
+  // LS pods the probe refused to track for a reason other than a directory not there yet
+  // (more distinct cgroup levels than it reads, its maps full): counted each pass, and
+  // logged once per pod and reason in ten minutes. Such a pod is unseen, so BE holds.
+  uint64_t ebpf_track_failures_total = 0;
+  WarnBook track_warned{1024, std::chrono::minutes(10)};
   std::map<std::string, double> runq_p99_ns;     // pod key -> this interval's p99
   std::map<std::string, double> be_runq_p99_ns;  // pod key -> p99 of the waits BE caused
   bool be_attribution = false;  // the probe knows the BE cgroup (set_be_cgroup succeeded)

@@ -276,6 +276,7 @@ void Daemon::tick() {
   outcome.state.ebpf_wakeups_total = d.wakeups_total;
   outcome.state.fast_passes_total = d.fast_passes_total;
   if (d.probe) outcome.state.ebpf_wakeups_lost_total = d.probe->wakeups_lost();
+  outcome.state.ebpf_track_failures_total = d.ebpf_track_failures_total;
   if (d.probe && d.probe->stats_enabled()) {
     if (auto costs = d.probe->program_costs()) {
       for (const auto& c : *costs) {
@@ -356,10 +357,18 @@ step::ProbeReadings Daemon::Impl::read_probe(const snapshot::NodeSnapshot& snap,
     // (another id) would otherwise stay unseen, its waits read as none while BE grows. The
     // probe re-reads the id (a stat per pod on this, the slow, pass) and drops a stale one;
     // a directory not there (yet) is retried on the next pass.
-    if (probe->track(dir).ok()) {
+    auto track = probe->track(dir);
+    if (track.ok()) {
       tracked[dir] = pod.pod.key();
-    } else {
-      tracked.erase(dir);
+      continue;
+    }
+    tracked.erase(dir);
+    if (track.error().code == ErrorCode::kNotFound) continue;
+    ++ebpf_track_failures_total;
+    const std::string why = track.error().describe();
+    if (track_warned.should_log(pod.pod.key(), std::hash<std::string>{}(why), clock.now())) {
+      spdlog::warn("eBPF: LS pod {} is not tracked, so BE holds while it runs: {}", pod.pod.key(),
+                   why);
     }
   }
   for (auto it = tracked.begin(); it != tracked.end();) {

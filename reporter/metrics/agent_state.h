@@ -107,6 +107,7 @@ struct AgentState {
   // lost because its ring buffer was full.
   std::map<std::string, uint64_t> ebpf_wakeups_total;
   uint64_t ebpf_wakeups_lost_total = 0;
+  uint64_t ebpf_track_failures_total = 0;  // LS pods the probe refused to track, per pass
   // cpuSuppressMode slo: the controller's BE CPU allowance (unset in other modes), 1 while
   // it falls back to the threshold formula (no eBPF run-queue probe), its cuts by trigger
   // (pass, wait), and LS pods' unusable wait-target annotations met.

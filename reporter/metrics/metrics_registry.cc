@@ -294,6 +294,12 @@ void append_agent_families(const AgentState& s, std::vector<MetricFamily>& out) 
       net::counter_family("gleaner_agent_ebpf_wakeups_lost_total",
                           "Wake-ups the eBPF probe could not queue (its ring buffer was full).",
                           static_cast<double>(s.ebpf_wakeups_lost_total)));
+  out.push_back(net::counter_family(
+      "gleaner_agent_ebpf_track_failures_total",
+      "Passes in which the eBPF probe refused to track an LS pod's cgroup for a reason other "
+      "than its directory not being there yet (more distinct cgroup levels than it reads, "
+      "its maps full); BE holds while such a pod runs.",
+      static_cast<double>(s.ebpf_track_failures_total)));
   // Program names are the probe's own (a handful), so the label is bounded.
   auto run_seconds = net::metric_family(
       "gleaner_bpf_program_run_seconds_total",

@@ -150,5 +150,33 @@ TEST_F(DaemonHermetic, AnLsCgroupMadeAnewIsNamedAgainAndItsWaitsAreSeen) {
   EXPECT_EQ(probe_->tracked(), std::set<std::string>{ls_dir});
 }
 
+// A cgroup the probe cannot track (more distinct levels than its kernel side reads) left
+// its pod unseen with nothing said: the refusal is now counted each pass, while a directory
+// not there yet (kubelet has not made it) is the normal retry and is not.
+TEST_F(DaemonHermetic, AnLsPodTheProbeRefusesIsCountedAndADirectoryNotThereYetIsNot) {
+  const auto failures = [this] {
+    return gleaner::testing::metric_value(metrics(), "gleaner_agent_ebpf_track_failures_total")
+        .value_or(-1);
+  };
+  const std::string ls_dir = node_.cpu_dir(node_.layout().pod_dir(KubeQos::kBurstable, "ls-uid"));
+  probe_->refuse(ls_dir, ErrorCode::kUnavailable);
+  on_loop([this] { daemon_->start(); });
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  const double after_one = failures();
+  EXPECT_GE(after_one, 1.0);
+  EXPECT_TRUE(probe_->tracked().empty());
+
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  EXPECT_GT(failures(), after_one);
+
+  probe_->refuse(ls_dir, ErrorCode::kNotFound);
+  const double before = failures();
+  node_.run_for_a_second(clock_, 1000, 600, 300);
+  on_loop([this] { daemon_->tick(); });
+  EXPECT_EQ(failures(), before);
+}
+
 }  // namespace
 }  // namespace gleaner::agent::test

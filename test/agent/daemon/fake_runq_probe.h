@@ -40,6 +40,12 @@ class FakeRunqProbe final : public bpf::RunqProbe {
     std::lock_guard lock(mu_);
     waits_[dir] = {p99_ns, be_caused_p99_ns};
   }
+  // track(`dir`) fails with `code` from now on, as the real probe refuses a cgroup at a level
+  // beyond the ones it reads (kUnavailable) or a directory not there (kNotFound).
+  void refuse(const std::string& dir, ErrorCode code) {
+    std::lock_guard lock(mu_);
+    refused_[dir] = code;
+  }
   // Queues a wake-up and makes wake_fd() readable.
   void signal(bpf::Wakeup wakeup) {
     {
@@ -75,6 +81,10 @@ class FakeRunqProbe final : public bpf::RunqProbe {
 
   Result<uint64_t> track(const std::string& cgroup_dir) override {
     std::lock_guard lock(mu_);
+    if (auto refused = refused_.find(cgroup_dir); refused != refused_.end()) {
+      tracked_.erase(cgroup_dir);
+      return make_error(refused->second, "track " + cgroup_dir + ": refused by the test");
+    }
     auto id = id_of(cgroup_dir);
     if (!id) {
       tracked_.erase(cgroup_dir);
@@ -130,6 +140,7 @@ class FakeRunqProbe final : public bpf::RunqProbe {
   mutable std::mutex mu_;
   int wake_fd_;
   std::map<std::string, std::pair<double, double>> waits_;
+  std::map<std::string, ErrorCode> refused_;
   // The directory's id now (its inode number), nullopt when there is none.
   static std::optional<uint64_t> id_of(const std::string& dir) {
     struct stat st {};
