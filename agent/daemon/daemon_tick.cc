@@ -229,6 +229,8 @@ void Daemon::tick() {
     step::StepResult result = d.step->tick(in);
     for (const auto& event : result.events)
       spdlog::info("{}", event);
+    for (const auto& detail : result.details)
+      spdlog::debug("{}", detail);
     d.note_slo(result, "pass");
     if (d.opt.on_step || d.opt.on_fast_pass) d.observe_tick(in, before, result.plan);
     // A full pass also sets system-config's knobs: the ones not in this plan go back to

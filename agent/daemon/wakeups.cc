@@ -57,13 +57,10 @@ void Daemon::Impl::on_wakeups() {
     const step::StepResult waited = step->ls_waited(wait);
     note_slo(waited, "wait");
     cut = waited.slo && waited.slo->action == step::SloAction::kCut;
-    for (const auto& event : waited.events) {
-      if (event.starts_with("cpu suppress ceiling")) {
-        spdlog::info("{}", event);
-      } else {
-        spdlog::debug("{}", event);
-      }
-    }
+    for (const auto& event : waited.events)
+      spdlog::info("{}", event);
+    for (const auto& detail : waited.details)
+      spdlog::debug("{}", detail);
   }
   if (demand_milli >= 0) {
     spdlog::debug("eBPF wake-up: LS demand {}m", demand_milli);

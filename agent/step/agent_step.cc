@@ -143,7 +143,7 @@ StepResult AgentStep::ls_waited(const LsWait& wait) {
     out.events.push_back("cpu suppress ceiling armed (" + out.interference.reason + ")");
   }
   suppress_armed_ = true;
-  out.events.push_back("interference between ticks: " + out.interference.reason);
+  out.details.push_back("interference between ticks: " + out.interference.reason);
   return out;
 }
 

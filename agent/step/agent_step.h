@@ -56,6 +56,9 @@ struct StepResult {
   qos::Plan plan;
   bpf::InterferenceDecision interference;
   std::vector<std::string> events;  // state changes worth an info line (armed, lifted)
+  // Steps worth a debug line only: each step taken on a wait between ticks (a storm of
+  // waits may take one every 100 ms).
+  std::vector<std::string> details;
   // Bad input met on the way (an LS pod's unusable wait target), each naming what and where.
   std::vector<TargetWarning> warnings;
   // cpuSuppressMode slo: the controller's step, or nullopt when it fell back to the threshold

@@ -130,9 +130,9 @@ StepResult AgentStep::slo_waited(const LsWait& wait) {
   const SloDecision decision =
       slo_wait_cut(wait.waited_ns, target_ns, floor_milli(*ctx, threshold), wait.now_s, slo_);
   if (decision.action == SloAction::kCut) {
-    out.events.push_back("cpu slo between ticks: BE cut to " +
-                         std::to_string(decision.allowance_milli) + "m (" + wait.pod + " " +
-                         decision.reason + ")");
+    out.details.push_back("cpu slo between ticks: BE cut to " +
+                          std::to_string(decision.allowance_milli) + "m (" + wait.pod + " " +
+                          decision.reason + ")");
   }
   out.slo = decision;
   return out;

@@ -194,8 +194,11 @@ TEST_F(AgentStepTest, AWaitBetweenTicksArmsAndTheFastPathWritesTheCeiling) {
   auto out = step.ls_waited(waited(8, 100.4, reader_));
   EXPECT_EQ(out.interference.action, bpf::InterferenceAction::kTightenNow);
   EXPECT_TRUE(step.suppress_armed());
-  ASSERT_FALSE(out.events.empty());
+  // The state change is an event (an info line); the step itself a detail (a debug line).
+  ASSERT_EQ(out.events.size(), 1u);
   EXPECT_NE(out.events.front().find("armed"), std::string::npos);
+  ASSERT_EQ(out.details.size(), 1u);
+  EXPECT_NE(out.details.front().find("interference between ticks"), std::string::npos);
   ASSERT_TRUE(step.memory(0).ceiling_quota_us.has_value());
   // The fast pass that follows writes BE's quota, at most the ceiling.
   auto plan = step.fast({4000, 2000, false, &reader_});
