@@ -106,10 +106,12 @@ void add_run_flags(CLI::App& cmd, RunOptions& o) {
       ->capture_default_str();
   cmd.add_option("--queues-file", o.queues_file,
                  "elastic quota tree: the scenario format's queues (and policy)");
-  cmd.add_option("--policy-file", o.policy_file,
-                 "the scheduling policy: a scenario's policy object (queueing, "
-                 "driverStartTimeoutSeconds, reservationTtlSeconds, gpuBinPack); the flags "
-                 "below override its fields when given");
+  cmd.add_option(
+      "--policy-file", o.policy_file,
+      "the scheduling policy: a scenario's policy object (queueing, "
+      "driverStartTimeoutSeconds, reservationTtlSeconds, reclaimHoldSeconds, gpuBinPack); the "
+      "flags "
+      "below override its fields when given");
   cmd.add_flag("--leader-elect", o.leader_elect,
                "run as one of several replicas: only the holder of the Lease schedules");
   cmd.add_option("--leader-elect-lease", o.lease, "NAMESPACE/NAME of the Lease")
@@ -145,6 +147,12 @@ void add_run_flags(CLI::App& cmd, RunOptions& o) {
   cmd.add_option("--reservation-ttl", o.reservation_ttl, "seconds executor room stays reserved")
       ->check(kPositive)
       ->each(given("--reservation-ttl"))
+      ->capture_default_str();
+  cmd.add_option("--reclaim-hold", o.reclaim_hold,
+                 "seconds a node must have had an evicted pod's batch room free, without a "
+                 "break, before that pod's job is placed there again (0: as soon as it has it)")
+      ->check(kNonNegative)
+      ->each(given("--reclaim-hold"))
       ->capture_default_str();
   cmd.add_option("--tick-ms", o.tick_ms, "scheduling pass interval")
       ->check(kPositive)

@@ -113,6 +113,7 @@ Result<LiveConfig> live_config(const RunOptions& o) {
   if (given("--driver-start-timeout"))
     c.policy.driver_start_timeout_seconds = o.driver_start_timeout;
   if (given("--reservation-ttl")) c.policy.reservation_ttl_seconds = o.reservation_ttl;
+  if (given("--reclaim-hold")) c.policy.reclaim_hold_seconds = o.reclaim_hold;
   return c;
 }
 

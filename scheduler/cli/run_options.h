@@ -50,6 +50,9 @@ struct RunOptions {
   std::string policy = "nonblocking";
   int64_t driver_start_timeout = 300;
   int64_t reservation_ttl = 600;
+  // No ping-pong: seconds a node a job lost a pod to an eviction on must keep that pod's
+  // room free before the job goes back to it (core/reclaim_memory.h).
+  int64_t reclaim_hold = kDefaultReclaimHoldSeconds;
   int tick_ms = 50;
   std::string log_level = "info";
   std::string log_format = "text";

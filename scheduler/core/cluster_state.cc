@@ -268,7 +268,7 @@ std::optional<NodeId> ClusterState::find_packed_node(const Cluster& c, const Res
     if (it->memory < request.memory_bytes) continue;
     const Node& n = nodes_[it->id];
     if (request.gpus > 0 && n.free().gpus < request.gpus) continue;
-    if (!selector_matches(selector, n)) continue;
+    if (avoided(it->id) || !selector_matches(selector, n)) continue;
     if (!n.regular_fits(regular)) continue;
     return it->id;
   }
@@ -286,7 +286,7 @@ std::optional<NodeId> ClusterState::find_leader_node(const Cluster& c,
     if (k.memory < leader.batch.memory_bytes) continue;
     const Node& n = nodes_[k.id];
     if (leader.batch.gpus > 0 && n.free().gpus < leader.batch.gpus) continue;
-    if (!selector_matches(leader.selector, n)) continue;
+    if (avoided(k.id) || !selector_matches(leader.selector, n)) continue;
     if (!n.regular_fits(leader.regular)) continue;
     return k.id;
   }

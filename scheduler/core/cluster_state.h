@@ -6,6 +6,7 @@
 // executor" and "the emptiest node for a driver" are O(log n) lookups, not scans (GPUs are
 // checked on the way: a pod that asks for some walks past nodes without them).
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -192,6 +194,14 @@ class ClusterState {
   void set_regular_outside(NodeId id, std::optional<Resources> regular,
                            std::optional<Resources> allocatable = std::nullopt);
 
+  // Nodes the next placements must not use (the job being placed avoids them: a pod of it
+  // was evicted there, reclaim_memory.h), ascending; empty: none. A placement call made
+  // with some set does not see those nodes at all, as if they had no room.
+  void set_avoided(std::vector<NodeId> nodes) { avoided_ = std::move(nodes); }
+  [[nodiscard]] bool avoided(NodeId id) const {
+    return !avoided_.empty() && std::binary_search(avoided_.begin(), avoided_.end(), id);
+  }
+
   // Bumped whenever a node's capacity or health changes: cached "does this job fit an
   // empty cluster" answers are valid only for one generation.
   [[nodiscard]] uint64_t capacity_generation() const { return generation_; }
@@ -239,6 +249,7 @@ class ClusterState {
   std::map<std::string, NodeId> node_ids_;
   uint64_t generation_ = 0;
   PlacementScores scores_;
+  std::vector<NodeId> avoided_;  // set_avoided
   // refresh_health's walk: the policy it last used, and the first second at which a node's
   // health may differ from what that walk left (INT64_MIN: walk again).
   StalenessPolicy health_policy_;

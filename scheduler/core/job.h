@@ -104,7 +104,8 @@ struct Job {
   int64_t reservation_expires_at = 0;
   int preemptions = 0;
   int reschedules = 0;
-  uint32_t attempt = 0;             // bumped on every admission: stale timers compare it
+  int steered_away = 0;  // placements sent elsewhere than a node it lost a pod to an eviction on
+  uint32_t attempt = 0;  // bumped on every admission: stale timers compare it
   std::optional<int64_t> timer_at;  // its entry in the scheduler's timer index
 
   // The role pod `index` belongs to.

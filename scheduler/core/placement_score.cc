@@ -40,7 +40,7 @@ std::optional<NodeId> ClusterState::find_scored_node(const Cluster& c, bool lead
     const Resources free = n.free();
     if (free.cpu_milli < batch.cpu_milli || free.memory_bytes < batch.memory_bytes) return;
     if (batch.gpus > 0 && free.gpus < batch.gpus) return;
-    if (!selector_matches(selector, n) || !n.regular_fits(regular)) return;
+    if (avoided(k.id) || !selector_matches(selector, n) || !n.regular_fits(regular)) return;
     const int64_t score = requested_to_capacity_score(n, batch, regular, weights);
     if (score > best_score) {
       best_score = score;

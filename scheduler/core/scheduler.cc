@@ -172,6 +172,10 @@ void Scheduler::admit(Job& j, const GangPlacement& p, int64_t now) {
   j.started = false;
   j.reservation_expires_at = now + policy_.reservation_ttl_seconds;
   ++j.attempt;
+  if (steer_candidate_ && steer_candidate_->job == j.id && steer_candidate_->pods == p.pods) {
+    const SteerCandidate c = *std::exchange(steer_candidate_, std::nullopt);
+    steered(j, c.pod_index, c.avoided, p.pods[static_cast<size_t>(c.pod_index)], now);
+  }
   quotas_.charge(j.queue, j.total);
   active_.insert(j.id);
   refresh_timer(j);
@@ -267,8 +271,8 @@ Result<NodeId> Scheduler::bind_executor(JobId id, int pod_index, int64_t now,
       const NodeSelector* of_role = j.selector_of(role);
       both = merge_selectors(of_role != nullptr ? *of_role : NodeSelector{}, *pod_selector);
     }
-    auto node = clusters_.place_one(*j.cluster, role.batch, both ? &*both : j.selector_of(role),
-                                    role.regular);
+    auto node = place_one_avoiding(j, pod_index, role.batch, both ? &*both : j.selector_of(role),
+                                   role.regular, now);
     if (!node) {
       return make_error(ErrorCode::kUnavailable, "job " + j.spec.name + ": no room for executor " +
                                                      std::to_string(pod_index) +
@@ -316,8 +320,11 @@ Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
   if (PodState& p = **slot; p.holds_room) {
     // On a node whose batch capacity shrank below its use (report_node) the room goes
     // back instead: the replacement binds where the cluster has room (bind_executor).
+    // So does the room on a node the job avoids (an eviction took this pod from it:
+    // note_eviction): the replacement must go elsewhere.
     const Node& n = clusters_.node(p.node);
-    if (!n.used.fits_in(n.capacity())) release_executor_room(j, static_cast<size_t>(pod_index));
+    if (!n.used.fits_in(n.capacity()) || reclaims_.avoids(id, p.node))
+      release_executor_room(j, static_cast<size_t>(pod_index));
   }
   if (j.phase == JobPhase::kRunning) j.phase = JobPhase::kAdmitted;
   j.reservation_expires_at =
@@ -326,8 +333,55 @@ Status Scheduler::executor_gone(JobId id, int pod_index, int64_t now) {
   return ok_status();
 }
 
+Status Scheduler::note_eviction(JobId id, int pod_index, int64_t now) {
+  auto slot = admitted_pod(id, pod_index, 0);
+  if (!slot) return slot.error();
+  const PodState& p = **slot;
+  if (!p.holds_room && !p.bound) return ok_status();
+  const Job& j = jobs_[id];
+  reclaims_.record(id, p.node, now, clusters_.node(p.node).capacity(),
+                   j.role_of(static_cast<size_t>(pod_index)).batch);
+  return ok_status();
+}
+
+void Scheduler::refresh_reclaims(int64_t now) {
+  if (reclaims_.empty()) return;
+  reclaims_.refresh(now, policy_.reclaim_hold_seconds, [&](NodeId id) -> std::optional<Resources> {
+    const Node& n = clusters_.node(id);
+    if (!n.schedulable()) return std::nullopt;
+    return n.free();
+  });
+}
+
+void Scheduler::steered(Job& j, int pod_index, NodeId avoided, NodeId placed, int64_t now) {
+  ++j.steered_away;
+  const ReclaimRecord* r = reclaims_.find(j.id, avoided);
+  std::string message = r != nullptr ? avoided_node_message(clusters_.node(avoided).name, *r, now,
+                                                            policy_.reclaim_hold_seconds)
+                                     : "not placed on node " + clusters_.node(avoided).name;
+  message += "; placed on node " + clusters_.node(placed).name;
+  steered_.push_back(SteeredPlacement{j.id, pod_index, avoided, placed, std::move(message)});
+}
+
+std::optional<NodeId> Scheduler::place_one_avoiding(Job& j, int pod_index, const Resources& batch,
+                                                    const NodeSelector* selector,
+                                                    const Resources& regular, int64_t now) {
+  auto node = clusters_.place_one(*j.cluster, batch, selector, regular);
+  if (!node || !reclaims_.avoids(j.id, *node)) return node;
+  // Where the packing rule would have put it is a node the job lost a pod to an eviction
+  // on: the next-best node that is not one.
+  const NodeId natural = *node;
+  clusters_.release(natural, batch, false, regular);
+  clusters_.set_avoided(reclaims_.avoided(j.id));
+  node = clusters_.place_one(*j.cluster, batch, selector, regular);
+  clusters_.set_avoided({});
+  if (node) steered(j, pod_index, natural, *node, now);
+  return node;
+}
+
 void Scheduler::complete(JobId id, int64_t now) {
   Job& j = jobs_[id];
+  reclaims_.forget(id);
   if (j.phase != JobPhase::kRunning && j.phase != JobPhase::kAdmitted) return;
   detach(j);
   j.phase = JobPhase::kCompleted;
@@ -339,6 +393,7 @@ Status Scheduler::withdraw(JobId id) {
     return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id) + " to withdraw");
   }
   Job& j = jobs_[id];
+  reclaims_.forget(id);
   switch (j.phase) {
     case JobPhase::kPending:
       pending_.erase(pending_key(j));
@@ -409,6 +464,7 @@ Decision Scheduler::lose_pod(JobId id, int64_t now, const std::string& reason) {
 Result<std::vector<Decision>> Scheduler::report_node(NodeId node, const Resources& batch,
                                                      int64_t now) {
   if (Status s = clusters_.report(node, batch, now); !s) return s.error();
+  refresh_reclaims(now);  // a node that shrank again breaks its hold at once
   // A shrink never deletes a bound pod: the node is over-committed and takes nothing new
   // until its use fits (every placement checks free room, negative here). Kubernetes and
   // Koordinator do the same: kubelet's admission (pkg/kubelet/lifecycle/predicate.go)
@@ -493,6 +549,11 @@ std::optional<int64_t> Scheduler::next_deadline() const {
   if (!timers_.empty()) next = timers_.begin()->first;
   if (!backoffs_.empty() && (!next || backoffs_.begin()->first < *next))
     next = backoffs_.begin()->first;
+  // A hold that ends lets a pass place a job on a node it avoided.
+  if (auto hold = reclaims_.next_deadline(policy_.reclaim_hold_seconds);
+      hold && (!next || *hold < *next)) {
+    next = hold;
+  }
   return next;
 }
 

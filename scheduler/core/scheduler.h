@@ -17,12 +17,14 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
 #include "scheduler/core/cluster_state.h"
 #include "scheduler/core/job.h"
 #include "scheduler/core/quota_tree.h"
+#include "scheduler/core/reclaim_memory.h"
 
 namespace gleaner::scheduler {
 
@@ -39,6 +41,20 @@ struct SchedulerPolicy {
   int64_t reclaim_backoff_max_seconds = 900;
   // Optional placement scores beside the two rules (placement_score.h).
   PlacementScores scores;
+  // No ping-pong (reclaim_memory.h): a job that lost a pod to an eviction on a node is not
+  // placed there again until the node has had that pod's room free this long.
+  int64_t reclaim_hold_seconds = kDefaultReclaimHoldSeconds;
+};
+
+// A placement that went elsewhere than it would have, because the job avoids a node it
+// lost a pod to an eviction on (reclaim_memory.h): pod `pod_index` would have gone to
+// `avoided` and went to `placed`; `message` says why (for an Event on the pod).
+struct SteeredPlacement {
+  JobId job = 0;
+  int pod_index = 0;
+  NodeId avoided = 0;
+  NodeId placed = 0;
+  std::string message;
 };
 
 enum class DecisionKind {
@@ -135,6 +151,17 @@ class Scheduler {
   // "; member cluster X is skipped: its API server is unavailable" for each unavailable
   // cluster job `id` may use ("" when none).
   [[nodiscard]] std::string skipped_clusters(JobId id) const;
+  // Pod `pod_index` of an admitted or running job was evicted from its node by the node
+  // agent (the node's batch capacity no longer held it): the job is not placed on that node
+  // again until the node has had that pod's room free for policy().reclaim_hold_seconds
+  // without a break (reclaim_memory.h). Call it before executor_gone or lose_pod for that
+  // pod. A pod that holds no room anywhere is ignored. Error: as bind_executor's.
+  Status note_eviction(JobId id, int pod_index, int64_t now);
+  // The evictions remembered and not yet held out (reclaim_memory.h).
+  [[nodiscard]] const ReclaimMemory& reclaims() const { return reclaims_; }
+  // The placements steered away from such a node since the last call (each counted once;
+  // Job::steered_away counts them per job).
+  std::vector<SteeredPlacement> take_steered() { return std::exchange(steered_, {}); }
   // A pod of the job vanished (evicted, node lost): the job goes back to its queue.
   Decision lose_pod(JobId id, int64_t now, const std::string& reason);
   // An executor of a running application went (Spark deletes executors on scale-down, on
@@ -232,7 +259,17 @@ class Scheduler {
   std::optional<GangPlacement> place_anywhere(const Job& j) {
     return place_anywhere(j, gang_of(j));
   }
+  // With the nodes the job avoids (reclaim_memory.h) left out: when the placement without
+  // them would have used one, the placement made records that in steer_candidate_.
   std::optional<GangPlacement> place_anywhere(const Job& j, const GangRequest& req);
+  std::optional<GangPlacement> place_anywhere_unfiltered(const Job& j, const GangRequest& req);
+  // One executor's room in the job's cluster, avoiding the job's nodes as above.
+  std::optional<NodeId> place_one_avoiding(Job& j, int pod_index, const Resources& batch,
+                                           const NodeSelector* selector, const Resources& regular,
+                                           int64_t now);
+  // Re-reads the evictions remembered against the nodes' free room at `now`.
+  void refresh_reclaims(int64_t now);
+  void steered(Job& j, int pod_index, NodeId avoided, NodeId placed, int64_t now);
   // Whether only the regular cpu/memory its pods request keeps the job out: it would
   // be placed now on batch capacity alone (nothing stays placed).
   bool held_by_regular_only(const Job& j);
@@ -278,6 +315,17 @@ class Scheduler {
   // (end, job): reclaim back-offs, so that next_deadline wakes the caller when one ends.
   std::set<std::pair<int64_t, JobId>> backoffs_;
   int64_t pass_now_ = 0;  // the `now` of the running pass
+  ReclaimMemory reclaims_;
+  std::vector<SteeredPlacement> steered_;
+  // The last place_anywhere that left an avoided node out: its job, the placement made, and
+  // the pod and node the unfiltered placement would have used; admit() records it.
+  struct SteerCandidate {
+    JobId job = 0;
+    std::vector<NodeId> pods;
+    int pod_index = 0;
+    NodeId avoided = 0;
+  };
+  std::optional<SteerCandidate> steer_candidate_;
   // (deadline, job): admitted jobs with a driver start timeout or reservation expiry
   // ahead, so timers cost O(log n) rather than a walk over every running job.
   std::set<std::pair<int64_t, JobId>> timers_;

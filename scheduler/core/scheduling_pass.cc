@@ -17,6 +17,7 @@ QueueingPolicy Scheduler::queueing_of(QueueId q) const {
 
 std::vector<Decision> Scheduler::schedule(int64_t now) {
   pass_now_ = now;
+  refresh_reclaims(now);
   std::vector<Decision> out;
   std::set<QueueId> blocked;  // blocking queues whose head did not fit, with that head
   std::map<QueueId, std::string> blocked_by;
@@ -127,7 +128,9 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
       return Outcome::kAdmitted;
     }
     // A job backing off from a cluster failed for a reason its shape does not carry.
-    if (!(j.avoid_cluster && backing_off(j, *j.avoid_cluster))) failed[shape] = true;
+    // So did a job that avoids nodes it lost a pod to an eviction on.
+    if (!(j.avoid_cluster && backing_off(j, *j.avoid_cluster)) && reclaims_.avoided(j.id).empty())
+      failed[shape] = true;
   }
   if (!fits_some_empty_cluster(j)) {
     if (!j.spec.node_selector.empty() && !clusters_.any_node_matches(j.spec.node_selector)) {
@@ -169,6 +172,10 @@ Scheduler::Outcome Scheduler::try_admit(Job& j, int64_t now, std::vector<bool>& 
                 ", which it was reclaimed from, is avoided for another " +
                 std::to_string(j.avoid_until - now) + " s";
   }
+  for (NodeId n : reclaims_.avoided(j.id)) {
+    j.reason += "; " + avoided_node_message(clusters_.node(n).name, *reclaims_.find(j.id, n), now,
+                                            policy_.reclaim_hold_seconds);
+  }
   j.reason += skipped_clusters(j.id);
   return Outcome::kWait;
 }
@@ -192,6 +199,32 @@ void Scheduler::unplace(const Job& j, const GangPlacement& p) {
 }
 
 std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
+  steer_candidate_.reset();
+  auto p = place_anywhere_unfiltered(j, req);
+  if (!p || reclaims_.empty()) return p;
+  const std::vector<NodeId> avoid = reclaims_.avoided(j.id);
+  auto hit = std::find_if(p->pods.begin(), p->pods.end(), [&](NodeId n) {
+    return std::binary_search(avoid.begin(), avoid.end(), n);
+  });
+  if (hit == p->pods.end()) return p;
+  // It would use a node the job lost a pod to an eviction on: placed again without those
+  // nodes, and the steering recorded for admit().
+  const auto index = static_cast<int>(hit - p->pods.begin());
+  const NodeId natural = *hit;
+  size_t i = 0;
+  for (const RoleRequest& role : req.roles) {
+    for (int k = 0; k < role.replicas; ++k, ++i)
+      clusters_.release(p->pods[i], role.batch, i == 0, role.regular);
+  }
+  clusters_.set_avoided(avoid);
+  p = place_anywhere_unfiltered(j, req);
+  clusters_.set_avoided({});
+  if (p) steer_candidate_ = SteerCandidate{j.id, p->pods, index, natural};
+  return p;
+}
+
+std::optional<GangPlacement> Scheduler::place_anywhere_unfiltered(const Job& j,
+                                                                  const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
   if (n == 1) {
     return may_use(j, 0) && !backing_off(j, 0) && cluster_available(0) ? clusters_.place(0, req)

@@ -53,6 +53,9 @@ class GangCounters {
   virtual void report_for_unknown_node() {}
   // A multi-cluster application not placed because its pods go to another scheduler.
   virtual void app_other_scheduler() {}
+  // A pod placed elsewhere than the node the placement rules chose, because its job lost a
+  // pod to an eviction there and that node's batch room has not come back and held.
+  virtual void placement_steered_away() {}
 };
 
 }  // namespace gleaner::scheduler::gang

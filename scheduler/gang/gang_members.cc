@@ -103,6 +103,7 @@ void GangScheduler::bind_member(Gang& g, int index) {
     }
     node = *placed;
     g.unbound.erase(index);
+    report_steered();
   }
   const std::string& full = core_.clusters().node(node).name;
   Action a{ActionKind::kBind, g.cluster,  t.view.ns,

@@ -179,6 +179,7 @@ void GangScheduler::tick() {
   // what others gave back on this pass (a scale-down, a finished job, a node's batch
   // capacity grown back), not at the next resync.
   place_waiting();
+  report_steered();
   // A pending job's reason is written once.
   for (JobId id : core_.pending_jobs()) {
     const std::string* key = book_.key_of_job(id);

@@ -335,6 +335,10 @@ void GangScheduler::forget_pod(const PodView& pod) {
   if (gang.job && t.index >= 0) {
     const Job& j = core_.job(*gang.job);
     const bool active = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
+    // Evicted (the node's batch capacity no longer held it): the job keeps off that node
+    // until its room has come back and held, wherever its pods go next.
+    if (active && (pod.evicted || t.view.evicted))
+      (void)core_.note_eviction(*gang.job, t.index, now_s());
     const bool leader = t.index == 0;
     // A cluster's own training job whose leader went before it ended (evicted, deleted) is
     // lost, not over: its operator re-creates it, and the whole job is queued and placed
@@ -362,6 +366,22 @@ void GangScheduler::forget_pod(const PodView& pod) {
   }
   if (gang.members.empty() && gang.waiting.empty() && (!gang.job || job_over(*gang.job))) {
     book_.remove(g);
+  }
+}
+
+void GangScheduler::report_steered() {
+  for (const SteeredPlacement& s : core_.take_steered()) {
+    counters_.placement_steered_away();
+    const std::string* key = book_.key_of_job(s.job);
+    if (key == nullptr) continue;
+    auto g = book_.find(*key);
+    if (g == book_.end()) continue;
+    Tracked* t = nullptr;
+    if (auto m = g->second.members.find(s.pod_index); m != g->second.members.end()) {
+      if (auto p = pods_.find(m->second); p != pods_.end()) t = &p->second;
+    }
+    if (t == nullptr) t = voice_of(g->second);
+    if (t != nullptr) event(*t, "GleanerAvoidedNode", s.message, false);
   }
 }
 

@@ -86,6 +86,9 @@ struct PodView {
   std::string waiting_for;         // why the shape is unknown yet (an Event says so)
   NodeSelector selector;           // spec.nodeSelector + required node affinity
   std::string selector_error;      // a selector gleaner cannot honour (matchFields, malformed)
+  // Evicted from its node (kube/pod_view.h reads it from the pod's status): the job avoids
+  // that node until its batch room has come back and held (core/reclaim_memory.h).
+  bool evicted = false;
 };
 
 // A SparkApplication that opts into multi-cluster placement (label
@@ -310,6 +313,9 @@ class GangScheduler {
   [[nodiscard]] bool job_over(JobId job) const;
   // An Event on the driver: an executor went and its room waits for a replacement.
   void event_gone_executor(Gang& g, const std::string& executor);
+  // The core's placements steered away from a node a job lost a pod to an eviction on:
+  // counted, and an Event on the pod (or, before it exists, on its driver) says why.
+  void report_steered();
   void bind_member(Gang& g, int index);
   // The members of `g` that found no room: bound now if the room is back.
   void bind_unbound(Gang& g);

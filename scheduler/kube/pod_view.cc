@@ -31,6 +31,29 @@ gang::GangShape spark_gang_shape(const kube::SparkApplication& app) {
 
 namespace {
 
+// Whether the pod was evicted from its node: kubelet's own eviction leaves it Failed with
+// `status.reason: Evicted`; an eviction through the Eviction API (gleaner-agent's, as
+// koordlet's) and one by kubelet add the condition `DisruptionTarget` with the reason
+// `EvictionByEvictionAPI` or `TerminationByKubelet` before the pod goes (Kubernetes' pod
+// disruption conditions, content/en/docs/concepts/workloads/pods/disruptions.md). Other
+// disruption reasons (a preemption, a taint, pod GC) are not the node's batch capacity.
+bool evicted(const Json& raw) {
+  auto status = raw.find("status");
+  if (status == raw.end() || !status->is_object()) return false;
+  if (auto r = status->find("reason"); r != status->end() && *r == "Evicted") return true;
+  auto conditions = status->find("conditions");
+  if (conditions == status->end() || !conditions->is_array()) return false;
+  for (const Json& c : *conditions) {
+    if (!c.is_object() || c.value("type", Json()) != "DisruptionTarget" ||
+        c.value("status", Json()) != "True") {
+      continue;
+    }
+    const Json reason = c.value("reason", Json());
+    if (reason == "EvictionByEvictionAPI" || reason == "TerminationByKubelet") return true;
+  }
+  return false;
+}
+
 // Where one Spark pod may run, built as spark-operator and Spark build the pod
 // (kubeflow/spark-operator): spec.<role>.template is the base of the pod (submission.go,
 // buildDriverPodTemplate/buildExecutorPodTemplate, passed as spark.kubernetes.*.podTemplateFile);
@@ -150,6 +173,7 @@ gang::PodView pod_view(const kube::Pod& pod, const std::string& cluster,
   v.queue = pod_label(pod, kube::kQueueLabel);
   if (v.queue.empty()) v.queue = pod_label(pod, kube::kKoordQuotaLabel);
   const Json& raw = object_or_empty(pod.raw);
+  v.evicted = evicted(raw);
   if (auto spec = raw.find("spec"); spec != raw.end()) {
     const std::string where = "pod " + v.ns + "/" + v.name + " spec";
     auto selector = node_selector_of(*spec, where);

@@ -167,6 +167,10 @@ void LiveMetrics::app_other_scheduler() {
   std::lock_guard lock(mu_);
   ++apps_other_scheduler_;
 }
+void LiveMetrics::placement_steered_away() {
+  std::lock_guard lock(mu_);
+  ++placements_steered_away_;
+}
 void LiveMetrics::member_api_available(const std::string& cluster, bool available) {
   std::lock_guard lock(mu_);
   member_api_available_[cluster] = available;
@@ -328,6 +332,11 @@ std::string LiveMetrics::render(const gang::StateGauges& g) const {
           "because spec.batchScheduler gives their pods to another scheduler (a Warning Event "
           "GleanerOtherScheduler on each says so).",
           apps_other_scheduler_);
+  counter("gleaner_scheduler_placements_steered_away_total",
+          "Pods placed elsewhere than the node the placement rules chose, because their job lost "
+          "a pod to an eviction there and that node's batch room has not come back and held for "
+          "--reclaim-hold (a Normal Event GleanerAvoidedNode on the pod says why).",
+          placements_steered_away_);
   if (!member_api_available_.empty()) {
     auto members = net::metric_family(
         "gleaner_scheduler_member_api_available",

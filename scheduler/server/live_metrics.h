@@ -65,6 +65,7 @@ class LiveMetrics final : public gang::GangCounters {
   // propagated).
   void hub_job_rejected();
   void app_other_scheduler() override;
+  void placement_steered_away() override;
   // Whether a managed cluster's API server answers (gleaner_scheduler_member_api_available).
   void member_api_available(const std::string& cluster, bool available);
   // Whether this replica schedules (leader, or no leader election): gleaner_scheduler_leader.
@@ -109,6 +110,7 @@ class LiveMetrics final : public gang::GangCounters {
   uint64_t member_clusters_rejected_ = 0;
   uint64_t hub_jobs_rejected_ = 0;
   uint64_t apps_other_scheduler_ = 0;
+  uint64_t placements_steered_away_ = 0;
   std::map<std::string, bool> member_api_available_;  // clusters whose state was reported
   bool leading_ = false;
   std::function<net::ListenerStats()> listener_source_;

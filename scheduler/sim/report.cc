@@ -86,6 +86,10 @@ nlohmann::ordered_json Simulator::report() const {
         out["executorsReplaced"] = r.replacements_placed;
       }
       if (r.evicted > 0) out["executorsEvicted"] = r.evicted;
+      int steered = 0;
+      for (JobId id : r.core_jobs)
+        steered += core.job(id).steered_away;
+      if (r.evicted > 0 || steered > 0) out["placementsSteeredAway"] = steered;
       if (!jobs_[i].executor_requests.empty()) {
         int waiting = 0;
         for (const auto& [uid, pod] : pods_)

@@ -217,7 +217,7 @@ Result<ScenarioJob> parse_job(const Json& j, const std::string& p, JobExtras& ex
 Status parse_policy(const Json& pol, Scenario& out) {
   GLEANER_CHECK(only_known(pol, "policy",
                            {"queueing", "driverStartTimeoutSeconds", "reservationTtlSeconds",
-                            "untilSeconds", "gpuBinPack"}));
+                            "reclaimHoldSeconds", "untilSeconds", "gpuBinPack"}));
   GLEANER_TRY(queueing, get_string(pol, "policy", "queueing", false));
   if (queueing == "blocking") {
     out.policy.queueing = QueueingPolicy::kBlocking;
@@ -231,6 +231,8 @@ Status parse_policy(const Json& pol, Scenario& out) {
   GLEANER_TRY(until, get_count(pol, "policy", "untilSeconds"));
   if (timeout) out.policy.driver_start_timeout_seconds = *timeout;
   if (ttl) out.policy.reservation_ttl_seconds = *ttl;
+  GLEANER_TRY(hold, get_count(pol, "policy", "reclaimHoldSeconds"));
+  if (hold) out.policy.reclaim_hold_seconds = *hold;
   out.until_seconds = until;
   if (pol.contains("gpuBinPack")) {
     // The weights of RequestedToCapacityRatio's resources (placement_score.h).

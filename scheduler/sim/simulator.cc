@@ -202,6 +202,9 @@ void Simulator::evict_memory(uint32_t node, int64_t memory) {
     chosen.emplace_back(p->view.uid, p->job);
   }
   for (const auto& [uid, job] : chosen) {
+    // The agent's eviction, as the API server records it on the pod (DisruptionTarget:
+    // kube/pod_view.h reads it): the job keeps off this node until its room is back.
+    if (auto it = pods_.find(uid); it != pods_.end()) it->second.view.evicted = true;
     delete_pod(uid, "Failed");
     Run& r = runs_[job];
     ++r.evicted;

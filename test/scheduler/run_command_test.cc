@@ -106,7 +106,9 @@ TEST(RunFlags, AValueOutsideTheFlagsRangeExitsTwoNamingTheFlag) {
                                                        {"--log-format", "xml"},
                                                        {"--report-auth", "maybe"},
                                                        {"--hub-policy-group", "policy.example.com"},
-                                                       {"--tick-ms", "ten"}};
+                                                       {"--tick-ms", "ten"},
+                                                       {"--reclaim-hold", "-1"},
+                                                       {"--reclaim-hold", "5m"}};
   for (const auto& c : cases) {
     for (bool check : {false, true}) {
       std::vector<std::string> args = {"run", "--listen", "nonsense", c[0], c[1]};

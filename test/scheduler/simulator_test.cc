@@ -76,20 +76,52 @@ TEST(Simulator, BlockingHoldsTheSmallJobBackNonBlockingLetsItThrough) {
 
 TEST(Simulator, LsSurgeKeepsTheRunningJobAndSendsTheNextOneElsewhere) {
   // c1's node shrinks below etl-1's use at 30 s and its agent evicts 4Gi of executors:
-  // etl-1 keeps running in c1 (two executors replaced there once the node grows back at
-  // 60 s); etl-2, submitted meanwhile, goes to c2. Meanwhile etl-1's driver and last
-  // executor share the node's one core: 30 s at a sixth of its pace put its end at 125 s.
+  // etl-1 keeps running in c1 (two executors replaced there once the node, grown back at
+  // 60 s, has kept their room for the scenario's 30 s reclaimHoldSeconds: at 90 s); etl-2,
+  // submitted meanwhile, goes to c2. Meanwhile etl-1 runs on one executor, at half pace
+  // while it shares the node's one core with the driver (30-60 s): its end is at 145 s.
   Json doc = run("ls-surge-reschedule.json");
-  std::map<std::string, std::string> want{{"etl-1", "Completed c1 0-125 0/0"},
+  std::map<std::string, std::string> want{{"etl-1", "Completed c1 0-145 0/0"},
                                           {"etl-2", "Completed c2 40-90 0/0"}};
   EXPECT_EQ(outcomes(doc), want);
   const Json& etl1 = doc["jobs"][0];
   EXPECT_EQ(etl1["executorsEvicted"], 2);
   EXPECT_EQ(etl1["executorsReplaced"], 2);
   EXPECT_EQ(etl1["plannedFinishAt"], 100);
-  EXPECT_EQ(etl1["executorSecondsMissing"], 60);
-  for (const Json& pod : etl1["pods"])
+  EXPECT_EQ(etl1["executorSecondsMissing"], 120);  // two executors from 30 s to 90 s
+  EXPECT_EQ(etl1["placementsSteeredAway"], 0);     // c1 has no other node
+  for (const Json& pod : etl1["pods"]) {
     EXPECT_EQ(pod["node"], "c1-n1");
+    if (pod["name"] == "etl-1-exec-2" || pod["name"] == "etl-1-exec-3") {
+      EXPECT_EQ(pod["boundAt"], 90);
+    }
+  }
+}
+
+TEST(Simulator, EvictedExecutorsAreReplacedOnAnotherNodeNotBackWhereTheyWereEvicted) {
+  // a's batch memory drops to 6Gi at 30 s and its agent evicts 4Gi (two executors): a is
+  // left with 2Gi free, the fullest node with room, where packing alone would put a
+  // replacement back. Both go to b; a's room is back at 90 s and has held by 390 s, so the
+  // job submitted at 400 s may use it.
+  Json doc = run("no-ping-pong.json");
+  const Json& etl = doc["jobs"][0];
+  ASSERT_EQ(etl["name"], "etl");
+  EXPECT_EQ(etl["state"], "Completed");
+  EXPECT_EQ(etl["executorsEvicted"], 2);
+  EXPECT_EQ(etl["executorsReplaced"], 2);
+  EXPECT_EQ(etl["placementsSteeredAway"], 2);
+  std::map<std::string, int> on;
+  for (const Json& pod : etl["pods"])
+    ++on[pod["node"].get<std::string>()];
+  EXPECT_EQ(on["a"], 2);  // the two executors not evicted
+  EXPECT_EQ(on["b"], 3);  // the driver and both replacements
+  const Json& late = doc["jobs"][1];
+  ASSERT_EQ(late["name"], "late");
+  for (const Json& pod : late["pods"]) {
+    if (pod["name"] != "late-driver") {
+      EXPECT_EQ(pod["node"], "a") << pod.dump();
+    }
+  }
 }
 
 TEST(Simulator, AnEvictionOnlyNamesMemory) {
@@ -213,6 +245,8 @@ TEST(Simulator, BadScenariosNameTheField) {
       {R"({"jobs": [{"name": "j", "queue": "q", "durationSeconds": 1, "driver": {}}]})",
        "jobs[0].queue: unknown queue q"},
       {R"({"policy": {"queueing": "fifo"}})", "policy.queueing: expected blocking or nonblocking"},
+      {R"({"policy": {"reclaimHoldSeconds": -1}})", "policy.reclaimHoldSeconds"},
+      {R"({"policy": {"reclaimHoldSeconds": "5m"}})", "policy.reclaimHoldSeconds"},
       {R"({"queues": [{"name": "a", "parent": "b"}]})", "queues: queue a: unknown parent b"},
       {R"({"clusters": []})", "clusters: expected a non-empty array"},
       {R"({"nodes": [{"name": "n", "batch": {"cpu": "1"}}], "jobs": [{"name": "j",
