@@ -312,6 +312,30 @@ class SparkEmulatorTest(EmulatorCase):
                 if pod["metadata"].get("deletionTimestamp")]
         self.assertEqual(seen, [("MODIFIED", 20), ("MODIFIED", 0), ("DELETED", 0)])
 
+    def test_a_pod_created_after_its_owner_went_is_collected(self):
+        ns = "orphans"
+        owner = {"metadata": {"name": "owner"},
+                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        owner_uid = self.core.create_namespaced_pod(ns, owner).metadata.uid
+        def dependent(name, owner_uid):
+            return {"metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Pod", "name": "owner", "uid": owner_uid}]},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        # Created in this order; the collector judges them in the order it sees them, so
+        # once the last is gone the first two have been judged.
+        self.core.create_namespaced_pod(ns, dependent("kept", owner_uid))
+        self.core.create_namespaced_pod(ns, dependent("wrong-uid", "0000-not-the-owner"))
+        self.core.create_namespaced_pod(ns, {
+            "metadata": {"name": "no-owner", "ownerReferences": [{
+                "apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+                "name": "deleted-app", "uid": "1111-gone"}]},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+        self.wait_for("the pod whose app never existed collected",
+                      lambda: self.pod(ns, "no-owner") is None)
+        self.wait_for("the pod naming another uid collected",
+                      lambda: self.pod(ns, "wrong-uid") is None)
+        self.assertIsNotNone(self.pod(ns, "kept"), "a pod whose owner lives was collected")
+
     def test_submission_failures(self):
         ns = "submit"
         prefix = "/api/v1/namespaces/%s/pods" % ns
