@@ -10,6 +10,7 @@
 // Configurations (--configs, letters):
 //   0  LS alone (no BE): the floor of timer and wake-up cost on this machine
 //   a  kubelet today: besteffort cpu.shares 2, every task SCHED_OTHER
+//   A  a again, run apart in every round: the A/A twin whose ratio to (a) is the noise floor
 //   b  a, plus SCHED_IDLE on every BE task (sched_setscheduler)
 //   c  cpu.idle 1 on kubepods/besteffort itself (where LS and BE meet), shares as the kernel
 //      sets them
@@ -18,7 +19,8 @@
 //   e  a, plus an EEVDF slice of --slice-us for every BE task
 // Every configuration runs once per round, the order shuffled each round from a printed seed
 // (--seed repeats it); the table gives medians over the rounds with their spread and each
-// figure's ratio to the same round's kubelet run (a). Run as root; otherwise it says why
+// figure's ratio to the same round's kubelet run (a), with a verdict on p99 bounded by the
+// A/A twin's ratios (bench/yield/yield_report.h). Run as root; otherwise it says why
 // and exits 0. The scratch tree is removed on exit, on an exception and on SIGINT/SIGTERM.
 #include <algorithm>
 #include <atomic>
@@ -52,10 +54,14 @@
 
 #include "bench/bench_cli.h"
 #include "bench/bench_stats.h"
+#include "bench/yield/yield_report.h"
 #include "test/support/scratch_cgroup.h"
 
 namespace {
 
+using gleaner::bench::yield::Config;
+using gleaner::bench::yield::print_report;
+using gleaner::bench::yield::Run;
 using gleaner::testing::ScratchCgroups;
 
 std::atomic<bool> g_stop{false};
@@ -160,7 +166,7 @@ void restore_besteffort(const Files& files, bool has_idle) {
 struct Options {
   double seconds = 3;
   int rounds = 5;
-  std::string configs = "0abcde";
+  std::string configs = "0aAbcde";
   uint64_t seed = 0;
   bool seed_given = false;
   int period_us = 2000;
@@ -222,27 +228,14 @@ void spin_for(std::chrono::microseconds work) {
     ::pause();
 }
 
-struct Run {
-  std::vector<double> latency_us;
-  double be_cores = 0;
-  double ls_cores = 0;
-  double harvest = 0;  // BE cores / (CPUs - LS cores)
-  uint64_t ls_slice_ns = 0;
-  uint64_t be_slice_ns = 0;
-};
-
-struct Config {
-  char letter;
-  std::string name;
-  std::vector<Run> runs;
-};
-
 std::string describe(char letter, const Options& opt) {
   switch (letter) {
     case '0':
       return "LS alone (no BE)";
     case 'a':
       return "(a) kubelet: besteffort cpu.shares 2";
+    case 'A':
+      return "(a') kubelet again: the A/A twin of (a)";
     case 'b':
       return "(b) a + SCHED_IDLE on BE tasks";
     case 'c':
@@ -362,37 +355,6 @@ Run run_once(char letter, ScratchCgroups& scratch, const Files& files, bool has_
   return run;
 }
 
-std::string spread(const std::vector<double>& v, const char* fmt) {
-  if (v.empty()) return "-";
-  char a[32];
-  char b[32];
-  char c[32];
-  std::snprintf(a, sizeof(a), fmt, gleaner::bench::median(v));
-  std::snprintf(b, sizeof(b), fmt, *std::min_element(v.begin(), v.end()));
-  std::snprintf(c, sizeof(c), fmt, *std::max_element(v.begin(), v.end()));
-  return std::string(a) + " (" + b + "-" + c + ")";
-}
-
-template <typename Get>
-std::vector<double> each(const std::vector<Run>& runs, Get get) {
-  std::vector<double> out;
-  for (const Run& r : runs)
-    out.push_back(get(r));
-  return out;
-}
-
-// Per round: this configuration's figure over kubelet's (a) of the same round.
-template <typename Get>
-std::vector<double> ratio(const Config& c, const Config* a, Get get) {
-  std::vector<double> out;
-  if (a == nullptr) return out;
-  for (size_t i = 0; i < c.runs.size() && i < a->runs.size(); ++i) {
-    const double base = get(a->runs[i]);
-    if (base > 0) out.push_back(get(c.runs[i]) / base);
-  }
-  return out;
-}
-
 int measure(const Options& opt) {
   ScratchCgroups scratch;  // removed on return and on exceptions
   Files files{scratch};
@@ -448,57 +410,7 @@ int measure(const Options& opt) {
     return 130;
   }
 
-  const Config* kubelet = nullptr;
-  for (const Config& c : configs)
-    if (c.letter == 'a') kubelet = &c;
-  auto p50 = [](const Run& r) { return gleaner::bench::percentile(r.latency_us, 0.5); };
-  auto p99 = [](const Run& r) { return gleaner::bench::percentile(r.latency_us, 0.99); };
-  auto max = [](const Run& r) {
-    return r.latency_us.empty() ? 0.0 : *std::max_element(r.latency_us.begin(), r.latency_us.end());
-  };
-  auto p999 = [](const Run& r) { return gleaner::bench::percentile(r.latency_us, 0.999); };
-  auto over_1ms = [](const Run& r) {
-    if (r.latency_us.empty()) return 0.0;
-    const auto n = std::count_if(r.latency_us.begin(), r.latency_us.end(),
-                                 [](double us) { return us > 1000; });
-    return 100.0 * static_cast<double>(n) / static_cast<double>(r.latency_us.size());
-  };
-  auto be_cores = [](const Run& r) { return r.be_cores; };
-  std::printf(
-      "\nLS wake-up latency (deadline to running, us) and BE's harvest; medians over the rounds "
-      "(min-max); ratios are to the same round's (a)\n\n");
-  std::printf(
-      "| configuration | wake-ups/run | p50 us | p99 us | p99.9 us | max us | p99 vs (a) "
-      "| p99.9 vs (a) | wake-ups over 1 ms (percent) | BE cores | BE share of idle CPU | BE cores "
-      "vs (a) "
-      "| LS cores | LS slice us | BE slice us |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const Config& c : configs) {
-    const bool alone = c.letter == '0';
-    std::printf(
-        "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-        c.name.c_str(),
-        spread(each(c.runs, [](const Run& r) { return double(r.latency_us.size()); }), "%.0f")
-            .c_str(),
-        spread(each(c.runs, p50), "%.1f").c_str(), spread(each(c.runs, p99), "%.1f").c_str(),
-        spread(each(c.runs, p999), "%.0f").c_str(), spread(each(c.runs, max), "%.0f").c_str(),
-        spread(ratio(c, kubelet, p99), "%.3f").c_str(),
-        spread(ratio(c, kubelet, p999), "%.3f").c_str(),
-        spread(each(c.runs, over_1ms), "%.2f").c_str(),
-        alone ? "-" : spread(each(c.runs, be_cores), "%.2f").c_str(),
-        alone ? "-" : spread(each(c.runs, [](const Run& r) { return r.harvest; }), "%.3f").c_str(),
-        alone ? "-" : spread(ratio(c, kubelet, be_cores), "%.3f").c_str(),
-        spread(each(c.runs, [](const Run& r) { return r.ls_cores; }), "%.3f").c_str(),
-        spread(each(c.runs, [](const Run& r) { return r.ls_slice_ns / 1000.0; }), "%.0f").c_str(),
-        alone ? "-"
-              : spread(each(c.runs, [](const Run& r) { return r.be_slice_ns / 1000.0; }), "%.0f")
-                    .c_str());
-  }
-  std::printf(
-      "\nBE share of idle CPU: BE's CPU time over what LS left of the %d CPUs (other work on the "
-      "machine counts as not harvested). Slices: what sched_getattr reports for the task (the "
-      "kernel's default when none was asked for).\n",
-      cpus);
+  print_report(configs, cpus);
   return 0;
 }
 
@@ -510,8 +422,8 @@ int main(int argc, char** argv) {
   gleaner::bench::positive_option(app, "--seconds", opt.seconds, "length of each run");
   gleaner::bench::positive_option(app, "--rounds", opt.rounds, "rounds (each runs every config)");
   app.add_option("--configs", opt.configs,
-                 "letters: 0 alone, a kubelet, b SCHED_IDLE, c cpu.idle, "
-                 "d LS slice, e BE slice")
+                 "letters: 0 alone, a kubelet, A kubelet again (the A/A twin), b SCHED_IDLE, "
+                 "c cpu.idle, d LS slice, e BE slice")
       ->capture_default_str();
   app.add_option("--seed", opt.seed, "shuffle seed (default: random, printed)")
       ->each([&](const std::string&) { opt.seed_given = true; });
