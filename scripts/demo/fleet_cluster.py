@@ -33,6 +33,10 @@ MEMBERS = ("m1", "m2")
 REPORT_DRIVEN = (("m1", "m1-n2"), ("m2", "m2-n1"))
 GROUP, VERSION, PLURAL = "sparkoperator.k8s.io", "v1beta2", "sparkapplications"
 DRIVER_START_TIMEOUT_S = 3
+# The scheduler's reclaim hold, shortened from its 300 s default to fit the story: a job that
+# lost an executor to an eviction on a node goes back there once the node's room for it has
+# held this long.
+RECLAIM_HOLD_S = 8
 SCHED_HOST = "gleaner-scheduler.gleaner-system.svc"  # --report-service's DNS name
 GI = 1 << 30
 ACK_ONE = os.path.join(HERE, "ack-one")
@@ -336,6 +340,7 @@ class FleetCluster:
                 "--tls-from-webhook", "--report-service", "gleaner-system/gleaner-scheduler",
                 "--ca-configmap", "kube-system/gleaner-scheduler-ca",
                 "--tick-ms", "50", "--driver-start-timeout", str(DRIVER_START_TIMEOUT_S),
+                "--reclaim-hold", str(RECLAIM_HOLD_S),
                 "--hub", "hub=" + self.kubeconfigs["hub"],
                 "--hub-policy-group", "policy.one.alibabacloud.com",
                 "--hub-cluster-objects", "false",

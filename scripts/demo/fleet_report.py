@@ -17,12 +17,15 @@ class FleetReport(FleetCluster):
         real = self.real
         if "evictedPod" not in real:
             return "none by the agent in the story"
+        hold = real.get("reclaimHold")
+        replaced = ("replaced in %.1f s, on %s after a %d s reclaim hold" % (
+            real["replacementSeconds"], hold["replacementNode"], hold["holdSeconds"])
+            if hold and "replacementSeconds" in real else "its replacement not shown")
         return ("gleaner-agent under memory pressure (Eviction API): %s at %s MiB of %d "
-                "(%.1f%%, threshold %d%%), %.1f s after its work began to grow; replaced in "
-                "%.1f s" % (real["evictedPod"], real["nodeMemoryAtEvictionMiB"],
-                            real["nodeMemoryMiB"], real["nodeMemoryAtEvictionPercent"],
-                            real["memoryEvictThresholdPercent"],
-                            real["pressureToEvictionSeconds"], real["replacementSeconds"]))
+                "(%.1f%%, threshold %d%%), %.1f s after its work began to grow; %s" % (
+                    real["evictedPod"], real["nodeMemoryAtEvictionMiB"], real["nodeMemoryMiB"],
+                    real["nodeMemoryAtEvictionPercent"], real["memoryEvictThresholdPercent"],
+                    real["pressureToEvictionSeconds"], replaced))
 
     def summary(self):
         jobs = [{k: j[k] for k in ("name", "member", "members", "state", "executorsReplaced",

@@ -147,8 +147,8 @@ def real_node_facts(fleet):
                 "evictedPod", "nodeMemoryMiB", "memoryEvictThresholdPercent",
                 "nodeMemoryAtEvictionMiB", "nodeMemoryAtEvictionPercent",
                 "pressureToEvictionSeconds", "overThresholdToEvictionSeconds",
-                "replacementSeconds", "nodeMemoryAfterPercent", "memoryEvictionsByAgent",
-                "agentEvictionsByReason")}}
+                "replacementSeconds", "reclaimHold", "nodeMemoryAfterPercent",
+                "memoryEvictionsByAgent", "agentEvictionsByReason")}}
 
 
 def surge_verdict(managed, unmanaged):

@@ -49,11 +49,12 @@ from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
 import discovery  # noqa: E402
 import pod_validation  # noqa: E402
+from pod_conditions import can_ignore_disruption_budget, update_pod_condition  # noqa: E402
 import resources  # noqa: E402
 import statuses  # noqa: E402
 from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
 import tokens  # noqa: E402
-from store import ApiError, Store, now_rfc3339  # noqa: E402
+from store import ApiError, Store  # noqa: E402
 import watch  # noqa: E402
 from patch import PatchError, json_patch, merge_patch, strategic_merge_patch  # noqa: E402
 from tls_server import serve_tls  # noqa: E402
@@ -331,10 +332,8 @@ class Handler(BaseHTTPRequestHandler):
                                % (name, name, pod["spec"]["nodeName"]),
                                {"name": name, "kind": "pods/binding"})
             pod.setdefault("spec", {})["nodeName"] = node
-            conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-            conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
-            conditions.append({"type": "PodScheduled", "status": "True",
-                               "lastProbeTime": None, "lastTransitionTime": now_rfc3339()})
+            update_pod_condition(pod.setdefault("status", {}), {
+                "type": "PodScheduled", "status": "True", "lastProbeTime": None})
             return pod
 
         self.server.store.update("pods", r.ns, name, assign, expected_uid=uid)
@@ -345,7 +344,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", "expected a policy/v1 Eviction")
         if (body.get("metadata") or {}).get("name") not in (None, r.name):
             raise ApiError(400, "BadRequest", "name in URL does not match name in Eviction object")
-        self.server.store.get("pods", r.ns, r.name)
+        pod = self.server.store.get("pods", r.ns, r.name)
         if self.server.faults.take("eviction_429"):
             raise ApiError(429, "TooManyRequests", "Cannot evict pod as it would violate the "
                            "pod's disruption budget.", {"causes": [{
@@ -354,9 +353,39 @@ class Handler(BaseHTTPRequestHandler):
                                           "and has 1 currently"}]})
         options = body.get("deleteOptions")
         options = options if isinstance(options, dict) else {}
-        self.server.store.delete("pods", r.ns, r.name, "", options.get("preconditions") or {},
+        preconditions = options.get("preconditions") or {}
+        if not can_ignore_disruption_budget(pod):
+            preconditions = self.mark_disruption_target(r, pod, preconditions)
+        self.server.store.delete("pods", r.ns, r.name, "", preconditions,
                                  grace_period_of(options))
         self.send_status(201)
+
+    def mark_disruption_target(self, r, pod, preconditions):
+        """kube-apiserver's eviction writes the pod's DisruptionTarget condition (True,
+        EvictionByEvictionAPI) in its own update before the delete, checking the delete's
+        uid and resourceVersion preconditions against the latest pod there, and moves a
+        resourceVersion precondition to the version its update wrote (pkg/registry/core/
+        pod/storage/eviction.go addConditionAndDeletePod: getLatestPod, conditionAppender).
+        A watcher sees the pod MODIFIED with the condition, then marked for deletion: the
+        record that tells an eviction from any other delete."""
+        def append_condition(latest):
+            meta = latest["metadata"]
+            for field, key in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+                want = preconditions.get(field)
+                if want not in (None, "") and want != meta.get(field):
+                    raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on Pod "%s": '
+                                   "the %s in the precondition (%s) does not match the %s in "
+                                   "record (%s)" % (r.name, key, want, key, meta.get(field)),
+                                   {"name": r.name, "kind": "Pod"})
+            update_pod_condition(latest.setdefault("status", {}), {
+                "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting"})
+            return latest
+
+        updated = self.server.store.update("pods", r.ns, r.name, append_condition)
+        if preconditions.get("resourceVersion") in (None, ""):
+            return preconditions
+        return dict(preconditions, resourceVersion=updated["metadata"]["resourceVersion"])
 
     def list(self, r, query):
         predicate = matcher(r, query)

@@ -115,6 +115,71 @@ class GracefulDeletionTest(ServerTestCase):
         self.assertEqual(self.core.read_namespaced_pod(
             "evicted", NS).metadata.deletion_grace_period_seconds, 10)
 
+    def running(self, name):
+        """The pod's status as its kubelet writes it once its containers run."""
+        self.core.patch_namespaced_pod_status(name, NS, {"status": {"phase": "Running"}})
+
+    def disruption_target(self, name):
+        return next((c for c in self.core.read_namespaced_pod(name, NS).status.conditions or []
+                     if c.type == "DisruptionTarget"), None)
+
+    def test_an_eviction_marks_a_running_pod_a_disruption_target_before_deleting_it(self):
+        self.serve_node("n-target")
+        uid = self.bound_pod("target", "n-target", grace=10)
+        self.running("target")
+        rv = self.core.list_namespaced_pod(NS).metadata.resource_version
+        events = []
+        def record():
+            w = watch.Watch()
+            for e in w.stream(self.core.list_namespaced_pod, NS, resource_version=rv,
+                              timeout_seconds=20):
+                meta, conditions = e["object"].metadata, e["object"].status.conditions or []
+                events.append((e["type"], bool(meta.deletion_timestamp), [
+                    (c.type, c.status, c.reason) for c in conditions
+                    if c.type == "DisruptionTarget"]))
+                if meta.deletion_timestamp:
+                    w.stop()
+        watcher = threading.Thread(target=record, daemon=True)
+        watcher.start()
+        self.core.create_namespaced_pod_eviction("target", NS, client.V1Eviction(
+            metadata=client.V1ObjectMeta(name="target", namespace=NS),
+            delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(
+                uid=uid))))
+        watcher.join(20)
+        marked = [("DisruptionTarget", "True", "EvictionByEvictionAPI")]
+        self.assertEqual(events, [("MODIFIED", False, marked), ("MODIFIED", True, marked)])
+        self.assertEqual(self.disruption_target("target").message, "Eviction API: evicting")
+
+    def test_an_eviction_checks_its_preconditions_before_marking_the_pod(self):
+        self.serve_node("n-precondition")
+        self.bound_pod("guarded", "n-precondition", grace=10)
+        self.running("guarded")
+        current = self.core.read_namespaced_pod("guarded", NS).metadata.resource_version
+        for field in ("uid", "resource_version"):
+            with self.assertRaises(ApiException) as refused:
+                self.core.create_namespaced_pod_eviction("guarded", NS, client.V1Eviction(
+                    metadata=client.V1ObjectMeta(name="guarded", namespace=NS),
+                    delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(
+                        **{field: "not-this-one"}))))
+            self.assertEqual(refused.exception.status, 409, field)
+        self.assertIsNone(self.disruption_target("guarded"), "a refused eviction marked it")
+        # The current resourceVersion holds across the eviction's own write of the condition.
+        self.core.create_namespaced_pod_eviction("guarded", NS, client.V1Eviction(
+            metadata=client.V1ObjectMeta(name="guarded", namespace=NS),
+            delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(
+                resource_version=current))))
+        self.assertIsNotNone(self.core.read_namespaced_pod("guarded", NS).metadata
+                             .deletion_timestamp)
+
+    def test_an_eviction_of_a_pending_pod_deletes_it_unmarked(self):
+        self.serve_node("n-pending")
+        self.bound_pod("pending-evicted", "n-pending", grace=10)
+        self.core.create_namespaced_pod_eviction("pending-evicted", NS, client.V1Eviction(
+            metadata=client.V1ObjectMeta(name="pending-evicted", namespace=NS)))
+        self.assertIsNotNone(self.core.read_namespaced_pod("pending-evicted", NS).metadata
+                             .deletion_timestamp)
+        self.assertIsNone(self.disruption_target("pending-evicted"))
+
     def test_a_grace_period_that_is_no_number_is_refused(self):
         with self.assertRaises(ApiException) as bad:
             self.api.call_api("/api/v1/namespaces/%s/pods/x" % NS, "DELETE",

@@ -164,30 +164,36 @@ class ColocationHarness:
     def post_node_reports(self):
         """One NodeReport per node (reporter/wire/node_report.cc to_json, version 1), as
         gleaner-agent posts them: over HTTPS, each with its own agent pod's token."""
-        if not getattr(self, "agent_tokens", None):
-            self.agent_tokens = {node: self.agent_token(node) for node in NODES}
         for seq, node in enumerate(NODES, start=1):
-            report = {
-                "version": 1, "node": node, "cluster": "", "sequence": seq,
-                "timestampUnixMillis": int(time.time() * 1000),
-                "capacity": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
-                "allocatable": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
-                "batchAllocatable": BATCH, "batchUnavailableReason": None,
-                "usage": {"node": {"cpuMillicores": 3000, "memoryBytes": 16 * GI},
-                          "system": {"cpuMillicores": 500, "memoryBytes": 2 * GI},
-                          "ls": {"cpuMillicores": 2500, "memoryBytes": 14 * GI},
-                          "be": {"cpuMillicores": 0, "memoryBytes": 0}},
-                "bePods": [],
-                "suppress": {"active": False, "policy": "none", "beCpuLimitMillicores": 0},
-                "interference": {"lsPods": []}}
-            status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(report),
-                                              self.agent_tokens[node])
-            self.assertEqual(status, 200, "report for %s refused: %s" % (node, body))
+            report = self.post_node_report(node, seq, BATCH)
         # A node's token does not report for another node.
         other = dict(report, node=NODES[0], sequence=len(NODES) + 1)
         status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(other),
                                           self.agent_tokens[NODES[-1]])
         self.assertEqual(status, 403, body)
+
+    def post_node_report(self, node, seq, batch):
+        """`node`'s agent reports `batch` of batch capacity (sequence `seq`); returns the
+        report it posted."""
+        if not getattr(self, "agent_tokens", None):
+            self.agent_tokens = {n: self.agent_token(n) for n in NODES}
+        report = {
+            "version": 1, "node": node, "cluster": "", "sequence": seq,
+            "timestampUnixMillis": int(time.time() * 1000),
+            "capacity": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
+            "allocatable": {"cpuMillicores": NODE_CPU_MILLI, "memoryBytes": NODE_MEMORY},
+            "batchAllocatable": batch, "batchUnavailableReason": None,
+            "usage": {"node": {"cpuMillicores": 3000, "memoryBytes": 16 * GI},
+                      "system": {"cpuMillicores": 500, "memoryBytes": 2 * GI},
+                      "ls": {"cpuMillicores": 2500, "memoryBytes": 14 * GI},
+                      "be": {"cpuMillicores": 0, "memoryBytes": 0}},
+            "bePods": [],
+            "suppress": {"active": False, "policy": "none", "beCpuLimitMillicores": 0},
+            "interference": {"lsPods": []}}
+        status, body = self.sched_request("POST", "/api/v1/reports", json.dumps(report),
+                                          self.agent_tokens[node])
+        self.assertEqual(status, 200, "report for %s refused: %s" % (node, body))
+        return report
 
     def stop_all(self):
         # Inside a cleanup _outcome.success reads True; the result has the failures.

@@ -39,6 +39,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "scripts", "demo"))
 import fleet  # noqa: E402
+import fleet_cluster  # noqa: E402
 import fleet_node  # noqa: E402
 from e2e_harness import run_with_bin_dir  # noqa: E402
 
@@ -111,6 +112,12 @@ class FleetRealNodeE2E(unittest.TestCase):
         # 3. The agent's eviction under memory pressure, not the story's.
         self.assert_agent_evicted(doc)
         self.assertGreaterEqual(jobs["spark-pi-1"]["executorsReplaced"], 1, jobs)
+        # No ping-pong: the API server marked the victim EvictionByEvictionAPI, so the
+        # scheduler kept spark-pi-1 off m1-n1 (m1's only node that starts pods) until the
+        # node's room had held for the reclaim hold; only then did the replacement go back.
+        self.assertEqual(real["reclaimHold"]["replacementNode"], fleet_node.NODE, real)
+        self.assertGreaterEqual(real["replacementSeconds"], fleet_cluster.RECLAIM_HOLD_S - 1,
+                                real)
         # 4-5.
         self.assertEqual(jobs["spark-pi-3"]["reclaimed"], 1, jobs)
         self.assertEqual(jobs["spark-pi-3"]["members"], ["m1", "m2"], jobs)

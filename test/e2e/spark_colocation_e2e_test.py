@@ -304,6 +304,55 @@ class ColocationE2E(ColocationHarness, unittest.TestCase):
         self.assertGreaterEqual(int(mutated.group(1)), 6)  # driver + 5 executors (+ probes)
         self.log("done")
 
+    def test_an_evicted_executor_is_not_placed_back_on_its_node(self):
+        """No ping-pong (docs/scheduler.md, --reclaim-hold): gleaner-agent evicts an executor
+        through the Eviction API; the API server marks it DisruptionTarget
+        (EvictionByEvictionAPI) before deleting it, and the scheduler places Spark's
+        replacement on the other node, though the room the eviction freed is the fullest
+        fit, with a GleanerAvoidedNode Event saying why."""
+        ns_obj, app = self.example_app()
+        ns, name = app["metadata"]["namespace"], app["metadata"]["name"]
+        app["metadata"]["annotations"][SCRIPT + "run-seconds"] = "60"  # runs throughout
+        self.create(ns_obj)
+        self.probe_webhook(ns)
+        self.create(app)
+        executors = self.wait_for("4 executors running", lambda: (
+            lambda ps: ps if len(ps) == 4 and all(
+                p["status"].get("phase") == "Running" for p in ps) else None)(
+            self.pods(ns, "spark-role=executor")), 15)
+        # 9 cpu over 2 x 5: the driver's node holds it and two executors, and is full.
+        driver_node = self.pod(ns, name + "-driver")["spec"]["nodeName"]
+        other = next(n for n in NODES if n != driver_node)
+        victim = next(p for p in executors if p["spec"]["nodeName"] == driver_node)
+        # The other node's agent now reports 8 cpu: room there for a 2-cpu executor with
+        # 2 cpu to spare, so the victim's own freed room (exactly 2 cpu) is the fuller fit.
+        self.post_node_report(other, 100, dict(BATCH, cpuMillicores=8000))
+        self.wait_for("8 cpu of batch room published on " + other, lambda: self.node(other)[
+            "status"]["allocatable"].get(BATCH_CPU) == "8000", 10)
+
+        self.call("POST", "/api/v1/namespaces/%s/pods/%s/eviction" % (
+            ns, victim["metadata"]["name"]), {
+                "apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": victim["metadata"]["name"], "namespace": ns}})
+        replacement = self.wait_for("executor 5 running", lambda: (
+            lambda ps: ps[0] if ps and ps[0]["status"].get("phase") == "Running" else None)(
+            self.pods(ns, "spark-role=executor,spark-exec-id=5")), 15)
+        marked = [p for t, p in self.recorder.seen(ns, lambda t, p: p["metadata"]["uid"] ==
+                                                    victim["metadata"]["uid"])
+                  if any(c.get("type") == "DisruptionTarget" and
+                         c.get("reason") == "EvictionByEvictionAPI"
+                         for c in p["status"].get("conditions") or [])]
+        self.assertTrue(marked, "the API server did not mark the evicted executor")
+        self.assertEqual(replacement["spec"]["nodeName"], other,
+                         "the replacement went back into the room its eviction freed")
+        cluster = self.scheduler_args.get("--cluster-name", "default")
+        steered = self.wait_for("a GleanerAvoidedNode Event on executor 5", lambda: [
+            e for e in self.events(ns, replacement["metadata"]["name"])
+            if e["reason"] == "GleanerAvoidedNode"], 5)
+        self.assertIn("not placed on node %s/%s: a pod of this job was evicted there" % (
+            cluster, driver_node), steered[0]["message"])
+        self.assertIn("gleaner_scheduler_placements_steered_away_total 1\n", self.sched("/metrics"))
+
     def test_ack_guide_application_is_placed_as_one_gang(self):
         """ACK One's guide submits its SparkApplication with only the annotation
         sparkoperator.k8s.io/koordinator-colocation: "true" on both templates, no
