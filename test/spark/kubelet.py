@@ -91,6 +91,11 @@ class Kubelet(Actor):
         self.real = {}  # node -> podruntime.RealNode
         self.leased = set()  # nodes whose Lease we hold
         self.finishing = set()  # uids of deleted pods we delete again once stopped
+        # An emulated container's process behind a preStop hook: on_pre_stop(pod, command)
+        # delivers what the hook does to it and returns True when something runs there
+        # (a Spark executor's JVM, sparkruntime.py); the container then exits on its own.
+        self.on_pre_stop = None
+        self.stopping = {}  # uid -> threading.Event set when its hooked container exited
         cache.subscribe(self.on_cache_event)
 
     def add_real_node(self, name, cgroup_root, log_dir=None):
@@ -140,6 +145,8 @@ class Kubelet(Actor):
                                   phase in ("Succeeded", "Failed")):
             stopped = self.real[node].stop_pod(uid, podruntime.grace_of(pod))  # killPod
         if etype != "DELETED" and meta.get("deletionTimestamp") and self.ours(node):
+            if node not in self.real:
+                stopped = self.stop_emulated(pod)
             self.finish_deletion(pod, stopped)
         if etype == "DELETED":
             self.finishing.discard(uid)
@@ -194,6 +201,35 @@ class Kubelet(Actor):
             return self.delete_stopped(pod)
         threading.Thread(target=lambda: (stopped.wait(), self.post(self.delete_stopped, pod)),
                          name="kubelet-stop-" + pod["metadata"]["name"], daemon=True).start()
+
+    def stop_emulated(self, pod):
+        """killContainer for an emulated pod (pkg/kubelet/kuberuntime/kuberuntime_container.go):
+        a running container with a preStop exec hook has the hook run first, within the
+        grace period; once it exits the pod is stopped. The grace period's end kills it
+        (exit 137). Returns the Event set when it has stopped, or None: it stops at once
+        (no hook, or nothing runs behind it)."""
+        uid = pod["metadata"].get("uid")
+        if uid in self.stopping:
+            return self.stopping[uid]
+        if (pod.get("status") or {}).get("phase") != "Running" or self.on_pre_stop is None:
+            return None
+        hooks = [(((c.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get(
+            "command") for c in (pod.get("spec") or {}).get("containers") or []]
+        command = next((h for h in hooks if h), None)
+        if not command or not self.on_pre_stop(pod, command):
+            return None
+        self.stopping[uid] = stopped = threading.Event()
+        log("kubelet", "%s/%s: preStop hook %s running (grace %ds)", pod["metadata"]["namespace"],
+            pod["metadata"]["name"], " ".join(command), podruntime.grace_of(pod))
+        self.call_later(podruntime.grace_of(pod), self.grace_over, pod)
+        return stopped
+
+    def grace_over(self, pod):
+        stopped = self.stopping.get(pod["metadata"].get("uid"))
+        if stopped is not None and not stopped.is_set():
+            log("kubelet", "%s/%s outlived its %ds grace period; SIGKILL",
+                pod["metadata"]["namespace"], pod["metadata"]["name"], podruntime.grace_of(pod))
+            self.container_exited(pod, 137, "Error")
 
     def delete_stopped(self, pod):
         meta = pod["metadata"]
@@ -363,6 +399,14 @@ class Kubelet(Actor):
     def container_exited(self, pod, exit_code, reason):
         """The emulated process in the pod's main container (Spark's, by its usual names,
         else the last) exited; the others are stopped with it, so the pod ends."""
+        try:
+            self.record_exit(pod, exit_code, reason)
+        finally:  # a pod stopping behind its preStop hook has stopped, whatever was written
+            stopped = self.stopping.pop(pod["metadata"].get("uid"), None)
+            if stopped is not None:
+                stopped.set()
+
+    def record_exit(self, pod, exit_code, reason):
         current = self.cache.get("pods", kubeapi.key_of(pod))
         if current is None or current["metadata"].get("uid") != pod["metadata"].get("uid"):
             return

@@ -47,7 +47,15 @@ What runs inside, each as its own thread:
             (SIGTERM, SIGKILL after the grace period) and remove the pod's cgroups; a
             process that dies on its own ends its pod (137 after an OOM kill: OOMKilled).
             The node's kubelet API (GET /pods, /healthz) is served on --kubelet-port.
-  gc        cascading deletion through ownerReferences (app -> driver -> executors).
+  gc        cascading deletion through ownerReferences (app -> driver -> executors), and
+            of a pod created after its owner went.
+  decom     with spark.decommission.enabled, executor pods get Spark's preStop hook
+            (spark.kubernetes.decommission.script, /opt/decom.sh); on an emulated node a
+            deleted or evicted executor then decommissions: it takes no new task, finishes
+            the running one, migrates its blocks (spark.storage.decommission.enabled) and
+            exits 0 ("Finished decommissioning"), unless its grace period ends first
+            (SIGKILL, 137). An executor that goes mid-task otherwise loses that task's work
+            ("lost mid-task" in the driver's log, with the seconds lost).
 
 Scripting, for tests only: annotations on the SparkApplication, read when its driver starts.
   spark-emulator.gleaner.io/run-seconds       the job's running time (float seconds); absent:
@@ -66,9 +74,13 @@ Scripting, for tests only: annotations on the SparkApplication, read when its dr
                                               entry the target stays the initial one)
   spark-emulator.gleaner.io/seed              an integer: app ids, submission ids and name
                                               prefixes repeat run to run
-  spark-emulator.gleaner.io/task-seconds      on a real node, each busy executor gets a task
-                                              this long (default 0.5) every as long
+  spark-emulator.gleaner.io/task-seconds      each busy executor gets a task this long
+                                              (default 0.5) every as long (on a real node
+                                              its process works it)
   spark-emulator.gleaner.io/task-memory       bytes each task holds and touches (default 0)
+  spark-emulator.gleaner.io/migrate-seconds   a decommissioning executor's block migration
+                                              (default 0.2; with spark.storage.decommission.
+                                              enabled)
 To be fast, set Spark's own timings in spec.sparkConf, e.g.
   spark.kubernetes.allocation.batch.delay: "100ms"
   spark.kubernetes.executor.eventProcessingInterval: "100ms"  (failed executors deleted)

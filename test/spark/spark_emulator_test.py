@@ -312,6 +312,70 @@ class SparkEmulatorTest(EmulatorCase):
                 if pod["metadata"].get("deletionTimestamp")]
         self.assertEqual(seen, [("MODIFIED", 20), ("MODIFIED", 0), ("DELETED", 0)])
 
+    def evict_running_executor(self, ns, name, conf, template_spec=None):
+        """App `name` with one executor on n1 whose job hands it 2 s tasks; once its first
+        task runs the executor is evicted (the Eviction API, as gleaner-agent does it).
+        Returns (its pod as evicted, its executor history once the pod is gone)."""
+        self.policies[ns] = lambda pod: "n1"
+        executor = {"instances": 1, "cores": 1, "memory": "512m"}
+        if template_spec:
+            executor["template"] = {"spec": template_spec}
+        self.create_app(ns, name, {"sparkConf": dict(FAST, **conf),
+                                   "driver": {"cores": 1, "memory": "512m"},
+                                   "executor": executor},
+                        {S + "run-seconds": "30", S + "run-from": "first-executor",
+                         S + "task-seconds": "2", S + "migrate-seconds": "0.3"})
+        pod = self.wait_for("executor 1 running", lambda: (lambda p: p if p and (
+            p.get("status") or {}).get("phase") == "Running" else None)(
+                self.executors(ns).get(1)))
+        self.wait_for("the job's clock started (executor 1's first task handed)", lambda: (
+            "driver-%s-driver: job runs for" % name) in self.emulator_log())
+        self.core.create_namespaced_pod_eviction(pod["metadata"]["name"], ns, client.V1Eviction(
+            metadata=client.V1ObjectMeta(name=pod["metadata"]["name"], namespace=ns)))
+        history = self.wait_for("executor 1's pod gone", lambda: (
+            lambda h: h if h.get(1, {}).get("deleted") else None)(self.executor_history(ns)))
+        return pod, history[1]
+
+    def emulator_log(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    @staticmethod
+    def exit_code(pod):
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        terminated = [(s.get("state") or {}).get("terminated") for s in statuses]
+        return [t["exitCode"] for t in terminated if t]
+
+    def test_an_evicted_executor_decommissions_when_spark_has_it_enabled(self):
+        pod, history = self.evict_running_executor("decom", "drained", {
+            "spark.decommission.enabled": "true", "spark.storage.decommission.enabled": "true"})
+        container = pod["spec"]["containers"][0]
+        self.assertEqual(container["lifecycle"], {"preStop": {"exec": {"command": [
+            "/opt/decom.sh"]}}})
+        # The preStop hook's SIGPWR: the running task finished, the blocks migrated, then
+        # the JVM exited 0 before the kubelet finished the deletion.
+        self.assertEqual(history["phases"][-1], "Succeeded", history["phases"])
+        self.assertEqual(self.exit_code(history["pod"]), [0])
+        log = self.emulator_log()
+        self.assertIn("executor 1: Finished decommissioning", log)
+        self.assertNotIn("driver-drained-driver: executor 1 lost mid-task", log)
+
+    def test_an_evicted_executor_without_decommissioning_loses_its_task(self):
+        pod, history = self.evict_running_executor("nodecom", "killed", {})
+        self.assertNotIn("lifecycle", pod["spec"]["containers"][0])
+        # Stopped at once: deleted while Running, its task's work so far lost.
+        self.assertEqual(history["phases"][-1], "Running", history["phases"])
+        self.assertIn("driver-killed-driver: executor 1 lost mid-task", self.emulator_log())
+
+    def test_a_decommission_longer_than_the_grace_period_is_killed(self):
+        # 2 s tasks, a 1 s grace period: the kubelet kills the executor before it is done.
+        _, history = self.evict_running_executor(
+            "shortgrace", "cut", {"spark.decommission.enabled": "true"},
+            {"terminationGracePeriodSeconds": 1})
+        self.assertEqual(history["phases"][-1], "Failed", history["phases"])
+        self.assertEqual(self.exit_code(history["pod"]), [137])
+        self.assertIn("driver-cut-driver: executor 1 lost mid-task", self.emulator_log())
+
     def test_a_pod_created_after_its_owner_went_is_collected(self):
         ns = "orphans"
         owner = {"metadata": {"name": "owner"},

@@ -38,6 +38,9 @@ class Script:
             at, _, n = item.partition(":")
             self.demand.append((float(at), int(n)))
         self.demand.sort()
+        # How long a decommissioning executor takes to migrate its blocks once its running
+        # task is done (with spark.storage.decommission.enabled).
+        self.migrate_seconds = float(get("migrate-seconds") or 0.2)
         # What each task does on a real node (podruntime.py): its wall time and memory.
         self.task_seconds = float(get("task-seconds") or 0.5)
         self.task_memory = int(get("task-memory") or 0)
@@ -129,6 +132,11 @@ class SparkDriver(Actor):
         self.running_since = {}  # id -> when it was first seen running (registered)
         self.idle_since = {}
         self.failure_timers = {}
+        self.decommissioned = set()  # executors that exited after SIGPWR (decommissioning)
+        self.decommissioning = set()  # executors that got SIGPWR and take no new tasks
+        self.task_seconds_lost = 0.0  # task work lost with executors that went mid-task
+        self.last_task_tick = None
+        self.migrate_blocks = conf_bool(conf, "spark.storage.decommission.enabled", False)
         self.started = None
         self.run_started = None
         self.finishing = False
@@ -172,6 +180,8 @@ class SparkDriver(Actor):
         except ValueError:
             return
         self.seen_ids.add(executor_id)
+        if etype == "DELETED" or (pod.get("status") or {}).get("phase") == "Failed":
+            self.count_lost_work(executor_id)
         if etype == "DELETED":
             self.pods[executor_id] = None
             self.running_since.pop(executor_id, None)
@@ -207,6 +217,44 @@ class SparkDriver(Actor):
         reason = "OOMKilled" if code == 137 else "Error"
         log(self.name, "executor %d exits with code %d (scripted)", executor_id, code)
         self.kubelet.post(self.kubelet.container_exited, pod, code, reason)
+
+    # --- decommissioning (CoarseGrainedExecutorBackend.decommissionSelf) ------------------
+    def decommission(self, executor_id, pod):
+        """SIGPWR reached executor `executor_id` (its pod's preStop hook, decom.sh): it tells
+        the driver, takes no new task, and exits 0 ("Finished decommissioning") once its
+        running task is done and, with spark.storage.decommission.enabled, its blocks have
+        migrated; the driver then counts no failure and loses no task."""
+        if executor_id in self.decommissioning or executor_id not in self.running_since:
+            return
+        self.decommissioning.add(executor_id)
+        now = time.monotonic()
+        busy = self.run_started is not None and self.last_task_tick is not None and \
+            executor_id not in self.killed
+        left = max(0.0, self.last_task_tick + self.script.task_seconds - now) if busy else 0.0
+        migrate = self.script.migrate_seconds if self.migrate_blocks else 0.0
+        log(self.name, "executor %d decommissioning: exits in %.2fs (task %.2fs, blocks %.2fs)",
+            executor_id, left + migrate, left, migrate)
+        self.call_later(left + migrate, self.decommissioned_exit, executor_id, pod)
+
+    def decommissioned_exit(self, executor_id, pod):
+        current = self.pods.get(executor_id)
+        if current is None or (current.get("status") or {}).get("phase") != "Running":
+            return  # killed first (the grace period ran out) or gone
+        self.decommissioned.add(executor_id)
+        log(self.name, "executor %d: Finished decommissioning", executor_id)
+        self.kubelet.post(self.kubelet.container_exited, pod, 0, "Completed")
+
+    def count_lost_work(self, executor_id):
+        """An executor gone while its task ran, not decommissioned: that task's work so far
+        is lost (Spark runs it again elsewhere)."""
+        idle = executor_id in self.killed or (self.dynamic and executor_id in self.idle_since)
+        if executor_id in self.decommissioned or executor_id not in self.running_since or idle \
+                or self.run_started is None or self.last_task_tick is None or self.finishing:
+            return
+        lost = min(self.script.task_seconds, time.monotonic() - self.last_task_tick)
+        self.task_seconds_lost += lost
+        log(self.name, "executor %d lost mid-task: %.2fs of task work lost (%.2fs in all)",
+            executor_id, lost, self.task_seconds_lost)
 
     def state_of(self, executor_id):
         pod = self.pods.get(executor_id)
@@ -456,8 +504,10 @@ class SparkDriver(Actor):
         if self.finishing:
             return
         self.call_later(self.script.task_seconds, self.task_tick)
+        self.last_task_tick = time.monotonic()
         for i in self.running_ids():
-            if i not in self.killed and (not self.dynamic or i not in self.idle_since):
+            if i not in self.killed and i not in self.decommissioning and (
+                    not self.dynamic or i not in self.idle_since):
                 self.kubelet.post(self.kubelet.run_task, self.pods[i], self.script.task_seconds,
                                   self.script.task_memory)
 

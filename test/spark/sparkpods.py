@@ -30,6 +30,8 @@ RESOURCE_PROFILE_ID = "spark-exec-resourceprofile-id"
 SPARK_VERSION_LABEL = "spark-version"
 
 DEFAULT_SPARK_VERSION = "3.5.5"
+# spark.kubernetes.decommission.script's default (deploy/k8s/Config.scala, DECOMMISSION_SCRIPT)
+DECOMMISSION_SCRIPT = "/opt/decom.sh"
 
 
 class SubmitError(Exception):
@@ -289,6 +291,12 @@ def build_executor_pod(app_spec, conf, template, app_id, prefix, executor_id, dr
     container["ports"] = [{"name": "blockmanager",
                            "containerPort": conf_int(conf, "spark.blockManager.port", 7079)}]
     container["args"] = list(container.get("args") or []) + ["executor"]
+    if conf_bool(conf, "spark.decommission.enabled", False):
+        # BasicExecutorFeatureStep: the container's preStop hook runs the decommission
+        # script (decom.sh in Spark's image), which sends the executor JVM SIGPWR and waits
+        # for it to exit.
+        container["lifecycle"] = {"preStop": {"exec": {"command": [conf.get(
+            "spark.kubernetes.decommission.script", DECOMMISSION_SCRIPT)]}}}
     local_dir = "spark-local-dir-1"
     container.setdefault("volumeMounts", []).extend([
         {"name": local_dir, "mountPath": "/var/data/spark-" + rng.uuid()},

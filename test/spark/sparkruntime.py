@@ -22,6 +22,25 @@ class SparkRuntime:
         self.drivers = {}  # driver pod uid -> SparkDriver
         self.by_app_id = {}  # spark-app-selector -> SparkDriver
         cache.subscribe(self.on_cache_event)
+        kubelet.on_pre_stop = self.pre_stop
+
+    def pre_stop(self, pod, command):
+        """What an executor pod's preStop hook does to its JVM: Spark's decom.sh sends the
+        executor SIGPWR and waits for it to exit. True when one of our drivers' executors
+        runs there (it then decommissions and exits on its own)."""
+        labels = kubeapi.labels_of(pod)
+        if labels.get(sparkpods.ROLE) != "executor":
+            return False
+        with self.lock:
+            driver = self.by_app_id.get(labels.get(sparkpods.APP_SELECTOR))
+        try:
+            executor_id = int(labels.get(sparkpods.EXEC_ID, ""))
+        except ValueError:
+            return False
+        if driver is None:
+            return False
+        driver.post(driver.decommission, executor_id, pod)
+        return True
 
     def rng_for(self, app, attempt):
         seed = (app["metadata"].get("annotations") or {}).get(SCRIPT + "seed")
