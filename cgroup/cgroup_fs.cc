@@ -153,12 +153,6 @@ Result<std::vector<int>> CgroupFs::read_cpuset(const std::string& cgroup) {
   return parse_cpu_list(*raw);
 }
 
-Result<std::map<std::string, int64_t>> CgroupFs::read_memory_stat(const std::string& cgroup) {
-  auto raw = read_raw(Resource::kMemoryStat, cgroup);
-  if (!raw) return raw.error();
-  return parse_flat_keyed(*raw);
-}
-
 Result<int64_t> CgroupFs::read_memory_working_set(const std::string& cgroup) {
   auto raw = read_raw(Resource::kMemoryStat, cgroup);
   if (!raw) return raw.error();

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -62,7 +61,6 @@ class CgroupFs {
   Result<int64_t> read_cpu_usage_ns(const std::string& cgroup);
   Result<CpuThrottle> read_cpu_throttle(const std::string& cgroup);
   Result<std::vector<int>> read_cpuset(const std::string& cgroup);
-  Result<std::map<std::string, int64_t>> read_memory_stat(const std::string& cgroup);
   // inactive_anon + active_anon + unevictable (hierarchical on v1).
   Result<int64_t> read_memory_working_set(const std::string& cgroup);
   Result<Psi> read_pressure(Resource resource, const std::string& cgroup);

@@ -34,7 +34,8 @@ StopDecision decide_on_stop(const std::optional<Json>& pod, const std::optional<
 std::string owning_daemon_set(const Json& pod);
 
 // Whether a pod template's nodeSelector and required node affinity select a node with
-// `labels`; nullopt when it cannot tell (matchFields, Gt/Lt, malformed terms).
+// `labels` (kube::node_selector_terms' operators, Gt and Lt included); nullopt when it cannot
+// tell (matchFields, a nodeSelector that is not an object, a malformed term).
 std::optional<bool> template_selects(const Json& pod_template, const Labels& labels);
 
 // Whether the DaemonSet controller would create a pod from `pod_template` on `node`, as its
