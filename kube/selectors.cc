@@ -38,6 +38,12 @@ bool valid_key(std::string_view k) {
   return !name.empty() && valid_value(name);
 }
 
+// A field of the wrong JSON type: kParse, "<where>: expected <want>, got <type>".
+Error wrong_type(const std::string& where, const char* want, const Json& got) {
+  return make_error(ErrorCode::kParse,
+                    where + ": expected " + want + ", got " + std::string(got.type_name()));
+}
+
 Error bad(std::string_view text, const std::string& why) {
   return make_error(ErrorCode::kParse, "label selector \"" + std::string(text) + "\": " + why);
 }
@@ -112,28 +118,31 @@ Result<LabelSelector> LabelSelector::parse(std::string_view text) {
   return sel;
 }
 
-Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_view where) {
+Result<LabelSelector> LabelSelector::from_json(const Json& json, std::string_view where,
+                                               FieldNames names) {
   LabelSelector sel;
-  auto fail = [&](const std::string& why) {
-    return make_error(ErrorCode::kParse, std::string(where) + ": " + why);
-  };
+  const std::string at(where);
   if (json.is_null()) return sel;
-  if (!json.is_object()) return fail("a label selector must be an object");
-  if (auto it = json.find("matchLabels"); it != json.end() && !it->is_null()) {
-    if (!it->is_object()) return fail("matchLabels must be an object");
-    for (const auto& [key, value] : it->items()) {
-      if (!value.is_string()) return fail("matchLabels." + key + " must be a string");
-      if (!valid_key(key) || !valid_value(value.get<std::string>())) {
-        return fail("invalid label " + key + "=" + value.dump());
+  if (!json.is_object()) return wrong_type(at, "an object", json);
+  if (const Json* labels = find_field(json, "matchLabels", names)) {
+    const std::string base = at + ".matchLabels";
+    if (!labels->is_object()) return wrong_type(base, "an object", *labels);
+    for (const auto& [key, value] : labels->items()) {
+      if (!value.is_string()) return wrong_type(base + "." + key, "a string", value);
+      const std::string& text = value.get_ref<const std::string&>();
+      if (!valid_key(key)) return invalid_field(base + "." + key, "invalid label key");
+      if (!valid_value(text)) {
+        return invalid_field(base + "." + key, "invalid label value \"" + text + "\"");
       }
-      sel.reqs_.push_back({key, LabelOp::kIn, {value.get<std::string>()}});
+      sel.reqs_.push_back({key, LabelOp::kIn, {text}});
     }
   }
-  if (auto it = json.find("matchExpressions"); it != json.end() && !it->is_null()) {
-    if (!it->is_array()) return fail("matchExpressions must be a list");
-    for (size_t i = 0; i < it->size(); ++i) {
-      auto req = requirement_from_json(
-          (*it)[i], std::string(where) + ".matchExpressions[" + std::to_string(i) + "]");
+  if (const Json* exprs = find_field(json, "matchExpressions", names)) {
+    const std::string base = at + ".matchExpressions";
+    if (!exprs->is_array()) return wrong_type(base, "an array", *exprs);
+    for (size_t i = 0; i < exprs->size(); ++i) {
+      auto req = requirement_from_json((*exprs)[i], base + "[" + std::to_string(i) + "]",
+                                       RequirementOps::kLabelSelector, names);
       if (!req) return req.error();
       sel.reqs_.push_back(std::move(*req));
     }
@@ -156,14 +165,16 @@ std::string LabelSelector::to_string() const {
 }
 
 Result<LabelRequirement> requirement_from_json(const Json& e, const std::string& where,
-                                               RequirementOps ops) {
-  if (!e.is_object()) return invalid_field(where, "expected an object");
-  auto key = e.find("key");
-  auto op = e.find("operator");
-  if (key == e.end() || !key->is_string() || key->get<std::string>().empty()) {
+                                               RequirementOps ops, FieldNames names) {
+  if (!e.is_object()) return wrong_type(where, "an object", e);
+  const Json* key = find_field(e, "key", names);
+  const Json* op = find_field(e, "operator", names);
+  if (key != nullptr && !key->is_string()) return wrong_type(where + ".key", "a string", *key);
+  if (key == nullptr || key->get_ref<const std::string&>().empty()) {
     return invalid_field(where + ".key", "expected a label key");
   }
-  if (op == e.end() || !op->is_string()) return invalid_field(where + ".operator", "required");
+  if (op == nullptr) return invalid_field(where + ".operator", "required");
+  if (!op->is_string()) return wrong_type(where + ".operator", "a string", *op);
   LabelRequirement r;
   r.key = key->get<std::string>();
   const std::string o = op->get<std::string>();
@@ -186,11 +197,14 @@ Result<LabelRequirement> requirement_from_json(const Json& e, const std::string&
     return invalid_field(where + ".operator", "operator " + o + " is not supported by gleaner");
   }
   size_t count = 0;
-  if (auto v = e.find("values"); v != e.end() && !v->is_null()) {
-    if (!v->is_array()) return invalid_field(where + ".values", "expected an array of strings");
+  if (const Json* v = find_field(e, "values", names)) {
+    if (!v->is_array()) return wrong_type(where + ".values", "an array", *v);
     count = v->size();
-    for (const Json& s : *v) {
-      if (!s.is_string()) return invalid_field(where + ".values", "expected an array of strings");
+    for (size_t i = 0; i < v->size(); ++i) {
+      const Json& s = (*v)[i];
+      if (!s.is_string()) {
+        return wrong_type(where + ".values[" + std::to_string(i) + "]", "a string", s);
+      }
       r.values.insert(s.get<std::string>());
     }
   }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_field.h"
 #include "common/json_fwd.h"
 #include "common/labels.h"
 #include "common/result.h"
@@ -17,16 +18,17 @@ class LabelSelector {
  public:
   // The empty selector matches everything.
   static Result<LabelSelector> parse(std::string_view text);
-  // metav1.LabelSelector; `where` names the field in errors.
-  static Result<LabelSelector> from_json(const Json& json, std::string_view where);
+  // metav1.LabelSelector (null: the empty selector). Errors name the field at fault, from
+  // `where` on (".matchLabels.<key>", ".matchExpressions[0].operator"): kParse for a field of
+  // the wrong JSON type, kInvalidArgument for a value refused. `names`: how field names are
+  // matched (kAnyCase for ack-slo-config, read as Koordinator's Go decoder reads it).
+  static Result<LabelSelector> from_json(const Json& json, std::string_view where,
+                                         FieldNames names = FieldNames::kExact);
 
   [[nodiscard]] bool matches(const Labels& labels) const;
   // Canonical string form, accepted by the API server's labelSelector parameter.
   [[nodiscard]] std::string to_string() const;
   [[nodiscard]] const std::vector<LabelRequirement>& requirements() const { return reqs_; }
-  // For readers with rules of their own (ack-slo-config's field reader): one requirement
-  // more, which every matching label set must meet too.
-  void add(LabelRequirement requirement) { reqs_.push_back(std::move(requirement)); }
 
  private:
   std::vector<LabelRequirement> reqs_;
@@ -43,9 +45,10 @@ class LabelSelector {
 enum class RequirementOps { kLabelSelector, kNodeSelector };
 
 // One matchExpressions entry; `where` names the entry in errors, which name the field at
-// fault (".operator", ".values", ".values[0]").
+// fault (".operator", ".values", ".values[0]"), with the codes of LabelSelector::from_json.
 Result<LabelRequirement> requirement_from_json(const Json& expr, const std::string& where,
-                                               RequirementOps ops = RequirementOps::kLabelSelector);
+                                               RequirementOps ops = RequirementOps::kLabelSelector,
+                                               FieldNames names = FieldNames::kExact);
 
 // A node affinity's nodeSelectorTerms (`where` names the list): one list of requirements a
 // term, for terms_match (common/labels.h), Gt and Lt included. matchFields is refused with

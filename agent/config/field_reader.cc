@@ -1,10 +1,9 @@
 #include "agent/config/field_reader.h"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 
+#include "common/json_field.h"
 #include "common/json_util.h"
 
 namespace gleaner::agent::config {
@@ -29,33 +28,19 @@ std::string FieldReader::index(const std::string& path, size_t i) {
 }
 
 void FieldReader::fail(const std::string& path, const std::string& why, ErrorCode code) {
+  fail(make_error(code, path + ": " + why));
+}
+
+void FieldReader::fail(const Error& at_field) {
   if (failed_) return;
   failed_ = true;
-  error_ = make_error(code, file_ + ": field " + path + ": " + why);
+  error_ = make_error(at_field.code, file_ + ": field " + at_field.message);
 }
 
 const Json* FieldReader::find(const Json& obj, const char* key) const {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    // Koordinator's Go decoder matches field names ignoring case ("CPUEvictTimeWindowSeconds"
-    // in its own docs): so does this, the exact spelling first.
-    const std::string_view want(key);
-    it = obj.end();
-    for (auto i = obj.begin(); i != obj.end(); ++i) {
-      const std::string& name = i.key();
-      if (name.size() == want.size() &&
-          std::equal(name.begin(), name.end(), want.begin(), [](char a, char b) {
-            return std::tolower(static_cast<unsigned char>(a)) ==
-                   std::tolower(static_cast<unsigned char>(b));
-          })) {
-        it = i;
-        break;
-      }
-    }
-  }
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
+  // Koordinator's Go decoder matches field names ignoring case ("CPUEvictTimeWindowSeconds"
+  // in its own docs): so does this, the exact spelling first.
+  return find_field(obj, key, FieldNames::kAnyCase);
 }
 
 const Json* FieldReader::object(const Json& obj, const std::string& path, const char* key) {

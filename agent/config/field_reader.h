@@ -48,6 +48,9 @@ class FieldReader {
 
   // Records an error for `path` (already joined) unless one is recorded.
   void fail(const std::string& path, const std::string& why, ErrorCode code);
+  // The same for an error of a reader elsewhere whose message begins with the field's path
+  // ("<path>: <why>", as kube::LabelSelector::from_json's).
+  void fail(const Error& at_field);
 
   [[nodiscard]] bool failed() const { return failed_; }
   [[nodiscard]] const Error& error() const { return error_; }

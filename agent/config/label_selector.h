@@ -1,7 +1,8 @@
 #pragma once
-// The nodeSelector of ack-slo-config node strategies, read with the config's field reader
-// (positions in errors, field names matched as Koordinator's Go decoder matches them) into
-// Kubernetes' label selector (kube/selectors.h). An empty selector matches every node.
+// The nodeSelector of ack-slo-config node strategies: Kubernetes' label selector, read by
+// its one reader (kube::LabelSelector::from_json) with field names matched as Koordinator's
+// Go decoder matches them (any case), its error (naming the field) recorded in the config's
+// field reader. An empty selector matches every node.
 
 #include <string>
 

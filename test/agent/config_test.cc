@@ -85,6 +85,40 @@ TEST(ColocationConfig, MatchExpressions) {
       resolve_colocation(*cfg, node_with_labels({{"pool", "x"}})).strategy.degrade_time_minutes, 2);
 }
 
+TEST(ColocationConfig, NodeSelectorIsKubesLabelSelectorReadInAnyCase) {
+  // kube::LabelSelector::from_json reads it, field names in any case as Koordinator's Go
+  // decoder; its error names the file and the field.
+  auto cfg = parse_colocation_config(R"({"enable": true, "nodeConfigs": [
+      {"name": "a", "nodeSelector": {"MatchExpressions": [
+          {"Key": "zone", "OPERATOR": "In", "Values": ["z1"]}]}, "degradeTimeMinutes": 1}]})",
+                                     "f");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_EQ(resolve_colocation(*cfg, node_with_labels({{"zone", "z1"}})).matched, "nodeConfigs a");
+  EXPECT_EQ(resolve_colocation(*cfg, node_with_labels({{"zone", "z2"}})).matched,
+            "clusterStrategy");
+  auto gt = parse_colocation_config(R"({"nodeConfigs": [{"nodeSelector": {"matchExpressions": [
+      {"key": "cores", "operator": "Gt", "values": ["8"]}]}}]})",
+                                    "/etc/slo/colocation-config");
+  ASSERT_FALSE(gt.ok());
+  EXPECT_EQ(gt.error().message,
+            "/etc/slo/colocation-config: field "
+            "nodeConfigs[0].nodeSelector.matchExpressions[0].operator: operator Gt is not valid "
+            "in a label selector (In, NotIn, Exists, DoesNotExist; Gt and Lt belong to node "
+            "affinity only)");
+  auto key = parse_colocation_config(
+      R"({"nodeConfigs": [{"nodeSelector": {"matchLabels": {"bad key": "x"}}}]})", "f");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.error().message,
+            "f: field nodeConfigs[0].nodeSelector.matchLabels.bad key: "
+            "invalid label key");
+  auto type = parse_colocation_config(
+      R"({"nodeConfigs": [{"nodeSelector": {"matchLabels": {"pool": 3}}}]})", "f");
+  ASSERT_FALSE(type.ok());
+  EXPECT_EQ(type.error().code, ErrorCode::kParse);
+  EXPECT_EQ(type.error().message,
+            "f: field nodeConfigs[0].nodeSelector.matchLabels.pool: expected a string, got number");
+}
+
 TEST(ColocationConfig, ReclaimRatioLabelsOverrideEveryOtherSource) {
   auto cfg = parse_colocation_config(
       R"({"enable": true, "nodeConfigs": [{"nodeSelector": {}, "cpuReclaimThresholdPercent": 40}]})",

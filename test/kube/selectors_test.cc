@@ -73,6 +73,26 @@ TEST(LabelSelector, FromMetav1Json) {
                    .ok());
 }
 
+TEST(LabelSelector, FromJsonMatchesFieldNamesExactlyOrInAnyCase) {
+  const Json json = Json::parse(R"({"MatchLabels": {"app": "web"}})");
+  auto exact = LabelSelector::from_json(json, "s");
+  ASSERT_TRUE(exact.ok()) << exact.error().message;
+  EXPECT_TRUE(exact->requirements().empty());  // not metav1's field name: not read
+  auto any = LabelSelector::from_json(json, "s", FieldNames::kAnyCase);
+  ASSERT_TRUE(any.ok()) << any.error().message;
+  EXPECT_EQ(any->to_string(), "app=web");
+  // A field of the wrong type is kParse and named; a value refused is kInvalidArgument.
+  auto type = LabelSelector::from_json(
+      Json::parse(R"({"matchExpressions": [{"key": "z", "operator": "In", "values": [1]}]})"), "s");
+  ASSERT_FALSE(type.ok());
+  EXPECT_EQ(type.error().code, ErrorCode::kParse);
+  EXPECT_EQ(type.error().message, "s.matchExpressions[0].values[0]: expected a string, got number");
+  auto value = LabelSelector::from_json(Json::parse(R"({"matchLabels": {"app": "-web"}})"), "s");
+  ASSERT_FALSE(value.ok());
+  EXPECT_EQ(value.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(value.error().message, "s.matchLabels.app: invalid label value \"-web\"");
+}
+
 TEST(NodeSelectorTerms, OneParserOneEvaluatorOneRenderer) {
   auto terms = node_selector_terms(Json::parse(R"([
       {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b", "a"]},
