@@ -198,31 +198,6 @@ void Scheduler::unplace(const Job& j, const GangPlacement& p) {
     clusters_.release(p.pods[i], j.role_of(i).batch, i == 0, j.role_of(i).regular);
 }
 
-std::optional<GangPlacement> Scheduler::place_anywhere(const Job& j, const GangRequest& req) {
-  steer_candidate_.reset();
-  auto p = place_anywhere_unfiltered(j, req);
-  if (!p || reclaims_.empty()) return p;
-  const std::vector<NodeId> avoid = reclaims_.avoided(j.id);
-  auto hit = std::find_if(p->pods.begin(), p->pods.end(), [&](NodeId n) {
-    return std::binary_search(avoid.begin(), avoid.end(), n);
-  });
-  if (hit == p->pods.end()) return p;
-  // It would use a node the job lost a pod to an eviction on: placed again without those
-  // nodes, and the steering recorded for admit().
-  const auto index = static_cast<int>(hit - p->pods.begin());
-  const NodeId natural = *hit;
-  size_t i = 0;
-  for (const RoleRequest& role : req.roles) {
-    for (int k = 0; k < role.replicas; ++k, ++i)
-      clusters_.release(p->pods[i], role.batch, i == 0, role.regular);
-  }
-  clusters_.set_avoided(avoid);
-  p = place_anywhere_unfiltered(j, req);
-  clusters_.set_avoided({});
-  if (p) steer_candidate_ = SteerCandidate{j.id, p->pods, index, natural};
-  return p;
-}
-
 std::optional<GangPlacement> Scheduler::place_anywhere_unfiltered(const Job& j,
                                                                   const GangRequest& req) {
   const size_t n = clusters_.cluster_count();
