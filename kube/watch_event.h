@@ -25,8 +25,9 @@ struct WatchEvent {
   [[nodiscard]] int status_code() const;
 };
 
-// One line of a watch stream. Malformed JSON, unknown types and objects without metadata
-// are kParse errors naming what was wrong.
+// One line of a watch stream. Malformed JSON, an unknown type, an event without an object,
+// and an object without metadata.resourceVersion (and, but for a BOOKMARK, metadata.name)
+// are kParse errors naming what was wrong; an ERROR event's Status needs no metadata.
 Result<WatchEvent> decode_watch_event(std::string_view line);
 
 // Splits the byte stream into lines. A line longer than `max_line` is an error (one event
