@@ -54,16 +54,19 @@ std::optional<NodeId> Scheduler::foreign_pod_node(const std::string& key) const 
 
 Result<NodeId> Scheduler::place_extra_executor(const std::string& key, JobId id,
                                                const Resources& request, const Resources& regular,
-                                               const NodeSelector* selector) {
+                                               const NodeSelector* selector, int64_t now) {
   if (id >= jobs_.size()) return make_error(ErrorCode::kNotFound, "no job " + std::to_string(id));
-  const Job& j = jobs_[id];
+  Job& j = jobs_[id];
   if ((j.phase != JobPhase::kAdmitted && j.phase != JobPhase::kRunning) || !j.cluster)
     return make_error(ErrorCode::kInvalidArgument, "job " + j.spec.name + " is not running");
   // Room the key held before is given back first: it is one pod, counted once.
   release_foreign_pod(key);
   // Like the job's last role (a Spark application's executors) unless told otherwise.
-  auto node = clusters_.place_one(
-      *j.cluster, request, selector != nullptr ? selector : j.selector_of(j.roles.back()), regular);
+  const size_t steered_before = steered_.size();
+  auto node = place_one_avoiding(j, kExtraExecutorIndex, request,
+                                 selector != nullptr ? selector : j.selector_of(j.roles.back()),
+                                 regular, now);
+  if (steered_.size() > steered_before) steered_.back().pod_key = key;
   if (!node) {
     return make_error(ErrorCode::kUnavailable,
                       regular == Resources{}

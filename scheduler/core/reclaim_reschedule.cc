@@ -143,7 +143,7 @@ void Scheduler::steered(Job& j, int pod_index, NodeId avoided, NodeId placed, in
                                                             policy_.reclaim_hold_seconds)
                                      : "not placed on node " + clusters_.node(avoided).name;
   message += "; placed on node " + clusters_.node(placed).name;
-  steered_.push_back(SteeredPlacement{j.id, pod_index, avoided, placed, std::move(message)});
+  steered_.push_back(SteeredPlacement{j.id, pod_index, {}, avoided, placed, std::move(message)});
 }
 
 }  // namespace gleaner::scheduler

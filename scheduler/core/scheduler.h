@@ -49,9 +49,13 @@ struct SchedulerPolicy {
 // A placement that went elsewhere than it would have, because the job avoids a node it
 // lost a pod to an eviction on (reclaim_memory.h): pod `pod_index` would have gone to
 // `avoided` and went to `placed`; `message` says why (for an Event on the pod).
+// The pod_index of an executor beyond the job's declared gang (place_extra_executor).
+inline constexpr int kExtraExecutorIndex = -1;
+
 struct SteeredPlacement {
   JobId job = 0;
-  int pod_index = 0;
+  int pod_index = 0;    // kExtraExecutorIndex: an executor beyond the gang, named by pod_key
+  std::string pod_key;  // that executor's key (its UID); empty for the job's own pods
   NodeId avoided = 0;
   NodeId placed = 0;
   std::string message;
@@ -175,11 +179,14 @@ class Scheduler {
   Status executor_gone(JobId id, int pod_index, int64_t now);
   // An executor beyond the job's declared gang (dynamic allocation asked for more): free
   // batch room in the job's cluster under `selector` (nullptr: the job's), accounted on
-  // the node and not in the job.
+  // the node and not in the job. Like the job's own pods it keeps off the nodes the job lost
+  // a pod to an eviction on (a replacement Spark asks for while the evicted executor still
+  // terminates is one of these), steered elsewhere at `now`.
   // Error: the job is not admitted or running, or no node has room.
   // Records it under `key` (the pod's UID): release_foreign_pod gives the room back.
   Result<NodeId> place_extra_executor(const std::string& key, JobId id, const Resources& request,
-                                      const Resources& regular, const NodeSelector* selector);
+                                      const Resources& regular, const NodeSelector* selector,
+                                      int64_t now);
 
   // --- the nodes and the room outside the core's jobs (foreign_pods.cc) ---
   // A node joins (or its reported size and labels replace what is known) and a node's

@@ -25,8 +25,8 @@ void GangScheduler::attach_waiting(Gang& g) {
       // the job's cluster, accounted as a pod of its own.
       const NodeSelector selector =
           merge_selectors(t.view.selector, NodeSelector{{{kClusterLabel, g.cluster}}, {}});
-      auto node =
-          core_.place_extra_executor(t.view.uid, *g.job, t.view.request, t.view.regular, &selector);
+      auto node = core_.place_extra_executor(t.view.uid, *g.job, t.view.request, t.view.regular,
+                                             &selector, now_s());
       if (!node) {
         event(t, "GleanerNoRoom", node.error().message, false);
         ++it;

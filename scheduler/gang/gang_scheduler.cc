@@ -96,6 +96,12 @@ void GangScheduler::observe_pod(const PodView& pod) {
     if (g->second.job && t.index >= 0 && !pod.node.empty() && pod.phase == "Running") {
       core_.pod_running(*g->second.job, t.index, now_s());
     }
+    // Evicted, and still terminating: the job keeps off that node from now on, not only
+    // once the pod is gone (Spark asks for the replacement while the victim still runs).
+    if (g->second.job && t.index >= 0 && pod.evicted && !t.eviction_noted) {
+      t.eviction_noted = true;
+      (void)core_.note_eviction(*g->second.job, t.index, now_s());
+    }
     if (t.index < 0 && pod.node.empty()) observe_ours_unbound(t);
     return;
   }
@@ -337,7 +343,7 @@ void GangScheduler::forget_pod(const PodView& pod) {
     const bool active = j.phase == JobPhase::kAdmitted || j.phase == JobPhase::kRunning;
     // Evicted (the node's batch capacity no longer held it): the job keeps off that node
     // until its room has come back and held, wherever its pods go next.
-    if (active && (pod.evicted || t.view.evicted))
+    if (active && (pod.evicted || t.view.evicted) && !t.eviction_noted)
       (void)core_.note_eviction(*gang.job, t.index, now_s());
     const bool leader = t.index == 0;
     // A cluster's own training job whose leader went before it ended (evicted, deleted) is
@@ -377,7 +383,9 @@ void GangScheduler::report_steered() {
     auto g = book_.find(*key);
     if (g == book_.end()) continue;
     Tracked* t = nullptr;
-    if (auto m = g->second.members.find(s.pod_index); m != g->second.members.end()) {
+    if (!s.pod_key.empty()) {
+      if (auto p = pods_.find(s.pod_key); p != pods_.end()) t = &p->second;
+    } else if (auto m = g->second.members.find(s.pod_index); m != g->second.members.end()) {
       if (auto p = pods_.find(m->second); p != pods_.end()) t = &p->second;
     }
     if (t == nullptr) t = voice_of(g->second);

@@ -252,6 +252,9 @@ class GangScheduler {
     // We asked for its deletion. Its room stays held (as loose room, on its node) until the
     // pod is gone: it runs through its grace period, and kubelet admits others against it.
     bool deleting = false;
+    // Its eviction (the API server's DisruptionTarget mark) was recorded with the core once,
+    // when first seen, so its removal does not restart the reclaim hold.
+    bool eviction_noted = false;
     // Its cpu/memory requests counted on this node's regular allocatable (pods outside
     // our jobs), or held in the core for an executor placed beyond its gang (the core
     // holds the batch room of such pods and of pods bound elsewhere by their UID).

@@ -66,13 +66,13 @@ TEST(ForeignPods, AnExecutorBeyondItsGangHoldsRoomUnderItsKey) {
   ASSERT_EQ(f.s.schedule(0).size(), 1u);
   const Resources before = f.used(f.n1) + f.used(f.n2);
 
-  auto node = f.s.place_extra_executor("extra", id, f.one, {}, nullptr);
+  auto node = f.s.place_extra_executor("extra", id, f.one, {}, nullptr, 0);
   ASSERT_TRUE(node.ok()) << node.error().message;
   EXPECT_EQ(f.used(f.n1) + f.used(f.n2), before + f.one);
   EXPECT_EQ(f.s.foreign_pod_node("extra"), *node);
 
   // Placed again under the same key (its pod seen again): still one pod's room.
-  ASSERT_TRUE(f.s.place_extra_executor("extra", id, f.one, {}, nullptr).ok());
+  ASSERT_TRUE(f.s.place_extra_executor("extra", id, f.one, {}, nullptr, 0).ok());
   EXPECT_EQ(f.used(f.n1) + f.used(f.n2), before + f.one);
 
   EXPECT_TRUE(f.s.release_foreign_pod("extra"));

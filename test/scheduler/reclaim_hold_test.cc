@@ -182,6 +182,34 @@ bool read_evicted(const Json& status) {
       .evicted;
 }
 
+// Spark asks for the replacement as soon as the evicted executor is marked for deletion,
+// while it still terminates and holds its index: the replacement is an executor beyond the
+// gang, and it too keeps off the node, steered to the next node the packing rule picks.
+TEST(ReclaimHold, AReplacementAskedForWhileTheVictimTerminatesKeepsOffItsNode) {
+  Hold f({{"a", 4}, {"b", 8}});
+  const JobId id = f.submit("etl", 0, 2);
+  f.run_all(0);
+  ASSERT_EQ(f.s.job(id).pods[1].node, f.node("a"));
+  // The victim is marked (its eviction seen), not gone: its room is still held on a.
+  ASSERT_TRUE(f.s.note_eviction(id, 1, 31).ok());
+  ASSERT_TRUE(cores(1).fits_in(f.s.clusters().node(f.node("a")).free()))
+      << "a, the fuller node, has room for the replacement";
+  auto placed = f.s.place_extra_executor("replacement", id, cores(1), {}, nullptr, 32);
+  ASSERT_TRUE(placed.ok()) << placed.error().message;
+  EXPECT_EQ(*placed, f.node("b"));
+  const std::vector<SteeredPlacement> steered = f.s.take_steered();
+  ASSERT_EQ(steered.size(), 1u);
+  EXPECT_EQ(steered[0].pod_index, kExtraExecutorIndex);
+  EXPECT_EQ(steered[0].pod_key, "replacement");
+  EXPECT_EQ(steered[0].avoided, f.node("a"));
+  // Another job is not kept off a.
+  const JobId other = f.submit("other", 40, 1);
+  f.run_all(40);
+  auto extra = f.s.place_extra_executor("other-extra", other, cores(1), {}, nullptr, 41);
+  ASSERT_TRUE(extra.ok());
+  EXPECT_EQ(*extra, f.node("a"));
+}
+
 TEST(ReclaimHold, APodIsEvictedByItsDisruptionConditionOrKubeletsReason) {
   auto condition = [](const char* reason, const char* status = "True") {
     return Json{{"phase", "Running"},
