@@ -200,6 +200,8 @@ class RealNode:
         try:
             for c in containers.values():
                 c.stopping = True
+            grace = self.run_pre_stop_hooks(pod, containers, grace)
+            for c in containers.values():
                 self.send(c, signal.SIGTERM)
             deadline = time.monotonic() + grace
             for c in containers.values():
@@ -220,6 +222,33 @@ class RealNode:
             log("kubelet", "%s: stopping %s failed: %r", self.name, pod["metadata"]["name"], e)
         finally:
             done.set()
+
+    def run_pre_stop_hooks(self, pod, containers, grace):
+        """killContainer's first step (pkg/kubelet/kuberuntime/kuberuntime_container.go): a
+        container's preStop exec hook runs within the grace period, and what is left of it
+        (at least 2 s, minimumGracePeriodInSeconds) goes to SIGTERM and SIGKILL. The one
+        hook modelled is Spark's decommission script (decom.sh: SIGPWR to the executor,
+        then wait for it to exit); an executor that exits during it has its exit recorded
+        as kubelet records it before the pod goes. Returns the grace left."""
+        spec = {c.get("name"): c for c in (pod.get("spec") or {}).get("containers") or []}
+        hooked = [c for name, c in containers.items()
+                  if (((spec.get(name, {}).get("lifecycle") or {}).get("preStop") or {}).get(
+                      "exec") or {}).get("command") and
+                  workload_of(pod, spec.get(name, {})) == "executor"]
+        if not hooked:
+            return grace
+        for c in hooked:
+            self.send(c, signal.SIGPWR)
+        deadline = time.monotonic() + grace
+        for c in hooked:
+            try:
+                code = c.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                continue
+            log("kubelet", "%s: %s of %s exited with %d during its preStop hook", self.name,
+                c.name, pod["metadata"]["name"], code)
+            self.on_exit(pod, code, "Completed" if code == 0 else "Error")
+        return max(2.0, deadline - time.monotonic())
 
     @staticmethod
     def send(container, signum):

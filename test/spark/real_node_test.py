@@ -233,7 +233,53 @@ class RealNodeTest(unittest.TestCase):
         with urllib.request.urlopen(req, timeout=10, context=context) as resp:
             return json.loads(resp.read())
 
-    # --- the test --------------------------------------------------------------------------
+    # --- the tests -------------------------------------------------------------------------
+    def test_an_evicted_executor_decommissions_on_a_real_node(self):
+        """With spark.decommission.enabled, the executor pod's preStop hook (Spark's
+        decom.sh) runs when it is evicted: its process gets SIGPWR, finishes the task it
+        has and exits 0 inside the grace period, before any SIGTERM."""
+        self.call("POST", "/apis/%s/%s/namespaces/%s/%s" % (GROUP, VERSION, NS, PLURAL), {
+            "apiVersion": "%s/%s" % (GROUP, VERSION), "kind": "SparkApplication",
+            "metadata": {"name": "drain", "annotations": {S + "task-seconds": "1"}},
+            "spec": {"type": "Scala", "mode": "cluster", "image": "spark:3.5.5",
+                     "mainClass": "org.apache.spark.examples.SparkPi",
+                     "mainApplicationFile": "local:///opt/spark/examples/jars/x.jar",
+                     "sparkVersion": "3.5.5",
+                     "sparkConf": dict(FAST, **{"spark.decommission.enabled": "true"}),
+                     # Half a core: its replacement fits beside it while it decommissions
+                     # (n1's batch-cpu is 2000, the driver's 1000).
+                     "executor": {"instances": 1, "cores": 1, "coreRequest": "500m",
+                                  "memory": "512m"}}})
+        self.addCleanup(self.wait_for, "drain's pods gone", lambda: not self.pods())
+        self.addCleanup(self.call, "DELETE", "/apis/%s/%s/namespaces/%s/%s/drain" % (
+            GROUP, VERSION, NS, PLURAL))
+        executor = self.wait_for("drain's executor running", lambda: next((
+            p for p in self.pods().values()
+            if (p["metadata"].get("labels") or {}).get("spark-role") == "executor" and
+            p["status"].get("phase") == "Running"), None))
+        name = executor["metadata"]["name"]
+        container = executor["spec"]["containers"][0]
+        self.assertEqual(container["lifecycle"]["preStop"]["exec"]["command"], ["/opt/decom.sh"])
+        be = self.container_dir(executor, "kubepods/besteffort")
+        pid = self.assert_inside(be)
+        # Working a task: its process has started and set up its signal handling, as a
+        # registered executor's JVM has.
+        self.wait_for("0.2 s of CPU in the executor's cgroup", lambda: int(self.cg(
+            be, "cpuacct.usage", "cpuacct")) >= 200_000_000)
+        self.call("POST", "/api/v1/namespaces/%s/pods/%s/eviction" % (NS, name), {
+            "apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": NS}})
+        def stopped():
+            with open(self.log) as f:
+                log = f.read()
+            return log if "%s of %s exited with" % (container["name"], name) in log else None
+        log = self.wait_for("the executor's exit during its preStop hook", stopped)
+        self.assertFalse(os.path.exists("/proc/%d" % pid))
+        self.assertIn("%s of %s exited with 0 during its preStop hook" % (container["name"], name),
+                      log)
+        self.assertNotIn("%s of %s outlived" % (container["name"], name), log)
+        self.assertNotIn("driver-drain-driver: executor 1 lost mid-task", log)
+
     def test_pods_run_for_real_in_kubelet_cgroups(self):
         web_port = free_port()
         self.call("POST", "/api/v1/namespaces/%s/pods" % NS, {

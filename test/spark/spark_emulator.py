@@ -50,11 +50,11 @@ What runs inside, each as its own thread:
   gc        cascading deletion through ownerReferences (app -> driver -> executors), and
             of a pod created after its owner went.
   decom     with spark.decommission.enabled, executor pods get Spark's preStop hook
-            (spark.kubernetes.decommission.script, /opt/decom.sh); on an emulated node a
-            deleted or evicted executor then decommissions: it takes no new task, finishes
-            the running one, migrates its blocks (spark.storage.decommission.enabled) and
-            exits 0 ("Finished decommissioning"), unless its grace period ends first
-            (SIGKILL, 137). An executor that goes mid-task otherwise loses that task's work
+            (spark.kubernetes.decommission.script, /opt/decom.sh); a deleted or evicted
+            executor then decommissions: it takes no new task, finishes the running one,
+            migrates its blocks (spark.storage.decommission.enabled; emulated nodes) and
+            exits 0 ("Finished decommissioning"; on a real node its process gets SIGPWR),
+            unless its grace period ends first (SIGKILL, 137). An executor that goes mid-task otherwise loses that task's work
             ("lost mid-task" in the driver's log, with the seconds lost).
 
 Scripting, for tests only: annotations on the SparkApplication, read when its driver starts.

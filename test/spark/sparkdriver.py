@@ -180,7 +180,12 @@ class SparkDriver(Actor):
         except ValueError:
             return
         self.seen_ids.add(executor_id)
-        if etype == "DELETED" or (pod.get("status") or {}).get("phase") == "Failed":
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Succeeded" and not self.finishing:
+            # An executor exits 0 before the application ends only once it decommissioned
+            # (on a real node its process does it; on an emulated one, decommission()).
+            self.decommissioned.add(executor_id)
+        if etype == "DELETED" or phase == "Failed":
             self.count_lost_work(executor_id)
         if etype == "DELETED":
             self.pods[executor_id] = None
@@ -188,7 +193,6 @@ class SparkDriver(Actor):
             self.idle_since.pop(executor_id, None)
             return
         self.pods[executor_id] = pod
-        phase = (pod.get("status") or {}).get("phase")
         if phase == "Running" and not pod["metadata"].get("deletionTimestamp") and \
                 executor_id not in self.running_since and executor_id not in self.removed:
             self.executor_registered(executor_id)

@@ -10,7 +10,8 @@ Usage: workload.py ls-service [--port N] [--work-ms MS] [--ignore-sigterm]
               spins the CPU for --work-ms before answering 200 with the time spent.
   executor    a Spark executor: each stdin line "task SECONDS [BYTES]" runs one task, in
               the order given: the CPU spins for SECONDS of wall time while BYTES of memory
-              are held and touched page by page.
+              are held and touched page by page. On SIGPWR (Spark's decommissioning signal)
+              it takes no new task, finishes those it has and exits 0.
   idle        does nothing (a driver JVM waiting on its executors, a sidecar).
 Every kind exits when its stdin closes (the kubelet that started it went away), and on
 SIGTERM unless --ignore-sigterm (then only SIGKILL, after the grace period, stops it)."""
@@ -60,15 +61,28 @@ def ls_service(port, work_ms):
 
 def executor(lines):
     tasks = queue.Queue()
+    # SIGPWR (Spark's decom.sh, run by the pod's preStop hook): decommissioning, as
+    # CoarseGrainedExecutorBackend.decommissionSelf does it: no new task, the ones handed
+    # before it finished, then exit 0.
+    decommissioning = threading.Event()
+    signal.signal(signal.SIGPWR, lambda signum, frame: decommissioning.set())
 
     def run():
         while True:
-            seconds, memory = tasks.get()
+            try:
+                seconds, memory = tasks.get(timeout=0.05)
+            except queue.Empty:
+                if decommissioning.is_set():
+                    print("Finished decommissioning", flush=True)
+                    os._exit(0)
+                continue
             spin(seconds, memory)
 
     threading.Thread(target=run, daemon=True).start()
     for line in lines:
         words = line.split()
+        if decommissioning.is_set():
+            continue  # the driver, told of the decommissioning, sends no more
         if len(words) >= 2 and words[0] == "task":
             try:
                 tasks.put((float(words[1]), int(words[2]) if len(words) > 2 else 0))
