@@ -22,6 +22,7 @@ std::string spread(const std::vector<double>& v, const char* fmt) {
 template <typename Get>
 std::vector<double> each(const std::vector<Run>& runs, Get get) {
   std::vector<double> out;
+  out.reserve(runs.size());
   for (const Run& r : runs)
     out.push_back(get(r));
   return out;
@@ -104,10 +105,16 @@ void print_report(const std::vector<Config>& configs, int cpus) {
         alone ? "-" : spread(each(c.runs, [](const Run& r) { return r.harvest; }), "%.3f").c_str(),
         alone ? "-" : spread(ratio(c, kubelet, be_cores), "%.3f").c_str(),
         spread(each(c.runs, [](const Run& r) { return r.ls_cores; }), "%.3f").c_str(),
-        spread(each(c.runs, [](const Run& r) { return r.ls_slice_ns / 1000.0; }), "%.0f").c_str(),
-        alone ? "-"
-              : spread(each(c.runs, [](const Run& r) { return r.be_slice_ns / 1000.0; }), "%.0f")
-                    .c_str());
+        spread(
+            each(c.runs, [](const Run& r) { return static_cast<double>(r.ls_slice_ns) / 1000.0; }),
+            "%.0f")
+            .c_str(),
+        alone
+            ? "-"
+            : spread(each(c.runs,
+                          [](const Run& r) { return static_cast<double>(r.be_slice_ns) / 1000.0; }),
+                     "%.0f")
+                  .c_str());
   }
   std::printf(
       "\nBE share of idle CPU: BE's CPU time over what LS left of the %d CPUs (other work on the "
