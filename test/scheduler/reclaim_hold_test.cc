@@ -18,7 +18,7 @@ Resources cores(int64_t n) {
 }
 
 struct Hold {
-  explicit Hold(std::vector<std::pair<std::string, int64_t>> nodes, int64_t hold = 300)
+  explicit Hold(const std::vector<std::pair<std::string, int64_t>>& nodes, int64_t hold = 300)
       : s(policy(hold), *QuotaTree::build({}), ClusterState()) {
     for (auto& [name, n] : nodes)
       (void)*s.upsert_node(NodeInfo{name, "c", {}, cores(n)}, 0);
