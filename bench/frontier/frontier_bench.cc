@@ -331,6 +331,7 @@ int main(int argc, char** argv) {
     if (g_interrupted) return 130;
     print_table(kind, results);
     print_summary(kind, results);
+    print_signals(kind, results);
     std::printf("\n");
     std::vector<Point> points;
     for (const auto& m : results)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -20,6 +21,13 @@
 #include "test/support/process_stats.h"
 
 namespace gleaner::bench::frontier {
+
+// One thread's /proc/<tid>/schedstat: ns on CPU, ns runnable but waiting, timeslices run.
+// (Outside the anonymous namespace: PointRunner's window holds it.)
+struct ThreadSchedstat {
+  uint64_t on_cpu_ns = 0, wait_ns = 0, runs = 0;
+};
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -94,18 +102,35 @@ AgentFlags agent_flags(Family family) {
   return f;
 }
 
-// The run-queue delay (schedstat's second field, ns) summed over the threads of `relative`.
-double run_delay_seconds(const cgroup::CgroupFs& fs, const std::string& relative) {
+// The schedstat of each thread of `relative`, by tid.
+std::map<long, ThreadSchedstat> thread_schedstats(const cgroup::CgroupFs& fs,
+                                                  const std::string& relative) {
+  std::map<long, ThreadSchedstat> out;
   auto path = fs.path_of(cgroup::Resource::kThreads, relative);
-  if (!path.ok()) return 0;
+  if (!path.ok()) return out;
   std::ifstream tids(*path);
-  double total = 0;
   for (long tid = 0; tids >> tid;) {
     std::ifstream stat("/proc/" + std::to_string(tid) + "/schedstat");
-    uint64_t on_cpu = 0, waited = 0;
-    if (stat >> on_cpu >> waited) total += static_cast<double>(waited) / 1e9;
+    ThreadSchedstat s;
+    if (stat >> s.on_cpu_ns >> s.wait_ns >> s.runs) out[tid] = s;
   }
-  return total;
+  return out;
+}
+
+// What the threads of `after` did since `before`, summed: a thread born in between counts
+// from zero, one that exited in between is left out (thread ids are matched, so its exit does
+// not subtract what it had used before the window).
+ThreadSchedstat since(const std::map<long, ThreadSchedstat>& before,
+                      const std::map<long, ThreadSchedstat>& after) {
+  ThreadSchedstat sum;
+  for (const auto& [tid, now] : after) {
+    const auto it = before.find(tid);
+    const ThreadSchedstat then = it == before.end() ? ThreadSchedstat{} : it->second;
+    sum.on_cpu_ns += now.on_cpu_ns - std::min(now.on_cpu_ns, then.on_cpu_ns);
+    sum.wait_ns += now.wait_ns - std::min(now.wait_ns, then.wait_ns);
+    sum.runs += now.runs - std::min(now.runs, then.runs);
+  }
+  return sum;
 }
 
 // BE's CFS throttling counters: periods throttled, and seconds throttled.
@@ -242,16 +267,17 @@ void set_interrupt_flag(volatile std::sig_atomic_t* flag) {
 
 struct PointRunner::Evidence {
   double throttled_periods = 0, throttled_s = 0;
-  double ls_wait_s = 0;
   double agent_cpu_s = 0;
   double writes = 0;
+  std::map<long, ThreadSchedstat> ls_threads;  // the snapshot's; empty in a window's delta
 };
 
 struct PointRunner::Window {
   LoadResult load;
   double ls_cpu_s = 0, be_cpu_s = 0, wall_s = 0;
-  double other_cpu_s = 0;  // everything else busy on the node: generator, agent, system
-  Evidence delta;          // over the window
+  double other_cpu_s = 0;      // everything else busy on the node: generator, agent, system
+  Evidence delta;              // over the window
+  ThreadSchedstat ls_threads;  // the LS service's threads over the window, summed
 };
 
 PointRunner::PointRunner(testing::ColocatedNode& node, const LsService& service, bool fifo,
@@ -278,7 +304,7 @@ PointRunner::Evidence PointRunner::evidence(pid_t agent, uint16_t agent_port) co
   cgroup::CgroupFs fs(node_.root(), node_.scratch().version());
   Evidence e;
   std::tie(e.throttled_periods, e.throttled_s) = throttling(fs, node_.be_qos());
-  e.ls_wait_s = run_delay_seconds(fs, node_.ls_pod());
+  e.ls_threads = thread_schedstats(fs, node_.ls_pod());
   if (agent > 0) {
     e.agent_cpu_s = testing::threads_on_cpu_seconds(agent);
     e.writes = metric_sum(testing::http_get_loopback(agent_port, "/metrics"),
@@ -307,8 +333,12 @@ PointRunner::Window PointRunner::run_load(std::chrono::milliseconds duration, pi
   w.be_cpu_s = usage(node_.be_qos()) - be0;
   w.other_cpu_s = std::max(0.0, busy_seconds() - busy0 - w.ls_cpu_s - w.be_cpu_s);
   const Evidence e1 = evidence(agent, agent_port);
-  w.delta = {e1.throttled_periods - e0.throttled_periods, e1.throttled_s - e0.throttled_s,
-             e1.ls_wait_s - e0.ls_wait_s, e1.agent_cpu_s - e0.agent_cpu_s, e1.writes - e0.writes};
+  w.delta = {e1.throttled_periods - e0.throttled_periods,
+             e1.throttled_s - e0.throttled_s,
+             e1.agent_cpu_s - e0.agent_cpu_s,
+             e1.writes - e0.writes,
+             {}};
+  w.ls_threads = since(e0.ls_threads, e1.ls_threads);
   return w;
 }
 
@@ -419,7 +449,18 @@ Point PointRunner::to_point(const Window& w, BeMix mix, const Config& config) co
   p.sent = w.load.sent;
   p.late = w.load.late;
   p.failed = w.load.failed;
-  p.ls_wait_us_per_request = p.sent > 0 ? 1e6 * w.delta.ls_wait_s / static_cast<double>(p.sent) : 0;
+  p.ls_wait_us_per_request =
+      p.sent > 0 ? static_cast<double>(w.ls_threads.wait_ns) / 1e3 / static_cast<double>(p.sent)
+                 : 0;
+  // Per request completed (a request still in flight at the window's end has used CPU that
+  // counts against the others: at most 8 of thousands).
+  const auto completed = static_cast<double>(w.load.latencies_ms.size());
+  const double runs = static_cast<double>(w.ls_threads.runs);
+  auto signal = [](double value) { return CostSignal{value, value, value, {}}; };
+  p.cpu_us_per_request = signal(completed > 0 ? 1e6 * w.ls_cpu_s / completed : 0);
+  p.cpu_us_per_run =
+      signal(runs > 0 ? static_cast<double>(w.ls_threads.on_cpu_ns) / 1e3 / runs : 0);
+  p.runs_per_request = completed > 0 ? runs / completed : 0;
   return p;
 }
 

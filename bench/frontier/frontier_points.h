@@ -56,6 +56,14 @@ struct Config {
   int setting = 0;  // threshold %, wait target us, quota millicores; 0 for none
 };
 
+// A per-window figure of the LS service's own cost, and over a point's windows its median,
+// spread and ratio to LS alone (paired by round, as the p99's).
+struct CostSignal {
+  double value = 0;         // the window's; the median window's after summarise
+  double min = 0, max = 0;  // over the point's windows
+  RatioEstimate vs_alone;
+};
+
 struct Point {
   BeMix mix = BeMix::kCpu;
   Family family = Family::kAlone;
@@ -77,6 +85,13 @@ struct Point {
   // writes per second.
   double be_throttled_per_s = 0, be_throttled_ms_per_s = 0;
   double ls_wait_us_per_request = 0;
+  // Candidate signals for interference the run queue cannot see (the LS task on the CPU but
+  // slowed by BE's cache and memory traffic): the LS pod's CPU time (its cgroup's cpuacct
+  // usage) per request the generator completed, and its threads' CPU time per run (schedstat
+  // fields 1 and 3: ns on CPU over timeslices run), which an agent can read knowing nothing of
+  // requests. runs_per_request says how far one run is from one request.
+  CostSignal cpu_us_per_request, cpu_us_per_run;
+  double runs_per_request = 0;
   double agent_cpu_percent = 0;
   double writes_per_s = 0;
   int64_t sent = 0, late = 0, failed = 0;
@@ -156,6 +171,9 @@ MixResult summarise(BeMix mix, const std::vector<Config>& configs,
 // Markdown: the points of one service, with the run's A/A floor and baseline, and whether the
 // shipped mode's LS p99 is at or below kubelet only's, per BE mix.
 void print_table(ServiceKind kind, const std::vector<MixResult>& mixes);
+// One line per BE mix: each configuration's p99, CPU per request and CPU per run against LS
+// alone, each beside its own A/A floor (the twin's interval), and whether it moved beyond it.
+void print_signals(ServiceKind kind, const std::vector<MixResult>& mixes);
 // One line per BE mix: the harvest each configuration reaches at LS p99 <= 1.1x of LS alone
 // (its best such point) and the node's CPU utilisation there.
 void print_summary(ServiceKind kind, const std::vector<MixResult>& mixes);

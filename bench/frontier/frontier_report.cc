@@ -37,6 +37,28 @@ std::string interval(const RatioEstimate& r) {
   return text;
 }
 
+std::string spread(const CostSignal& s) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f (%.1f-%.1f)", s.value, s.min, s.max);
+  return text;
+}
+
+// Where a ratio lies against its own A/A floor: "up" or "down" only when its whole interval is
+// on that side of 1 and the estimate is beyond the floor.
+const char* movement(const RatioEstimate& r, const RatioEstimate& aa) {
+  switch (judge(r, aa_floor(aa), true)) {
+    case Verdict::kWorse:
+      return "up";
+    case Verdict::kBetter:
+      return "down";
+    case Verdict::kIndistinguishable:
+      return "within A/A";
+    case Verdict::kNoVerdict:
+      break;
+  }
+  return "-";
+}
+
 std::string label_of(const Point& p) {
   std::string label = to_string(p.family);
   if (p.setting > 0) label.append(" ").append(setting_label(p));
@@ -73,20 +95,24 @@ void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
   std::printf(
       "\n| BE | configuration | setting | LS p50 (ms) | LS p99 (ms, min-max) | p99 / alone "
       "[95%%] | BE share of idle CPU | p99 / kubelet only [95%%] | against kubelet only | BE "
-      "throttled (periods/s, ms/s) | LS run-queue wait (us/request) | agent CPU (%% of a core) | "
-      "knob writes/s | requests (late, failed) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "throttled (periods/s, ms/s) | LS run-queue wait (us/request) | LS CPU/request (us, "
+      "min-max) | CPU/request / alone [95%%] | LS CPU/run (us, min-max) | CPU/run / alone "
+      "[95%%] | LS runs/request | agent CPU (%% of a core) | knob writes/s | requests (late, "
+      "failed) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& m : mixes) {
     for (const auto& p : m.points) {
       std::printf(
           "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %s | %.2f | %s | %s | %.1f, %.1f | %.1f | "
-          "%.2f | %.1f | %lld (%lld, %lld) |\n",
+          "%s | %s | %s | %s | %.2f | %.2f | %.1f | %lld (%lld, %lld) |\n",
           to_string(m.mix), to_string(p.family), setting_label(p).c_str(), p.p50_ms, p.p99_ms,
           p.p99_min_ms, p.p99_max_ms, interval(p.vs_alone).c_str(), p.be_share_of_idle,
           interval(p.vs_kubelet).c_str(),
           p.family == Family::kKubelet ? "-" : to_string(p.verdict_vs_kubelet),
           p.be_throttled_per_s, p.be_throttled_ms_per_s, p.ls_wait_us_per_request,
-          p.agent_cpu_percent, p.writes_per_s, static_cast<long long>(p.sent),
+          spread(p.cpu_us_per_request).c_str(), interval(p.cpu_us_per_request.vs_alone).c_str(),
+          spread(p.cpu_us_per_run).c_str(), interval(p.cpu_us_per_run.vs_alone).c_str(),
+          p.runs_per_request, p.agent_cpu_percent, p.writes_per_s, static_cast<long long>(p.sent),
           static_cast<long long>(p.late), static_cast<long long>(p.failed));
     }
   }
@@ -104,6 +130,33 @@ void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
     }
   }
   std::printf("\n");
+}
+
+void print_signals(ServiceKind kind, const std::vector<MixResult>& mixes) {
+  for (const auto& m : mixes) {
+    const Point* twin = nullptr;
+    for (const auto& p : m.points)
+      if (p.family == Family::kAloneTwin) twin = &p;
+    if (twin == nullptr) continue;
+    std::printf(
+        "- %s, BE %s%s, against LS alone (A/A floor): p99 %s (%.2fx), CPU/request %s (%.2fx), "
+        "CPU/run %s (%.2fx)",
+        to_string(kind), to_string(m.mix), m.baseline.valid ? "" : " (INVALID RUN)",
+        interval(twin->vs_alone).c_str(), m.floor,
+        interval(twin->cpu_us_per_request.vs_alone).c_str(),
+        aa_floor(twin->cpu_us_per_request.vs_alone),
+        interval(twin->cpu_us_per_run.vs_alone).c_str(), aa_floor(twin->cpu_us_per_run.vs_alone));
+    for (const auto& p : m.points) {
+      if (p.family == Family::kAlone || p.family == Family::kAloneTwin) continue;
+      std::printf("; %s: p99 %s %s, CPU/request %s %s, CPU/run %s %s", label_of(p).c_str(),
+                  interval(p.vs_alone).c_str(), movement(p.vs_alone, twin->vs_alone),
+                  interval(p.cpu_us_per_request.vs_alone).c_str(),
+                  movement(p.cpu_us_per_request.vs_alone, twin->cpu_us_per_request.vs_alone),
+                  interval(p.cpu_us_per_run.vs_alone).c_str(),
+                  movement(p.cpu_us_per_run.vs_alone, twin->cpu_us_per_run.vs_alone));
+    }
+    std::printf("\n");
+  }
 }
 
 void print_summary(ServiceKind kind, const std::vector<MixResult>& mixes) {

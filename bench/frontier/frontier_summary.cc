@@ -1,5 +1,7 @@
 // A (service, mix)'s windows, round by round, summarised into the frontier's points.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "bench/bench_stats.h"
 #include "bench/frontier/frontier_points.h"
@@ -7,11 +9,33 @@
 namespace gleaner::bench::frontier {
 namespace {
 
-std::vector<double> p99s(const std::vector<Point>& windows) {
+// One figure of each window, in round order.
+template <typename Figure>
+std::vector<double> column(const std::vector<Point>& windows, Figure figure) {
   std::vector<double> out;
   out.reserve(windows.size());
   for (const auto& w : windows)
-    out.push_back(w.p99_ms);
+    out.push_back(figure(w));
+  return out;
+}
+
+std::vector<double> p99s(const std::vector<Point>& windows) {
+  return column(windows, [](const Point& w) { return w.p99_ms; });
+}
+
+// A cost signal over a configuration's windows: the median window's value, the spread, and
+// the ratio paired by round against LS alone's.
+CostSignal summarise_signal(const std::vector<Point>& windows, CostSignal Point::*signal,
+                            const std::vector<Point>* alone, uint64_t seed) {
+  auto values_of = [signal](const std::vector<Point>& ws) {
+    return column(ws, [signal](const Point& w) { return (w.*signal).value; });
+  };
+  const auto mine = values_of(windows);
+  CostSignal out;
+  out.value = median(mine);
+  const auto [lo, hi] = std::minmax_element(mine.begin(), mine.end());
+  if (lo != mine.end()) std::tie(out.min, out.max) = std::pair{*lo, *hi};
+  if (alone != nullptr) out.vs_alone = paired_ratio(mine, values_of(*alone), seed);
   return out;
 }
 
@@ -68,6 +92,9 @@ MixResult summarise(BeMix mix, const std::vector<Config>& configs,
       p.be_throttled_ms_per_s = median_of(windows[i], &Point::be_throttled_ms_per_s);
       p.ls_wait_us_per_request = median_of(windows[i], &Point::ls_wait_us_per_request);
       p.agent_cpu_percent = median_of(windows[i], &Point::agent_cpu_percent);
+      p.cpu_us_per_request = summarise_signal(windows[i], &Point::cpu_us_per_request, alone, seed);
+      p.cpu_us_per_run = summarise_signal(windows[i], &Point::cpu_us_per_run, alone, seed);
+      p.runs_per_request = median_of(windows[i], &Point::runs_per_request);
       p.writes_per_s = median_of(windows[i], &Point::writes_per_s);
       const auto mine = p99s(windows[i]);
       p.vs_alone = paired_ratio(mine, alone_p99, seed);

@@ -123,6 +123,33 @@ TEST(FrontierRounds, APointIsJudgedAgainstKubeletOnlyRoundByRound) {
             Verdict::kNoVerdict);
 }
 
+TEST(FrontierRounds, TheCostSignalsArePairedByRoundAgainstLsAlone) {
+  const std::vector<Config> configs = {
+      {Family::kAlone, 0}, {Family::kAloneTwin, 0}, {Family::kKubelet, 0}};
+  std::vector<std::vector<Point>> windows(3);
+  const double drift[] = {20, 22, 19, 21, 40};  // the last round's machine is slower for all
+  for (double d : drift) {
+    for (size_t c = 0; c < 3; ++c) {
+      Point w = window(configs[c].family, 1.0, 0);
+      const double harm = c == 2 ? 1.5 : 1.0;  // kubelet only: 1.5x the CPU per request
+      w.cpu_us_per_request = {d * harm, d * harm, d * harm, {}};
+      w.cpu_us_per_run = {d / 2, d / 2, d / 2, {}};  // no change in CPU per run
+      windows[c].push_back(w);
+    }
+  }
+  const auto m = summarise(BeMix::kMemory, configs, windows, 3, 1.5);
+  ASSERT_EQ(m.points.size(), 3u);
+  const Point& kubelet = m.points[2];
+  EXPECT_EQ(kubelet.family, Family::kKubelet);
+  EXPECT_NEAR(kubelet.cpu_us_per_request.vs_alone.ratio, 1.5, 1e-9);
+  EXPECT_NEAR(kubelet.cpu_us_per_request.vs_alone.low, 1.5, 1e-9);
+  EXPECT_NEAR(kubelet.cpu_us_per_request.value, 21 * 1.5, 1e-9);  // the median window
+  EXPECT_NEAR(kubelet.cpu_us_per_request.min, 19 * 1.5, 1e-9);
+  EXPECT_NEAR(kubelet.cpu_us_per_request.max, 40 * 1.5, 1e-9);
+  EXPECT_NEAR(kubelet.cpu_us_per_run.vs_alone.ratio, 1.0, 1e-9);
+  EXPECT_NEAR(m.points[1].cpu_us_per_request.vs_alone.ratio, 1.0, 1e-9);  // the A/A twin
+}
+
 TEST(FrontierRounds, EveryConfigurationNameRoundTrips) {
   for (Family f : kFamilies) {
     auto parsed = parse_family(short_name(f));
