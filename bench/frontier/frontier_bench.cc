@@ -18,6 +18,11 @@
 // the A/A pair gives the floor below which a difference is "indistinguishable", and a run whose
 // LS-alone windows spread beyond --max-alone-spread is marked invalid and judges nothing.
 //
+// Each point also carries two candidate signals for interference the run queue cannot see
+// (#62 item 2): the LS pod's CPU time per request and its threads' CPU time per run
+// (schedstat), each with its ratio to LS alone; a line per BE mix sets them beside their own
+// A/A floors.
+//
 // Writes one table per service (markdown, stdout), one summary line per BE mix and, with
 // --out-dir (made up front, or refused before anything is measured), the points
 // (frontier-<service>.dat) and a chart per service (frontier-<service>.png, gnuplot).
