@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -22,10 +23,12 @@
 
 namespace gleaner::bench::frontier {
 
-// One thread's /proc/<tid>/schedstat: ns on CPU, ns runnable but waiting, timeslices run.
+// One thread's /proc/<tid>/schedstat (ns on CPU, ns runnable but waiting, timeslices run) and
+// the times it gave the CPU up by blocking (voluntary_ctxt_switches in /proc/<tid>/status).
 // (Outside the anonymous namespace: PointRunner's window holds it.)
 struct ThreadSchedstat {
   uint64_t on_cpu_ns = 0, wait_ns = 0, runs = 0;
+  uint64_t blocked = 0;
 };
 
 namespace {
@@ -112,7 +115,14 @@ std::map<long, ThreadSchedstat> thread_schedstats(const cgroup::CgroupFs& fs,
   for (long tid = 0; tids >> tid;) {
     std::ifstream stat("/proc/" + std::to_string(tid) + "/schedstat");
     ThreadSchedstat s;
-    if (stat >> s.on_cpu_ns >> s.wait_ns >> s.runs) out[tid] = s;
+    if (!(stat >> s.on_cpu_ns >> s.wait_ns >> s.runs)) continue;
+    std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      constexpr std::string_view kKey = "voluntary_ctxt_switches:";
+      if (line.rfind(kKey, 0) == 0)
+        s.blocked = std::strtoull(line.c_str() + kKey.size(), nullptr, 10);
+    }
+    out[tid] = s;
   }
   return out;
 }
@@ -129,6 +139,7 @@ ThreadSchedstat since(const std::map<long, ThreadSchedstat>& before,
     sum.on_cpu_ns += now.on_cpu_ns - std::min(now.on_cpu_ns, then.on_cpu_ns);
     sum.wait_ns += now.wait_ns - std::min(now.wait_ns, then.wait_ns);
     sum.runs += now.runs - std::min(now.runs, then.runs);
+    sum.blocked += now.blocked - std::min(now.blocked, then.blocked);
   }
   return sum;
 }
@@ -461,6 +472,9 @@ Point PointRunner::to_point(const Window& w, BeMix mix, const Config& config) co
   p.cpu_us_per_run =
       signal(runs > 0 ? static_cast<double>(w.ls_threads.on_cpu_ns) / 1e3 / runs : 0);
   p.runs_per_request = completed > 0 ? runs / completed : 0;
+  const double blocked = static_cast<double>(w.ls_threads.blocked);
+  p.cpu_us_per_block =
+      signal(blocked > 0 ? static_cast<double>(w.ls_threads.on_cpu_ns) / 1e3 / blocked : 0);
   return p;
 }
 

@@ -89,8 +89,10 @@ struct Point {
   // slowed by BE's cache and memory traffic): the LS pod's CPU time (its cgroup's cpuacct
   // usage) per request the generator completed, and its threads' CPU time per run (schedstat
   // fields 1 and 3: ns on CPU over timeslices run), which an agent can read knowing nothing of
-  // requests. runs_per_request says how far one run is from one request.
-  CostSignal cpu_us_per_request, cpu_us_per_run;
+  // requests. runs_per_request says how far one run is from one request. cpu_us_per_block counts
+  // only the runs a thread ended by blocking (voluntary context switches), so a preemption
+  // does not split a request into two.
+  CostSignal cpu_us_per_request, cpu_us_per_run, cpu_us_per_block;
   double runs_per_request = 0;
   double agent_cpu_percent = 0;
   double writes_per_s = 0;

@@ -97,14 +97,16 @@ void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
       "[95%%] | BE share of idle CPU | p99 / kubelet only [95%%] | against kubelet only | BE "
       "throttled (periods/s, ms/s) | LS run-queue wait (us/request) | LS CPU/request (us, "
       "min-max) | CPU/request / alone [95%%] | LS CPU/run (us, min-max) | CPU/run / alone "
-      "[95%%] | LS runs/request | agent CPU (%% of a core) | knob writes/s | requests (late, "
+      "[95%%] | LS CPU/blocking run (us, min-max) | CPU/blocking run / alone [95%%] | LS "
+      "runs/request | agent CPU (%% of a core) | knob writes/s | requests (late, "
       "failed) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& m : mixes) {
     for (const auto& p : m.points) {
       std::printf(
           "| %s | %s | %s | %.2f | %.2f (%.2f-%.2f) | %s | %.2f | %s | %s | %.1f, %.1f | %.1f | "
-          "%s | %s | %s | %s | %.2f | %.2f | %.1f | %lld (%lld, %lld) |\n",
+          "%s | %s | %s | %s | %s | %s | %.2f | %.2f | %.1f | %lld (%lld, %lld) |\n",
           to_string(m.mix), to_string(p.family), setting_label(p).c_str(), p.p50_ms, p.p99_ms,
           p.p99_min_ms, p.p99_max_ms, interval(p.vs_alone).c_str(), p.be_share_of_idle,
           interval(p.vs_kubelet).c_str(),
@@ -112,6 +114,7 @@ void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
           p.be_throttled_per_s, p.be_throttled_ms_per_s, p.ls_wait_us_per_request,
           spread(p.cpu_us_per_request).c_str(), interval(p.cpu_us_per_request.vs_alone).c_str(),
           spread(p.cpu_us_per_run).c_str(), interval(p.cpu_us_per_run.vs_alone).c_str(),
+          spread(p.cpu_us_per_block).c_str(), interval(p.cpu_us_per_block.vs_alone).c_str(),
           p.runs_per_request, p.agent_cpu_percent, p.writes_per_s, static_cast<long long>(p.sent),
           static_cast<long long>(p.late), static_cast<long long>(p.failed));
     }
@@ -133,27 +136,33 @@ void print_table(ServiceKind kind, const std::vector<MixResult>& mixes) {
 }
 
 void print_signals(ServiceKind kind, const std::vector<MixResult>& mixes) {
+  struct Named {
+    const char* name;
+    CostSignal Point::*signal;
+  };
+  constexpr Named kSignals[] = {{"CPU/request", &Point::cpu_us_per_request},
+                                {"CPU/run", &Point::cpu_us_per_run},
+                                {"CPU/blocking run", &Point::cpu_us_per_block}};
   for (const auto& m : mixes) {
     const Point* twin = nullptr;
     for (const auto& p : m.points)
       if (p.family == Family::kAloneTwin) twin = &p;
     if (twin == nullptr) continue;
-    std::printf(
-        "- %s, BE %s%s, against LS alone (A/A floor): p99 %s (%.2fx), CPU/request %s (%.2fx), "
-        "CPU/run %s (%.2fx)",
-        to_string(kind), to_string(m.mix), m.baseline.valid ? "" : " (INVALID RUN)",
-        interval(twin->vs_alone).c_str(), m.floor,
-        interval(twin->cpu_us_per_request.vs_alone).c_str(),
-        aa_floor(twin->cpu_us_per_request.vs_alone),
-        interval(twin->cpu_us_per_run.vs_alone).c_str(), aa_floor(twin->cpu_us_per_run.vs_alone));
+    std::printf("- %s, BE %s%s, against LS alone (A/A floor): p99 %s (%.2fx)", to_string(kind),
+                to_string(m.mix), m.baseline.valid ? "" : " (INVALID RUN)",
+                interval(twin->vs_alone).c_str(), m.floor);
+    for (const auto& [name, signal] : kSignals) {
+      const RatioEstimate& aa = (twin->*signal).vs_alone;
+      std::printf(", %s %s (%.2fx)", name, interval(aa).c_str(), aa_floor(aa));
+    }
     for (const auto& p : m.points) {
       if (p.family == Family::kAlone || p.family == Family::kAloneTwin) continue;
-      std::printf("; %s: p99 %s %s, CPU/request %s %s, CPU/run %s %s", label_of(p).c_str(),
-                  interval(p.vs_alone).c_str(), movement(p.vs_alone, twin->vs_alone),
-                  interval(p.cpu_us_per_request.vs_alone).c_str(),
-                  movement(p.cpu_us_per_request.vs_alone, twin->cpu_us_per_request.vs_alone),
-                  interval(p.cpu_us_per_run.vs_alone).c_str(),
-                  movement(p.cpu_us_per_run.vs_alone, twin->cpu_us_per_run.vs_alone));
+      std::printf("; %s: p99 %s %s", label_of(p).c_str(), interval(p.vs_alone).c_str(),
+                  movement(p.vs_alone, twin->vs_alone));
+      for (const auto& [name, signal] : kSignals) {
+        const RatioEstimate& r = (p.*signal).vs_alone;
+        std::printf(", %s %s %s", name, interval(r).c_str(), movement(r, (twin->*signal).vs_alone));
+      }
     }
     std::printf("\n");
   }

@@ -94,6 +94,7 @@ MixResult summarise(BeMix mix, const std::vector<Config>& configs,
       p.agent_cpu_percent = median_of(windows[i], &Point::agent_cpu_percent);
       p.cpu_us_per_request = summarise_signal(windows[i], &Point::cpu_us_per_request, alone, seed);
       p.cpu_us_per_run = summarise_signal(windows[i], &Point::cpu_us_per_run, alone, seed);
+      p.cpu_us_per_block = summarise_signal(windows[i], &Point::cpu_us_per_block, alone, seed);
       p.runs_per_request = median_of(windows[i], &Point::runs_per_request);
       p.writes_per_s = median_of(windows[i], &Point::writes_per_s);
       const auto mine = p99s(windows[i]);
