@@ -382,11 +382,9 @@ class Fleet(FleetReport):
         # The grown work ends with the pod (kubelet removes its cgroup, and what is in it).
         self.wait("the evicted executor's grown work gone with its pod",
                   lambda: hog.poll() is not None, 40)
-        # Spark never reuses an executor id: the replacement's is above every earlier one.
-        # m1-n1 is m1's only node that starts pods, and the scheduler keeps spark-pi-1 off it
-        # until its room for the executor has held for the reclaim hold (no ping-pong).
-        # A busy machine can shrink m1-n1's room meanwhile, which restarts the hold: then the
-        # step is not shown, rather than failed.
+        # Spark never reuses an executor id: the replacement's is above every earlier one. The
+        # scheduler keeps spark-pi-1 off m1-n1 (m1's only node that starts pods) for the
+        # reclaim hold; a busy machine that shrinks the room restarts it: not shown, not failed.
         lowest_free = []
 
         def replaced():

@@ -49,7 +49,8 @@ from admission import Admission  # noqa: E402
 from faults import Faults  # noqa: E402
 import discovery  # noqa: E402
 import pod_validation  # noqa: E402
-from pod_conditions import can_ignore_disruption_budget, update_pod_condition  # noqa: E402
+from pod_conditions import (can_ignore_disruption_budget, mark_disruption_target,  # noqa: E402
+                            update_pod_condition)
 import resources  # noqa: E402
 import statuses  # noqa: E402
 from routes import BUILT_IN_GROUPS, parse_route  # noqa: E402
@@ -355,37 +356,11 @@ class Handler(BaseHTTPRequestHandler):
         options = options if isinstance(options, dict) else {}
         preconditions = options.get("preconditions") or {}
         if not can_ignore_disruption_budget(pod):
-            preconditions = self.mark_disruption_target(r, pod, preconditions)
+            preconditions = mark_disruption_target(self.server.store, r.ns, r.name,
+                                                   preconditions)
         self.server.store.delete("pods", r.ns, r.name, "", preconditions,
                                  grace_period_of(options))
         self.send_status(201)
-
-    def mark_disruption_target(self, r, pod, preconditions):
-        """kube-apiserver's eviction writes the pod's DisruptionTarget condition (True,
-        EvictionByEvictionAPI) in its own update before the delete, checking the delete's
-        uid and resourceVersion preconditions against the latest pod there, and moves a
-        resourceVersion precondition to the version its update wrote (pkg/registry/core/
-        pod/storage/eviction.go addConditionAndDeletePod: getLatestPod, conditionAppender).
-        A watcher sees the pod MODIFIED with the condition, then marked for deletion: the
-        record that tells an eviction from any other delete."""
-        def append_condition(latest):
-            meta = latest["metadata"]
-            for field, key in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
-                want = preconditions.get(field)
-                if want not in (None, "") and want != meta.get(field):
-                    raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on Pod "%s": '
-                                   "the %s in the precondition (%s) does not match the %s in "
-                                   "record (%s)" % (r.name, key, want, key, meta.get(field)),
-                                   {"name": r.name, "kind": "Pod"})
-            update_pod_condition(latest.setdefault("status", {}), {
-                "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
-                "message": "Eviction API: evicting"})
-            return latest
-
-        updated = self.server.store.update("pods", r.ns, r.name, append_condition)
-        if preconditions.get("resourceVersion") in (None, ""):
-            return preconditions
-        return dict(preconditions, resourceVersion=updated["metadata"]["resourceVersion"])
 
     def list(self, r, query):
         predicate = matcher(r, query)

@@ -1,6 +1,6 @@
 """Pod status conditions as the API server's own writes set them."""
 
-from store import now_rfc3339
+from store import ApiError, now_rfc3339
 
 
 def update_pod_condition(status, condition):
@@ -27,3 +27,31 @@ def can_ignore_disruption_budget(pod):
     condition: terminal, pending, or already being deleted (eviction.go canIgnorePDB)."""
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending") or \
         bool(pod["metadata"].get("deletionTimestamp"))
+
+
+def mark_disruption_target(store, ns, name, preconditions):
+    """kube-apiserver's eviction writes the pod's DisruptionTarget condition (True,
+    EvictionByEvictionAPI) in its own update before the delete, checking the delete's uid and
+    resourceVersion preconditions against the latest pod there, and moves a resourceVersion
+    precondition to the version its update wrote (pkg/registry/core/pod/storage/eviction.go
+    addConditionAndDeletePod: getLatestPod, conditionAppender). A watcher sees the pod
+    MODIFIED with the condition, then marked for deletion. Returns the delete's
+    preconditions."""
+    def append_condition(latest):
+        meta = latest["metadata"]
+        for field, key in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            want = preconditions.get(field)
+            if want not in (None, "") and want != meta.get(field):
+                raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on Pod "%s": the '
+                               "%s in the precondition (%s) does not match the %s in record "
+                               "(%s)" % (name, key, want, key, meta.get(field)),
+                               {"name": name, "kind": "Pod"})
+        update_pod_condition(latest.setdefault("status", {}), {
+            "type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+            "message": "Eviction API: evicting"})
+        return latest
+
+    updated = store.update("pods", ns, name, append_condition)
+    if preconditions.get("resourceVersion") in (None, ""):
+        return preconditions
+    return dict(preconditions, resourceVersion=updated["metadata"]["resourceVersion"])

@@ -107,7 +107,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kubeapi  # noqa: E402
-from kubelet import GarbageCollector, Kubelet  # noqa: E402
+from garbage_collector import GarbageCollector  # noqa: E402
+from kubelet import Kubelet  # noqa: E402
 from kubelet_server import KubeletServer  # noqa: E402
 from sparkruntime import SparkRuntime  # noqa: E402
 from sparkoperator import Operator  # noqa: E402
