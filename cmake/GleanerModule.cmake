@@ -1,4 +1,7 @@
-# gleaner_module(NAME <name> [DIR <subfolder>] [LIBS <target>...] [EXCLUDE <regex>...])
+# gleaner_module(NAME <name> KIND <types|decision|io|root> [DIR <subfolder>] [LIBS <target>...]
+#                [EXCLUDE <regex>...])
+# KIND is what the module may link (test/layering/include_edges.py enforces it over LIBS,
+# transitively): types and decision modules do no I/O and link no I/O module.
 # One static library gleaner_<name>, built from every .cc under the calling folder (or its
 # subfolder DIR) except main.cc files (those belong to the executables). Globbing keeps
 # module CMakeLists free of file lists; CONFIGURE_DEPENDS picks up new files.
@@ -6,7 +9,10 @@
 # whose headers it may include. ctest include_layering reads these calls and fails on any
 # #include that crosses another edge (test/layering/include_edges.py).
 function(gleaner_module)
-  cmake_parse_arguments(M "" "NAME;DIR" "LIBS;EXCLUDE" ${ARGN})
+  cmake_parse_arguments(M "" "NAME;DIR;KIND" "LIBS;EXCLUDE" ${ARGN})
+  if(NOT M_KIND MATCHES "^(types|decision|io|root)$")
+    message(FATAL_ERROR "gleaner_module(${M_NAME}): KIND types|decision|io|root is required")
+  endif()
   set(dir ${CMAKE_CURRENT_SOURCE_DIR})
   if(M_DIR)
     set(dir ${dir}/${M_DIR})
