@@ -158,9 +158,15 @@ class Fleet(FleetReport):
         if first == "m1":
             self.shown.append("spark-pi-1 placed in m1, the member with batch room for it "
                               "(as m1-n1's agent reported it)")
-        running = self.wait("spark-pi-1's 2 executors running in %s" % first,
-                            lambda: (lambda r: r if len(r) == 2 else None)(
-                                self.running_executors(first, "spark-pi-1")))
+        try:
+            running = self.wait("spark-pi-1's 2 executors running in %s" % first,
+                                lambda: (lambda r: r if len(r) == 2 else None)(
+                                    self.running_executors(first, "spark-pi-1")))
+        except FleetError as e:
+            # What each of the app's pods was doing, so that a run which fails here says
+            # which part (operator, webhook, scheduler, kubelet) did not do its own.
+            raise FleetError("%s (its pods at the end: %s)" % (
+                e, self.pod_states(first, "spark-pi-1"))) from None
         # The webhook made the annotated pods batch pods of gleaner-scheduler.
         pods = self.pods(first, "sparkoperator.k8s.io/app-name=spark-pi-1")
         routed = [p for p in pods if p["spec"].get("schedulerName") == "gleaner-scheduler" and

@@ -5,6 +5,14 @@ from fleet_cluster import REPORT_DRIVEN, FleetCluster
 
 
 class FleetReport(FleetCluster):
+    def pod_states(self, member, name):
+        """Each of an app's pods in `member`: its phase, node and whether it is deleting."""
+        return "; ".join("%s %s on %s%s" % (
+            p["metadata"]["name"], (p.get("status") or {}).get("phase"),
+            p["spec"].get("nodeName") or "no node",
+            " deleting" if p["metadata"].get("deletionTimestamp") else "")
+            for p in self.pods(member, "sparkoperator.k8s.io/app-name=" + name)) or "none"
+
     def room_seen(self):
         return "the scheduler's free room on m1-n1 %sm, its Node's batch-cpu %dm" % (
             self.real_free(), self.node_batch_cpu())
